@@ -1,0 +1,86 @@
+/* Kernels: one description that runs on either backend.
+ *
+ * A kernel carries the address of a __global__ function for the CUDA backend
+ * (compiled by nvcc in the user's .cu file) and/or a plain C function for the
+ * host backend. The host function is called once per block, with the block's
+ * index and a scratch buffer standing in for shared memory; it does the work
+ * of all the block's threads itself. Both receive the same argument array,
+ * laid out as cudaLaunchKernel's kernelParams: args[i] points at the value of
+ * parameter i. */
+#ifndef WEFT_KERNEL_H
+#define WEFT_KERNEL_H
+
+#include "common.h"
+
+WEFT_BEGIN_DECLS
+
+typedef struct weft_dim3 {
+  unsigned int x, y, z;
+} weft_dim3;
+
+/* A grid or block shape; missing dimensions are 1. */
+#define WEFT_DIM3(x, y, z) ((weft_dim3){(x), (y), (z)})
+#define WEFT_DIM1(x) ((weft_dim3){(x), 1, 1})
+
+/* What a host kernel function sees of its launch. */
+typedef struct weft_kernel_ctx {
+  weft_dim3 grid_dim;  /* gridDim */
+  weft_dim3 block_dim; /* blockDim */
+  weft_dim3 block_idx; /* blockIdx of this call */
+  void *shared;        /* shared-memory bytes asked for at launch, or NULL */
+} weft_kernel_ctx;
+
+typedef void (*weft_host_fn)(const weft_kernel_ctx *ctx, void **args);
+
+#define WEFT_KERNEL_MAX_ARGS 16
+
+typedef struct weft_kernel {
+  const void *cuda;  /* __global__ function address, or NULL */
+  weft_host_fn host; /* host-backend implementation, or NULL */
+  const char *name;  /* shown in traces and errors; may be NULL */
+  /* Parameter sizes. The host backend runs kernels later, on its own
+   * threads, so like CUDA it copies the parameter values at launch; it needs
+   * their sizes for that. Fill with WEFT_KERNEL_ARGS(type, ...). */
+  unsigned nargs;
+  unsigned short arg_size[WEFT_KERNEL_MAX_ARGS];
+} weft_kernel;
+
+/* Designated initialisers for a kernel's parameter list, e.g.
+ *   weft_kernel k = {.cuda = (const void *)scale, .host = scale_host,
+ *                    .name = "scale", WEFT_KERNEL_ARGS(float *, float, int)};
+ */
+#define WEFT_KERNEL_ARGS(...)                                                  \
+  .nargs = WEFT__NARGS(__VA_ARGS__),                                           \
+  .arg_size = {WEFT__SIZES(__VA_ARGS__)}
+
+/* Argument counting and sizeof mapping for up to 16 parameters. */
+#define WEFT__NARGS(...)                                                       \
+  WEFT__NARGS_(__VA_ARGS__, 16, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3,  \
+               2, 1)
+#define WEFT__NARGS_(a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13,  \
+                     a14, a15, a16, n, ...)                                    \
+  n
+#define WEFT__CAT(a, b) WEFT__CAT_(a, b)
+#define WEFT__CAT_(a, b) a##b
+#define WEFT__SIZES(...)                                                       \
+  WEFT__CAT(WEFT__SZ_, WEFT__NARGS(__VA_ARGS__))(__VA_ARGS__)
+#define WEFT__SZ_1(a) sizeof(a)
+#define WEFT__SZ_2(a, ...) sizeof(a), WEFT__SZ_1(__VA_ARGS__)
+#define WEFT__SZ_3(a, ...) sizeof(a), WEFT__SZ_2(__VA_ARGS__)
+#define WEFT__SZ_4(a, ...) sizeof(a), WEFT__SZ_3(__VA_ARGS__)
+#define WEFT__SZ_5(a, ...) sizeof(a), WEFT__SZ_4(__VA_ARGS__)
+#define WEFT__SZ_6(a, ...) sizeof(a), WEFT__SZ_5(__VA_ARGS__)
+#define WEFT__SZ_7(a, ...) sizeof(a), WEFT__SZ_6(__VA_ARGS__)
+#define WEFT__SZ_8(a, ...) sizeof(a), WEFT__SZ_7(__VA_ARGS__)
+#define WEFT__SZ_9(a, ...) sizeof(a), WEFT__SZ_8(__VA_ARGS__)
+#define WEFT__SZ_10(a, ...) sizeof(a), WEFT__SZ_9(__VA_ARGS__)
+#define WEFT__SZ_11(a, ...) sizeof(a), WEFT__SZ_10(__VA_ARGS__)
+#define WEFT__SZ_12(a, ...) sizeof(a), WEFT__SZ_11(__VA_ARGS__)
+#define WEFT__SZ_13(a, ...) sizeof(a), WEFT__SZ_12(__VA_ARGS__)
+#define WEFT__SZ_14(a, ...) sizeof(a), WEFT__SZ_13(__VA_ARGS__)
+#define WEFT__SZ_15(a, ...) sizeof(a), WEFT__SZ_14(__VA_ARGS__)
+#define WEFT__SZ_16(a, ...) sizeof(a), WEFT__SZ_15(__VA_ARGS__)
+
+WEFT_END_DECLS
+
+#endif

@@ -1,0 +1,50 @@
+/* The runtime: one backend, its devices, and (later) the task scheduler. */
+#ifndef WEFT_RUNTIME_H
+#define WEFT_RUNTIME_H
+
+#include "common.h"
+#include "device.h"
+
+WEFT_BEGIN_DECLS
+
+typedef struct weft_runtime weft_runtime;
+
+typedef struct weft_runtime_opts {
+  size_t struct_size; /* sizeof(weft_runtime_opts), set by _opts_init */
+  /* Which backend to open. WEFT_BACKEND_AUTO (the default) reads the
+   * environment variable WEFT_BACKEND (auto|host|cuda) and, for auto, picks
+   * CUDA when a device is present. */
+  weft_backend_kind backend;
+  /* Host backend: number of executor threads; 0 means max(2, CPU cores) or
+   * the environment variable WEFT_HOST_THREADS. */
+  int host_threads;
+} weft_runtime_opts;
+
+/* Fills *opts with the defaults. Callable from anywhere. */
+WEFT_API void weft_runtime_opts_init(weft_runtime_opts *opts);
+
+/* Opens a runtime. opts may be NULL for the defaults. On success *rt is the
+ * new runtime; on failure *rt is untouched. Errors: WEFT_EINVAL (bad options
+ * or WEFT_BACKEND value), WEFT_ENODEV (the chosen backend is not built or has
+ * no device), WEFT_ENOMEM, WEFT_EDEVICE. Call from a plain thread. */
+WEFT_API int weft_init(weft_runtime **rt, const weft_runtime_opts *opts);
+
+/* Closes the runtime and frees everything it owns. Returns WEFT_EBUSY, and
+ * closes nothing, while objects made through it are still live.
+ * Call from a plain thread, not from a task. */
+WEFT_API int weft_shutdown(weft_runtime *rt);
+
+/* The backend the runtime opened. */
+WEFT_API weft_backend_kind weft_runtime_backend(const weft_runtime *rt);
+
+/* Number of devices of the runtime's backend (the host backend has one). */
+WEFT_API int weft_device_count(weft_runtime *rt, int *count);
+
+/* Properties of device dev. Errors: WEFT_EINVAL, WEFT_ENODEV (no such
+ * device), WEFT_EDEVICE. */
+WEFT_API int weft_device_get_info(weft_runtime *rt, int dev,
+                                  weft_device_info *info);
+
+WEFT_END_DECLS
+
+#endif

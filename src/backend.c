@@ -1,0 +1,561 @@
+/* The core side of the backend ops table: opening backends, handle pools,
+ * argument checks and the allocation registry. Every backend call the rest
+ * of weft makes goes through here. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend.h"
+#include "error_internal.h"
+#include "ptrmap.h"
+
+enum {
+  MAGIC_STREAM = 0x5354524du, /* "STRM" */
+  MAGIC_EVENT = 0x45564e54u,  /* "EVNT" */
+  MAGIC_DEAD = 0xdeaddeadu,
+};
+
+enum { ALLOC_DEVICE = 1, ALLOC_PINNED = 2 };
+
+/* ---- opening and closing ---- */
+
+static const struct weft__backend_ops *find_ops(weft_backend_kind kind) {
+  for (int i = 0; weft__backends[i]; i++)
+    if (weft__backends[i]->kind == kind)
+      return weft__backends[i];
+  return NULL;
+}
+
+static int open_ops(const struct weft__backend_ops *ops,
+                    const weft__backend_config *cfg, weft__backend **out) {
+  weft__backend *b = calloc(1, ops->backend_size);
+  if (!b)
+    return weft__err(WEFT_ENOMEM, "weft: cannot allocate the %s backend",
+                     ops->name);
+  b->ops = ops;
+  int rc;
+  if (pthread_mutex_init(&b->lock, NULL) != 0) {
+    rc = weft__err(WEFT_ENOMEM, "weft: pthread_mutex_init failed");
+    goto fail_lock;
+  }
+  b->allocs = weft__ptrmap_new();
+  if (!b->allocs) {
+    rc = weft__err(WEFT_ENOMEM, "weft: cannot allocate the registry");
+    goto fail_map;
+  }
+  rc = ops->open(b, cfg);
+  if (rc != 0)
+    goto fail_open;
+  rc = ops->device_count(b, &b->ndev);
+  if (rc != 0)
+    goto fail_info;
+  if (b->ndev <= 0) {
+    rc = weft__err(WEFT_ENODEV, "weft: the %s backend has no device",
+                   ops->name);
+    goto fail_info;
+  }
+  b->info = calloc((size_t)b->ndev, sizeof *b->info);
+  if (!b->info) {
+    rc = weft__err(WEFT_ENOMEM, "weft: cannot allocate device info");
+    goto fail_info;
+  }
+  for (int d = 0; d < b->ndev; d++) {
+    rc = ops->device_info(b, d, &b->info[d]);
+    if (rc != 0)
+      goto fail_devinfo;
+  }
+  *out = b;
+  return 0;
+
+fail_devinfo:
+  free(b->info);
+fail_info:
+  ops->close(b);
+fail_open:
+  weft__ptrmap_free(b->allocs);
+fail_map:
+  pthread_mutex_destroy(&b->lock);
+fail_lock:
+  free(b);
+  return rc;
+}
+
+int weft__backend_open(weft_backend_kind kind, int use_env,
+                       const weft__backend_config *cfg, weft__backend **out) {
+  static const weft__backend_config defaults = {0};
+  if (!out)
+    return weft__err(WEFT_EINVAL, "weft: backend_open: out is NULL");
+  if (!cfg)
+    cfg = &defaults;
+  if (kind == WEFT_BACKEND_AUTO && use_env) {
+    const char *env = getenv("WEFT_BACKEND");
+    if (env && *env && weft_backend_parse(env, &kind) != 0)
+      return weft__err(WEFT_EINVAL,
+                       "weft: WEFT_BACKEND=%s: expected auto, host or cuda",
+                       env);
+  }
+  if (kind == WEFT_BACKEND_AUTO) {
+    const struct weft__backend_ops *cuda = find_ops(WEFT_BACKEND_CUDA);
+    if (cuda && open_ops(cuda, cfg, out) == 0)
+      return 0;
+    kind = WEFT_BACKEND_HOST;
+  }
+  const struct weft__backend_ops *ops = find_ops(kind);
+  if (!ops)
+    return weft__err(WEFT_ENODEV,
+                     "weft: the %s backend is not built into this library",
+                     weft_backend_name(kind));
+  return open_ops(ops, cfg, out);
+}
+
+int weft__backend_close(weft__backend *b) {
+  if (!b)
+    return weft__err(WEFT_EINVAL, "weft: backend_close: NULL backend");
+  pthread_mutex_lock(&b->lock);
+  size_t ns = b->streams.live, ne = b->events.live;
+  size_t na = weft__ptrmap_count(b->allocs, ALLOC_DEVICE) +
+              weft__ptrmap_count(b->allocs, ALLOC_PINNED);
+  pthread_mutex_unlock(&b->lock);
+  if (ns || ne || na)
+    return weft__err(WEFT_EBUSY,
+                     "weft: %zu streams, %zu events and %zu allocations "
+                     "are still live",
+                     ns, ne, na);
+  b->ops->close(b);
+  for (weft__pool *p = &b->streams; p; p = (p == &b->streams) ? &b->events : NULL) {
+    while (p->head) {
+      weft__obj *o = p->head;
+      p->head = o->pool_next;
+      free(o);
+    }
+  }
+  weft__ptrmap_free(b->allocs);
+  free(b->info);
+  pthread_mutex_destroy(&b->lock);
+  free(b);
+  return 0;
+}
+
+void weft__backend_get_counts(weft__backend *b, weft__backend_counts *out) {
+  pthread_mutex_lock(&b->lock);
+  out->streams = b->streams.live;
+  out->events = b->events.live;
+  out->device_allocs = weft__ptrmap_count(b->allocs, ALLOC_DEVICE);
+  out->pinned_allocs = weft__ptrmap_count(b->allocs, ALLOC_PINNED);
+  pthread_mutex_unlock(&b->lock);
+}
+
+/* ---- handle pools ---- */
+
+/* Takes an object from the free list once enough are quarantined there,
+ * else allocates a fresh one. Called with b->lock held. */
+static weft__obj *pool_get(weft__pool *p, size_t size) {
+  weft__obj *o;
+  if (p->nfree > WEFT__POOL_QUARANTINE) {
+    o = p->head;
+    p->head = o->pool_next;
+    if (!p->head)
+      p->tail = NULL;
+    p->nfree--;
+    memset(o, 0, size);
+  } else {
+    o = calloc(1, size);
+    if (!o)
+      return NULL;
+  }
+  p->live++;
+  return o;
+}
+
+static void pool_put(weft__pool *p, weft__obj *o) {
+  o->magic = MAGIC_DEAD;
+  o->pool_next = NULL;
+  if (p->tail)
+    p->tail->pool_next = o;
+  else
+    p->head = o;
+  p->tail = o;
+  p->nfree++;
+  p->live--;
+}
+
+static int check_obj(const weft__obj *o, uint32_t magic, const char *what,
+                     const char *call) {
+  if (!o)
+    return weft__err(WEFT_EINVAL, "%s: %s is NULL", call, what);
+  if (o->magic == magic)
+    return 0;
+  if (o->magic == MAGIC_DEAD)
+    return weft__err(WEFT_EHANDLE, "%s: %s was destroyed", call, what);
+  return weft__err(WEFT_EHANDLE, "%s: %s is not a valid handle", call, what);
+}
+
+#define CHECK_STREAM(s, call)                                                  \
+  do {                                                                         \
+    int rc_ = check_obj((const weft__obj *)(s), MAGIC_STREAM, "stream", call); \
+    if (rc_)                                                                   \
+      return rc_;                                                              \
+  } while (0)
+
+#define CHECK_EVENT(e, call)                                                   \
+  do {                                                                         \
+    int rc_ = check_obj((const weft__obj *)(e), MAGIC_EVENT, "event", call);   \
+    if (rc_)                                                                   \
+      return rc_;                                                              \
+  } while (0)
+
+static int check_dev(weft__backend *b, int dev, const char *call) {
+  if (!b)
+    return weft__err(WEFT_EINVAL, "%s: backend is NULL", call);
+  if (dev < 0 || dev >= b->ndev)
+    return weft__err(WEFT_ENODEV, "%s: no device %d (the backend has %d)",
+                     call, dev, b->ndev);
+  return 0;
+}
+
+/* ---- streams ---- */
+
+int weft__stream_create(weft__backend *b, int dev, int priority,
+                        weft__stream **out) {
+  int rc = check_dev(b, dev, "stream_create");
+  if (rc)
+    return rc;
+  if (!out)
+    return weft__err(WEFT_EINVAL, "stream_create: out is NULL");
+  const weft_device_info *di = &b->info[dev];
+  /* Like CUDA, out-of-range priorities are clamped, not refused. */
+  if (priority < di->priority_greatest)
+    priority = di->priority_greatest;
+  if (priority > di->priority_least)
+    priority = di->priority_least;
+
+  pthread_mutex_lock(&b->lock);
+  weft__stream *s =
+      (weft__stream *)pool_get(&b->streams, b->ops->stream_size);
+  pthread_mutex_unlock(&b->lock);
+  if (!s)
+    return weft__err(WEFT_ENOMEM, "stream_create: out of memory");
+  s->hdr.dev = dev;
+  s->hdr.bk = b;
+  s->priority = priority;
+  rc = b->ops->stream_init(b, s);
+  pthread_mutex_lock(&b->lock);
+  if (rc == 0)
+    s->hdr.magic = MAGIC_STREAM;
+  else
+    pool_put(&b->streams, &s->hdr);
+  pthread_mutex_unlock(&b->lock);
+  if (rc == 0)
+    *out = s;
+  return rc;
+}
+
+int weft__stream_destroy(weft__stream **sp) {
+  if (!sp)
+    return weft__err(WEFT_EINVAL, "stream_destroy: NULL pointer");
+  weft__stream *s = *sp;
+  CHECK_STREAM(s, "stream_destroy");
+  weft__backend *b = s->hdr.bk;
+  /* The handle dies first, so a racing second destroy sees it dead. */
+  pthread_mutex_lock(&b->lock);
+  if (s->hdr.magic != MAGIC_STREAM) {
+    pthread_mutex_unlock(&b->lock);
+    return weft__err(WEFT_EHANDLE, "stream_destroy: stream was destroyed");
+  }
+  s->hdr.magic = 0;
+  pthread_mutex_unlock(&b->lock);
+  int rc = b->ops->stream_fini(s);
+  pthread_mutex_lock(&b->lock);
+  pool_put(&b->streams, &s->hdr);
+  pthread_mutex_unlock(&b->lock);
+  *sp = NULL;
+  return rc;
+}
+
+int weft__stream_sync(weft__stream *s) {
+  CHECK_STREAM(s, "stream_sync");
+  return s->hdr.bk->ops->stream_sync(s);
+}
+
+int weft__stream_query(weft__stream *s) {
+  CHECK_STREAM(s, "stream_query");
+  return s->hdr.bk->ops->stream_query(s);
+}
+
+int weft__stream_wait_event(weft__stream *s, weft__event *e) {
+  CHECK_STREAM(s, "stream_wait_event");
+  CHECK_EVENT(e, "stream_wait_event");
+  if (e->hdr.bk != s->hdr.bk)
+    return weft__err(WEFT_EINVAL,
+                     "stream_wait_event: event and stream belong to "
+                     "different backends");
+  return s->hdr.bk->ops->stream_wait_event(s, e);
+}
+
+/* ---- events ---- */
+
+int weft__event_create(weft__backend *b, int dev, unsigned flags,
+                       weft__event **out) {
+  int rc = check_dev(b, dev, "event_create");
+  if (rc)
+    return rc;
+  if (!out)
+    return weft__err(WEFT_EINVAL, "event_create: out is NULL");
+  if (flags & ~(unsigned)(WEFT__EVENT_TIMING | WEFT__EVENT_BLOCKING))
+    return weft__err(WEFT_EINVAL, "event_create: unknown flags 0x%x", flags);
+  pthread_mutex_lock(&b->lock);
+  weft__event *e = (weft__event *)pool_get(&b->events, b->ops->event_size);
+  pthread_mutex_unlock(&b->lock);
+  if (!e)
+    return weft__err(WEFT_ENOMEM, "event_create: out of memory");
+  e->hdr.dev = dev;
+  e->hdr.bk = b;
+  e->flags = flags;
+  rc = b->ops->event_init(b, e);
+  pthread_mutex_lock(&b->lock);
+  if (rc == 0)
+    e->hdr.magic = MAGIC_EVENT;
+  else
+    pool_put(&b->events, &e->hdr);
+  pthread_mutex_unlock(&b->lock);
+  if (rc == 0)
+    *out = e;
+  return rc;
+}
+
+int weft__event_destroy(weft__event **ep) {
+  if (!ep)
+    return weft__err(WEFT_EINVAL, "event_destroy: NULL pointer");
+  weft__event *e = *ep;
+  CHECK_EVENT(e, "event_destroy");
+  weft__backend *b = e->hdr.bk;
+  pthread_mutex_lock(&b->lock);
+  if (e->hdr.magic != MAGIC_EVENT) {
+    pthread_mutex_unlock(&b->lock);
+    return weft__err(WEFT_EHANDLE, "event_destroy: event was destroyed");
+  }
+  e->hdr.magic = 0;
+  pthread_mutex_unlock(&b->lock);
+  int rc = b->ops->event_fini(e);
+  pthread_mutex_lock(&b->lock);
+  pool_put(&b->events, &e->hdr);
+  pthread_mutex_unlock(&b->lock);
+  *ep = NULL;
+  return rc;
+}
+
+int weft__event_record(weft__event *e, weft__stream *s) {
+  CHECK_EVENT(e, "event_record");
+  CHECK_STREAM(s, "event_record");
+  if (e->hdr.bk != s->hdr.bk || e->hdr.dev != s->hdr.dev)
+    return weft__err(WEFT_EINVAL,
+                     "event_record: event and stream are on different "
+                     "devices or backends");
+  int rc = s->hdr.bk->ops->event_record(e, s);
+  if (rc == 0)
+    e->recorded = 1;
+  return rc;
+}
+
+int weft__event_query(weft__event *e) {
+  CHECK_EVENT(e, "event_query");
+  return e->hdr.bk->ops->event_query(e);
+}
+
+int weft__event_sync(weft__event *e) {
+  CHECK_EVENT(e, "event_sync");
+  return e->hdr.bk->ops->event_sync(e);
+}
+
+int weft__event_elapsed(weft__event *start, weft__event *end, float *ms) {
+  CHECK_EVENT(start, "event_elapsed");
+  CHECK_EVENT(end, "event_elapsed");
+  if (!ms)
+    return weft__err(WEFT_EINVAL, "event_elapsed: ms is NULL");
+  if (!(start->flags & WEFT__EVENT_TIMING) ||
+      !(end->flags & WEFT__EVENT_TIMING))
+    return weft__err(WEFT_EINVAL,
+                     "event_elapsed: both events need timing enabled");
+  if (!start->recorded || !end->recorded)
+    return weft__err(WEFT_ESTATE,
+                     "event_elapsed: both events must have been recorded");
+  if (start->hdr.bk != end->hdr.bk)
+    return weft__err(WEFT_EINVAL,
+                     "event_elapsed: events of different backends");
+  return start->hdr.bk->ops->event_elapsed(start, end, ms);
+}
+
+/* ---- work on a stream ---- */
+
+int weft__copy(weft__stream *s, void *dst, const void *src, size_t n,
+               weft__copy_kind kind) {
+  CHECK_STREAM(s, "copy");
+  if (n == 0)
+    return 0;
+  if (!dst || !src)
+    return weft__err(WEFT_EINVAL, "copy: %s is NULL", dst ? "src" : "dst");
+  if ((int)kind < WEFT__COPY_DEFAULT || kind > WEFT__COPY_H2H)
+    return weft__err(WEFT_EINVAL, "copy: unknown direction %d", (int)kind);
+  return s->hdr.bk->ops->copy(s, dst, src, n, kind);
+}
+
+int weft__memset(weft__stream *s, void *dst, int value, size_t n) {
+  CHECK_STREAM(s, "memset");
+  if (n == 0)
+    return 0;
+  if (!dst)
+    return weft__err(WEFT_EINVAL, "memset: dst is NULL");
+  return s->hdr.bk->ops->memset(s, dst, value, n);
+}
+
+static int check_dims(weft_dim3 d, const char *what, const char *name) {
+  if (d.x == 0 || d.y == 0 || d.z == 0)
+    return weft__err(WEFT_EINVAL, "launch %s: %s has a zero dimension (%u,%u,%u)",
+                     name, what, d.x, d.y, d.z);
+  return 0;
+}
+
+int weft__launch(weft__stream *s, const weft_kernel *k, weft_dim3 grid,
+                 weft_dim3 block, size_t shmem, void **args) {
+  CHECK_STREAM(s, "launch");
+  if (!k)
+    return weft__err(WEFT_EINVAL, "launch: kernel is NULL");
+  const char *name = k->name ? k->name : "(unnamed kernel)";
+  weft__backend *b = s->hdr.bk;
+  int has = b->ops->kind == WEFT_BACKEND_CUDA ? k->cuda != NULL
+                                              : k->host != NULL;
+  if (!has)
+    return weft__err(WEFT_ENOTSUP,
+                     "launch %s: the kernel has no %s implementation", name,
+                     b->ops->name);
+  if (k->nargs > WEFT_KERNEL_MAX_ARGS)
+    return weft__err(WEFT_EINVAL, "launch %s: %u parameters (at most %d)",
+                     name, k->nargs, WEFT_KERNEL_MAX_ARGS);
+  if (k->nargs > 0 && !args)
+    return weft__err(WEFT_EINVAL, "launch %s: %u parameters but args is NULL",
+                     name, k->nargs);
+  for (unsigned i = 0; i < k->nargs; i++)
+    if (!args[i] || k->arg_size[i] == 0)
+      return weft__err(WEFT_EINVAL,
+                       "launch %s: parameter %u has no value or no size",
+                       name, i);
+  int rc = check_dims(grid, "grid", name);
+  if (!rc)
+    rc = check_dims(block, "block", name);
+  if (rc)
+    return rc;
+  const weft_device_info *di = &b->info[s->hdr.dev];
+  uint64_t threads = (uint64_t)block.x * block.y * block.z;
+  if (threads > (uint64_t)di->max_threads_per_block)
+    return weft__err(WEFT_EINVAL,
+                     "launch %s: %llu threads per block (at most %d)", name,
+                     (unsigned long long)threads, di->max_threads_per_block);
+  if (grid.y > 65535 || grid.z > 65535)
+    return weft__err(WEFT_EINVAL,
+                     "launch %s: grid y and z must be at most 65535", name);
+  return b->ops->launch(s, k, grid, block, shmem, args);
+}
+
+/* ---- memory ---- */
+
+int weft__device_alloc(weft__stream *s, size_t n, void **out) {
+  CHECK_STREAM(s, "device_alloc");
+  if (!out)
+    return weft__err(WEFT_EINVAL, "device_alloc: out is NULL");
+  if (n == 0)
+    return weft__err(WEFT_EINVAL, "device_alloc: size is 0");
+  weft__backend *b = s->hdr.bk;
+  void *p = NULL;
+  int rc = b->ops->device_alloc(s, n, &p);
+  if (rc)
+    return rc;
+  pthread_mutex_lock(&b->lock);
+  rc = weft__ptrmap_put(b->allocs, p,
+                        (weft__alloc_info){n, ALLOC_DEVICE, s->hdr.dev});
+  pthread_mutex_unlock(&b->lock);
+  if (rc) {
+    b->ops->device_free(s, p);
+    return weft__err(rc, "device_alloc: registry out of memory");
+  }
+  *out = p;
+  return 0;
+}
+
+int weft__device_free(weft__stream *s, void *p) {
+  CHECK_STREAM(s, "device_free");
+  if (!p)
+    return 0; /* like free(NULL) */
+  weft__backend *b = s->hdr.bk;
+  weft__alloc_info info;
+  pthread_mutex_lock(&b->lock);
+  int known = weft__ptrmap_get(b->allocs, p, &info) &&
+              info.kind == ALLOC_DEVICE;
+  if (known)
+    weft__ptrmap_del(b->allocs, p);
+  pthread_mutex_unlock(&b->lock);
+  if (!known)
+    return weft__err(WEFT_EINVAL,
+                     "device_free: %p is not a live device allocation "
+                     "(foreign pointer or double free)",
+                     p);
+  int rc = b->ops->device_free(s, p);
+  if (rc) { /* the backend kept it: keep it registered too */
+    pthread_mutex_lock(&b->lock);
+    weft__ptrmap_put(b->allocs, p, info);
+    pthread_mutex_unlock(&b->lock);
+  }
+  return rc;
+}
+
+int weft__pinned_alloc(weft__backend *b, size_t n, void **out) {
+  if (!b || !out)
+    return weft__err(WEFT_EINVAL, "pinned_alloc: %s is NULL",
+                     b ? "out" : "backend");
+  if (n == 0)
+    return weft__err(WEFT_EINVAL, "pinned_alloc: size is 0");
+  void *p = NULL;
+  int rc = b->ops->pinned_alloc(b, n, &p);
+  if (rc)
+    return rc;
+  pthread_mutex_lock(&b->lock);
+  rc = weft__ptrmap_put(b->allocs, p, (weft__alloc_info){n, ALLOC_PINNED, 0});
+  pthread_mutex_unlock(&b->lock);
+  if (rc) {
+    b->ops->pinned_free(b, p);
+    return weft__err(rc, "pinned_alloc: registry out of memory");
+  }
+  *out = p;
+  return 0;
+}
+
+int weft__pinned_free(weft__backend *b, void *p) {
+  if (!b)
+    return weft__err(WEFT_EINVAL, "pinned_free: backend is NULL");
+  if (!p)
+    return 0;
+  weft__alloc_info info;
+  pthread_mutex_lock(&b->lock);
+  int known = weft__ptrmap_get(b->allocs, p, &info) &&
+              info.kind == ALLOC_PINNED;
+  if (known)
+    weft__ptrmap_del(b->allocs, p);
+  pthread_mutex_unlock(&b->lock);
+  if (!known)
+    return weft__err(WEFT_EINVAL,
+                     "pinned_free: %p is not a live pinned allocation "
+                     "(foreign pointer or double free)",
+                     p);
+  int rc = b->ops->pinned_free(b, p);
+  if (rc) {
+    pthread_mutex_lock(&b->lock);
+    weft__ptrmap_put(b->allocs, p, info);
+    pthread_mutex_unlock(&b->lock);
+  }
+  return rc;
+}
+
+int weft__device_sync(weft__backend *b, int dev) {
+  int rc = check_dev(b, dev, "device_sync");
+  if (rc)
+    return rc;
+  return b->ops->device_sync(b, dev);
+}

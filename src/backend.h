@@ -1,0 +1,198 @@
+/* The backend ops table: the only way the core reaches a device.
+ *
+ * The core (backend.c) owns handle memory, validation and bookkeeping; a
+ * backend implements the ops below and may assume every argument was
+ * checked: handles are live and of this backend, sizes are non-zero,
+ * pointers non-NULL, launch shapes within the device's limits, priorities
+ * clamped to the device's range. Backends translate their own errors into
+ * WEFT_E* codes with weft__err_raw(), keeping the raw code and message.
+ *
+ * Semantics every backend provides (checked by tests/conformance/):
+ * - Operations on one stream run in issue order; operations on different
+ *   streams are independent and may run at the same time.
+ * - An event completes when its stream has passed the point where it was
+ *   recorded; re-recording moves that point. An event never recorded counts
+ *   as complete for query, sync and waits.
+ * - stream_wait_event holds back later work on that stream alone, until the
+ *   event's most recent record (as of the wait call) completes.
+ * - Streams of higher priority (numerically smaller) are served first when
+ *   the device cannot run everything at once.
+ * - device_alloc/device_free are stream-ordered: memory freed on a stream is
+ *   reused only after the work queued before the free has completed.
+ * - Enqueue calls return once queued; only *_sync block the caller. */
+#ifndef WEFT__BACKEND_H
+#define WEFT__BACKEND_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include "weft/device.h"
+#include "weft/error.h"
+#include "weft/kernel.h"
+
+typedef struct weft__backend weft__backend;
+typedef struct weft__stream weft__stream;
+typedef struct weft__event weft__event;
+
+/* Header shared by every backend object; the core checks magic to catch
+ * NULL, foreign and destroyed handles. */
+typedef struct weft__obj {
+  uint32_t magic;
+  int dev;
+  weft__backend *bk;
+  struct weft__obj *pool_next; /* free list while dead */
+} weft__obj;
+
+/* A backend's stream struct starts with this. */
+struct weft__stream {
+  weft__obj hdr;
+  int priority; /* clamped to the device's range */
+};
+
+enum {
+  WEFT__EVENT_TIMING = 1u << 0,   /* elapsed time can be read */
+  WEFT__EVENT_BLOCKING = 1u << 1, /* event_sync sleeps rather than spins */
+};
+
+/* A backend's event struct starts with this. */
+struct weft__event {
+  weft__obj hdr;
+  unsigned flags;
+  int recorded; /* set by the core on the first record */
+};
+
+typedef enum weft__copy_kind {
+  WEFT__COPY_DEFAULT = 0, /* inferred from the pointers (unified addressing) */
+  WEFT__COPY_H2D,
+  WEFT__COPY_D2H,
+  WEFT__COPY_D2D,
+  WEFT__COPY_H2H,
+} weft__copy_kind;
+
+typedef struct weft__backend_config {
+  int host_threads; /* host backend executor threads; 0 = default */
+} weft__backend_config;
+
+struct weft__backend_ops {
+  weft_backend_kind kind;
+  const char *name;
+  size_t backend_size; /* bytes of the backend's struct (starts with
+                          struct weft__backend) */
+  size_t stream_size;  /* bytes of its stream struct */
+  size_t event_size;   /* bytes of its event struct */
+
+  /* Opens the backend in the zeroed memory the core allocated. On failure it
+   * releases everything it took. WEFT_ENODEV when no device is usable. */
+  int (*open)(weft__backend *b, const weft__backend_config *cfg);
+  /* Releases everything; the core has checked nothing is live. */
+  void (*close)(weft__backend *b);
+
+  int (*device_count)(weft__backend *b, int *count);
+  int (*device_info)(weft__backend *b, int dev, weft_device_info *info);
+  /* Waits for all work on the device, every stream. */
+  int (*device_sync)(weft__backend *b, int dev);
+
+  /* hdr.dev and priority are set. Non-blocking with respect to any default
+   * stream. */
+  int (*stream_init)(weft__backend *b, weft__stream *s);
+  /* Work already queued still completes. */
+  int (*stream_fini)(weft__stream *s);
+  int (*stream_sync)(weft__stream *s);
+  /* 0 when all queued work completed, else WEFT_EAGAIN. */
+  int (*stream_query)(weft__stream *s);
+  int (*stream_wait_event)(weft__stream *s, weft__event *e);
+
+  int (*event_init)(weft__backend *b, weft__event *e); /* hdr.dev, flags set */
+  int (*event_fini)(weft__event *e);
+  int (*event_record)(weft__event *e, weft__stream *s);
+  /* 0 when complete, else WEFT_EAGAIN. */
+  int (*event_query)(weft__event *e);
+  int (*event_sync)(weft__event *e);
+  /* Both recorded, completed and timing-enabled (checked by the core except
+   * completion: WEFT_EAGAIN when either is still pending). */
+  int (*event_elapsed)(weft__event *start, weft__event *end, float *ms);
+
+  int (*copy)(weft__stream *s, void *dst, const void *src, size_t n,
+              weft__copy_kind kind);
+  int (*memset)(weft__stream *s, void *dst, int value, size_t n);
+  /* The kernel has the function this backend needs. args holds k->nargs
+   * pointers to parameter values, copied before launch returns. */
+  int (*launch)(weft__stream *s, const weft_kernel *k, weft_dim3 grid,
+                weft_dim3 block, size_t shmem, void **args);
+
+  int (*device_alloc)(weft__stream *s, size_t n, void **out);
+  int (*device_free)(weft__stream *s, void *p);
+  int (*pinned_alloc)(weft__backend *b, size_t n, void **out);
+  int (*pinned_free)(weft__backend *b, void *p);
+};
+
+/* Handle pools keep destroyed objects on a FIFO free list for a while, so a
+ * stale handle is recognised as destroyed (WEFT_EHANDLE) until at least this
+ * many later objects of its kind have been destroyed. */
+#define WEFT__POOL_QUARANTINE 64
+
+typedef struct weft__pool {
+  weft__obj *head, *tail;
+  size_t nfree;
+  size_t live;
+} weft__pool;
+
+typedef struct weft__ptrmap weft__ptrmap; /* allocation registry, ptrmap.h */
+
+/* A backend's struct starts with this. */
+struct weft__backend {
+  const struct weft__backend_ops *ops;
+  pthread_mutex_t lock; /* pools and the allocation registry */
+  weft__pool streams, events;
+  weft__ptrmap *allocs; /* live device and pinned allocations */
+  int ndev;
+  weft_device_info *info; /* ndev entries, read at open */
+};
+
+/* Backends built into this library, NULL-terminated. */
+extern const struct weft__backend_ops *const weft__backends[];
+
+/* ---- the core's entry points: validate, then call the backend ---- */
+
+/* Opens a backend of the given kind; AUTO picks CUDA when it has a device.
+ * Reads WEFT_BACKEND only if kind is AUTO and use_env is set. */
+int weft__backend_open(weft_backend_kind kind, int use_env,
+                       const weft__backend_config *cfg, weft__backend **out);
+/* WEFT_EBUSY (closing nothing) while streams, events or allocations live. */
+int weft__backend_close(weft__backend *b);
+
+int weft__stream_create(weft__backend *b, int dev, int priority,
+                        weft__stream **out);
+/* Sets *s to NULL on success. */
+int weft__stream_destroy(weft__stream **s);
+int weft__stream_sync(weft__stream *s);
+int weft__stream_query(weft__stream *s);
+int weft__stream_wait_event(weft__stream *s, weft__event *e);
+
+int weft__event_create(weft__backend *b, int dev, unsigned flags,
+                       weft__event **out);
+int weft__event_destroy(weft__event **e);
+int weft__event_record(weft__event *e, weft__stream *s);
+int weft__event_query(weft__event *e);
+int weft__event_sync(weft__event *e);
+int weft__event_elapsed(weft__event *start, weft__event *end, float *ms);
+
+int weft__copy(weft__stream *s, void *dst, const void *src, size_t n,
+               weft__copy_kind kind);
+int weft__memset(weft__stream *s, void *dst, int value, size_t n);
+int weft__launch(weft__stream *s, const weft_kernel *k, weft_dim3 grid,
+                 weft_dim3 block, size_t shmem, void **args);
+
+int weft__device_alloc(weft__stream *s, size_t n, void **out);
+int weft__device_free(weft__stream *s, void *p);
+int weft__pinned_alloc(weft__backend *b, size_t n, void **out);
+int weft__pinned_free(weft__backend *b, void *p);
+int weft__device_sync(weft__backend *b, int dev);
+
+/* Live object counts, for leak checks in tests. */
+typedef struct weft__backend_counts {
+  size_t streams, events, device_allocs, pinned_allocs;
+} weft__backend_counts;
+void weft__backend_get_counts(weft__backend *b, weft__backend_counts *out);
+
+#endif

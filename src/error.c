@@ -1,0 +1,66 @@
+/* Error names, texts and the per-thread (per-task) failure detail. */
+#include <stdarg.h>
+#include <stdio.h>
+
+#include "error_internal.h"
+
+const char *weft_strerror(int err) {
+  switch (err) {
+  case 0:
+    return "success";
+#define WEFT__ERR_TEXT(name, value, text)                                      \
+  case WEFT_##name:                                                            \
+    return text;
+    WEFT_ERRNO_MAP(WEFT__ERR_TEXT)
+#undef WEFT__ERR_TEXT
+  }
+  return "unknown error";
+}
+
+const char *weft_err_name(int err) {
+  switch (err) {
+  case 0:
+    return "OK";
+#define WEFT__ERR_NAME(name, value, text)                                      \
+  case WEFT_##name:                                                            \
+    return #name;
+    WEFT_ERRNO_MAP(WEFT__ERR_NAME)
+#undef WEFT__ERR_NAME
+  }
+  return "UNKNOWN";
+}
+
+static _Thread_local weft__errinfo thread_err;
+_Thread_local weft__errinfo *weft__err_cur;
+
+weft__errinfo *weft__err_slot(void) {
+  return weft__err_cur ? weft__err_cur : &thread_err;
+}
+
+static int record(int code, int raw, const char *fmt, va_list ap) {
+  weft__errinfo *e = weft__err_slot();
+  e->code = code;
+  e->raw = raw;
+  vsnprintf(e->msg, sizeof e->msg, fmt, ap);
+  return code;
+}
+
+int weft__err(int code, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  record(code, 0, fmt, ap);
+  va_end(ap);
+  return code;
+}
+
+int weft__err_raw(int code, int raw, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  record(code, raw, fmt, ap);
+  va_end(ap);
+  return code;
+}
+
+const char *weft_last_error_message(void) { return weft__err_slot()->msg; }
+
+int weft_last_error_raw(void) { return weft__err_slot()->raw; }

@@ -1,0 +1,96 @@
+/* The host backend's lifetime and its one device. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "error_internal.h"
+#include "host/host_internal.h"
+
+static int default_threads(void) {
+  const char *env = getenv("WEFT_HOST_THREADS");
+  if (env && *env) {
+    char *end;
+    long n = strtol(env, &end, 10);
+    if (*end == '\0' && n > 0 && n <= 1024)
+      return (int)n;
+  }
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  /* At least two, so independent streams overlap even on one core. */
+  return cores > 2 ? (int)cores : 2;
+}
+
+int weft__host_open(weft__backend *b, const weft__backend_config *cfg) {
+  weft__host_backend *hb = weft__host_of(b);
+  int n = cfg->host_threads > 0 ? cfg->host_threads : default_threads();
+  if (pthread_mutex_init(&hb->mu, NULL) != 0)
+    return weft__err(WEFT_ENOMEM, "host backend: pthread_mutex_init failed");
+  if (pthread_cond_init(&hb->work, NULL) != 0)
+    goto fail_work;
+  if (pthread_cond_init(&hb->progress, NULL) != 0)
+    goto fail_progress;
+  /* device_info is read by the core right after open; the thread count
+   * must be known first. */
+  hb->nthreads = n;
+  int rc = weft__host_exec_start(hb, n);
+  if (rc)
+    goto fail_exec;
+  return 0;
+
+fail_exec:
+  pthread_cond_destroy(&hb->progress);
+  pthread_mutex_destroy(&hb->mu);
+  pthread_cond_destroy(&hb->work);
+  return rc;
+fail_progress:
+  pthread_cond_destroy(&hb->work);
+fail_work:
+  pthread_mutex_destroy(&hb->mu);
+  return weft__err(WEFT_ENOMEM, "host backend: pthread_cond_init failed");
+}
+
+void weft__host_close(weft__backend *b) {
+  weft__host_backend *hb = weft__host_of(b);
+  weft__host_exec_stop(hb);
+  pthread_cond_destroy(&hb->progress);
+  pthread_cond_destroy(&hb->work);
+  pthread_mutex_destroy(&hb->mu);
+}
+
+int weft__host_device_count(weft__backend *b, int *count) {
+  *count = 1;
+  return 0;
+}
+
+int weft__host_device_info(weft__backend *b, int dev, weft_device_info *info) {
+  weft__host_backend *hb = weft__host_of(b);
+  long page = sysconf(_SC_PAGESIZE);
+  long pages = sysconf(_SC_PHYS_PAGES);
+  long avail = sysconf(_SC_AVPHYS_PAGES);
+  memset(info, 0, sizeof *info);
+  snprintf(info->name, sizeof info->name, "host (%d executor threads)",
+           hb->nthreads);
+  info->backend = WEFT_BACKEND_HOST;
+  info->ordinal = dev;
+  info->multiprocessors = hb->nthreads;
+  info->copy_engines = 0; /* copies run on the executor threads */
+  info->concurrent_kernels = 1;
+  info->max_resident_grids = hb->nthreads;
+  info->max_threads_per_block = 1024;
+  info->priority_least = WEFT__HOST_PRIO_LEAST;
+  info->priority_greatest = WEFT__HOST_PRIO_GREATEST;
+  info->memory_total = (size_t)pages * (size_t)page;
+  info->memory_free = (size_t)avail * (size_t)page;
+  info->unified_addressing = 1;
+  return 0;
+}
+
+int weft__host_device_sync(weft__backend *b, int dev) {
+  weft__host_backend *hb = weft__host_of(b);
+  pthread_mutex_lock(&hb->mu);
+  uint64_t target = hb->submitted;
+  while (hb->completed < target)
+    pthread_cond_wait(&hb->progress, &hb->mu);
+  pthread_mutex_unlock(&hb->mu);
+  return 0;
+}

@@ -1,0 +1,227 @@
+/* The host backend's executor: run queues, settling of records and waits,
+ * and the worker threads that execute copies, memsets and kernels. */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "error_internal.h"
+#include "host/host_internal.h"
+
+uint64_t weft__host_now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+void weft__host_rec_release(weft__host_rec *r) {
+  if (r && --r->refs == 0)
+    free(r);
+}
+
+static weft__host_backend *backend_of(weft__host_stream *s) {
+  return weft__host_of(s->base.hdr.bk);
+}
+
+static void queue_push(host_queue *q, weft__host_stream *s) {
+  s->link = NULL;
+  if (q->tail)
+    q->tail->link = s;
+  else
+    q->head = s;
+  q->tail = s;
+}
+
+static weft__host_stream *queue_pop(host_queue *q) {
+  weft__host_stream *s = q->head;
+  if (s) {
+    q->head = s->link;
+    if (!q->head)
+      q->tail = NULL;
+    s->link = NULL;
+  }
+  return s;
+}
+
+static void op_done(weft__host_backend *hb, weft__host_stream *s,
+                    weft__host_op *op) {
+  if (op->kind == HOP_RECORD || op->kind == HOP_WAIT)
+    weft__host_rec_release(op->u.rec);
+  free(op);
+  s->completed++;
+  hb->completed++;
+}
+
+/* Moves an idle-or-just-run stream forward: settles records, satisfied
+ * waits and frees at its head, then parks it as IDLE, BLOCKED or READY.
+ * Lock held; the stream is not RUNNING, READY or BLOCKED on entry. */
+static void advance(weft__host_backend *hb, weft__host_stream *s) {
+  for (;;) {
+    weft__host_op *op = s->head;
+    if (!op) {
+      s->state = HOST_IDLE;
+      return;
+    }
+    if (op->kind == HOP_RECORD) {
+      op->u.rec->done = 1;
+      op->u.rec->t_ns = weft__host_now_ns();
+      hb->rescan = 1;
+    } else if (op->kind == HOP_WAIT) {
+      if (!op->u.rec->done) {
+        s->state = HOST_BLOCKED;
+        s->link = hb->blocked;
+        hb->blocked = s;
+        return;
+      }
+    } else if (op->kind == HOP_FREE) {
+      free(op->u.ptr);
+    } else {
+      s->state = HOST_READY;
+      queue_push(&hb->ready[s->level], s);
+      pthread_cond_signal(&hb->work);
+      return;
+    }
+    s->head = op->next;
+    if (!s->head)
+      s->tail = NULL;
+    op_done(hb, s, op);
+  }
+}
+
+/* Rechecks blocked streams until no completed record is left unseen; a
+ * stream released here may itself complete records that release others. */
+static void settle(weft__host_backend *hb) {
+  while (hb->rescan) {
+    hb->rescan = 0;
+    weft__host_stream *list = hb->blocked;
+    hb->blocked = NULL;
+    while (list) {
+      weft__host_stream *s = list;
+      list = s->link;
+      if (s->head->u.rec->done) {
+        s->state = HOST_IDLE;
+        advance(hb, s);
+      } else {
+        s->link = hb->blocked;
+        hb->blocked = s;
+      }
+    }
+  }
+  pthread_cond_broadcast(&hb->progress);
+}
+
+void weft__host_enqueue(weft__host_stream *s, weft__host_op *op) {
+  weft__host_backend *hb = backend_of(s);
+  op->next = NULL;
+  pthread_mutex_lock(&hb->mu);
+  if (s->tail)
+    s->tail->next = op;
+  else
+    s->head = op;
+  s->tail = op;
+  s->submitted++;
+  hb->submitted++;
+  if (s->state == HOST_IDLE) {
+    advance(hb, s);
+    settle(hb);
+  }
+  pthread_mutex_unlock(&hb->mu);
+}
+
+static void run_launch(weft__host_op *op) {
+  weft_kernel_ctx ctx = {.grid_dim = op->u.launch.grid,
+                         .block_dim = op->u.launch.block,
+                         .shared = op->u.launch.shared};
+  weft_dim3 g = op->u.launch.grid;
+  for (unsigned z = 0; z < g.z; z++)
+    for (unsigned y = 0; y < g.y; y++)
+      for (unsigned x = 0; x < g.x; x++) {
+        ctx.block_idx = (weft_dim3){x, y, z};
+        op->u.launch.fn(&ctx, op->u.launch.argv);
+      }
+}
+
+static void execute(weft__host_op *op) {
+  switch (op->kind) {
+  case HOP_COPY:
+    /* memmove: like cudaMemcpy, overlap is the caller's problem, but a
+     * CPU copy costs nothing extra to make it harmless. */
+    memmove(op->u.copy.dst, op->u.copy.src, op->u.copy.n);
+    break;
+  case HOP_MEMSET:
+    memset(op->u.set.dst, op->u.set.value, op->u.set.n);
+    break;
+  case HOP_LAUNCH:
+    run_launch(op);
+    break;
+  default: /* records, waits and frees are settled in advance() */
+    break;
+  }
+}
+
+/* Highest priority level first; FIFO within a level, and a stream goes to
+ * the back of its level after each operation, so equal streams share. */
+static weft__host_stream *pick(weft__host_backend *hb) {
+  for (int l = WEFT__HOST_LEVELS - 1; l >= 0; l--) {
+    weft__host_stream *s = queue_pop(&hb->ready[l]);
+    if (s)
+      return s;
+  }
+  return NULL;
+}
+
+static void *executor(void *arg) {
+  weft__host_backend *hb = arg;
+  pthread_mutex_lock(&hb->mu);
+  for (;;) {
+    weft__host_stream *s = pick(hb);
+    if (!s) {
+      if (hb->stopping)
+        break;
+      pthread_cond_wait(&hb->work, &hb->mu);
+      continue;
+    }
+    weft__host_op *op = s->head;
+    s->head = op->next;
+    if (!s->head)
+      s->tail = NULL;
+    s->state = HOST_RUNNING;
+    pthread_mutex_unlock(&hb->mu);
+
+    execute(op);
+
+    pthread_mutex_lock(&hb->mu);
+    op_done(hb, s, op);
+    advance(hb, s);
+    settle(hb); /* also wakes syncs waiting for this completion */
+  }
+  pthread_mutex_unlock(&hb->mu);
+  return NULL;
+}
+
+int weft__host_exec_start(weft__host_backend *hb, int nthreads) {
+  hb->threads = calloc((size_t)nthreads, sizeof *hb->threads);
+  if (!hb->threads)
+    return weft__err(WEFT_ENOMEM, "host backend: out of memory");
+  for (int i = 0; i < nthreads; i++) {
+    if (pthread_create(&hb->threads[i], NULL, executor, hb) != 0) {
+      hb->nthreads = i;
+      weft__host_exec_stop(hb);
+      return weft__err(WEFT_ENOMEM,
+                       "host backend: cannot start executor thread %d", i);
+    }
+  }
+  hb->nthreads = nthreads;
+  return 0;
+}
+
+void weft__host_exec_stop(weft__host_backend *hb) {
+  pthread_mutex_lock(&hb->mu);
+  hb->stopping = 1;
+  pthread_cond_broadcast(&hb->work);
+  pthread_mutex_unlock(&hb->mu);
+  for (int i = 0; i < hb->nthreads; i++)
+    pthread_join(hb->threads[i], NULL);
+  free(hb->threads);
+  hb->threads = NULL;
+  hb->nthreads = 0;
+}

@@ -1,0 +1,126 @@
+/* The host backend: streams are ordered queues of operations executed by a
+ * pool of CPU threads, with the same semantics as CUDA streams.
+ *
+ * One mutex guards all queue state. A stream is at any moment IDLE (nothing
+ * queued), READY (in a priority run queue), RUNNING (an executor thread is
+ * executing its head operation) or BLOCKED (its head waits on an event).
+ * At most one thread runs a stream, which gives in-stream order; different
+ * streams run on different threads, which gives cross-stream concurrency.
+ * Event records and waits never occupy a thread: they are settled under the
+ * lock as soon as they reach the head of their stream. */
+#ifndef WEFT__HOST_INTERNAL_H
+#define WEFT__HOST_INTERNAL_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include "backend.h"
+
+/* Priorities 0 (least) .. -5 (greatest), as on current NVIDIA GPUs. */
+#define WEFT__HOST_PRIO_LEAST 0
+#define WEFT__HOST_PRIO_GREATEST (-5)
+#define WEFT__HOST_LEVELS 6
+
+typedef enum host_state {
+  HOST_IDLE,
+  HOST_READY,
+  HOST_RUNNING,
+  HOST_BLOCKED
+} host_state;
+
+/* One recording of an event. Reference-counted: the event holds its latest
+ * record, and each queued record or wait operation holds the one it names,
+ * so destroying or re-recording an event never invalidates queued work. */
+typedef struct weft__host_rec {
+  int refs;
+  int done;
+  uint64_t t_ns; /* CLOCK_MONOTONIC when the stream passed it */
+} weft__host_rec;
+
+typedef enum host_op_kind {
+  HOP_COPY,
+  HOP_MEMSET,
+  HOP_LAUNCH,
+  HOP_RECORD,
+  HOP_WAIT,
+  HOP_FREE
+} host_op_kind;
+
+typedef struct weft__host_op {
+  struct weft__host_op *next;
+  host_op_kind kind;
+  union {
+    struct {
+      void *dst;
+      const void *src;
+      size_t n;
+    } copy;
+    struct {
+      void *dst;
+      int value;
+      size_t n;
+    } set;
+    struct {
+      weft_host_fn fn;
+      weft_dim3 grid, block;
+      void *shared;
+      void *argv[WEFT_KERNEL_MAX_ARGS];
+    } launch;
+    weft__host_rec *rec; /* HOP_RECORD, HOP_WAIT */
+    void *ptr;           /* HOP_FREE */
+  } u;
+} weft__host_op;
+
+typedef struct weft__host_stream {
+  weft__stream base;
+  weft__host_op *head, *tail;
+  host_state state;
+  int level; /* run-queue level: 0 least .. WEFT__HOST_LEVELS-1 greatest */
+  uint64_t submitted, completed;
+  struct weft__host_stream *link; /* run queue or blocked list */
+} weft__host_stream;
+
+typedef struct weft__host_event {
+  weft__event base;
+  weft__host_rec *last; /* latest record, or NULL if never recorded */
+} weft__host_event;
+
+typedef struct host_queue {
+  weft__host_stream *head, *tail;
+} host_queue;
+
+typedef struct weft__host_backend {
+  struct weft__backend base;
+  pthread_mutex_t mu;
+  pthread_cond_t work;     /* executors wait here for ready streams */
+  pthread_cond_t progress; /* syncs wait here; broadcast on completions */
+  host_queue ready[WEFT__HOST_LEVELS];
+  weft__host_stream *blocked;
+  int rescan;  /* an event record completed: recheck blocked streams */
+  int stopping;
+  int nthreads;
+  pthread_t *threads;
+  uint64_t submitted, completed; /* over all streams, for device_sync */
+} weft__host_backend;
+
+static inline weft__host_backend *weft__host_of(weft__backend *b) {
+  return (weft__host_backend *)b;
+}
+
+uint64_t weft__host_now_ns(void);
+
+/* Backend and device entry points (host_backend.c). */
+int weft__host_open(weft__backend *b, const weft__backend_config *cfg);
+void weft__host_close(weft__backend *b);
+int weft__host_device_count(weft__backend *b, int *count);
+int weft__host_device_info(weft__backend *b, int dev, weft_device_info *info);
+int weft__host_device_sync(weft__backend *b, int dev);
+
+/* Executor (host_exec.c). */
+int weft__host_exec_start(weft__host_backend *hb, int nthreads);
+void weft__host_exec_stop(weft__host_backend *hb);
+/* Appends op to s and makes progress where possible. Takes the lock. */
+void weft__host_enqueue(weft__host_stream *s, weft__host_op *op);
+void weft__host_rec_release(weft__host_rec *r); /* lock held */
+
+#endif

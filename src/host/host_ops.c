@@ -1,0 +1,266 @@
+/* The host backend's stream, event, copy, launch and memory operations:
+ * each builds an operation and queues it on its stream. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "error_internal.h"
+#include "host/host_internal.h"
+
+#define HS(s) ((weft__host_stream *)(s))
+#define HE(e) ((weft__host_event *)(e))
+
+static weft__host_op *op_new(host_op_kind kind, size_t extra) {
+  weft__host_op *op = calloc(1, sizeof *op + extra);
+  if (op)
+    op->kind = kind;
+  return op;
+}
+
+static int no_memory(const char *call) {
+  return weft__err(WEFT_ENOMEM, "%s: out of host memory", call);
+}
+
+/* ---- streams ---- */
+
+static int stream_init(weft__backend *b, weft__stream *s) {
+  weft__host_stream *hs = HS(s);
+  hs->state = HOST_IDLE;
+  hs->level = WEFT__HOST_PRIO_LEAST - s->priority;
+  return 0;
+}
+
+/* Waits until every operation queued before the call has completed. */
+static int stream_sync(weft__stream *s) {
+  weft__host_stream *hs = HS(s);
+  weft__host_backend *hb = weft__host_of(s->hdr.bk);
+  pthread_mutex_lock(&hb->mu);
+  uint64_t target = hs->submitted;
+  while (hs->completed < target)
+    pthread_cond_wait(&hb->progress, &hb->mu);
+  pthread_mutex_unlock(&hb->mu);
+  return 0;
+}
+
+/* Unlike cudaStreamDestroy this waits for queued work, because the
+ * stream's memory is recycled once the call returns. */
+static int stream_fini(weft__stream *s) { return stream_sync(s); }
+
+static int stream_query(weft__stream *s) {
+  weft__host_stream *hs = HS(s);
+  weft__host_backend *hb = weft__host_of(s->hdr.bk);
+  pthread_mutex_lock(&hb->mu);
+  int done = hs->completed == hs->submitted;
+  pthread_mutex_unlock(&hb->mu);
+  return done ? 0 : WEFT_EAGAIN;
+}
+
+static int stream_wait_event(weft__stream *s, weft__event *e) {
+  weft__host_backend *hb = weft__host_of(s->hdr.bk);
+  weft__host_op *op = op_new(HOP_WAIT, 0);
+  if (!op)
+    return no_memory("stream_wait_event");
+  pthread_mutex_lock(&hb->mu);
+  weft__host_rec *r = HE(e)->last;
+  if (r)
+    r->refs++;
+  pthread_mutex_unlock(&hb->mu);
+  if (!r) { /* never recorded: nothing to wait for, as in CUDA */
+    free(op);
+    return 0;
+  }
+  op->u.rec = r;
+  weft__host_enqueue(HS(s), op);
+  return 0;
+}
+
+/* ---- events ---- */
+
+static int event_init(weft__backend *b, weft__event *e) { return 0; }
+
+static int event_fini(weft__event *e) {
+  weft__host_backend *hb = weft__host_of(e->hdr.bk);
+  pthread_mutex_lock(&hb->mu);
+  weft__host_rec_release(HE(e)->last);
+  HE(e)->last = NULL;
+  pthread_mutex_unlock(&hb->mu);
+  return 0;
+}
+
+static int event_record(weft__event *e, weft__stream *s) {
+  weft__host_backend *hb = weft__host_of(s->hdr.bk);
+  weft__host_op *op = op_new(HOP_RECORD, 0);
+  weft__host_rec *r = calloc(1, sizeof *r);
+  if (!op || !r) {
+    free(op);
+    free(r);
+    return no_memory("event_record");
+  }
+  r->refs = 2; /* the event's and the operation's */
+  op->u.rec = r;
+  pthread_mutex_lock(&hb->mu);
+  weft__host_rec_release(HE(e)->last);
+  HE(e)->last = r;
+  pthread_mutex_unlock(&hb->mu);
+  weft__host_enqueue(HS(s), op);
+  return 0;
+}
+
+static int event_query(weft__event *e) {
+  weft__host_backend *hb = weft__host_of(e->hdr.bk);
+  pthread_mutex_lock(&hb->mu);
+  weft__host_rec *r = HE(e)->last;
+  int done = !r || r->done;
+  pthread_mutex_unlock(&hb->mu);
+  return done ? 0 : WEFT_EAGAIN;
+}
+
+static int event_sync(weft__event *e) {
+  weft__host_backend *hb = weft__host_of(e->hdr.bk);
+  pthread_mutex_lock(&hb->mu);
+  weft__host_rec *r = HE(e)->last;
+  if (r) {
+    r->refs++; /* a re-record while we wait must not free it */
+    while (!r->done)
+      pthread_cond_wait(&hb->progress, &hb->mu);
+    weft__host_rec_release(r);
+  }
+  pthread_mutex_unlock(&hb->mu);
+  return 0;
+}
+
+static int event_elapsed(weft__event *start, weft__event *end, float *ms) {
+  weft__host_backend *hb = weft__host_of(start->hdr.bk);
+  pthread_mutex_lock(&hb->mu);
+  weft__host_rec *a = HE(start)->last, *z = HE(end)->last;
+  int done = a && z && a->done && z->done;
+  double v = done ? ((double)z->t_ns - (double)a->t_ns) / 1e6 : 0.0;
+  pthread_mutex_unlock(&hb->mu);
+  if (!done)
+    return WEFT_EAGAIN;
+  *ms = (float)v;
+  return 0;
+}
+
+/* ---- work ---- */
+
+static int copy(weft__stream *s, void *dst, const void *src, size_t n,
+                weft__copy_kind kind) {
+  weft__host_op *op = op_new(HOP_COPY, 0);
+  if (!op)
+    return no_memory("copy");
+  op->u.copy.dst = dst;
+  op->u.copy.src = src;
+  op->u.copy.n = n;
+  weft__host_enqueue(HS(s), op);
+  return 0;
+}
+
+static int memset_op(weft__stream *s, void *dst, int value, size_t n) {
+  weft__host_op *op = op_new(HOP_MEMSET, 0);
+  if (!op)
+    return no_memory("memset");
+  op->u.set.dst = dst;
+  op->u.set.value = value;
+  op->u.set.n = n;
+  weft__host_enqueue(HS(s), op);
+  return 0;
+}
+
+static size_t align16(size_t n) { return (n + 15) & ~(size_t)15; }
+
+/* Parameter values and the shared-memory scratch live in the operation's
+ * own allocation: copied now, as CUDA copies kernelParams at launch. */
+static int launch(weft__stream *s, const weft_kernel *k, weft_dim3 grid,
+                  weft_dim3 block, size_t shmem, void **args) {
+  size_t extra = 0;
+  for (unsigned i = 0; i < k->nargs; i++)
+    extra += align16(k->arg_size[i]);
+  if (shmem > ((size_t)1 << 30))
+    return weft__err(WEFT_EINVAL, "launch %s: %zu bytes of shared memory",
+                     k->name ? k->name : "kernel", shmem);
+  weft__host_op *op = op_new(HOP_LAUNCH, extra + align16(shmem));
+  if (!op)
+    return no_memory("launch");
+  unsigned char *buf = (unsigned char *)(op + 1);
+  for (unsigned i = 0; i < k->nargs; i++) {
+    memcpy(buf, args[i], k->arg_size[i]);
+    op->u.launch.argv[i] = buf;
+    buf += align16(k->arg_size[i]);
+  }
+  op->u.launch.fn = k->host;
+  op->u.launch.grid = grid;
+  op->u.launch.block = block;
+  op->u.launch.shared = shmem ? buf : NULL;
+  weft__host_enqueue(HS(s), op);
+  return 0;
+}
+
+/* ---- memory ---- */
+
+/* "Device" memory is host memory. Sizes beyond physical memory are refused
+ * up front, as a GPU refuses more than it has. */
+static int host_alloc(weft__backend *b, size_t n, size_t align, void **out,
+                      const char *call) {
+  if (n > b->info[0].memory_total)
+    return weft__err(WEFT_ENOMEM, "%s: %zu bytes exceed the %zu of memory",
+                     call, n, b->info[0].memory_total);
+  void *p = NULL;
+  if (posix_memalign(&p, align, n) != 0)
+    return weft__err(WEFT_ENOMEM, "%s: cannot allocate %zu bytes", call, n);
+  *out = p;
+  return 0;
+}
+
+static int device_alloc(weft__stream *s, size_t n, void **out) {
+  return host_alloc(s->hdr.bk, n, 256, out, "device_alloc");
+}
+
+/* Stream-ordered: the memory is released when the stream passes the free. */
+static int device_free(weft__stream *s, void *p) {
+  weft__host_op *op = op_new(HOP_FREE, 0);
+  if (!op)
+    return no_memory("device_free");
+  op->u.ptr = p;
+  weft__host_enqueue(HS(s), op);
+  return 0;
+}
+
+static int pinned_alloc(weft__backend *b, size_t n, void **out) {
+  return host_alloc(b, n, 64, out, "pinned_alloc");
+}
+
+static int pinned_free(weft__backend *b, void *p) {
+  free(p);
+  return 0;
+}
+
+const struct weft__backend_ops weft__host_ops = {
+    .kind = WEFT_BACKEND_HOST,
+    .name = "host",
+    .backend_size = sizeof(weft__host_backend),
+    .stream_size = sizeof(weft__host_stream),
+    .event_size = sizeof(weft__host_event),
+    .open = weft__host_open,
+    .close = weft__host_close,
+    .device_count = weft__host_device_count,
+    .device_info = weft__host_device_info,
+    .device_sync = weft__host_device_sync,
+    .stream_init = stream_init,
+    .stream_fini = stream_fini,
+    .stream_sync = stream_sync,
+    .stream_query = stream_query,
+    .stream_wait_event = stream_wait_event,
+    .event_init = event_init,
+    .event_fini = event_fini,
+    .event_record = event_record,
+    .event_query = event_query,
+    .event_sync = event_sync,
+    .event_elapsed = event_elapsed,
+    .copy = copy,
+    .memset = memset_op,
+    .launch = launch,
+    .device_alloc = device_alloc,
+    .device_free = device_free,
+    .pinned_alloc = pinned_alloc,
+    .pinned_free = pinned_free,
+};

@@ -1,0 +1,29 @@
+/* A registry of live allocations, keyed by the pointer handed out, so frees
+ * of foreign or already-freed pointers are caught before they reach the
+ * backend. Not thread-safe: the caller holds the backend's lock. */
+#ifndef WEFT__PTRMAP_H
+#define WEFT__PTRMAP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct weft__ptrmap weft__ptrmap;
+
+typedef struct weft__alloc_info {
+  size_t size;
+  int kind; /* caller-defined: device or pinned */
+  int dev;
+} weft__alloc_info;
+
+weft__ptrmap *weft__ptrmap_new(void);
+void weft__ptrmap_free(weft__ptrmap *m);
+/* 0, or WEFT_ENOMEM when the table could not grow (nothing inserted). */
+int weft__ptrmap_put(weft__ptrmap *m, const void *p, weft__alloc_info info);
+/* 1 and *out filled (if out) when p is present, else 0. */
+int weft__ptrmap_get(const weft__ptrmap *m, const void *p,
+                     weft__alloc_info *out);
+/* 1 when p was present and is now removed, else 0. */
+int weft__ptrmap_del(weft__ptrmap *m, const void *p);
+size_t weft__ptrmap_count(const weft__ptrmap *m, int kind);
+
+#endif
