@@ -11,7 +11,11 @@
 #include "weft/common.h"
 #include "weft/device.h"
 #include "weft/error.h"
+#include "weft/event.h"
 #include "weft/kernel.h"
+#include "weft/memory.h"
 #include "weft/runtime.h"
+#include "weft/stream.h"
+#include "weft/task.h"
 
 #endif

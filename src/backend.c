@@ -11,7 +11,7 @@
 enum {
   MAGIC_STREAM = 0x5354524du, /* "STRM" */
   MAGIC_EVENT = 0x45564e54u,  /* "EVNT" */
-  MAGIC_DEAD = 0xdeaddeadu,
+  MAGIC_DEAD = WEFT__MAGIC_DEAD,
 };
 
 enum { ALLOC_DEVICE = 1, ALLOC_PINNED = 2 };
@@ -121,13 +121,8 @@ int weft__backend_close(weft__backend *b) {
                      "are still live",
                      ns, ne, na);
   b->ops->close(b);
-  for (weft__pool *p = &b->streams; p; p = (p == &b->streams) ? &b->events : NULL) {
-    while (p->head) {
-      weft__obj *o = p->head;
-      p->head = o->pool_next;
-      free(o);
-    }
-  }
+  weft__pool_drain(&b->streams);
+  weft__pool_drain(&b->events);
   weft__ptrmap_free(b->allocs);
   free(b->info);
   pthread_mutex_destroy(&b->lock);
@@ -142,40 +137,6 @@ void weft__backend_get_counts(weft__backend *b, weft__backend_counts *out) {
   out->device_allocs = weft__ptrmap_count(b->allocs, ALLOC_DEVICE);
   out->pinned_allocs = weft__ptrmap_count(b->allocs, ALLOC_PINNED);
   pthread_mutex_unlock(&b->lock);
-}
-
-/* ---- handle pools ---- */
-
-/* Takes an object from the free list once enough are quarantined there,
- * else allocates a fresh one. Called with b->lock held. */
-static weft__obj *pool_get(weft__pool *p, size_t size) {
-  weft__obj *o;
-  if (p->nfree > WEFT__POOL_QUARANTINE) {
-    o = p->head;
-    p->head = o->pool_next;
-    if (!p->head)
-      p->tail = NULL;
-    p->nfree--;
-    memset(o, 0, size);
-  } else {
-    o = calloc(1, size);
-    if (!o)
-      return NULL;
-  }
-  p->live++;
-  return o;
-}
-
-static void pool_put(weft__pool *p, weft__obj *o) {
-  o->magic = MAGIC_DEAD;
-  o->pool_next = NULL;
-  if (p->tail)
-    p->tail->pool_next = o;
-  else
-    p->head = o;
-  p->tail = o;
-  p->nfree++;
-  p->live--;
 }
 
 static int check_obj(const weft__obj *o, uint32_t magic, const char *what,
@@ -230,7 +191,7 @@ int weft__stream_create(weft__backend *b, int dev, int priority,
 
   pthread_mutex_lock(&b->lock);
   weft__stream *s =
-      (weft__stream *)pool_get(&b->streams, b->ops->stream_size);
+      (weft__stream *)weft__pool_get(&b->streams, b->ops->stream_size);
   pthread_mutex_unlock(&b->lock);
   if (!s)
     return weft__err(WEFT_ENOMEM, "stream_create: out of memory");
@@ -242,7 +203,7 @@ int weft__stream_create(weft__backend *b, int dev, int priority,
   if (rc == 0)
     s->hdr.magic = MAGIC_STREAM;
   else
-    pool_put(&b->streams, &s->hdr);
+    weft__pool_put(&b->streams, &s->hdr);
   pthread_mutex_unlock(&b->lock);
   if (rc == 0)
     *out = s;
@@ -265,7 +226,7 @@ int weft__stream_destroy(weft__stream **sp) {
   pthread_mutex_unlock(&b->lock);
   int rc = b->ops->stream_fini(s);
   pthread_mutex_lock(&b->lock);
-  pool_put(&b->streams, &s->hdr);
+  weft__pool_put(&b->streams, &s->hdr);
   pthread_mutex_unlock(&b->lock);
   *sp = NULL;
   return rc;
@@ -303,7 +264,7 @@ int weft__event_create(weft__backend *b, int dev, unsigned flags,
   if (flags & ~(unsigned)(WEFT__EVENT_TIMING | WEFT__EVENT_BLOCKING))
     return weft__err(WEFT_EINVAL, "event_create: unknown flags 0x%x", flags);
   pthread_mutex_lock(&b->lock);
-  weft__event *e = (weft__event *)pool_get(&b->events, b->ops->event_size);
+  weft__event *e = (weft__event *)weft__pool_get(&b->events, b->ops->event_size);
   pthread_mutex_unlock(&b->lock);
   if (!e)
     return weft__err(WEFT_ENOMEM, "event_create: out of memory");
@@ -315,7 +276,7 @@ int weft__event_create(weft__backend *b, int dev, unsigned flags,
   if (rc == 0)
     e->hdr.magic = MAGIC_EVENT;
   else
-    pool_put(&b->events, &e->hdr);
+    weft__pool_put(&b->events, &e->hdr);
   pthread_mutex_unlock(&b->lock);
   if (rc == 0)
     *out = e;
@@ -337,7 +298,7 @@ int weft__event_destroy(weft__event **ep) {
   pthread_mutex_unlock(&b->lock);
   int rc = b->ops->event_fini(e);
   pthread_mutex_lock(&b->lock);
-  pool_put(&b->events, &e->hdr);
+  weft__pool_put(&b->events, &e->hdr);
   pthread_mutex_unlock(&b->lock);
   *ep = NULL;
   return rc;

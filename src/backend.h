@@ -26,6 +26,7 @@
 #include <pthread.h>
 #include <stdint.h>
 
+#include "pool.h"
 #include "weft/device.h"
 #include "weft/error.h"
 #include "weft/kernel.h"
@@ -33,15 +34,6 @@
 typedef struct weft__backend weft__backend;
 typedef struct weft__stream weft__stream;
 typedef struct weft__event weft__event;
-
-/* Header shared by every backend object; the core checks magic to catch
- * NULL, foreign and destroyed handles. */
-typedef struct weft__obj {
-  uint32_t magic;
-  int dev;
-  weft__backend *bk;
-  struct weft__obj *pool_next; /* free list while dead */
-} weft__obj;
 
 /* A backend's stream struct starts with this. */
 struct weft__stream {
@@ -125,17 +117,6 @@ struct weft__backend_ops {
   int (*pinned_alloc)(weft__backend *b, size_t n, void **out);
   int (*pinned_free)(weft__backend *b, void *p);
 };
-
-/* Handle pools keep destroyed objects on a FIFO free list for a while, so a
- * stale handle is recognised as destroyed (WEFT_EHANDLE) until at least this
- * many later objects of its kind have been destroyed. */
-#define WEFT__POOL_QUARANTINE 64
-
-typedef struct weft__pool {
-  weft__obj *head, *tail;
-  size_t nfree;
-  size_t live;
-} weft__pool;
 
 typedef struct weft__ptrmap weft__ptrmap; /* allocation registry, ptrmap.h */
 

@@ -5,6 +5,7 @@
 #include "backend.h"
 #include "error_internal.h"
 #include "runtime_internal.h"
+#include <stdio.h>
 #include "weft/runtime.h"
 
 const char *weft_backend_name(weft_backend_kind kind) {
@@ -48,6 +49,43 @@ void weft_runtime_opts_init(weft_runtime_opts *opts) {
   opts->backend = WEFT_BACKEND_AUTO;
 }
 
+static int rt_locks_init(weft_runtime *rt) {
+  if (pthread_mutex_init(&rt->lock, NULL))
+    goto fail_lock;
+  if (pthread_cond_init(&rt->done_cv, NULL))
+    goto fail_done;
+  if (pthread_mutex_init(&rt->park_lock, NULL))
+    goto fail_park;
+  if (pthread_cond_init(&rt->park_cv, NULL))
+    goto fail_park_cv;
+  if (pthread_mutex_init(&rt->wait_lock, NULL))
+    goto fail_wait;
+  if (pthread_mutex_init(&rt->inject.lock, NULL))
+    goto fail_inject;
+  return 0;
+fail_inject:
+  pthread_mutex_destroy(&rt->wait_lock);
+fail_wait:
+  pthread_cond_destroy(&rt->park_cv);
+fail_park_cv:
+  pthread_mutex_destroy(&rt->park_lock);
+fail_park:
+  pthread_cond_destroy(&rt->done_cv);
+fail_done:
+  pthread_mutex_destroy(&rt->lock);
+fail_lock:
+  return weft__err(WEFT_ENOMEM, "weft_init: cannot create locks");
+}
+
+static void rt_locks_fini(weft_runtime *rt) {
+  pthread_mutex_destroy(&rt->inject.lock);
+  pthread_mutex_destroy(&rt->wait_lock);
+  pthread_cond_destroy(&rt->park_cv);
+  pthread_mutex_destroy(&rt->park_lock);
+  pthread_cond_destroy(&rt->done_cv);
+  pthread_mutex_destroy(&rt->lock);
+}
+
 int weft_init(weft_runtime **rtp, const weft_runtime_opts *user) {
   weft_runtime_opts opts;
   weft_runtime_opts_init(&opts);
@@ -55,7 +93,8 @@ int weft_init(weft_runtime **rtp, const weft_runtime_opts *user) {
     return weft__err(WEFT_EINVAL, "weft_init: rt is NULL");
   if (user) {
     /* Accept smaller (older) option structs; refuse unknown larger ones. */
-    if (user->struct_size < offsetof(weft_runtime_opts, backend) ||
+    if (user->struct_size < offsetof(weft_runtime_opts, backend) +
+                                sizeof(weft_backend_kind) ||
         user->struct_size > sizeof opts)
       return weft__err(WEFT_EINVAL,
                        "weft_init: opts->struct_size %zu is not valid "
@@ -67,31 +106,104 @@ int weft_init(weft_runtime **rtp, const weft_runtime_opts *user) {
       opts.backend != WEFT_BACKEND_CUDA)
     return weft__err(WEFT_EINVAL, "weft_init: unknown backend %d",
                      (int)opts.backend);
-  if (opts.host_threads < 0)
-    return weft__err(WEFT_EINVAL, "weft_init: host_threads is negative");
+  if (opts.host_threads < 0 || opts.workers < 0)
+    return weft__err(WEFT_EINVAL, "weft_init: negative thread count");
+  if (opts.stack_size == 0)
+    opts.stack_size = 64 * 1024;
+  if (opts.stack_size < 16 * 1024 || opts.stack_size > ((size_t)1 << 30))
+    return weft__err(WEFT_EINVAL,
+                     "weft_init: stack_size %zu outside 16 KiB .. 1 GiB",
+                     opts.stack_size);
+  if (weft__task_self())
+    return weft__err(WEFT_ESTATE, "weft_init: called from a task");
 
   weft_runtime *rt = calloc(1, sizeof *rt);
   if (!rt)
     return weft__err(WEFT_ENOMEM, "weft_init: out of memory");
-  weft__backend_config cfg = {.host_threads = opts.host_threads};
-  int rc = weft__backend_open(opts.backend, 1, &cfg, &rt->bk);
-  if (rc) {
-    free(rt);
-    return rc;
-  }
   rt->opts = opts;
+  int rc = rt_locks_init(rt);
+  if (rc)
+    goto fail_locks;
+  weft__backend_config cfg = {.host_threads = opts.host_threads};
+  rc = weft__backend_open(opts.backend, 1, &cfg, &rt->bk);
+  if (rc)
+    goto fail_backend;
+  rt->streams = calloc((size_t)rt->bk->ndev * 2, sizeof *rt->streams);
+  rt->events = calloc((size_t)rt->bk->ndev, sizeof *rt->events);
+  if (!rt->streams || !rt->events) {
+    rc = weft__err(WEFT_ENOMEM, "weft_init: out of memory");
+    goto fail_pools;
+  }
+  rc = weft__stack_pool_init(&rt->stacks, opts.stack_size);
+  if (rc) {
+    weft__err(rc, "weft_init: cannot create the stack pool");
+    goto fail_pools;
+  }
+  rc = weft__sched_start(rt);
+  if (rc)
+    goto fail_sched;
+  weft__runtime_register(rt);
   *rtp = rt;
   return 0;
+
+fail_sched:
+  weft__stack_pool_fini(&rt->stacks);
+fail_pools:
+  free(rt->streams);
+  free(rt->events);
+  weft__backend_close(rt->bk);
+fail_backend:
+  rt_locks_fini(rt);
+fail_locks:
+  free(rt);
+  return rc;
+}
+
+/* Objects the program made through the runtime and still holds: what the
+ * backend counts, less the runtime's own pooled streams and events. */
+static size_t user_objects(weft_runtime *rt, char *what, size_t len) {
+  weft__backend_counts c;
+  weft__backend_get_counts(rt->bk, &c);
+  size_t ev = c.events - rt->pooled_events;
+  size_t st = c.streams - rt->pooled_streams;
+  snprintf(what, len, "%zu events, %zu device and %zu pinned allocations",
+           ev, c.device_allocs, c.pinned_allocs);
+  return ev + st + c.device_allocs + c.pinned_allocs;
 }
 
 int weft_shutdown(weft_runtime *rt) {
   if (!rt)
     return weft__err(WEFT_EINVAL, "weft_shutdown: rt is NULL");
+  if (weft__task_self())
+    return weft__err(WEFT_ESTATE, "weft_shutdown: called from a task");
+  pthread_mutex_lock(&rt->lock);
+  rt->closing = 1;
+  while (rt->live_tasks > 0)
+    pthread_cond_wait(&rt->done_cv, &rt->lock);
+  char what[160];
+  if (user_objects(rt, what, sizeof what) > 0) {
+    rt->closing = 0;
+    pthread_mutex_unlock(&rt->lock);
+    return weft__err(WEFT_EBUSY, "weft_shutdown: still live: %s", what);
+  }
+  pthread_mutex_unlock(&rt->lock);
+
+  weft__runtime_unregister(rt);
+  weft__sched_stop(rt);
+  /* Finished tasks never joined: their handles die with the runtime. */
+  while (rt->all) {
+    weft_task *t = rt->all;
+    rt->all = t->all_next;
+    free(t);
+  }
+  weft__pool_drain(&rt->tasks);
+  weft__exec_threads_release(rt);
+  weft__pools_drain(rt);
+  weft__stack_pool_fini(&rt->stacks);
   int rc = weft__backend_close(rt->bk);
-  if (rc)
-    return rc;
+  rt_locks_fini(rt);
   free(rt);
-  return 0;
+  return rc;
 }
 
 weft_backend_kind weft_runtime_backend(const weft_runtime *rt) {

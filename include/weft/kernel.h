@@ -81,6 +81,14 @@ typedef struct weft_kernel {
 #define WEFT__SZ_15(a, ...) sizeof(a), WEFT__SZ_14(__VA_ARGS__)
 #define WEFT__SZ_16(a, ...) sizeof(a), WEFT__SZ_15(__VA_ARGS__)
 
+/* Launches k over grid x block on the current task's (or thread's)
+ * stream. args holds k->nargs pointers to parameter values; they are
+ * copied before the call returns. Errors: WEFT_EINVAL (shape or
+ * arguments), WEFT_ENOTSUP (no implementation for this backend),
+ * WEFT_ESTATE (no runtime), WEFT_EDEVICE / WEFT_ELOST. */
+WEFT_API int weft_launch(const weft_kernel *k, weft_dim3 grid,
+                         weft_dim3 block, size_t shared_bytes, void **args);
+
 WEFT_END_DECLS
 
 #endif

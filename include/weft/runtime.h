@@ -18,6 +18,12 @@ typedef struct weft_runtime_opts {
   /* Host backend: number of executor threads; 0 means max(2, CPU cores) or
    * the environment variable WEFT_HOST_THREADS. */
   int host_threads;
+  /* Worker threads that run tasks; 0 means the number of CPU cores or the
+   * environment variable WEFT_WORKERS. */
+  int workers;
+  /* Bytes of each task's fiber stack (rounded up to pages; a guard page
+   * below it catches overflow); 0 means 64 KiB. */
+  size_t stack_size;
 } weft_runtime_opts;
 
 /* Fills *opts with the defaults. Callable from anywhere. */
@@ -29,9 +35,12 @@ WEFT_API void weft_runtime_opts_init(weft_runtime_opts *opts);
  * no device), WEFT_ENOMEM, WEFT_EDEVICE. Call from a plain thread. */
 WEFT_API int weft_init(weft_runtime **rt, const weft_runtime_opts *opts);
 
-/* Closes the runtime and frees everything it owns. Returns WEFT_EBUSY, and
- * closes nothing, while objects made through it are still live.
- * Call from a plain thread, not from a task. */
+/* Waits for every task (joined or not, detached included) to complete,
+ * then closes the runtime and frees everything it owns; handles of tasks
+ * never joined become invalid. Returns WEFT_EBUSY, and closes nothing,
+ * while events or allocations made through it are still live.
+ * Errors: WEFT_EINVAL, WEFT_ESTATE (called from a task). Call from a plain
+ * thread. */
 WEFT_API int weft_shutdown(weft_runtime *rt);
 
 /* The backend the runtime opened. */

@@ -1,0 +1,29 @@
+/* The CUDA side of weft: the only public header that names CUDA types.
+ * Include it from code that also calls CUDA itself; it needs the CUDA
+ * toolkit's include directory and is usable from C and from nvcc.
+ *
+ * The current device: the CUDA runtime's current device is per OS thread,
+ * and a kernel launch works only on a stream of the current device, so weft
+ * calls that enqueue work or create streams and events make their device
+ * current on the calling thread (cudaSetDevice) and leave it so. weft_init
+ * and device queries put back the device they found. Code that calls
+ * cudaSetDevice itself may do so freely; weft notices and switches back. */
+#ifndef WEFT_CUDA_H
+#define WEFT_CUDA_H
+
+#include <cuda_runtime_api.h>
+
+#include "common.h"
+
+WEFT_BEGIN_DECLS
+
+/* The cudaError_t behind the most recent weft failure on the calling thread
+ * (or, inside a task, the calling task), when that failure came from a CUDA
+ * call; cudaSuccess when it did not or when nothing failed. The same failure
+ * as weft_last_error_message() describes. Unlike cudaGetLastError() it
+ * clears nothing. Callable from anywhere. */
+WEFT_API cudaError_t weft_cuda_last_error(void);
+
+WEFT_END_DECLS
+
+#endif

@@ -1,0 +1,45 @@
+/* The current stream, and waiting for it.
+ *
+ * Every GPU operation a task issues goes to its own stream, leased from a
+ * per-device, per-priority pool on the first operation and returned when
+ * the task's GPU work has completed. A plain thread gets a stream of its
+ * own the same way, from the runtime most recently opened, so the same
+ * calls work in tasks and threads. */
+#ifndef WEFT_STREAM_H
+#define WEFT_STREAM_H
+
+#include "common.h"
+#include "task.h"
+
+WEFT_BEGIN_DECLS
+
+typedef struct weft_stream weft_stream;
+
+/* The calling task's (or thread's) stream, leased on first use; NULL with
+ * the error recorded when there is no runtime or no stream could be made.
+ * Costs a thread-local read once leased. */
+WEFT_API weft_stream *weft_stream_current(void);
+
+/* Waits for the work queued so far on the current stream, and nothing
+ * else: other tasks' streams keep running. In a task the wait suspends the
+ * task; on a plain thread it blocks. Returns 0, or the first error of a GPU
+ * operation of this task not yet reported (its message in
+ * weft_last_error_message()). */
+WEFT_API int weft_sync(void);
+
+/* Waits for all work on the current device, every stream of every task.
+ * Explicit and rarely needed: weft_sync is the usual wait. It blocks the
+ * calling thread (in a task: its worker) for the whole wait. */
+WEFT_API int weft_device_sync(void);
+
+/* Orders the current stream after all GPU work of another task, on the
+ * device, without waiting for that work on the host. If the other task's
+ * function is still running, the caller first waits (yielding) for it to
+ * return, so that all of its work is queued. No-op for a task whose work
+ * already completed. Errors: WEFT_EINVAL, WEFT_EHANDLE, WEFT_ESTATE (the
+ * task itself). */
+WEFT_API int weft_task_after(weft_task *other);
+
+WEFT_END_DECLS
+
+#endif

@@ -1,0 +1,65 @@
+/* Tasks: ordinary C functions run as fibers on the runtime's workers.
+ *
+ * Each task gets its own non-blocking stream on its first GPU operation, so
+ * independent tasks overlap on the GPU without the program creating a
+ * stream. Waiting for the GPU (weft_sync, weft_event_sync, weft_task_join)
+ * suspends the task; its worker thread runs other tasks meanwhile. */
+#ifndef WEFT_TASK_H
+#define WEFT_TASK_H
+
+#include "common.h"
+#include "runtime.h"
+
+WEFT_BEGIN_DECLS
+
+typedef struct weft_task weft_task;
+typedef void (*weft_task_fn)(void *arg);
+
+typedef enum weft_priority {
+  WEFT_PRIORITY_NORMAL = 0,
+  /* Runs before normal tasks on its worker and gets a stream of the
+   * device's greatest priority. */
+  WEFT_PRIORITY_HIGH = 1
+} weft_priority;
+
+typedef struct weft_task_opts {
+  size_t struct_size;     /* sizeof(weft_task_opts), set by _opts_init */
+  const char *name;       /* copied (31 bytes kept); for traces and errors */
+  weft_priority priority; /* default WEFT_PRIORITY_NORMAL */
+  int device;             /* device of the task's stream; default 0 */
+} weft_task_opts;
+
+/* Fills *opts with the defaults. */
+WEFT_API void weft_task_opts_init(weft_task_opts *opts);
+
+/* Starts fn(arg) as a task. opts may be NULL. *task receives a handle that
+ * must be passed to weft_task_join or weft_task_detach exactly once; task
+ * may be NULL to detach at once. Callable from tasks and plain threads.
+ * Errors: WEFT_EINVAL, WEFT_ENODEV (bad device), WEFT_ENOMEM, WEFT_ESTATE
+ * (the runtime is shutting down). */
+WEFT_API int weft_task_spawn(weft_runtime *rt, weft_task **task,
+                             weft_task_fn fn, void *arg,
+                             const weft_task_opts *opts);
+
+/* Waits until the task's function returned and the GPU work it queued has
+ * completed, then frees the task. In a task this yields; on a plain thread
+ * it blocks. Returns the task's first GPU error (0 if none).
+ * Errors: WEFT_EINVAL (NULL), WEFT_EHANDLE (already joined or detached),
+ * WEFT_ESTATE (a task joining itself). */
+WEFT_API int weft_task_join(weft_task *task);
+
+/* Lets the task free itself when it completes. Errors as for join. */
+WEFT_API int weft_task_detach(weft_task *task);
+
+/* Lets other ready tasks run; returns at once on a plain thread. */
+WEFT_API void weft_yield(void);
+
+/* The calling task, or NULL on a plain thread. */
+WEFT_API weft_task *weft_task_self(void);
+
+/* The calling task's name ("" on a plain thread). */
+WEFT_API const char *weft_task_name(const weft_task *task);
+
+WEFT_END_DECLS
+
+#endif

@@ -1,0 +1,237 @@
+/* The CUDA backend's devices: opening and closing, device properties and
+ * device-wide sync, the per-thread current-device cache, and the ops table
+ * that joins these to the stream, event and memory ops of cuda_ops.c. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda_internal.h"
+#include "error_internal.h"
+
+/* ---- the calling thread's current device ---- */
+
+_Thread_local int weft__cuda_cur_dev = -1;
+
+int weft__cuda_set_device_slow(int dev) {
+  cudaError_t e = cudaSetDevice(dev);
+  if (e != cudaSuccess) {
+    weft__cuda_cur_dev = -1; /* CUDA does not say what is current now */
+    return weft__cuda_error(e, "cudaSetDevice", __FILE__, __LINE__);
+  }
+  weft__cuda_cur_dev = dev;
+  return 0;
+}
+
+int weft__cuda_use_device(int dev, int *prev) {
+  int cur;
+  WEFT__CUDA_CHECK(cudaGetDevice, &cur);
+  if (prev)
+    *prev = cur;
+  weft__cuda_cur_dev = cur;
+  return weft__cuda_set_device(dev);
+}
+
+int weft__cuda_device_was_stale(int dev, cudaError_t e) {
+  int cur;
+  if (weft__cuda_is_sticky(e))
+    return 0;
+  if (cudaGetDevice(&cur) != cudaSuccess || cur == dev)
+    return 0; /* the failure has another cause; the caller reports it */
+  (void)cudaGetLastError(); /* the failure is about to be retried away */
+  if (cudaSetDevice(dev) != cudaSuccess) {
+    weft__cuda_cur_dev = -1;
+    return 0;
+  }
+  weft__cuda_cur_dev = dev;
+  return 1;
+}
+
+/* ---- opening ---- */
+
+/* Kernels of different streams that can be resident at once, from the CUDA
+ * C++ Programming Guide's table of technical specifications per compute
+ * capability, row "Maximum number of resident grids per device (Concurrent
+ * Kernel Execution)": 128 from 7.0 on (H200: the 129th waits, measured);
+ * 16 to 128 before, and 32 is the common value there. CUDA 13 supports
+ * nothing older than 7.5, so the older rows only matter to older
+ * toolkits. */
+static int resident_grids(int cc_major) { return cc_major >= 7 ? 128 : 32; }
+
+/* Reads what never changes about a device, and makes its default memory
+ * pool keep freed memory: with the default release threshold of 0 the pool
+ * returns memory to the driver at every synchronisation, and each later
+ * cudaMallocAsync pays for a fresh mapping (cudaMalloc of 1 MiB took
+ * 44.5 us, a cached cudaMallocAsync + cudaFreeAsync 0.96 us, DESIGN.md). */
+static int read_device(int dev, weft__cuda_device *d, int *prev) {
+  weft_device_info *info = &d->info;
+  int rc = weft__cuda_use_device(dev, prev);
+  if (rc)
+    return rc;
+
+  /* Only the name needs the whole property struct; every number comes
+   * from cudaDeviceGetAttribute, which reads one cached value. */
+  struct cudaDeviceProp prop;
+  WEFT__CUDA_CHECK(cudaGetDeviceProperties, &prop, dev);
+  memcpy(info->name, prop.name, sizeof info->name - 1);
+  info->name[sizeof info->name - 1] = '\0';
+
+  const struct {
+    enum cudaDeviceAttr attr;
+    int *out;
+  } attrs[] = {
+      {cudaDevAttrComputeCapabilityMajor, &info->cc_major},
+      {cudaDevAttrComputeCapabilityMinor, &info->cc_minor},
+      {cudaDevAttrMultiProcessorCount, &info->multiprocessors},
+      {cudaDevAttrAsyncEngineCount, &info->copy_engines},
+      {cudaDevAttrConcurrentKernels, &info->concurrent_kernels},
+      {cudaDevAttrMaxThreadsPerBlock, &info->max_threads_per_block},
+      {cudaDevAttrUnifiedAddressing, &info->unified_addressing},
+      {cudaDevAttrMemoryPoolsSupported, &d->pools},
+  };
+  for (size_t i = 0; i < sizeof attrs / sizeof attrs[0]; i++)
+    WEFT__CUDA_CHECK(cudaDeviceGetAttribute, attrs[i].out, attrs[i].attr, dev);
+  /* The range is the current device's, hence use_device above. */
+  WEFT__CUDA_CHECK(cudaDeviceGetStreamPriorityRange, &info->priority_least,
+                   &info->priority_greatest);
+  WEFT__CUDA_CHECK(cudaDriverGetVersion, &info->driver_version);
+  WEFT__CUDA_CHECK(cudaRuntimeGetVersion, &info->runtime_version);
+  info->backend = WEFT_BACKEND_CUDA;
+  info->ordinal = dev;
+  info->max_resident_grids = resident_grids(info->cc_major);
+
+  /* Without pool support (some virtualised GPUs) device_alloc falls back to
+   * cudaMalloc and cudaFree. */
+  if (d->pools) {
+    uint64_t keep = UINT64_MAX;
+    WEFT__CUDA_CHECK(cudaDeviceGetDefaultMemPool, &d->pool, dev);
+    WEFT__CUDA_CHECK(cudaMemPoolSetAttribute, d->pool,
+                     cudaMemPoolAttrReleaseThreshold, &keep);
+  }
+  return 0;
+}
+
+static int cuda_open(weft__backend *base, const weft__backend_config *cfg) {
+  weft__cuda_backend *b = (weft__cuda_backend *)base;
+  (void)cfg; /* nothing to configure yet */
+  int n = 0;
+  cudaError_t e = cudaGetDeviceCount(&n);
+  /* Whatever the reason (no driver, a stub library, no GPU), the answer to
+   * the caller is the same: this backend has no device. */
+  if (e != cudaSuccess)
+    return weft__cuda_error_as(WEFT_ENODEV, e, "cudaGetDeviceCount", __FILE__,
+                               __LINE__);
+  if (n <= 0)
+    return weft__err(WEFT_ENODEV, "cudaGetDeviceCount: no CUDA device");
+
+  weft__cuda_device *devs = calloc((size_t)n, sizeof *devs);
+  if (!devs)
+    return weft__err(WEFT_ENOMEM, "cuda: cannot allocate the device table");
+  /* Reading devices switches the current one; weft_init runs on the user's
+   * thread, which should find its device as it left it. */
+  int prev = -1, rc = 0;
+  for (int d = 0; d < n && rc == 0; d++)
+    rc = read_device(d, &devs[d], d == 0 ? &prev : NULL);
+  if (prev >= 0 && rc != WEFT_ELOST) {
+    int rc2 = weft__cuda_set_device(prev);
+    if (rc == 0)
+      rc = rc2;
+  }
+  if (rc) {
+    free(devs);
+    return rc;
+  }
+  b->ndev = n;
+  b->devs = devs;
+  return 0;
+}
+
+static void cuda_close(weft__backend *base) {
+  weft__cuda_backend *b = (weft__cuda_backend *)base;
+  /* Hand the memory weft's frees left cached in the default pools back to
+   * the driver; only memory no allocation uses is released. close cannot
+   * fail, and a failure here loses nothing but cached memory, so the
+   * result is ignored. */
+  for (int d = 0; d < b->ndev; d++)
+    if (b->devs[d].pools)
+      (void)cudaMemPoolTrimTo(b->devs[d].pool, 0);
+  free(b->devs);
+  b->devs = NULL;
+  b->ndev = 0;
+}
+
+/* ---- devices ---- */
+
+static int cuda_device_count(weft__backend *base, int *count) {
+  *count = ((weft__cuda_backend *)base)->ndev;
+  return 0;
+}
+
+static int cuda_device_info(weft__backend *base, int dev,
+                            weft_device_info *info) {
+  weft__cuda_backend *b = (weft__cuda_backend *)base;
+  weft_device_info out = b->devs[dev].info;
+  /* Free memory is the only figure that changes, and cudaMemGetInfo answers
+   * for the current device; put back the caller's device afterwards. */
+  int prev;
+  int rc = weft__cuda_use_device(dev, &prev);
+  if (rc)
+    return rc;
+  cudaError_t e = cudaMemGetInfo(&out.memory_free, &out.memory_total);
+  if (e != cudaSuccess)
+    rc = weft__cuda_error(e, "cudaMemGetInfo", __FILE__, __LINE__);
+  if (!weft__cuda_is_sticky(e)) {
+    int rc2 = weft__cuda_set_device(prev);
+    if (rc == 0)
+      rc = rc2;
+  }
+  if (rc == 0)
+    *info = out;
+  return rc;
+}
+
+static int cuda_device_sync(weft__backend *base, int dev) {
+  (void)base;
+  /* Not the cached set: with a stale cache this would wait for the wrong
+   * device and succeed. */
+  int rc = weft__cuda_use_device(dev, NULL);
+  if (rc)
+    return rc;
+  WEFT__CUDA_CHECK(cudaDeviceSynchronize);
+  return 0;
+}
+
+const struct weft__backend_ops weft__cuda_ops = {
+    .kind = WEFT_BACKEND_CUDA,
+    .name = "cuda",
+    .backend_size = sizeof(weft__cuda_backend),
+    .stream_size = sizeof(weft__cuda_stream),
+    .event_size = sizeof(weft__cuda_event),
+
+    .open = cuda_open,
+    .close = cuda_close,
+    .device_count = cuda_device_count,
+    .device_info = cuda_device_info,
+    .device_sync = cuda_device_sync,
+
+    .stream_init = weft__cuda_stream_init,
+    .stream_fini = weft__cuda_stream_fini,
+    .stream_sync = weft__cuda_stream_sync,
+    .stream_query = weft__cuda_stream_query,
+    .stream_wait_event = weft__cuda_stream_wait_event,
+
+    .event_init = weft__cuda_event_init,
+    .event_fini = weft__cuda_event_fini,
+    .event_record = weft__cuda_event_record,
+    .event_query = weft__cuda_event_query,
+    .event_sync = weft__cuda_event_sync,
+    .event_elapsed = weft__cuda_event_elapsed,
+
+    .copy = weft__cuda_copy,
+    .memset = weft__cuda_memset,
+    .launch = weft__cuda_launch,
+
+    .device_alloc = weft__cuda_device_alloc,
+    .device_free = weft__cuda_device_free,
+    .pinned_alloc = weft__cuda_pinned_alloc,
+    .pinned_free = weft__cuda_pinned_free,
+};

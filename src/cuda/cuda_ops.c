@@ -1,0 +1,240 @@
+/* The CUDA backend's streams, events, copies, launches and memory: each op a
+ * thin wrapper over one CUDA runtime call. The core has validated every
+ * argument (backend.h), so nothing is checked twice here.
+ *
+ * Which calls make the object's device current: creating streams and events
+ * must (CUDA creates them on the current device) and asks CUDA what is
+ * current rather than trusting the cache; launches, event records, waits
+ * and memsets use the cached set with a retry. Queries, syncs, destroys,
+ * copies and stream-ordered allocation take their device from the handle
+ * or pointer (the programming guide's "Stream and Event Behavior"; the
+ * cudaMallocAsync reference), so they skip it: a worker polling events of
+ * several devices must not switch devices on each poll. */
+#include <stdio.h>
+
+#include "cuda_internal.h"
+#include "error_internal.h"
+
+static inline cudaStream_t stream_of(weft__stream *s) {
+  return ((weft__cuda_stream *)s)->cs;
+}
+
+static inline cudaEvent_t event_of(weft__event *e) {
+  return ((weft__cuda_event *)e)->ev;
+}
+
+/* A query's cudaErrorNotReady is an answer, not a failure: no message is
+ * recorded. CUDA may still note it as the thread's last error, so it is
+ * cleared (as PyTorch does) to keep a user's cudaGetLastError() clean; the
+ * cost falls on the not-ready path only, where the caller is about to wait
+ * anyway. */
+static int query_result(cudaError_t e, const char *call, int line) {
+  if (e == cudaSuccess)
+    return 0;
+  if (e == cudaErrorNotReady) {
+    (void)cudaGetLastError();
+    return WEFT_EAGAIN;
+  }
+  return weft__cuda_error(e, call, __FILE__, line);
+}
+
+/* ---- streams ---- */
+
+int weft__cuda_stream_init(weft__backend *b, weft__stream *s) {
+  (void)b;
+  cudaStream_t cs;
+  int rc = weft__cuda_use_device(s->hdr.dev, NULL);
+  if (rc)
+    return rc;
+  /* Non-blocking: work on the legacy default stream (a user's plain
+   * cudaMemcpy or <<<>>> without a stream) must not serialise tasks. */
+  WEFT__CUDA_CHECK(cudaStreamCreateWithPriority, &cs, cudaStreamNonBlocking,
+                   s->priority);
+  ((weft__cuda_stream *)s)->cs = cs;
+  return 0;
+}
+
+int weft__cuda_stream_fini(weft__stream *s) {
+  /* CUDA returns at once and releases the stream when its queued work is
+   * done, which is the contract's "work already queued still completes". */
+  WEFT__CUDA_CHECK(cudaStreamDestroy, stream_of(s));
+  return 0;
+}
+
+int weft__cuda_stream_sync(weft__stream *s) {
+  WEFT__CUDA_CHECK(cudaStreamSynchronize, stream_of(s));
+  return 0;
+}
+
+int weft__cuda_stream_query(weft__stream *s) {
+  return query_result(cudaStreamQuery(stream_of(s)), "cudaStreamQuery",
+                      __LINE__);
+}
+
+int weft__cuda_stream_wait_event(weft__stream *s, weft__event *e) {
+  /* A wait on an event never recorded is a no-op in CUDA, as the contract
+   * wants. The event may belong to another device. */
+  WEFT__CUDA_ON_DEV(s->hdr.dev, cudaStreamWaitEvent, stream_of(s), event_of(e),
+                    cudaEventWaitDefault);
+  return 0;
+}
+
+/* ---- events ---- */
+
+int weft__cuda_event_init(weft__backend *b, weft__event *e) {
+  (void)b;
+  /* Timing costs a timestamp write on every record and is off unless asked
+   * for; blocking sync makes cudaEventSynchronize sleep instead of spin. */
+  unsigned flags = cudaEventDefault;
+  if (!(e->flags & WEFT__EVENT_TIMING))
+    flags |= cudaEventDisableTiming;
+  if (e->flags & WEFT__EVENT_BLOCKING)
+    flags |= cudaEventBlockingSync;
+  cudaEvent_t ev;
+  int rc = weft__cuda_use_device(e->hdr.dev, NULL);
+  if (rc)
+    return rc;
+  WEFT__CUDA_CHECK(cudaEventCreateWithFlags, &ev, flags);
+  ((weft__cuda_event *)e)->ev = ev;
+  return 0;
+}
+
+int weft__cuda_event_fini(weft__event *e) {
+  /* Like streams, a pending event is released once it completes. */
+  WEFT__CUDA_CHECK(cudaEventDestroy, event_of(e));
+  return 0;
+}
+
+int weft__cuda_event_record(weft__event *e, weft__stream *s) {
+  WEFT__CUDA_ON_DEV(s->hdr.dev, cudaEventRecord, event_of(e), stream_of(s));
+  return 0;
+}
+
+int weft__cuda_event_query(weft__event *e) {
+  /* An event never recorded answers cudaSuccess, i.e. complete. */
+  return query_result(cudaEventQuery(event_of(e)), "cudaEventQuery", __LINE__);
+}
+
+int weft__cuda_event_sync(weft__event *e) {
+  WEFT__CUDA_CHECK(cudaEventSynchronize, event_of(e));
+  return 0;
+}
+
+int weft__cuda_event_elapsed(weft__event *start, weft__event *end, float *ms) {
+  /* CUDA answers cudaErrorInvalidResourceHandle for events of two devices,
+   * which would read as a destroyed handle; say what is wrong instead. */
+  if (start->hdr.dev != end->hdr.dev)
+    return weft__err(WEFT_EINVAL, "event_elapsed: events of devices %d and %d",
+                     start->hdr.dev, end->hdr.dev);
+  float t;
+  /* cudaErrorNotReady (either event pending) becomes WEFT_EAGAIN. */
+  WEFT__CUDA_CHECK(cudaEventElapsedTime, &t, event_of(start), event_of(end));
+  *ms = t;
+  return 0;
+}
+
+/* ---- work on a stream ---- */
+
+int weft__cuda_copy(weft__stream *s, void *dst, const void *src, size_t n,
+                    weft__copy_kind kind) {
+  static const enum cudaMemcpyKind kinds[] = {
+      [WEFT__COPY_DEFAULT] = cudaMemcpyDefault,
+      [WEFT__COPY_H2D] = cudaMemcpyHostToDevice,
+      [WEFT__COPY_D2H] = cudaMemcpyDeviceToHost,
+      [WEFT__COPY_D2D] = cudaMemcpyDeviceToDevice,
+      [WEFT__COPY_H2H] = cudaMemcpyHostToHost,
+  };
+  WEFT__CUDA_CHECK(cudaMemcpyAsync, dst, src, n, kinds[kind], stream_of(s));
+  return 0;
+}
+
+int weft__cuda_memset(weft__stream *s, void *dst, int value, size_t n) {
+  WEFT__CUDA_ON_DEV(s->hdr.dev, cudaMemsetAsync, dst, value, n, stream_of(s));
+  return 0;
+}
+
+/* The failure path of launch, out of line so the hot path stays a cached
+ * device check and one call: retries once if the cache was stale, else
+ * names the kernel in the message. */
+__attribute__((cold, noinline)) static int
+launch_failed(weft__stream *s, const weft_kernel *k, dim3 g, dim3 bl,
+              size_t shmem, void **args, cudaError_t e) {
+  if (weft__cuda_device_was_stale(s->hdr.dev, e)) {
+    e = cudaLaunchKernel(k->cuda, g, bl, args, shmem, stream_of(s));
+    if (e == cudaSuccess)
+      return 0;
+  }
+  char call[160];
+  snprintf(call, sizeof call,
+           "cudaLaunchKernel(%s, grid %u,%u,%u, block "
+           "%u,%u,%u, shmem %zu)",
+           k->name ? k->name : "unnamed kernel", g.x, g.y, g.z, bl.x, bl.y,
+           bl.z, shmem);
+  return weft__cuda_error(e, call, __FILE__, __LINE__);
+}
+
+int weft__cuda_launch(weft__stream *s, const weft_kernel *k, weft_dim3 grid,
+                      weft_dim3 block, size_t shmem, void **args) {
+  int rc = weft__cuda_set_device(s->hdr.dev);
+  if (__builtin_expect(rc != 0, 0))
+    return rc;
+  /* dim3 is a plain struct in C; its C++ constructors are not there. */
+  dim3 g, bl;
+  g.x = grid.x;
+  g.y = grid.y;
+  g.z = grid.z;
+  bl.x = block.x;
+  bl.y = block.y;
+  bl.z = block.z;
+  cudaError_t e = cudaLaunchKernel(k->cuda, g, bl, args, shmem, stream_of(s));
+  if (__builtin_expect(e == cudaSuccess, 1))
+    return 0;
+  return launch_failed(s, k, g, bl, shmem, args, e);
+}
+
+/* ---- memory ---- */
+
+static inline const weft__cuda_device *device_of(weft__stream *s) {
+  return &((weft__cuda_backend *)s->hdr.bk)->devs[s->hdr.dev];
+}
+
+int weft__cuda_device_alloc(weft__stream *s, size_t n, void **out) {
+  void *p;
+  if (device_of(s)->pools) {
+    /* From the default pool of the stream's device, kept cached at open. */
+    WEFT__CUDA_CHECK(cudaMallocAsync, &p, n, stream_of(s));
+  } else {
+    int rc = weft__cuda_use_device(s->hdr.dev, NULL);
+    if (rc)
+      return rc;
+    WEFT__CUDA_CHECK(cudaMalloc, &p, n);
+  }
+  *out = p;
+  return 0;
+}
+
+int weft__cuda_device_free(weft__stream *s, void *p) {
+  /* cudaFree waits for the whole device, which over-fulfils the
+   * stream-ordered contract on devices without pools. */
+  if (device_of(s)->pools)
+    WEFT__CUDA_CHECK(cudaFreeAsync, p, stream_of(s));
+  else
+    WEFT__CUDA_CHECK(cudaFree, p);
+  return 0;
+}
+
+int weft__cuda_pinned_alloc(weft__backend *b, size_t n, void **out) {
+  (void)b;
+  void *p;
+  /* Portable: pinned for every device, not just the thread's current one;
+   * the backend's pinned memory serves all its devices. */
+  WEFT__CUDA_CHECK(cudaHostAlloc, &p, n, cudaHostAllocPortable);
+  *out = p;
+  return 0;
+}
+
+int weft__cuda_pinned_free(weft__backend *b, void *p) {
+  (void)b;
+  WEFT__CUDA_CHECK(cudaFreeHost, p);
+  return 0;
+}

@@ -1,0 +1,57 @@
+/* Public events, on the calling task's (or thread's) stream. */
+#include "runtime_internal.h"
+#include "weft/event.h"
+
+#define EV(e) ((weft__event *)(e))
+
+int weft_event_create(weft_event **ev) {
+  if (!ev)
+    return weft__err(WEFT_EINVAL, "weft_event_create: ev is NULL");
+  weft__exec *x = weft__exec_get("weft_event_create");
+  if (!x)
+    return WEFT_ESTATE;
+  weft__event *e;
+  int rc = weft__event_create(x->rt->bk, x->dev, WEFT__EVENT_TIMING, &e);
+  if (rc == 0)
+    *ev = (weft_event *)e;
+  return rc;
+}
+
+int weft_event_destroy(weft_event **ev) {
+  return weft__event_destroy((weft__event **)ev);
+}
+
+int weft_event_record(weft_event *ev) {
+  weft__exec *x = weft__exec_get("weft_event_record");
+  if (!x)
+    return WEFT_ESTATE;
+  weft__stream *s;
+  int rc = weft__exec_stream(x, &s);
+  if (rc == 0)
+    rc = weft__event_record(EV(ev), s);
+  return rc ? weft__exec_fail(x, rc) : 0;
+}
+
+int weft_event_wait(weft_event *ev) {
+  weft__exec *x = weft__exec_get("weft_event_wait");
+  if (!x)
+    return WEFT_ESTATE;
+  weft__stream *s;
+  int rc = weft__exec_stream(x, &s);
+  if (rc == 0)
+    rc = weft__stream_wait_event(s, EV(ev));
+  return rc ? weft__exec_fail(x, rc) : 0;
+}
+
+int weft_event_sync(weft_event *ev) {
+  weft__exec *x = weft__exec_get("weft_event_sync");
+  if (!x)
+    return WEFT_ESTATE;
+  return weft__exec_wait_event(x, EV(ev));
+}
+
+int weft_event_query(weft_event *ev) { return weft__event_query(EV(ev)); }
+
+int weft_event_elapsed_ms(weft_event *start, weft_event *end, float *ms) {
+  return weft__event_elapsed(EV(start), EV(end), ms);
+}

@@ -1,0 +1,240 @@
+/* Execution contexts (a task, or a plain thread), their leased streams,
+ * and the runtime's pools of streams and sync events. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "scheduler.h"
+
+/* ---- the runtime plain threads use ---- */
+
+static pthread_mutex_t global_lock = PTHREAD_MUTEX_INITIALIZER;
+static weft_runtime *default_rt;
+static atomic_uint_fast64_t default_epoch; /* 0: none open */
+static atomic_uint_fast64_t epochs;
+
+static _Thread_local weft__exec *tls_thread_exec;
+static _Thread_local uint64_t tls_thread_epoch;
+static pthread_key_t thread_key;
+static pthread_once_t thread_key_once = PTHREAD_ONCE_INIT;
+
+weft_runtime *weft__default_runtime(void) {
+  pthread_mutex_lock(&global_lock);
+  weft_runtime *rt = default_rt;
+  pthread_mutex_unlock(&global_lock);
+  return rt;
+}
+
+void weft__runtime_register(weft_runtime *rt) {
+  pthread_mutex_lock(&global_lock);
+  rt->epoch = atomic_fetch_add(&epochs, 1) + 1;
+  default_rt = rt;
+  atomic_store(&default_epoch, rt->epoch);
+  pthread_mutex_unlock(&global_lock);
+}
+
+void weft__runtime_unregister(weft_runtime *rt) {
+  pthread_mutex_lock(&global_lock);
+  if (default_rt == rt) {
+    default_rt = NULL;
+    atomic_store(&default_epoch, 0);
+  }
+  pthread_mutex_unlock(&global_lock);
+}
+
+/* ---- exec lookup ---- */
+
+weft__exec *weft__exec_self(void) {
+  weft_task *t = weft__task_self();
+  if (t)
+    return &t->x;
+  /* A thread context is valid only for the runtime it was made for. */
+  if (tls_thread_exec && tls_thread_epoch == atomic_load(&default_epoch))
+    return tls_thread_exec;
+  return NULL;
+}
+
+/* Thread exit: give the thread's stream back while its runtime lives. */
+static void thread_exit(void *p) {
+  weft__exec *x = p;
+  pthread_mutex_lock(&global_lock);
+  weft_runtime *rt = default_rt;
+  int found = 0;
+  if (rt) {
+    pthread_mutex_lock(&rt->lock);
+    for (weft__exec **pp = &rt->threads; *pp; pp = &(*pp)->next)
+      if (*pp == x) {
+        *pp = x->next;
+        found = 1;
+        break;
+      }
+    pthread_mutex_unlock(&rt->lock);
+  }
+  if (found) {
+    weft__exec_release_stream(x);
+    free(x);
+  }
+  pthread_mutex_unlock(&global_lock);
+}
+
+static void make_key(void) { pthread_key_create(&thread_key, thread_exit); }
+
+weft__exec *weft__exec_get(const char *call) {
+  weft__exec *x = weft__exec_self();
+  if (x)
+    return x;
+  pthread_once(&thread_key_once, make_key);
+  pthread_mutex_lock(&global_lock);
+  weft_runtime *rt = default_rt;
+  if (!rt) {
+    pthread_mutex_unlock(&global_lock);
+    weft__err(WEFT_ESTATE, "%s: no weft runtime is open (weft_init)", call);
+    return NULL;
+  }
+  x = calloc(1, sizeof *x);
+  if (!x) {
+    pthread_mutex_unlock(&global_lock);
+    weft__err(WEFT_ENOMEM, "%s: out of memory", call);
+    return NULL;
+  }
+  x->rt = rt;
+  pthread_mutex_lock(&rt->lock);
+  x->next = rt->threads;
+  rt->threads = x;
+  pthread_mutex_unlock(&rt->lock);
+  tls_thread_exec = x;
+  tls_thread_epoch = rt->epoch;
+  pthread_setspecific(thread_key, x);
+  pthread_mutex_unlock(&global_lock);
+  return x;
+}
+
+/* Shutdown: thread contexts die with their runtime; their threads see the
+ * epoch change and make new ones from the next runtime. */
+void weft__exec_threads_release(weft_runtime *rt) {
+  pthread_mutex_lock(&global_lock);
+  weft__exec *x = rt->threads;
+  rt->threads = NULL;
+  while (x) {
+    weft__exec *next = x->next;
+    weft__exec_release_stream(x);
+    free(x);
+    x = next;
+  }
+  pthread_mutex_unlock(&global_lock);
+}
+
+int weft__exec_fail(weft__exec *x, int rc) {
+  if (!x->pending_err)
+    x->pending_err = rc;
+  if (!x->first_err)
+    x->first_err = rc;
+  /* Failures seen off the exec's own slot (e.g. by a worker polling for
+   * it) are copied so the exec reports them. */
+  weft__errinfo *slot = weft__err_slot();
+  if (slot != &x->errinfo)
+    x->errinfo = *slot;
+  return rc;
+}
+
+/* ---- pools ---- */
+
+static int vec_push(weft__ptrvec *v, void *p) {
+  if (v->n == v->cap) {
+    size_t cap = v->cap ? v->cap * 2 : 16;
+    void **nv = realloc(v->v, cap * sizeof *nv);
+    if (!nv)
+      return WEFT_ENOMEM;
+    v->v = nv;
+    v->cap = cap;
+  }
+  v->v[v->n++] = p;
+  return 0;
+}
+
+static void *vec_pop(weft__ptrvec *v) { return v->n ? v->v[--v->n] : NULL; }
+
+int weft__exec_lease(weft__exec *x, weft__stream **out) {
+  weft_runtime *rt = x->rt;
+  weft__ptrvec *v = &rt->streams[x->dev * 2 + x->high];
+  pthread_mutex_lock(&rt->lock);
+  weft__stream *s = vec_pop(v);
+  pthread_mutex_unlock(&rt->lock);
+  if (!s) {
+    const weft_device_info *di = &rt->bk->info[x->dev];
+    int prio = x->high ? di->priority_greatest : di->priority_least;
+    int rc = weft__stream_create(rt->bk, x->dev, prio, &s);
+    if (rc)
+      return weft__exec_fail(x, rc);
+    pthread_mutex_lock(&rt->lock);
+    rt->pooled_streams++;
+    pthread_mutex_unlock(&rt->lock);
+  }
+  x->stream = s;
+  *out = s;
+  return 0;
+}
+
+void weft__exec_release_stream(weft__exec *x) {
+  weft__stream *s = x->stream;
+  if (!s)
+    return;
+  weft_runtime *rt = x->rt;
+  x->stream = NULL;
+  pthread_mutex_lock(&rt->lock);
+  if (vec_push(&rt->streams[s->hdr.dev * 2 + x->high], s) != 0) {
+    rt->pooled_streams--;
+    pthread_mutex_unlock(&rt->lock);
+    weft__stream_destroy(&s);
+    return;
+  }
+  pthread_mutex_unlock(&rt->lock);
+}
+
+int weft__event_pool_get(weft_runtime *rt, int dev, weft__event **out) {
+  pthread_mutex_lock(&rt->lock);
+  weft__event *e = vec_pop(&rt->events[dev]);
+  pthread_mutex_unlock(&rt->lock);
+  if (!e) {
+    /* Blocking sync: a plain thread waiting on it sleeps, not spins. */
+    int rc = weft__event_create(rt->bk, dev, WEFT__EVENT_BLOCKING, &e);
+    if (rc)
+      return rc;
+    pthread_mutex_lock(&rt->lock);
+    rt->pooled_events++;
+    pthread_mutex_unlock(&rt->lock);
+  }
+  *out = e;
+  return 0;
+}
+
+void weft__event_pool_put(weft_runtime *rt, weft__event *e) {
+  pthread_mutex_lock(&rt->lock);
+  if (vec_push(&rt->events[e->hdr.dev], e) != 0) {
+    rt->pooled_events--;
+    pthread_mutex_unlock(&rt->lock);
+    weft__event_destroy(&e);
+    return;
+  }
+  pthread_mutex_unlock(&rt->lock);
+}
+
+void weft__pools_drain(weft_runtime *rt) {
+  for (int d = 0; d < rt->bk->ndev; d++) {
+    for (int h = 0; h < 2; h++) {
+      weft__ptrvec *v = &rt->streams[d * 2 + h];
+      weft__stream *s;
+      while ((s = vec_pop(v)) != NULL)
+        weft__stream_destroy(&s);
+      free(v->v);
+    }
+    weft__event *e;
+    while ((e = vec_pop(&rt->events[d])) != NULL)
+      weft__event_destroy(&e);
+    free(rt->events[d].v);
+  }
+  free(rt->streams);
+  free(rt->events);
+  rt->streams = NULL;
+  rt->events = NULL;
+  rt->pooled_streams = rt->pooled_events = 0;
+}

@@ -1,0 +1,280 @@
+/* Fiber stacks, switching with sanitizer announcements, and the overflow
+ * report. */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "fiber.h"
+#include "weft/error.h"
+
+#if defined(__SANITIZE_ADDRESS__)
+#define WEFT__ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define WEFT__ASAN 1
+#endif
+#endif
+#if defined(__SANITIZE_THREAD__)
+#define WEFT__TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define WEFT__TSAN 1
+#endif
+#endif
+
+#ifdef WEFT__ASAN
+void __sanitizer_start_switch_fiber(void **fake_stack_save, const void *bottom,
+                                    size_t size);
+void __sanitizer_finish_switch_fiber(void *fake_stack_save,
+                                     const void **bottom_old,
+                                     size_t *size_old);
+#endif
+#ifdef WEFT__TSAN
+void *__tsan_get_current_fiber(void);
+void *__tsan_create_fiber(unsigned flags);
+void __tsan_destroy_fiber(void *fiber);
+void __tsan_switch_to_fiber(void *fiber, unsigned flags);
+#endif
+
+#define CANARY 0x77656674cafef00dULL /* "weft" */
+
+static size_t page_size(void) {
+  static size_t ps;
+  if (!ps)
+    ps = (size_t)sysconf(_SC_PAGESIZE);
+  return ps;
+}
+
+int weft__stack_pool_init(weft__stack_pool *p, size_t stack_size) {
+  memset(p, 0, sizeof *p);
+  size_t ps = page_size();
+  p->stack_size = (stack_size + ps - 1) & ~(ps - 1);
+  p->max_free = 1024;
+  return pthread_mutex_init(&p->lock, NULL) ? WEFT_ENOMEM : 0;
+}
+
+static void unmap(weft__stack *s) { munmap(s->map, s->map_size); }
+
+void weft__stack_pool_fini(weft__stack_pool *p) {
+  while (p->free) {
+    weft__stack *s = p->free;
+    p->free = s->next;
+    unmap(s);
+  }
+  pthread_mutex_destroy(&p->lock);
+}
+
+/* The stack's bookkeeping lives at its top, so one mapping holds all. */
+static weft__stack *stack_new(weft__stack_pool *p) {
+  size_t ps = page_size();
+  size_t map_size = p->stack_size + ps;
+  void *map = mmap(NULL, map_size, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK,
+                   -1, 0);
+  if (map == MAP_FAILED)
+    return NULL;
+  /* A guard page costs a kernel mapping; past vm.max_map_count mprotect
+   * fails, and the stack then runs with its canary alone. */
+  int guarded = mprotect(map, ps, PROT_NONE) == 0;
+  weft__stack *s =
+      (weft__stack *)((char *)map + map_size - sizeof(weft__stack));
+  s->map = map;
+  s->map_size = map_size;
+  s->lo = (char *)map + ps;
+  s->size = (size_t)((char *)s - (char *)s->lo);
+  s->guarded = guarded;
+  s->next = NULL;
+  pthread_mutex_lock(&p->lock);
+  if (!guarded)
+    p->unguarded++;
+  pthread_mutex_unlock(&p->lock);
+  return s;
+}
+
+weft__stack *weft__stack_get(weft__stack_pool *p) {
+  pthread_mutex_lock(&p->lock);
+  weft__stack *s = p->free;
+  if (s) {
+    p->free = s->next;
+    p->nfree--;
+  }
+  p->live++;
+  pthread_mutex_unlock(&p->lock);
+  if (!s) {
+    s = stack_new(p);
+    if (!s) {
+      pthread_mutex_lock(&p->lock);
+      p->live--;
+      pthread_mutex_unlock(&p->lock);
+      return NULL;
+    }
+  }
+  *(uint64_t *)s->lo = CANARY;
+  return s;
+}
+
+void weft__stack_put(weft__stack_pool *p, weft__stack *s) {
+  pthread_mutex_lock(&p->lock);
+  p->live--;
+  if (p->nfree < p->max_free) {
+    s->next = p->free;
+    p->free = s;
+    p->nfree++;
+    s = NULL;
+  }
+  pthread_mutex_unlock(&p->lock);
+  if (s) {
+    if (!s->guarded) {
+      pthread_mutex_lock(&p->lock);
+      p->unguarded--;
+      pthread_mutex_unlock(&p->lock);
+    }
+    unmap(s);
+  }
+}
+
+int weft__stack_check(const weft__stack *s) {
+  return *(const uint64_t *)s->lo == CANARY ? 0 : -1;
+}
+
+/* ---- switching ---- */
+
+void weft__fiber_init_thread(weft__fiber *f) {
+  memset(f, 0, sizeof *f);
+#ifdef WEFT__ASAN
+  pthread_attr_t attr;
+  if (pthread_getattr_np(pthread_self(), &attr) == 0) {
+    void *lo;
+    size_t size;
+    pthread_attr_getstack(&attr, &lo, &size);
+    f->san_lo = lo;
+    f->san_size = size;
+    pthread_attr_destroy(&attr);
+  }
+#endif
+#ifdef WEFT__TSAN
+  f->tsan = __tsan_get_current_fiber();
+#endif
+}
+
+void weft__fiber_fini_thread(weft__fiber *f) { weft__ctx_release(&f->ctx); }
+
+int weft__fiber_make(weft__fiber *f, weft__stack *s, weft__ctx_entry entry,
+                     void *arg) {
+  int rc = weft__ctx_make(&f->ctx, s->lo, s->size, entry, arg);
+  if (rc)
+    return rc;
+  f->stack = s;
+  f->san_lo = s->lo;
+  f->san_size = s->size;
+  f->asan_fake = NULL;
+#ifdef WEFT__TSAN
+  f->tsan = __tsan_create_fiber(0);
+#endif
+  return 0;
+}
+
+void weft__fiber_release(weft__fiber *f) {
+#ifdef WEFT__TSAN
+  if (f->tsan)
+    __tsan_destroy_fiber(f->tsan);
+  f->tsan = NULL;
+#endif
+  weft__ctx_release(&f->ctx);
+  f->stack = NULL;
+}
+
+void weft__fiber_switch(weft__fiber *from, weft__fiber *to, int exiting) {
+#ifdef WEFT__ASAN
+  __sanitizer_start_switch_fiber(exiting ? NULL : &from->asan_fake,
+                                 to->san_lo, to->san_size);
+#endif
+#ifdef WEFT__TSAN
+  __tsan_switch_to_fiber(to->tsan, 0);
+#endif
+  (void)exiting;
+  weft__ctx_switch(&from->ctx, &to->ctx);
+#ifdef WEFT__ASAN
+  __sanitizer_finish_switch_fiber(from->asan_fake, NULL, NULL);
+#endif
+}
+
+void weft__fiber_started(void) {
+#ifdef WEFT__ASAN
+  __sanitizer_finish_switch_fiber(NULL, NULL, NULL);
+#endif
+}
+
+/* ---- stack overflow report ---- */
+
+static _Thread_local const weft__stack *cur_stack;
+static _Thread_local const char *cur_name;
+
+void weft__fiber_set_current_stack(const weft__stack *s, const char *name) {
+  cur_stack = s;
+  cur_name = name;
+}
+
+static void put(const char *s) {
+  ssize_t r = write(2, s, strlen(s));
+  (void)r;
+}
+
+static void on_segv(int sig, siginfo_t *si, void *uc) {
+  const weft__stack *s = cur_stack;
+  char *addr = si->si_addr;
+  if (s && s->guarded && addr >= (char *)s->map && addr < (char *)s->lo) {
+    put("weft: task '");
+    put(cur_name ? cur_name : "(unnamed)");
+    put("' overflowed its fiber stack; raise weft_runtime_opts.stack_size\n");
+  }
+  /* Fall through to the default action: a core dump at the faulting
+   * instruction, for the debugger. */
+  signal(sig, SIG_DFL);
+  raise(sig);
+  (void)uc;
+}
+
+static void install(void) {
+  struct sigaction sa, old;
+  memset(&sa, 0, sizeof sa);
+  sigaction(SIGSEGV, NULL, &old);
+  /* Leave a handler the program (or a sanitizer) installed alone. */
+  if (old.sa_handler != SIG_DFL)
+    return;
+  sa.sa_sigaction = on_segv;
+  sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGSEGV, &sa, NULL);
+}
+
+void weft__fiber_install_overflow_handler(void) {
+  static pthread_once_t once = PTHREAD_ONCE_INIT;
+  pthread_once(&once, install);
+}
+
+int weft__fiber_thread_altstack(void **mem) {
+  size_t size = 64 * 1024;
+  void *m = malloc(size);
+  if (!m)
+    return WEFT_ENOMEM;
+  stack_t st = {.ss_sp = m, .ss_size = size, .ss_flags = 0};
+  if (sigaltstack(&st, NULL) != 0) {
+    free(m);
+    return WEFT_ENOMEM;
+  }
+  *mem = m;
+  return 0;
+}
+
+void weft__fiber_thread_altstack_free(void *mem) {
+  if (!mem)
+    return;
+  stack_t st = {.ss_flags = SS_DISABLE};
+  sigaltstack(&st, NULL);
+  free(mem);
+}

@@ -1,0 +1,70 @@
+/* Fibers: a machine context plus its stack, switched with the sanitizers
+ * told (ASan and TSan lose track of the stack otherwise). Stacks come from
+ * mmap with a guard page below them and are pooled for reuse. */
+#ifndef WEFT__FIBER_H
+#define WEFT__FIBER_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "arch/ctx.h"
+
+typedef struct weft__stack {
+  struct weft__stack *next; /* pool link */
+  void *map;                /* mapping base (guard page first) */
+  size_t map_size;
+  void *lo; /* usable stack: [lo, lo + size) */
+  size_t size;
+  int guarded;
+} weft__stack;
+
+typedef struct weft__fiber {
+  weft__ctx ctx;
+  weft__stack *stack; /* NULL for a thread's own stack */
+  const void *san_lo; /* stack bounds for ASan */
+  size_t san_size;
+  void *asan_fake; /* ASan fake-stack handle while suspended */
+  void *tsan;      /* TSan fiber handle */
+} weft__fiber;
+
+typedef struct weft__stack_pool {
+  pthread_mutex_t lock;
+  weft__stack *free;
+  size_t nfree, max_free;
+  size_t stack_size;
+  size_t live, unguarded; /* statistics */
+} weft__stack_pool;
+
+int weft__stack_pool_init(weft__stack_pool *p, size_t stack_size);
+void weft__stack_pool_fini(weft__stack_pool *p);
+/* NULL when out of memory. */
+weft__stack *weft__stack_get(weft__stack_pool *p);
+void weft__stack_put(weft__stack_pool *p, weft__stack *s);
+/* 0 if the canary at the stack's low end is intact. */
+int weft__stack_check(const weft__stack *s);
+
+/* A thread's own context, to switch fibers from. */
+void weft__fiber_init_thread(weft__fiber *f);
+void weft__fiber_fini_thread(weft__fiber *f);
+/* Prepares f to run entry(arg) on stack s. */
+int weft__fiber_make(weft__fiber *f, weft__stack *s, weft__ctx_entry entry,
+                     void *arg);
+/* Releases sanitizer and context state; the stack is the caller's. */
+void weft__fiber_release(weft__fiber *f);
+/* Switches from the running fiber to another. exiting: from never runs
+ * again (ASan then frees its fake stack). */
+void weft__fiber_switch(weft__fiber *from, weft__fiber *to, int exiting);
+/* First call in a new fiber's entry function. */
+void weft__fiber_started(void);
+
+/* Installs, once per process, a SIGSEGV handler on an alternate stack that
+ * names a fiber stack overflow when a fault lands in a guard page. Each
+ * worker thread calls weft__fiber_thread_altstack once. */
+void weft__fiber_install_overflow_handler(void);
+int weft__fiber_thread_altstack(void **mem);
+void weft__fiber_thread_altstack_free(void *mem);
+/* The stack whose guard page the handler checks for the calling thread. */
+void weft__fiber_set_current_stack(const weft__stack *s, const char *name);
+
+#endif

@@ -1,0 +1,45 @@
+/* Handle pools with quarantine (pool.h). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "pool.h"
+
+weft__obj *weft__pool_get(weft__pool *p, size_t size) {
+  weft__obj *o;
+  if (p->nfree > WEFT__POOL_QUARANTINE) {
+    o = p->head;
+    p->head = o->pool_next;
+    if (!p->head)
+      p->tail = NULL;
+    p->nfree--;
+    memset(o, 0, size);
+  } else {
+    o = calloc(1, size);
+    if (!o)
+      return NULL;
+  }
+  p->live++;
+  return o;
+}
+
+void weft__pool_put(weft__pool *p, weft__obj *o) {
+  o->magic = WEFT__MAGIC_DEAD;
+  o->pool_next = NULL;
+  if (p->tail)
+    p->tail->pool_next = o;
+  else
+    p->head = o;
+  p->tail = o;
+  p->nfree++;
+  p->live--;
+}
+
+void weft__pool_drain(weft__pool *p) {
+  while (p->head) {
+    weft__obj *o = p->head;
+    p->head = o->pool_next;
+    free(o);
+  }
+  p->tail = NULL;
+  p->nfree = 0;
+}

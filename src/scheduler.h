@@ -1,0 +1,188 @@
+/* The task runtime's internals: tasks, workers, run queues, the GPU wait
+ * set and the stream and event pools. */
+#ifndef WEFT__SCHEDULER_H
+#define WEFT__SCHEDULER_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "backend.h"
+#include "error_internal.h"
+#include "fiber.h"
+#include "weft/task.h"
+
+typedef struct weft__worker weft__worker;
+
+/* Whoever issues GPU work: a task, or a plain thread. */
+typedef struct weft__exec {
+  weft_runtime *rt;
+  weft__stream *stream; /* leased on the first GPU operation */
+  int dev;
+  int high;        /* priority: stream from the greatest-priority pool */
+  int pending_err; /* first error not yet returned by weft_sync */
+  int first_err;   /* first error of the task's life, for join */
+  int is_task;
+  weft__errinfo errinfo; /* weft_last_error_message() while it runs */
+  struct weft__exec *next; /* runtime's list of plain-thread contexts */
+} weft__exec;
+
+typedef enum task_state {
+  TASK_READY,     /* in a run queue */
+  TASK_RUNNING,   /* on a worker */
+  TASK_SUSPENDED, /* waiting: GPU wait set, a join, or task_after */
+  TASK_FINISHING, /* function returned; its stream's work still running */
+  TASK_DONE
+} task_state;
+
+struct weft_task {
+  weft__obj hdr; /* magic live from spawn until the object is recycled */
+  weft__exec x;
+  weft__fiber fiber;
+  weft_task_fn fn;
+  void *arg;
+  char name[32];
+  uint64_t id;
+  task_state state; /* written by the thread moving the task; informative
+                       except FINISHING, which the wait set reads */
+  /* Under rt->lock: what waiters and handle checks look at. */
+  int handle_gone; /* joined or detached: the handle is spent */
+  int returned;    /* fn returned */
+  int done;        /* and its GPU work completed */
+  struct weft_task *next;    /* run queue or wait-set link */
+  struct weft_task *waiters; /* tasks waiting for this one to return or end */
+  int thread_waiters;        /* plain threads in weft_task_join */
+  weft__event *end_ev;       /* recorded on return when work is pending */
+  weft__event *wait_ev;      /* what a suspended task waits for */
+  int wait_rc;
+  int wait_for_end; /* in waiters: 1 = until DONE, 0 = until returned */
+  int detached;     /* frees itself when DONE */
+  struct weft_task *all_prev, *all_next; /* every task object of rt */
+};
+
+/* Run queue: two priority levels, FIFO within each. */
+typedef struct weft__rq {
+  pthread_mutex_t lock;
+  weft_task *head[2], *tail[2];
+  atomic_int n;
+} weft__rq;
+
+/* What the scheduler does right after a task switched away: the task's
+ * stack is then no longer in use, so only now may another worker see it. */
+typedef enum after_switch {
+  AFTER_NONE,
+  AFTER_YIELD,  /* requeue the task */
+  AFTER_WAIT,   /* add the task to the GPU wait set */
+  AFTER_UNLOCK, /* release rt->lock, taken by the task before suspending */
+  AFTER_EXIT    /* the task returned: release its stack, finish it */
+} after_switch;
+
+struct weft__worker {
+  weft_runtime *rt;
+  int index;
+  pthread_t thread;
+  weft__fiber sched; /* the worker thread's own context */
+  weft_task *cur;
+  after_switch after;
+  weft__rq rq;
+  unsigned rng;
+  void *altstack;
+};
+
+typedef struct weft__ptrvec {
+  void **v;
+  size_t n, cap;
+} weft__ptrvec;
+
+struct weft_runtime {
+  weft_runtime_opts opts;
+  weft__backend *bk;
+  uint64_t epoch; /* distinguishes runtimes for thread contexts */
+
+  int nworkers;
+  weft__worker *workers;
+  weft__rq inject; /* tasks spawned or woken off the workers */
+  atomic_int stop;
+
+  /* Parking: workers with nothing to do sleep on park_cv. */
+  pthread_mutex_t park_lock;
+  pthread_cond_t park_cv;
+  atomic_int nparked;
+  atomic_int poller; /* 1 while an idle worker holds the polling role */
+
+  /* GPU wait set: tasks suspended on an event. */
+  pthread_mutex_t wait_lock;
+  weft_task *waits;
+  atomic_int nwaits;
+
+  /* Task lifecycle, stream and event pools, thread contexts. */
+  pthread_mutex_t lock;
+  pthread_cond_t done_cv; /* a task ended: thread joiners and shutdown */
+  weft__pool tasks;
+  size_t live_tasks; /* spawned and not DONE */
+  int closing;
+  atomic_uint_fast64_t next_id;
+  weft__ptrvec *streams; /* [dev * 2 + high] free streams */
+  weft__ptrvec *events;  /* [dev] free sync events */
+  size_t pooled_streams; /* leased or free, made by the runtime */
+  size_t pooled_events;
+  weft__exec *threads; /* plain-thread contexts */
+  weft_task *all;      /* every task object not yet recycled */
+
+  weft__stack_pool stacks;
+};
+
+/* The calling worker, task and execution context. Not inlined: a fiber can
+ * resume on another thread, and a cached thread-local address would then
+ * name the old thread's variable. */
+weft__worker *weft__worker_self(void);
+weft_task *weft__task_self(void);
+weft__exec *weft__exec_self(void);
+/* The exec of the calling task or thread, or NULL with WEFT_ESTATE recorded
+ * when no runtime is open. */
+weft__exec *weft__exec_get(const char *call);
+
+/* The runtime plain threads use: the one most recently opened. */
+weft_runtime *weft__default_runtime(void);
+
+/* sched.c */
+int weft__sched_start(weft_runtime *rt);
+void weft__sched_stop(weft_runtime *rt);
+/* Makes a task runnable: on the calling worker's queue, else injected. */
+void weft__sched_ready(weft_runtime *rt, weft_task *t);
+/* Switches from the running task to its worker's scheduler, which then
+ * performs after. Returns when the task is resumed. */
+void weft__sched_suspend(weft_task *t, after_switch after);
+
+/* task.c */
+/* The scheduler ran the task's function to its end: finish it. */
+void weft__task_returned(weft_task *t);
+/* Runs when a task's GPU work has completed (or it had none). */
+void weft__task_finalize(weft_task *t);
+
+/* wait.c */
+/* Waits for ev: suspends a task (polled by the workers), blocks a thread. */
+int weft__exec_wait_event(weft__exec *x, weft__event *ev);
+/* Polls the wait set once; returns the number of tasks made ready. */
+int weft__wait_poll(weft_runtime *rt);
+
+/* exec.c */
+/* Leases a stream for x from the runtime's pool (or makes one). */
+int weft__exec_lease(weft__exec *x, weft__stream **out);
+/* The exec's stream, leased on first use. */
+static inline int weft__exec_stream(weft__exec *x, weft__stream **out) {
+  if (x->stream) {
+    *out = x->stream;
+    return 0;
+  }
+  return weft__exec_lease(x, out);
+}
+/* Returns x's stream to its pool. */
+void weft__exec_release_stream(weft__exec *x);
+/* Records a failure of a GPU operation against x and returns rc. */
+int weft__exec_fail(weft__exec *x, int rc);
+int weft__event_pool_get(weft_runtime *rt, int dev, weft__event **out);
+void weft__event_pool_put(weft_runtime *rt, weft__event *e);
+void weft__exec_threads_release(weft_runtime *rt);
+void weft__pools_drain(weft_runtime *rt);
+
+#endif

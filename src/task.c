@@ -1,0 +1,282 @@
+/* Task lifecycle: spawn, join, detach, yield, and the end of a task, which
+ * waits (on the device, not on a thread) for the GPU work it queued. */
+#include <stdio.h>
+#include <string.h>
+
+#include "scheduler.h"
+
+enum { MAGIC_TASK = 0x5441534bu }; /* "TASK" */
+
+void weft_task_opts_init(weft_task_opts *opts) {
+  if (!opts)
+    return;
+  memset(opts, 0, sizeof *opts);
+  opts->struct_size = sizeof *opts;
+  opts->priority = WEFT_PRIORITY_NORMAL;
+}
+
+weft_task *weft_task_self(void) { return weft__task_self(); }
+
+const char *weft_task_name(const weft_task *task) {
+  return task ? task->name : "";
+}
+
+static void all_link(weft_runtime *rt, weft_task *t) {
+  t->all_prev = NULL;
+  t->all_next = rt->all;
+  if (rt->all)
+    rt->all->all_prev = t;
+  rt->all = t;
+}
+
+/* Lock held. */
+static void task_free(weft_runtime *rt, weft_task *t) {
+  if (t->all_prev)
+    t->all_prev->all_next = t->all_next;
+  else
+    rt->all = t->all_next;
+  if (t->all_next)
+    t->all_next->all_prev = t->all_prev;
+  weft__pool_put(&rt->tasks, &t->hdr);
+}
+
+int weft_task_spawn(weft_runtime *rt, weft_task **task, weft_task_fn fn,
+                    void *arg, const weft_task_opts *user) {
+  weft_task_opts opts;
+  weft_task_opts_init(&opts);
+  if (!rt || !fn)
+    return weft__err(WEFT_EINVAL, "weft_task_spawn: %s is NULL",
+                     rt ? "fn" : "rt");
+  if (user) {
+    if (user->struct_size < offsetof(weft_task_opts, name) + sizeof(char *) ||
+        user->struct_size > sizeof opts)
+      return weft__err(WEFT_EINVAL,
+                       "weft_task_spawn: opts->struct_size %zu is not valid "
+                       "(call weft_task_opts_init)",
+                       user->struct_size);
+    memcpy(&opts, user, user->struct_size);
+  }
+  if (opts.priority != WEFT_PRIORITY_NORMAL &&
+      opts.priority != WEFT_PRIORITY_HIGH)
+    return weft__err(WEFT_EINVAL, "weft_task_spawn: unknown priority %d",
+                     (int)opts.priority);
+  if (opts.device < 0 || opts.device >= rt->bk->ndev)
+    return weft__err(WEFT_ENODEV, "weft_task_spawn: no device %d",
+                     opts.device);
+
+  pthread_mutex_lock(&rt->lock);
+  if (rt->closing) {
+    pthread_mutex_unlock(&rt->lock);
+    return weft__err(WEFT_ESTATE, "weft_task_spawn: runtime is shutting down");
+  }
+  weft_task *t = (weft_task *)weft__pool_get(&rt->tasks, sizeof *t);
+  if (!t) {
+    pthread_mutex_unlock(&rt->lock);
+    return weft__err(WEFT_ENOMEM, "weft_task_spawn: out of memory");
+  }
+  t->hdr.magic = MAGIC_TASK;
+  all_link(rt, t);
+  rt->live_tasks++;
+  pthread_mutex_unlock(&rt->lock);
+
+  t->x.rt = rt;
+  t->x.dev = opts.device;
+  t->x.high = opts.priority == WEFT_PRIORITY_HIGH;
+  t->x.is_task = 1;
+  t->fn = fn;
+  t->arg = arg;
+  t->id = atomic_fetch_add(&rt->next_id, 1) + 1;
+  if (opts.name)
+    snprintf(t->name, sizeof t->name, "%s", opts.name);
+  else
+    snprintf(t->name, sizeof t->name, "task-%llu", (unsigned long long)t->id);
+  if (!task)
+    t->handle_gone = t->detached = 1;
+  else
+    *task = t;
+  weft__sched_ready(rt, t);
+  return 0;
+}
+
+static int check_task(const weft_task *t, const char *call) {
+  if (!t)
+    return weft__err(WEFT_EINVAL, "%s: task is NULL", call);
+  if (t->hdr.magic != MAGIC_TASK)
+    return weft__err(WEFT_EHANDLE,
+                     "%s: not a live task handle (already joined or "
+                     "detached?)",
+                     call);
+  return 0;
+}
+
+/* Suspends the calling task (lock held) until other returns (until_end 0)
+ * or completes (1); on a plain thread, blocks. Returns with lock held. */
+static void wait_for(weft_runtime *rt, weft_task *other, int until_end) {
+  weft_task *self = weft__task_self();
+  for (;;) {
+    int ok = until_end ? other->done : other->returned;
+    if (ok)
+      return;
+    if (self) {
+      self->wait_for_end = until_end;
+      self->next = other->waiters;
+      other->waiters = self;
+      self->state = TASK_SUSPENDED;
+      weft__sched_suspend(self, AFTER_UNLOCK);
+      pthread_mutex_lock(&rt->lock);
+    } else {
+      other->thread_waiters++;
+      pthread_cond_wait(&rt->done_cv, &rt->lock);
+      other->thread_waiters--;
+    }
+  }
+}
+
+int weft_task_join(weft_task *t) {
+  int rc = check_task(t, "weft_task_join");
+  if (rc)
+    return rc;
+  if (t == weft__task_self())
+    return weft__err(WEFT_ESTATE, "weft_task_join: a task cannot join itself");
+  weft_runtime *rt = t->x.rt;
+  pthread_mutex_lock(&rt->lock);
+  if (t->handle_gone) {
+    pthread_mutex_unlock(&rt->lock);
+    return weft__err(WEFT_EHANDLE,
+                     "weft_task_join: task '%s' was already joined or "
+                     "detached",
+                     t->name);
+  }
+  t->handle_gone = 1;
+  wait_for(rt, t, 1);
+  rc = t->x.first_err;
+  if (rc) /* hand the task's failure detail to the joiner */
+    weft__err_raw(rc, t->x.errinfo.raw, "task '%s': %s", t->name,
+                  t->x.errinfo.msg);
+  task_free(rt, t);
+  pthread_mutex_unlock(&rt->lock);
+  return rc;
+}
+
+int weft_task_detach(weft_task *t) {
+  int rc = check_task(t, "weft_task_detach");
+  if (rc)
+    return rc;
+  weft_runtime *rt = t->x.rt;
+  pthread_mutex_lock(&rt->lock);
+  if (t->handle_gone) {
+    pthread_mutex_unlock(&rt->lock);
+    return weft__err(WEFT_EHANDLE,
+                     "weft_task_detach: task '%s' was already joined or "
+                     "detached",
+                     t->name);
+  }
+  t->handle_gone = t->detached = 1;
+  if (t->done)
+    task_free(rt, t);
+  pthread_mutex_unlock(&rt->lock);
+  return 0;
+}
+
+void weft_yield(void) {
+  weft_task *t = weft__task_self();
+  if (t)
+    weft__sched_suspend(t, AFTER_YIELD);
+}
+
+/* Lock held: makes ready the waiters that asked for this much. */
+static void wake_waiters(weft_runtime *rt, weft_task *t, int ended) {
+  weft_task **pp = &t->waiters;
+  while (*pp) {
+    weft_task *w = *pp;
+    if (ended || !w->wait_for_end) {
+      *pp = w->next;
+      weft__sched_ready(rt, w);
+    } else {
+      pp = &w->next;
+    }
+  }
+  pthread_cond_broadcast(&rt->done_cv);
+}
+
+void weft__task_returned(weft_task *t) {
+  weft_runtime *rt = t->x.rt;
+  weft__event *ev = NULL;
+  /* Work still queued on the stream: the task completes when it does. */
+  int q = t->x.stream ? weft__stream_query(t->x.stream) : 0;
+  if (q == WEFT_EAGAIN) {
+    int rc = weft__event_pool_get(rt, t->x.dev, &ev);
+    if (rc == 0) {
+      rc = weft__event_record(ev, t->x.stream);
+      if (rc) {
+        weft__event_pool_put(rt, ev);
+        ev = NULL;
+      }
+    }
+    if (rc)
+      weft__exec_fail(&t->x, rc);
+  } else if (q < 0) {
+    weft__exec_fail(&t->x, q);
+  }
+  pthread_mutex_lock(&rt->lock);
+  t->returned = 1;
+  t->end_ev = ev;
+  wake_waiters(rt, t, 0);
+  if (ev) {
+    t->state = TASK_FINISHING;
+    t->wait_ev = ev;
+  }
+  pthread_mutex_unlock(&rt->lock);
+  if (!ev) {
+    weft__task_finalize(t);
+    return;
+  }
+  pthread_mutex_lock(&rt->wait_lock);
+  t->next = rt->waits;
+  rt->waits = t;
+  atomic_fetch_add(&rt->nwaits, 1);
+  pthread_mutex_unlock(&rt->wait_lock);
+}
+
+void weft__task_finalize(weft_task *t) {
+  weft_runtime *rt = t->x.rt;
+  weft__exec_release_stream(&t->x);
+  pthread_mutex_lock(&rt->lock);
+  weft__event *ev = t->end_ev;
+  t->end_ev = NULL;
+  t->state = TASK_DONE;
+  t->done = 1;
+  wake_waiters(rt, t, 1);
+  rt->live_tasks--;
+  if (t->detached)
+    task_free(rt, t);
+  pthread_mutex_unlock(&rt->lock);
+  if (ev)
+    weft__event_pool_put(rt, ev);
+}
+
+int weft_task_after(weft_task *other) {
+  int rc = check_task(other, "weft_task_after");
+  if (rc)
+    return rc;
+  if (other == weft__task_self())
+    return weft__err(WEFT_ESTATE, "weft_task_after: a task cannot follow "
+                                  "itself");
+  weft__exec *x = weft__exec_get("weft_task_after");
+  if (!x)
+    return WEFT_ESTATE;
+  if (other->x.rt != x->rt)
+    return weft__err(WEFT_EINVAL, "weft_task_after: task of another runtime");
+  weft__stream *s;
+  rc = weft__exec_stream(x, &s);
+  if (rc)
+    return rc;
+  weft_runtime *rt = x->rt;
+  pthread_mutex_lock(&rt->lock);
+  wait_for(rt, other, 0);
+  /* end_ev lives until the task is finalized, which takes this lock. */
+  if (!other->done && other->end_ev)
+    rc = weft__stream_wait_event(s, other->end_ev);
+  pthread_mutex_unlock(&rt->lock);
+  return rc ? weft__exec_fail(x, rc) : 0;
+}
