@@ -83,6 +83,10 @@ struct weft__backend_ops {
   int (*device_info)(weft__backend *b, int dev, weft_device_info *info);
   /* Waits for all work on the device, every stream. */
   int (*device_sync)(weft__backend *b, int dev);
+  /* Optional: makes dev the calling thread's current device. The scheduler
+   * calls it whenever a task resumes, since fibers move between threads and
+   * code in the task (a <<<>>> launch) relies on the current device. */
+  void (*bind_device)(weft__backend *b, int dev);
 
   /* hdr.dev and priority are set. Non-blocking with respect to any default
    * stream. */

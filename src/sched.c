@@ -174,6 +174,8 @@ static void run_task(weft__worker *w, weft_task *t) {
   }
   t->state = TASK_RUNNING;
   w->cur = t;
+  if (w->rt->bk->ops->bind_device)
+    w->rt->bk->ops->bind_device(w->rt->bk, t->x.dev);
   tls_task = t;
   weft__err_cur = &t->x.errinfo;
   weft__fiber_set_current_stack(t->fiber.stack, t->name);

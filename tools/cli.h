@@ -37,6 +37,9 @@ int cmd_demo(cli_global *g, int argc, char **argv);
  * returns CLI_USAGE. */
 int cli_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* Reports an argument cmd does not take, as cli_usage_error does. */
+int cli_bad_arg(const char *cmd, const char *arg);
+
 /* Prints "weft <cmd>: <message>" on stderr and returns CLI_FAIL. */
 int cli_fail(const char *cmd, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));

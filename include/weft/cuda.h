@@ -24,6 +24,16 @@ WEFT_BEGIN_DECLS
  * clears nothing. Callable from anywhere. */
 WEFT_API cudaError_t weft_cuda_last_error(void);
 
+/* The calling task's (or thread's) stream as a cudaStream_t, leased on
+ * first use like every weft stream, for launches written as
+ *   kernel<<<grid, block, 0, weft_cuda_stream()>>>(...);
+ * and for libraries that take a stream. weft_sync() waits for such work too.
+ * Returns NULL on failure (no runtime, or the runtime is not on the CUDA
+ * backend), with the reason in weft_last_error_message(); since NULL is
+ * also CUDA's legacy default stream, which synchronises with every other
+ * stream, check it before launching. */
+WEFT_API cudaStream_t weft_cuda_stream(void);
+
 WEFT_END_DECLS
 
 #endif

@@ -46,6 +46,12 @@ int weft__cuda_device_was_stale(int dev, cudaError_t e) {
   return 1;
 }
 
+/* Errors are left for the task's next CUDA call to report. */
+static void bind_device(weft__backend *b, int dev) {
+  (void)b;
+  (void)weft__cuda_use_device(dev, NULL);
+}
+
 /* ---- opening ---- */
 
 /* Kernels of different streams that can be resident at once, from the CUDA
@@ -211,6 +217,7 @@ const struct weft__backend_ops weft__cuda_ops = {
     .close = cuda_close,
     .device_count = cuda_device_count,
     .device_info = cuda_device_info,
+    .bind_device = bind_device,
     .device_sync = cuda_device_sync,
 
     .stream_init = weft__cuda_stream_init,

@@ -98,15 +98,7 @@ int weft__cuda_error(cudaError_t e, const char *call, const char *file,
   return weft__cuda_error_as(translate(e), e, call, file, line);
 }
 
+/* Raw codes are recorded only by the CUDA backend (weft__cuda_error). */
 cudaError_t weft_cuda_last_error(void) {
-  int raw = weft_last_error_raw();
-  if (raw <= 0)
-    return cudaSuccess;
-  /* The error slot does not say which layer recorded a raw code, and the
-   * host backend may keep errno values there. Every CUDA failure's message
-   * carries CUDA's name for the code, so that tells them apart. */
-  const char *name = cudaGetErrorName((cudaError_t)raw);
-  if (!name || !strstr(weft_last_error_message(), name))
-    return cudaSuccess;
-  return (cudaError_t)raw;
+  return (cudaError_t)weft_last_error_raw();
 }

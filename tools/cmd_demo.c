@@ -1,0 +1,331 @@
+/* weft demo: seed 000's experiment. Normalise N arrays (a <- a / sum(a)) with
+ * three kernels, once with every array on one stream and once with each
+ * array on its own stream, and time both with events.
+ *
+ * Each array goes through: H2D copy, partial_reduce, single_thread_sum,
+ * divide_by, D2H copy. Inputs stay untouched in pinned memory so every run
+ * starts from the same data; results land in a second pinned buffer and are
+ * checked against sums computed on the CPU in double. */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend.h"
+#include "cli.h"
+#include "demo_kernels.h"
+#include "runtime_internal.h"
+
+#define DEMO_MAX_ARRAYS 64
+#define DEMO_MAX_REPEAT 1000
+
+typedef struct demo {
+  weft_runtime *rt;
+  weft__backend *bk;
+  demo_kernels k;
+  int narrays, repeat;
+  unsigned log2n;
+  unsigned long long n; /* floats per array */
+  unsigned blocks;      /* grid of partial_reduce and divide_by */
+
+  weft__stream *streams[DEMO_MAX_ARRAYS];
+  weft__event *start, *final, *end[DEMO_MAX_ARRAYS];
+  float *in[DEMO_MAX_ARRAYS], *out[DEMO_MAX_ARRAYS]; /* pinned host */
+  float *dev_a[DEMO_MAX_ARRAYS], *dev_partial[DEMO_MAX_ARRAYS],
+      *dev_sum[DEMO_MAX_ARRAYS];
+  double cpu_sum[DEMO_MAX_ARRAYS];
+} demo;
+
+/* Prints a failed weft call with the library's detail; returns CLI_FAIL. */
+static int failed(int rc, const char *what) {
+  const char *msg = weft_last_error_message();
+  return cli_fail("demo", "%s: %s: %s", what, weft_err_name(rc),
+                  *msg ? msg : weft_strerror(rc));
+}
+
+#define TRY(call)                                                              \
+  do {                                                                         \
+    int rc_ = (call);                                                          \
+    if (rc_ != 0)                                                              \
+      return failed(rc_, #call);                                               \
+  } while (0)
+
+/* xorshift64*: reproducible inputs without depending on the C library. */
+static uint64_t rng_next(uint64_t *s) {
+  uint64_t x = *s;
+  x ^= x >> 12;
+  x ^= x << 25;
+  x ^= x >> 27;
+  *s = x;
+  return x * 0x2545F4914F6CDD1DULL;
+}
+
+static int setup(demo *d) {
+  weft__backend *bk = d->bk;
+  size_t bytes = (size_t)d->n * sizeof(float);
+  for (int i = 0; i < d->narrays; i++)
+    TRY(weft__stream_create(bk, 0, 0, &d->streams[i]));
+  TRY(weft__event_create(bk, 0, WEFT__EVENT_TIMING, &d->start));
+  TRY(weft__event_create(bk, 0, WEFT__EVENT_TIMING, &d->final));
+  /* The per-stream end events only order streams; timing would cost. */
+  for (int i = 0; i < d->narrays; i++)
+    TRY(weft__event_create(bk, 0, 0, &d->end[i]));
+
+  weft__stream *s0 = d->streams[0];
+  for (int i = 0; i < d->narrays; i++) {
+    TRY(weft__pinned_alloc(bk, bytes, (void **)&d->in[i]));
+    TRY(weft__pinned_alloc(bk, bytes, (void **)&d->out[i]));
+    TRY(weft__device_alloc(s0, bytes, (void **)&d->dev_a[i]));
+    TRY(weft__device_alloc(s0, d->blocks * sizeof(float),
+                           (void **)&d->dev_partial[i]));
+    TRY(weft__device_alloc(s0, sizeof(float), (void **)&d->dev_sum[i]));
+  }
+
+  /* Random floats in (0, 1]: positive, so every sum is far from zero. */
+  uint64_t seed = 0x9E3779B97F4A7C15ULL;
+  for (int i = 0; i < d->narrays; i++) {
+    double sum = 0.0;
+    for (unsigned long long j = 0; j < d->n; j++) {
+      float v = (float)((rng_next(&seed) >> 40) + 1) / 16777216.0f;
+      d->in[i][j] = v;
+      sum += v;
+    }
+    d->cpu_sum[i] = sum;
+  }
+  /* Allocations are ordered on stream 0; other streams may use them once
+   * that stream has passed them. */
+  TRY(weft__stream_sync(s0));
+  return CLI_OK;
+}
+
+/* Enqueues one array's pipeline on stream s. */
+static int enqueue_array(demo *d, int i, weft__stream *s) {
+  size_t bytes = (size_t)d->n * sizeof(float);
+  unsigned long long n = d->n;
+  unsigned blocks = d->blocks;
+  weft_dim3 grid = WEFT_DIM1(d->blocks), block = WEFT_DIM1(DEMO_THREADS);
+  void *reduce_args[] = {&d->dev_a[i], &d->dev_partial[i], &n};
+  void *sum_args[] = {&d->dev_partial[i], &d->dev_sum[i], &blocks};
+  void *divide_args[] = {&d->dev_a[i], &d->dev_sum[i], &n};
+
+  TRY(weft__copy(s, d->dev_a[i], d->in[i], bytes, WEFT__COPY_H2D));
+  TRY(weft__launch(s, &d->k.partial_reduce, grid, block, 0, reduce_args));
+  TRY(weft__launch(s, &d->k.single_thread_sum, WEFT_DIM1(1), WEFT_DIM1(1), 0,
+                   sum_args));
+  TRY(weft__launch(s, &d->k.divide_by, grid, block, 0, divide_args));
+  TRY(weft__copy(s, d->out[i], d->dev_a[i], bytes, WEFT__COPY_D2H));
+  return CLI_OK;
+}
+
+/* One timed run. Every stream starts after the start event on stream 0, and
+ * stream 0 waits for every stream's end event before recording the final
+ * one, so start -> final spans all the work of the run. */
+static int run_once(demo *d, int per_array_streams, float *ms) {
+  weft__stream *s0 = d->streams[0];
+  int nstreams = per_array_streams ? d->narrays : 1;
+  TRY(weft__event_record(d->start, s0));
+  for (int i = 1; i < nstreams; i++)
+    TRY(weft__stream_wait_event(d->streams[i], d->start));
+  for (int i = 0; i < d->narrays; i++) {
+    int rc = enqueue_array(d, i, per_array_streams ? d->streams[i] : s0);
+    if (rc != CLI_OK)
+      return rc;
+  }
+  for (int i = 1; i < nstreams; i++) {
+    TRY(weft__event_record(d->end[i], d->streams[i]));
+    TRY(weft__stream_wait_event(s0, d->end[i]));
+  }
+  TRY(weft__event_record(d->final, s0));
+  TRY(weft__event_sync(d->final));
+  TRY(weft__event_elapsed(d->start, d->final, ms));
+  return CLI_OK;
+}
+
+/* Every element must equal input / CPU sum (1e-4 relative) and every array
+ * must sum to 1 (1e-3 relative). The negated comparisons catch NaN. */
+static int check(demo *d, const char *variant) {
+  for (int i = 0; i < d->narrays; i++) {
+    double total = 0.0;
+    for (unsigned long long j = 0; j < d->n; j++) {
+      double want = d->in[i][j] / d->cpu_sum[i];
+      double got = d->out[i][j];
+      if (!(fabs(got - want) <= 1e-4 * want))
+        return cli_fail("demo",
+                        "%s: array %d, first bad index %llu: got %.9g, "
+                        "want %.9g (input %.9g, CPU sum %.9g)",
+                        variant, i, j, got, want, d->in[i][j], d->cpu_sum[i]);
+      total += got;
+    }
+    if (!(fabs(total - 1.0) <= 1e-3))
+      return cli_fail("demo", "%s: array %d sums to %.9g, not 1", variant, i,
+                      total);
+  }
+  return CLI_OK;
+}
+
+static int cmp_float(const void *a, const void *b) {
+  float x = *(const float *)a, y = *(const float *)b;
+  return (x > y) - (x < y);
+}
+
+typedef struct timing {
+  float median, min, max;
+} timing;
+
+static timing summarise(float *ms, int n) {
+  qsort(ms, (size_t)n, sizeof *ms, cmp_float);
+  timing t = {.min = ms[0], .max = ms[n - 1]};
+  t.median = n % 2 ? ms[n / 2] : 0.5f * (ms[n / 2 - 1] + ms[n / 2]);
+  return t;
+}
+
+/* Warm-up, then --repeat timed runs, then the result check. The outputs are
+ * poisoned with NaN first so a variant cannot pass on another's results. */
+static int run_variant(demo *d, int per_array_streams, timing *t) {
+  const char *name = per_array_streams ? "per-array streams" : "one stream";
+  float ms[DEMO_MAX_REPEAT], ignored;
+  for (int i = 0; i < d->narrays; i++)
+    memset(d->out[i], 0xff, (size_t)d->n * sizeof(float));
+  int rc = run_once(d, per_array_streams, &ignored);
+  for (int r = 0; rc == CLI_OK && r < d->repeat; r++)
+    rc = run_once(d, per_array_streams, &ms[r]);
+  if (rc == CLI_OK)
+    rc = check(d, name);
+  if (rc == CLI_OK)
+    *t = summarise(ms, d->repeat);
+  return rc;
+}
+
+/* Releases whatever setup got to, even after a failure; the first failure
+ * is reported. weft_shutdown refuses (EBUSY) if anything is left. */
+static int teardown(demo *d) {
+  int status = CLI_OK, rc;
+#define KEEP(call)                                                             \
+  do {                                                                         \
+    if ((rc = (call)) != 0 && status == CLI_OK)                                \
+      status = failed(rc, #call);                                              \
+  } while (0)
+  weft__stream *s0 = d->streams[0];
+  if (s0) {
+    KEEP(weft__device_sync(d->bk, 0));
+    for (int i = 0; i < d->narrays; i++) {
+      KEEP(weft__device_free(s0, d->dev_a[i]));
+      KEEP(weft__device_free(s0, d->dev_partial[i]));
+      KEEP(weft__device_free(s0, d->dev_sum[i]));
+    }
+    KEEP(weft__stream_sync(s0));
+  }
+  for (int i = 0; i < d->narrays; i++) {
+    KEEP(weft__pinned_free(d->bk, d->in[i]));
+    KEEP(weft__pinned_free(d->bk, d->out[i]));
+    if (d->end[i])
+      KEEP(weft__event_destroy(&d->end[i]));
+  }
+  if (d->start)
+    KEEP(weft__event_destroy(&d->start));
+  if (d->final)
+    KEEP(weft__event_destroy(&d->final));
+  for (int i = 0; i < d->narrays; i++)
+    if (d->streams[i])
+      KEEP(weft__stream_destroy(&d->streams[i]));
+  KEEP(weft_shutdown(d->rt));
+#undef KEEP
+  return status;
+}
+
+static int parse_args(cli_global *g, int argc, char **argv, long *arrays,
+                      long *log2n, long *repeat) {
+  for (int i = 1; i < argc; i++) {
+    const char *v;
+    int m;
+    if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+      cli_print_command_help("demo");
+      return -1;
+    }
+    if ((m = cli_common_flag(g, argc, argv, &i)) != 0) {
+      if (m < 0)
+        return CLI_USAGE;
+    } else if ((m = cli_flag_value(argc, argv, &i, "--arrays", &v)) != 0) {
+      if (m < 0 || cli_parse_long("--arrays", v, 1, DEMO_MAX_ARRAYS, arrays))
+        return CLI_USAGE;
+    } else if ((m = cli_flag_value(argc, argv, &i, "--log2n", &v)) != 0) {
+      if (m < 0 || cli_parse_long("--log2n", v, 8, 28, log2n))
+        return CLI_USAGE;
+    } else if ((m = cli_flag_value(argc, argv, &i, "--repeat", &v)) != 0) {
+      if (m < 0 || cli_parse_long("--repeat", v, 1, DEMO_MAX_REPEAT, repeat))
+        return CLI_USAGE;
+    } else {
+      return cli_bad_arg("demo", argv[i]);
+    }
+  }
+  return CLI_OK;
+}
+
+int cmd_demo(cli_global *g, int argc, char **argv) {
+  long arrays = 10, log2n = 0, repeat = 5;
+  int rc = parse_args(g, argc, argv, &arrays, &log2n, &repeat);
+  if (rc != CLI_OK)
+    return rc < 0 ? CLI_OK : rc;
+
+  demo *d = calloc(1, sizeof *d);
+  if (!d)
+    return cli_fail("demo", "out of memory");
+  rc = cli_open_runtime(g, "demo", &d->rt, NULL, 0);
+  if (rc != CLI_OK) {
+    free(d);
+    return rc;
+  }
+  d->bk = weft__runtime_backend(d->rt);
+  weft_backend_kind kind = weft_runtime_backend(d->rt);
+  if (log2n == 0) /* the host backend is a CPU: keep its default run short */
+    log2n = kind == WEFT_BACKEND_CUDA ? 24 : 20;
+  d->narrays = (int)arrays;
+  d->repeat = (int)repeat;
+  d->log2n = (unsigned)log2n;
+  d->n = 1ull << d->log2n;
+  unsigned long long need = (d->n + DEMO_THREADS - 1) / DEMO_THREADS;
+  d->blocks = need < DEMO_MAX_BLOCKS ? (unsigned)need : DEMO_MAX_BLOCKS;
+  demo_kernels_init(&d->k);
+
+  weft_device_info info;
+  rc = weft_device_get_info(d->rt, 0, &info);
+  if (rc != 0)
+    rc = failed(rc, "weft_device_get_info");
+  if (rc == CLI_OK)
+    rc = setup(d);
+
+  timing one, many;
+  if (rc == CLI_OK)
+    rc = run_variant(d, 0, &one);
+  if (rc == CLI_OK)
+    rc = run_variant(d, 1, &many);
+
+  if (rc == CLI_OK) {
+    double kib = (double)d->n * sizeof(float) / 1024.0;
+    printf("weft demo: normalise %d array%s of 2^%u floats (%g %s each): "
+           "H2D copy, 3 kernels, D2H copy\n",
+           d->narrays, d->narrays == 1 ? "" : "s", d->log2n,
+           kib >= 1024 ? kib / 1024 : kib, kib >= 1024 ? "MiB" : "KiB");
+    printf("backend %s, device 0: %s\n", weft_backend_name(kind), info.name);
+    printf("event-timed, median of %d run%s after 1 warm-up\n\n", d->repeat,
+           d->repeat == 1 ? "" : "s");
+    char many_name[32];
+    if (d->narrays == 1)
+      snprintf(many_name, sizeof many_name, "1 per array");
+    else
+      snprintf(many_name, sizeof many_name, "%d streams", d->narrays);
+    printf("%-12s %10s %19s %9s\n", "variant", "median ms", "min - max ms",
+           "speed-up");
+    printf("%-12s %10.3f %8.3f - %-8.3f %8.2fx\n", "1 stream", one.median,
+           one.min, one.max, 1.0);
+    printf("%-12s %10.3f %8.3f - %-8.3f %8.2fx\n", many_name, many.median,
+           many.min, many.max,
+           many.median > 0 ? one.median / many.median : 0.0);
+    printf("\ncheck passed: each array sums to 1 (1e-3), each element is "
+           "input / CPU sum (1e-4)\n");
+  }
+  int trc = teardown(d);
+  free(d);
+  return rc != CLI_OK ? rc : trc;
+}
