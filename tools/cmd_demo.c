@@ -2,6 +2,9 @@
  * three kernels, once with every array on one stream and once with each
  * array on its own stream, and time both with events.
  *
+ * A third variant does the same as weft is meant to be used: one task per
+ * array, no stream written; each task's work lands on its own stream.
+ *
  * Each array goes through: H2D copy, partial_reduce, single_thread_sum,
  * divide_by, D2H copy. Inputs stay untouched in pinned memory so every run
  * starts from the same data; results land in a second pinned buffer and are
@@ -118,6 +121,78 @@ static int enqueue_array(demo *d, int i, weft__stream *s) {
   return CLI_OK;
 }
 
+/* The tasks variant: the same pipeline through the public API, one task
+ * per array. The task's first operation makes its stream wait (on the
+ * device) for the start event, so the events bracket all the work. */
+typedef struct array_job {
+  demo *d;
+  int i;
+  weft_event *start;
+  int rc;
+} array_job;
+
+static void array_task(void *arg) {
+  array_job *j = arg;
+  demo *d = j->d;
+  int i = j->i;
+  size_t bytes = (size_t)d->n * sizeof(float);
+  unsigned long long n = d->n;
+  unsigned blocks = d->blocks;
+  weft_dim3 grid = WEFT_DIM1(d->blocks), block = WEFT_DIM1(DEMO_THREADS);
+  void *reduce_args[] = {&d->dev_a[i], &d->dev_partial[i], &n};
+  void *sum_args[] = {&d->dev_partial[i], &d->dev_sum[i], &blocks};
+  void *divide_args[] = {&d->dev_a[i], &d->dev_sum[i], &n};
+  int rc = weft_event_wait(j->start);
+  if (!rc)
+    rc = weft_copy(d->dev_a[i], d->in[i], bytes);
+  if (!rc)
+    rc = weft_launch(&d->k.partial_reduce, grid, block, 0, reduce_args);
+  if (!rc)
+    rc = weft_launch(&d->k.single_thread_sum, WEFT_DIM1(1), WEFT_DIM1(1), 0,
+                     sum_args);
+  if (!rc)
+    rc = weft_launch(&d->k.divide_by, grid, block, 0, divide_args);
+  if (!rc)
+    rc = weft_copy(d->out[i], d->dev_a[i], bytes);
+  j->rc = rc; /* no weft_sync: the task completes when its GPU work does */
+}
+
+/* The calling thread records start, spawns the tasks, orders its own stream
+ * after each task's GPU work (weft_task_after: no host wait for the GPU),
+ * then records and waits for the final event. */
+static int run_tasks_once(demo *d, float *ms) {
+  weft_event *start = NULL, *final = NULL;
+  weft_task *tasks[DEMO_MAX_ARRAYS] = {0};
+  array_job jobs[DEMO_MAX_ARRAYS];
+  TRY(weft_event_create(&start));
+  TRY(weft_event_create(&final));
+  TRY(weft_event_record(start));
+  int rc = 0;
+  for (int i = 0; i < d->narrays && !rc; i++) {
+    jobs[i] = (array_job){d, i, start, 0};
+    rc = weft_task_spawn(d->rt, &tasks[i], array_task, &jobs[i], NULL);
+  }
+  for (int i = 0; i < d->narrays && !rc; i++)
+    rc = weft_task_after(tasks[i]);
+  if (!rc)
+    rc = weft_event_record(final);
+  if (!rc)
+    rc = weft_event_sync(final);
+  if (!rc)
+    rc = weft_event_elapsed_ms(start, final, ms);
+  for (int i = 0; i < d->narrays; i++) {
+    int jr = tasks[i] ? weft_task_join(tasks[i]) : 0;
+    if (!rc && jr)
+      rc = jr;
+    if (!rc && tasks[i] && jobs[i].rc)
+      rc = jobs[i].rc;
+  }
+  weft_event_destroy(&start);
+  weft_event_destroy(&final);
+  TRY(rc);
+  return CLI_OK;
+}
+
 /* One timed run. Every stream starts after the start event on stream 0, and
  * stream 0 waits for every stream's end event before recording the final
  * one, so start -> final spans all the work of the run. */
@@ -182,14 +257,22 @@ static timing summarise(float *ms, int n) {
 
 /* Warm-up, then --repeat timed runs, then the result check. The outputs are
  * poisoned with NaN first so a variant cannot pass on another's results. */
-static int run_variant(demo *d, int per_array_streams, timing *t) {
-  const char *name = per_array_streams ? "per-array streams" : "one stream";
+enum { ONE_STREAM, PER_ARRAY_STREAMS, TASKS };
+
+static int run_any(demo *d, int variant, float *ms) {
+  return variant == TASKS ? run_tasks_once(d, ms)
+                          : run_once(d, variant == PER_ARRAY_STREAMS, ms);
+}
+
+static int run_variant(demo *d, int variant, timing *t) {
+  static const char *names[] = {"one stream", "per-array streams", "tasks"};
+  const char *name = names[variant];
   float ms[DEMO_MAX_REPEAT], ignored;
   for (int i = 0; i < d->narrays; i++)
     memset(d->out[i], 0xff, (size_t)d->n * sizeof(float));
-  int rc = run_once(d, per_array_streams, &ignored);
+  int rc = run_any(d, variant, &ignored);
   for (int r = 0; rc == CLI_OK && r < d->repeat; r++)
-    rc = run_once(d, per_array_streams, &ms[r]);
+    rc = run_any(d, variant, &ms[r]);
   if (rc == CLI_OK)
     rc = check(d, name);
   if (rc == CLI_OK)
@@ -295,11 +378,13 @@ int cmd_demo(cli_global *g, int argc, char **argv) {
   if (rc == CLI_OK)
     rc = setup(d);
 
-  timing one, many;
+  timing one, many, tasks;
   if (rc == CLI_OK)
-    rc = run_variant(d, 0, &one);
+    rc = run_variant(d, ONE_STREAM, &one);
   if (rc == CLI_OK)
-    rc = run_variant(d, 1, &many);
+    rc = run_variant(d, PER_ARRAY_STREAMS, &many);
+  if (rc == CLI_OK)
+    rc = run_variant(d, TASKS, &tasks);
 
   if (rc == CLI_OK) {
     double kib = (double)d->n * sizeof(float) / 1024.0;
@@ -322,6 +407,11 @@ int cmd_demo(cli_global *g, int argc, char **argv) {
     printf("%-12s %10.3f %8.3f - %-8.3f %8.2fx\n", many_name, many.median,
            many.min, many.max,
            many.median > 0 ? one.median / many.median : 0.0);
+    char tasks_name[32];
+    snprintf(tasks_name, sizeof tasks_name, "%d tasks", d->narrays);
+    printf("%-12s %10.3f %8.3f - %-8.3f %8.2fx\n", tasks_name, tasks.median,
+           tasks.min, tasks.max,
+           tasks.median > 0 ? one.median / tasks.median : 0.0);
     printf("\ncheck passed: each array sums to 1 (1e-3), each element is "
            "input / CPU sum (1e-4)\n");
   }

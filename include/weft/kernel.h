@@ -45,6 +45,16 @@ typedef struct weft_kernel {
   unsigned short arg_size[WEFT_KERNEL_MAX_ARGS];
 } weft_kernel;
 
+/* Names a __global__ function, defined with extern "C" in a .cu file, for
+ * use in a weft_kernel initialiser from C:
+ *   WEFT_CUDA_KERNEL_DECL(scale);          (at file scope)
+ *   weft_kernel k = {.cuda = WEFT_CUDA_KERNEL(scale), ...};
+ * The reference is weak: a build that does not compile the .cu (no CUDA)
+ * still links, and the kernel's .cuda is then NULL. The address is that of
+ * the host-side stub nvcc generates, which is what cudaLaunchKernel takes. */
+#define WEFT_CUDA_KERNEL_DECL(fn) extern void fn(void) __attribute__((weak))
+#define WEFT_CUDA_KERNEL(fn) ((const void *)(fn))
+
 /* Designated initialisers for a kernel's parameter list, e.g.
  *   weft_kernel k = {.cuda = (const void *)scale, .host = scale_host,
  *                    .name = "scale", WEFT_KERNEL_ARGS(float *, float, int)};
