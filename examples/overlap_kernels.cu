@@ -1,8 +1,8 @@
 // CUDA versions of the example's kernels.
 #include <math.h>
 
-extern "C" __global__ void overlap_matmul(const float *a, const float *b, float *c,
-                               unsigned n) {
+extern "C" __global__ void overlap_matmul(const float *a, const float *b,
+                                          float *c, unsigned n) {
   __shared__ float ta[16][16], tb[16][16];
   unsigned row = blockIdx.y * 16 + threadIdx.y;
   unsigned col = blockIdx.x * 16 + threadIdx.x;
@@ -26,4 +26,3 @@ extern "C" __global__ void overlap_sine(float *x, unsigned n) {
   if (i < n)
     x[i] = sinf(x[i]);
 }
-

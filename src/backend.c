@@ -49,8 +49,8 @@ static int open_ops(const struct weft__backend_ops *ops,
   if (rc != 0)
     goto fail_info;
   if (b->ndev <= 0) {
-    rc = weft__err(WEFT_ENODEV, "weft: the %s backend has no device",
-                   ops->name);
+    rc =
+        weft__err(WEFT_ENODEV, "weft: the %s backend has no device", ops->name);
     goto fail_info;
   }
   b->info = calloc((size_t)b->ndev, sizeof *b->info);
@@ -168,8 +168,8 @@ static int check_dev(weft__backend *b, int dev, const char *call) {
   if (!b)
     return weft__err(WEFT_EINVAL, "%s: backend is NULL", call);
   if (dev < 0 || dev >= b->ndev)
-    return weft__err(WEFT_ENODEV, "%s: no device %d (the backend has %d)",
-                     call, dev, b->ndev);
+    return weft__err(WEFT_ENODEV, "%s: no device %d (the backend has %d)", call,
+                     dev, b->ndev);
   return 0;
 }
 
@@ -264,7 +264,8 @@ int weft__event_create(weft__backend *b, int dev, unsigned flags,
   if (flags & ~(unsigned)(WEFT__EVENT_TIMING | WEFT__EVENT_BLOCKING))
     return weft__err(WEFT_EINVAL, "event_create: unknown flags 0x%x", flags);
   pthread_mutex_lock(&b->lock);
-  weft__event *e = (weft__event *)weft__pool_get(&b->events, b->ops->event_size);
+  weft__event *e =
+      (weft__event *)weft__pool_get(&b->events, b->ops->event_size);
   pthread_mutex_unlock(&b->lock);
   if (!e)
     return weft__err(WEFT_ENOMEM, "event_create: out of memory");
@@ -370,8 +371,9 @@ int weft__memset(weft__stream *s, void *dst, int value, size_t n) {
 
 static int check_dims(weft_dim3 d, const char *what, const char *name) {
   if (d.x == 0 || d.y == 0 || d.z == 0)
-    return weft__err(WEFT_EINVAL, "launch %s: %s has a zero dimension (%u,%u,%u)",
-                     name, what, d.x, d.y, d.z);
+    return weft__err(WEFT_EINVAL,
+                     "launch %s: %s has a zero dimension (%u,%u,%u)", name,
+                     what, d.x, d.y, d.z);
   return 0;
 }
 
@@ -382,23 +384,23 @@ int weft__launch(weft__stream *s, const weft_kernel *k, weft_dim3 grid,
     return weft__err(WEFT_EINVAL, "launch: kernel is NULL");
   const char *name = k->name ? k->name : "(unnamed kernel)";
   weft__backend *b = s->hdr.bk;
-  int has = b->ops->kind == WEFT_BACKEND_CUDA ? k->cuda != NULL
-                                              : k->host != NULL;
+  int has =
+      b->ops->kind == WEFT_BACKEND_CUDA ? k->cuda != NULL : k->host != NULL;
   if (!has)
     return weft__err(WEFT_ENOTSUP,
                      "launch %s: the kernel has no %s implementation", name,
                      b->ops->name);
   if (k->nargs > WEFT_KERNEL_MAX_ARGS)
-    return weft__err(WEFT_EINVAL, "launch %s: %u parameters (at most %d)",
-                     name, k->nargs, WEFT_KERNEL_MAX_ARGS);
+    return weft__err(WEFT_EINVAL, "launch %s: %u parameters (at most %d)", name,
+                     k->nargs, WEFT_KERNEL_MAX_ARGS);
   if (k->nargs > 0 && !args)
     return weft__err(WEFT_EINVAL, "launch %s: %u parameters but args is NULL",
                      name, k->nargs);
   for (unsigned i = 0; i < k->nargs; i++)
     if (!args[i] || k->arg_size[i] == 0)
       return weft__err(WEFT_EINVAL,
-                       "launch %s: parameter %u has no value or no size",
-                       name, i);
+                       "launch %s: parameter %u has no value or no size", name,
+                       i);
   int rc = check_dims(grid, "grid", name);
   if (!rc)
     rc = check_dims(block, "block", name);
@@ -414,6 +416,21 @@ int weft__launch(weft__stream *s, const weft_kernel *k, weft_dim3 grid,
     return weft__err(WEFT_EINVAL,
                      "launch %s: grid y and z must be at most 65535", name);
   return b->ops->launch(s, k, grid, block, shmem, args);
+}
+
+int weft__kernel_preload(weft__backend *b, int dev, const weft_kernel *k) {
+  int rc = check_dev(b, dev, "kernel_preload");
+  if (rc)
+    return rc;
+  if (!k)
+    return weft__err(WEFT_EINVAL, "kernel_preload: kernel is NULL");
+  int has =
+      b->ops->kind == WEFT_BACKEND_CUDA ? k->cuda != NULL : k->host != NULL;
+  if (!has)
+    return weft__err(WEFT_ENOTSUP,
+                     "kernel_preload %s: the kernel has no %s implementation",
+                     k->name ? k->name : "(unnamed kernel)", b->ops->name);
+  return b->ops->kernel_preload ? b->ops->kernel_preload(b, dev, k) : 0;
 }
 
 /* ---- memory ---- */
@@ -448,8 +465,8 @@ int weft__device_free(weft__stream *s, void *p) {
   weft__backend *b = s->hdr.bk;
   weft__alloc_info info;
   pthread_mutex_lock(&b->lock);
-  int known = weft__ptrmap_get(b->allocs, p, &info) &&
-              info.kind == ALLOC_DEVICE;
+  int known =
+      weft__ptrmap_get(b->allocs, p, &info) && info.kind == ALLOC_DEVICE;
   if (known)
     weft__ptrmap_del(b->allocs, p);
   pthread_mutex_unlock(&b->lock);
@@ -495,8 +512,8 @@ int weft__pinned_free(weft__backend *b, void *p) {
     return 0;
   weft__alloc_info info;
   pthread_mutex_lock(&b->lock);
-  int known = weft__ptrmap_get(b->allocs, p, &info) &&
-              info.kind == ALLOC_PINNED;
+  int known =
+      weft__ptrmap_get(b->allocs, p, &info) && info.kind == ALLOC_PINNED;
   if (known)
     weft__ptrmap_del(b->allocs, p);
   pthread_mutex_unlock(&b->lock);

@@ -116,6 +116,11 @@ struct weft__backend_ops {
   int (*launch)(weft__stream *s, const weft_kernel *k, weft_dim3 grid,
                 weft_dim3 block, size_t shmem, void **args);
 
+  /* Optional: loads the kernel's code now. CUDA loads kernels lazily, at
+   * their first launch, and loading may wait for kernels running on other
+   * streams; preloading keeps a first launch from waiting on them. */
+  int (*kernel_preload)(weft__backend *b, int dev, const weft_kernel *k);
+
   int (*device_alloc)(weft__stream *s, size_t n, void **out);
   int (*device_free)(weft__stream *s, void *p);
   int (*pinned_alloc)(weft__backend *b, size_t n, void **out);
@@ -168,6 +173,7 @@ int weft__memset(weft__stream *s, void *dst, int value, size_t n);
 int weft__launch(weft__stream *s, const weft_kernel *k, weft_dim3 grid,
                  weft_dim3 block, size_t shmem, void **args);
 
+int weft__kernel_preload(weft__backend *b, int dev, const weft_kernel *k);
 int weft__device_alloc(weft__stream *s, size_t n, void **out);
 int weft__device_free(weft__stream *s, void *p);
 int weft__pinned_alloc(weft__backend *b, size_t n, void **out);

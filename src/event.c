@@ -1,6 +1,6 @@
 /* Public events, on the calling task's (or thread's) stream. */
-#include "runtime_internal.h"
 #include "weft/event.h"
+#include "runtime_internal.h"
 
 #define EV(e) ((weft__event *)(e))
 

@@ -30,8 +30,7 @@
 void __sanitizer_start_switch_fiber(void **fake_stack_save, const void *bottom,
                                     size_t size);
 void __sanitizer_finish_switch_fiber(void *fake_stack_save,
-                                     const void **bottom_old,
-                                     size_t *size_old);
+                                     const void **bottom_old, size_t *size_old);
 #endif
 #ifdef WEFT__TSAN
 void *__tsan_get_current_fiber(void);
@@ -72,9 +71,9 @@ void weft__stack_pool_fini(weft__stack_pool *p) {
 static weft__stack *stack_new(weft__stack_pool *p) {
   size_t ps = page_size();
   size_t map_size = p->stack_size + ps;
-  void *map = mmap(NULL, map_size, PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK,
-                   -1, 0);
+  void *map =
+      mmap(NULL, map_size, PROT_READ | PROT_WRITE,
+           MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
   if (map == MAP_FAILED)
     return NULL;
   /* A guard page costs a kernel mapping; past vm.max_map_count mprotect
@@ -190,8 +189,8 @@ void weft__fiber_release(weft__fiber *f) {
 
 void weft__fiber_switch(weft__fiber *from, weft__fiber *to, int exiting) {
 #ifdef WEFT__ASAN
-  __sanitizer_start_switch_fiber(exiting ? NULL : &from->asan_fake,
-                                 to->san_lo, to->san_size);
+  __sanitizer_start_switch_fiber(exiting ? NULL : &from->asan_fake, to->san_lo,
+                                 to->san_size);
 #endif
 #ifdef WEFT__TSAN
   __tsan_switch_to_fiber(to->tsan, 0);

@@ -31,6 +31,13 @@ int weft_launch(const weft_kernel *k, weft_dim3 grid, weft_dim3 block,
   return rc ? weft__exec_fail(x, rc) : 0;
 }
 
+int weft_kernel_preload(const weft_kernel *k) {
+  weft__exec *x = weft__exec_get("weft_kernel_preload");
+  if (!x)
+    return WEFT_ESTATE;
+  return weft__kernel_preload(x->rt->bk, x->dev, k);
+}
+
 int weft_copy(void *dst, const void *src, size_t bytes) {
   CURRENT(x, s, "weft_copy");
   int rc = weft__copy(s, dst, src, bytes, WEFT__COPY_DEFAULT);

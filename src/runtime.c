@@ -5,8 +5,8 @@
 #include "backend.h"
 #include "error_internal.h"
 #include "runtime_internal.h"
-#include <stdio.h>
 #include "weft/runtime.h"
+#include <stdio.h>
 
 const char *weft_backend_name(weft_backend_kind kind) {
   switch (kind) {
@@ -93,8 +93,8 @@ int weft_init(weft_runtime **rtp, const weft_runtime_opts *user) {
     return weft__err(WEFT_EINVAL, "weft_init: rt is NULL");
   if (user) {
     /* Accept smaller (older) option structs; refuse unknown larger ones. */
-    if (user->struct_size < offsetof(weft_runtime_opts, backend) +
-                                sizeof(weft_backend_kind) ||
+    if (user->struct_size <
+            offsetof(weft_runtime_opts, backend) + sizeof(weft_backend_kind) ||
         user->struct_size > sizeof opts)
       return weft__err(WEFT_EINVAL,
                        "weft_init: opts->struct_size %zu is not valid "
@@ -166,8 +166,8 @@ static size_t user_objects(weft_runtime *rt, char *what, size_t len) {
   weft__backend_get_counts(rt->bk, &c);
   size_t ev = c.events - rt->pooled_events;
   size_t st = c.streams - rt->pooled_streams;
-  snprintf(what, len, "%zu events, %zu device and %zu pinned allocations",
-           ev, c.device_allocs, c.pinned_allocs);
+  snprintf(what, len, "%zu events, %zu device and %zu pinned allocations", ev,
+           c.device_allocs, c.pinned_allocs);
   return ev + st + c.device_allocs + c.pinned_allocs;
 }
 

@@ -165,9 +165,8 @@ static void run_task(weft__worker *w, weft_task *t) {
       if (s)
         weft__stack_put(&w->rt->stacks, s);
       /* The task cannot start: it ends at once, reporting why. */
-      t->x.first_err = weft__err(WEFT_ENOMEM,
-                                 "weft: no memory for the stack of task '%s'",
-                                 t->name);
+      t->x.first_err = weft__err(
+          WEFT_ENOMEM, "weft: no memory for the stack of task '%s'", t->name);
       weft__task_returned(t);
       return;
     }

@@ -22,7 +22,7 @@ typedef struct weft__exec {
   int pending_err; /* first error not yet returned by weft_sync */
   int first_err;   /* first error of the task's life, for join */
   int is_task;
-  weft__errinfo errinfo; /* weft_last_error_message() while it runs */
+  weft__errinfo errinfo;   /* weft_last_error_message() while it runs */
   struct weft__exec *next; /* runtime's list of plain-thread contexts */
 } weft__exec;
 
@@ -45,9 +45,9 @@ struct weft_task {
   task_state state; /* written by the thread moving the task; informative
                        except FINISHING, which the wait set reads */
   /* Under rt->lock: what waiters and handle checks look at. */
-  int handle_gone; /* joined or detached: the handle is spent */
-  int returned;    /* fn returned */
-  int done;        /* and its GPU work completed */
+  int handle_gone;           /* joined or detached: the handle is spent */
+  int returned;              /* fn returned */
+  int done;                  /* and its GPU work completed */
   struct weft_task *next;    /* run queue or wait-set link */
   struct weft_task *waiters; /* tasks waiting for this one to return or end */
   int thread_waiters;        /* plain threads in weft_task_join */

@@ -61,8 +61,7 @@ int weft_task_spawn(weft_runtime *rt, weft_task **task, weft_task_fn fn,
     return weft__err(WEFT_EINVAL, "weft_task_spawn: unknown priority %d",
                      (int)opts.priority);
   if (opts.device < 0 || opts.device >= rt->bk->ndev)
-    return weft__err(WEFT_ENODEV, "weft_task_spawn: no device %d",
-                     opts.device);
+    return weft__err(WEFT_ENODEV, "weft_task_spawn: no device %d", opts.device);
 
   pthread_mutex_lock(&rt->lock);
   if (rt->closing) {

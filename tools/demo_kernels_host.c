@@ -20,8 +20,7 @@ void weft_demo_host_partial_reduce(const weft_kernel_ctx *ctx, void **args) {
   partial[ctx->block_idx.x] = (float)acc;
 }
 
-void weft_demo_host_single_thread_sum(const weft_kernel_ctx *ctx,
-                                      void **args) {
+void weft_demo_host_single_thread_sum(const weft_kernel_ctx *ctx, void **args) {
   (void)ctx;
   const float *partial = *(const float *const *)args[0];
   float *sum = *(float *const *)args[1];
@@ -57,8 +56,7 @@ void demo_kernels_init(demo_kernels *k) {
       .single_thread_sum = {.cuda = weft_demo_cuda_single_thread_sum,
                             .host = weft_demo_host_single_thread_sum,
                             .name = "single_thread_sum",
-                            WEFT_KERNEL_ARGS(const float *, float *,
-                                             unsigned)},
+                            WEFT_KERNEL_ARGS(const float *, float *, unsigned)},
       .divide_by = {.cuda = weft_demo_cuda_divide_by,
                     .host = weft_demo_host_divide_by,
                     .name = "divide_by",

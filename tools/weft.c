@@ -15,8 +15,7 @@ static int cmd_help(cli_global *g, int argc, char **argv);
 static const cli_command commands[] = {
     {"info", cmd_info, "[--backend B]",
      "show the backends built and each device's properties", NULL},
-    {"demo", cmd_demo,
-     "[--backend B] [--arrays N] [--log2n K] [--repeat R]",
+    {"demo", cmd_demo, "[--backend B] [--arrays N] [--log2n K] [--repeat R]",
      "normalise arrays on one stream and on many, timed with events",
      "  --arrays N    number of arrays, 1-64 (default 10)\n"
      "  --log2n K     each array holds 2^K floats, 8-28 (default 24 on "
@@ -41,15 +40,14 @@ static void print_usage(FILE *f) {
   fprintf(f, "usage: weft [--backend B] COMMAND [options]\n\ncommands:\n");
   for (int i = 0; i < NCOMMANDS; i++)
     fprintf(f, "  %-9s %s\n", commands[i].name, commands[i].summary);
-  fprintf(f,
-          "\nglobal options:\n"
-          "  --backend B   host, cuda or auto (default: $WEFT_BACKEND, else "
-          "auto:\n"
-          "                CUDA when a device is present, else host)\n"
-          "  -h, --help    show this text\n"
-          "  --version     print weft's version\n"
-          "\n'weft help COMMAND' shows a command's options.\n"
-          "exit codes: 0 success, 1 failure, 2 bad usage\n");
+  fprintf(f, "\nglobal options:\n"
+             "  --backend B   host, cuda or auto (default: $WEFT_BACKEND, else "
+             "auto:\n"
+             "                CUDA when a device is present, else host)\n"
+             "  -h, --help    show this text\n"
+             "  --version     print weft's version\n"
+             "\n'weft help COMMAND' shows a command's options.\n"
+             "exit codes: 0 success, 1 failure, 2 bad usage\n");
 }
 
 void cli_print_command_help(const char *name) {
@@ -129,7 +127,8 @@ int cli_parse_long(const char *flag, const char *text, long lo, long hi,
 static int parse_backend(cli_global *g, const char *text) {
   weft_backend_kind kind;
   if (weft_backend_parse(text, &kind) != 0)
-    return cli_usage_error("unknown backend '%s'; expected host, cuda or auto", text);
+    return cli_usage_error("unknown backend '%s'; expected host, cuda or auto",
+                           text);
   g->backend = kind;
   g->backend_from_flag = 1;
   return 0;

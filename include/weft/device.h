@@ -27,19 +27,19 @@ typedef struct weft_device_info {
   char name[256];
   weft_backend_kind backend;
   int ordinal;
-  int cc_major, cc_minor;     /* compute capability; 0.0 on the host */
-  int multiprocessors;        /* SMs, or host executor threads */
-  int copy_engines;           /* asyncEngineCount */
-  int concurrent_kernels;     /* 1 if kernels of different streams overlap */
-  int max_resident_grids;     /* kernels that can run at once */
-  int max_threads_per_block;  /* launch limit checked by weft */
-  int priority_least;         /* numerically largest priority (lowest) */
-  int priority_greatest;      /* numerically smallest priority (highest) */
-  size_t memory_total;        /* bytes */
-  size_t memory_free;         /* bytes, at the time of the query */
-  int unified_addressing;     /* 1 if host and device share an address space */
-  int driver_version;         /* e.g. 13000; 0 on the host */
-  int runtime_version;        /* e.g. 13000; 0 on the host */
+  int cc_major, cc_minor;    /* compute capability; 0.0 on the host */
+  int multiprocessors;       /* SMs, or host executor threads */
+  int copy_engines;          /* asyncEngineCount */
+  int concurrent_kernels;    /* 1 if kernels of different streams overlap */
+  int max_resident_grids;    /* kernels that can run at once */
+  int max_threads_per_block; /* launch limit checked by weft */
+  int priority_least;        /* numerically largest priority (lowest) */
+  int priority_greatest;     /* numerically smallest priority (highest) */
+  size_t memory_total;       /* bytes */
+  size_t memory_free;        /* bytes, at the time of the query */
+  int unified_addressing;    /* 1 if host and device share an address space */
+  int driver_version;        /* e.g. 13000; 0 on the host */
+  int runtime_version;       /* e.g. 13000; 0 on the host */
 } weft_device_info;
 
 WEFT_END_DECLS

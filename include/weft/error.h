@@ -17,7 +17,7 @@ WEFT_BEGIN_DECLS
   X(EAGAIN, -6, "operation not complete yet")                                  \
   X(EHANDLE, -7, "invalid or destroyed handle")                                \
   X(EDEVICE, -8, "device operation failed")                                    \
-  X(ELOST, -9, "device context lost; every later GPU call fails")             \
+  X(ELOST, -9, "device context lost; every later GPU call fails")              \
   X(ESTATE, -10, "call not valid in the current state")                        \
   X(ERANGE, -11, "value out of range")                                         \
   X(EIO, -12, "input/output error")                                            \

@@ -60,14 +60,13 @@ typedef struct weft_kernel {
  *                    .name = "scale", WEFT_KERNEL_ARGS(float *, float, int)};
  */
 #define WEFT_KERNEL_ARGS(...)                                                  \
-  .nargs = WEFT__NARGS(__VA_ARGS__),                                           \
-  .arg_size = {WEFT__SIZES(__VA_ARGS__)}
+  .nargs = WEFT__NARGS(__VA_ARGS__), .arg_size = {WEFT__SIZES(__VA_ARGS__)}
 
 /* Argument counting and sizeof mapping for up to 16 parameters. */
 #define WEFT__NARGS(...)                                                       \
-  WEFT__NARGS_(__VA_ARGS__, 16, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3,  \
+  WEFT__NARGS_(__VA_ARGS__, 16, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3,   \
                2, 1)
-#define WEFT__NARGS_(a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13,  \
+#define WEFT__NARGS_(a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13,   \
                      a14, a15, a16, n, ...)                                    \
   n
 #define WEFT__CAT(a, b) WEFT__CAT_(a, b)
@@ -96,8 +95,16 @@ typedef struct weft_kernel {
  * copied before the call returns. Errors: WEFT_EINVAL (shape or
  * arguments), WEFT_ENOTSUP (no implementation for this backend),
  * WEFT_ESTATE (no runtime), WEFT_EDEVICE / WEFT_ELOST. */
-WEFT_API int weft_launch(const weft_kernel *k, weft_dim3 grid,
-                         weft_dim3 block, size_t shared_bytes, void **args);
+WEFT_API int weft_launch(const weft_kernel *k, weft_dim3 grid, weft_dim3 block,
+                         size_t shared_bytes, void **args);
+
+/* Loads k's code on the current task's device now. CUDA loads kernels
+ * lazily, at their first launch (CUDA_MODULE_LOADING=LAZY, the default),
+ * and that loading can wait for kernels already running on other streams:
+ * a first launch may not overlap, and a kernel that waits for another
+ * task's kernel to be loaded deadlocks. Preload such kernels once, or run
+ * with CUDA_MODULE_LOADING=EAGER. No-op on the host backend. */
+WEFT_API int weft_kernel_preload(const weft_kernel *k);
 
 WEFT_END_DECLS
 

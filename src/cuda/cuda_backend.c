@@ -52,6 +52,15 @@ static void bind_device(weft__backend *b, int dev) {
   (void)weft__cuda_use_device(dev, NULL);
 }
 
+/* cudaFuncGetAttributes resolves the function, which under lazy loading
+ * (the default since CUDA 12.2) loads it. */
+static int kernel_preload(weft__backend *b, int dev, const weft_kernel *k) {
+  (void)b;
+  struct cudaFuncAttributes attr;
+  WEFT__CUDA_ON_DEV(dev, cudaFuncGetAttributes, &attr, k->cuda);
+  return 0;
+}
+
 /* ---- opening ---- */
 
 /* Kernels of different streams that can be resident at once, from the CUDA
@@ -218,6 +227,7 @@ const struct weft__backend_ops weft__cuda_ops = {
     .device_count = cuda_device_count,
     .device_info = cuda_device_info,
     .bind_device = bind_device,
+    .kernel_preload = kernel_preload,
     .device_sync = cuda_device_sync,
 
     .stream_init = weft__cuda_stream_init,

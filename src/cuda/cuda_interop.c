@@ -9,8 +9,9 @@ cudaStream_t weft_cuda_stream(void) {
   if (!s)
     return NULL;
   if (s->hdr.bk->ops->kind != WEFT_BACKEND_CUDA) {
-    weft__err(WEFT_ENOTSUP, "weft_cuda_stream: the runtime uses the %s "
-                            "backend, not CUDA",
+    weft__err(WEFT_ENOTSUP,
+              "weft_cuda_stream: the runtime uses the %s "
+              "backend, not CUDA",
               s->hdr.bk->ops->name);
     return NULL;
   }

@@ -96,7 +96,7 @@ typedef struct weft__host_backend {
   pthread_cond_t progress; /* syncs wait here; broadcast on completions */
   host_queue ready[WEFT__HOST_LEVELS];
   weft__host_stream *blocked;
-  int rescan;  /* an event record completed: recheck blocked streams */
+  int rescan; /* an event record completed: recheck blocked streams */
   int stopping;
   int nthreads;
   pthread_t *threads;

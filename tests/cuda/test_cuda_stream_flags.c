@@ -1,0 +1,41 @@
+/* The CUDA streams weft creates are non-blocking (they never synchronise
+ * with the legacy default stream) and carry the priority asked for, checked
+ * through the CUDA runtime itself rather than through weft's own fields. */
+#include <cuda_runtime_api.h>
+
+#include "check.h"
+#include "cuda/cuda_internal.h"
+
+static cudaStream_t raw(weft__stream *s) {
+  return ((weft__cuda_stream *)s)->cs;
+}
+
+int main(void) {
+  weft__backend *b = NULL;
+  int rc = weft__backend_open(WEFT_BACKEND_CUDA, 0, NULL, &b);
+  if (rc == WEFT_ENODEV)
+    SKIP(weft_last_error_message());
+  CHECK_OK(rc);
+
+  int least = 0, greatest = 0;
+  CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest) == cudaSuccess);
+  CHECK_EQ_INT(b->info[0].priority_least, least);
+  CHECK_EQ_INT(b->info[0].priority_greatest, greatest);
+
+  int prios[] = {least, greatest, (least + greatest) / 2, greatest - 7};
+  for (size_t i = 0; i < sizeof prios / sizeof prios[0]; i++) {
+    weft__stream *s;
+    CHECK_OK(weft__stream_create(b, 0, prios[i], &s));
+    unsigned flags = 0;
+    int prio = 1;
+    CHECK(cudaStreamGetFlags(raw(s), &flags) == cudaSuccess);
+    CHECK_MSG(flags & cudaStreamNonBlocking, "stream flags 0x%x", flags);
+    CHECK(cudaStreamGetPriority(raw(s), &prio) == cudaSuccess);
+    int want = prios[i] < greatest ? greatest : prios[i];
+    CHECK_EQ_INT(prio, want);
+    CHECK_EQ_INT(s->priority, want);
+    CHECK_OK(weft__stream_destroy(&s));
+  }
+  CHECK_OK(weft__backend_close(b));
+  return 0;
+}
