@@ -136,6 +136,7 @@ void weft__backend_get_counts(weft__backend *b, weft__backend_counts *out) {
   out->events = b->events.live;
   out->device_allocs = weft__ptrmap_count(b->allocs, ALLOC_DEVICE);
   out->pinned_allocs = weft__ptrmap_count(b->allocs, ALLOC_PINNED);
+  out->device_bytes = weft__ptrmap_bytes(b->allocs, ALLOC_DEVICE);
   pthread_mutex_unlock(&b->lock);
 }
 

@@ -61,6 +61,12 @@ typedef enum weft__copy_kind {
   WEFT__COPY_H2H,
 } weft__copy_kind;
 
+enum {
+  WEFT__MEM_PAGEABLE = 1, /* ordinary host memory: copies would block */
+  WEFT__MEM_PINNED,       /* page-locked host memory */
+  WEFT__MEM_DEVICE,       /* device or managed memory */
+};
+
 typedef struct weft__backend_config {
   int host_threads; /* host backend executor threads; 0 = default */
 } weft__backend_config;
@@ -115,6 +121,10 @@ struct weft__backend_ops {
    * pointers to parameter values, copied before launch returns. */
   int (*launch)(weft__stream *s, const weft_kernel *k, weft_dim3 grid,
                 weft_dim3 block, size_t shmem, void **args);
+
+  /* Optional: what memory p points to (WEFT__MEM_*). Without it, every
+   * pointer can be copied asynchronously as it is (the host backend). */
+  int (*ptr_kind)(weft__backend *b, const void *p);
 
   /* Optional: loads the kernel's code now. CUDA loads kernels lazily, at
    * their first launch, and loading may wait for kernels running on other
@@ -183,6 +193,7 @@ int weft__device_sync(weft__backend *b, int dev);
 /* Live object counts, for leak checks in tests. */
 typedef struct weft__backend_counts {
   size_t streams, events, device_allocs, pinned_allocs;
+  size_t device_bytes;
 } weft__backend_counts;
 void weft__backend_get_counts(weft__backend *b, weft__backend_counts *out);
 

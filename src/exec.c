@@ -71,6 +71,8 @@ static void thread_exit(void *p) {
   }
   if (found) {
     weft__exec_release_stream(x);
+    free(x->pending);
+    free(x->first_msg);
     free(x);
   }
   pthread_mutex_unlock(&global_lock);
@@ -117,6 +119,8 @@ void weft__exec_threads_release(weft_runtime *rt) {
   while (x) {
     weft__exec *next = x->next;
     weft__exec_release_stream(x);
+    free(x->pending);
+    free(x->first_msg);
     free(x);
     x = next;
   }
@@ -126,13 +130,16 @@ void weft__exec_threads_release(weft_runtime *rt) {
 int weft__exec_fail(weft__exec *x, int rc) {
   if (!x->pending_err)
     x->pending_err = rc;
-  if (!x->first_err)
-    x->first_err = rc;
   /* Failures seen off the exec's own slot (e.g. by a worker polling for
    * it) are copied so the exec reports them. */
   weft__errinfo *slot = weft__err_slot();
   if (slot != &x->errinfo)
     x->errinfo = *slot;
+  if (!x->first_err) {
+    x->first_err = rc;
+    x->first_raw = slot->raw;
+    x->first_msg = strdup(slot->msg);
+  }
   return rc;
 }
 

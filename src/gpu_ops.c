@@ -38,12 +38,6 @@ int weft_kernel_preload(const weft_kernel *k) {
   return weft__kernel_preload(x->rt->bk, x->dev, k);
 }
 
-int weft_copy(void *dst, const void *src, size_t bytes) {
-  CURRENT(x, s, "weft_copy");
-  int rc = weft__copy(s, dst, src, bytes, WEFT__COPY_DEFAULT);
-  return rc ? weft__exec_fail(x, rc) : 0;
-}
-
 int weft_memset(void *dst, int value, size_t bytes) {
   CURRENT(x, s, "weft_memset");
   int rc = weft__memset(s, dst, value, bytes);
@@ -66,12 +60,42 @@ int weft_pinned_alloc(size_t bytes, void **ptr) {
   weft__exec *x = weft__exec_get("weft_pinned_alloc");
   if (!x)
     return WEFT_ESTATE;
-  return weft__pinned_alloc(x->rt->bk, bytes, ptr);
+  return weft__pinned_cache_alloc(&x->rt->pinned, bytes, ptr);
 }
 
 int weft_pinned_free(void *ptr) {
   weft__exec *x = weft__exec_get("weft_pinned_free");
   if (!x)
     return WEFT_ESTATE;
-  return weft__pinned_free(x->rt->bk, ptr);
+  return weft__pinned_cache_free(&x->rt->pinned, ptr);
+}
+
+int weft_mem_stats_get(weft_runtime *rt, weft_mem_stats *out) {
+  if (!rt || !out)
+    return weft__err(WEFT_EINVAL, "weft_mem_stats_get: NULL argument");
+  if (out->struct_size < sizeof *out)
+    return weft__err(WEFT_EINVAL, "weft_mem_stats_get: set out->struct_size "
+                                  "to sizeof(weft_mem_stats)");
+  weft__pinned_stats p;
+  weft__pinned_cache_stats(&rt->pinned, &p);
+  weft__backend_counts c;
+  weft__backend_get_counts(rt->bk, &c);
+  out->pinned_reserved = p.reserved;
+  out->pinned_in_use = p.in_use;
+  out->pinned_requested = p.requested;
+  out->pinned_pending = p.pending;
+  out->pinned_cached = p.reserved - p.in_use - p.pending;
+  out->pinned_blocks = p.blocks_in_use;
+  out->pinned_hits = p.hits;
+  out->pinned_misses = p.misses;
+  out->device_allocs = c.device_allocs;
+  out->device_bytes = c.device_bytes;
+  return 0;
+}
+
+int weft_mem_trim(weft_runtime *rt) {
+  if (!rt)
+    return weft__err(WEFT_EINVAL, "weft_mem_trim: rt is NULL");
+  weft__pinned_cache_trim(&rt->pinned);
+  return 0;
 }

@@ -121,3 +121,11 @@ size_t weft__ptrmap_count(const weft__ptrmap *m, int kind) {
       n++;
   return n;
 }
+
+size_t weft__ptrmap_bytes(const weft__ptrmap *m, int kind) {
+  size_t n = 0;
+  for (size_t i = 0; i < m->cap; i++)
+    if (m->slots[i].key && m->slots[i].info.kind == kind)
+      n += m->slots[i].info.size;
+  return n;
+}

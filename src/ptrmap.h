@@ -25,5 +25,6 @@ int weft__ptrmap_get(const weft__ptrmap *m, const void *p,
 /* 1 when p was present and is now removed, else 0. */
 int weft__ptrmap_del(weft__ptrmap *m, const void *p);
 size_t weft__ptrmap_count(const weft__ptrmap *m, int kind);
+size_t weft__ptrmap_bytes(const weft__ptrmap *m, int kind);
 
 #endif

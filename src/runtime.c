@@ -139,6 +139,11 @@ int weft_init(weft_runtime **rtp, const weft_runtime_opts *user) {
     weft__err(rc, "weft_init: cannot create the stack pool");
     goto fail_pools;
   }
+  rc = weft__pinned_cache_init(&rt->pinned, rt);
+  if (rc) {
+    weft__err(rc, "weft_init: cannot create the pinned cache");
+    goto fail_pinned;
+  }
   rc = weft__sched_start(rt);
   if (rc)
     goto fail_sched;
@@ -147,6 +152,8 @@ int weft_init(weft_runtime **rtp, const weft_runtime_opts *user) {
   return 0;
 
 fail_sched:
+  weft__pinned_cache_fini(&rt->pinned);
+fail_pinned:
   weft__stack_pool_fini(&rt->stacks);
 fail_pools:
   free(rt->streams);
@@ -164,11 +171,13 @@ fail_locks:
 static size_t user_objects(weft_runtime *rt, char *what, size_t len) {
   weft__backend_counts c;
   weft__backend_get_counts(rt->bk, &c);
+  weft__pinned_stats p;
+  weft__pinned_cache_stats(&rt->pinned, &p);
   size_t ev = c.events - rt->pooled_events;
   size_t st = c.streams - rt->pooled_streams;
   snprintf(what, len, "%zu events, %zu device and %zu pinned allocations", ev,
-           c.device_allocs, c.pinned_allocs);
-  return ev + st + c.device_allocs + c.pinned_allocs;
+           c.device_allocs, p.blocks_in_use);
+  return ev + st + c.device_allocs + p.blocks_in_use;
 }
 
 int weft_shutdown(weft_runtime *rt) {
@@ -180,13 +189,16 @@ int weft_shutdown(weft_runtime *rt) {
   rt->closing = 1;
   while (rt->live_tasks > 0)
     pthread_cond_wait(&rt->done_cv, &rt->lock);
+  pthread_mutex_unlock(&rt->lock);
+  /* No task runs and none can start (closing), so the count is stable;
+   * counting takes locks of its own. */
   char what[160];
   if (user_objects(rt, what, sizeof what) > 0) {
+    pthread_mutex_lock(&rt->lock);
     rt->closing = 0;
     pthread_mutex_unlock(&rt->lock);
     return weft__err(WEFT_EBUSY, "weft_shutdown: still live: %s", what);
   }
-  pthread_mutex_unlock(&rt->lock);
 
   weft__runtime_unregister(rt);
   weft__sched_stop(rt);
@@ -198,6 +210,7 @@ int weft_shutdown(weft_runtime *rt) {
   }
   weft__pool_drain(&rt->tasks);
   weft__exec_threads_release(rt);
+  weft__pinned_cache_fini(&rt->pinned);
   weft__pools_drain(rt);
   weft__stack_pool_fini(&rt->stacks);
   int rc = weft__backend_close(rt->bk);

@@ -63,6 +63,13 @@ static weft_task *rq_pop(weft__rq *q) {
   return t;
 }
 
+/* Moves up to max tasks from one queue to another, keeping their order. */
+static void rq_transfer(weft__rq *from, weft__rq *to, int max) {
+  weft_task *t;
+  while (max-- > 0 && (t = rq_pop(from)) != NULL)
+    rq_push(to, t);
+}
+
 static int work_available(weft_runtime *rt) {
   if (atomic_load(&rt->inject.n))
     return 1;
@@ -117,6 +124,12 @@ static void task_entry(void *arg) {
   weft__fiber_started();
   weft_task *t = arg;
   t->fn(t->arg);
+  /* Copies into pageable memory the task queued finish before it does. */
+  if (t->x.npending) {
+    int rc = weft__exec_join_pending(&t->x);
+    if (rc)
+      weft__exec_fail(&t->x, rc);
+  }
   weft__sched_suspend(t, AFTER_EXIT);
   abort(); /* an exited task is never resumed */
 }
@@ -133,6 +146,10 @@ static void after_switch_do(weft__worker *w, weft_task *t) {
   weft_runtime *rt = w->rt;
   switch (w->after) {
   case AFTER_YIELD:
+    /* Tasks injected from plain threads queue behind the yielding one;
+     * otherwise a task that yields in a loop would be picked again before
+     * them for ever. */
+    rq_transfer(&rt->inject, &w->rq, 8);
     weft__sched_ready(rt, t);
     break;
   case AFTER_WAIT:

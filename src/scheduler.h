@@ -9,6 +9,7 @@
 #include "backend.h"
 #include "error_internal.h"
 #include "fiber.h"
+#include "mem_pinned.h"
 #include "weft/task.h"
 
 typedef struct weft__worker weft__worker;
@@ -21,8 +22,14 @@ typedef struct weft__exec {
   int high;        /* priority: stream from the greatest-priority pool */
   int pending_err; /* first error not yet returned by weft_sync */
   int first_err;   /* first error of the task's life, for join */
+  int first_raw;
+  char *first_msg; /* its message (malloc'd: failures are rare) */
   int is_task;
   weft__errinfo errinfo;   /* weft_last_error_message() while it runs */
+  /* Helper tasks finishing this exec's staged copies to pageable memory;
+   * joined by weft_sync and when a task returns. */
+  struct weft_task **pending;
+  int npending, cap_pending;
   struct weft__exec *next; /* runtime's list of plain-thread contexts */
 } weft__exec;
 
@@ -129,6 +136,7 @@ struct weft_runtime {
   weft_task *all;      /* every task object not yet recycled */
 
   weft__stack_pool stacks;
+  weft__pinned_cache pinned;
 };
 
 /* The calling worker, task and execution context. Not inlined: a fiber can
@@ -158,6 +166,9 @@ void weft__sched_suspend(weft_task *t, after_switch after);
 void weft__task_returned(weft_task *t);
 /* Runs when a task's GPU work has completed (or it had none). */
 void weft__task_finalize(weft_task *t);
+
+/* copy.c: joins x's pending staging tasks; their first error. */
+int weft__exec_join_pending(weft__exec *x);
 
 /* wait.c */
 /* Waits for ev: suspends a task (polled by the workers), blocks a thread. */

@@ -1,6 +1,7 @@
 /* Task lifecycle: spawn, join, detach, yield, and the end of a task, which
  * waits (on the device, not on a thread) for the GPU work it queued. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "scheduler.h"
@@ -37,6 +38,8 @@ static void task_free(weft_runtime *rt, weft_task *t) {
     rt->all = t->all_next;
   if (t->all_next)
     t->all_next->all_prev = t->all_prev;
+  free(t->x.pending);
+  free(t->x.first_msg);
   weft__pool_put(&rt->tasks, &t->hdr);
 }
 
@@ -150,8 +153,8 @@ int weft_task_join(weft_task *t) {
   wait_for(rt, t, 1);
   rc = t->x.first_err;
   if (rc) /* hand the task's failure detail to the joiner */
-    weft__err_raw(rc, t->x.errinfo.raw, "task '%s': %s", t->name,
-                  t->x.errinfo.msg);
+    weft__err_raw(rc, t->x.first_raw, "task '%s': %s", t->name,
+                  t->x.first_msg ? t->x.first_msg : weft_strerror(rc));
   task_free(rt, t);
   pthread_mutex_unlock(&rt->lock);
   return rc;

@@ -69,6 +69,11 @@ int weft_sync(void) {
     if (rc)
       weft__exec_fail(x, rc);
   }
+  if (x->npending) {
+    int jr = weft__exec_join_pending(x);
+    if (jr)
+      weft__exec_fail(x, jr);
+  }
   int pending = x->pending_err;
   x->pending_err = 0;
   return pending ? pending : rc;

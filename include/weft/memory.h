@@ -8,7 +8,13 @@ WEFT_BEGIN_DECLS
 
 /* Queues a copy of bytes from src to dst on the current stream; the
  * direction is inferred from the pointers. Returns once queued; the data is
- * there after weft_sync(). src and dst must stay valid until then. */
+ * there after weft_sync(), and src and dst must stay valid and untouched
+ * until then. Pinned memory (weft_pinned_alloc or cudaHostAlloc) is copied
+ * by the device directly. Pageable host memory (malloc, the stack) is
+ * staged through pinned blocks in 4 MiB chunks, in parallel on the worker
+ * threads, so the copy stays asynchronous and neither the caller's thread
+ * nor a worker blocks on the device; a pageable destination is written by
+ * helper tasks that the caller's next weft_sync() waits for. */
 WEFT_API int weft_copy(void *dst, const void *src, size_t bytes);
 
 /* Queues setting bytes of dst to value on the current stream. */
@@ -24,9 +30,39 @@ WEFT_API int weft_device_alloc(size_t bytes, void **ptr);
  * weft_device_alloc, or already freed). */
 WEFT_API int weft_device_free(void *ptr);
 
-/* Page-locked host memory, which copies need to stay asynchronous. */
+/* Page-locked host memory, from a cache: blocks up to 1 MiB round up to a
+ * power of two and come from shared 2 MiB chunks; larger ones round up to
+ * 64 KiB and are reused for requests they fit with at most 1/8 to spare. A
+ * freed block that a weft_copy used is reused only once that copy (and all
+ * work queued before it on the copying stream) completed, so freeing right
+ * after queuing a copy is safe. Errors: WEFT_EINVAL (bytes 0), WEFT_ENOMEM,
+ * WEFT_ESTATE (no runtime). */
 WEFT_API int weft_pinned_alloc(size_t bytes, void **ptr);
+/* Errors: WEFT_EINVAL for a pointer weft_pinned_alloc did not return or a
+ * block already freed. NULL is ignored. */
 WEFT_API int weft_pinned_free(void *ptr);
+
+typedef struct weft_runtime weft_runtime;
+
+typedef struct weft_mem_stats {
+  size_t struct_size;      /* set to sizeof(weft_mem_stats) */
+  size_t pinned_reserved;  /* pinned bytes held from the system */
+  size_t pinned_in_use;    /* bytes of blocks handed out (rounded sizes) */
+  size_t pinned_requested; /* bytes asked for by those blocks */
+  size_t pinned_pending;   /* freed, waiting for a stream to pass its use */
+  size_t pinned_cached;    /* free for reuse */
+  size_t pinned_blocks;    /* blocks handed out */
+  uint64_t pinned_hits;    /* allocations served from the cache */
+  uint64_t pinned_misses;  /* allocations that pinned new memory */
+  size_t device_allocs;    /* live weft_device_alloc blocks */
+  size_t device_bytes;     /* and their bytes */
+} weft_mem_stats;
+
+/* Fills *out (whose struct_size the caller sets). */
+WEFT_API int weft_mem_stats_get(weft_runtime *rt, weft_mem_stats *out);
+
+/* Returns cached pinned memory that no block in use shares to the system. */
+WEFT_API int weft_mem_trim(weft_runtime *rt);
 
 WEFT_END_DECLS
 

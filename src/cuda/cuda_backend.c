@@ -61,6 +61,26 @@ static int kernel_preload(weft__backend *b, int dev, const weft_kernel *k) {
   return 0;
 }
 
+/* Unregistered host memory is pageable; a failed query (an address CUDA
+ * has never seen) is too. */
+static int ptr_kind(weft__backend *b, const void *p) {
+  (void)b;
+  struct cudaPointerAttributes a;
+  if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return WEFT__MEM_PAGEABLE;
+  }
+  switch (a.type) {
+  case cudaMemoryTypeHost:
+    return WEFT__MEM_PINNED;
+  case cudaMemoryTypeDevice:
+  case cudaMemoryTypeManaged:
+    return WEFT__MEM_DEVICE;
+  default:
+    return WEFT__MEM_PAGEABLE;
+  }
+}
+
 /* ---- opening ---- */
 
 /* Kernels of different streams that can be resident at once, from the CUDA
@@ -228,6 +248,7 @@ const struct weft__backend_ops weft__cuda_ops = {
     .device_info = cuda_device_info,
     .bind_device = bind_device,
     .kernel_preload = kernel_preload,
+    .ptr_kind = ptr_kind,
     .device_sync = cuda_device_sync,
 
     .stream_init = weft__cuda_stream_init,
