@@ -13,6 +13,7 @@
 #include "weft/error.h"
 #include "weft/event.h"
 #include "weft/kernel.h"
+#include "weft/map.h"
 #include "weft/memory.h"
 #include "weft/runtime.h"
 #include "weft/stream.h"

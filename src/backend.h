@@ -122,6 +122,12 @@ struct weft__backend_ops {
   int (*launch)(weft__stream *s, const weft_kernel *k, weft_dim3 grid,
                 weft_dim3 block, size_t shmem, void **args);
 
+  /* Optional: asks the backend to call fn(arg) whenever an event record
+   * completes, from whatever thread sees it, so that sleeping workers wake
+   * for it. fn must be cheap and must not call back into the backend. */
+  void (*set_completion_hook)(weft__backend *b, void (*fn)(void *),
+                              void *arg);
+
   /* Optional: what memory p points to (WEFT__MEM_*). Without it, every
    * pointer can be copied asynchronously as it is (the host backend). */
   int (*ptr_kind)(weft__backend *b, const void *p);

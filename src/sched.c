@@ -7,7 +7,6 @@
  * sleeps) so that a completion is seen within microseconds while the GPU
  * is busy, and an idle runtime burns no core. The others sleep until work
  * arrives. */
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -240,21 +239,30 @@ static inline void cpu_relax(void) {
 #endif
 }
 
-/* The polling role: poll the wait set until something becomes ready,
- * backing off from spinning (about 20 us) to yielding (about 200 us) to
- * sleeps that double from 20 us to 1 ms. */
+static uint64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* The polling role: poll the wait set until something becomes ready. Spin
+ * for the first 50 us, where short GPU waits end (a launch-and-poll round
+ * trip is ~8 us); then sleep between polls, 50 us doubling to 1 ms, so a
+ * long wait costs no core. A backend that reports completions (the host
+ * backend) wakes the sleeper at once; on CUDA a completion is seen within
+ * the sleep. sched_yield is not used: on a busy machine it can give the
+ * core away for a whole time slice. */
 static void poll_ladder(weft__worker *w) {
   weft_runtime *rt = w->rt;
-  long sleep_ns = 20000;
-  for (int round = 0;; round++) {
+  long sleep_ns = 50000;
+  uint64_t spin_until = now_ns() + 50000;
+  for (;;) {
     if (weft__wait_poll(rt) > 0 || work_available(rt) ||
         atomic_load(&rt->stop) || atomic_load(&rt->nwaits) == 0)
       return;
-    if (round < 200) {
+    if (now_ns() < spin_until) {
       for (int i = 0; i < 64; i++)
         cpu_relax();
-    } else if (round < 400) {
-      sched_yield();
     } else {
       park(rt, sleep_ns);
       if (sleep_ns < 1000000)
@@ -312,6 +320,17 @@ static int default_workers(void) {
   return n > 0 ? (int)n : 1;
 }
 
+/* The backend saw an event complete: wake the workers sleeping in the
+ * polling ladder, if any task waits. */
+static void on_completion(void *arg) {
+  weft_runtime *rt = arg;
+  if (atomic_load(&rt->nwaits) > 0 && atomic_load(&rt->nparked) > 0) {
+    pthread_mutex_lock(&rt->park_lock);
+    pthread_cond_broadcast(&rt->park_cv);
+    pthread_mutex_unlock(&rt->park_lock);
+  }
+}
+
 int weft__sched_start(weft_runtime *rt) {
   int n = rt->opts.workers > 0 ? rt->opts.workers : default_workers();
   int rc = WEFT_ENOMEM;
@@ -341,6 +360,8 @@ int weft__sched_start(weft_runtime *rt) {
     weft__sched_stop(rt);
     return weft__err(rc, "weft_init: cannot start worker thread %d", started);
   }
+  if (rt->bk->ops->set_completion_hook)
+    rt->bk->ops->set_completion_hook(rt->bk, on_completion, rt);
   return 0;
 fail:
   for (int i = 0; i < made; i++)
@@ -352,6 +373,8 @@ fail:
 }
 
 void weft__sched_stop(weft_runtime *rt) {
+  if (rt->bk->ops->set_completion_hook)
+    rt->bk->ops->set_completion_hook(rt->bk, NULL, NULL);
   atomic_store(&rt->stop, 1);
   pthread_mutex_lock(&rt->park_lock);
   pthread_cond_broadcast(&rt->park_cv);

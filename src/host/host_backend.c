@@ -94,3 +94,12 @@ int weft__host_device_sync(weft__backend *b, int dev) {
   pthread_mutex_unlock(&hb->mu);
   return 0;
 }
+
+void weft__host_set_completion_hook(weft__backend *b, void (*fn)(void *),
+                                    void *arg) {
+  weft__host_backend *hb = weft__host_of(b);
+  pthread_mutex_lock(&hb->mu);
+  hb->hook = fn;
+  hb->hook_arg = arg;
+  pthread_mutex_unlock(&hb->mu);
+}

@@ -90,6 +90,8 @@ static void advance(weft__host_backend *hb, weft__host_stream *s) {
 /* Rechecks blocked streams until no completed record is left unseen; a
  * stream released here may itself complete records that release others. */
 static void settle(weft__host_backend *hb) {
+  if (hb->rescan && hb->hook)
+    hb->hook(hb->hook_arg);
   while (hb->rescan) {
     hb->rescan = 0;
     weft__host_stream *list = hb->blocked;

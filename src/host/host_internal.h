@@ -101,6 +101,8 @@ typedef struct weft__host_backend {
   int nthreads;
   pthread_t *threads;
   uint64_t submitted, completed; /* over all streams, for device_sync */
+  void (*hook)(void *); /* called when event records complete */
+  void *hook_arg;
 } weft__host_backend;
 
 static inline weft__host_backend *weft__host_of(weft__backend *b) {
@@ -115,6 +117,8 @@ void weft__host_close(weft__backend *b);
 int weft__host_device_count(weft__backend *b, int *count);
 int weft__host_device_info(weft__backend *b, int dev, weft_device_info *info);
 int weft__host_device_sync(weft__backend *b, int dev);
+void weft__host_set_completion_hook(weft__backend *b, void (*fn)(void *),
+                                    void *arg);
 
 /* Executor (host_exec.c). */
 int weft__host_exec_start(weft__host_backend *hb, int nthreads);

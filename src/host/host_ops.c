@@ -245,6 +245,7 @@ const struct weft__backend_ops weft__host_ops = {
     .device_count = weft__host_device_count,
     .device_info = weft__host_device_info,
     .device_sync = weft__host_device_sync,
+    .set_completion_hook = weft__host_set_completion_hook,
     .stream_init = stream_init,
     .stream_fini = stream_fini,
     .stream_sync = stream_sync,

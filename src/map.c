@@ -1,0 +1,102 @@
+/* weft_map_chunks: depth tasks, each taking every depth-th chunk through
+ * copy-in, fn and copy-out on its own stream. One stream serialises its own
+ * chunks (so its device buffers are reused safely), while the streams of
+ * different tasks overlap one chunk's copy-in with another's kernels and a
+ * third's copy-out. */
+#include <string.h>
+
+#include "runtime_internal.h"
+#include "weft/map.h"
+#include "weft/memory.h"
+#include "weft/stream.h"
+
+typedef struct map_job {
+  const char *in;
+  char *out;
+  size_t in_chunk, out_chunk, nchunks;
+  weft_chunk_fn fn;
+  void *user;
+  int depth;
+  int first; /* this task's first chunk */
+  int rc;
+} map_job;
+
+static void map_task(void *arg) {
+  map_job *j = arg;
+  size_t out_bytes = j->out_chunk ? j->out_chunk : j->in_chunk;
+  void *din = NULL, *dout = NULL;
+  int rc = weft_device_alloc(j->in_chunk, &din);
+  if (!rc && j->out_chunk)
+    rc = weft_device_alloc(j->out_chunk, &dout);
+  else if (!rc)
+    dout = din;
+  for (size_t i = (size_t)j->first; !rc && i < j->nchunks;
+       i += (size_t)j->depth) {
+    rc = weft_copy(din, j->in + i * j->in_chunk, j->in_chunk);
+    if (!rc)
+      rc = j->fn(din, dout, i, j->user);
+    if (!rc)
+      rc = weft_copy(j->out + i * out_bytes, dout, out_bytes);
+  }
+  if (dout && dout != din)
+    weft_device_free(dout);
+  if (din)
+    weft_device_free(din);
+  int src = weft_sync();
+  j->rc = rc ? rc : src;
+}
+
+void weft_map_opts_init(weft_map_opts *opts) {
+  if (!opts)
+    return;
+  memset(opts, 0, sizeof *opts);
+  opts->struct_size = sizeof *opts;
+  opts->depth = 3;
+}
+
+int weft_map_chunks(const void *in, size_t in_chunk, void *out,
+                    size_t out_chunk, size_t nchunks, weft_chunk_fn fn,
+                    void *user, const weft_map_opts *user_opts) {
+  weft_map_opts opts;
+  weft_map_opts_init(&opts);
+  if (user_opts) {
+    if (user_opts->struct_size != sizeof opts)
+      return weft__err(WEFT_EINVAL, "weft_map_chunks: opts->struct_size is "
+                                    "not valid (call weft_map_opts_init)");
+    opts = *user_opts;
+  }
+  if (!in || !out || !fn || in_chunk == 0)
+    return weft__err(WEFT_EINVAL,
+                     "weft_map_chunks: in, out, fn and in_chunk are needed");
+  if (opts.depth < 1 || opts.depth > 64)
+    return weft__err(WEFT_EINVAL, "weft_map_chunks: depth %d outside 1..64",
+                     opts.depth);
+  if (nchunks == 0)
+    return 0;
+  weft__exec *x = weft__exec_get("weft_map_chunks");
+  if (!x)
+    return WEFT_ESTATE;
+  int depth = (size_t)opts.depth < nchunks ? opts.depth : (int)nchunks;
+  map_job jobs[64];
+  weft_task *tasks[64];
+  weft_task_opts to;
+  weft_task_opts_init(&to);
+  to.name = "weft-map";
+  to.device = x->dev;
+  to.priority = x->high ? WEFT_PRIORITY_HIGH : WEFT_PRIORITY_NORMAL;
+  int rc = 0, started = 0;
+  for (; started < depth; started++) {
+    jobs[started] = (map_job){in,     out,      in_chunk, out_chunk, nchunks,
+                              fn,     user,     depth,    started,   0};
+    rc = weft_task_spawn(x->rt, &tasks[started], map_task, &jobs[started],
+                         &to);
+    if (rc)
+      break;
+  }
+  for (int i = 0; i < started; i++) {
+    int jr = weft_task_join(tasks[i]);
+    if (!rc)
+      rc = jr ? jr : jobs[i].rc;
+  }
+  return rc;
+}
