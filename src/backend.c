@@ -1,6 +1,7 @@
 /* The core side of the backend ops table: opening backends, handle pools,
  * argument checks and the allocation registry. Every backend call the rest
  * of weft makes goes through here. */
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -14,7 +15,7 @@ enum {
   MAGIC_DEAD = WEFT__MAGIC_DEAD,
 };
 
-enum { ALLOC_DEVICE = 1, ALLOC_PINNED = 2 };
+enum { ALLOC_DEVICE = WEFT__ALLOC_DEVICE, ALLOC_PINNED = WEFT__ALLOC_PINNED };
 
 /* ---- opening and closing ---- */
 
@@ -196,9 +197,11 @@ int weft__stream_create(weft__backend *b, int dev, int priority,
   pthread_mutex_unlock(&b->lock);
   if (!s)
     return weft__err(WEFT_ENOMEM, "stream_create: out of memory");
+  static atomic_uint next_id;
   s->hdr.dev = dev;
   s->hdr.bk = b;
   s->priority = priority;
+  s->id = atomic_fetch_add(&next_id, 1) + 1;
   rc = b->ops->stream_init(b, s);
   pthread_mutex_lock(&b->lock);
   if (rc == 0)

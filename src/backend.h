@@ -39,6 +39,7 @@ typedef struct weft__event weft__event;
 struct weft__stream {
   weft__obj hdr;
   int priority; /* clamped to the device's range */
+  uint32_t id;  /* small number naming the stream in traces */
 };
 
 enum {
@@ -128,6 +129,14 @@ struct weft__backend_ops {
   void (*set_completion_hook)(weft__backend *b, void (*fn)(void *),
                               void *arg);
 
+  /* Optional: tracing. trace_start begins recording GPU operations into
+   * the tracer (trace.h) and trace_stop flushes and ends it; trace_task
+   * tells which task (id, name) runs on the calling thread from now on, 0
+   * when none, so GPU records can name it. */
+  int (*trace_start)(weft__backend *b);
+  void (*trace_stop)(weft__backend *b);
+  void (*trace_task)(weft__backend *b, uint64_t id, const char *name);
+
   /* Optional: what memory p points to (WEFT__MEM_*). Without it, every
    * pointer can be copied asynchronously as it is (the host backend). */
   int (*ptr_kind)(weft__backend *b, const void *p);
@@ -143,7 +152,8 @@ struct weft__backend_ops {
   int (*pinned_free)(weft__backend *b, void *p);
 };
 
-typedef struct weft__ptrmap weft__ptrmap; /* allocation registry, ptrmap.h */
+typedef struct weft__ptrmap weft__ptrmap;
+enum { WEFT__ALLOC_DEVICE = 1, WEFT__ALLOC_PINNED = 2 }; /* registry kinds */ /* allocation registry, ptrmap.h */
 
 /* A backend's struct starts with this. */
 struct weft__backend {

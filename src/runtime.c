@@ -5,6 +5,7 @@
 #include "backend.h"
 #include "error_internal.h"
 #include "runtime_internal.h"
+#include "trace.h"
 #include "weft/runtime.h"
 #include <stdio.h>
 
@@ -144,6 +145,16 @@ int weft_init(weft_runtime **rtp, const weft_runtime_opts *user) {
     weft__err(rc, "weft_init: cannot create the pinned cache");
     goto fail_pinned;
   }
+  const char *trace = opts.trace_path ? opts.trace_path : getenv("WEFT_TRACE");
+  if (trace && *trace) {
+    rc = weft__trace_open(trace, rt->bk->ops->name);
+    if (rc == 0 && rt->bk->ops->trace_start &&
+        (rc = rt->bk->ops->trace_start(rt->bk)) != 0)
+      weft__trace_close();
+    if (rc)
+      goto fail_trace;
+    rt->tracing = 1;
+  }
   rc = weft__sched_start(rt);
   if (rc)
     goto fail_sched;
@@ -152,6 +163,12 @@ int weft_init(weft_runtime **rtp, const weft_runtime_opts *user) {
   return 0;
 
 fail_sched:
+  if (rt->tracing) {
+    if (rt->bk->ops->trace_stop)
+      rt->bk->ops->trace_stop(rt->bk);
+    weft__trace_close();
+  }
+fail_trace:
   weft__pinned_cache_fini(&rt->pinned);
 fail_pinned:
   weft__stack_pool_fini(&rt->stacks);
@@ -212,11 +229,20 @@ int weft_shutdown(weft_runtime *rt) {
   weft__exec_threads_release(rt);
   weft__pinned_cache_fini(&rt->pinned);
   weft__pools_drain(rt);
+  int trc = 0;
+  if (rt->tracing) {
+    /* Everything queued has completed (tasks ended, pools drained), so the
+     * backend has seen every operation; flush, then write the file. */
+    weft__device_sync(rt->bk, 0);
+    if (rt->bk->ops->trace_stop)
+      rt->bk->ops->trace_stop(rt->bk);
+    trc = weft__trace_close();
+  }
   weft__stack_pool_fini(&rt->stacks);
   int rc = weft__backend_close(rt->bk);
   rt_locks_fini(rt);
   free(rt);
-  return rc;
+  return rc ? rc : trc;
 }
 
 weft_backend_kind weft_runtime_backend(const weft_runtime *rt) {

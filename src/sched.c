@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "scheduler.h"
+#include "trace.h"
 
 static _Thread_local weft__worker *tls_worker;
 static _Thread_local weft_task *tls_task;
@@ -194,7 +195,27 @@ static void run_task(weft__worker *w, weft_task *t) {
   tls_task = t;
   weft__err_cur = &t->x.errinfo;
   weft__fiber_set_current_stack(t->fiber.stack, t->name);
+  int traced = atomic_load_explicit(&weft__trace_on, memory_order_relaxed);
+  uint64_t t0 = 0;
+  if (traced) {
+    const struct weft__backend_ops *ops = w->rt->bk->ops;
+    weft__trace_task = t->id;
+    if (ops->trace_task) /* once per resume, not per launch */
+      ops->trace_task(w->rt->bk, t->id, t->name);
+    t0 = weft__trace_now();
+  }
   weft__fiber_switch(&w->sched, &t->fiber, 0);
+  if (traced) {
+    weft__trace_rec r = {.start = t0,
+                         .end = weft__trace_now(),
+                         .task = t->id,
+                         .lane = weft__trace_thread_lane(),
+                         .kind = WEFT__TR_TASK};
+    weft__trace_emit(&r);
+    weft__trace_task = 0;
+    if (w->rt->bk->ops->trace_task)
+      w->rt->bk->ops->trace_task(w->rt->bk, 0, NULL);
+  }
   weft__fiber_set_current_stack(NULL, NULL);
   weft__err_cur = NULL;
   tls_task = NULL;
@@ -276,6 +297,9 @@ static void *worker_main(void *arg) {
   weft_runtime *rt = w->rt;
   tls_worker = w;
   weft__fiber_init_thread(&w->sched);
+  char name[32];
+  snprintf(name, sizeof name, "worker %d", w->index);
+  weft__trace_thread_name(name);
   weft__fiber_thread_altstack(&w->altstack);
   unsigned ran = 0;
   while (!atomic_load(&rt->stop)) {

@@ -137,6 +137,7 @@ struct weft_runtime {
 
   weft__stack_pool stacks;
   weft__pinned_cache pinned;
+  int tracing;
 };
 
 /* The calling worker, task and execution context. Not inlined: a fiber can

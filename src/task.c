@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "scheduler.h"
+#include "trace.h"
 
 enum { MAGIC_TASK = 0x5441534bu }; /* "TASK" */
 
@@ -92,6 +93,7 @@ int weft_task_spawn(weft_runtime *rt, weft_task **task, weft_task_fn fn,
     snprintf(t->name, sizeof t->name, "%s", opts.name);
   else
     snprintf(t->name, sizeof t->name, "task-%llu", (unsigned long long)t->id);
+  weft__trace_task_name(t->id, t->name);
   if (!task)
     t->handle_gone = t->detached = 1;
   else

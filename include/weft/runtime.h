@@ -24,6 +24,11 @@ typedef struct weft_runtime_opts {
   /* Bytes of each task's fiber stack (rounded up to pages; a guard page
    * below it catches overflow); 0 means 64 KiB. */
   size_t stack_size;
+  /* Records a trace of every GPU operation, task run and wait, written at
+   * weft_shutdown as Chrome Trace Event JSON (Perfetto opens it; `weft
+   * trace report` analyses it). NULL reads the environment variable
+   * WEFT_TRACE; unset means no tracing. */
+  const char *trace_path;
 } weft_runtime_opts;
 
 /* Fills *opts with the defaults. Callable from anywhere. */

@@ -249,6 +249,9 @@ const struct weft__backend_ops weft__cuda_ops = {
     .bind_device = bind_device,
     .kernel_preload = kernel_preload,
     .ptr_kind = ptr_kind,
+    .trace_start = weft__cuda_trace_start,
+    .trace_stop = weft__cuda_trace_stop,
+    .trace_task = weft__cuda_trace_task,
     .device_sync = cuda_device_sync,
 
     .stream_init = weft__cuda_stream_init,

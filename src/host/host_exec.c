@@ -6,6 +6,7 @@
 
 #include "error_internal.h"
 #include "host/host_internal.h"
+#include "trace.h"
 
 uint64_t weft__host_now_ns(void) {
   struct timespec ts;
@@ -160,6 +161,35 @@ static void execute(weft__host_op *op) {
   }
 }
 
+/* The executor is the host backend's device: it records what it ran, as
+ * CUPTI does for a GPU. */
+static void trace_op(weft__host_stream *s, const weft__host_op *op,
+                     uint64_t t0) {
+  weft__trace_rec r = {.start = t0,
+                       .end = weft__trace_now(),
+                       .task = op->task,
+                       .corr = op->corr,
+                       .name = op->name,
+                       .lane = s->base.id,
+                       .dev = (int16_t)s->base.hdr.dev};
+  switch (op->kind) {
+  case HOP_COPY:
+    r.kind = WEFT__TR_MEMCPY;
+    r.bytes = op->u.copy.n;
+    r.copy = op->copy_dir;
+    r.src_pinned = r.dst_pinned = 1; /* nothing here is pageable */
+    break;
+  case HOP_MEMSET:
+    r.kind = WEFT__TR_MEMSET;
+    r.bytes = op->u.set.n;
+    break;
+  default:
+    r.kind = WEFT__TR_KERNEL;
+    break;
+  }
+  weft__trace_emit(&r);
+}
+
 /* Highest priority level first; FIFO within a level, and a stream goes to
  * the back of its level after each operation, so equal streams share. */
 static weft__host_stream *pick(weft__host_backend *hb) {
@@ -173,6 +203,7 @@ static weft__host_stream *pick(weft__host_backend *hb) {
 
 static void *executor(void *arg) {
   weft__host_backend *hb = arg;
+  weft__trace_thread_name("host executor");
   pthread_mutex_lock(&hb->mu);
   for (;;) {
     weft__host_stream *s = pick(hb);
@@ -189,7 +220,10 @@ static void *executor(void *arg) {
     s->state = HOST_RUNNING;
     pthread_mutex_unlock(&hb->mu);
 
+    uint64_t t0 = op->corr ? weft__trace_now() : 0;
     execute(op);
+    if (t0)
+      trace_op(s, op, t0);
 
     pthread_mutex_lock(&hb->mu);
     op_done(hb, s, op);

@@ -49,6 +49,10 @@ typedef enum host_op_kind {
 typedef struct weft__host_op {
   struct weft__host_op *next;
   host_op_kind kind;
+  /* Tracing: set when the op was queued while tracing was on. */
+  uint64_t corr, task;
+  const char *name;
+  uint8_t copy_dir;
   union {
     struct {
       void *dst;
@@ -72,7 +76,7 @@ typedef struct weft__host_op {
 } weft__host_op;
 
 typedef struct weft__host_stream {
-  weft__stream base;
+  weft__stream base; /* base.id names it in traces */
   weft__host_op *head, *tail;
   host_state state;
   int level; /* run-queue level: 0 least .. WEFT__HOST_LEVELS-1 greatest */

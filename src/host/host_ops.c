@@ -5,6 +5,8 @@
 
 #include "error_internal.h"
 #include "host/host_internal.h"
+#include "ptrmap.h"
+#include "trace.h"
 
 #define HS(s) ((weft__host_stream *)(s))
 #define HE(e) ((weft__host_event *)(e))
@@ -143,6 +145,59 @@ static int event_elapsed(weft__event *start, weft__event *end, float *ms) {
 
 /* ---- work ---- */
 
+/* Tracing: marks op with a correlation id and the task queuing it, and
+ * after the enqueue records the "API call" that queued it, so traces of
+ * the host backend read like CUDA's (launch delay, host waits). */
+static uint64_t trace_begin(weft__host_op *op, const char *name) {
+  if (!atomic_load_explicit(&weft__trace_on, memory_order_relaxed))
+    return 0;
+  op->corr = weft__trace_next_corr();
+  op->task = weft__trace_task;
+  op->name = name;
+  return weft__trace_now();
+}
+
+static void trace_api(uint64_t t0, uint64_t corr, uint64_t task,
+                      const char *api) {
+  weft__trace_rec r = {.start = t0,
+                       .end = weft__trace_now(),
+                       .task = task,
+                       .corr = corr,
+                       .name = api,
+                       .lane = weft__trace_thread_lane(),
+                       .kind = WEFT__TR_API};
+  weft__trace_emit(&r);
+}
+
+/* Host memory is all one here; for the trace, a pointer the core
+ * registered as a device allocation is "device". */
+static int is_device(weft__backend *b, const void *p) {
+  weft__alloc_info info;
+  pthread_mutex_lock(&b->lock);
+  int dev = weft__ptrmap_get(b->allocs, p, &info) &&
+            info.kind == WEFT__ALLOC_DEVICE;
+  pthread_mutex_unlock(&b->lock);
+  return dev;
+}
+
+static uint8_t copy_dir(weft__backend *b, void *dst, const void *src,
+                        weft__copy_kind kind) {
+  static const uint8_t dirs[2][2] = {{WEFT__TR_HTOH, WEFT__TR_HTOD},
+                                     {WEFT__TR_DTOH, WEFT__TR_DTOD}};
+  switch (kind) {
+  case WEFT__COPY_H2D:
+    return WEFT__TR_HTOD;
+  case WEFT__COPY_D2H:
+    return WEFT__TR_DTOH;
+  case WEFT__COPY_D2D:
+    return WEFT__TR_DTOD;
+  case WEFT__COPY_H2H:
+    return WEFT__TR_HTOH;
+  default:
+    return dirs[is_device(b, src)][is_device(b, dst)];
+  }
+}
+
 static int copy(weft__stream *s, void *dst, const void *src, size_t n,
                 weft__copy_kind kind) {
   weft__host_op *op = op_new(HOP_COPY, 0);
@@ -151,7 +206,13 @@ static int copy(weft__stream *s, void *dst, const void *src, size_t n,
   op->u.copy.dst = dst;
   op->u.copy.src = src;
   op->u.copy.n = n;
+  uint64_t t0 = trace_begin(op, NULL);
+  if (t0)
+    op->copy_dir = copy_dir(s->hdr.bk, dst, src, kind);
+  uint64_t corr = op->corr, task = op->task;
   weft__host_enqueue(HS(s), op);
+  if (t0)
+    trace_api(t0, corr, task, "hostMemcpyAsync");
   return 0;
 }
 
@@ -162,7 +223,11 @@ static int memset_op(weft__stream *s, void *dst, int value, size_t n) {
   op->u.set.dst = dst;
   op->u.set.value = value;
   op->u.set.n = n;
+  uint64_t t0 = trace_begin(op, NULL);
+  uint64_t corr = op->corr, task = op->task;
   weft__host_enqueue(HS(s), op);
+  if (t0)
+    trace_api(t0, corr, task, "hostMemsetAsync");
   return 0;
 }
 
@@ -191,7 +256,11 @@ static int launch(weft__stream *s, const weft_kernel *k, weft_dim3 grid,
   op->u.launch.grid = grid;
   op->u.launch.block = block;
   op->u.launch.shared = shmem ? buf : NULL;
+  uint64_t t0 = trace_begin(op, k->name ? k->name : "kernel");
+  uint64_t corr = op->corr, task = op->task;
   weft__host_enqueue(HS(s), op);
+  if (t0)
+    trace_api(t0, corr, task, "hostLaunchKernel");
   return 0;
 }
 

@@ -1,0 +1,169 @@
+/* Tracing on CUDA through CUPTI's activity API: kernels, copies, memsets
+ * and runtime calls are recorded by the driver with GPU timestamps and
+ * delivered in buffers; each task's id is pushed as an external
+ * correlation id while it runs, so every GPU record names its task, and an
+ * NVTX range names the task for Nsight Systems. CUPTI's records are
+ * converted to the tracer's (trace.h) as the buffers arrive. */
+#include <cupti.h>
+#include <nvtx3/nvToolsExt.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda_internal.h"
+#include "error_internal.h"
+#include "trace.h"
+
+#define BUF_SIZE ((size_t)8 << 20)
+#define BUF_ALIGN 8
+
+static int64_t clock_offset; /* tracer clock - CUPTI clock, ns */
+
+static const CUpti_ActivityKind kinds[] = {
+    CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
+    CUPTI_ACTIVITY_KIND_MEMSET, CUPTI_ACTIVITY_KIND_RUNTIME,
+    CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION};
+
+static int cupti_fail(CUptiResult r, const char *call) {
+  const char *msg = "?";
+  cuptiGetResultString(r, &msg);
+  return weft__err_raw(WEFT_EDEVICE, (int)r, "%s: %s", call, msg);
+}
+
+static void CUPTIAPI buffer_requested(uint8_t **buf, size_t *size,
+                                      size_t *max_records) {
+  *buf = aligned_alloc(BUF_ALIGN, BUF_SIZE);
+  *size = *buf ? BUF_SIZE : 0;
+  *max_records = 0;
+}
+
+static uint64_t gpu_ns(uint64_t t) { return (uint64_t)((int64_t)t + clock_offset); }
+
+/* Converts one CUPTI record; returns 0 if it is not one weft keeps. */
+static int convert(CUpti_Activity *a, weft__trace_rec *r) {
+  memset(r, 0, sizeof *r);
+  switch (a->kind) {
+  case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
+  case CUPTI_ACTIVITY_KIND_KERNEL: {
+    CUpti_ActivityKernel10 *k = (CUpti_ActivityKernel10 *)a;
+    r->kind = WEFT__TR_KERNEL;
+    r->start = gpu_ns(k->start);
+    r->end = gpu_ns(k->end);
+    r->dev = (int16_t)k->deviceId;
+    r->lane = k->streamId;
+    r->corr = k->correlationId;
+    r->name = weft__trace_intern(k->name);
+    return 1;
+  }
+  case CUPTI_ACTIVITY_KIND_MEMCPY: {
+    CUpti_ActivityMemcpy6 *m = (CUpti_ActivityMemcpy6 *)a;
+    r->kind = WEFT__TR_MEMCPY;
+    r->start = gpu_ns(m->start);
+    r->end = gpu_ns(m->end);
+    r->dev = (int16_t)m->deviceId;
+    r->lane = m->streamId;
+    r->corr = m->correlationId;
+    r->bytes = m->bytes;
+    r->copy = m->copyKind;
+    r->src_pinned = m->srcKind != CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE;
+    r->dst_pinned = m->dstKind != CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE;
+    return 1;
+  }
+  case CUPTI_ACTIVITY_KIND_MEMSET: {
+    CUpti_ActivityMemset4 *m = (CUpti_ActivityMemset4 *)a;
+    r->kind = WEFT__TR_MEMSET;
+    r->start = gpu_ns(m->start);
+    r->end = gpu_ns(m->end);
+    r->dev = (int16_t)m->deviceId;
+    r->lane = m->streamId;
+    r->corr = m->correlationId;
+    r->bytes = m->bytes;
+    return 1;
+  }
+  case CUPTI_ACTIVITY_KIND_RUNTIME: {
+    CUpti_ActivityAPI *api = (CUpti_ActivityAPI *)a;
+    const char *name = NULL;
+    if (cuptiGetCallbackName(CUPTI_CB_DOMAIN_RUNTIME_API, api->cbid,
+                             &name) != CUPTI_SUCCESS || !name)
+      name = "cudaRuntime";
+    r->kind = WEFT__TR_API;
+    r->start = gpu_ns(api->start);
+    r->end = gpu_ns(api->end);
+    r->lane = api->threadId;
+    r->corr = api->correlationId;
+    r->name = name; /* CUPTI's static table */
+    return 1;
+  }
+  case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: {
+    CUpti_ActivityExternalCorrelation *x =
+        (CUpti_ActivityExternalCorrelation *)a;
+    if (x->externalKind == CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0)
+      weft__trace_corr_task(x->correlationId, x->externalId);
+    return 0;
+  }
+  default:
+    return 0;
+  }
+}
+
+static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream,
+                                      uint8_t *buf, size_t size,
+                                      size_t valid) {
+  (void)ctx;
+  (void)stream;
+  (void)size;
+  weft__trace_rec batch[256];
+  size_t n = 0;
+  CUpti_Activity *a = NULL;
+  while (cuptiActivityGetNextRecord(buf, valid, &a) == CUPTI_SUCCESS) {
+    if (convert(a, &batch[n]) && ++n == sizeof batch / sizeof batch[0]) {
+      weft__trace_emit_batch(batch, n);
+      n = 0;
+    }
+  }
+  if (n)
+    weft__trace_emit_batch(batch, n);
+  free(buf);
+}
+
+int weft__cuda_trace_start(weft__backend *b) {
+  (void)b;
+  uint64_t gpu;
+  CUptiResult r = cuptiGetTimestamp(&gpu);
+  if (r != CUPTI_SUCCESS)
+    return cupti_fail(r, "cuptiGetTimestamp");
+  clock_offset = (int64_t)weft__trace_now() - (int64_t)gpu;
+  r = cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed);
+  if (r != CUPTI_SUCCESS)
+    return cupti_fail(r, "cuptiActivityRegisterCallbacks");
+  for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
+    r = cuptiActivityEnable(kinds[i]);
+    if (r != CUPTI_SUCCESS) {
+      while (i-- > 0)
+        cuptiActivityDisable(kinds[i]);
+      return cupti_fail(r, "cuptiActivityEnable");
+    }
+  }
+  return 0;
+}
+
+void weft__cuda_trace_stop(weft__backend *b) {
+  (void)b;
+  cuptiActivityFlushAll(1);
+  for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
+    cuptiActivityDisable(kinds[i]);
+  cuptiActivityFlushAll(1);
+}
+
+void weft__cuda_trace_task(weft__backend *b, uint64_t id, const char *name) {
+  (void)b;
+  if (id) {
+    cuptiActivityPushExternalCorrelationId(
+        CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, id);
+    nvtxRangePushA(name);
+  } else {
+    uint64_t last;
+    cuptiActivityPopExternalCorrelationId(
+        CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, &last);
+    nvtxRangePop();
+  }
+}

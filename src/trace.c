@@ -1,0 +1,418 @@
+/* The tracer's buffers and the JSON writer (trace.h). */
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "error_internal.h"
+#include "trace.h"
+
+#define CHUNK_RECS 4096
+
+typedef struct chunk {
+  struct chunk *next;
+  atomic_uint n; /* records filled; written with release by the owner */
+  weft__trace_rec r[CHUNK_RECS];
+} chunk;
+
+typedef struct str {
+  struct str *next;
+  char s[];
+} str;
+
+typedef struct id_name {
+  uint64_t id;
+  const char *name;
+} id_name;
+
+typedef struct pair {
+  uint64_t key, val;
+} pair;
+
+static struct {
+  pthread_mutex_t lock;
+  char *path;
+  char backend[16];
+  atomic_uint_fast64_t epoch; /* a new trace invalidates thread buffers */
+  chunk *chunks;  /* every chunk, for writing */
+  chunk *shared;  /* the chunk batches go to (under lock) */
+  str *strs;
+  id_name *tasks;
+  size_t ntasks, cap_tasks;
+  id_name *lanes;
+  size_t nlanes, cap_lanes;
+  pair *corrs;
+  size_t ncorrs, cap_corrs;
+  atomic_uint next_lane;
+  atomic_uint_fast64_t next_corr;
+  atomic_uint_fast64_t dropped;
+} T = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+atomic_int weft__trace_on;
+_Thread_local uint64_t weft__trace_task;
+
+static _Thread_local chunk *tls_chunk;
+static _Thread_local uint64_t tls_epoch;
+static _Thread_local uint32_t tls_lane;
+static _Thread_local uint64_t tls_lane_epoch;
+
+uint64_t weft__trace_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t weft__trace_next_corr(void) {
+  return atomic_fetch_add(&T.next_corr, 1) + 1;
+}
+
+/* Lock held. */
+static chunk *chunk_new(void) {
+  chunk *c = calloc(1, sizeof *c);
+  if (c) {
+    c->next = T.chunks;
+    T.chunks = c;
+  }
+  return c;
+}
+
+void weft__trace_emit(const weft__trace_rec *r) {
+  if (!atomic_load_explicit(&weft__trace_on, memory_order_relaxed))
+    return;
+  chunk *c = tls_chunk;
+  if (!c || tls_epoch != T.epoch ||
+      atomic_load_explicit(&c->n, memory_order_relaxed) == CHUNK_RECS) {
+    pthread_mutex_lock(&T.lock);
+    c = chunk_new();
+    tls_epoch = T.epoch;
+    pthread_mutex_unlock(&T.lock);
+    tls_chunk = c;
+    if (!c) {
+      atomic_fetch_add(&T.dropped, 1);
+      return;
+    }
+  }
+  unsigned n = atomic_load_explicit(&c->n, memory_order_relaxed);
+  c->r[n] = *r;
+  atomic_store_explicit(&c->n, n + 1, memory_order_release);
+}
+
+void weft__trace_emit_batch(const weft__trace_rec *r, size_t n) {
+  pthread_mutex_lock(&T.lock);
+  for (size_t i = 0; i < n; i++) {
+    chunk *c = T.shared;
+    if (!c || atomic_load_explicit(&c->n, memory_order_relaxed) == CHUNK_RECS)
+      c = T.shared = chunk_new();
+    if (!c) {
+      atomic_fetch_add(&T.dropped, n - i);
+      break;
+    }
+    unsigned k = atomic_load_explicit(&c->n, memory_order_relaxed);
+    c->r[k] = r[i];
+    atomic_store_explicit(&c->n, k + 1, memory_order_release);
+  }
+  pthread_mutex_unlock(&T.lock);
+}
+
+/* Lock held. */
+static const char *intern_locked(const char *s) {
+  size_t len = strlen(s);
+  str *p = malloc(sizeof *p + len + 1);
+  if (!p)
+    return "?";
+  memcpy(p->s, s, len + 1);
+  p->next = T.strs;
+  T.strs = p;
+  return p->s;
+}
+
+const char *weft__trace_intern(const char *s) {
+  pthread_mutex_lock(&T.lock);
+  const char *r = intern_locked(s ? s : "");
+  pthread_mutex_unlock(&T.lock);
+  return r;
+}
+
+static int grow(void **v, size_t *cap, size_t n, size_t elem) {
+  if (n < *cap)
+    return 0;
+  size_t nc = *cap ? *cap * 2 : 64;
+  void *nv = realloc(*v, nc * elem);
+  if (!nv)
+    return -1;
+  *v = nv;
+  *cap = nc;
+  return 0;
+}
+
+void weft__trace_task_name(uint64_t id, const char *name) {
+  if (!atomic_load(&weft__trace_on))
+    return;
+  pthread_mutex_lock(&T.lock);
+  if (grow((void **)&T.tasks, &T.cap_tasks, T.ntasks, sizeof *T.tasks) == 0)
+    T.tasks[T.ntasks++] = (id_name){id, intern_locked(name)};
+  pthread_mutex_unlock(&T.lock);
+}
+
+void weft__trace_corr_task(uint64_t corr, uint64_t task) {
+  pthread_mutex_lock(&T.lock);
+  if (grow((void **)&T.corrs, &T.cap_corrs, T.ncorrs, sizeof *T.corrs) == 0)
+    T.corrs[T.ncorrs++] = (pair){corr, task};
+  pthread_mutex_unlock(&T.lock);
+}
+
+uint32_t weft__trace_thread_lane(void) {
+  if (tls_lane_epoch != T.epoch || tls_lane == 0) {
+    tls_lane = atomic_fetch_add(&T.next_lane, 1) + 1;
+    tls_lane_epoch = T.epoch;
+  }
+  return tls_lane;
+}
+
+void weft__trace_thread_name(const char *name) {
+  if (!atomic_load(&weft__trace_on))
+    return;
+  uint32_t lane = weft__trace_thread_lane();
+  pthread_mutex_lock(&T.lock);
+  if (grow((void **)&T.lanes, &T.cap_lanes, T.nlanes, sizeof *T.lanes) == 0)
+    T.lanes[T.nlanes++] = (id_name){lane, intern_locked(name)};
+  pthread_mutex_unlock(&T.lock);
+}
+
+int weft__trace_open(const char *path, const char *backend) {
+  pthread_mutex_lock(&T.lock);
+  if (atomic_load(&weft__trace_on)) {
+    pthread_mutex_unlock(&T.lock);
+    return weft__err(WEFT_EBUSY, "weft trace: another runtime is tracing");
+  }
+  T.path = strdup(path);
+  if (!T.path) {
+    pthread_mutex_unlock(&T.lock);
+    return weft__err(WEFT_ENOMEM, "weft trace: out of memory");
+  }
+  snprintf(T.backend, sizeof T.backend, "%s", backend);
+  T.epoch++;
+  atomic_store(&T.next_lane, 0);
+  atomic_store(&T.dropped, 0);
+  atomic_store(&weft__trace_on, 1);
+  pthread_mutex_unlock(&T.lock);
+  return 0;
+}
+
+/* ---- writing ---- */
+
+static void put_str(FILE *f, const char *s) {
+  fputc('"', f);
+  for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+    if (*p == '"' || *p == '\\')
+      fprintf(f, "\\%c", *p);
+    else if (*p < 0x20)
+      fprintf(f, "\\u%04x", *p);
+    else
+      fputc(*p, f);
+  }
+  fputc('"', f);
+}
+
+static int cmp_pair(const void *a, const void *b) {
+  uint64_t x = ((const pair *)a)->key, y = ((const pair *)b)->key;
+  return (x > y) - (x < y);
+}
+
+static int cmp_idn(const void *a, const void *b) {
+  uint64_t x = ((const id_name *)a)->id, y = ((const id_name *)b)->id;
+  return (x > y) - (x < y);
+}
+
+static const char *task_name(uint64_t id) {
+  id_name key = {id, NULL};
+  id_name *r = bsearch(&key, T.tasks, T.ntasks, sizeof *T.tasks, cmp_idn);
+  return r ? r->name : NULL;
+}
+
+static uint64_t corr_task(uint64_t corr) {
+  pair key = {corr, 0};
+  pair *r = bsearch(&key, T.corrs, T.ncorrs, sizeof *T.corrs, cmp_pair);
+  return r ? r->val : 0;
+}
+
+static const char *dir_name(int copy) {
+  switch (copy) {
+  case WEFT__TR_HTOD:
+    return "HtoD";
+  case WEFT__TR_DTOH:
+    return "DtoH";
+  case WEFT__TR_DTOD:
+    return "DtoD";
+  case WEFT__TR_HTOH:
+    return "HtoH";
+  }
+  return "other";
+}
+
+static const char *mem_name(int copy, int src_host, int pinned) {
+  if (!src_host)
+    return "Device";
+  return pinned ? "Pinned" : "Pageable";
+}
+
+static void write_rec(FILE *f, const weft__trace_rec *r, uint64_t t0,
+                      long host_pid) {
+  static const char *cats[] = {"kernel",       "gpu_memcpy", "gpu_memset",
+                               "cuda_runtime", "task",       "weft_wait",
+                               "weft_sync"};
+  int gpu = r->kind <= WEFT__TR_MEMSET;
+  double ts = (double)(r->start - t0) / 1e3;
+  double dur = r->end > r->start ? (double)(r->end - r->start) / 1e3 : 0.0;
+  uint64_t task = r->task ? r->task : gpu ? corr_task(r->corr) : 0;
+  char name[160];
+  const char *nm = r->name ? r->name : "";
+  if (r->kind == WEFT__TR_MEMCPY) {
+    int src_host = r->copy == WEFT__TR_HTOD || r->copy == WEFT__TR_HTOH;
+    int dst_host = r->copy == WEFT__TR_DTOH || r->copy == WEFT__TR_HTOH;
+    snprintf(name, sizeof name, "Memcpy %s (%s -> %s)", dir_name(r->copy),
+             mem_name(r->copy, src_host, r->src_pinned),
+             mem_name(r->copy, dst_host, r->dst_pinned));
+    nm = name;
+  } else if (r->kind == WEFT__TR_MEMSET) {
+    nm = "Memset (Device)";
+  } else if (r->kind == WEFT__TR_TASK) {
+    const char *tn = task_name(r->task);
+    nm = tn ? tn : "task";
+  }
+  fprintf(f, "{\"ph\":\"X\",\"cat\":\"%s\",\"name\":", cats[r->kind]);
+  put_str(f, nm);
+  if (gpu)
+    fprintf(f, ",\"pid\":%d,\"tid\":%" PRIu32, r->dev, r->lane);
+  else
+    fprintf(f, ",\"pid\":%ld,\"tid\":%" PRIu32, host_pid, r->lane);
+  fprintf(f, ",\"ts\":%.3f,\"dur\":%.3f,\"args\":{", ts, dur);
+  int comma = 0;
+#define ARG(...)                                                               \
+  do {                                                                         \
+    fprintf(f, comma ? "," : "");                                              \
+    fprintf(f, __VA_ARGS__);                                                   \
+    comma = 1;                                                                 \
+  } while (0)
+  if (gpu) {
+    ARG("\"device\":%d,\"stream\":%" PRIu32, r->dev, r->lane);
+  }
+  if (r->corr)
+    ARG("\"correlation\":%" PRIu64, r->corr);
+  if (r->kind == WEFT__TR_MEMCPY || r->kind == WEFT__TR_MEMSET) {
+    ARG("\"bytes\":%" PRIu64, r->bytes);
+    if (dur > 0)
+      ARG("\"memory bandwidth (GB/s)\":%.3f", (double)r->bytes / (dur * 1e3));
+  }
+  if (r->kind == WEFT__TR_MEMCPY)
+    ARG("\"direction\":\"%s\"", dir_name(r->copy));
+  if (task) {
+    ARG("\"task\":%" PRIu64, task);
+    const char *tn = task_name(task);
+    if (tn) {
+      ARG("\"task_name\":");
+      put_str(f, tn);
+    }
+  }
+#undef ARG
+  fprintf(f, "}}");
+}
+
+int weft__trace_close(void) {
+  pthread_mutex_lock(&T.lock);
+  if (!atomic_load(&weft__trace_on)) {
+    pthread_mutex_unlock(&T.lock);
+    return 0;
+  }
+  atomic_store(&weft__trace_on, 0);
+  qsort(T.corrs, T.ncorrs, sizeof *T.corrs, cmp_pair);
+  qsort(T.tasks, T.ntasks, sizeof *T.tasks, cmp_idn);
+  uint64_t t0 = UINT64_MAX;
+  for (chunk *c = T.chunks; c; c = c->next) {
+    unsigned n = atomic_load_explicit(&c->n, memory_order_acquire);
+    for (unsigned i = 0; i < n; i++)
+      if (c->r[i].start < t0)
+        t0 = c->r[i].start;
+  }
+  int rc = 0;
+  FILE *f = fopen(T.path, "w");
+  if (!f) {
+    rc = weft__err(WEFT_EIO, "weft trace: cannot write %s", T.path);
+  } else {
+    long pid = (long)getpid();
+    fprintf(f, "{\"schemaVersion\":1,\"displayTimeUnit\":\"ms\",");
+    fprintf(f, "\"weft\":{\"version\":\"0.1.0\",\"backend\":\"%s\","
+               "\"dropped_records\":%" PRIu64 "},\n\"traceEvents\":[\n",
+            T.backend, (uint64_t)atomic_load(&T.dropped));
+    fprintf(f, "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%ld,"
+               "\"args\":{\"name\":\"weft host\"}}",
+            pid);
+    for (size_t i = 0; i < T.nlanes; i++) {
+      fprintf(f, ",\n{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%ld,"
+                 "\"tid\":%" PRIu64 ",\"args\":{\"name\":",
+              pid, T.lanes[i].id);
+      put_str(f, T.lanes[i].name);
+      fprintf(f, "}}");
+    }
+    /* Name each GPU lane once: "stream N" under "GPU d". */
+    pair *seen = NULL;
+    size_t nseen = 0, cap = 0;
+    for (chunk *c = T.chunks; c; c = c->next) {
+      unsigned n = atomic_load_explicit(&c->n, memory_order_acquire);
+      for (unsigned i = 0; i < n; i++) {
+        const weft__trace_rec *r = &c->r[i];
+        fprintf(f, ",\n");
+        write_rec(f, r, t0, pid);
+        if (r->kind > WEFT__TR_MEMSET)
+          continue;
+        uint64_t key = ((uint64_t)(uint16_t)r->dev << 32) | r->lane;
+        size_t k = 0;
+        while (k < nseen && seen[k].key != key)
+          k++;
+        if (k == nseen &&
+            grow((void **)&seen, &cap, nseen, sizeof *seen) == 0)
+          seen[nseen++] = (pair){key, 0};
+      }
+    }
+    for (size_t k = 0; k < nseen; k++) {
+      int dev = (int)(seen[k].key >> 32);
+      uint32_t lane = (uint32_t)seen[k].key;
+      fprintf(f, ",\n{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%d,"
+                 "\"args\":{\"name\":\"GPU %d\"}}",
+              dev, dev);
+      fprintf(f, ",\n{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%d,"
+                 "\"tid\":%" PRIu32 ",\"args\":{\"name\":\"stream %" PRIu32
+                 "\"}}",
+              dev, lane, lane);
+    }
+    free(seen);
+    fprintf(f, "\n]}\n");
+    if (fclose(f) != 0)
+      rc = weft__err(WEFT_EIO, "weft trace: error writing %s", T.path);
+  }
+  while (T.chunks) {
+    chunk *c = T.chunks;
+    T.chunks = c->next;
+    free(c);
+  }
+  T.shared = NULL;
+  while (T.strs) {
+    str *s = T.strs;
+    T.strs = s->next;
+    free(s);
+  }
+  free(T.tasks);
+  free(T.lanes);
+  free(T.corrs);
+  T.tasks = T.lanes = NULL;
+  T.corrs = NULL;
+  T.ntasks = T.cap_tasks = T.nlanes = T.cap_lanes = T.ncorrs = T.cap_corrs = 0;
+  free(T.path);
+  T.path = NULL;
+  T.epoch++;
+  pthread_mutex_unlock(&T.lock);
+  return rc;
+}

@@ -1,0 +1,78 @@
+/* The tracer: records every GPU operation, task run slice and wait, and
+ * exports them as a Chrome Trace Event JSON file laid out like PyTorch's
+ * profiler (Kineto) output, which Perfetto opens and `weft trace` reads.
+ *
+ * Off unless WEFT_TRACE=path or weft_runtime_opts.trace_path is set; then
+ * one runtime at a time is traced. Records land in per-thread buffers
+ * without locks (each thread writes only its own); full buffers are
+ * chained, and everything is written out at weft_shutdown. GPU operations
+ * come from the backend: the host backend's executor records them as it
+ * runs them; the CUDA backend gets them from CUPTI's activity API, with
+ * each task's id attached as an external correlation id. */
+#ifndef WEFT__TRACE_H
+#define WEFT__TRACE_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+typedef enum weft__trace_kind {
+  WEFT__TR_KERNEL,
+  WEFT__TR_MEMCPY,
+  WEFT__TR_MEMSET,
+  WEFT__TR_API,  /* the host-side call that queued a GPU op */
+  WEFT__TR_TASK, /* a run slice of a task on a worker thread */
+  WEFT__TR_WAIT, /* a task suspended waiting for the GPU */
+  WEFT__TR_SYNC, /* a host thread blocked in a device or stream sync */
+} weft__trace_kind;
+
+enum { /* copy directions, as CUPTI numbers them */
+  WEFT__TR_HTOD = 1,
+  WEFT__TR_DTOH = 2,
+  WEFT__TR_DTOD = 8,
+  WEFT__TR_HTOH = 9,
+};
+
+typedef struct weft__trace_rec {
+  uint64_t start, end; /* ns on the tracer's clock (CLOCK_MONOTONIC) */
+  uint64_t task;       /* task id; 0 for none */
+  uint64_t corr;       /* correlation between an API record and its op */
+  uint64_t bytes;
+  const char *name; /* static, or interned with weft__trace_intern */
+  uint32_t lane;    /* GPU kinds: stream id; CPU kinds: thread lane */
+  int16_t dev;
+  uint8_t kind;
+  uint8_t copy; /* WEFT__TR_HTOD.. for memcpys */
+  uint8_t src_pinned, dst_pinned;
+} weft__trace_rec;
+
+/* 1 while a trace is being recorded; checked before any tracing work. */
+extern atomic_int weft__trace_on;
+/* The task running on this thread (0 when none), for records made by the
+ * code it calls. Set by the scheduler on every resume. */
+extern _Thread_local uint64_t weft__trace_task;
+
+/* Starts recording to path. WEFT_EBUSY if another runtime traces. */
+int weft__trace_open(const char *path, const char *backend);
+/* Writes the file and stops recording. Every thread that recorded must
+ * be idle. Returns 0 or WEFT_EIO. */
+int weft__trace_close(void);
+
+/* Appends a copy of r to the calling thread's buffer (dropped and counted
+ * when out of memory). No lock: each thread writes only its own buffer. */
+void weft__trace_emit(const weft__trace_rec *r);
+/* Appends records from any thread, under the tracer's lock (the CUPTI
+ * buffer callback delivers thousands at a time). */
+void weft__trace_emit_batch(const weft__trace_rec *r, size_t n);
+/* A copy of s that lives until the trace is written. */
+const char *weft__trace_intern(const char *s);
+uint64_t weft__trace_now(void);
+/* Small numbers for host threads (the lane of CPU records). */
+uint32_t weft__trace_thread_lane(void);
+void weft__trace_thread_name(const char *name);
+uint64_t weft__trace_next_corr(void);
+/* Remembers a task's name for the trace. */
+void weft__trace_task_name(uint64_t id, const char *name);
+/* Maps a backend correlation id to the task that issued it (CUPTI). */
+void weft__trace_corr_task(uint64_t corr, uint64_t task);
+
+#endif
