@@ -3,6 +3,7 @@
  * chunks (so its device buffers are reused safely), while the streams of
  * different tasks overlap one chunk's copy-in with another's kernels and a
  * third's copy-out. */
+#include <stdatomic.h>
 #include <string.h>
 
 #include "runtime_internal.h"
@@ -18,6 +19,7 @@ typedef struct map_job {
   void *user;
   int depth;
   int first; /* this task's first chunk */
+  atomic_int *stop; /* set by the first task that fails */
   int rc;
 } map_job;
 
@@ -32,11 +34,15 @@ static void map_task(void *arg) {
     dout = din;
   for (size_t i = (size_t)j->first; !rc && i < j->nchunks;
        i += (size_t)j->depth) {
+    if (atomic_load(j->stop))
+      break; /* another chunk failed: stop the whole map */
     rc = weft_copy(din, j->in + i * j->in_chunk, j->in_chunk);
     if (!rc)
       rc = j->fn(din, dout, i, j->user);
     if (!rc)
       rc = weft_copy(j->out + i * out_bytes, dout, out_bytes);
+    if (rc)
+      atomic_store(j->stop, 1);
   }
   if (dout && dout != din)
     weft_device_free(dout);
@@ -85,9 +91,10 @@ int weft_map_chunks(const void *in, size_t in_chunk, void *out,
   to.device = x->dev;
   to.priority = x->high ? WEFT_PRIORITY_HIGH : WEFT_PRIORITY_NORMAL;
   int rc = 0, started = 0;
+  atomic_int stop = 0;
   for (; started < depth; started++) {
-    jobs[started] = (map_job){in,     out,      in_chunk, out_chunk, nchunks,
-                              fn,     user,     depth,    started,   0};
+    jobs[started] = (map_job){in,   out,   in_chunk, out_chunk, nchunks, fn,
+                              user, depth, started,  &stop,     0};
     rc = weft_task_spawn(x->rt, &tasks[started], map_task, &jobs[started],
                          &to);
     if (rc)

@@ -94,6 +94,36 @@ void weft__sched_ready(weft_runtime *rt, weft_task *t) {
   wake_one(rt);
 }
 
+/* Takes half of q's tasks (at least one), high priority first, as a list
+ * in queue order. Stealing half rather than one spreads a burst of spawns
+ * over the workers in a few steals. */
+static weft_task *rq_take_half(weft__rq *q, int *count) {
+  if (atomic_load_explicit(&q->n, memory_order_relaxed) == 0)
+    return NULL;
+  weft_task *head = NULL, **tail = &head;
+  int taken = 0;
+  pthread_mutex_lock(&q->lock);
+  int want = (atomic_load(&q->n) + 1) / 2;
+  for (int l = 1; l >= 0 && taken < want; l--) {
+    while (q->head[l] && taken < want) {
+      weft_task *t = q->head[l];
+      q->head[l] = t->next;
+      if (!q->head[l])
+        q->tail[l] = NULL;
+      t->next = NULL;
+      *tail = t;
+      tail = &t->next;
+      taken++;
+    }
+  }
+  atomic_fetch_sub(&q->n, taken);
+  pthread_mutex_unlock(&q->lock);
+  *count = taken;
+  return head;
+}
+
+/* Steals half of a victim's queue: returns the first task and queues the
+ * rest locally. */
 static weft_task *steal(weft__worker *w) {
   weft_runtime *rt = w->rt;
   w->rng = w->rng * 1103515245u + 12345u;
@@ -102,9 +132,17 @@ static weft_task *steal(weft__worker *w) {
     int v = (start + i) % rt->nworkers;
     if (v == w->index)
       continue;
-    weft_task *t = rq_pop(&rt->workers[v].rq);
-    if (t)
-      return t;
+    int n = 0;
+    weft_task *list = rq_take_half(&rt->workers[v].rq, &n);
+    if (!list)
+      continue;
+    weft_task *first = list;
+    for (weft_task *t = first->next; t;) {
+      weft_task *next = t->next;
+      rq_push(&w->rq, t);
+      t = next;
+    }
+    return first;
   }
   return NULL;
 }
@@ -150,6 +188,13 @@ static void after_switch_do(weft__worker *w, weft_task *t) {
      * otherwise a task that yields in a loop would be picked again before
      * them for ever. */
     rq_transfer(&rt->inject, &w->rq, 8);
+    /* Likewise a worker whose only task yields looks for others' work
+     * first, or it would spin on that task while queues elsewhere wait. */
+    if (atomic_load(&w->rq.n) == 0) {
+      weft_task *other = steal(w);
+      if (other)
+        rq_push(&w->rq, other);
+    }
     weft__sched_ready(rt, t);
     break;
   case AFTER_WAIT:
