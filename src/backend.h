@@ -126,8 +126,7 @@ struct weft__backend_ops {
   /* Optional: asks the backend to call fn(arg) whenever an event record
    * completes, from whatever thread sees it, so that sleeping workers wake
    * for it. fn must be cheap and must not call back into the backend. */
-  void (*set_completion_hook)(weft__backend *b, void (*fn)(void *),
-                              void *arg);
+  void (*set_completion_hook)(weft__backend *b, void (*fn)(void *), void *arg);
 
   /* Optional: tracing. trace_start begins recording GPU operations into
    * the tracer (trace.h) and trace_stop flushes and ends it; trace_task
@@ -152,8 +151,9 @@ struct weft__backend_ops {
   int (*pinned_free)(weft__backend *b, void *p);
 };
 
+/* The registry of live allocations (ptrmap.h) and its kinds of entry. */
 typedef struct weft__ptrmap weft__ptrmap;
-enum { WEFT__ALLOC_DEVICE = 1, WEFT__ALLOC_PINNED = 2 }; /* registry kinds */ /* allocation registry, ptrmap.h */
+enum { WEFT__ALLOC_DEVICE = 1, WEFT__ALLOC_PINNED = 2 };
 
 /* A backend's struct starts with this. */
 struct weft__backend {

@@ -64,8 +64,8 @@ static void release_block(weft__exec *x, weft__stream *s, void *block,
   weft__pinned_cache_free(&x->rt->pinned, block);
 }
 
-static int staged_in(weft__exec *x, weft__stream *s, char *dst,
-                     const char *src, size_t n) {
+static int staged_in(weft__exec *x, weft__stream *s, char *dst, const char *src,
+                     size_t n) {
   weft_runtime *rt = x->rt;
   size_t nchunks = (n + CHUNK - 1) / CHUNK;
   if (nchunks == 1) { /* small: stage here, no task needed */
@@ -185,8 +185,8 @@ int weft_copy(void *dst, const void *src, size_t bytes) {
   if (bytes == 0)
     return 0;
   if (!dst || !src)
-    return weft__exec_fail(
-        x, weft__err(WEFT_EINVAL, "weft_copy: %s is NULL", dst ? "src" : "dst"));
+    return weft__exec_fail(x, weft__err(WEFT_EINVAL, "weft_copy: %s is NULL",
+                                        dst ? "src" : "dst"));
   weft__pinned_cache *pc = &x->rt->pinned;
   const struct weft__backend_ops *ops = x->rt->bk->ops;
   int src_kind = weft__pinned_cache_use(pc, src, bytes, s) ? WEFT__MEM_PINNED

@@ -18,7 +18,7 @@ typedef struct map_job {
   weft_chunk_fn fn;
   void *user;
   int depth;
-  int first; /* this task's first chunk */
+  int first;        /* this task's first chunk */
   atomic_int *stop; /* set by the first task that fails */
   int rc;
 } map_job;
@@ -95,8 +95,7 @@ int weft_map_chunks(const void *in, size_t in_chunk, void *out,
   for (; started < depth; started++) {
     jobs[started] = (map_job){in,   out,   in_chunk, out_chunk, nchunks, fn,
                               user, depth, started,  &stop,     0};
-    rc = weft_task_spawn(x->rt, &tasks[started], map_task, &jobs[started],
-                         &to);
+    rc = weft_task_spawn(x->rt, &tasks[started], map_task, &jobs[started], &to);
     if (rc)
       break;
   }

@@ -198,8 +198,8 @@ int weft__pinned_cache_alloc(weft__pinned_cache *c, size_t n, void **out) {
     return weft__err(WEFT_ENOMEM, "weft_pinned_alloc: %zu bytes", n);
   pthread_mutex_lock(&c->lock);
   reclaim(c);
-  weft__pin_block *b = n <= WEFT__PIN_SMALL_MAX ? take_small(c, class_of(n))
-                                                : take_large(c, n);
+  weft__pin_block *b =
+      n <= WEFT__PIN_SMALL_MAX ? take_small(c, class_of(n)) : take_large(c, n);
   if (!b) {
     /* Cached blocks may be what stands between us and the memory. */
     trim_locked(c);

@@ -47,10 +47,10 @@ struct weft__pin_chunk {
 };
 
 typedef struct weft__pinned_stats {
-  size_t reserved;   /* bytes of pinned memory held */
-  size_t in_use;     /* bytes handed out (class or chunk sizes) */
-  size_t requested;  /* bytes asked for by the blocks in use */
-  size_t pending;    /* bytes freed but waiting for a stream to finish */
+  size_t reserved;  /* bytes of pinned memory held */
+  size_t in_use;    /* bytes handed out (class or chunk sizes) */
+  size_t requested; /* bytes asked for by the blocks in use */
+  size_t pending;   /* bytes freed but waiting for a stream to finish */
   size_t blocks_in_use;
   uint64_t hits, misses;
 } weft__pinned_stats;

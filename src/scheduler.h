@@ -25,7 +25,7 @@ typedef struct weft__exec {
   int first_raw;
   char *first_msg; /* its message (malloc'd: failures are rare) */
   int is_task;
-  weft__errinfo errinfo;   /* weft_last_error_message() while it runs */
+  weft__errinfo errinfo; /* weft_last_error_message() while it runs */
   /* Helper tasks finishing this exec's staged copies to pageable memory;
    * joined by weft_sync and when a task returns. */
   struct weft_task **pending;

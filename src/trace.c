@@ -37,8 +37,8 @@ static struct {
   char *path;
   char backend[16];
   atomic_uint_fast64_t epoch; /* a new trace invalidates thread buffers */
-  chunk *chunks;  /* every chunk, for writing */
-  chunk *shared;  /* the chunk batches go to (under lock) */
+  chunk *chunks;              /* every chunk, for writing */
+  chunk *shared;              /* the chunk batches go to (under lock) */
   str *strs;
   id_name *tasks;
   size_t ntasks, cap_tasks;
@@ -344,15 +344,18 @@ int weft__trace_close(void) {
   } else {
     long pid = (long)getpid();
     fprintf(f, "{\"schemaVersion\":1,\"displayTimeUnit\":\"ms\",");
-    fprintf(f, "\"weft\":{\"version\":\"0.1.0\",\"backend\":\"%s\","
-               "\"dropped_records\":%" PRIu64 "},\n\"traceEvents\":[\n",
+    fprintf(f,
+            "\"weft\":{\"version\":\"0.1.0\",\"backend\":\"%s\","
+            "\"dropped_records\":%" PRIu64 "},\n\"traceEvents\":[\n",
             T.backend, (uint64_t)atomic_load(&T.dropped));
-    fprintf(f, "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%ld,"
-               "\"args\":{\"name\":\"weft host\"}}",
+    fprintf(f,
+            "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%ld,"
+            "\"args\":{\"name\":\"weft host\"}}",
             pid);
     for (size_t i = 0; i < T.nlanes; i++) {
-      fprintf(f, ",\n{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%ld,"
-                 "\"tid\":%" PRIu64 ",\"args\":{\"name\":",
+      fprintf(f,
+              ",\n{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%ld,"
+              "\"tid\":%" PRIu64 ",\"args\":{\"name\":",
               pid, T.lanes[i].id);
       put_str(f, T.lanes[i].name);
       fprintf(f, "}}");
@@ -372,20 +375,20 @@ int weft__trace_close(void) {
         size_t k = 0;
         while (k < nseen && seen[k].key != key)
           k++;
-        if (k == nseen &&
-            grow((void **)&seen, &cap, nseen, sizeof *seen) == 0)
+        if (k == nseen && grow((void **)&seen, &cap, nseen, sizeof *seen) == 0)
           seen[nseen++] = (pair){key, 0};
       }
     }
     for (size_t k = 0; k < nseen; k++) {
       int dev = (int)(seen[k].key >> 32);
       uint32_t lane = (uint32_t)seen[k].key;
-      fprintf(f, ",\n{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%d,"
-                 "\"args\":{\"name\":\"GPU %d\"}}",
+      fprintf(f,
+              ",\n{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%d,"
+              "\"args\":{\"name\":\"GPU %d\"}}",
               dev, dev);
-      fprintf(f, ",\n{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%d,"
-                 "\"tid\":%" PRIu32 ",\"args\":{\"name\":\"stream %" PRIu32
-                 "\"}}",
+      fprintf(f,
+              ",\n{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%d,"
+              "\"tid\":%" PRIu32 ",\"args\":{\"name\":\"stream %" PRIu32 "\"}}",
               dev, lane, lane);
     }
     free(seen);

@@ -26,10 +26,10 @@ typedef enum weft__trace_kind {
 } weft__trace_kind;
 
 enum { /* copy directions, as CUPTI numbers them */
-  WEFT__TR_HTOD = 1,
-  WEFT__TR_DTOH = 2,
-  WEFT__TR_DTOD = 8,
-  WEFT__TR_HTOH = 9,
+       WEFT__TR_HTOD = 1,
+       WEFT__TR_DTOH = 2,
+       WEFT__TR_DTOD = 8,
+       WEFT__TR_HTOH = 9,
 };
 
 typedef struct weft__trace_rec {

@@ -34,9 +34,8 @@ WEFT_API void weft_map_opts_init(weft_map_opts *opts);
  * and plain threads (blocks). Errors: WEFT_EINVAL, WEFT_ENOMEM, and fn's or
  * the device's errors. */
 WEFT_API int weft_map_chunks(const void *in, size_t in_chunk, void *out,
-                             size_t out_chunk, size_t nchunks,
-                             weft_chunk_fn fn, void *user,
-                             const weft_map_opts *opts);
+                             size_t out_chunk, size_t nchunks, weft_chunk_fn fn,
+                             void *user, const weft_map_opts *opts);
 
 WEFT_END_DECLS
 

@@ -36,7 +36,9 @@ static void CUPTIAPI buffer_requested(uint8_t **buf, size_t *size,
   *max_records = 0;
 }
 
-static uint64_t gpu_ns(uint64_t t) { return (uint64_t)((int64_t)t + clock_offset); }
+static uint64_t gpu_ns(uint64_t t) {
+  return (uint64_t)((int64_t)t + clock_offset);
+}
 
 /* Converts one CUPTI record; returns 0 if it is not one weft keeps. */
 static int convert(CUpti_Activity *a, weft__trace_rec *r) {
@@ -82,8 +84,9 @@ static int convert(CUpti_Activity *a, weft__trace_rec *r) {
   case CUPTI_ACTIVITY_KIND_RUNTIME: {
     CUpti_ActivityAPI *api = (CUpti_ActivityAPI *)a;
     const char *name = NULL;
-    if (cuptiGetCallbackName(CUPTI_CB_DOMAIN_RUNTIME_API, api->cbid,
-                             &name) != CUPTI_SUCCESS || !name)
+    if (cuptiGetCallbackName(CUPTI_CB_DOMAIN_RUNTIME_API, api->cbid, &name) !=
+            CUPTI_SUCCESS ||
+        !name)
       name = "cudaRuntime";
     r->kind = WEFT__TR_API;
     r->start = gpu_ns(api->start);
@@ -106,8 +109,7 @@ static int convert(CUpti_Activity *a, weft__trace_rec *r) {
 }
 
 static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream,
-                                      uint8_t *buf, size_t size,
-                                      size_t valid) {
+                                      uint8_t *buf, size_t size, size_t valid) {
   (void)ctx;
   (void)stream;
   (void)size;

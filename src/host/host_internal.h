@@ -105,7 +105,7 @@ typedef struct weft__host_backend {
   int nthreads;
   pthread_t *threads;
   uint64_t submitted, completed; /* over all streams, for device_sync */
-  void (*hook)(void *); /* called when event records complete */
+  void (*hook)(void *);          /* called when event records complete */
   void *hook_arg;
 } weft__host_backend;
 

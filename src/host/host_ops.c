@@ -174,8 +174,8 @@ static void trace_api(uint64_t t0, uint64_t corr, uint64_t task,
 static int is_device(weft__backend *b, const void *p) {
   weft__alloc_info info;
   pthread_mutex_lock(&b->lock);
-  int dev = weft__ptrmap_get(b->allocs, p, &info) &&
-            info.kind == WEFT__ALLOC_DEVICE;
+  int dev =
+      weft__ptrmap_get(b->allocs, p, &info) && info.kind == WEFT__ALLOC_DEVICE;
   pthread_mutex_unlock(&b->lock);
   return dev;
 }
