@@ -83,8 +83,7 @@ static int setup(demo *d) {
      * pipelined variant can map over the arrays as chunks. */
     if (i == 0) {
       TRY(weft_pinned_alloc(bytes * (size_t)d->narrays, (void **)&d->in_all));
-      TRY(weft_pinned_alloc(bytes * (size_t)d->narrays,
-                            (void **)&d->out_all));
+      TRY(weft_pinned_alloc(bytes * (size_t)d->narrays, (void **)&d->out_all));
     }
     d->in[i] = d->in_all + (size_t)i * d->n;
     d->out[i] = d->out_all + (size_t)i * d->n;
@@ -231,8 +230,8 @@ static int run_pipelined_once(demo *d, float *ms) {
   TRY(weft_event_create(&final));
   int rc = weft_event_record(start);
   if (!rc)
-    rc = weft_map_chunks(d->in_all, (size_t)d->n * sizeof(float), d->out_all,
-                         0, (size_t)d->narrays, normalise_chunk, d, NULL);
+    rc = weft_map_chunks(d->in_all, (size_t)d->n * sizeof(float), d->out_all, 0,
+                         (size_t)d->narrays, normalise_chunk, d, NULL);
   if (!rc) /* the map returned: all its work is done; final marks that */
     rc = weft_event_record(final);
   if (!rc)
