@@ -48,11 +48,28 @@ static size_t page_size(void) {
   return ps;
 }
 
+/* Each guarded stack costs two kernel mappings (the stack and its guard);
+ * the kernel allows vm.max_map_count (65530 by default) per process, and
+ * malloc, thread stacks and the CUDA driver need mappings too. So at most
+ * a quarter of the limit goes to guarded stacks; stacks beyond that run
+ * with the canary alone (and merge with neighbouring mappings). */
+static size_t guard_budget(void) {
+  long limit = 65530;
+  FILE *f = fopen("/proc/sys/vm/max_map_count", "r");
+  if (f) {
+    if (fscanf(f, "%ld", &limit) != 1)
+      limit = 65530;
+    fclose(f);
+  }
+  return limit > 0 ? (size_t)limit / 8 : 0;
+}
+
 int weft__stack_pool_init(weft__stack_pool *p, size_t stack_size) {
   memset(p, 0, sizeof *p);
   size_t ps = page_size();
   p->stack_size = (stack_size + ps - 1) & ~(ps - 1);
   p->max_free = 1024;
+  p->guard_budget = guard_budget();
   return pthread_mutex_init(&p->lock, NULL) ? WEFT_ENOMEM : 0;
 }
 
@@ -76,9 +93,12 @@ static weft__stack *stack_new(weft__stack_pool *p) {
            MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
   if (map == MAP_FAILED)
     return NULL;
-  /* A guard page costs a kernel mapping; past vm.max_map_count mprotect
-   * fails, and the stack then runs with its canary alone. */
-  int guarded = mprotect(map, ps, PROT_NONE) == 0;
+  pthread_mutex_lock(&p->lock);
+  int want_guard = p->guarded < p->guard_budget;
+  if (want_guard)
+    p->guarded++;
+  pthread_mutex_unlock(&p->lock);
+  int guarded = want_guard && mprotect(map, ps, PROT_NONE) == 0;
   weft__stack *s =
       (weft__stack *)((char *)map + map_size - sizeof(weft__stack));
   s->map = map;
@@ -90,6 +110,8 @@ static weft__stack *stack_new(weft__stack_pool *p) {
   pthread_mutex_lock(&p->lock);
   if (!guarded)
     p->unguarded++;
+  if (want_guard && !guarded)
+    p->guarded--;
   pthread_mutex_unlock(&p->lock);
   return s;
 }
@@ -112,7 +134,10 @@ weft__stack *weft__stack_get(weft__stack_pool *p) {
       return NULL;
     }
   }
-  *(uint64_t *)s->lo = CANARY;
+  /* A guarded stack needs no canary, and writing one would touch a page
+   * the task may never use (4 KiB of its ~9 KiB resident). */
+  if (!s->guarded)
+    *(uint64_t *)s->lo = CANARY;
   return s;
 }
 
@@ -127,17 +152,18 @@ void weft__stack_put(weft__stack_pool *p, weft__stack *s) {
   }
   pthread_mutex_unlock(&p->lock);
   if (s) {
-    if (!s->guarded) {
-      pthread_mutex_lock(&p->lock);
+    pthread_mutex_lock(&p->lock);
+    if (s->guarded)
+      p->guarded--;
+    else
       p->unguarded--;
-      pthread_mutex_unlock(&p->lock);
-    }
+    pthread_mutex_unlock(&p->lock);
     unmap(s);
   }
 }
 
 int weft__stack_check(const weft__stack *s) {
-  return *(const uint64_t *)s->lo == CANARY ? 0 : -1;
+  return s->guarded || *(const uint64_t *)s->lo == CANARY ? 0 : -1;
 }
 
 /* ---- switching ---- */

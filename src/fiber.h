@@ -33,7 +33,8 @@ typedef struct weft__stack_pool {
   weft__stack *free;
   size_t nfree, max_free;
   size_t stack_size;
-  size_t live, unguarded; /* statistics */
+  size_t guard_budget; /* guarded stacks allowed at once (map count) */
+  size_t live, guarded, unguarded; /* statistics */
 } weft__stack_pool;
 
 int weft__stack_pool_init(weft__stack_pool *p, size_t stack_size);
@@ -41,7 +42,8 @@ void weft__stack_pool_fini(weft__stack_pool *p);
 /* NULL when out of memory. */
 weft__stack *weft__stack_get(weft__stack_pool *p);
 void weft__stack_put(weft__stack_pool *p, weft__stack *s);
-/* 0 if the canary at the stack's low end is intact. */
+/* 0 if the stack is guarded (overflow faults) or, if unguarded, the
+ * canary at its low end is intact. */
 int weft__stack_check(const weft__stack *s);
 
 /* A thread's own context, to switch fibers from. */

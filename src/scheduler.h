@@ -63,6 +63,11 @@ struct weft_task {
   int wait_rc;
   int wait_for_end; /* in waiters: 1 = until DONE, 0 = until returned */
   int detached;     /* frees itself when DONE */
+  /* Blocking in a waiters list, under rt->lock: a wake that arrives while
+   * the task is still switching out is remembered and applied by the
+   * scheduler once it has (no lock is held across the switch: TSan sees
+   * each fiber as a thread of its own). */
+  int blocking, blocked, wake_pending;
   struct weft_task *all_prev, *all_next; /* every task object of rt */
 };
 
@@ -79,7 +84,7 @@ typedef enum after_switch {
   AFTER_NONE,
   AFTER_YIELD,  /* requeue the task */
   AFTER_WAIT,   /* add the task to the GPU wait set */
-  AFTER_UNLOCK, /* release rt->lock, taken by the task before suspending */
+  AFTER_BLOCK,  /* the task waits in another task's waiters list */
   AFTER_EXIT    /* the task returned: release its stack, finish it */
 } after_switch;
 

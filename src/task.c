@@ -126,7 +126,9 @@ static void wait_for(weft_runtime *rt, weft_task *other, int until_end) {
       self->next = other->waiters;
       other->waiters = self;
       self->state = TASK_SUSPENDED;
-      weft__sched_suspend(self, AFTER_UNLOCK);
+      self->blocking = 1;
+      pthread_mutex_unlock(&rt->lock);
+      weft__sched_suspend(self, AFTER_BLOCK);
       pthread_mutex_lock(&rt->lock);
     } else {
       other->thread_waiters++;
@@ -195,7 +197,12 @@ static void wake_waiters(weft_runtime *rt, weft_task *t, int ended) {
     weft_task *w = *pp;
     if (ended || !w->wait_for_end) {
       *pp = w->next;
-      weft__sched_ready(rt, w);
+      if (w->blocked) { /* switched out: make it ready */
+        w->blocked = 0;
+        weft__sched_ready(rt, w);
+      } else { /* still switching out: its scheduler will */
+        w->wake_pending = 1;
+      }
     } else {
       pp = &w->next;
     }
