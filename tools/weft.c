@@ -23,6 +23,17 @@ static const cli_command commands[] = {
      "                20 on the host backend)\n"
      "  --repeat R    timed runs per variant, 1-1000; the median is shown\n"
      "                (default 5)\n"},
+    {"bench", cmd_bench,
+     "[--backend B] [--list] [--quick] [--json FILE] [--repeat N] "
+     "[SCENARIO...]",
+     "run the benchmarks: weft against raw baselines, side by side",
+     "  --list        list the scenarios and exit\n"
+     "  --quick       small sizes and 3 repeats, for CI (seconds in all)\n"
+     "  --json FILE   also write every row to FILE as JSON\n"
+     "  --repeat N    timed repeats per variant, 1-1000; the median is "
+     "shown\n"
+     "                (default 7, or 3 with --quick)\n"
+     "  SCENARIO      run only these (default: all, in --list order)\n"},
     {"version", cmd_version, "", "print weft's version and backends", NULL},
     {"help", cmd_help, "[COMMAND]", "show this text, or a command's", NULL},
 };

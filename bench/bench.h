@@ -1,0 +1,161 @@
+/* weft's benchmarks: scenarios, the runner that times them, and the helpers
+ * every scenario uses.
+ *
+ * A scenario is one file, bench/sc_<name>.c, that defines
+ *   const bench_scenario bench_sc_<name> = {"<name>", "<description>", fn};
+ * and one line in BENCH_SCENARIOS (bench/scenarios.h), which sets the order
+ * of `weft bench --list`. CMake picks up every bench/sc_*.c by itself.
+ *
+ * fn measures weft and the scenario's baseline side by side in the same run
+ * and adds one row per variant with bench_report(). It checks its results
+ * before it reports a time; a failed check or weft call ends the scenario
+ * through bench_fail(), and `weft bench` then exits 1. Each scenario opens
+ * the runtimes it needs (bench_runtime_open) and closes them before it
+ * returns, so scenarios cannot disturb one another.
+ *
+ * Ratios: a row's ratio is its median over the median of the scenario's
+ * baseline row in the same unit, measured in the same run. A scenario may
+ * have one baseline per unit; rows in a unit without a baseline get none. */
+#ifndef WEFT_BENCH_H
+#define WEFT_BENCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "weft.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define BENCH_MAX_REPEAT 1000
+
+typedef struct bench_ctx bench_ctx;
+
+typedef struct bench_scenario {
+  const char *name;        /* what `weft bench NAME` selects */
+  const char *description; /* one line for --list */
+  /* Adds the scenario's rows. Returns 0, or BENCH_FAIL after bench_fail. */
+  int (*run)(bench_ctx *c);
+} bench_scenario;
+
+enum { BENCH_OK = 0, BENCH_FAIL = -1 };
+
+/* ---- what a scenario reads ---- */
+
+/* The backend every runtime of this run opens: HOST or CUDA, never AUTO. */
+weft_backend_kind bench_backend(const bench_ctx *c);
+/* 1 under --quick: sizes shrink so the whole suite runs in seconds. */
+int bench_quick(const bench_ctx *c);
+/* Timed repeats per variant (--repeat; default 7, quick 3). Every variant
+ * also runs once untimed first, to warm up. */
+int bench_repeat(const bench_ctx *c);
+/* full when not quick, else quick: the usual way to size a scenario. */
+long bench_size(const bench_ctx *c, long full, long quick);
+
+/* ---- timing ---- */
+
+/* CLOCK_MONOTONIC in nanoseconds. Callable from anywhere. */
+uint64_t bench_now_ns(void);
+
+/* The repeats of one variant, in the row's unit. */
+typedef struct bench_samples {
+  int n;
+  double v[BENCH_MAX_REPEAT];
+} bench_samples;
+
+typedef struct bench_stats {
+  double median, min, max;
+} bench_stats;
+
+void bench_samples_add(bench_samples *s, double value);
+/* Median (the mean of the middle two for an even count), min and max. */
+bench_stats bench_stats_of(const bench_samples *s);
+
+/* ---- rows ---- */
+
+enum { BENCH_BASELINE = 1u << 0 };
+
+/* Adds a row for the current scenario: variant, its repeats in unit ("ns",
+ * "us", "ms", "MiB", "B/task", ...), flags (BENCH_BASELINE) and free-text
+ * notes (printf format; may be NULL). Returns 0 or BENCH_FAIL (no samples,
+ * or out of memory). Call from the scenario's own thread. */
+int bench_report(bench_ctx *c, const char *variant, const char *unit,
+                 const bench_samples *s, unsigned flags, const char *notes, ...)
+    __attribute__((format(printf, 6, 7)));
+
+/* ---- failures ---- */
+
+/* Records why the scenario failed (the first message wins) and returns
+ * BENCH_FAIL. Thread-safe: tasks and threads of a scenario may call it. */
+int bench_fail(bench_ctx *c, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* 1 once bench_fail was called in the current scenario. */
+int bench_failed(bench_ctx *c);
+/* bench_fail for a weft call that returned rc, with the library's detail. */
+int bench_fail_weft(bench_ctx *c, int rc, const char *call);
+
+/* Evaluates a weft call; on failure records it and returns BENCH_FAIL from
+ * the enclosing function. */
+#define BENCH_TRY(c, call)                                                     \
+  do {                                                                         \
+    int bench_rc_ = (call);                                                    \
+    if (bench_rc_ != 0)                                                        \
+      return bench_fail_weft((c), bench_rc_, #call);                           \
+  } while (0)
+
+/* ---- runtimes ---- */
+
+/* Opens a runtime on the run's backend with the given worker count (0: the
+ * default, one per core). Returns 0 or BENCH_FAIL. */
+int bench_runtime_open(bench_ctx *c, int workers, weft_runtime **rt);
+/* Shuts *rt down (if not NULL) and sets it to NULL. Returns 0 or
+ * BENCH_FAIL; a scenario that already failed keeps its first message. */
+int bench_runtime_close(bench_ctx *c, weft_runtime **rt);
+/* Runs fn(arg) as one task of rt and waits for it from this thread.
+ * Returns 0 or BENCH_FAIL (spawn or join failed). */
+int bench_in_task(bench_ctx *c, weft_runtime *rt, weft_task_fn fn, void *arg);
+
+/* Copies n bytes of device memory at src to host memory at dst on the
+ * calling task's (or thread's) stream, after the work queued there, and
+ * waits. For result checks. Returns 0 or BENCH_FAIL. */
+int bench_fetch(bench_ctx *c, void *dst, const void *src, size_t n);
+
+/* ---- memory ---- */
+
+/* The process's resident set now and its peak so far, in bytes, from
+ * /proc/self/status (VmRSS, VmHWM). Returns 0, or -1 when unreadable. */
+int bench_rss(size_t *rss, size_t *peak);
+/* Hands freed heap memory back to the system (glibc), so that the next
+ * RSS reading starts from what is really in use. */
+void bench_trim(void);
+
+/* ---- the runner, for the command-line tool ---- */
+
+typedef struct bench_opts {
+  weft_backend_kind backend; /* HOST or CUDA: resolved by the caller */
+  const char *device;        /* device 0's name, for the header */
+  int quick;
+  int repeat;               /* 0: the default (7, or 3 under quick) */
+  const char *json_path;    /* NULL: no JSON */
+  const char *const *names; /* scenarios to run; NULL or none: all */
+  int nnames;
+  FILE *out; /* the table; stderr gets failures */
+} bench_opts;
+
+/* Every scenario, in BENCH_SCENARIOS order; *n receives the count. */
+const bench_scenario *const *bench_scenarios(size_t *n);
+/* The scenario called name, or NULL. */
+const bench_scenario *bench_find(const char *name);
+/* Runs the chosen scenarios, prints the table, writes the JSON (the rows
+ * made so far even when a scenario failed). Returns 0 when every scenario
+ * ran and passed its checks and the JSON was written, else 1, with each
+ * failure printed on stderr. */
+int bench_run(const bench_opts *o);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,158 @@
+/* launch: the host cost of one kernel launch.
+ *
+ * weft_launch of a one-thread kernel (tick: as cheap as an empty one, and it
+ * counts its runs) from a task, in batches: only the launch calls are
+ * timed, then weft_sync drains the batch untimed, so the device's queue
+ * never fills and blocks a launch. Baseline, from a plain thread: on CUDA,
+ * cudaLaunchKernel of the same __global__ function on a raw non-blocking
+ * stream (raw_cuda.cu); on the host backend, the backend's own launch
+ * (weft__launch) on a stream made directly. Both counters must equal the
+ * number of launches. Target: weft <= raw + 0.1 us. */
+#include <stdlib.h>
+
+#include "bench.h"
+#include "kernels.h"
+#include "raw.h"
+
+enum { BATCH = 256 };
+
+typedef struct launcher {
+  bench_ctx *c;
+  bench_kernels k;
+  long batches;
+  bench_samples s;
+} launcher;
+
+static long total_launches(launcher *l) {
+  return l->batches * BATCH * (bench_repeat(l->c) + 1);
+}
+
+static int check_count(launcher *l, unsigned *counter, const char *who) {
+  unsigned got = 0;
+  if (bench_fetch(l->c, &got, counter, sizeof got))
+    return BENCH_FAIL;
+  if ((long)got != total_launches(l))
+    return bench_fail(l->c, "%s: the kernel ran %u times, expected %ld", who,
+                      got, total_launches(l));
+  return 0;
+}
+
+static int weft_rounds(launcher *l) {
+  bench_ctx *c = l->c;
+  unsigned *counter;
+  BENCH_TRY(c, weft_device_alloc(sizeof *counter, (void **)&counter));
+  int rc = 0, e = weft_memset(counter, 0, sizeof *counter);
+  if (e)
+    rc = bench_fail_weft(c, e, "weft_memset");
+  void *args[] = {&counter};
+  for (int r = 0; rc == 0 && r <= bench_repeat(c); r++) {
+    uint64_t ns = 0;
+    for (long b = 0; rc == 0 && b < l->batches; b++) {
+      uint64_t t0 = bench_now_ns();
+      for (int i = 0; i < BATCH; i++) {
+        e = weft_launch(&l->k.tick, WEFT_DIM1(1), WEFT_DIM1(1), 0, args);
+        if (e) {
+          rc = bench_fail_weft(c, e, "weft_launch");
+          break;
+        }
+      }
+      ns += bench_now_ns() - t0;
+      e = weft_sync();
+      if (e && rc == 0)
+        rc = bench_fail_weft(c, e, "weft_sync");
+    }
+    if (r > 0)
+      bench_samples_add(&l->s, (double)ns / 1e3 / (double)(l->batches * BATCH));
+  }
+  if (rc == 0)
+    rc = check_count(l, counter, "weft");
+  e = weft_device_free(counter);
+  if (e && rc == 0)
+    rc = bench_fail_weft(c, e, "weft_device_free");
+  if ((e = weft_sync()) != 0 && rc == 0)
+    rc = bench_fail_weft(c, e, "weft_sync");
+  return rc;
+}
+
+static void launch_task(void *arg) { weft_rounds(arg); }
+
+static int raw_rounds(launcher *l, weft_runtime *rt) {
+  bench_ctx *c = l->c;
+  const bench_raw_ops *ops = bench_raw_for(bench_backend(c));
+  bench_raw *raw;
+  char err[512];
+  if (ops->open(rt, &raw, err, sizeof err))
+    return bench_fail(c, "%s", err);
+  unsigned *counter = NULL;
+  int rc = 0, e;
+  if ((e = weft_device_alloc(sizeof *counter, (void **)&counter)) != 0 ||
+      (e = weft_memset(counter, 0, sizeof *counter)) != 0 ||
+      (e = weft_sync()) != 0)
+    rc = bench_fail_weft(c, e, "counter setup");
+  for (int r = 0; rc == 0 && r <= bench_repeat(c); r++) {
+    uint64_t ns = 0;
+    for (long b = 0; rc == 0 && b < l->batches; b++) {
+      uint64_t t0 = bench_now_ns();
+      if (ops->launch(raw, BATCH, counter))
+        rc = bench_fail(c, "%s", raw->err);
+      ns += bench_now_ns() - t0;
+      if (rc == 0 && ops->sync(raw))
+        rc = bench_fail(c, "%s", raw->err);
+    }
+    if (r > 0)
+      bench_samples_add(&l->s, (double)ns / 1e3 / (double)(l->batches * BATCH));
+  }
+  if (rc == 0)
+    rc = check_count(l, counter, "raw");
+  ops->close(raw);
+  if (counter && (e = weft_device_free(counter)) != 0 && rc == 0)
+    rc = bench_fail_weft(c, e, "weft_device_free");
+  if ((e = weft_sync()) != 0 && rc == 0)
+    rc = bench_fail_weft(c, e, "weft_sync");
+  return rc;
+}
+
+static int run(bench_ctx *c) {
+  launcher *w = calloc(1, sizeof *w), *raw = calloc(1, sizeof *raw);
+  weft_runtime *rt = NULL;
+  int rc = w && raw ? 0 : bench_fail(c, "out of memory");
+  if (rc == 0)
+    rc = bench_runtime_open(c, 0, &rt);
+  if (rc == 0) {
+    w->c = raw->c = c;
+    bench_kernels_init(&w->k);
+    rc = bench_kernels_preload(&w->k);
+    if (rc)
+      rc = bench_fail_weft(c, rc, "weft_kernel_preload");
+    w->batches = raw->batches = bench_size(c, 80, 40);
+    if (rc == 0)
+      rc = bench_in_task(c, rt, launch_task, w);
+    if (rc == 0 && bench_failed(c))
+      rc = BENCH_FAIL;
+  }
+  if (rc == 0)
+    rc = raw_rounds(raw, rt);
+  if (bench_runtime_close(c, &rt))
+    rc = BENCH_FAIL;
+  if (rc == 0) {
+    double d = bench_stats_of(&w->s).median - bench_stats_of(&raw->s).median;
+    rc = bench_report(c, "weft_launch from a task", "us", &w->s, 0,
+                      "raw %+.3f us; target <= raw + 0.1 us (%s); %ld "
+                      "launches per repeat",
+                      d, d <= 0.1 ? "met" : "MISSED", w->batches * BATCH);
+  }
+  if (rc == 0)
+    rc = bench_report(c,
+                      bench_backend(c) == WEFT_BACKEND_CUDA
+                          ? "raw cudaLaunchKernel, own stream"
+                          : "raw weft__launch, backend stream (host ops)",
+                      "us", &raw->s, BENCH_BASELINE,
+                      "from a plain thread; batches of %d, synced untimed",
+                      BATCH);
+  free(w);
+  free(raw);
+  return rc;
+}
+
+const bench_scenario bench_sc_launch = {
+    "launch", "host cost of weft_launch from a task vs a raw launch", run};

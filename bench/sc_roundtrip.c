@@ -1,0 +1,191 @@
+/* roundtrip: launch a kernel and wait for it, from a task.
+ *
+ * A task launches tick and calls weft_sync, over and over, on a runtime with
+ * one worker that two other tasks keep busy (they weft_yield in a loop):
+ * the wait must suspend the task, let the others run, and notice the
+ * completion quickly. Also with the worker otherwise idle. Baseline, from a
+ * plain thread that does nothing else: the launch, an event record and a
+ * loop polling the event (raw CUDA: cudaLaunchKernel, cudaEventRecord,
+ * cudaEventQuery; host backend: weft__launch, weft__event_record,
+ * weft__event_query on a stream made directly). The counters must equal
+ * the number of launches. Target: weft <= raw + 1 us, while busy. */
+#include <stdatomic.h>
+#include <stdlib.h>
+
+#include "bench.h"
+#include "kernels.h"
+#include "raw.h"
+
+enum { NBUSY = 2 };
+
+typedef struct trip {
+  bench_ctx *c;
+  weft_runtime *rt;
+  bench_kernels k;
+  long n; /* round trips per repeat */
+  int busy;
+  atomic_int stop;
+  atomic_long yields; /* by the busy tasks while timed */
+  bench_samples s;
+} trip;
+
+static void busy_task(void *arg) {
+  trip *t = arg;
+  while (!atomic_load_explicit(&t->stop, memory_order_relaxed)) {
+    weft_yield();
+    atomic_fetch_add_explicit(&t->yields, 1, memory_order_relaxed);
+  }
+}
+
+static long expected(trip *t) { return t->n * (bench_repeat(t->c) + 1); }
+
+static int check_count(trip *t, unsigned *counter, const char *who) {
+  unsigned got = 0;
+  if (bench_fetch(t->c, &got, counter, sizeof got))
+    return BENCH_FAIL;
+  if ((long)got != expected(t))
+    return bench_fail(t->c, "%s: the kernel ran %u times, expected %ld", who,
+                      got, expected(t));
+  return 0;
+}
+
+static int timed_trips(trip *t, unsigned *counter) {
+  bench_ctx *c = t->c;
+  void *args[] = {&counter};
+  for (int r = 0; r <= bench_repeat(c); r++) {
+    if (r == 1)
+      atomic_store(&t->yields, 0);
+    uint64_t t0 = bench_now_ns();
+    for (long i = 0; i < t->n; i++) {
+      BENCH_TRY(c,
+                weft_launch(&t->k.tick, WEFT_DIM1(1), WEFT_DIM1(1), 0, args));
+      BENCH_TRY(c, weft_sync());
+    }
+    uint64_t t1 = bench_now_ns();
+    if (r > 0)
+      bench_samples_add(&t->s, (double)(t1 - t0) / 1e3 / (double)t->n);
+  }
+  return 0;
+}
+
+static void measure_task(void *arg) {
+  trip *t = arg;
+  bench_ctx *c = t->c;
+  weft_task *busy[NBUSY];
+  int nbusy = 0, e;
+  for (; nbusy < t->busy; nbusy++)
+    if ((e = weft_task_spawn(t->rt, &busy[nbusy], busy_task, t, NULL)) != 0) {
+      bench_fail_weft(c, e, "weft_task_spawn(busy)");
+      break;
+    }
+  unsigned *counter = NULL;
+  if ((e = weft_device_alloc(sizeof *counter, (void **)&counter)) != 0 ||
+      (e = weft_memset(counter, 0, sizeof *counter)) != 0)
+    bench_fail_weft(c, e, "counter setup");
+  if (!bench_failed(c) && timed_trips(t, counter) == 0)
+    check_count(t, counter, "weft");
+  atomic_store(&t->stop, 1);
+  for (int i = 0; i < nbusy; i++)
+    if ((e = weft_task_join(busy[i])) != 0)
+      bench_fail_weft(c, e, "weft_task_join(busy)");
+  if (counter && (e = weft_device_free(counter)) != 0)
+    bench_fail_weft(c, e, "weft_device_free");
+  if ((e = weft_sync()) != 0)
+    bench_fail_weft(c, e, "weft_sync");
+}
+
+static int weft_variant(bench_ctx *c, trip *t, int busy) {
+  t->c = c;
+  t->busy = busy;
+  bench_kernels_init(&t->k);
+  int rc = bench_runtime_open(c, 1, &t->rt);
+  if (rc == 0 && (rc = bench_kernels_preload(&t->k)) != 0)
+    rc = bench_fail_weft(c, rc, "weft_kernel_preload");
+  if (rc == 0)
+    rc = bench_in_task(c, t->rt, measure_task, t);
+  if (bench_runtime_close(c, &t->rt) || bench_failed(c))
+    rc = BENCH_FAIL;
+  return rc;
+}
+
+static int raw_variant(bench_ctx *c, trip *t) {
+  weft_runtime *rt = NULL;
+  t->c = c;
+  if (bench_runtime_open(c, 1, &rt))
+    return BENCH_FAIL;
+  const bench_raw_ops *ops = bench_raw_for(bench_backend(c));
+  bench_raw *raw = NULL;
+  char err[512];
+  int rc = 0, e;
+  if (ops->open(rt, &raw, err, sizeof err))
+    rc = bench_fail(c, "%s", err);
+  unsigned *counter = NULL;
+  if (rc == 0 &&
+      ((e = weft_device_alloc(sizeof *counter, (void **)&counter)) != 0 ||
+       (e = weft_memset(counter, 0, sizeof *counter)) != 0 ||
+       (e = weft_sync()) != 0))
+    rc = bench_fail_weft(c, e, "counter setup");
+  for (int r = 0; rc == 0 && r <= bench_repeat(c); r++) {
+    uint64_t t0 = bench_now_ns();
+    if (ops->roundtrip(raw, (int)t->n, counter))
+      rc = bench_fail(c, "%s", raw->err);
+    uint64_t t1 = bench_now_ns();
+    if (r > 0)
+      bench_samples_add(&t->s, (double)(t1 - t0) / 1e3 / (double)t->n);
+  }
+  if (rc == 0)
+    rc = check_count(t, counter, "raw");
+  if (raw)
+    ops->close(raw);
+  if (counter && (e = weft_device_free(counter)) != 0 && rc == 0)
+    rc = bench_fail_weft(c, e, "weft_device_free");
+  if ((e = weft_sync()) != 0 && rc == 0)
+    rc = bench_fail_weft(c, e, "weft_sync");
+  if (bench_runtime_close(c, &rt))
+    rc = BENCH_FAIL;
+  return rc;
+}
+
+static int run(bench_ctx *c) {
+  trip *t = calloc(3, sizeof *t); /* busy, idle, raw */
+  if (!t)
+    return bench_fail(c, "out of memory");
+  long n = bench_size(c, 3000, 300);
+  t[0].n = t[1].n = t[2].n = n;
+  int rc = weft_variant(c, &t[0], NBUSY);
+  if (rc == 0)
+    rc = weft_variant(c, &t[1], 0);
+  if (rc == 0)
+    rc = raw_variant(c, &t[2]);
+  if (rc == 0) {
+    double raw = bench_stats_of(&t[2].s).median;
+    double d = bench_stats_of(&t[0].s).median - raw;
+    double per =
+        (double)atomic_load(&t[0].yields) / (double)(n * bench_repeat(c));
+    rc = bench_report(c, "weft launch+sync, 2 busy tasks, 1 worker", "us",
+                      &t[0].s, 0,
+                      "raw %+.2f us; target <= raw + 1 us (%s); the busy "
+                      "tasks yielded %.1f times per round trip",
+                      d, d <= 1.0 ? "met" : "MISSED", per);
+    if (rc == 0) {
+      d = bench_stats_of(&t[1].s).median - raw;
+      rc = bench_report(c, "weft launch+sync, worker otherwise idle", "us",
+                        &t[1].s, 0, "raw %+.2f us", d);
+    }
+  }
+  if (rc == 0)
+    rc = bench_report(c,
+                      bench_backend(c) == WEFT_BACKEND_CUDA
+                          ? "raw launch + event record + query loop"
+                          : "raw host ops: launch, record, query loop",
+                      "us", &t[2].s, BENCH_BASELINE,
+                      "a plain thread polling without pause; %ld trips per "
+                      "repeat",
+                      n);
+  free(t);
+  return rc;
+}
+
+const bench_scenario bench_sc_roundtrip = {
+    "roundtrip",
+    "launch + weft_sync from a task on a busy worker vs raw polling", run};

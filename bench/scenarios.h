@@ -1,0 +1,16 @@
+/* The scenarios of `weft bench`, in the order they run and are listed.
+ * X(name) refers to `const bench_scenario bench_sc_<name>`, defined in
+ * bench/sc_<name>.c; a new scenario is that file and one line here. */
+#ifndef WEFT_BENCH_SCENARIOS_H
+#define WEFT_BENCH_SCENARIOS_H
+
+#define BENCH_SCENARIOS(X)                                                     \
+  X(switch)                                                                    \
+  X(spawn)                                                                     \
+  X(live)                                                                      \
+  X(stream)                                                                    \
+  X(launch)                                                                    \
+  X(roundtrip)                                                                 \
+  X(tasks)
+
+#endif

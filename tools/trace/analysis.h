@@ -1,0 +1,143 @@
+/* The numbers drawn from a trace: how the span of GPU activity divides into
+ * compute, memory-only and idle time, how much kernels overlapped copies,
+ * why each stream sat idle, the top kernels, copy bandwidth, launch delays,
+ * queue lengths and per-task totals. Every formula is written beside its
+ * code in analysis.c and in docs/TRACE.md. All times are microseconds.
+ *
+ * A value that has no meaning for a trace (a percentage of an empty span, a
+ * median of no launches) is marked absent, never NaN. */
+#ifndef WEFT_TRACE_ANALYSIS_H
+#define WEFT_TRACE_ANALYSIS_H
+
+#include <stdio.h>
+
+#include "model.h"
+
+typedef struct trace_interval {
+  double start, end;
+} trace_interval;
+
+/* Sorts iv[0, n) by start and merges overlapping and touching intervals in
+ * place; returns how many disjoint intervals remain. Empty intervals (end <=
+ * start) are dropped. */
+size_t trace_intervals_union(trace_interval *iv, size_t n);
+
+/* Sum of end - start over disjoint intervals. */
+double trace_intervals_length(const trace_interval *iv, size_t n);
+
+/* Writes the intersection of two sorted disjoint lists to out (room for
+ * na + nb intervals, or NULL to only measure) and returns its total length;
+ * *nout gets the count when out is given. */
+double trace_intervals_intersect(const trace_interval *a, size_t na,
+                                 const trace_interval *b, size_t nb,
+                                 trace_interval *out, size_t *nout);
+
+/* The temporal breakdown of one device, or of all of them together. */
+typedef struct trace_breakdown {
+  int64_t device;     /* -1 for all devices */
+  size_t ops;         /* kernels + copies + memsets */
+  size_t kernels, copies, memsets;
+  double start, end;  /* first GPU op start, last GPU op end */
+  double span;        /* end - start */
+  double busy;        /* |union of all GPU ops| */
+  double compute;     /* |union of kernels| */
+  double memory;      /* |union of copies and memsets| */
+  double overlap;     /* |union(kernels) ∩ union(copies, memsets)| */
+  double non_compute; /* memory - overlap */
+  double idle;        /* span - busy */
+} trace_breakdown;
+
+/* Idle gaps and queue length of one GPU stream. */
+typedef struct trace_stream_stats {
+  uint32_t lane; /* index in the model's gpu_lanes */
+  size_t ops;
+  double start, end, span; /* the stream's first start to its last end */
+  double busy, idle;       /* idle = span - busy = the sum of the gaps */
+  double host_wait, kernel_wait, other_wait;
+  size_t gaps;
+  size_t queue_max;  /* most ops launched and not finished at once */
+  double queue_mean; /* time-weighted mean of that count */
+} trace_stream_stats;
+
+typedef struct trace_kernel_stats {
+  uint32_t name;
+  size_t count;
+  double total, min, max;
+} trace_kernel_stats;
+
+/* Copies by direction, and memsets in the last row. */
+enum { TRACE_COPY_ROW_MEMSET = TRACE_COPY_NDIRS, TRACE_COPY_ROWS };
+
+typedef struct trace_copy_stats {
+  size_t count;
+  size_t with_bytes;     /* ops that gave args.bytes */
+  double bytes;          /* their bytes */
+  double total;          /* time of all the row's ops */
+  double total_with_bytes; /* time of the ops that gave bytes */
+  size_t pageable;       /* copies from or to pageable host memory */
+} trace_copy_stats;
+
+typedef struct trace_launch_stats {
+  size_t matched;   /* GPU ops whose launch call is in the trace */
+  size_t unmatched; /* GPU ops without one */
+  double median, p90, max, min; /* launch delays, when matched > 0 */
+} trace_launch_stats;
+
+typedef struct trace_task_stats {
+  int64_t task;
+  uint32_t name;
+  size_t slices;   /* run slices ("task" spans) */
+  double run;      /* their total time */
+  double wait;     /* total time of its "weft_wait" spans */
+  size_t waits;
+  size_t gpu_ops;
+  double gpu;      /* sum of its GPU ops' durations */
+  size_t streams_at, nstreams; /* its lanes: task_streams[streams_at ...] */
+} trace_task_stats;
+
+typedef struct trace_analysis {
+  size_t gpu_ops;
+  trace_breakdown all; /* all devices together */
+  trace_breakdown *devices;
+  size_t ndevices;
+  /* union(kernels) ∩ union(copies, memsets) over all devices, for the
+   * SVG's overlap band. */
+  trace_interval *overlap;
+  size_t noverlap;
+
+  trace_stream_stats *streams; /* in lane order */
+  size_t nstreams;
+  double host_wait, kernel_wait, other_wait, stream_idle; /* summed */
+
+  trace_kernel_stats *kernels; /* by total time, longest first */
+  size_t nkernels;
+  trace_copy_stats copies[TRACE_COPY_ROWS];
+  trace_launch_stats launch;
+
+  trace_task_stats *tasks; /* by GPU time, then run time, then id */
+  size_t ntasks;
+  uint32_t *task_streams;
+} trace_analysis;
+
+/* Computes everything for m into a. Returns 0, or -1 when out of memory.
+ * Free a with trace_analysis_free either way. */
+int trace_analyze(const trace_model *m, trace_analysis *a);
+
+void trace_analysis_free(trace_analysis *a);
+
+/* The share part / whole in percent, or -1 when whole is not positive. */
+double trace_pct(double part, double whole);
+
+typedef struct trace_report_opts {
+  const char *source; /* the file name shown in the report */
+  int json;           /* 1: the JSON report, else text */
+  int top;            /* rows of the kernel and task tables (default 10) */
+} trace_report_opts;
+
+/* Prints the report of m and a to f, as aligned text tables or as JSON
+ * (schema "weft-trace-report/1", docs/TRACE.md). Returns 0, or -1 when
+ * writing failed. */
+int trace_report_print(FILE *f, const trace_model *m, const trace_analysis *a,
+                       const trace_report_opts *opts);
+
+#endif

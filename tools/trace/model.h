@@ -1,0 +1,142 @@
+/* A trace in memory: the operations of a Chrome Trace Event file (as written
+ * by weft's tracer or by PyTorch's profiler, Kineto), classified into GPU
+ * kernels, copies and memsets, CUDA API calls, weft task run slices and
+ * waits. docs/TRACE.md describes the fields read.
+ *
+ * The loader is strict about syntax (json.h) and about the types of the
+ * fields it uses, and liberal about everything else: unknown keys, unknown
+ * event phases ("s", "f", "i", ...) and unknown categories are passed over
+ * or kept as "other". */
+#ifndef WEFT_TRACE_MODEL_H
+#define WEFT_TRACE_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* An absent integer field (correlation, task). */
+#define TRACE_NONE INT64_MIN
+
+typedef enum trace_op_kind {
+  TRACE_OP_KERNEL,  /* cat "kernel" */
+  TRACE_OP_MEMCPY,  /* cat "gpu_memcpy" */
+  TRACE_OP_MEMSET,  /* cat "gpu_memset" */
+  TRACE_OP_RUNTIME, /* cat "cuda_runtime" or "cuda_driver": an API call */
+  TRACE_OP_TASK,    /* cat "task": one run slice of a weft task */
+  TRACE_OP_WAIT,    /* cat "weft_wait": a weft task waiting */
+  TRACE_OP_OTHER,
+  TRACE_OP_NKINDS
+} trace_op_kind;
+
+typedef enum trace_copy_dir {
+  TRACE_COPY_NONE, /* not a copy */
+  TRACE_COPY_HTOD,
+  TRACE_COPY_DTOH,
+  TRACE_COPY_DTOD,
+  TRACE_COPY_HTOH,
+  TRACE_COPY_OTHER, /* peer-to-peer, arrays, or unknown */
+  TRACE_COPY_NDIRS
+} trace_copy_dir;
+
+/* The host side of a copy, from Kineto's "(Pageable -> Device)" names. */
+typedef enum trace_host_mem {
+  TRACE_MEM_UNKNOWN,
+  TRACE_MEM_PAGEABLE,
+  TRACE_MEM_PINNED
+} trace_host_mem;
+
+typedef struct trace_op {
+  double ts, dur;      /* microseconds; dur >= 0 */
+  int64_t correlation; /* args.correlation, or TRACE_NONE */
+  int64_t bytes;       /* args.bytes, or -1 */
+  int64_t task;        /* args.task, or TRACE_NONE */
+  uint32_t name, cat;  /* string ids (trace_model_str) */
+  uint32_t task_name;  /* args.task_name, or 0 ("") */
+  uint32_t lane;       /* GPU ops: index in gpu_lanes; API calls, tasks and
+                          waits: index in threads; other: TRACE_NO_OP */
+  uint32_t launch;     /* GPU ops: index of the API call with the same
+                          correlation, or TRACE_NO_OP */
+  uint8_t kind;        /* trace_op_kind */
+  uint8_t copy;        /* trace_copy_dir */
+  uint8_t host_mem;    /* trace_host_mem */
+} trace_op;
+
+#define TRACE_NO_OP UINT32_MAX
+
+/* One GPU stream: device = args.device (else pid), stream = args.stream
+ * (else tid, or the number in a tid like "stream 7"). */
+typedef struct trace_gpu_lane {
+  int64_t device, stream;
+  size_t nops;
+} trace_gpu_lane;
+
+/* A pid or tid: JSON allows either a number or a string. */
+typedef struct trace_id {
+  int64_t num;
+  uint32_t str; /* string id when is_str */
+  int is_str;
+} trace_id;
+
+/* One CPU thread with API calls, task slices or waits, with the names from
+ * "M" metadata events when given. */
+typedef struct trace_thread {
+  trace_id pid, tid;
+  uint32_t name;         /* thread_name, or 0 */
+  uint32_t process_name; /* process_name, or 0 */
+  size_t nops;
+} trace_thread;
+
+typedef struct trace_model {
+  trace_op *ops; /* sorted by ts, ties in file order */
+  size_t nops;
+  trace_gpu_lane *gpu_lanes; /* sorted by device, then stream */
+  size_t ngpu_lanes;
+  trace_thread *threads; /* sorted by pid, then tid */
+  size_t nthreads;
+  size_t count[TRACE_OP_NKINDS]; /* ops of each kind */
+
+  /* Events read, by phase: "X" (complete), "M" (metadata), and the rest,
+   * which are counted and ignored. */
+  size_t events, complete, metadata, ignored;
+
+  /* Interned strings, all NUL-terminated: id 0 is "". */
+  char *strings;
+  size_t strings_len, strings_cap;
+  size_t *string_offsets;
+  size_t nstrings, string_offsets_cap;
+  uint32_t *string_table; /* open addressing: string id + 1, or 0 */
+  size_t string_table_cap;
+} trace_model;
+
+/* Where a load failed: a message naming the byte offset. */
+typedef struct trace_error {
+  char message[320];
+} trace_error;
+
+/* Loads the trace in buf[0, len) into m, which the caller frees with
+ * trace_model_free (also after a failure). Returns 0, or -1 with the reason
+ * in err. buf is not kept. */
+int trace_model_load(trace_model *m, const void *buf, size_t len,
+                     trace_error *err);
+
+/* Reads the file at path ("-" for standard input) and loads it. */
+int trace_model_load_file(trace_model *m, const char *path, trace_error *err);
+
+void trace_model_free(trace_model *m);
+
+/* The string with id (0 is ""). */
+const char *trace_model_str(const trace_model *m, uint32_t id);
+
+/* 1 for kernels, copies and memsets: the operations that run on a GPU. */
+int trace_op_is_gpu(const trace_op *op);
+
+/* "kernel", "memcpy", "memset", "runtime", "task", "wait", "other". */
+const char *trace_op_kind_name(trace_op_kind kind);
+
+/* "HtoD", "DtoH", "DtoD", "HtoH", "other" ("" for TRACE_COPY_NONE). */
+const char *trace_copy_dir_name(trace_copy_dir dir);
+
+/* Writes a thread's label into out: its thread_name, else "pid P tid T". */
+void trace_thread_label(const trace_model *m, const trace_thread *t, char *out,
+                        size_t size);
+
+#endif
