@@ -32,6 +32,7 @@ typedef struct demo {
   unsigned log2n;
   unsigned long long n; /* floats per array */
   unsigned blocks;      /* grid of partial_reduce and divide_by */
+  int depth;            /* pipelined variant's depth; 0: the default */
 
   weft__stream *streams[DEMO_MAX_ARRAYS];
   weft__event *start, *final, *end[DEMO_MAX_ARRAYS];
@@ -377,7 +378,7 @@ static int teardown(demo *d) {
 }
 
 static int parse_args(cli_global *g, int argc, char **argv, long *arrays,
-                      long *log2n, long *repeat) {
+                      long *log2n, long *repeat, long *depth) {
   for (int i = 1; i < argc; i++) {
     const char *v;
     int m;
@@ -397,6 +398,9 @@ static int parse_args(cli_global *g, int argc, char **argv, long *arrays,
     } else if ((m = cli_flag_value(argc, argv, &i, "--repeat", &v)) != 0) {
       if (m < 0 || cli_parse_long("--repeat", v, 1, DEMO_MAX_REPEAT, repeat))
         return CLI_USAGE;
+    } else if ((m = cli_flag_value(argc, argv, &i, "--depth", &v)) != 0) {
+      if (m < 0 || cli_parse_long("--depth", v, 1, 64, depth))
+        return CLI_USAGE;
     } else {
       return cli_bad_arg("demo", argv[i]);
     }
@@ -405,8 +409,8 @@ static int parse_args(cli_global *g, int argc, char **argv, long *arrays,
 }
 
 int cmd_demo(cli_global *g, int argc, char **argv) {
-  long arrays = 10, log2n = 0, repeat = 5;
-  int rc = parse_args(g, argc, argv, &arrays, &log2n, &repeat);
+  long arrays = 10, log2n = 0, repeat = 5, depth = 0;
+  int rc = parse_args(g, argc, argv, &arrays, &log2n, &repeat, &depth);
   if (rc != CLI_OK)
     return rc < 0 ? CLI_OK : rc;
 
@@ -423,6 +427,7 @@ int cmd_demo(cli_global *g, int argc, char **argv) {
   if (log2n == 0) /* the host backend is a CPU: keep its default run short */
     log2n = kind == WEFT_BACKEND_CUDA ? 24 : 20;
   d->narrays = (int)arrays;
+  d->depth = (int)depth;
   d->repeat = (int)repeat;
   d->log2n = (unsigned)log2n;
   d->n = 1ull << d->log2n;

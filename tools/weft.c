@@ -15,13 +15,15 @@ static int cmd_help(cli_global *g, int argc, char **argv);
 static const cli_command commands[] = {
     {"info", cmd_info, "[--backend B]",
      "show the backends built and each device's properties", NULL},
-    {"demo", cmd_demo, "[--backend B] [--arrays N] [--log2n K] [--repeat R]",
+    {"demo", cmd_demo,
+     "[--backend B] [--arrays N] [--log2n K] [--repeat R] [--depth D]",
      "normalise arrays on one stream and on many, timed with events",
      "  --arrays N    number of arrays, 1-64 (default 10)\n"
      "  --log2n K     each array holds 2^K floats, 8-28 (default 24 on "
      "CUDA,\n"
      "                20 on the host backend)\n"
      "  --repeat R    timed runs per variant, 1-1000; the median is shown\n"
+     "  --depth D     arrays in flight in the pipelined variant (default 3)\n"
      "                (default 5)\n"},
     {"bench", cmd_bench,
      "[--backend B] [--list] [--quick] [--json FILE] [--repeat N] "
