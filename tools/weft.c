@@ -23,8 +23,8 @@ static const cli_command commands[] = {
      "CUDA,\n"
      "                20 on the host backend)\n"
      "  --repeat R    timed runs per variant, 1-1000; the median is shown\n"
-     "  --depth D     arrays in flight in the pipelined variant (default 3)\n"
-     "                (default 5)\n"},
+     "                (default 5)\n"
+     "  --depth D     arrays in flight in the pipelined variant (default 3)\n"},
     {"bench", cmd_bench,
      "[--backend B] [--list] [--quick] [--json FILE] [--repeat N] "
      "[SCENARIO...]",

@@ -16,7 +16,8 @@ enum {
   GROUP_H = 20,   /* a device's or the CPU's heading */
   BAND_H = 12,    /* the overlap band */
   STRIP_H = 6,    /* API calls and waits inside a CPU lane */
-  AXIS_H = 40
+  AXIS_H = 40,
+  SMALL_PX = 4    /* narrower ops of one colour merge with neighbours */
 };
 
 /* Colours, one per kind drawn (Tableau 10). */
@@ -196,7 +197,8 @@ static void row_flush(row *r) {
     fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" "
                "fill=\"%s\"%s%s/>",
             r->x0, r->y, w, r->h, colors[best].fill,
-            w >= 4 ? " stroke=\"#fff\" stroke-width=\"0.5\"" : "", opacity);
+            w >= SMALL_PX ? " stroke=\"#fff\" stroke-width=\"0.5\"" : "",
+            opacity);
   }
   fputs("</g>\n", f);
   /* A name inside the rectangle when it fits a few characters. */
@@ -213,10 +215,15 @@ static void row_add(row *r, const trace_op *op, int color, uint32_t name) {
   canvas *c = r->c;
   double x0 = px(c, op->ts), x1 = px(c, op->ts + op->dur);
   /* Merge when the gap to the pending rectangle is under a pixel and either
-   * side is under a pixel wide: a pixel cannot show the difference. Wider
-   * ops keep their own rectangle, name and tooltip; each is at least a
-   * pixel wide, so a row holds at most about one per pixel. */
-  if (r->has && x0 - r->x1 < 1.0 && (x1 - x0 < 1.0 || r->x1 - r->x0 < 1.0)) {
+   * side is under a pixel wide (a pixel cannot show the difference), or
+   * both have one colour and one is too narrow for a label or an edge (a
+   * run of short kernels reads as one bar, not as a barcode). Other ops
+   * keep their own rectangle, name and tooltip; each is at least a pixel
+   * wide, so a row holds at most about one per pixel. */
+  double w = x1 - x0, pw = r->x1 - r->x0;
+  if (r->has && x0 - r->x1 < 1.0 &&
+      (w < 1.0 || pw < 1.0 ||
+       (color == r->color && (w < SMALL_PX || pw < SMALL_PX)))) {
     if (x1 > r->x1)
       r->x1 = x1;
     if (op->ts + op->dur > r->t1)
