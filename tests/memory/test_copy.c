@@ -1,0 +1,293 @@
+/* weft_copy in every direction, byte-exact.
+ *
+ * One round queues, on the calling task's or thread's stream:
+ *   pageable -> device d1, d1 -> device d2, d2 -> pageable o1,
+ *   d2 -> pinned p2, pinned p1 -> device d3, d3 -> pageable o2,
+ *   p1 -> pinned p3, pageable -> pageable o3,
+ * then weft_sync, and only then checks that every destination equals the
+ * source (pageable destinations are written by helper tasks that weft_sync
+ * waits for, so nothing is checked before it) and that the bytes after
+ * each host destination are untouched. Sources are random and never zero,
+ * destinations start zeroed, so short, shifted or swapped chunks show.
+ *
+ * Sizes sit on the edges of the 4 MiB staging chunks (0, 1, 7, 4 MiB - 1,
+ * 4 MiB, 4 MiB + 1, 9 MiB + 3) plus one large copy (96 MiB, 20 MiB under
+ * sanitizers or WEFT_TEST_QUICK) through pageable and pinned memory. The
+ * rounds run on the main thread, in a task, on a second plain thread,
+ * and in several tasks at once (the large copy in one task only, to keep
+ * the test fast); a task also copies from and to its own stack. */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mem_common.h"
+
+enum { GUARD = 64, GUARD_BYTE = 0xC3 };
+
+static const size_t sizes[] = {
+    0, 1, 7, 4 * MT_MIB - 1, 4 * MT_MIB, 4 * MT_MIB + 1, 9 * MT_MIB + 3};
+enum { NSIZES = sizeof sizes / sizeof sizes[0] };
+
+static weft_runtime *rt;
+
+typedef enum kind { PAGEABLE, PINNED, DEVICE } kind;
+
+/* A buffer of up to cap bytes plus GUARD bytes for a guard pattern. */
+typedef struct buf {
+  kind k;
+  size_t cap;
+  unsigned char *p;
+} buf;
+
+static buf buf_new(kind k, size_t cap) {
+  buf b = {k, cap, NULL};
+  size_t total = cap + GUARD;
+  if (k == PAGEABLE) {
+    b.p = malloc(total);
+    CHECK(b.p != NULL);
+  } else if (k == PINNED) {
+    CHECK_OK(weft_pinned_alloc(total, (void **)&b.p));
+  } else {
+    CHECK_OK(weft_device_alloc(total, (void **)&b.p));
+  }
+  return b;
+}
+
+static void buf_free(buf *b) {
+  if (b->k == PAGEABLE)
+    free(b->p);
+  else if (b->k == PINNED)
+    CHECK_OK(weft_pinned_free(b->p));
+  else
+    CHECK_OK(weft_device_free(b->p));
+  b->p = NULL;
+}
+
+/* A host destination for n bytes: zeroed, then the guard. For 0 bytes one
+ * zero byte stands in, which must stay 0. */
+static void dst_reset(buf *b, size_t n) {
+  size_t m = n ? n : 1;
+  memset(b->p, 0, m);
+  memset(b->p + m, GUARD_BYTE, GUARD);
+}
+
+/* It holds want (or, for 0 bytes, is untouched) and its guard is intact. */
+static void dst_check(const buf *b, size_t n, const unsigned char *want,
+                      const char *what, const char *where) {
+  char msg[160];
+  snprintf(msg, sizeof msg, "%s, %s", what, where);
+  if (n)
+    mt_check_same(b->p, want, n, msg);
+  else
+    mt_check_all(b->p, 0, 1, msg);
+  mt_check_all(b->p + (n ? n : 1), GUARD_BYTE, GUARD, msg);
+}
+
+/* The buffers of a round, allocated once for the largest size: fresh
+ * memory for every size would spend the test's time in page faults. Device
+ * buffers keep the previous round's bytes, which new random data differ
+ * from, so a copy left out still shows. */
+typedef struct set {
+  buf h, p1, d1, d2, d3, o1, o2, o3, p2, p3;
+} set;
+
+static void set_new(set *s, size_t cap) {
+  s->h = buf_new(PAGEABLE, cap);
+  s->p1 = buf_new(PINNED, cap);
+  s->d1 = buf_new(DEVICE, cap);
+  s->d2 = buf_new(DEVICE, cap);
+  s->d3 = buf_new(DEVICE, cap);
+  s->o1 = buf_new(PAGEABLE, cap);
+  s->o2 = buf_new(PAGEABLE, cap);
+  s->o3 = buf_new(PAGEABLE, cap);
+  s->p2 = buf_new(PINNED, cap);
+  s->p3 = buf_new(PINNED, cap);
+}
+
+static void set_free(set *s) {
+  buf_free(&s->d1);
+  buf_free(&s->d2);
+  buf_free(&s->d3);
+  CHECK_OK(weft_sync());
+  buf_free(&s->h);
+  buf_free(&s->p1);
+  buf_free(&s->o1);
+  buf_free(&s->o2);
+  buf_free(&s->o3);
+  buf_free(&s->p2);
+  buf_free(&s->p3);
+}
+
+/* Every direction for n bytes. */
+static void round_all(set *s, size_t n, uint64_t *seed, const char *where) {
+  size_t m = n ? n : 1;
+  mt_fill(s->h.p, m, seed);
+  memset(s->h.p + m, GUARD_BYTE, GUARD);
+  memcpy(s->p1.p, s->h.p, m);
+  dst_reset(&s->o1, n);
+  dst_reset(&s->o2, n);
+  dst_reset(&s->o3, n);
+  dst_reset(&s->p2, n);
+  dst_reset(&s->p3, n);
+
+  CHECK_OK(weft_copy(s->d1.p, s->h.p, n));  /* pageable -> device */
+  CHECK_OK(weft_copy(s->d2.p, s->d1.p, n)); /* device -> device */
+  CHECK_OK(weft_copy(s->o1.p, s->d2.p, n)); /* device -> pageable */
+  CHECK_OK(weft_copy(s->p2.p, s->d2.p, n)); /* device -> pinned */
+  CHECK_OK(weft_copy(s->d3.p, s->p1.p, n)); /* pinned -> device */
+  CHECK_OK(weft_copy(s->o2.p, s->d3.p, n)); /* device -> pageable */
+  CHECK_OK(weft_copy(s->p3.p, s->p1.p, n)); /* pinned -> pinned */
+  CHECK_OK(weft_copy(s->o3.p, s->h.p, n));  /* pageable -> pageable */
+  CHECK_OK(weft_sync());
+
+  dst_check(&s->o1, n, s->h.p, "pageable->device->device->pageable", where);
+  dst_check(&s->p2, n, s->h.p, "pageable->device->device->pinned", where);
+  dst_check(&s->o2, n, s->h.p, "pinned->device->pageable", where);
+  dst_check(&s->p3, n, s->h.p, "pinned->pinned", where);
+  dst_check(&s->o3, n, s->h.p, "pageable->pageable", where);
+  mt_check_all(s->h.p + m, GUARD_BYTE, GUARD, "source guard");
+}
+
+/* One large copy: pageable -> device -> pageable and -> pinned, and
+ * pinned -> device -> pageable. */
+static void round_large(uint64_t *seed, const char *where) {
+  size_t n = tt_quick() ? 20 * MT_MIB + 5 : 96 * MT_MIB;
+  buf h = buf_new(PAGEABLE, n), d = buf_new(DEVICE, n);
+  buf o = buf_new(PAGEABLE, n), p = buf_new(PINNED, n);
+  mt_fill(h.p, n, seed);
+  dst_reset(&o, n);
+  dst_reset(&p, n);
+  CHECK_OK(weft_copy(d.p, h.p, n));
+  CHECK_OK(weft_copy(o.p, d.p, n));
+  CHECK_OK(weft_copy(p.p, d.p, n));
+  CHECK_OK(weft_sync());
+  dst_check(&o, n, h.p, "large pageable->device->pageable", where);
+  dst_check(&p, n, h.p, "large pageable->device->pinned", where);
+
+  /* Back the other way from the pinned copy, into a clean pageable. */
+  dst_reset(&o, n);
+  CHECK_OK(weft_memset(d.p, 0, n));
+  CHECK_OK(weft_copy(d.p, p.p, n));
+  CHECK_OK(weft_copy(o.p, d.p, n));
+  CHECK_OK(weft_sync());
+  dst_check(&o, n, h.p, "large pinned->device->pageable", where);
+
+  buf_free(&d);
+  CHECK_OK(weft_sync());
+  buf_free(&h);
+  buf_free(&o);
+  buf_free(&p);
+}
+
+typedef struct job {
+  uint64_t seed;
+  int first, last; /* range of sizes[] */
+  int large;
+  const char *where;
+  int ok;
+} job;
+
+static void run_job(job *j) {
+  set s;
+  set_new(&s, sizes[j->last]);
+  for (int i = j->first; i <= j->last; i++)
+    round_all(&s, sizes[i], &j->seed, j->where);
+  set_free(&s);
+  if (j->large)
+    round_large(&j->seed, j->where);
+  j->ok = 1;
+}
+
+static void job_task(void *arg) { run_job(arg); }
+
+static void *job_thread(void *arg) {
+  run_job(arg);
+  return NULL;
+}
+
+/* Copies from and to the task's own stack. */
+static void stack_task(void *arg) {
+  unsigned char src[300], back[300 + GUARD], pinned_back[300];
+  uint64_t seed = 4242;
+  mt_fill(src, sizeof src, &seed);
+  memset(back, 0, sizeof back);
+  memset(back + 300, GUARD_BYTE, GUARD);
+  void *d;
+  unsigned char *p;
+  CHECK_OK(weft_device_alloc(300, &d));
+  CHECK_OK(weft_pinned_alloc(300, (void **)&p));
+  memset(p, 0, 300);
+  CHECK_OK(weft_copy(d, src, 300));
+  CHECK_OK(weft_copy(back, d, 300));
+  CHECK_OK(weft_copy(p, d, 300));
+  CHECK_OK(weft_device_free(d));
+  CHECK_OK(weft_sync());
+  mt_check_same(back, src, 300, "stack->device->stack");
+  mt_check_all(back + 300, GUARD_BYTE, GUARD, "stack destination guard");
+  memcpy(pinned_back, p, 300);
+  mt_check_same(pinned_back, src, 300, "stack->device->pinned");
+  CHECK_OK(weft_pinned_free(p));
+  *(int *)arg = 1;
+}
+
+int main(void) {
+  rt = tt_open(NULL);
+
+  /* Zero bytes succeed even with NULL pointers. */
+  CHECK_OK(weft_copy(NULL, NULL, 0));
+
+  /* The main thread: every size. */
+  job main_job = {.seed = 1,
+                  .first = 0,
+                  .last = NSIZES - 1,
+                  .large = 0,
+                  .where = "main thread"};
+  run_job(&main_job);
+
+  /* A task: every size, and the large copy. */
+  job task_job = {
+      .seed = 2, .first = 0, .last = NSIZES - 1, .large = 1, .where = "task"};
+  weft_task *t;
+  CHECK_OK(weft_task_spawn(rt, &t, job_task, &task_job, NULL));
+  CHECK_OK(weft_task_join(t));
+  CHECK(task_job.ok);
+
+  /* A second plain thread, with its own stream. */
+  job thread_job = {.seed = 3,
+                    .first = 0,
+                    .last = NSIZES - 1,
+                    .large = 0,
+                    .where = "second thread"};
+  pthread_t th;
+  CHECK(pthread_create(&th, NULL, job_thread, &thread_job) == 0);
+  CHECK(pthread_join(th, NULL) == 0);
+  CHECK(thread_job.ok);
+
+  /* Several tasks staging multi-chunk copies at once. */
+  enum { PAR = 3 };
+  job par[PAR];
+  weft_task *pt[PAR];
+  for (int i = 0; i < PAR; i++) {
+    par[i] = (job){.seed = 10 + (uint64_t)i,
+                   .first = 3,
+                   .last = NSIZES - 1,
+                   .where = "concurrent tasks"};
+    CHECK_OK(weft_task_spawn(rt, &pt[i], job_task, &par[i], NULL));
+  }
+  for (int i = 0; i < PAR; i++) {
+    CHECK_OK(weft_task_join(pt[i]));
+    CHECK(par[i].ok);
+  }
+
+  int stack_ok = 0;
+  CHECK_OK(weft_task_spawn(rt, &t, stack_task, &stack_ok, NULL));
+  CHECK_OK(weft_task_join(t));
+  CHECK(stack_ok);
+
+  weft_mem_stats s = mt_stats(rt);
+  CHECK_EQ_INT(s.pinned_blocks, 0);
+  CHECK_EQ_INT(s.device_allocs, 0);
+  tt_close(rt);
+  puts("ok");
+  return 0;
+}

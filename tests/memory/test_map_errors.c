@@ -1,0 +1,136 @@
+/* weft_map_chunks when the chunk function fails (map.h: "Returns 0 or an
+ * error, which stops the map"; the map returns the first error).
+ *
+ * - depth 1: chunks run in order, so the failure at chunk k means exactly
+ *   k + 1 calls, the error returned, and chunks before k complete;
+ * - depth 2, 3 and 8 over many chunks: chunk 0 fails while every other
+ *   chunk in flight waits (yielding) until that failure happened; once
+ *   they return, the map must start no new chunk. The bound allows each
+ *   other stream a couple of chunks for the moment the stop takes to be
+ *   seen: a map that carried on would call the function for nearly all
+ *   of the 40 * depth chunks.
+ * Afterwards nothing is left allocated, the caller's own stream has no
+ * error pending, and a new map works. From the main thread and a task. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "mem_common.h"
+
+static weft_runtime *rt;
+
+typedef struct fail_ctx {
+  size_t fail_at;
+  int wait_for_failure; /* other chunks wait until fail_at has failed */
+  int failed;
+  int total;
+  int after; /* calls that began after the failure */
+} fail_ctx;
+
+static int failing_fn(void *dev_in, void *dev_out, size_t index, void *user) {
+  fail_ctx *c = user;
+  tt_add(&c->total, 1);
+  if (index == c->fail_at) {
+    tt_store(&c->failed, 1);
+    return WEFT_ERANGE;
+  }
+  if (tt_load(&c->failed))
+    tt_add(&c->after, 1);
+  while (c->wait_for_failure && !tt_load(&c->failed))
+    weft_yield();
+  return 0;
+}
+
+static void after_failure_clean(void) {
+  CHECK_OK(weft_sync()); /* the failure was the map's, not the caller's */
+  weft_mem_stats s = mt_stats(rt);
+  CHECK_EQ_INT(s.device_allocs, 0);
+  CHECK_EQ_INT(s.pinned_blocks, 0);
+}
+
+/* depth 1: stops right at the failing chunk. */
+static void sequential_stop(void) {
+  enum { N = 10, FLOATS = 500, FAIL = 4 };
+  size_t chunk = FLOATS * sizeof(float);
+  float *in = malloc(chunk * N), *out = malloc(chunk * N);
+  CHECK(in != NULL && out != NULL);
+  for (int i = 0; i < N * FLOATS; i++)
+    in[i] = (float)(i % 1000 + 1);
+  memset(out, 0, chunk * N);
+  fail_ctx c = {.fail_at = FAIL};
+  weft_map_opts o;
+  weft_map_opts_init(&o);
+  o.depth = 1;
+  CHECK_ERR(weft_map_chunks(in, chunk, out, 0, N, failing_fn, &c, &o),
+            WEFT_ERANGE);
+  CHECK_EQ_INT(c.total, FAIL + 1);
+  /* The chunks before the failure went through (fn left them as they
+   * were: in place, no kernel). */
+  mt_check_same(out, in, chunk * FAIL, "chunks before the failure");
+  free(in);
+  free(out);
+  after_failure_clean();
+}
+
+/* Several streams: a failure on one stops the others. */
+static void parallel_stop(int depth) {
+  size_t n = 40 * (size_t)depth, chunk = 256 * sizeof(float);
+  float *in = calloc(n, chunk), *out = calloc(n, chunk);
+  CHECK(in != NULL && out != NULL);
+  fail_ctx c = {.fail_at = 0, .wait_for_failure = 1};
+  weft_map_opts o;
+  weft_map_opts_init(&o);
+  o.depth = depth;
+  CHECK_ERR(weft_map_chunks(in, chunk, out, chunk, n, failing_fn, &c, &o),
+            WEFT_ERANGE);
+  int limit = 3 * (depth - 1);
+  CHECK_MSG(c.after <= limit,
+            "depth %d: after chunk 0 failed, the map went on to call the "
+            "chunk function %d more times (of %zu chunks; at most %d "
+            "expected): the failure did not stop the map",
+            depth, c.after, n, limit);
+  free(in);
+  free(out);
+  after_failure_clean();
+}
+
+static int ok_fn(void *dev_in, void *dev_out, size_t index, void *user) {
+  tt_add((int *)user, 1);
+  return weft_copy(dev_out, dev_in, 64);
+}
+
+static void still_works(void) {
+  unsigned char in[64 * 5], out[64 * 5];
+  uint64_t seed = 5;
+  mt_fill(in, sizeof in, &seed);
+  memset(out, 0, sizeof out);
+  int calls = 0;
+  CHECK_OK(weft_map_chunks(in, 64, out, 64, 5, ok_fn, &calls, NULL));
+  CHECK_EQ_INT(calls, 5);
+  mt_check_same(out, in, sizeof in, "a map after failed maps");
+}
+
+static void all(void) {
+  sequential_stop();
+  static const int depths[] = {2, 3, 8};
+  for (int i = 0; i < 3; i++)
+    parallel_stop(depths[i]);
+  still_works();
+}
+
+static void all_task(void *arg) {
+  all();
+  *(int *)arg = 1;
+}
+
+int main(void) {
+  rt = tt_open(NULL);
+  all();
+  int ok = 0;
+  weft_task *t;
+  CHECK_OK(weft_task_spawn(rt, &t, all_task, &ok, NULL));
+  CHECK_OK(weft_task_join(t));
+  CHECK(ok);
+  tt_close(rt);
+  puts("ok");
+  return 0;
+}

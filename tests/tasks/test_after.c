@@ -1,0 +1,254 @@
+/* weft_task_after orders the caller's stream after another task's GPU work,
+ * in each state the other task can be in when it is called:
+ *   - not yet returned (the caller suspends until it returns),
+ *   - returned with GPU work still queued (a device-side wait),
+ *   - completed (nothing to wait for),
+ * from a task and from a plain thread; and its errors.
+ *
+ * X writes a value into device memory behind a gate (a kernel spinning on
+ * a flag); Y, after weft_task_after(X), copies that memory to pinned memory
+ * with a kernel. While the gate is closed Y's copy must not have run; once
+ * it opens Y must see X's value. Without the ordering Y's copy would run at
+ * once and read the old value. */
+#include <stdio.h>
+
+#include "task_common.h"
+
+static weft_runtime *rt;
+
+typedef struct scene {
+  tt_gate gate;
+  int *d;   /* device int X writes */
+  int *out; /* pinned int Y's kernel copies d into */
+  int value;
+  int gated;
+  weft_task *x, *y;
+  int x_started;
+  int x_started_when_y_called;
+  int y_queued;
+  int y_rc, y_sync_rc, y_seen;
+} scene;
+
+static scene sc;
+
+static void task_x(void *arg) {
+  tt_store(&sc.x_started, 1);
+  if (sc.gated)
+    tt_gate_launch(&sc.gate);
+  void *args[] = {&sc.d, &sc.value};
+  CHECK_OK(weft_launch(&tk.set_value, WEFT_DIM1(1), WEFT_DIM1(1), 0, args));
+  if (!sc.gated)
+    CHECK_OK(weft_sync());
+}
+
+static void copy_out(void) {
+  void *args[] = {&sc.out, &sc.d};
+  CHECK_OK(weft_launch(&tk.copy_int, WEFT_DIM1(1), WEFT_DIM1(1), 0, args));
+}
+
+static void task_y(void *arg) {
+  sc.x_started_when_y_called = tt_load(&sc.x_started);
+  sc.y_rc = weft_task_after(sc.x);
+  copy_out();
+  tt_store(&sc.y_queued, 1);
+  sc.y_sync_rc = weft_sync();
+  sc.y_seen = *sc.out;
+}
+
+static void reset(int value, int gated) {
+  sc.value = value;
+  sc.gated = gated;
+  sc.x_started = sc.x_started_when_y_called = sc.y_queued = 0;
+  sc.y_rc = sc.y_sync_rc = sc.y_seen = -99;
+  *sc.out = -1;
+  /* d starts at 0 */
+  CHECK_OK(weft_memset(sc.d, 0, sizeof(int)));
+  CHECK_OK(weft_sync());
+}
+
+/* While the gate is closed, Y's copy must be held back. */
+static void check_held_then_open(void) {
+  tt_wait_flag(&sc.y_queued, 10000, "Y to queue its copy");
+  tt_sleep_ms(20); /* gives a wrongly unordered copy time to run */
+  int seen = tt_load(sc.out);
+  int state = tt_gate_state(&sc.gate);
+  tt_gate_open(&sc.gate);
+  CHECK_MSG(seen == -1, "Y's copy ran before X's gated work (out = %d)", seen);
+  CHECK_MSG(state == TEST_SPIN_STARTED, "X's gate is not spinning (state %d)",
+            state);
+}
+
+static void check_y(void) {
+  CHECK_OK(sc.y_rc);
+  CHECK_OK(sc.y_sync_rc);
+  CHECK_EQ_INT(sc.y_seen, sc.value);
+}
+
+/* X not yet returned: Y and X spawned by a parent task on one worker, Y
+ * first, so Y calls weft_task_after before X has even started. */
+static void parent(void *arg) {
+  CHECK_OK(weft_task_spawn(rt, &sc.y, task_y, NULL, NULL));
+  CHECK_OK(weft_task_spawn(rt, &sc.x, task_x, NULL, NULL));
+  CHECK_OK(weft_task_join(sc.y));
+  CHECK_OK(weft_task_join(sc.x));
+}
+
+static void not_yet_returned(void) {
+  reset(41, 1);
+  weft_task *p;
+  CHECK_OK(weft_task_spawn(rt, &p, parent, NULL, NULL));
+  check_held_then_open();
+  CHECK_OK(weft_task_join(p));
+  CHECK_MSG(!sc.x_started_when_y_called,
+            "X had started before Y called weft_task_after: this case did not "
+            "test a task still to return");
+  check_y();
+}
+
+static void wait_state(weft_task *t, int want_done) {
+  int64_t deadline = tt_now_ns() + 10000000000LL;
+  while (!(want_done ? tt_task_done(t) : tt_task_returned(t))) {
+    CHECK_MSG(tt_now_ns() < deadline, "task did not %s within 10 s",
+              want_done ? "complete" : "return");
+    tt_sleep_ms(1);
+  }
+}
+
+/* X returned, its gated work still queued. */
+static void returned_pending(void) {
+  reset(42, 1);
+  CHECK_OK(weft_task_spawn(rt, &sc.x, task_x, NULL, NULL));
+  wait_state(sc.x, 0);
+  CHECK(!tt_task_done(sc.x)); /* the gate holds its work */
+  CHECK_OK(weft_task_spawn(rt, &sc.y, task_y, NULL, NULL));
+  check_held_then_open();
+  CHECK_OK(weft_task_join(sc.y));
+  CHECK_OK(weft_task_join(sc.x));
+  check_y();
+}
+
+/* X completed: weft_task_after has nothing to wait for. */
+static void completed(void) {
+  reset(43, 0);
+  CHECK_OK(weft_task_spawn(rt, &sc.x, task_x, NULL, NULL));
+  wait_state(sc.x, 1);
+  CHECK_OK(weft_task_spawn(rt, &sc.y, task_y, NULL, NULL));
+  CHECK_OK(weft_task_join(sc.y));
+  CHECK_OK(weft_task_join(sc.x));
+  check_y();
+}
+
+/* A plain thread orders its own stream after X. */
+static void from_thread(void) {
+  reset(44, 1);
+  CHECK_OK(weft_task_spawn(rt, &sc.x, task_x, NULL, NULL));
+  CHECK_OK(weft_task_after(sc.x)); /* blocks until X returned */
+  CHECK(tt_task_returned(sc.x));
+  copy_out();
+  weft_event *ev;
+  CHECK_OK(weft_event_create(&ev));
+  CHECK_OK(weft_event_record(ev));
+  tt_sleep_ms(20);
+  CHECK_ERR(weft_event_query(ev), WEFT_EAGAIN);
+  CHECK_EQ_INT(tt_load(sc.out), -1);
+  tt_gate_open(&sc.gate);
+  CHECK_OK(weft_sync());
+  CHECK_OK(weft_event_query(ev));
+  CHECK_EQ_INT(*sc.out, 44);
+  CHECK_OK(weft_event_destroy(&ev));
+  CHECK_OK(weft_task_join(sc.x));
+}
+
+/* A chain of tasks, each after the previous, all spawned at once. */
+typedef struct link {
+  weft_task *prev;
+  float a, b;
+} link;
+
+static float *chain_d;
+
+static void chain_task(void *arg) {
+  link *l = arg;
+  if (l->prev)
+    CHECK_OK(weft_task_after(l->prev));
+  int n = 1;
+  void *args[] = {&chain_d, &n, &l->a, &l->b};
+  CHECK_OK(weft_launch(&tk.axpb, WEFT_DIM1(1), WEFT_DIM1(1), 0, args));
+}
+
+static void chain(void) {
+  enum { N = 64 };
+  static link ls[N];
+  weft_task *t[N];
+  float *h;
+  CHECK_OK(weft_pinned_alloc(sizeof(float), (void **)&h));
+  CHECK_OK(weft_device_alloc(sizeof(float), (void **)&chain_d));
+  *h = 3.0f;
+  CHECK_OK(weft_copy(chain_d, h, sizeof(float)));
+  CHECK_OK(weft_sync());
+  float want = 3.0f;
+  for (int i = 0; i < N; i++) {
+    ls[i] = (link){.prev = i ? t[i - 1] : NULL,
+                   .a = (i % 3 == 0) ? -1.0f : 1.0f,
+                   .b = (float)(i % 7 - 3)};
+    want = want * ls[i].a + ls[i].b;
+    CHECK_OK(weft_task_spawn(rt, &t[i], chain_task, &ls[i], NULL));
+  }
+  /* The last task's completion covers the whole chain. */
+  CHECK_OK(weft_task_after(t[N - 1]));
+  CHECK_OK(weft_copy(h, chain_d, sizeof(float)));
+  CHECK_OK(weft_sync());
+  CHECK_MSG(*h == want, "chain result %g, expected %g", (double)*h,
+            (double)want);
+  for (int i = 0; i < N; i++)
+    CHECK_OK(weft_task_join(t[i]));
+  CHECK_OK(weft_device_free(chain_d));
+  CHECK_OK(weft_sync());
+  CHECK_OK(weft_pinned_free(h));
+}
+
+/* ---- errors ---- */
+
+static void after_self(void *arg) {
+  int *rc = arg;
+  *rc = weft_task_after(weft_task_self());
+}
+
+static void nothing(void *arg) {}
+
+static void errors(void) {
+  CHECK_ERR(weft_task_after(NULL), WEFT_EINVAL);
+  int rc = 0;
+  weft_task *t;
+  CHECK_OK(weft_task_spawn(rt, &t, after_self, &rc, NULL));
+  CHECK_OK(weft_task_join(t));
+  CHECK_ERR(rc, WEFT_ESTATE);
+  CHECK_OK(weft_task_spawn(rt, &t, nothing, NULL, NULL));
+  CHECK_OK(weft_task_join(t));
+  CHECK_ERR(weft_task_after(t), WEFT_EHANDLE);
+  /* Those refusals are not GPU errors of this thread. */
+  CHECK_OK(weft_sync());
+}
+
+int main(void) {
+  for (int workers = 1; workers <= 3; workers += 2) {
+    rt = tt_open_workers(workers);
+    tt_gate_init(&sc.gate);
+    CHECK_OK(weft_pinned_alloc(sizeof(int), (void **)&sc.out));
+    CHECK_OK(weft_device_alloc(sizeof(int), (void **)&sc.d));
+    if (workers == 1) /* needs Y to run before X on the one worker */
+      not_yet_returned();
+    returned_pending();
+    completed();
+    from_thread();
+    chain();
+    errors();
+    CHECK_OK(weft_device_free(sc.d));
+    CHECK_OK(weft_sync());
+    CHECK_OK(weft_pinned_free(sc.out));
+    tt_gate_fini(&sc.gate);
+    tt_close(rt);
+  }
+  puts("ok");
+  return 0;
+}

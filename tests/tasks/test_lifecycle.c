@@ -1,0 +1,287 @@
+/* The runtime's life: calls with no runtime open, init with options, bad
+ * options, shutdown waiting for every live task (detached, never joined,
+ * never started), shutdown refused while user objects live (the runtime
+ * working on afterwards), and init/shutdown refused inside a task. */
+#include <pthread.h>
+#include <sched.h>
+#include <string.h>
+
+#include "scheduler.h"
+#include "task_common.h"
+
+static void no_runtime_calls(void) {
+  int x = 0;
+  void *p = &x;
+  weft_event *ev = (weft_event *)&x;
+  CHECK_ERR(weft_sync(), WEFT_ESTATE);
+  CHECK(strstr(weft_last_error_message(), "weft_sync") != NULL);
+  CHECK_ERR(weft_copy(&x, &x, sizeof x), WEFT_ESTATE);
+  CHECK_ERR(weft_memset(&x, 0, sizeof x), WEFT_ESTATE);
+  CHECK_ERR(weft_device_alloc(16, &p), WEFT_ESTATE);
+  CHECK_ERR(weft_pinned_alloc(16, &p), WEFT_ESTATE);
+  CHECK(p == &x); /* a failed call leaves its outputs alone */
+  CHECK_ERR(weft_event_create(&ev), WEFT_ESTATE);
+  CHECK(ev == (weft_event *)&x);
+  CHECK_ERR(weft_device_sync(), WEFT_ESTATE);
+  CHECK(weft_stream_current() == NULL);
+  CHECK(weft_task_self() == NULL);
+  CHECK(strcmp(weft_task_name(NULL), "") == 0);
+  weft_yield(); /* returns at once on a plain thread */
+}
+
+/* Tasks that each wait (busy, without yielding) until all of them run at
+ * once: only possible with at least `want` workers. */
+typedef struct together {
+  int want;
+  int arrived;
+  int ok;
+} together;
+
+static void meet(void *arg) {
+  together *t = arg;
+  tt_add(&t->arrived, 1);
+  int64_t deadline = tt_now_ns() + 10000000000LL;
+  while (tt_load(&t->arrived) < t->want && tt_now_ns() < deadline)
+    sched_yield();
+  if (tt_load(&t->arrived) >= t->want)
+    tt_add(&t->ok, 1);
+}
+
+static void add_one(void *arg) { tt_add(arg, 1); }
+
+static void gpu_roundtrip(void *arg) {
+  int *out = arg; /* pinned */
+  int *d = NULL;
+  int v = 1234;
+  CHECK_OK(weft_device_alloc(sizeof(int), (void **)&d));
+  void *args[] = {&d, &v};
+  CHECK_OK(weft_launch(&tk.set_value, WEFT_DIM1(1), WEFT_DIM1(1), 0, args));
+  CHECK_OK(weft_copy(out, d, sizeof(int)));
+  CHECK_OK(weft_device_free(d));
+  CHECK_OK(weft_sync());
+  CHECK_EQ_INT(*out, 1234);
+}
+
+static void check_works(weft_runtime *rt) {
+  int *out;
+  CHECK_OK(weft_pinned_alloc(sizeof(int), (void **)&out));
+  *out = -1;
+  weft_task *t;
+  CHECK_OK(weft_task_spawn(rt, &t, gpu_roundtrip, out, NULL));
+  CHECK_OK(weft_task_join(t));
+  CHECK_EQ_INT(*out, 1234);
+  CHECK_OK(weft_pinned_free(out));
+}
+
+static void init_with(int workers, size_t stack) {
+  weft_runtime_opts o;
+  weft_runtime_opts_init(&o);
+  CHECK_EQ_INT(o.struct_size, sizeof o);
+  o.workers = workers;
+  o.stack_size = stack;
+  weft_runtime *rt = tt_open(&o);
+  CHECK_EQ_INT(rt->nworkers, workers);
+  CHECK(rt->stacks.stack_size >= stack);
+
+  together tg = {.want = workers};
+  weft_task *t[64];
+  for (int i = 0; i < workers; i++)
+    CHECK_OK(weft_task_spawn(rt, &t[i], meet, &tg, NULL));
+  for (int i = 0; i < workers; i++)
+    CHECK_OK(weft_task_join(t[i]));
+  CHECK_MSG(tg.ok == workers,
+            "with %d workers only %d tasks ran at the same time", workers,
+            tg.ok);
+
+  int n = 0;
+  for (int i = 0; i < 64; i++)
+    CHECK_OK(weft_task_spawn(rt, &t[i], add_one, &n, NULL));
+  for (int i = 0; i < 64; i++)
+    CHECK_OK(weft_task_join(t[i]));
+  CHECK_EQ_INT(n, 64);
+  check_works(rt);
+  tt_close(rt);
+  /* The thread's context died with the runtime. */
+  CHECK_ERR(weft_sync(), WEFT_ESTATE);
+}
+
+static void bad_options(void) {
+  weft_runtime *const sentinel = (weft_runtime *)(uintptr_t)0x5eed;
+  weft_runtime *rt = sentinel;
+  weft_runtime_opts o;
+
+  weft_runtime_opts_init(&o);
+  o.struct_size = 0;
+  CHECK_ERR(weft_init(&rt, &o), WEFT_EINVAL);
+  CHECK(strstr(weft_last_error_message(), "struct_size") != NULL);
+  weft_runtime_opts_init(&o);
+  o.struct_size = sizeof o + 8;
+  CHECK_ERR(weft_init(&rt, &o), WEFT_EINVAL);
+
+  weft_runtime_opts_init(&o);
+  o.stack_size = 4096;
+  CHECK_ERR(weft_init(&rt, &o), WEFT_EINVAL);
+  CHECK(strstr(weft_last_error_message(), "stack_size") != NULL);
+  o.stack_size = 16 * 1024 - 1;
+  CHECK_ERR(weft_init(&rt, &o), WEFT_EINVAL);
+  o.stack_size = ((size_t)1 << 30) + 1;
+  CHECK_ERR(weft_init(&rt, &o), WEFT_EINVAL);
+
+  weft_runtime_opts_init(&o);
+  o.workers = -1;
+  CHECK_ERR(weft_init(&rt, &o), WEFT_EINVAL);
+  weft_runtime_opts_init(&o);
+  o.host_threads = -2;
+  CHECK_ERR(weft_init(&rt, &o), WEFT_EINVAL);
+  weft_runtime_opts_init(&o);
+  o.backend = (weft_backend_kind)42;
+  CHECK_ERR(weft_init(&rt, &o), WEFT_EINVAL);
+
+  CHECK_ERR(weft_init(NULL, NULL), WEFT_EINVAL);
+  CHECK_ERR(weft_shutdown(NULL), WEFT_EINVAL);
+  CHECK(rt == sentinel);
+  /* Failed inits opened nothing. */
+  CHECK_ERR(weft_sync(), WEFT_ESTATE);
+
+  /* The smallest stack accepted, and one not a multiple of the page size. */
+  weft_runtime_opts_init(&o);
+  o.stack_size = 16 * 1024;
+  rt = tt_open(&o);
+  check_works(rt);
+  tt_close(rt);
+  o.stack_size = 20000;
+  rt = tt_open(&o);
+  CHECK(rt->stacks.stack_size >= 20000);
+  check_works(rt);
+  tt_close(rt);
+}
+
+/* ---- shutdown waits for live tasks ---- */
+
+enum { HOLDERS = 16, KEPT = 4 };
+
+typedef struct shut_state {
+  weft_runtime *rt;
+  int release;
+  int done[HOLDERS + KEPT];
+  int extra_spawned, extra_ran;
+  int refused; /* a spawn saw WEFT_ESTATE */
+} shut_state;
+
+static shut_state ss;
+
+static void holder(void *arg) {
+  int i = (int)(intptr_t)arg;
+  for (int k = 0; k < 100; k++)
+    weft_yield();
+  while (!tt_load(&ss.release))
+    weft_yield();
+  for (int k = 0; k < 100; k++)
+    weft_yield();
+  tt_store(&ss.done[i], 1);
+}
+
+static void extra(void *arg) { tt_add(&ss.extra_ran, 1); }
+
+/* Spawns small tasks until the runtime refuses (it is shutting down), then
+ * lets the holders finish. */
+static void *releaser(void *arg) {
+  int64_t deadline = tt_now_ns() + 20000000000LL;
+  for (;;) {
+    int rc = weft_task_spawn(ss.rt, NULL, extra, NULL, NULL);
+    if (rc == WEFT_ESTATE) {
+      tt_store(&ss.refused, 1);
+      break;
+    }
+    CHECK_OK(rc);
+    ss.extra_spawned++;
+    CHECK_MSG(tt_now_ns() < deadline, "weft_shutdown never began");
+    tt_sleep_ms(1);
+  }
+  /* Shutdown is now waiting; none of the holders may have ended. */
+  for (int i = 0; i < HOLDERS + KEPT; i++)
+    CHECK_MSG(!tt_load(&ss.done[i]), "holder %d ended before release", i);
+  tt_store(&ss.release, 1);
+  return NULL;
+}
+
+static void shutdown_waits(void) {
+  ss.rt = tt_open(NULL);
+  /* Detached at spawn, and joinable handles never joined. */
+  for (int i = 0; i < HOLDERS; i++)
+    CHECK_OK(weft_task_spawn(ss.rt, NULL, holder, (void *)(intptr_t)i, NULL));
+  weft_task *kept[KEPT];
+  for (int i = 0; i < KEPT; i++)
+    CHECK_OK(weft_task_spawn(ss.rt, &kept[i], holder,
+                             (void *)(intptr_t)(HOLDERS + i), NULL));
+  pthread_t th;
+  CHECK(pthread_create(&th, NULL, releaser, NULL) == 0);
+  CHECK_OK(weft_shutdown(ss.rt));
+  CHECK(pthread_join(th, NULL) == 0);
+  CHECK(ss.refused);
+  for (int i = 0; i < HOLDERS + KEPT; i++)
+    CHECK_MSG(ss.done[i],
+              "task %d had not finished when weft_shutdown returned", i);
+  CHECK_EQ_INT(ss.extra_ran, ss.extra_spawned);
+}
+
+/* ---- shutdown refused while user objects live ---- */
+
+static void busy_objects(void) {
+  weft_runtime *rt = tt_open(NULL);
+  weft_event *ev = NULL;
+  CHECK_OK(weft_event_create(&ev));
+  CHECK_ERR(weft_shutdown(rt), WEFT_EBUSY);
+  CHECK(strstr(weft_last_error_message(), "1 events") != NULL);
+  /* Nothing was closed: tasks, GPU work and the event still work. */
+  check_works(rt);
+  CHECK_OK(weft_event_record(ev));
+  CHECK_OK(weft_event_sync(ev));
+  CHECK_OK(weft_event_destroy(&ev));
+  CHECK(ev == NULL);
+
+  void *p = NULL, *d = NULL;
+  CHECK_OK(weft_pinned_alloc(100, &p));
+  CHECK_ERR(weft_shutdown(rt), WEFT_EBUSY);
+  CHECK_OK(weft_pinned_free(p));
+  CHECK_OK(weft_device_alloc(100, &d));
+  CHECK_OK(weft_sync());
+  CHECK_ERR(weft_shutdown(rt), WEFT_EBUSY);
+  CHECK_OK(weft_device_free(d));
+  CHECK_OK(weft_sync());
+  check_works(rt);
+  tt_close(rt);
+}
+
+/* ---- init and shutdown are refused inside a task ---- */
+
+static void lifecycle_in_task(void *arg) {
+  weft_runtime *rt = arg;
+  weft_runtime *other = (weft_runtime *)(uintptr_t)0x5eed;
+  CHECK_ERR(weft_init(&other, NULL), WEFT_ESTATE);
+  CHECK(other == (weft_runtime *)(uintptr_t)0x5eed);
+  CHECK_ERR(weft_shutdown(rt), WEFT_ESTATE);
+}
+
+static void in_task(void) {
+  weft_runtime *rt = tt_open(NULL);
+  weft_task *t;
+  CHECK_OK(weft_task_spawn(rt, &t, lifecycle_in_task, rt, NULL));
+  CHECK_OK(weft_task_join(t));
+  check_works(rt);
+  tt_close(rt);
+}
+
+int main(void) {
+  no_runtime_calls();
+  bad_options();
+  init_with(1, 0);
+  init_with(2, 128 * 1024);
+  init_with(4, 256 * 1024);
+  shutdown_waits();
+  busy_objects();
+  in_task();
+  no_runtime_calls();
+  puts("ok");
+  return 0;
+}

@@ -1,0 +1,126 @@
+/* A high-priority task runs before the normal tasks queued ahead of it,
+ * and its stream has the device's greatest priority.
+ *
+ * On one worker, a blocker task keeps the worker busy (spinning, without
+ * yielding) while N normal tasks and then one high-priority task are
+ * spawned, from the main thread or from the blocker itself; then the
+ * blocker yields and ends. Each task takes a ticket from a counter when it
+ * starts: the high task's ticket must be smaller than every normal one's. */
+#include <stdio.h>
+
+#include "backend.h"
+#include "task_common.h"
+
+enum { N = 8 };
+
+static weft_runtime *rt;
+static weft_device_info info;
+
+typedef struct scene {
+  int started, go;
+  int counter;
+  int ticket[N];
+  int high_ticket;
+  int stream_prio[N + 1];
+  int from_blocker;
+  weft_task *t[N + 1];
+} scene;
+
+static scene sc;
+
+/* The priority of the calling task's stream (leased here). */
+static int stream_priority(void) {
+  weft_stream *s = weft_stream_current();
+  CHECK(s != NULL);
+  return ((weft__stream *)s)->priority;
+}
+
+static void normal(void *arg) {
+  int i = (int)(intptr_t)arg;
+  sc.ticket[i] = tt_add(&sc.counter, 1);
+  sc.stream_prio[i] = stream_priority();
+}
+
+static void high(void *arg) {
+  sc.high_ticket = tt_add(&sc.counter, 1);
+  sc.stream_prio[N] = stream_priority();
+}
+
+static void spawn_all(void) {
+  for (int i = 0; i < N; i++)
+    CHECK_OK(weft_task_spawn(rt, &sc.t[i], normal, (void *)(intptr_t)i, NULL));
+  weft_task_opts o;
+  weft_task_opts_init(&o);
+  o.priority = WEFT_PRIORITY_HIGH;
+  CHECK_OK(weft_task_spawn(rt, &sc.t[N], high, NULL, &o));
+}
+
+static void blocker(void *arg) {
+  tt_store(&sc.started, 1);
+  if (sc.from_blocker) {
+    spawn_all();
+  } else {
+    /* Busy: the worker cannot take the tasks the main thread spawns. */
+    int64_t deadline = tt_now_ns() + 10000000000LL;
+    while (!tt_load(&sc.go))
+      CHECK_MSG(tt_now_ns() < deadline, "the main thread never set go");
+  }
+  weft_yield();
+}
+
+static void run(int from_blocker) {
+  sc = (scene){.from_blocker = from_blocker, .high_ticket = -1};
+  weft_task *b;
+  CHECK_OK(weft_task_spawn(rt, &b, blocker, NULL, NULL));
+  tt_wait_flag(&sc.started, 10000, "the blocker to start");
+  if (!from_blocker) {
+    spawn_all();
+    tt_store(&sc.go, 1);
+  }
+  CHECK_OK(weft_task_join(b));
+  for (int i = 0; i <= N; i++)
+    CHECK_OK(weft_task_join(sc.t[i]));
+
+  for (int i = 0; i < N; i++)
+    CHECK_MSG(sc.high_ticket < sc.ticket[i],
+              "spawned %s: the high-priority task ran as number %d, after "
+              "normal task %d (number %d)",
+              from_blocker ? "by a task" : "by the main thread", sc.high_ticket,
+              i, sc.ticket[i]);
+  for (int i = 0; i < N; i++)
+    CHECK_EQ_INT(sc.stream_prio[i], info.priority_least);
+  CHECK_EQ_INT(sc.stream_prio[N], info.priority_greatest);
+}
+
+/* Priority also holds for GPU work: a high task's launch on its stream
+ * completes and reports like any other. */
+static void high_gpu(void *arg) {
+  int *out = arg;
+  int v = 5;
+  void *args[] = {&out, &v};
+  CHECK_OK(weft_launch(&tk.set_value, WEFT_DIM1(1), WEFT_DIM1(1), 0, args));
+  CHECK_OK(weft_sync());
+  CHECK_EQ_INT(*out, 5);
+}
+
+int main(void) {
+  rt = tt_open_workers(1);
+  CHECK_OK(weft_device_get_info(rt, 0, &info));
+  run(0);
+  run(1);
+  run(0);
+
+  int *out;
+  CHECK_OK(weft_pinned_alloc(sizeof(int), (void **)&out));
+  *out = 0;
+  weft_task_opts o;
+  weft_task_opts_init(&o);
+  o.priority = WEFT_PRIORITY_HIGH;
+  weft_task *t;
+  CHECK_OK(weft_task_spawn(rt, &t, high_gpu, out, &o));
+  CHECK_OK(weft_task_join(t));
+  CHECK_OK(weft_pinned_free(out));
+  tt_close(rt);
+  puts("ok");
+  return 0;
+}

@@ -1,0 +1,284 @@
+/* Spawn, join and detach: results of many tasks, the handle rules (join or
+ * detach exactly once), a task joining itself, task options, nested spawns
+ * joined inside tasks (on one worker too, where a join that blocked its
+ * thread would deadlock), and plain threads joining tasks concurrently. */
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "task_common.h"
+
+static weft_runtime *rt;
+
+/* ---- many results ---- */
+
+typedef struct job {
+  int i;
+  long long out;
+  weft_task *handle;
+  int self_ok;
+  char name[40];
+} job;
+
+static void square(void *arg) {
+  job *j = arg;
+  j->self_ok = weft_task_self() == j->handle;
+  snprintf(j->name, sizeof j->name, "%s", weft_task_name(weft_task_self()));
+  long long s = 0;
+  for (int k = 0; k <= j->i; k++)
+    s += (long long)k * k;
+  j->out = s;
+}
+
+static void many_results(void) {
+  enum { N = 1000 };
+  static job jobs[N];
+  for (int i = 0; i < N; i++) {
+    jobs[i] = (job){.i = i, .out = -1};
+    weft_task_opts o;
+    weft_task_opts_init(&o);
+    char name[48];
+    snprintf(name, sizeof name, "square-%d", i);
+    o.name = i % 2 ? name : NULL;
+    CHECK_OK(weft_task_spawn(rt, &jobs[i].handle, square, &jobs[i], &o));
+  }
+  for (int i = 0; i < N; i++)
+    CHECK_OK(weft_task_join(jobs[i].handle));
+  for (int i = 0; i < N; i++) {
+    long long s = 0;
+    for (int k = 0; k <= i; k++)
+      s += (long long)k * k;
+    CHECK_MSG(jobs[i].out == s, "task %d returned %lld, expected %lld", i,
+              jobs[i].out, s);
+    CHECK_MSG(jobs[i].self_ok, "task %d: weft_task_self is not its handle", i);
+    if (i % 2) {
+      char want[48];
+      snprintf(want, sizeof want, "square-%d", i);
+      CHECK_MSG(strcmp(jobs[i].name, want) == 0, "task %d named '%s'", i,
+                jobs[i].name);
+    } else {
+      CHECK_MSG(jobs[i].name[0] != '\0', "task %d has no default name", i);
+    }
+  }
+}
+
+/* ---- options ---- */
+
+static void nothing(void *arg) {}
+
+static void long_name(void *arg) {
+  const char *n = weft_task_name(weft_task_self());
+  CHECK_EQ_INT(strlen(n), 31);
+  CHECK(strncmp(n, "abcdefghijklmnopqrstuvwxyz0123456789", 31) == 0);
+}
+
+static void spawn_options(void) {
+  weft_task *const sentinel = (weft_task *)(uintptr_t)0x5eed;
+  weft_task *t = sentinel;
+  weft_task_opts o;
+  weft_task_opts_init(&o);
+  CHECK_EQ_INT(o.struct_size, sizeof o);
+  CHECK_EQ_INT(o.priority, WEFT_PRIORITY_NORMAL);
+  CHECK_EQ_INT(o.device, 0);
+
+  CHECK_ERR(weft_task_spawn(NULL, &t, nothing, NULL, NULL), WEFT_EINVAL);
+  CHECK_ERR(weft_task_spawn(rt, &t, NULL, NULL, NULL), WEFT_EINVAL);
+  o.struct_size = 0;
+  CHECK_ERR(weft_task_spawn(rt, &t, nothing, NULL, &o), WEFT_EINVAL);
+  weft_task_opts_init(&o);
+  o.priority = (weft_priority)7;
+  CHECK_ERR(weft_task_spawn(rt, &t, nothing, NULL, &o), WEFT_EINVAL);
+  weft_task_opts_init(&o);
+  o.device = 1000;
+  CHECK_ERR(weft_task_spawn(rt, &t, nothing, NULL, &o), WEFT_ENODEV);
+  o.device = -1;
+  CHECK_ERR(weft_task_spawn(rt, &t, nothing, NULL, &o), WEFT_ENODEV);
+  CHECK(t == sentinel);
+
+  weft_task_opts_init(&o);
+  o.name = "abcdefghijklmnopqrstuvwxyz0123456789";
+  CHECK_OK(weft_task_spawn(rt, &t, long_name, NULL, &o));
+  CHECK_OK(weft_task_join(t));
+}
+
+/* ---- handle rules ---- */
+
+typedef struct held {
+  int release;
+  int ended;
+} held;
+
+static void hold(void *arg) {
+  held *h = arg;
+  while (!tt_load(&h->release))
+    weft_yield();
+  tt_store(&h->ended, 1);
+}
+
+static void join_self(void *arg) {
+  int *rc = arg;
+  *rc = weft_task_join(weft_task_self());
+}
+
+static void handle_rules(void) {
+  CHECK_ERR(weft_task_join(NULL), WEFT_EINVAL);
+  CHECK_ERR(weft_task_detach(NULL), WEFT_EINVAL);
+
+  /* Join twice. */
+  weft_task *t;
+  CHECK_OK(weft_task_spawn(rt, &t, nothing, NULL, NULL));
+  CHECK_OK(weft_task_join(t));
+  CHECK_ERR(weft_task_join(t), WEFT_EHANDLE);
+  CHECK_ERR(weft_task_detach(t), WEFT_EHANDLE);
+
+  /* Detach a running task, then join or detach it again. */
+  held h = {0};
+  CHECK_OK(weft_task_spawn(rt, &t, hold, &h, NULL));
+  CHECK_OK(weft_task_detach(t));
+  CHECK_ERR(weft_task_join(t), WEFT_EHANDLE);
+  CHECK_ERR(weft_task_detach(t), WEFT_EHANDLE);
+  tt_store(&h.release, 1);
+  tt_wait_flag(&h.ended, 10000, "the detached task to end");
+
+  /* Detach a task that already completed (it frees itself at once). */
+  CHECK_OK(weft_task_spawn(rt, &t, nothing, NULL, NULL));
+  int64_t deadline = tt_now_ns() + 10000000000LL;
+  while (!tt_task_done(t)) {
+    CHECK_MSG(tt_now_ns() < deadline, "a trivial task did not complete");
+    tt_sleep_ms(1);
+  }
+  CHECK_OK(weft_task_detach(t));
+  CHECK_ERR(weft_task_join(t), WEFT_EHANDLE);
+
+  /* A task joining itself is refused; the task is unaffected. */
+  int rc = 0;
+  CHECK_OK(weft_task_spawn(rt, &t, join_self, &rc, NULL));
+  CHECK_OK(weft_task_join(t));
+  CHECK_ERR(rc, WEFT_ESTATE);
+}
+
+/* ---- nested spawns ---- */
+
+enum { FANOUT = 4, DEPTH = 4 };
+
+typedef struct node {
+  int depth;
+  long long count; /* nodes in this subtree */
+  long long sum;   /* sum of the leaf values */
+  int value;
+} node;
+
+static void tree(void *arg) {
+  node *n = arg;
+  n->count = 1;
+  n->sum = n->value;
+  if (n->depth == 0)
+    return;
+  node kids[FANOUT];
+  weft_task *kt[FANOUT];
+  for (int k = 0; k < FANOUT; k++) {
+    kids[k] = (node){.depth = n->depth - 1, .value = n->value * FANOUT + k};
+    CHECK_OK(weft_task_spawn(rt, &kt[k], tree, &kids[k], NULL));
+  }
+  weft_yield();
+  for (int k = 0; k < FANOUT; k++) {
+    CHECK_OK(weft_task_join(kt[k]));
+    n->count += kids[k].count;
+    n->sum += kids[k].sum;
+  }
+}
+
+static void nested(void) {
+  node root = {.depth = DEPTH, .value = 1};
+  weft_task *t;
+  CHECK_OK(weft_task_spawn(rt, &t, tree, &root, NULL));
+  CHECK_OK(weft_task_join(t));
+  /* The same tree computed directly. */
+  long long count = 0, sum = 0;
+  long long first = 1, width = 1;
+  for (int d = 0; d <= DEPTH; d++) {
+    count += width;
+    for (long long v = first; v < first + width; v++)
+      sum += v;
+    first *= FANOUT;
+    width *= FANOUT;
+  }
+  CHECK_EQ_INT(root.count, count);
+  CHECK_EQ_INT(root.sum, sum);
+}
+
+/* ---- plain threads joining ---- */
+
+enum { JOINERS = 8 };
+
+typedef struct joinee {
+  weft_task *t;
+  int idx;
+  int release;
+  int ready; /* the joiner is about to join */
+  int value;
+  int rc, seen;
+} joinee;
+
+static void produce(void *arg) {
+  joinee *j = arg;
+  while (!tt_load(&j->release))
+    weft_yield();
+  for (int k = 0; k < 10; k++)
+    weft_yield();
+  j->value = 7000 + j->idx;
+}
+
+static void produce_now(void *arg) {
+  joinee *j = arg;
+  j->value = 42;
+}
+
+static void *joiner(void *arg) {
+  joinee *j = arg;
+  tt_store(&j->ready, 1);
+  j->rc = weft_task_join(j->t);
+  j->seen = j->value;
+  return NULL;
+}
+
+static void thread_joins(void) {
+  static joinee js[JOINERS + 1];
+  pthread_t th[JOINERS + 1];
+  memset(js, 0, sizeof js);
+  for (int i = 0; i <= JOINERS; i++)
+    js[i].idx = i;
+  for (int i = 0; i < JOINERS; i++)
+    CHECK_OK(weft_task_spawn(rt, &js[i].t, produce, &js[i], NULL));
+  /* One more whose task completed before its joiner starts. */
+  CHECK_OK(
+      weft_task_spawn(rt, &js[JOINERS].t, produce_now, &js[JOINERS], NULL));
+  for (int i = 0; i <= JOINERS; i++)
+    CHECK(pthread_create(&th[i], NULL, joiner, &js[i]) == 0);
+  for (int i = 0; i <= JOINERS; i++)
+    tt_wait_flag(&js[i].ready, 10000, "a joiner thread to start");
+  for (int i = 0; i < JOINERS; i++)
+    tt_store(&js[i].release, 1);
+  for (int i = 0; i <= JOINERS; i++) {
+    CHECK(pthread_join(th[i], NULL) == 0);
+    CHECK_OK(js[i].rc);
+  }
+  for (int i = 0; i < JOINERS; i++)
+    CHECK_EQ_INT(js[i].seen, 7000 + i);
+  CHECK_EQ_INT(js[JOINERS].seen, 42);
+}
+
+int main(void) {
+  /* One worker first: every join inside a task must suspend it. */
+  for (int workers = 1; workers <= 4; workers *= 4) {
+    rt = tt_open_workers(workers);
+    many_results();
+    spawn_options();
+    handle_rules();
+    nested();
+    thread_joins();
+    tt_close(rt);
+  }
+  puts("ok");
+  return 0;
+}

@@ -1,0 +1,152 @@
+/* Fiber stacks: a task may use nearly all of the stack size it was given;
+ * tasks suspended side by side keep their own stacks intact; and a task
+ * that overflows its stack dies by SIGSEGV with a message naming the
+ * overflow (checked in a child process; skipped under the sanitizers,
+ * which install their own SIGSEGV handlers). */
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "task_common.h"
+
+/* Fills `bytes` of its stack with a pattern, yields `yields` times, then
+ * checks the pattern: another task on the same stack memory would break
+ * it. */
+typedef struct use {
+  size_t bytes;
+  int yields;
+  int id;
+  long long sum;
+} use;
+
+static void __attribute__((noinline)) use_stack(use *u) {
+  size_t n = u->bytes / sizeof(int);
+  volatile int buf[n]; /* VLA: exactly the size asked for */
+  for (size_t i = 0; i < n; i++)
+    buf[i] = (int)(i * 2654435761u) ^ u->id;
+  for (int k = 0; k < u->yields; k++)
+    weft_yield();
+  long long s = 0;
+  for (size_t i = 0; i < n; i++) {
+    CHECK_MSG(buf[i] == ((int)(i * 2654435761u) ^ u->id),
+              "task %d: its stack word %zu changed while it was suspended",
+              u->id, i);
+    s += buf[i];
+  }
+  u->sum = s;
+}
+
+static void stack_task(void *arg) { use_stack(arg); }
+
+static long long expected_sum(size_t bytes, int id) {
+  long long s = 0;
+  for (size_t i = 0; i < bytes / sizeof(int); i++)
+    s += (int)(i * 2654435761u) ^ id;
+  return s;
+}
+
+static void big_stacks(size_t stack_size, size_t use_bytes, int tasks) {
+  weft_runtime_opts o;
+  weft_runtime_opts_init(&o);
+  o.stack_size = stack_size;
+  o.workers = 2;
+  weft_runtime *rt = tt_open(&o);
+  static use us[64];
+  weft_task *t[64];
+  CHECK(tasks <= 64);
+  for (int i = 0; i < tasks; i++) {
+    us[i] = (use){.bytes = use_bytes, .yields = 5, .id = i + 1};
+    CHECK_OK(weft_task_spawn(rt, &t[i], stack_task, &us[i], NULL));
+  }
+  for (int i = 0; i < tasks; i++) {
+    CHECK_OK(weft_task_join(t[i]));
+    CHECK_EQ_INT(us[i].sum, expected_sum(use_bytes, i + 1));
+  }
+  tt_close(rt);
+}
+
+/* ---- overflow, in a child process ---- */
+
+static int __attribute__((noinline)) recurse(int depth) {
+  volatile char pad[512];
+  pad[0] = (char)depth;
+  pad[511] = (char)(depth >> 8);
+  if (depth == 0)
+    return pad[0];
+  return recurse(depth - 1) + pad[0] + pad[511];
+}
+
+static void overflow_task(void *arg) {
+  int r = recurse(1 << 20); /* 512 MiB of frames: far past 64 KiB */
+  *(int *)arg = r;
+}
+
+static void overflow_child(void) {
+  weft_runtime_opts o;
+  weft_runtime_opts_init(&o);
+  o.stack_size = 64 * 1024;
+  o.workers = 1;
+  weft_runtime *rt = NULL;
+  int rc = weft_init(&rt, &o);
+  if (rc == WEFT_ENODEV)
+    _exit(77);
+  if (rc)
+    _exit(3);
+  static int r;
+  weft_task *t;
+  if (weft_task_spawn(rt, &t, overflow_task, &r, NULL))
+    _exit(4);
+  weft_task_join(t);
+  _exit(5); /* survived the overflow */
+}
+
+static void overflow(void) {
+  int fds[2];
+  CHECK(pipe(fds) == 0);
+  fflush(NULL);
+  pid_t pid = fork();
+  CHECK(pid >= 0);
+  if (pid == 0) {
+    struct rlimit no_core = {0, 0};
+    setrlimit(RLIMIT_CORE, &no_core);
+    close(fds[0]);
+    dup2(fds[1], 2);
+    close(fds[1]);
+    overflow_child();
+  }
+  close(fds[1]);
+  char out[4096];
+  size_t len = 0;
+  ssize_t r;
+  while ((r = read(fds[0], out + len, sizeof out - 1 - len)) > 0)
+    len += (size_t)r;
+  out[len] = '\0';
+  close(fds[0]);
+  int status = 0;
+  CHECK(waitpid(pid, &status, 0) == pid);
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 77)
+    return; /* no device for this backend: the rest of the test skips */
+  CHECK_MSG(
+      WIFSIGNALED(status) && WTERMSIG(status) == SIGSEGV,
+      "the overflowing child did not die by SIGSEGV (%s %d); its stderr: %s",
+      WIFSIGNALED(status) ? "signal" : "exit",
+      WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status), out);
+  CHECK_MSG(strstr(out, "overflowed") != NULL,
+            "no overflow message on stderr: '%s'", out);
+}
+
+int main(void) {
+  /* Before any runtime: fork from a single-threaded process. */
+  if (TT_SANITIZED)
+    puts("overflow check skipped under the sanitizers");
+  else
+    overflow();
+  big_stacks(0, 32 * 1024, 16);            /* default 64 KiB */
+  big_stacks(1024 * 1024, 768 * 1024, 16); /* 1 MiB */
+  big_stacks(8 * 1024 * 1024, 6 * 1024 * 1024, 4);
+  puts("ok");
+  return 0;
+}
