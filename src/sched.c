@@ -42,7 +42,28 @@ static void rq_push(weft__rq *q, weft_task *t) {
     q->head[l] = t;
   q->tail[l] = t;
   atomic_fetch_add(&q->n, 1);
+  if (l)
+    atomic_fetch_add(&q->n_high, 1);
   pthread_mutex_unlock(&q->lock);
+}
+
+/* Pops a task of exactly one level (1 high, 0 normal), or NULL. */
+static weft_task *rq_pop_level(weft__rq *q, int l) {
+  atomic_int *count = l ? &q->n_high : &q->n;
+  if (atomic_load_explicit(count, memory_order_relaxed) == 0)
+    return NULL;
+  pthread_mutex_lock(&q->lock);
+  weft_task *t = q->head[l];
+  if (t) {
+    q->head[l] = t->next;
+    if (!q->head[l])
+      q->tail[l] = NULL;
+    atomic_fetch_sub(&q->n, 1);
+    if (l)
+      atomic_fetch_sub(&q->n_high, 1);
+  }
+  pthread_mutex_unlock(&q->lock);
+  return t;
 }
 
 static weft_task *rq_pop(weft__rq *q) {
@@ -57,6 +78,8 @@ static weft_task *rq_pop(weft__rq *q) {
       if (!q->head[l])
         q->tail[l] = NULL;
       atomic_fetch_sub(&q->n, 1);
+      if (l)
+        atomic_fetch_sub(&q->n_high, 1);
     }
   }
   pthread_mutex_unlock(&q->lock);
@@ -114,6 +137,8 @@ static weft_task *rq_take_half(weft__rq *q, int *count) {
       *tail = t;
       tail = &t->next;
       taken++;
+      if (l)
+        atomic_fetch_sub(&q->n_high, 1);
     }
   }
   atomic_fetch_sub(&q->n, taken);
@@ -147,8 +172,14 @@ static weft_task *steal(weft__worker *w) {
   return NULL;
 }
 
+/* High-priority tasks first, whether queued here or injected from plain
+ * threads; then normal ones; then others' work. */
 static weft_task *find_task(weft__worker *w) {
-  weft_task *t = rq_pop(&w->rq);
+  weft_task *t = rq_pop_level(&w->rq, 1);
+  if (!t)
+    t = rq_pop_level(&w->rt->inject, 1);
+  if (!t)
+    t = rq_pop(&w->rq);
   if (!t)
     t = rq_pop(&w->rt->inject);
   if (!t)

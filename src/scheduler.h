@@ -75,7 +75,8 @@ struct weft_task {
 typedef struct weft__rq {
   pthread_mutex_t lock;
   weft_task *head[2], *tail[2];
-  atomic_int n;
+  atomic_int n;      /* tasks queued, both levels */
+  atomic_int n_high; /* of which high priority */
 } weft__rq;
 
 /* What the scheduler does right after a task switched away: the task's

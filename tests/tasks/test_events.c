@@ -177,6 +177,7 @@ static void task_b(void *arg) {
 }
 
 static void cross_task_wait(void) {
+  cs = (cross){0};
   tt_gate_init(&cs.gate);
   CHECK_OK(weft_event_create(&cs.ev_a));
   CHECK_OK(weft_event_create(&cs.ev_b));

@@ -55,7 +55,27 @@ static void spawn_all(void) {
   CHECK_OK(weft_task_spawn(rt, &sc.t[N], high, NULL, &o));
 }
 
+static void spawn_high(void) {
+  weft_task_opts o;
+  weft_task_opts_init(&o);
+  o.priority = WEFT_PRIORITY_HIGH;
+  CHECK_OK(weft_task_spawn(rt, &sc.t[N], high, NULL, &o));
+}
+
 static void blocker(void *arg) {
+  if (sc.from_blocker == 2) {
+    /* Mixed: normal tasks on this worker's own queue, the high one
+     * injected by the main thread; the blocker then returns without
+     * yielding, so only the choice of the next task orders them. */
+    for (int i = 0; i < N; i++)
+      CHECK_OK(
+          weft_task_spawn(rt, &sc.t[i], normal, (void *)(intptr_t)i, NULL));
+    tt_store(&sc.started, 1);
+    int64_t deadline = tt_now_ns() + 10000000000LL;
+    while (!tt_load(&sc.go))
+      CHECK_MSG(tt_now_ns() < deadline, "the main thread never set go");
+    return;
+  }
   tt_store(&sc.started, 1);
   if (sc.from_blocker) {
     spawn_all();
@@ -73,8 +93,11 @@ static void run(int from_blocker) {
   weft_task *b;
   CHECK_OK(weft_task_spawn(rt, &b, blocker, NULL, NULL));
   tt_wait_flag(&sc.started, 10000, "the blocker to start");
-  if (!from_blocker) {
+  if (from_blocker == 0) {
     spawn_all();
+    tt_store(&sc.go, 1);
+  } else if (from_blocker == 2) {
+    spawn_high();
     tt_store(&sc.go, 1);
   }
   CHECK_OK(weft_task_join(b));
@@ -85,8 +108,10 @@ static void run(int from_blocker) {
     CHECK_MSG(sc.high_ticket < sc.ticket[i],
               "spawned %s: the high-priority task ran as number %d, after "
               "normal task %d (number %d)",
-              from_blocker ? "by a task" : "by the main thread", sc.high_ticket,
-              i, sc.ticket[i]);
+              from_blocker == 2 ? "normal by a task, high by the main thread"
+              : from_blocker    ? "by a task"
+                                : "by the main thread",
+              sc.high_ticket, i, sc.ticket[i]);
   for (int i = 0; i < N; i++)
     CHECK_EQ_INT(sc.stream_prio[i], info.priority_least);
   CHECK_EQ_INT(sc.stream_prio[N], info.priority_greatest);
@@ -108,6 +133,7 @@ int main(void) {
   CHECK_OK(weft_device_get_info(rt, 0, &info));
   run(0);
   run(1);
+  run(2);
   run(0);
 
   int *out;
