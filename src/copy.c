@@ -199,6 +199,8 @@ int weft_copy(void *dst, const void *src, size_t bytes) {
     rc = staged_in(x, s, dst, src, bytes);
   else if (src_kind == WEFT__MEM_DEVICE && dst_kind == WEFT__MEM_PAGEABLE)
     rc = staged_out(x, s, dst, src, bytes);
+  else if (src_kind != WEFT__MEM_DEVICE && dst_kind != WEFT__MEM_DEVICE)
+    rc = weft__copy(s, dst, src, bytes, WEFT__COPY_H2H);
   else
     rc = weft__copy(s, dst, src, bytes, WEFT__COPY_DEFAULT);
   return rc ? weft__exec_fail(x, rc) : 0;

@@ -335,6 +335,7 @@ void weft__pinned_cache_trim(weft__pinned_cache *c) {
 
 void weft__pinned_cache_stats(weft__pinned_cache *c, weft__pinned_stats *out) {
   pthread_mutex_lock(&c->lock);
+  reclaim(c); /* so "pending" counts only what still waits */
   *out = c->st;
   pthread_mutex_unlock(&c->lock);
 }

@@ -11,6 +11,8 @@
  * cudaMallocAsync reference), so they skip it: a worker polling events of
  * several devices must not switch devices on each poll. */
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "cuda_internal.h"
 #include "error_internal.h"
@@ -135,8 +137,39 @@ int weft__cuda_event_elapsed(weft__event *start, weft__event *end, float *ms) {
 
 /* ---- work on a stream ---- */
 
+/* A host-to-host copy run by CUDA's callback thread in stream order:
+ * cudaMemcpyAsync between host buffers is synchronous with respect to the
+ * host (it would block the caller until the stream drained). */
+typedef struct host_copy {
+  void *dst;
+  const void *src;
+  size_t n;
+} host_copy;
+
+static void CUDART_CB run_host_copy(void *arg) {
+  host_copy *c = arg;
+  memmove(c->dst, c->src, c->n);
+  free(c);
+}
+
+static int copy_host_to_host(weft__stream *s, void *dst, const void *src,
+                             size_t n) {
+  host_copy *c = malloc(sizeof *c);
+  if (!c)
+    return weft__err(WEFT_ENOMEM, "copy: out of memory");
+  *c = (host_copy){dst, src, n};
+  cudaError_t e = cudaLaunchHostFunc(stream_of(s), run_host_copy, c);
+  if (e != cudaSuccess) {
+    free(c);
+    return weft__cuda_error(e, "cudaLaunchHostFunc", __FILE__, __LINE__);
+  }
+  return 0;
+}
+
 int weft__cuda_copy(weft__stream *s, void *dst, const void *src, size_t n,
                     weft__copy_kind kind) {
+  if (kind == WEFT__COPY_H2H)
+    return copy_host_to_host(s, dst, src, n);
   static const enum cudaMemcpyKind kinds[] = {
       [WEFT__COPY_DEFAULT] = cudaMemcpyDefault,
       [WEFT__COPY_H2D] = cudaMemcpyHostToDevice,
