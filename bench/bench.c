@@ -45,6 +45,7 @@ typedef struct bench_row {
   char *variant, *unit, *notes;
   bench_stats st;
   int nsamples;
+  int group; /* bench_group() calls before the row, in its scenario */
   int baseline;
   int has_ratio;
   double ratio;
@@ -59,6 +60,7 @@ struct bench_ctx {
   const bench_opts *o;
   int repeat;
   const bench_scenario *sc; /* running now */
+  int group;                /* its current group of rows */
   pthread_mutex_t lock;     /* err and failed, from tasks and threads */
   int failed;
   char err[1024];
@@ -184,10 +186,13 @@ int bench_report(bench_ctx *c, const char *variant, const char *unit,
   }
   r->st = bench_stats_of(s);
   r->nsamples = s->n;
+  r->group = c->group;
   r->baseline = (flags & BENCH_BASELINE) != 0;
   c->nrows++;
   return 0;
 }
+
+void bench_group(bench_ctx *c) { c->group++; }
 
 /* ---- runtimes ---- */
 
@@ -311,12 +316,13 @@ static void print_row(FILE *f, const bench_row *r) {
 }
 
 /* Each row's ratio: its median over the median of its scenario's baseline
- * row in the same unit. */
+ * row in the same unit and group. */
 static void compute_ratios(bench_row *rows, size_t n) {
   for (size_t i = 0; i < n; i++) {
     rows[i].has_ratio = 0;
     for (size_t j = 0; j < n; j++) {
-      if (!rows[j].baseline || strcmp(rows[j].unit, rows[i].unit) != 0)
+      if (!rows[j].baseline || rows[j].group != rows[i].group ||
+          strcmp(rows[j].unit, rows[i].unit) != 0)
         continue;
       if (rows[j].st.median != 0) {
         rows[i].has_ratio = 1;
@@ -402,6 +408,7 @@ static int write_json(const bench_ctx *c, const char *path) {
 
 static int run_one(bench_ctx *c, const bench_scenario *sc, FILE *out) {
   c->sc = sc;
+  c->group = 0;
   c->failed = 0;
   c->err[0] = '\0';
   size_t first = c->nrows;

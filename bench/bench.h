@@ -14,8 +14,10 @@
  * returns, so scenarios cannot disturb one another.
  *
  * Ratios: a row's ratio is its median over the median of the scenario's
- * baseline row in the same unit, measured in the same run. A scenario may
- * have one baseline per unit; rows in a unit without a baseline get none. */
+ * baseline row in the same unit and group, measured in the same run. A
+ * scenario's rows form one group until it calls bench_group(), which starts
+ * the next (e.g. one per copy direction or size); a group may have one
+ * baseline per unit, and rows in a unit without a baseline get no ratio. */
 #ifndef WEFT_BENCH_H
 #define WEFT_BENCH_H
 
@@ -84,6 +86,10 @@ enum { BENCH_BASELINE = 1u << 0 };
 int bench_report(bench_ctx *c, const char *variant, const char *unit,
                  const bench_samples *s, unsigned flags, const char *notes, ...)
     __attribute__((format(printf, 6, 7)));
+
+/* Starts a new group of rows: the rows reported from now on take their
+ * ratios from the baselines reported from now on (until the next call). */
+void bench_group(bench_ctx *c);
 
 /* ---- failures ---- */
 

@@ -39,14 +39,40 @@ typedef struct bench_task_set {
   unsigned **in_h, **in_d, **out_d, **out_h;
 } bench_task_set;
 
+/* The `normalize` scenario's work (seed 000), for each array i: copy in_h[i]
+ * to dev_a[i] (H2D), partial_reduce(dev_a[i], dev_partial[i], n) over
+ * blocks blocks, single_thread_sum(dev_partial[i], dev_sum[i], blocks),
+ * divide_by(dev_a[i], dev_sum[i], n), copy dev_a[i] to out_h[i] (D2H). The
+ * kernels are those of demo_kernels.h; the host buffers are pinned. */
+typedef struct bench_norm_set {
+  int narrays;
+  unsigned long long n; /* floats per array */
+  unsigned blocks;      /* grid of partial_reduce and divide_by */
+  float **in_h, **out_h;
+  float **dev_a, **dev_partial, **dev_sum;
+} bench_norm_set;
+
+/* Copies for copy_timed: h2d_bytes from h2d_src (host) to h2d_dst (device)
+ * and, at the same time, d2h_bytes from d2h_src (device) to d2h_dst (host).
+ * Either size may be 0. */
+typedef struct bench_copy_pair {
+  void *h2d_dst;
+  const void *h2d_src;
+  size_t h2d_bytes;
+  void *d2h_dst;
+  const void *d2h_src;
+  size_t d2h_bytes;
+} bench_copy_pair;
+
 typedef struct bench_raw_ops {
   /* Opens a raw context on rt's device 0 (the CUDA version uses rt only for
    * that; the host version drives rt's backend). On failure writes why to
    * err and returns -1. */
   int (*open)(weft_runtime *rt, bench_raw **out, char *err, size_t errlen);
   void (*close)(bench_raw *r);
-  /* Makes sure the context has n extra streams, one per thread of
-   * tasks_threads; made once and kept, as a pool would keep them. */
+  /* Makes sure the context has n extra streams (one per thread of
+   * tasks_threads, per stream of normalize, or the second of copy_timed),
+   * made once and kept, as a pool would keep them. */
   int (*streams)(bench_raw *r, int n);
   /* n launches of tick(counter) on the context's stream; does not wait. */
   int (*launch)(bench_raw *r, int n, unsigned *counter);
@@ -60,6 +86,28 @@ typedef struct bench_raw_ops {
   /* One pthread per task, each on its own stream from streams(); returns
    * when every thread has joined. */
   int (*tasks_threads)(bench_raw *r, const bench_task_set *t);
+  /* Page-locked host memory without a cache: cudaMallocHost and
+   * cudaFreeHost; on the host backend the backend's own pinned allocation
+   * (weft__pinned_alloc, which is posix_memalign there) and free. */
+  int (*pinned_alloc)(bench_raw *r, size_t n, void **p);
+  int (*pinned_free)(bench_raw *r, void *p);
+  /* Queues a copy of n bytes on the context's stream, host src to device
+   * dst when to_device, else device src to host dst; sync waits for it.
+   * As cudaMemcpyAsync does, it may block until the copy is done when the
+   * host memory is pageable. */
+  int (*copy)(bench_raw *r, void *dst, const void *src, size_t n,
+              int to_device);
+  /* Runs p's copies, the H2D one on the context's stream and the D2H one on
+   * the first stream from streams() (needed when d2h_bytes is not 0), both
+   * after a start event; *ms is the time from it to the end of both, on
+   * the device's clock (events). */
+  int (*copy_timed)(bench_raw *r, const bench_copy_pair *p, float *ms);
+  /* Runs s's work: on the context's stream alone when nstreams is 1, else
+   * array i on stream i % nstreams from streams() (at least nstreams made),
+   * every stream after a start event and joined back by events; *ms is
+   * start to finish on the device's clock. Waits for the work. */
+  int (*normalize)(bench_raw *r, const bench_norm_set *s, int nstreams,
+                   float *ms);
 } bench_raw_ops;
 
 /* Every implementation's context starts with this. */

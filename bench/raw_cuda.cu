@@ -1,14 +1,16 @@
 // Raw CUDA baselines: what a careful programmer writes with the CUDA runtime
-// API alone. One non-blocking stream and one timing-free event per context,
-// cudaLaunchKernel of the same __global__ functions weft launches (from
-// kernels.cu), and every CUDA call checked, with the call, the error's name
-// and text, and the file and line kept for the report.
+// API alone. One non-blocking stream and one timing-free event per context
+// (plus two timing events, and extra streams on request), cudaLaunchKernel
+// of the same __global__ functions weft launches (from kernels.cu and
+// demo_kernels.cu), and every CUDA call checked, with the call, the error's
+// name and text, and the file and line kept for the report.
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include <cuda_runtime.h>
 
+#include "demo_kernels.h"
 #include "kernels.h"
 #include "raw.h"
 
@@ -19,7 +21,9 @@ struct raw_cuda {
   int dev;
   cudaStream_t stream;
   cudaEvent_t done;
-  cudaStream_t *extra; // one per thread of tasks_threads
+  cudaEvent_t t_start, t_final; // timing: copy_timed, normalize
+  cudaStream_t *extra;          // one per thread of tasks_threads
+  cudaEvent_t *extra_end;       // one per extra stream, to join it back
   int nextra;
   pthread_mutex_t lock; // err, from the threads of tasks_threads
 };
@@ -52,6 +56,7 @@ int raw_open(weft_runtime *rt, bench_raw **out, char *err, size_t errlen) {
   x->base.ops = &bench_raw_cuda;
   x->dev = 0;
   pthread_mutex_init(&x->lock, NULL);
+  int made = 0; // how many of stream, done, t_start, t_final exist
   cudaError_t e = cudaSetDevice(x->dev);
   const char *call = "cudaSetDevice(0)";
   if (e == cudaSuccess) {
@@ -59,13 +64,28 @@ int raw_open(weft_runtime *rt, bench_raw **out, char *err, size_t errlen) {
     e = cudaStreamCreateWithFlags(&x->stream, cudaStreamNonBlocking);
   }
   if (e == cudaSuccess) {
+    made = 1;
     call = "cudaEventCreateWithFlags(cudaEventDisableTiming)";
     e = cudaEventCreateWithFlags(&x->done, cudaEventDisableTiming);
-    if (e != cudaSuccess)
-      cudaStreamDestroy(x->stream);
+  }
+  if (e == cudaSuccess) {
+    made = 2;
+    call = "cudaEventCreate(start)";
+    e = cudaEventCreate(&x->t_start);
+  }
+  if (e == cudaSuccess) {
+    made = 3;
+    call = "cudaEventCreate(final)";
+    e = cudaEventCreate(&x->t_final);
   }
   if (e != cudaSuccess) {
     record(err, errlen, e, call, __FILE__, __LINE__);
+    if (made >= 3)
+      cudaEventDestroy(x->t_start);
+    if (made >= 2)
+      cudaEventDestroy(x->done);
+    if (made >= 1)
+      cudaStreamDestroy(x->stream);
     pthread_mutex_destroy(&x->lock);
     free(x);
     return -1;
@@ -79,9 +99,15 @@ void raw_close(bench_raw *r) {
   // Errors here would only repeat one already reported by a checked call.
   cudaSetDevice(x->dev);
   cudaStreamSynchronize(x->stream);
-  for (int i = 0; i < x->nextra; i++)
+  for (int i = 0; i < x->nextra; i++) {
+    cudaStreamSynchronize(x->extra[i]);
+    cudaEventDestroy(x->extra_end[i]);
     cudaStreamDestroy(x->extra[i]);
+  }
   free(x->extra);
+  free(x->extra_end);
+  cudaEventDestroy(x->t_final);
+  cudaEventDestroy(x->t_start);
   cudaEventDestroy(x->done);
   cudaStreamDestroy(x->stream);
   pthread_mutex_destroy(&x->lock);
@@ -94,14 +120,28 @@ int raw_streams(bench_raw *r, int n) {
     return 0;
   cudaStream_t *v = static_cast<cudaStream_t *>(
       realloc(x->extra, (size_t)n * sizeof(cudaStream_t)));
-  if (!v) {
+  if (v)
+    x->extra = v;
+  cudaEvent_t *ev = static_cast<cudaEvent_t *>(
+      realloc(x->extra_end, (size_t)n * sizeof(cudaEvent_t)));
+  if (ev)
+    x->extra_end = ev;
+  if (!v || !ev) {
     snprintf(x->base.err, sizeof x->base.err, "raw CUDA: out of memory");
     return -1;
   }
-  x->extra = v;
   CK(cudaSetDevice(x->dev));
-  for (; x->nextra < n; x->nextra++)
-    CK(cudaStreamCreateWithFlags(&x->extra[x->nextra], cudaStreamNonBlocking));
+  for (; x->nextra < n; x->nextra++) {
+    int i = x->nextra;
+    CK(cudaStreamCreateWithFlags(&x->extra[i], cudaStreamNonBlocking));
+    cudaError_t e =
+        cudaEventCreateWithFlags(&x->extra_end[i], cudaEventDisableTiming);
+    if (e != cudaSuccess) {
+      cudaStreamDestroy(x->extra[i]);
+      return record(x->base.err, sizeof x->base.err, e,
+                    "cudaEventCreateWithFlags", __FILE__, __LINE__);
+    }
+  }
   return 0;
 }
 
@@ -226,9 +266,105 @@ int raw_tasks_threads(bench_raw *r, const bench_task_set *t) {
   return rc || x->base.err[0] ? -1 : 0;
 }
 
+int raw_pinned_alloc(bench_raw *r, size_t n, void **p) {
+  raw_cuda *x = of(r);
+  CK(cudaMallocHost(p, n));
+  return 0;
+}
+
+int raw_pinned_free(bench_raw *r, void *p) {
+  raw_cuda *x = of(r);
+  CK(cudaFreeHost(p));
+  return 0;
+}
+
+int raw_copy(bench_raw *r, void *dst, const void *src, size_t n,
+             int to_device) {
+  raw_cuda *x = of(r);
+  CK(cudaMemcpyAsync(
+      dst, src, n, to_device ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost,
+      x->stream));
+  return 0;
+}
+
+int need_streams(raw_cuda *x, int n) {
+  if (x->nextra >= n)
+    return 0;
+  snprintf(x->base.err, sizeof x->base.err,
+           "raw CUDA: %d streams needed, %d made", n, x->nextra);
+  return -1;
+}
+
+int raw_copy_timed(bench_raw *r, const bench_copy_pair *p, float *ms) {
+  raw_cuda *x = of(r);
+  if (p->d2h_bytes && need_streams(x, 1))
+    return -1;
+  CK(cudaEventRecord(x->t_start, x->stream));
+  if (p->h2d_bytes)
+    CK(cudaMemcpyAsync(p->h2d_dst, p->h2d_src, p->h2d_bytes,
+                       cudaMemcpyHostToDevice, x->stream));
+  if (p->d2h_bytes) {
+    CK(cudaStreamWaitEvent(x->extra[0], x->t_start, 0));
+    CK(cudaMemcpyAsync(p->d2h_dst, p->d2h_src, p->d2h_bytes,
+                       cudaMemcpyDeviceToHost, x->extra[0]));
+    CK(cudaEventRecord(x->extra_end[0], x->extra[0]));
+    CK(cudaStreamWaitEvent(x->stream, x->extra_end[0], 0));
+  }
+  CK(cudaEventRecord(x->t_final, x->stream));
+  CK(cudaEventSynchronize(x->t_final));
+  CK(cudaEventElapsedTime(ms, x->t_start, x->t_final));
+  return 0;
+}
+
+// One array's work of normalize on stream st.
+int norm_array(raw_cuda *x, const bench_norm_set *s, int i, cudaStream_t st) {
+  size_t bytes = (size_t)s->n * sizeof(float);
+  unsigned long long n = s->n;
+  unsigned blocks = s->blocks;
+  void *reduce_args[] = {&s->dev_a[i], &s->dev_partial[i], &n};
+  void *sum_args[] = {&s->dev_partial[i], &s->dev_sum[i], &blocks};
+  void *divide_args[] = {&s->dev_a[i], &s->dev_sum[i], &n};
+  CK(cudaMemcpyAsync(s->dev_a[i], s->in_h[i], bytes, cudaMemcpyHostToDevice,
+                     st));
+  CK(cudaLaunchKernel(weft_demo_cuda_partial_reduce, dim3(blocks),
+                      dim3(DEMO_THREADS), reduce_args, 0, st));
+  CK(cudaLaunchKernel(weft_demo_cuda_single_thread_sum, dim3(1), dim3(1),
+                      sum_args, 0, st));
+  CK(cudaLaunchKernel(weft_demo_cuda_divide_by, dim3(blocks),
+                      dim3(DEMO_THREADS), divide_args, 0, st));
+  CK(cudaMemcpyAsync(s->out_h[i], s->dev_a[i], bytes, cudaMemcpyDeviceToHost,
+                     st));
+  return 0;
+}
+
+int raw_normalize(bench_raw *r, const bench_norm_set *s, int nstreams,
+                  float *ms) {
+  raw_cuda *x = of(r);
+  int many = nstreams > 1;
+  if (many && need_streams(x, nstreams))
+    return -1;
+  CK(cudaSetDevice(x->dev));
+  CK(cudaEventRecord(x->t_start, x->stream));
+  for (int k = 0; many && k < nstreams; k++)
+    CK(cudaStreamWaitEvent(x->extra[k], x->t_start, 0));
+  for (int i = 0; i < s->narrays; i++)
+    if (norm_array(x, s, i, many ? x->extra[i % nstreams] : x->stream))
+      return -1;
+  for (int k = 0; many && k < nstreams; k++) {
+    CK(cudaEventRecord(x->extra_end[k], x->extra[k]));
+    CK(cudaStreamWaitEvent(x->stream, x->extra_end[k], 0));
+  }
+  CK(cudaEventRecord(x->t_final, x->stream));
+  CK(cudaEventSynchronize(x->t_final));
+  CK(cudaEventElapsedTime(ms, x->t_start, x->t_final));
+  return 0;
+}
+
 } // namespace
 
 extern "C" const bench_raw_ops bench_raw_cuda = {
-    raw_open, raw_close,     raw_streams,      raw_launch,
-    raw_sync, raw_roundtrip, raw_tasks_serial, raw_tasks_threads,
+    raw_open,         raw_close,       raw_streams,      raw_launch,
+    raw_sync,         raw_roundtrip,   raw_tasks_serial, raw_tasks_threads,
+    raw_pinned_alloc, raw_pinned_free, raw_copy,         raw_copy_timed,
+    raw_normalize,
 };

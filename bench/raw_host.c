@@ -1,13 +1,15 @@
 /* Raw host-backend baselines: the host backend driven directly through the
  * core's internal entry points (backend.h), as raw CUDA code drives the
  * CUDA runtime: streams and an event made by hand, launches and copies
- * queued on them, completion found by polling or by a blocking stream sync.
+ * queued on them, completion found by polling or by a blocking stream sync,
+ * timing by events.
  * No tasks, fibers, stream leases or event pools are involved. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "backend.h"
+#include "demo_kernels.h"
 #include "kernels.h"
 #include "raw.h"
 #include "runtime_internal.h"
@@ -16,9 +18,12 @@ typedef struct raw_host {
   bench_raw base;
   weft__backend *bk;
   bench_kernels k;
+  demo_kernels dk;
   weft__stream *stream;
   weft__event *done;
-  weft__stream **extra; /* one per thread of tasks_threads */
+  weft__event *t_start, *t_final; /* timing: copy_timed, normalize */
+  weft__stream **extra;           /* one per thread of tasks_threads */
+  weft__event **extra_end;        /* one per extra stream, to join it back */
   int nextra;
   pthread_mutex_t lock; /* err, from the threads of tasks_threads */
 } raw_host;
@@ -50,6 +55,7 @@ static int raw_open(weft_runtime *rt, bench_raw **out, char *err,
   x->base.ops = &bench_raw_host;
   x->bk = weft__runtime_backend(rt);
   bench_kernels_init(&x->k);
+  demo_kernels_init(&x->dk);
   pthread_mutex_init(&x->lock, NULL);
   int rc = weft__stream_create(x->bk, 0, 0, &x->stream);
   if (rc) {
@@ -59,11 +65,26 @@ static int raw_open(weft_runtime *rt, bench_raw **out, char *err,
   rc = weft__event_create(x->bk, 0, 0, &x->done);
   if (rc) {
     record(err, errlen, rc, "weft__event_create");
-    weft__stream_destroy(&x->stream);
-    goto fail;
+    goto fail_done;
+  }
+  rc = weft__event_create(x->bk, 0, WEFT__EVENT_TIMING, &x->t_start);
+  if (rc) {
+    record(err, errlen, rc, "weft__event_create(timing)");
+    goto fail_start;
+  }
+  rc = weft__event_create(x->bk, 0, WEFT__EVENT_TIMING, &x->t_final);
+  if (rc) {
+    record(err, errlen, rc, "weft__event_create(timing)");
+    goto fail_final;
   }
   *out = &x->base;
   return 0;
+fail_final:
+  weft__event_destroy(&x->t_start);
+fail_start:
+  weft__event_destroy(&x->done);
+fail_done:
+  weft__stream_destroy(&x->stream);
 fail:
   pthread_mutex_destroy(&x->lock);
   free(x);
@@ -74,9 +95,14 @@ static void raw_close(bench_raw *r) {
   raw_host *x = of(r);
   /* Errors here would only repeat one already reported by a checked call;
    * a leak shows up as weft_shutdown's EBUSY. */
-  for (int i = 0; i < x->nextra; i++)
+  for (int i = 0; i < x->nextra; i++) {
+    weft__event_destroy(&x->extra_end[i]);
     weft__stream_destroy(&x->extra[i]);
+  }
   free(x->extra);
+  free(x->extra_end);
+  weft__event_destroy(&x->t_final);
+  weft__event_destroy(&x->t_start);
   weft__event_destroy(&x->done);
   weft__stream_destroy(&x->stream);
   pthread_mutex_destroy(&x->lock);
@@ -88,13 +114,24 @@ static int raw_streams(bench_raw *r, int n) {
   if (n <= x->nextra)
     return 0;
   weft__stream **v = realloc(x->extra, (size_t)n * sizeof *v);
-  if (!v) {
+  if (v)
+    x->extra = v;
+  weft__event **ev = realloc(x->extra_end, (size_t)n * sizeof *ev);
+  if (ev)
+    x->extra_end = ev;
+  if (!v || !ev) {
     snprintf(x->base.err, sizeof x->base.err, "raw host: out of memory");
     return -1;
   }
-  x->extra = v;
-  for (; x->nextra < n; x->nextra++)
-    CK(weft__stream_create(x->bk, 0, 0, &x->extra[x->nextra]));
+  for (; x->nextra < n; x->nextra++) {
+    int i = x->nextra;
+    CK(weft__stream_create(x->bk, 0, 0, &x->extra[i]));
+    int rc = weft__event_create(x->bk, 0, 0, &x->extra_end[i]);
+    if (rc) {
+      weft__stream_destroy(&x->extra[i]);
+      return record(x->base.err, sizeof x->base.err, rc, "weft__event_create");
+    }
+  }
   return 0;
 }
 
@@ -209,6 +246,96 @@ static int raw_tasks_threads(bench_raw *r, const bench_task_set *t) {
   return rc || x->base.err[0] ? -1 : 0;
 }
 
+static int raw_pinned_alloc(bench_raw *r, size_t n, void **p) {
+  raw_host *x = of(r);
+  CK(weft__pinned_alloc(x->bk, n, p));
+  return 0;
+}
+
+static int raw_pinned_free(bench_raw *r, void *p) {
+  raw_host *x = of(r);
+  CK(weft__pinned_free(x->bk, p));
+  return 0;
+}
+
+static int raw_copy(bench_raw *r, void *dst, const void *src, size_t n,
+                    int to_device) {
+  raw_host *x = of(r);
+  CK(weft__copy(x->stream, dst, src, n,
+                to_device ? WEFT__COPY_H2D : WEFT__COPY_D2H));
+  return 0;
+}
+
+static int need_streams(raw_host *x, int n) {
+  if (x->nextra >= n)
+    return 0;
+  snprintf(x->base.err, sizeof x->base.err,
+           "raw host: %d streams needed, %d made", n, x->nextra);
+  return -1;
+}
+
+static int raw_copy_timed(bench_raw *r, const bench_copy_pair *p, float *ms) {
+  raw_host *x = of(r);
+  if (p->d2h_bytes && need_streams(x, 1))
+    return -1;
+  CK(weft__event_record(x->t_start, x->stream));
+  if (p->h2d_bytes)
+    CK(weft__copy(x->stream, p->h2d_dst, p->h2d_src, p->h2d_bytes,
+                  WEFT__COPY_H2D));
+  if (p->d2h_bytes) {
+    CK(weft__stream_wait_event(x->extra[0], x->t_start));
+    CK(weft__copy(x->extra[0], p->d2h_dst, p->d2h_src, p->d2h_bytes,
+                  WEFT__COPY_D2H));
+    CK(weft__event_record(x->extra_end[0], x->extra[0]));
+    CK(weft__stream_wait_event(x->stream, x->extra_end[0]));
+  }
+  CK(weft__event_record(x->t_final, x->stream));
+  CK(weft__event_sync(x->t_final));
+  CK(weft__event_elapsed(x->t_start, x->t_final, ms));
+  return 0;
+}
+
+/* One array's work of normalize on stream st. */
+static int norm_array(raw_host *x, const bench_norm_set *s, int i,
+                      weft__stream *st) {
+  size_t bytes = (size_t)s->n * sizeof(float);
+  unsigned long long n = s->n;
+  unsigned blocks = s->blocks;
+  weft_dim3 grid = WEFT_DIM1(blocks), block = WEFT_DIM1(DEMO_THREADS);
+  void *reduce_args[] = {&s->dev_a[i], &s->dev_partial[i], &n};
+  void *sum_args[] = {&s->dev_partial[i], &s->dev_sum[i], &blocks};
+  void *divide_args[] = {&s->dev_a[i], &s->dev_sum[i], &n};
+  CK(weft__copy(st, s->dev_a[i], s->in_h[i], bytes, WEFT__COPY_H2D));
+  CK(weft__launch(st, &x->dk.partial_reduce, grid, block, 0, reduce_args));
+  CK(weft__launch(st, &x->dk.single_thread_sum, WEFT_DIM1(1), WEFT_DIM1(1), 0,
+                  sum_args));
+  CK(weft__launch(st, &x->dk.divide_by, grid, block, 0, divide_args));
+  CK(weft__copy(st, s->out_h[i], s->dev_a[i], bytes, WEFT__COPY_D2H));
+  return 0;
+}
+
+static int raw_normalize(bench_raw *r, const bench_norm_set *s, int nstreams,
+                         float *ms) {
+  raw_host *x = of(r);
+  int many = nstreams > 1;
+  if (many && need_streams(x, nstreams))
+    return -1;
+  CK(weft__event_record(x->t_start, x->stream));
+  for (int k = 0; many && k < nstreams; k++)
+    CK(weft__stream_wait_event(x->extra[k], x->t_start));
+  for (int i = 0; i < s->narrays; i++)
+    if (norm_array(x, s, i, many ? x->extra[i % nstreams] : x->stream))
+      return -1;
+  for (int k = 0; many && k < nstreams; k++) {
+    CK(weft__event_record(x->extra_end[k], x->extra[k]));
+    CK(weft__stream_wait_event(x->stream, x->extra_end[k]));
+  }
+  CK(weft__event_record(x->t_final, x->stream));
+  CK(weft__event_sync(x->t_final));
+  CK(weft__event_elapsed(x->t_start, x->t_final, ms));
+  return 0;
+}
+
 const bench_raw_ops bench_raw_host = {
     .open = raw_open,
     .close = raw_close,
@@ -218,6 +345,11 @@ const bench_raw_ops bench_raw_host = {
     .roundtrip = raw_roundtrip,
     .tasks_serial = raw_tasks_serial,
     .tasks_threads = raw_tasks_threads,
+    .pinned_alloc = raw_pinned_alloc,
+    .pinned_free = raw_pinned_free,
+    .copy = raw_copy,
+    .copy_timed = raw_copy_timed,
+    .normalize = raw_normalize,
 };
 
 const bench_raw_ops *bench_raw_for(weft_backend_kind kind) {

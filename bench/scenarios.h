@@ -11,6 +11,10 @@
   X(stream)                                                                    \
   X(launch)                                                                    \
   X(roundtrip)                                                                 \
-  X(tasks)
+  X(tasks)                                                                     \
+  X(pinned)                                                                    \
+  X(pageable)                                                                  \
+  X(normalize)                                                                 \
+  X(trace)
 
 #endif

@@ -83,10 +83,10 @@ typedef struct weft__rq {
  * stack is then no longer in use, so only now may another worker see it. */
 typedef enum after_switch {
   AFTER_NONE,
-  AFTER_YIELD,  /* requeue the task */
-  AFTER_WAIT,   /* add the task to the GPU wait set */
-  AFTER_BLOCK,  /* the task waits in another task's waiters list */
-  AFTER_EXIT    /* the task returned: release its stack, finish it */
+  AFTER_YIELD, /* requeue the task */
+  AFTER_WAIT,  /* add the task to the GPU wait set */
+  AFTER_BLOCK, /* the task waits in another task's waiters list */
+  AFTER_EXIT   /* the task returned: release its stack, finish it */
 } after_switch;
 
 struct weft__worker {

@@ -6,6 +6,7 @@
 
 #include "scheduler.h"
 #include "trace.h"
+#include "weft/stream.h"
 
 enum { MAGIC_TASK = 0x5441534bu }; /* "TASK" */
 

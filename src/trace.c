@@ -228,12 +228,16 @@ static int cmp_idn(const void *a, const void *b) {
 }
 
 static const char *task_name(uint64_t id) {
+  if (!T.ntasks)
+    return NULL;
   id_name key = {id, NULL};
   id_name *r = bsearch(&key, T.tasks, T.ntasks, sizeof *T.tasks, cmp_idn);
   return r ? r->name : NULL;
 }
 
 static uint64_t corr_task(uint64_t corr) {
+  if (!T.ncorrs)
+    return 0;
   pair key = {corr, 0};
   pair *r = bsearch(&key, T.corrs, T.ncorrs, sizeof *T.corrs, cmp_pair);
   return r ? r->val : 0;
@@ -328,8 +332,10 @@ int weft__trace_close(void) {
     return 0;
   }
   atomic_store(&weft__trace_on, 0);
-  qsort(T.corrs, T.ncorrs, sizeof *T.corrs, cmp_pair);
-  qsort(T.tasks, T.ntasks, sizeof *T.tasks, cmp_idn);
+  if (T.ncorrs) /* qsort and bsearch want a non-NULL array */
+    qsort(T.corrs, T.ncorrs, sizeof *T.corrs, cmp_pair);
+  if (T.ntasks)
+    qsort(T.tasks, T.ntasks, sizeof *T.tasks, cmp_idn);
   uint64_t t0 = UINT64_MAX;
   for (chunk *c = T.chunks; c; c = c->next) {
     unsigned n = atomic_load_explicit(&c->n, memory_order_acquire);

@@ -4,6 +4,7 @@
  * round trip measured 7.6 us against 16.4 us through cudaLaunchHostFunc). */
 #include "scheduler.h"
 #include "trace.h"
+#include "weft/stream.h"
 
 int weft__exec_wait_event(weft__exec *x, weft__event *ev) {
   int rc = weft__event_query(ev);

@@ -33,6 +33,7 @@ typedef struct cli_command {
 int cmd_info(cli_global *g, int argc, char **argv);
 int cmd_demo(cli_global *g, int argc, char **argv);
 int cmd_bench(cli_global *g, int argc, char **argv);
+int cmd_trace(cli_global *g, int argc, char **argv);
 
 /* Prints "weft: <message> (try 'weft help')" as one line on stderr and
  * returns CLI_USAGE. */

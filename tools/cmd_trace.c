@@ -76,8 +76,8 @@ int cmd_trace(cli_global *g, int argc, char **argv) {
     if (svg && (m = cli_flag_value(argc, argv, &i, "--width", &v)) != 0) {
       if (m < 0)
         return -m;
-      if (cli_parse_long("--width", v, TRACE_SVG_MIN_WIDTH,
-                         TRACE_SVG_MAX_WIDTH, &width))
+      if (cli_parse_long("--width", v, TRACE_SVG_MIN_WIDTH, TRACE_SVG_MAX_WIDTH,
+                         &width))
         return CLI_USAGE;
       continue;
     }

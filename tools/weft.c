@@ -36,6 +36,18 @@ static const cli_command commands[] = {
      "shown\n"
      "                (default 7, or 3 with --quick)\n"
      "  SCENARIO      run only these (default: all, in --list order)\n"},
+    {"trace", cmd_trace,
+     "report FILE [--json] [--top N] | svg FILE -o OUT.svg [--width PX]",
+     "analyse a trace file (weft's or PyTorch's): overlap, idle, launches",
+     "  report FILE   GPU time breakdown, kernel/copy overlap, idle gaps per\n"
+     "                stream, top kernels, copies, launch delays, tasks\n"
+     "  --json        print the report as JSON (schema weft-trace-report/1)\n"
+     "  --top N       rows of the kernel and task tables (default 10)\n"
+     "  svg FILE      draw the trace as an SVG timeline\n"
+     "  -o OUT.svg    where to write it ('-' for standard output)\n"
+     "  --width PX    picture width in pixels, 400-20000 (default 1600)\n"
+     "  FILE is Chrome Trace Event JSON ('-' reads standard input);\n"
+     "  docs/TRACE.md explains every number\n"},
     {"version", cmd_version, "", "print weft's version and backends", NULL},
     {"help", cmd_help, "[COMMAND]", "show this text, or a command's", NULL},
 };

@@ -36,8 +36,8 @@ WEFT_API int weft_device_free(void *ptr);
  * freed block that a weft_copy used is reused only once that copy (and all
  * work queued before it on the copying stream) completed, so freeing right
  * after queuing a copy is safe. Only weft_copy's use is tracked: a block
- * that a kernel or weft_memset uses must not be freed before weft_sync. Errors: WEFT_EINVAL (bytes 0), WEFT_ENOMEM,
- * WEFT_ESTATE (no runtime). */
+ * that a kernel or weft_memset uses must not be freed before weft_sync. Errors:
+ * WEFT_EINVAL (bytes 0), WEFT_ENOMEM, WEFT_ESTATE (no runtime). */
 WEFT_API int weft_pinned_alloc(size_t bytes, void **ptr);
 /* Errors: WEFT_EINVAL for a pointer weft_pinned_alloc did not return or a
  * block already freed. NULL is ignored. */

@@ -8,7 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- interval sets --------------------------------------------------------- */
+/* ---- interval sets ---------------------------------------------------------
+ */
 
 static int cmp_interval(const void *pa, const void *pb) {
   const trace_interval *a = pa, *b = pb;
@@ -73,7 +74,8 @@ double trace_pct(double part, double whole) {
   return whole > 0 ? 100.0 * part / whole : -1;
 }
 
-/* ---- temporal breakdown ---------------------------------------------------- */
+/* ---- temporal breakdown ----------------------------------------------------
+ */
 
 /* Fills b from the GPU ops of one device (device >= 0) or of all (-1). K and
  * M are scratch arrays with room for every GPU op; when overlap is given it
@@ -128,7 +130,8 @@ static void breakdown(const trace_model *m, int64_t device, trace_breakdown *b,
     b->idle = 0;
 }
 
-/* ---- streams: idle gaps and queue length ----------------------------------- */
+/* ---- streams: idle gaps and queue length -----------------------------------
+ */
 
 typedef struct qevent {
   double t;
@@ -217,7 +220,8 @@ static void stream_stats(const trace_model *m, const uint32_t *ops, size_t n,
   s->queue_mean = hi > lo ? area / (hi - lo) : 0;
 }
 
-/* ---- kernels, tasks -------------------------------------------------------- */
+/* ---- kernels, tasks --------------------------------------------------------
+ */
 
 static const trace_model *sort_model; /* for the qsort comparators below */
 
@@ -337,7 +341,8 @@ static int tasks(const trace_model *m, trace_analysis *a) {
   return 0;
 }
 
-/* ---- everything ------------------------------------------------------------ */
+/* ---- everything ------------------------------------------------------------
+ */
 
 int trace_analyze(const trace_model *m, trace_analysis *a) {
   memset(a, 0, sizeof *a);

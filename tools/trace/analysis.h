@@ -34,8 +34,8 @@ double trace_intervals_intersect(const trace_interval *a, size_t na,
 
 /* The temporal breakdown of one device, or of all of them together. */
 typedef struct trace_breakdown {
-  int64_t device;     /* -1 for all devices */
-  size_t ops;         /* kernels + copies + memsets */
+  int64_t device; /* -1 for all devices */
+  size_t ops;     /* kernels + copies + memsets */
   size_t kernels, copies, memsets;
   double start, end;  /* first GPU op start, last GPU op end */
   double span;        /* end - start */
@@ -70,28 +70,28 @@ enum { TRACE_COPY_ROW_MEMSET = TRACE_COPY_NDIRS, TRACE_COPY_ROWS };
 
 typedef struct trace_copy_stats {
   size_t count;
-  size_t with_bytes;     /* ops that gave args.bytes */
-  double bytes;          /* their bytes */
-  double total;          /* time of all the row's ops */
+  size_t with_bytes;       /* ops that gave args.bytes */
+  double bytes;            /* their bytes */
+  double total;            /* time of all the row's ops */
   double total_with_bytes; /* time of the ops that gave bytes */
-  size_t pageable;       /* copies from or to pageable host memory */
+  size_t pageable;         /* copies from or to pageable host memory */
 } trace_copy_stats;
 
 typedef struct trace_launch_stats {
-  size_t matched;   /* GPU ops whose launch call is in the trace */
-  size_t unmatched; /* GPU ops without one */
+  size_t matched;               /* GPU ops whose launch call is in the trace */
+  size_t unmatched;             /* GPU ops without one */
   double median, p90, max, min; /* launch delays, when matched > 0 */
 } trace_launch_stats;
 
 typedef struct trace_task_stats {
   int64_t task;
   uint32_t name;
-  size_t slices;   /* run slices ("task" spans) */
-  double run;      /* their total time */
-  double wait;     /* total time of its "weft_wait" spans */
+  size_t slices; /* run slices ("task" spans) */
+  double run;    /* their total time */
+  double wait;   /* total time of its "weft_wait" spans */
   size_t waits;
   size_t gpu_ops;
-  double gpu;      /* sum of its GPU ops' durations */
+  double gpu;                  /* sum of its GPU ops' durations */
   size_t streams_at, nstreams; /* its lanes: task_streams[streams_at ...] */
 } trace_task_stats;
 

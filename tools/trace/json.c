@@ -9,12 +9,12 @@
 
 /* What the parser expects next. */
 enum {
-  ST_VALUE,         /* a value: at the top, after ':' or after ',' in [] */
-  ST_VALUE_OR_END,  /* a value or ']': just after '[' */
-  ST_KEY,           /* a member name: after ',' in {} */
-  ST_KEY_OR_END,    /* a member name or '}': just after '{' */
-  ST_COMMA_OR_END,  /* ',' or the container's end: after a value in it */
-  ST_DONE           /* the top-level value is complete */
+  ST_VALUE,        /* a value: at the top, after ':' or after ',' in [] */
+  ST_VALUE_OR_END, /* a value or ']': just after '[' */
+  ST_KEY,          /* a member name: after ',' in {} */
+  ST_KEY_OR_END,   /* a member name or '}': just after '{' */
+  ST_COMMA_OR_END, /* ',' or the container's end: after a value in it */
+  ST_DONE          /* the top-level value is complete */
 };
 
 void trace_json_init(trace_json *j, const void *buf, size_t len) {
@@ -52,8 +52,8 @@ static int vfail(trace_json *j, size_t offset, const char *fmt, va_list ap) {
       col++;
     }
   }
-  int n = snprintf(j->error, sizeof j->error, "byte %zu (line %zu, column %zu): ",
-                   offset, line, col);
+  int n = snprintf(j->error, sizeof j->error,
+                   "byte %zu (line %zu, column %zu): ", offset, line, col);
   if (n < 0 || (size_t)n >= sizeof j->error)
     return -1;
   vsnprintf(j->error + n, sizeof j->error - (size_t)n, fmt, ap);
@@ -379,10 +379,12 @@ static int read_number(trace_json *j, trace_json_token *t) {
   } else if (is_digit(b[i])) {
     while (i < n && is_digit(b[i])) {
       unsigned d = b[i] - '0';
-      if (mant <= (UINT64_C(1) << 53) / 10)
+      if (mant <= (UINT64_C(1) << 53) / 10) {
         mant = mant * 10 + d;
-      else
-        exact = 0, exp10++;
+      } else {
+        exact = 0; /* strtod reads it; exp10 keeps the magnitude */
+        exp10++;
+      }
       if (ival > (UINT64_MAX - d) / 10)
         ival_ok = 0;
       else
@@ -398,7 +400,8 @@ static int read_number(trace_json *j, trace_json_token *t) {
     is_int = 0;
     i++;
     if (i >= n || !is_digit(b[i]))
-      return trace_json_fail(j, i, "invalid number: expected a digit after '.'");
+      return trace_json_fail(j, i,
+                             "invalid number: expected a digit after '.'");
     while (i < n && is_digit(b[i])) {
       unsigned d = b[i] - '0';
       if (exact && mant <= (UINT64_C(1) << 53) / 10) {
@@ -417,7 +420,8 @@ static int read_number(trace_json *j, trace_json_token *t) {
     if (i < n && (b[i] == '+' || b[i] == '-'))
       eneg = b[i++] == '-';
     if (i >= n || !is_digit(b[i]))
-      return trace_json_fail(j, i, "invalid number: expected a digit in the exponent");
+      return trace_json_fail(
+          j, i, "invalid number: expected a digit in the exponent");
     long e = 0;
     while (i < n && is_digit(b[i])) {
       if (e < 100000)
@@ -553,8 +557,9 @@ trace_json_type trace_json_next(trace_json *j, trace_json_token *t) {
     }
     if (j->pos >= j->len) {
       if (j->depth == 0)
-        trace_json_fail(j, j->pos, j->pos == 0 ? "empty input"
-                                               : "no JSON value in the input");
+        trace_json_fail(j, j->pos,
+                        j->pos == 0 ? "empty input"
+                                    : "no JSON value in the input");
       else
         trace_json_fail(j, j->pos, "unexpected end of input inside %s",
                         j->stack[j->depth - 1] == '{' ? "an object"

@@ -52,10 +52,10 @@ typedef struct trace_json_token {
    * parser's scratch buffer, so it is valid only until the next call. */
   const char *str;
   size_t len;
-  double num;       /* NUMBER: the value, finite */
-  int64_t integer;  /* NUMBER: the value when is_integer */
-  int is_integer;   /* NUMBER written without fraction or exponent, and
-                       within int64 */
+  double num;      /* NUMBER: the value, finite */
+  int64_t integer; /* NUMBER: the value when is_integer */
+  int is_integer;  /* NUMBER written without fraction or exponent, and
+                      within int64 */
 } trace_json_token;
 
 typedef struct trace_json {

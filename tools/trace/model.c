@@ -74,8 +74,8 @@ static uint32_t intern(trace_model *m, const char *s, size_t n) {
   }
   if (m->nstrings >= UINT32_MAX - 1 ||
       grow((void **)&m->strings, &m->strings_cap, m->strings_len + n + 1, 1) ||
-      grow((void **)&m->string_offsets, &m->string_offsets_cap,
-           m->nstrings + 1, sizeof *m->string_offsets))
+      grow((void **)&m->string_offsets, &m->string_offsets_cap, m->nstrings + 1,
+           sizeof *m->string_offsets))
     return UINT32_MAX;
   memcpy(m->strings + m->strings_len, s, n);
   m->strings[m->strings_len + n] = '\0';
@@ -92,7 +92,8 @@ const char *trace_model_str(const trace_model *m, uint32_t id) {
   return m->strings + m->string_offsets[id];
 }
 
-/* ---- a map from three 64-bit words to an index ---------------------------- */
+/* ---- a map from three 64-bit words to an index ----------------------------
+ */
 
 typedef struct keymap {
   uint64_t *keys; /* 3 per slot */
@@ -217,8 +218,7 @@ typedef struct event {
   trace_id pid, tid;
   double ts, dur;
   size_t dur_offset, ts_offset;
-  arg stream, device, correlation, bytes, task, task_name, direction,
-      meta_name;
+  arg stream, device, correlation, bytes, task, task_name, direction, meta_name;
 } event;
 
 static int oom(loader *L) {
@@ -392,8 +392,7 @@ static int64_t trailing_number(const char *s, int64_t fallback) {
 }
 
 static int64_t id_number(const trace_model *m, const trace_id *id) {
-  return id->is_str ? trailing_number(trace_model_str(m, id->str), 0)
-                    : id->num;
+  return id->is_str ? trailing_number(trace_model_str(m, id->str), 0) : id->num;
 }
 
 static uint32_t gpu_lane_lookup(loader *L, int64_t device, int64_t stream);
@@ -420,12 +419,11 @@ static uint32_t gpu_lane(loader *L, int64_t device, int64_t stream) {
 
 static uint32_t gpu_lane_lookup(loader *L, int64_t device, int64_t stream) {
   uint32_t next = (uint32_t)L->m->ngpu_lanes;
-  uint32_t v = keymap_put(&L->lanes, (uint64_t)device, (uint64_t)stream, 0,
-                          next);
+  uint32_t v =
+      keymap_put(&L->lanes, (uint64_t)device, (uint64_t)stream, 0, next);
   if (v != next)
     return v;
-  if (grow((void **)&L->lanes_v, &L->lanes_cap, next + 1,
-           sizeof *L->lanes_v))
+  if (grow((void **)&L->lanes_v, &L->lanes_cap, next + 1, sizeof *L->lanes_v))
     return UINT32_MAX;
   L->lanes_v[next] = (trace_gpu_lane){.device = device, .stream = stream};
   L->m->ngpu_lanes++;
@@ -518,11 +516,14 @@ static int add_complete(loader *L, event *e) {
   }
   if (gpu) {
     if (check_arg(L, &e->stream, "stream") ||
-        check_arg(L, &e->device, "device") ||
-        check_arg(L, &e->bytes, "bytes") ||
-        check_arg(L, &e->direction, "direction"))
+        check_arg(L, &e->device, "device"))
       return -1;
-    if (e->bytes.present) {
+    /* Sizes and directions belong to copies and memsets only. */
+    if (kind != TRACE_OP_KERNEL &&
+        (check_arg(L, &e->bytes, "bytes") ||
+         (kind == TRACE_OP_MEMCPY && check_arg(L, &e->direction, "direction"))))
+      return -1;
+    if (kind != TRACE_OP_KERNEL && e->bytes.present) {
       if (e->bytes.v < 0)
         return trace_json_fail(&L->j, e->bytes.offset,
                                "args.\"bytes\" is negative");
@@ -533,9 +534,10 @@ static int add_complete(loader *L, event *e) {
     op.lane = gpu_lane(L, device, stream);
     if (kind == TRACE_OP_MEMCPY) {
       const char *name = trace_model_str(m, e->name);
-      op.copy = (uint8_t)(e->direction.present
-                              ? dir_from_arg(trace_model_str(m, e->direction.str))
-                              : dir_from_name(name));
+      op.copy =
+          (uint8_t)(e->direction.present
+                        ? dir_from_arg(trace_model_str(m, e->direction.str))
+                        : dir_from_name(name));
       op.host_mem = strstr(name, "Pageable") ? TRACE_MEM_PAGEABLE
                     : strstr(name, "Pinned") ? TRACE_MEM_PINNED
                                              : TRACE_MEM_UNKNOWN;
@@ -566,11 +568,9 @@ static int add_meta(loader *L, event *e) {
     return -1;
   if (!e->meta_name.present)
     return 0;
-  if (grow((void **)&L->metas, &L->metas_cap, L->nmetas + 1,
-           sizeof *L->metas))
+  if (grow((void **)&L->metas, &L->metas_cap, L->nmetas + 1, sizeof *L->metas))
     return oom(L);
-  L->metas[L->nmetas++] =
-      (meta){thread, e->pid, e->tid, e->meta_name.str};
+  L->metas[L->nmetas++] = (meta){thread, e->pid, e->tid, e->meta_name.str};
   return 0;
 }
 
@@ -605,8 +605,8 @@ static int read_event(loader *L, size_t offset) {
       k = K_DUR;
     else if (trace_json_is(&t, "args"))
       k = K_ARGS;
-    static const char *const keys[] = {"",    "ph",  "name", "cat", "pid",
-                                       "tid", "ts",  "dur",  "args"};
+    static const char *const keys[] = {"",    "ph", "name", "cat", "pid",
+                                       "tid", "ts", "dur",  "args"};
     if (trace_json_next(&L->j, &t) == TRACE_JSON_ERROR)
       return -1;
     switch (k) {
@@ -718,8 +718,7 @@ static int read_document(loader *L) {
         continue;
       }
       if (seen)
-        return trace_json_fail(&L->j, t.offset,
-                               "\"traceEvents\" given twice");
+        return trace_json_fail(&L->j, t.offset, "\"traceEvents\" given twice");
       if (type != TRACE_JSON_ARRAY)
         return fail_type(L, &t, "traceEvents", "an array");
       seen = 1;
@@ -872,16 +871,16 @@ static int finish(loader *L) {
                               id_tags(&md->pid, &md->tid));
       if (t != UINT32_MAX)
         m->threads[t].name = md->name;
-    } else if (keymap_put(&procs, id_key(&md->pid), (uint64_t)md->pid.is_str,
-                          0, md->name) == UINT32_MAX) {
+    } else if (keymap_put(&procs, id_key(&md->pid), (uint64_t)md->pid.is_str, 0,
+                          md->name) == UINT32_MAX) {
       keymap_free(&procs);
       goto fail;
     }
   }
   for (size_t k = 0; k < m->nthreads && procs.n; k++) {
     trace_thread *t = &m->threads[k];
-    uint32_t name = keymap_get(&procs, id_key(&t->pid),
-                               (uint64_t)t->pid.is_str, 0);
+    uint32_t name =
+        keymap_get(&procs, id_key(&t->pid), (uint64_t)t->pid.is_str, 0);
     if (name != UINT32_MAX)
       t->process_name = name;
   }
@@ -1046,8 +1045,8 @@ const char *trace_op_kind_name(trace_op_kind kind) {
 }
 
 const char *trace_copy_dir_name(trace_copy_dir dir) {
-  static const char *const names[] = {"", "HtoD", "DtoH", "DtoD", "HtoH",
-                                      "other"};
+  static const char *const names[] = {"",     "HtoD", "DtoH",
+                                      "DtoD", "HtoH", "other"};
   return (unsigned)dir < TRACE_COPY_NDIRS ? names[dir] : "?";
 }
 

@@ -10,7 +10,8 @@
 
 #define NAME_WIDTH 60 /* bytes of a kernel or task name shown in text */
 
-/* ---- text helpers ---------------------------------------------------------- */
+/* ---- text helpers ----------------------------------------------------------
+ */
 
 /* Writes s with control characters as '?', cut to at most max bytes at a
  * UTF-8 character boundary (with "..." when cut). */
@@ -54,14 +55,16 @@ static void text_breakdown_rows(FILE *f, const trace_breakdown *b) {
   char x[32], y[32];
   fprintf(f, "  %-32s %10s %7s\n", "", "ms", "%");
   fprintf(f, "  %-32s %10s %7s\n", "compute (kernels)",
-          ms(x, sizeof x, b->compute), pct(y, sizeof y, trace_pct(b->compute, b->span)));
+          ms(x, sizeof x, b->compute),
+          pct(y, sizeof y, trace_pct(b->compute, b->span)));
   fprintf(f, "  %-32s %10s %7s\n", "non-compute (copies, memsets)",
           ms(x, sizeof x, b->non_compute),
           pct(y, sizeof y, trace_pct(b->non_compute, b->span)));
   fprintf(f, "  %-32s %10s %7s\n", "idle", ms(x, sizeof x, b->idle),
           pct(y, sizeof y, trace_pct(b->idle, b->span)));
   fprintf(f, "  %-32s %10s %7s\n", "busy (any GPU op)",
-          ms(x, sizeof x, b->busy), pct(y, sizeof y, trace_pct(b->busy, b->span)));
+          ms(x, sizeof x, b->busy),
+          pct(y, sizeof y, trace_pct(b->busy, b->span)));
 }
 
 static void text_report(FILE *f, const trace_model *m, const trace_analysis *a,
@@ -69,8 +72,9 @@ static void text_report(FILE *f, const trace_model *m, const trace_analysis *a,
   char x[48], y[48], z[48], w[48];
   fprintf(f, "weft trace report: ");
   put_name(f, o->source ? o->source : "-", 200);
-  fprintf(f, "\n  events: %zu (%zu complete, %zu metadata, %zu other "
-             "phases ignored)\n",
+  fprintf(f,
+          "\n  events: %zu (%zu complete, %zu metadata, %zu other "
+          "phases ignored)\n",
           m->events, m->complete, m->metadata, m->ignored);
   fprintf(f,
           "  ops: kernels %zu, copies %zu, memsets %zu, API calls %zu, task "
@@ -90,14 +94,17 @@ static void text_report(FILE *f, const trace_model *m, const trace_analysis *a,
     fprintf(f, "\nGPU time over the span of GPU activity: %s ms\n",
             ms(x, sizeof x, b->span));
     text_breakdown_rows(f, b);
-    fprintf(f, "\nkernel/copy overlap: %s ms (kernels running while a copy "
-               "or memset ran)\n",
+    fprintf(f,
+            "\nkernel/copy overlap: %s ms (kernels running while a copy "
+            "or memset ran)\n",
             ms(x, sizeof x, b->overlap));
-    fprintf(f, "  %7s %% of busy time    (the overlap %% of HTA's kernel "
-               "breakdown, seed 001)\n",
+    fprintf(f,
+            "  %7s %% of busy time    (the overlap %% of HTA's kernel "
+            "breakdown, seed 001)\n",
             pct(x, sizeof x, trace_pct(b->overlap, b->busy)));
-    fprintf(f, "  %7s %% of memory time  (HTA's communication/computation "
-               "overlap, for copies)\n",
+    fprintf(f,
+            "  %7s %% of memory time  (HTA's communication/computation "
+            "overlap, for copies)\n",
             pct(x, sizeof x, trace_pct(b->overlap, b->memory)));
 
     if (a->ndevices > 1) {
@@ -135,8 +142,9 @@ static void text_report(FILE *f, const trace_model *m, const trace_analysis *a,
               pct(p4, sizeof p4, trace_pct(s->other_wait, s->idle)),
               s->queue_max, s->queue_mean);
     }
-    fprintf(f, "  all streams: idle %s ms = host wait %s ms + kernel wait %s "
-               "ms + other %s ms\n",
+    fprintf(f,
+            "  all streams: idle %s ms = host wait %s ms + kernel wait %s "
+            "ms + other %s ms\n",
             ms(x, sizeof x, a->stream_idle), ms(y, sizeof y, a->host_wait),
             ms(z, sizeof z, a->kernel_wait), ms(w, sizeof w, a->other_wait));
 
@@ -166,23 +174,27 @@ static void text_report(FILE *f, const trace_model *m, const trace_analysis *a,
           continue;
         char gbs[32];
         if (c->with_bytes && c->total_with_bytes > 0)
-          snprintf(gbs, sizeof gbs, "%.2f", c->bytes / (c->total_with_bytes * 1e3));
+          snprintf(gbs, sizeof gbs, "%.2f",
+                   c->bytes / (c->total_with_bytes * 1e3));
         else
           snprintf(gbs, sizeof gbs, "-");
-        fprintf(f, "  %-7s %8zu %14.0f %10s %9s %9zu\n",
-                r == TRACE_COPY_ROW_MEMSET ? "memset"
-                                           : trace_copy_dir_name((trace_copy_dir)r),
-                c->count, c->bytes, ms(x, sizeof x, c->total), gbs, c->pageable);
+        fprintf(
+            f, "  %-7s %8zu %14.0f %10s %9s %9zu\n",
+            r == TRACE_COPY_ROW_MEMSET ? "memset"
+                                       : trace_copy_dir_name((trace_copy_dir)r),
+            c->count, c->bytes, ms(x, sizeof x, c->total), gbs, c->pageable);
       }
     }
 
     const trace_launch_stats *l = &a->launch;
     if (l->matched) {
-      fprintf(f, "\nlaunches: %zu of %zu GPU ops matched to their API call by "
-                 "correlation\n",
+      fprintf(f,
+              "\nlaunches: %zu of %zu GPU ops matched to their API call by "
+              "correlation\n",
               l->matched, l->matched + l->unmatched);
-      fprintf(f, "  launch delay (GPU start - end of the call): median %.3f "
-                 "us, p90 %.3f us, max %.3f us\n",
+      fprintf(f,
+              "  launch delay (GPU start - end of the call): median %.3f "
+              "us, p90 %.3f us, max %.3f us\n",
               l->median, l->p90, l->max);
     } else {
       fprintf(f, "\nlaunches: no GPU op matched an API call by correlation "
@@ -219,7 +231,8 @@ static void text_report(FILE *f, const trace_model *m, const trace_analysis *a,
   }
 }
 
-/* ---- JSON -------------------------------------------------------------------- */
+/* ---- JSON
+ * -------------------------------------------------------------------- */
 
 static void json_str(FILE *f, const char *s) {
   fputc('"', f);
@@ -254,7 +267,8 @@ static void json_breakdown(FILE *f, const trace_breakdown *b, int device) {
   fputc('{', f);
   if (device)
     fprintf(f, "\"device\": %lld, ", (long long)b->device);
-  fprintf(f, "\"ops\": %zu, \"kernels\": %zu, \"copies\": %zu, \"memsets\": %zu, ",
+  fprintf(f,
+          "\"ops\": %zu, \"kernels\": %zu, \"copies\": %zu, \"memsets\": %zu, ",
           b->ops, b->kernels, b->copies, b->memsets);
   json_us(f, "start_us", b->start);
   fputs(", ", f);
@@ -381,15 +395,17 @@ static void json_report(FILE *f, const trace_model *m, const trace_analysis *a,
   fprintf(f, "  \"copies\": [");
   for (int r = 1; r < TRACE_COPY_ROWS; r++) {
     const trace_copy_stats *c = &a->copies[r];
-    fprintf(f, "%s{\"kind\": \"%s\", \"count\": %zu, \"bytes\": %.0f, "
-               "\"ops_with_bytes\": %zu, ",
+    fprintf(f,
+            "%s{\"kind\": \"%s\", \"count\": %zu, \"bytes\": %.0f, "
+            "\"ops_with_bytes\": %zu, ",
             r > 1 ? ",\n    " : "\n    ",
             r == TRACE_COPY_ROW_MEMSET ? "memset"
                                        : trace_copy_dir_name((trace_copy_dir)r),
             c->count, c->bytes, c->with_bytes);
     json_us(f, "total_us", c->total);
     if (c->with_bytes && c->total_with_bytes > 0)
-      fprintf(f, ", \"gb_per_s\": %.3f", c->bytes / (c->total_with_bytes * 1e3));
+      fprintf(f, ", \"gb_per_s\": %.3f",
+              c->bytes / (c->total_with_bytes * 1e3));
     else
       fprintf(f, ", \"gb_per_s\": null");
     fprintf(f, ", \"pageable\": %zu}", c->pageable);
@@ -397,11 +413,13 @@ static void json_report(FILE *f, const trace_model *m, const trace_analysis *a,
   fprintf(f, "\n  ],\n");
 
   const trace_launch_stats *l = &a->launch;
-  fprintf(f, "  \"launch\": {\"matched\": %zu, \"unmatched\": %zu, "
-             "\"delay_us\": ",
+  fprintf(f,
+          "  \"launch\": {\"matched\": %zu, \"unmatched\": %zu, "
+          "\"delay_us\": ",
           l->matched, l->unmatched);
   if (l->matched)
-    fprintf(f, "{\"median\": %.3f, \"p90\": %.3f, \"max\": %.3f, \"min\": %.3f}",
+    fprintf(f,
+            "{\"median\": %.3f, \"p90\": %.3f, \"max\": %.3f, \"min\": %.3f}",
             l->median, l->p90, l->max, l->min);
   else
     fputs("null", f);
@@ -422,7 +440,8 @@ static void json_report(FILE *f, const trace_model *m, const trace_analysis *a,
     json_us(f, "gpu_us", t->gpu);
     fprintf(f, ", \"streams\": [");
     for (size_t k = 0; k < t->nstreams; k++) {
-      const trace_gpu_lane *ln = &m->gpu_lanes[a->task_streams[t->streams_at + k]];
+      const trace_gpu_lane *ln =
+          &m->gpu_lanes[a->task_streams[t->streams_at + k]];
       fprintf(f, "%s{\"device\": %lld, \"stream\": %lld}", k ? ", " : "",
               (long long)ln->device, (long long)ln->stream);
     }

@@ -9,15 +9,15 @@
 
 /* Layout, in pixels. */
 enum {
-  LABEL_W = 180,  /* lane labels on the left */
+  LABEL_W = 180, /* lane labels on the left */
   RIGHT_PAD = 20,
   LANE_H = 18,
   LANE_GAP = 4,
-  GROUP_H = 20,   /* a device's or the CPU's heading */
-  BAND_H = 12,    /* the overlap band */
-  STRIP_H = 6,    /* API calls and waits inside a CPU lane */
+  GROUP_H = 20, /* a device's or the CPU's heading */
+  BAND_H = 12,  /* the overlap band */
+  STRIP_H = 6,  /* API calls and waits inside a CPU lane */
   AXIS_H = 40,
-  SMALL_PX = 4    /* narrower ops of one colour merge with neighbours */
+  SMALL_PX = 4 /* narrower ops of one colour merge with neighbours */
 };
 
 /* Colours, one per kind drawn (Tableau 10). */
@@ -38,11 +38,11 @@ enum {
 static const struct {
   const char *fill, *text, *legend;
 } colors[NCOLORS] = {
-    {"#4E79A7", "#fff", "kernel"},        {"#59A14F", "#fff", "copy HtoD"},
-    {"#E15759", "#fff", "copy DtoH"},     {"#B07AA1", "#fff", "copy DtoD"},
-    {"#76B7B2", "#000", "copy other"},    {"#9C755F", "#fff", "memset"},
-    {"#F28E2B", "#000", "API call"},      {"#EDC948", "#000", "task"},
-    {"#BAB0AC", "#000", "wait"},          {"#C0392B", "#fff", "kernel ∩ copy"},
+    {"#4E79A7", "#fff", "kernel"},     {"#59A14F", "#fff", "copy HtoD"},
+    {"#E15759", "#fff", "copy DtoH"},  {"#B07AA1", "#fff", "copy DtoD"},
+    {"#76B7B2", "#000", "copy other"}, {"#9C755F", "#fff", "memset"},
+    {"#F28E2B", "#000", "API call"},   {"#EDC948", "#000", "task"},
+    {"#BAB0AC", "#000", "wait"},       {"#C0392B", "#fff", "kernel ∩ copy"},
 };
 
 static int op_color(const trace_op *op) {
@@ -166,8 +166,7 @@ static void row_flush(row *r) {
             (r->t0 - r->c->t0) / 1000.0, (r->t1 - r->c->t0) / 1000.0);
     for (int k = 0; k < NCOLORS && kinds > 1; k++)
       if (r->time[k] > 0)
-        fprintf(f, ", %s %.0f%%", colors[k].legend,
-                100.0 * r->time[k] / total);
+        fprintf(f, ", %s %.0f%%", colors[k].legend, 100.0 * r->time[k] / total);
   }
   fputs("</title>", f);
   /* Merged ops that left part of their extent idle are drawn paler, as
@@ -186,16 +185,18 @@ static void row_flush(row *r) {
       if (!(r->time[k] > 0))
         continue;
       double h = r->h * r->time[k] / total;
-      fprintf(f, "<rect x=\"%.1f\" y=\"%.2f\" width=\"%.1f\" "
-                 "height=\"%.2f\" fill=\"%s\"%s/>",
+      fprintf(f,
+              "<rect x=\"%.1f\" y=\"%.2f\" width=\"%.1f\" "
+              "height=\"%.2f\" fill=\"%s\"%s/>",
               r->x0, y, w, h, colors[k].fill, opacity);
       y += h;
     }
   } else {
     /* A white edge tells apart neighbours of one colour, where there is
      * room for it. */
-    fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" "
-               "fill=\"%s\"%s%s/>",
+    fprintf(f,
+            "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" "
+            "fill=\"%s\"%s%s/>",
             r->x0, r->y, w, r->h, colors[best].fill,
             w >= SMALL_PX ? " stroke=\"#fff\" stroke-width=\"0.5\"" : "",
             opacity);
@@ -299,25 +300,29 @@ static void axis(canvas *c, double span_us, double top, double bottom) {
   int decimals = step >= 1 ? 0 : (int)ceil(-log10(step) - 1e-9);
   if (decimals > 9)
     decimals = 9;
-  fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
-             "stroke=\"#333\"/>\n",
+  fprintf(f,
+          "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
+          "stroke=\"#333\"/>\n",
           c->plot_x, bottom, c->plot_x + c->plot_w, bottom);
   for (int i = 0; i <= 1000; i++) {
     double t = step * i;
     if (t > span_ms * (1 + 1e-9))
       break;
     double x = c->plot_x + t * 1000.0 * c->scale;
-    fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
-               "class=\"grid\"/>\n",
+    fprintf(f,
+            "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
+            "class=\"grid\"/>\n",
             x, top, x, bottom);
-    fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
-               "stroke=\"#333\"/>\n",
+    fprintf(f,
+            "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
+            "stroke=\"#333\"/>\n",
             x, bottom, x, bottom + 5);
     fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" class=\"tick\">%.*f</text>\n", x,
             bottom + 17, decimals, t);
   }
-  fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" class=\"end\">ms from the first "
-             "op</text>\n",
+  fprintf(f,
+          "<text x=\"%.1f\" y=\"%.1f\" class=\"end\">ms from the first "
+          "op</text>\n",
           c->plot_x + c->plot_w, bottom + 33);
 }
 
@@ -447,8 +452,9 @@ int trace_svg_write(FILE *f, const trace_model *m, const trace_analysis *a,
 
   /* Legend. */
   for (int k = 0; k < NCOLORS; k++)
-    fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"12\" height=\"12\" "
-               "fill=\"%s\"/><text x=\"%.1f\" y=\"%.1f\">%s</text>\n",
+    fprintf(f,
+            "<rect x=\"%.1f\" y=\"%.1f\" width=\"12\" height=\"12\" "
+            "fill=\"%s\"/><text x=\"%.1f\" y=\"%.1f\">%s</text>\n",
             legend_x[k], legend_y[k], colors[k].fill, legend_x[k] + 16,
             legend_y[k] + 10, colors[k].legend);
 
@@ -468,8 +474,9 @@ int trace_svg_write(FILE *f, const trace_model *m, const trace_analysis *a,
 
   /* The overlap band. */
   fprintf(f, "<text x=\"8\" y=\"%.1f\">kernel ∩ copy</text>\n", top + 10);
-  fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%d\" "
-             "fill=\"#f4f4f4\"/>\n",
+  fprintf(f,
+          "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%d\" "
+          "fill=\"#f4f4f4\"/>\n",
           c.plot_x, top, c.plot_w, BAND_H);
   {
     row r = {.c = &c, .y = top, .h = BAND_H};
@@ -522,8 +529,9 @@ int trace_svg_write(FILE *f, const trace_model *m, const trace_analysis *a,
     budget--;
     trace_thread_label(m, &m->threads[t], label, sizeof label);
     lane_label(&c, y + 13, label, 0);
-    fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%d\" "
-               "fill=\"#fafafa\"/>\n",
+    fprintf(f,
+            "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%d\" "
+            "fill=\"#fafafa\"/>\n",
             c.plot_x, y, c.plot_w, LANE_H);
     row tasks = {.c = &c, .y = y, .h = LANE_H};
     row calls = {.c = &c, .y = y, .h = STRIP_H};

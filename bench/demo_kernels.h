@@ -7,10 +7,12 @@
  *                                      launched as one block of one thread
  *   divide_by(a, sum, n)               a[i] /= *sum, grid-stride
  *
- * partial_reduce and divide_by run DEMO_THREADS threads per block. The CUDA
+ * partial_reduce and divide_by run DEMO_THREADS threads per block. `weft
+ * demo` and the benchmarks' normalize scenario launch them. The CUDA
  * versions live in demo_kernels.cu, which exports each __global__ function's
- * address; a build without CUDA links demo_kernels_nocuda.c instead, where
- * the addresses are NULL. */
+ * address (the raw CUDA baselines launch the same functions); a build
+ * without CUDA links demo_kernels_nocuda.c instead, where the addresses are
+ * NULL. */
 #ifndef WEFT_DEMO_KERNELS_H
 #define WEFT_DEMO_KERNELS_H
 

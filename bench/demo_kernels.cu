@@ -1,5 +1,6 @@
 // CUDA versions of the demo kernels (seed 000). Only their addresses leave
-// this file; weft launches them through its backend like any weft_kernel.
+// this file; weft launches them through its backend like any weft_kernel,
+// and the raw baselines (raw_cuda.cu) with cudaLaunchKernel.
 #include "demo_kernels.h"
 
 // Block-wise sum: each thread adds its grid-stride share, then the block

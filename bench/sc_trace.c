@@ -1,0 +1,197 @@
+/* trace: what the tracer costs a launch.
+ *
+ * The launch scenario's measurement, twice: weft_launch of a one-thread
+ * kernel (tick: as cheap as an empty kernel, and it counts its runs) from a
+ * task, in batches of which only the launch calls are timed, weft_sync
+ * draining each batch untimed; in a runtime opened with trace_path set to
+ * a temporary file (removed afterwards), and (baseline) in runtimes opened
+ * without tracing (trace_path "", so that WEFT_TRACE cannot turn it on)
+ * just before and just after it, whose repeats are pooled so that drift
+ * does not favour either side. On CUDA the tracer takes GPU records from
+ * CUPTI's activity API (and the task id as an external correlation id once per
+ * resume); on the host backend the backend's executor records each operation
+ * itself. Checks: the counter equals the number of launches in both
+ * runtimes, and the trace written at weft_shutdown holds exactly one
+ * kernel record per launch. Target: <= 5 % overhead. */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bench.h"
+#include "kernels.h"
+
+enum { BATCH = 256 };
+
+typedef struct trace_bench {
+  bench_ctx *c;
+  bench_kernels k;
+  long batches;
+  unsigned got; /* the counter after the rounds */
+  bench_samples s[2];
+  int traced; /* the runtime being measured */
+} trace_bench;
+
+static long total_launches(trace_bench *t) {
+  return t->batches * BATCH * (bench_repeat(t->c) + 1);
+}
+
+static int rounds(trace_bench *t) {
+  bench_ctx *c = t->c;
+  unsigned *counter;
+  BENCH_TRY(c, weft_device_alloc(sizeof *counter, (void **)&counter));
+  int rc = 0, e = weft_memset(counter, 0, sizeof *counter);
+  if (e)
+    rc = bench_fail_weft(c, e, "weft_memset");
+  void *args[] = {&counter};
+  for (int r = 0; rc == 0 && r <= bench_repeat(c); r++) {
+    uint64_t ns = 0;
+    for (long b = 0; rc == 0 && b < t->batches; b++) {
+      uint64_t t0 = bench_now_ns();
+      for (int i = 0; i < BATCH; i++) {
+        e = weft_launch(&t->k.tick, WEFT_DIM1(1), WEFT_DIM1(1), 0, args);
+        if (e) {
+          rc = bench_fail_weft(c, e, "weft_launch");
+          break;
+        }
+      }
+      ns += bench_now_ns() - t0;
+      e = weft_sync();
+      if (e && rc == 0)
+        rc = bench_fail_weft(c, e, "weft_sync");
+    }
+    if (r > 0)
+      bench_samples_add(&t->s[t->traced],
+                        (double)ns / 1e3 / (double)(t->batches * BATCH));
+  }
+  if (rc == 0)
+    rc = bench_fetch(c, &t->got, counter, sizeof t->got);
+  if (rc == 0 && (long)t->got != total_launches(t))
+    rc = bench_fail(c, "%s: the kernel ran %u times, expected %ld",
+                    t->traced ? "traced" : "untraced", t->got,
+                    total_launches(t));
+  e = weft_device_free(counter);
+  if (e && rc == 0)
+    rc = bench_fail_weft(c, e, "weft_device_free");
+  if ((e = weft_sync()) != 0 && rc == 0)
+    rc = bench_fail_weft(c, e, "weft_sync");
+  return rc;
+}
+
+static void rounds_task(void *arg) { rounds(arg); }
+
+/* Opens a runtime tracing to path ("" for none), runs the rounds in a
+ * task, and shuts it down (which writes the trace). */
+static int measure(trace_bench *t, const char *path) {
+  bench_ctx *c = t->c;
+  weft_runtime_opts opts;
+  weft_runtime_opts_init(&opts);
+  opts.backend = bench_backend(c);
+  opts.trace_path = path;
+  weft_runtime *rt = NULL;
+  BENCH_TRY(c, weft_init(&rt, &opts));
+  int rc = bench_kernels_preload(&t->k);
+  if (rc)
+    rc = bench_fail_weft(c, rc, "weft_kernel_preload");
+  if (rc == 0)
+    rc = bench_in_task(c, rt, rounds_task, t);
+  if (rc == 0 && bench_failed(c))
+    rc = BENCH_FAIL;
+  if (bench_runtime_close(c, &rt))
+    rc = BENCH_FAIL;
+  return rc;
+}
+
+/* Counts the trace's kernel records (one JSON event a line) and reads the
+ * records it says were dropped. */
+static int read_trace(trace_bench *t, const char *path, long *kernels,
+                      long *dropped, long *bytes) {
+  FILE *f = fopen(path, "r");
+  if (!f)
+    return bench_fail(t->c, "cannot open the trace %s", path);
+  char *line = NULL;
+  size_t cap = 0;
+  ssize_t len;
+  *kernels = 0;
+  *dropped = -1;
+  *bytes = 0;
+  while ((len = getline(&line, &cap, f)) > 0) {
+    *bytes += len;
+    const char *d = strstr(line, "\"dropped_records\":");
+    if (d && *dropped < 0)
+      *dropped = strtol(d + strlen("\"dropped_records\":"), NULL, 10);
+    if (strstr(line, "\"cat\":\"kernel\""))
+      (*kernels)++;
+  }
+  free(line);
+  fclose(f);
+  if (*dropped < 0)
+    return bench_fail(t->c, "the trace %s has no weft header", path);
+  return 0;
+}
+
+static int run(bench_ctx *c) {
+  trace_bench *t = calloc(1, sizeof *t);
+  if (!t)
+    return bench_fail(c, "out of memory");
+  t->c = c;
+  bench_kernels_init(&t->k);
+  t->batches = bench_size(c, 80, 40);
+
+  char path[4096];
+  const char *dir = getenv("TMPDIR");
+  snprintf(path, sizeof path, "%s/weft-bench-trace-XXXXXX.json",
+           dir && *dir ? dir : "/tmp");
+  int fd = mkstemps(path, 5);
+  if (fd < 0) {
+    free(t);
+    return bench_fail(c, "cannot create a temporary file in %s",
+                      dir && *dir ? dir : "/tmp");
+  }
+  close(fd);
+
+  t->traced = 0;
+  int rc = measure(t, "");
+  if (rc == 0) {
+    t->traced = 1;
+    rc = measure(t, path);
+  }
+  if (rc == 0) {
+    t->traced = 0;
+    rc = measure(t, "");
+  }
+  long kernels = 0, dropped = 0, bytes = 0;
+  if (rc == 0)
+    rc = read_trace(t, path, &kernels, &dropped, &bytes);
+  unlink(path);
+  if (rc == 0 && kernels != total_launches(t))
+    rc = bench_fail(c,
+                    "the trace holds %ld kernel records for %ld launches "
+                    "(%ld records dropped)",
+                    kernels, total_launches(t), dropped);
+  if (rc == 0)
+    rc = bench_report(c, "weft_launch from a task, untraced", "us", &t->s[0],
+                      BENCH_BASELINE,
+                      "trace_path \"\", before and after the traced runtime; "
+                      "%ld launches per repeat in batches of %d, synced "
+                      "untimed",
+                      t->batches * BATCH, BATCH);
+  if (rc == 0) {
+    double base = bench_stats_of(&t->s[0]).median;
+    double over = base > 0 ? bench_stats_of(&t->s[1]).median / base - 1 : 0;
+    rc = bench_report(
+        c, "weft_launch from a task, traced", "us", &t->s[1], 0,
+        "%+.1f %%; target <= 5 %% (%s); %s; %ld kernel records in a %.1f MiB "
+        "trace, %ld dropped",
+        100 * over, over <= 0.05 ? "met" : "MISSED",
+        bench_backend(c) == WEFT_BACKEND_CUDA
+            ? "CUPTI activity records"
+            : "host backend: executor records (CUPTI is CUDA only)",
+        kernels, (double)bytes / (1 << 20), dropped);
+  }
+  free(t);
+  return rc;
+}
+
+const bench_scenario bench_sc_trace = {
+    "trace", "tracer overhead: weft_launch in a traced vs an untraced runtime",
+    run};

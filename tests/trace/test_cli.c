@@ -1,0 +1,104 @@
+/* `weft trace report` and `weft trace svg` from the command line: output,
+ * exit codes (0 success, 1 failure, 2 usage) and one-line errors.
+ * Arguments: the weft binary and the folder of sample traces. */
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "trace_test.h"
+
+static const char *weft, *data;
+static char dir[] = "/tmp/weft_trace_cli_XXXXXX";
+
+/* Runs "weft ARGS", stdout to out.txt and stderr to err.txt in dir; returns
+ * the exit code. */
+static int run(const char *args) {
+  char cmd[4096];
+  snprintf(cmd, sizeof cmd, "cd '%s' && '%s' %s >out.txt 2>err.txt", dir, weft,
+           args);
+  int status = system(cmd);
+  CHECK(status != -1 && WIFEXITED(status));
+  return WEXITSTATUS(status);
+}
+
+static char *slurp(const char *name) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  FILE *f = fopen(path, "rb");
+  CHECK_MSG(f != NULL, "no %s", path);
+  static char buf[1 << 20];
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  buf[n] = '\0';
+  fclose(f);
+  return buf;
+}
+
+/* stderr is exactly one line starting with prefix. */
+static void one_line_error(const char *prefix) {
+  const char *err = slurp("err.txt");
+  CHECK_MSG(!strncmp(err, prefix, strlen(prefix)), "stderr: %s", err);
+  const char *nl = strchr(err, '\n');
+  CHECK_MSG(nl && nl[1] == '\0', "not one line: %s", err);
+}
+
+int main(int argc, char **argv) {
+  CHECK(argc == 3);
+  weft = argv[1];
+  data = argv[2];
+  CHECK(mkdtemp(dir) != NULL);
+  char args[4096];
+
+  snprintf(args, sizeof args, "trace report '%s/two_streams.json'", data);
+  CHECK_EQ_INT(run(args), 0);
+  CHECK_HAS(slurp("out.txt"), "25.0 % of busy time");
+
+  snprintf(args, sizeof args,
+           "trace report --json --top 1 '%s/pytorch_sample.json'", data);
+  CHECK_EQ_INT(run(args), 0);
+  CHECK_HAS(slurp("out.txt"), "\"schema\": \"weft-trace-report/1\"");
+
+  snprintf(args, sizeof args, "trace report - < '%s/weft_tasks.json'", data);
+  CHECK_EQ_INT(run(args), 0);
+  CHECK_HAS(slurp("out.txt"), "compute");
+
+  snprintf(args, sizeof args,
+           "trace svg '%s/two_streams.json' -o out.svg --width 900", data);
+  CHECK_EQ_INT(run(args), 0);
+  CHECK(!strncmp(slurp("out.svg"), "<?xml", 5));
+
+  CHECK_EQ_INT(run("help trace"), 0);
+  CHECK_HAS(slurp("out.txt"), "usage: weft trace");
+
+  /* Usage errors: 2, one line. */
+  CHECK_EQ_INT(run("trace"), 2);
+  one_line_error("weft: ");
+  CHECK_EQ_INT(run("trace frob x.json"), 2);
+  one_line_error("weft: unknown 'trace' subcommand");
+  CHECK_EQ_INT(run("trace report"), 2);
+  one_line_error("weft: 'trace report' needs a trace FILE");
+  CHECK_EQ_INT(run("trace report a.json b.json"), 2);
+  CHECK_EQ_INT(run("trace report --frob a.json"), 2);
+  one_line_error("weft: unknown option '--frob'");
+  CHECK_EQ_INT(run("trace svg a.json"), 2);
+  one_line_error("weft: 'trace svg' needs -o OUT.svg");
+  CHECK_EQ_INT(run("trace svg a.json -o x.svg --width 10"), 2);
+  CHECK_EQ_INT(run("trace report --top 0 a.json"), 2);
+  CHECK_EQ_INT(run("trace svg a.json --json -o x.svg"), 2);
+
+  /* Failures: 1, one line naming the file and what went wrong. */
+  CHECK_EQ_INT(run("trace report missing.json"), 1);
+  one_line_error("weft trace: missing.json: cannot open");
+  FILE *f = fopen(strcat(strcpy(args, dir), "/bad.json"), "w");
+  CHECK(f != NULL);
+  fputs("{\"traceEvents\": [{\"ph\": \"X\", \"ts\": 1e999}]}", f);
+  fclose(f);
+  CHECK_EQ_INT(run("trace report bad.json"), 1);
+  one_line_error("weft trace: bad.json: byte 35 (line 1, column 36): number "
+                 "out of range");
+  CHECK_EQ_INT(run("trace svg bad.json -o bad.svg"), 1);
+  CHECK(access(strcat(strcpy(args, dir), "/bad.svg"), F_OK) != 0);
+
+  snprintf(args, sizeof args, "rm -rf '%s'", dir);
+  CHECK(system(args) == 0);
+  printf("cli: ok\n");
+  return 0;
+}

@@ -1,0 +1,289 @@
+/* The metrics on hand-built traces with known answers: the two-stream trace
+ * (overlap exactly 25 % of busy time and 50 % of memory time), an empty
+ * trace, a single op, launch delays with host-wait and kernel-wait gaps,
+ * queue lengths, copies, several devices, and weft tasks. */
+#include "trace_test.h"
+
+static void test_two_streams(void) {
+  trace_model m;
+  trace_analysis a;
+  load_data("two_streams.json", &m, &a);
+  CHECK_EQ_INT(m.count[TRACE_OP_KERNEL], 2);
+  CHECK_EQ_INT(m.count[TRACE_OP_MEMCPY], 2);
+  CHECK_EQ_INT(m.count[TRACE_OP_RUNTIME], 4);
+  CHECK_EQ_INT(m.ngpu_lanes, 2);
+  CHECK_EQ_INT(m.nthreads, 1);
+
+  /* Kernels [0,200) [300,400); copies [150,250) [350,450). */
+  const trace_breakdown *b = &a.all;
+  CHECK_NEAR(b->start, 0);
+  CHECK_NEAR(b->span, 450);
+  CHECK_NEAR(b->compute, 300);
+  CHECK_NEAR(b->memory, 200);
+  CHECK_NEAR(b->overlap, 100);
+  CHECK_NEAR(b->busy, 400);
+  CHECK_NEAR(b->non_compute, 100);
+  CHECK_NEAR(b->idle, 50);
+  CHECK_NEAR(trace_pct(b->overlap, b->busy), 25.0);
+  CHECK_NEAR(trace_pct(b->overlap, b->memory), 50.0);
+  CHECK_NEAR(trace_pct(b->compute, b->span), 100.0 * 300 / 450);
+  CHECK_EQ_INT(a.ndevices, 1);
+  CHECK_NEAR(a.devices[0].overlap, 100);
+  CHECK_EQ_INT(a.noverlap, 2);
+
+  /* Each stream: one gap of 100 us whose next op's call ended late. */
+  const trace_stream_stats *s7 = find_stream(&m, &a, 0, 7);
+  CHECK_EQ_INT(s7->ops, 2);
+  CHECK_NEAR(s7->span, 400);
+  CHECK_NEAR(s7->idle, 100);
+  CHECK_NEAR(s7->host_wait, 100);
+  CHECK_NEAR(s7->kernel_wait, 0);
+  CHECK_EQ_INT(s7->queue_max, 1);
+  CHECK_NEAR(s7->queue_mean, 320.0 / 410.0);
+  const trace_stream_stats *s8 = find_stream(&m, &a, 0, 8);
+  CHECK_NEAR(s8->host_wait, 100);
+  CHECK_NEAR(s8->queue_mean, 230.0 / 310.0);
+
+  /* Launch delays 5, 5, 5, 15. */
+  CHECK_EQ_INT(a.launch.matched, 4);
+  CHECK_EQ_INT(a.launch.unmatched, 0);
+  CHECK_NEAR(a.launch.median, 5);
+  CHECK_NEAR(a.launch.p90, 12); /* 5 + 0.7 * (15 - 5) */
+  CHECK_NEAR(a.launch.max, 15);
+
+  /* Copies: 2 MB in 100 us is 20 GB/s, 1 MB in 100 us 10 GB/s. */
+  const trace_copy_stats *h2d = &a.copies[TRACE_COPY_HTOD];
+  CHECK_EQ_INT(h2d->count, 1);
+  CHECK_NEAR(h2d->bytes / (h2d->total_with_bytes * 1e3), 20);
+  CHECK_NEAR(a.copies[TRACE_COPY_DTOH].bytes, 1e6);
+  CHECK_EQ_INT(h2d->pageable, 0);
+
+  CHECK_EQ_INT(a.nkernels, 2);
+  CHECK(!strcmp(trace_model_str(&m, a.kernels[0].name), "matmul"));
+  CHECK_NEAR(a.kernels[0].total, 200);
+  CHECK_EQ_INT(a.ntasks, 0);
+  trace_analysis_free(&a);
+  trace_model_free(&m);
+}
+
+static void test_empty(void) {
+  const char *texts[] = {
+      "{\"traceEvents\": []}", "[]",
+      /* CPU activity only */
+      "[{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaMalloc\","
+      "\"pid\":1,\"tid\":1,\"ts\":0,\"dur\":5},"
+      "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"aten::add\",\"ts\":0,"
+      "\"dur\":1}]"};
+  for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++) {
+    trace_model m;
+    trace_analysis a;
+    load_text(texts[i], &m, &a);
+    CHECK_EQ_INT(a.gpu_ops, 0);
+    CHECK_EQ_INT(a.nstreams, 0);
+    CHECK_EQ_INT(a.launch.matched, 0);
+    char *text = report_text(&m, &a, 0);
+    CHECK_HAS(text, "no GPU activity");
+    CHECK(!strstr(text, "nan") && !strstr(text, "inf"));
+    free(text);
+    char *json = report_text(&m, &a, 1);
+    CHECK_HAS(json, "\"gpu\": null");
+    CHECK(!strstr(json, "nan") && !strstr(json, "inf"));
+    free(json);
+    trace_analysis_free(&a);
+    trace_model_free(&m);
+  }
+}
+
+static void test_single_op(void) {
+  trace_model m;
+  trace_analysis a;
+  load_text("[{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"only\",\"pid\":0,"
+            "\"tid\":3,\"ts\":5,\"dur\":10}]",
+            &m, &a);
+  CHECK_NEAR(a.all.span, 10);
+  CHECK_NEAR(a.all.compute, 10);
+  CHECK_NEAR(a.all.idle, 0);
+  CHECK_NEAR(trace_pct(a.all.overlap, a.all.busy), 0);
+  CHECK(trace_pct(a.all.overlap, a.all.memory) < 0); /* no memory time */
+  const trace_stream_stats *s = find_stream(&m, &a, 0, 3);
+  CHECK_EQ_INT(s->gaps, 0);
+  CHECK_EQ_INT(s->queue_max, 1);
+  CHECK_NEAR(s->queue_mean, 1);
+  CHECK_EQ_INT(a.launch.matched, 0);
+  CHECK_EQ_INT(a.launch.unmatched, 1);
+  char *json = report_text(&m, &a, 1);
+  CHECK_HAS(json, "\"overlap_pct_of_memory\": null");
+  CHECK_HAS(json, "\"delay_us\": null");
+  free(json);
+  trace_analysis_free(&a);
+  trace_model_free(&m);
+
+  /* A single zero-length op: a span of 0, percentages absent. */
+  load_text("[{\"ph\":\"X\",\"cat\":\"gpu_memset\",\"name\":\"Memset\","
+            "\"ts\":5,\"dur\":0}]",
+            &m, &a);
+  CHECK_NEAR(a.all.span, 0);
+  CHECK(trace_pct(a.all.idle, a.all.span) < 0);
+  json = report_text(&m, &a, 1);
+  CHECK(!strstr(json, "nan") && !strstr(json, "inf"));
+  free(json);
+  trace_analysis_free(&a);
+  trace_model_free(&m);
+}
+
+#define CALL(ts, dur, corr)                                                    \
+  "{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaLaunchKernel\","      \
+  "\"pid\":1,\"tid\":1,\"ts\":" #ts ",\"dur\":" #dur                           \
+  ",\"args\":{\"correlation\":" #corr "}}"
+#define GPU(cat, ts, dur, corr)                                                \
+  "{\"ph\":\"X\",\"cat\":\"" cat "\",\"name\":\"op" #corr "\",\"pid\":0,"      \
+  "\"tid\":1,\"ts\":" #ts ",\"dur\":" #dur ",\"args\":{\"stream\":1,"          \
+  "\"correlation\":" #corr "}}"
+
+static void test_launch_and_gaps(void) {
+  trace_model m;
+  trace_analysis a;
+  /* One stream: A [10,20) B [20,30) C [50,60) D [70,80) E [85,90)
+   * F [95,100). Calls: A [0,5) B [6,8) C [40,45) D [46,47) F [48,49); E has
+   * none. Gaps: 30->50 host wait (C's call ended at 45 > 30); 60->70 kernel
+   * wait (D's call ended at 47); 80->85 other (no call); 90->95 other (F is a
+   * memset, queued). */
+  load_text(
+      "[" CALL(0, 5, 1) "," CALL(6, 2, 2) "," CALL(40, 5, 3) "," CALL(46, 1, 4) "," CALL(
+          48, 1,
+          6) "," GPU("kernel", 10, 10,
+                     1) "," GPU("kernel", 20, 10,
+                                2) "," GPU("kernel", 50, 10,
+                                           3) "," GPU("kernel", 70, 10,
+                                                      4) "," GPU("gpu_memcpy",
+                                                                 85, 5,
+                                                                 5) "," GPU("gp"
+                                                                            "u_"
+                                                                            "me"
+                                                                            "ms"
+                                                                            "e"
+                                                                            "t",
+                                                                            95,
+                                                                            5,
+                                                                            6) "]",
+      &m, &a);
+  const trace_stream_stats *s = find_stream(&m, &a, 0, 1);
+  CHECK_EQ_INT(s->ops, 6);
+  CHECK_NEAR(s->span, 90);
+  CHECK_NEAR(s->busy, 50);
+  CHECK_NEAR(s->idle, 40);
+  CHECK_NEAR(s->host_wait, 20);
+  CHECK_NEAR(s->kernel_wait, 10);
+  CHECK_NEAR(s->other_wait, 10);
+  CHECK_EQ_INT(s->gaps, 4);
+  CHECK_NEAR(a.host_wait, 20);
+
+  /* Delays: A 5, B 12, C 5, D 23, F 46; E unmatched. */
+  CHECK_EQ_INT(a.launch.matched, 5);
+  CHECK_EQ_INT(a.launch.unmatched, 1);
+  CHECK_NEAR(a.launch.median, 12);
+  CHECK_NEAR(a.launch.p90, 23 + 0.6 * (46 - 23));
+  CHECK_NEAR(a.launch.max, 46);
+  CHECK_NEAR(a.launch.min, 5);
+
+  /* Queue: launched at 0, 6, 40, 46, 85 (E, no call), 48; finished at 20,
+   * 30, 60, 80, 90, 100. At most 3 at once (46 to 60: C, D, F); mean =
+   * sum(end - launched) / (100 - 0) = 155 / 100. */
+  CHECK_EQ_INT(s->queue_max, 3);
+  CHECK_NEAR(s->queue_mean, 1.55);
+  trace_analysis_free(&a);
+  trace_model_free(&m);
+
+  /* A call that returns after its kernel started: a negative delay. */
+  load_text("[" CALL(0, 10, 1) "," GPU("kernel", 4, 10, 1) "]", &m, &a);
+  CHECK_NEAR(a.launch.median, -6);
+  trace_analysis_free(&a);
+  trace_model_free(&m);
+}
+
+static void test_devices(void) {
+  trace_model m;
+  trace_analysis a;
+  load_text("[{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k\",\"ts\":0,"
+            "\"dur\":10,\"args\":{\"device\":0,\"stream\":1}},"
+            "{\"ph\":\"X\",\"cat\":\"gpu_memcpy\",\"name\":\"Memcpy PtoP\","
+            "\"ts\":5,\"dur\":10,\"args\":{\"device\":1,\"stream\":1,"
+            "\"bytes\":100}}]",
+            &m, &a);
+  CHECK_EQ_INT(a.ndevices, 2);
+  CHECK_NEAR(a.all.span, 15);
+  CHECK_NEAR(a.all.overlap, 5);
+  CHECK_NEAR(a.all.busy, 15);
+  CHECK_EQ_INT(a.devices[0].device, 0);
+  CHECK_NEAR(a.devices[0].compute, 10);
+  CHECK_NEAR(a.devices[0].overlap, 0);
+  CHECK_EQ_INT(a.devices[1].device, 1);
+  CHECK_NEAR(a.devices[1].non_compute, 10);
+  CHECK_NEAR(a.devices[1].start, 5);
+  /* Peer copies are "other", not DtoD. */
+  CHECK_EQ_INT(a.copies[TRACE_COPY_OTHER].count, 1);
+  CHECK_EQ_INT(a.copies[TRACE_COPY_DTOD].count, 0);
+  trace_analysis_free(&a);
+  trace_model_free(&m);
+}
+
+static void test_tasks(void) {
+  trace_model m;
+  trace_analysis a;
+  load_data("weft_tasks.json", &m, &a);
+  CHECK_EQ_INT(m.count[TRACE_OP_TASK], 4);
+  CHECK_EQ_INT(m.count[TRACE_OP_WAIT], 1);
+  CHECK_EQ_INT(m.nthreads, 2);
+  char label[64];
+  trace_thread_label(&m, &m.threads[0], label, sizeof label);
+  CHECK(!strcmp(label, "worker 0"));
+  CHECK(!strcmp(trace_model_str(&m, m.threads[1].process_name), "weft demo"));
+
+  CHECK_EQ_INT(a.ntasks, 3);
+  const trace_task_stats *t = &a.tasks[0]; /* most GPU time first */
+  CHECK_EQ_INT(t->task, 1);
+  CHECK(!strcmp(trace_model_str(&m, t->name), "load"));
+  CHECK_EQ_INT(t->slices, 2);
+  CHECK_NEAR(t->run, 20);
+  CHECK_NEAR(t->wait, 20);
+  CHECK_EQ_INT(t->gpu_ops, 2);
+  CHECK_NEAR(t->gpu, 16);
+  CHECK_EQ_INT(t->nstreams, 1);
+  CHECK_EQ_INT(m.gpu_lanes[a.task_streams[t->streams_at]].stream, 3);
+
+  t = &a.tasks[1];
+  CHECK_EQ_INT(t->task, 2);
+  CHECK(!strcmp(trace_model_str(&m, t->name), "compute"));
+  CHECK_NEAR(t->run, 15);
+  CHECK_NEAR(t->wait, 0);
+  CHECK_NEAR(t->gpu, 12);
+  CHECK_EQ_INT(t->nstreams, 2);
+
+  t = &a.tasks[2];
+  CHECK_EQ_INT(t->task, 3);
+  CHECK_NEAR(t->gpu, 0);
+  CHECK_EQ_INT(t->nstreams, 0);
+
+  /* Copy directions from args.direction. */
+  CHECK_EQ_INT(a.copies[TRACE_COPY_HTOD].count, 1);
+  CHECK_EQ_INT(a.copies[TRACE_COPY_DTOH].count, 1);
+  CHECK_NEAR(a.copies[TRACE_COPY_HTOD].bytes, 800000);
+
+  char *text = report_text(&m, &a, 0);
+  CHECK_HAS(text, "load");
+  CHECK_HAS(text, "0/4 0/5");
+  free(text);
+  trace_analysis_free(&a);
+  trace_model_free(&m);
+}
+
+int main(void) {
+  test_two_streams();
+  test_empty();
+  test_single_op();
+  test_launch_and_gaps();
+  test_devices();
+  test_tasks();
+  printf("metrics: ok\n");
+  return 0;
+}
