@@ -36,7 +36,11 @@ WEFT_API int weft_device_free(void *ptr);
  * freed block that a weft_copy used is reused only once that copy (and all
  * work queued before it on the copying stream) completed, so freeing right
  * after queuing a copy is safe. Only weft_copy's use is tracked: a block
- * that a kernel or weft_memset uses must not be freed before weft_sync. Errors:
+ * that a kernel or weft_memset uses must not be freed before weft_sync.
+ * On CUDA, pinning new memory (a cache miss) and unpinning it
+ * (weft_mem_trim) wait for the whole device, as cudaHostAlloc and
+ * cudaFreeHost do: allocate what a hot path needs once up front, and trim
+ * while the device is idle. Hits and frees never touch CUDA. Errors:
  * WEFT_EINVAL (bytes 0), WEFT_ENOMEM, WEFT_ESTATE (no runtime). */
 WEFT_API int weft_pinned_alloc(size_t bytes, void **ptr);
 /* Errors: WEFT_EINVAL for a pointer weft_pinned_alloc did not return or a
