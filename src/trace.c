@@ -164,9 +164,14 @@ void weft__trace_corr_task(uint64_t corr, uint64_t task) {
   pthread_mutex_unlock(&T.lock);
 }
 
+/* The low 32 bits of pthread_self(), which is what CUPTI reports as the
+ * thread of a runtime API record on Linux: a task's run slices and the
+ * CUDA calls it made then share one row. */
 uint32_t weft__trace_thread_lane(void) {
   if (tls_lane_epoch != T.epoch || tls_lane == 0) {
-    tls_lane = atomic_fetch_add(&T.next_lane, 1) + 1;
+    tls_lane = (uint32_t)(uintptr_t)pthread_self();
+    if (tls_lane == 0)
+      tls_lane = atomic_fetch_add(&T.next_lane, 1) + 1;
     tls_lane_epoch = T.epoch;
   }
   return tls_lane;

@@ -66,7 +66,7 @@ void weft__trace_emit_batch(const weft__trace_rec *r, size_t n);
 /* A copy of s that lives until the trace is written. */
 const char *weft__trace_intern(const char *s);
 uint64_t weft__trace_now(void);
-/* Small numbers for host threads (the lane of CPU records). */
+/* The lane of the calling thread's CPU records (see trace.c). */
 uint32_t weft__trace_thread_lane(void);
 void weft__trace_thread_name(const char *name);
 uint64_t weft__trace_next_corr(void);
