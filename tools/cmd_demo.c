@@ -1,3 +1,4 @@
+#define _POSIX_C_SOURCE 200809L /* setenv */
 /* weft demo: seed 000's experiment. Normalise N arrays (a <- a / sum(a)) with
  * three kernels, once with every array on one stream and once with each
  * array on its own stream, and time both with events.
@@ -20,6 +21,8 @@
 #include "cli.h"
 #include "demo_kernels.h"
 #include "runtime_internal.h"
+#include "trace/analysis.h"
+#include "trace/svg.h"
 
 #define DEMO_MAX_ARRAYS 64
 #define DEMO_MAX_REPEAT 1000
@@ -377,8 +380,51 @@ static int teardown(demo *d) {
   return status;
 }
 
+/* After a traced run: how much of the GPU's busy time overlapped, and a
+ * timeline picture next to the trace (FILE.svg). The numbers are `weft
+ * trace report`'s; that command gives the whole report. */
+static int report_trace(const char *path) {
+  trace_model m;
+  trace_error err;
+  if (trace_model_load_file(&m, path, &err) != 0) {
+    trace_model_free(&m);
+    return cli_fail("demo", "%s: %s", path, err.message);
+  }
+  trace_analysis a;
+  int rc =
+      trace_analyze(&m, &a) == 0 ? CLI_OK : cli_fail("demo", "out of memory");
+  if (rc == CLI_OK) {
+    const trace_breakdown *b = &a.all;
+    /* The analysis works in microseconds, as the trace format does. */
+    printf("\ntrace %s (all variants, warm-ups included; tracing adds host "
+           "cost to each launch):\n",
+           path);
+    printf("  GPU busy %.3f ms of a %.3f ms span: kernels %.3f ms, "
+           "copies %.3f ms\n",
+           b->busy / 1e3, b->span / 1e3, b->compute / 1e3, b->memory / 1e3);
+    printf("  kernels and copies overlapped %.3f ms: %.1f %% of busy time, "
+           "%.1f %% of copy time\n",
+           b->overlap / 1e3, trace_pct(b->overlap, b->busy),
+           trace_pct(b->overlap, b->memory));
+    char svg[4096];
+    snprintf(svg, sizeof svg, "%s.svg", path);
+    FILE *f = fopen(svg, "w");
+    trace_svg_opts o = {.width = 1600, .title = path};
+    if (!f || trace_svg_write(f, &m, &a, &o) != 0)
+      rc = cli_fail("demo", "cannot write %s", svg);
+    if (f && fclose(f) != 0 && rc == CLI_OK)
+      rc = cli_fail("demo", "cannot write %s", svg);
+    if (rc == CLI_OK)
+      printf("  timeline: %s; full report: weft trace report %s\n", svg, path);
+  }
+  trace_analysis_free(&a);
+  trace_model_free(&m);
+  return rc;
+}
+
 static int parse_args(cli_global *g, int argc, char **argv, long *arrays,
-                      long *log2n, long *repeat, long *depth) {
+                      long *log2n, long *repeat, long *depth,
+                      const char **trace) {
   for (int i = 1; i < argc; i++) {
     const char *v;
     int m;
@@ -398,6 +444,10 @@ static int parse_args(cli_global *g, int argc, char **argv, long *arrays,
     } else if ((m = cli_flag_value(argc, argv, &i, "--repeat", &v)) != 0) {
       if (m < 0 || cli_parse_long("--repeat", v, 1, DEMO_MAX_REPEAT, repeat))
         return CLI_USAGE;
+    } else if ((m = cli_flag_value(argc, argv, &i, "--trace", &v)) != 0) {
+      if (m < 0)
+        return CLI_USAGE;
+      *trace = v;
     } else if ((m = cli_flag_value(argc, argv, &i, "--depth", &v)) != 0) {
       if (m < 0 || cli_parse_long("--depth", v, 1, 64, depth))
         return CLI_USAGE;
@@ -410,9 +460,14 @@ static int parse_args(cli_global *g, int argc, char **argv, long *arrays,
 
 int cmd_demo(cli_global *g, int argc, char **argv) {
   long arrays = 10, log2n = 0, repeat = 5, depth = 0;
-  int rc = parse_args(g, argc, argv, &arrays, &log2n, &repeat, &depth);
+  const char *trace = NULL;
+  int rc = parse_args(g, argc, argv, &arrays, &log2n, &repeat, &depth, &trace);
   if (rc != CLI_OK)
     return rc < 0 ? CLI_OK : rc;
+  /* The runtime reads WEFT_TRACE when it opens, and writes the trace when
+   * it shuts down. */
+  if (trace && setenv("WEFT_TRACE", trace, 1) != 0)
+    return cli_fail("demo", "cannot set WEFT_TRACE");
 
   demo *d = calloc(1, sizeof *d);
   if (!d)
@@ -486,5 +541,7 @@ int cmd_demo(cli_global *g, int argc, char **argv) {
   }
   int trc = teardown(d);
   free(d);
+  if (rc == CLI_OK && trc == CLI_OK && trace)
+    trc = report_trace(trace);
   return rc != CLI_OK ? rc : trc;
 }

@@ -16,7 +16,8 @@ static const cli_command commands[] = {
     {"info", cmd_info, "[--backend B]",
      "show the backends built and each device's properties", NULL},
     {"demo", cmd_demo,
-     "[--backend B] [--arrays N] [--log2n K] [--repeat R] [--depth D]",
+     "[--backend B] [--arrays N] [--log2n K] [--repeat R] [--depth D] "
+     "[--trace FILE]",
      "normalise arrays on one stream and on many, timed with events",
      "  --arrays N    number of arrays, 1-64 (default 10)\n"
      "  --log2n K     each array holds 2^K floats, 8-28 (default 24 on "
@@ -24,7 +25,9 @@ static const cli_command commands[] = {
      "                20 on the host backend)\n"
      "  --repeat R    timed runs per variant, 1-1000; the median is shown\n"
      "                (default 5)\n"
-     "  --depth D     arrays in flight in the pipelined variant (default 3)\n"},
+     "  --depth D     arrays in flight in the pipelined variant (default 3)\n"
+     "  --trace FILE  record a trace to FILE, then print how much overlapped\n"
+     "                and draw the timeline to FILE.svg\n"},
     {"bench", cmd_bench,
      "[--backend B] [--list] [--quick] [--json FILE] [--repeat N] "
      "[SCENARIO...]",
