@@ -1,0 +1,91 @@
+/* Export, then re-import: a traced run of the runtime on the host backend
+ * writes a trace that the trace reader loads, with every GPU operation the
+ * program queued present once, attributed to the task that queued it and
+ * matched to the call that queued it, and every task's run slices there. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "conformance/kernels.h"
+#include "trace/analysis.h"
+#include "weft.h"
+
+enum { TASKS = 4, LAUNCHES = 5, N = 1024 };
+
+test_kernels tk;
+
+typedef struct job {
+  float *host;
+  uint64_t id;
+} job;
+
+static void work(void *arg) {
+  job *j = arg;
+  float *d;
+  int n = N;
+  CHECK_OK(weft_device_alloc(N * sizeof(float), (void **)&d));
+  CHECK_OK(weft_copy(d, j->host, N * sizeof(float)));
+  for (int i = 0; i < LAUNCHES; i++) {
+    float a = 2, b = 1;
+    void *args[] = {&d, &a, &b, &n};
+    CHECK_OK(
+        weft_launch(&tk.axpb, WEFT_DIM1(N / 256), WEFT_DIM1(256), 0, args));
+  }
+  CHECK_OK(weft_copy(j->host, d, N * sizeof(float)));
+  CHECK_OK(weft_device_free(d));
+  CHECK_OK(weft_sync());
+}
+
+int main(void) {
+  char path[] = "/tmp/weft-roundtrip-XXXXXX";
+  int fd = mkstemp(path);
+  CHECK(fd >= 0);
+  close(fd);
+  test_kernels_init(&tk);
+  weft_runtime_opts o;
+  weft_runtime_opts_init(&o);
+  o.backend = WEFT_BACKEND_HOST;
+  o.trace_path = path;
+  weft_runtime *rt;
+  CHECK_OK(weft_init(&rt, &o));
+  job jobs[TASKS];
+  weft_task *t[TASKS];
+  for (int i = 0; i < TASKS; i++) {
+    CHECK_OK(weft_pinned_alloc(N * sizeof(float), (void **)&jobs[i].host));
+    for (int k = 0; k < N; k++)
+      jobs[i].host[k] = (float)k;
+    CHECK_OK(weft_task_spawn(rt, &t[i], work, &jobs[i], NULL));
+  }
+  for (int i = 0; i < TASKS; i++)
+    CHECK_OK(weft_task_join(t[i]));
+  for (int i = 0; i < TASKS; i++)
+    CHECK_OK(weft_pinned_free(jobs[i].host));
+  CHECK_OK(weft_shutdown(rt)); /* writes the trace */
+
+  trace_model m;
+  trace_error err;
+  int rc = trace_model_load_file(&m, path, &err);
+  CHECK_MSG(rc == 0, "the exported trace does not load: %s", err.message);
+  CHECK_EQ_INT((int)m.count[TRACE_OP_KERNEL], TASKS * LAUNCHES);
+  CHECK_EQ_INT((int)m.count[TRACE_OP_MEMCPY], TASKS * 2);
+  CHECK((int)m.count[TRACE_OP_TASK] >= TASKS);
+  int attributed = 0;
+  for (size_t i = 0; i < m.nops; i++)
+    if ((m.ops[i].kind == TRACE_OP_KERNEL ||
+         m.ops[i].kind == TRACE_OP_MEMCPY) &&
+        m.ops[i].task != TRACE_NONE)
+      attributed++;
+  CHECK_EQ_INT(attributed, TASKS * (LAUNCHES + 2));
+  trace_analysis a;
+  CHECK(trace_analyze(&m, &a) == 0);
+  CHECK_EQ_INT((int)a.launch.matched, TASKS * (LAUNCHES + 2));
+  CHECK_EQ_INT((int)a.ntasks, TASKS);
+  for (size_t i = 0; i < a.ntasks; i++)
+    CHECK_EQ_INT((int)a.tasks[i].gpu_ops, LAUNCHES + 2);
+  trace_analysis_free(&a);
+  trace_model_free(&m);
+  unlink(path);
+  puts("ok");
+  return 0;
+}
