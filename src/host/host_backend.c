@@ -52,6 +52,7 @@ fail_work:
 void weft__host_close(weft__backend *b) {
   weft__host_backend *hb = weft__host_of(b);
   weft__host_exec_stop(hb);
+  weft__host_cache_drain(hb);
   pthread_cond_destroy(&hb->progress);
   pthread_cond_destroy(&hb->work);
   pthread_mutex_destroy(&hb->mu);

@@ -74,7 +74,7 @@ static void advance(weft__host_backend *hb, weft__host_stream *s) {
         return;
       }
     } else if (op->kind == HOP_FREE) {
-      free(op->u.ptr);
+      weft__host_block_release(hb, op->u.ptr);
     } else {
       s->state = HOST_READY;
       queue_push(&hb->ready[s->level], s);

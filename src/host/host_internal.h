@@ -107,7 +107,26 @@ typedef struct weft__host_backend {
   uint64_t submitted, completed; /* over all streams, for device_sync */
   void (*hook)(void *);          /* called when event records complete */
   void *hook_arg;
+  /* "Device" memory freed by streams, kept for reuse as a GPU's
+   * stream-ordered pool keeps it: fresh host memory costs a page fault per
+   * page on first touch. Under mu. */
+  struct weft__host_block *cached;
+  size_t cached_bytes;
 } weft__host_backend;
+
+/* The header in front of each block of host-backend device memory. */
+typedef struct weft__host_block {
+  struct weft__host_block *next; /* while cached */
+  size_t size;                   /* usable bytes after the header */
+} weft__host_block;
+
+#define WEFT__HOST_BLOCK_HDR 256 /* keeps the 256-byte alignment */
+#define WEFT__HOST_CACHE_MAX ((size_t)1 << 30)
+
+/* Returns a freed block to the cache (or to the system past its limit).
+ * mu held. */
+void weft__host_block_release(weft__host_backend *hb, void *p);
+void weft__host_cache_drain(weft__host_backend *hb);
 
 static inline weft__host_backend *weft__host_of(weft__backend *b) {
   return (weft__host_backend *)b;

@@ -280,8 +280,54 @@ static int host_alloc(weft__backend *b, size_t n, size_t align, void **out,
   return 0;
 }
 
+void weft__host_block_release(weft__host_backend *hb, void *p) {
+  weft__host_block *b = (weft__host_block *)((char *)p - WEFT__HOST_BLOCK_HDR);
+  if (hb->cached_bytes + b->size > WEFT__HOST_CACHE_MAX) {
+    free(b);
+    return;
+  }
+  b->next = hb->cached;
+  hb->cached = b;
+  hb->cached_bytes += b->size;
+}
+
+void weft__host_cache_drain(weft__host_backend *hb) {
+  while (hb->cached) {
+    weft__host_block *b = hb->cached;
+    hb->cached = b->next;
+    free(b);
+  }
+  hb->cached_bytes = 0;
+}
+
+/* The smallest cached block that fits with at most 1/8 to spare, else a
+ * new one. A block freed on a stream is cached when the stream passes the
+ * free, so reuse by any stream is safe from then on. */
 static int device_alloc(weft__stream *s, size_t n, void **out) {
-  return host_alloc(s->hdr.bk, n, 256, out, "device_alloc");
+  weft__host_backend *hb = weft__host_of(s->hdr.bk);
+  pthread_mutex_lock(&hb->mu);
+  weft__host_block **best = NULL;
+  for (weft__host_block **pp = &hb->cached; *pp; pp = &(*pp)->next)
+    if ((*pp)->size >= n && (*pp)->size - n <= n / 8 &&
+        (!best || (*pp)->size < (*best)->size))
+      best = pp;
+  weft__host_block *b = best ? *best : NULL;
+  if (b) {
+    *best = b->next;
+    hb->cached_bytes -= b->size;
+  }
+  pthread_mutex_unlock(&hb->mu);
+  if (!b) {
+    void *p = NULL;
+    int rc = host_alloc(s->hdr.bk, n + WEFT__HOST_BLOCK_HDR, 256, &p,
+                        "device_alloc");
+    if (rc)
+      return rc;
+    b = p;
+    b->size = n;
+  }
+  *out = (char *)b + WEFT__HOST_BLOCK_HDR;
+  return 0;
 }
 
 /* Stream-ordered: the memory is released when the stream passes the free. */
