@@ -496,3 +496,40 @@ int bench_run(const bench_opts *o) {
   pthread_mutex_destroy(&c.lock);
   return failed ? 1 : 0;
 }
+
+int bench_launch_rounds(bench_ctx *c, const weft_kernel *tick, long batches,
+                        int batch, bench_samples *s, unsigned *ran) {
+  unsigned *counter;
+  BENCH_TRY(c, weft_device_alloc(sizeof *counter, (void **)&counter));
+  int rc = 0, e = weft_memset(counter, 0, sizeof *counter);
+  if (e)
+    rc = bench_fail_weft(c, e, "weft_memset");
+  void *args[] = {&counter};
+  for (int r = 0; rc == 0 && r <= bench_repeat(c); r++) {
+    uint64_t ns = 0;
+    for (long b = 0; rc == 0 && b < batches; b++) {
+      uint64_t t0 = bench_now_ns();
+      for (int i = 0; i < batch; i++) {
+        e = weft_launch(tick, WEFT_DIM1(1), WEFT_DIM1(1), 0, args);
+        if (e) {
+          rc = bench_fail_weft(c, e, "weft_launch");
+          break;
+        }
+      }
+      ns += bench_now_ns() - t0;
+      e = weft_sync();
+      if (e && rc == 0)
+        rc = bench_fail_weft(c, e, "weft_sync");
+    }
+    if (r > 0)
+      bench_samples_add(s, (double)ns / 1e3 / (double)(batches * batch));
+  }
+  if (rc == 0)
+    rc = bench_fetch(c, ran, counter, sizeof *ran);
+  e = weft_device_free(counter);
+  if (e && rc == 0)
+    rc = bench_fail_weft(c, e, "weft_device_free");
+  if ((e = weft_sync()) != 0 && rc == 0)
+    rc = bench_fail_weft(c, e, "weft_sync");
+  return rc;
+}

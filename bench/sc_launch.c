@@ -38,39 +38,12 @@ static int check_count(launcher *l, unsigned *counter, const char *who) {
 }
 
 static int weft_rounds(launcher *l) {
-  bench_ctx *c = l->c;
-  unsigned *counter;
-  BENCH_TRY(c, weft_device_alloc(sizeof *counter, (void **)&counter));
-  int rc = 0, e = weft_memset(counter, 0, sizeof *counter);
-  if (e)
-    rc = bench_fail_weft(c, e, "weft_memset");
-  void *args[] = {&counter};
-  for (int r = 0; rc == 0 && r <= bench_repeat(c); r++) {
-    uint64_t ns = 0;
-    for (long b = 0; rc == 0 && b < l->batches; b++) {
-      uint64_t t0 = bench_now_ns();
-      for (int i = 0; i < BATCH; i++) {
-        e = weft_launch(&l->k.tick, WEFT_DIM1(1), WEFT_DIM1(1), 0, args);
-        if (e) {
-          rc = bench_fail_weft(c, e, "weft_launch");
-          break;
-        }
-      }
-      ns += bench_now_ns() - t0;
-      e = weft_sync();
-      if (e && rc == 0)
-        rc = bench_fail_weft(c, e, "weft_sync");
-    }
-    if (r > 0)
-      bench_samples_add(&l->s, (double)ns / 1e3 / (double)(l->batches * BATCH));
-  }
-  if (rc == 0)
-    rc = check_count(l, counter, "weft");
-  e = weft_device_free(counter);
-  if (e && rc == 0)
-    rc = bench_fail_weft(c, e, "weft_device_free");
-  if ((e = weft_sync()) != 0 && rc == 0)
-    rc = bench_fail_weft(c, e, "weft_sync");
+  unsigned ran = 0;
+  int rc =
+      bench_launch_rounds(l->c, &l->k.tick, l->batches, BATCH, &l->s, &ran);
+  if (rc == 0 && (long)ran != total_launches(l))
+    rc = bench_fail(l->c, "weft: the kernel ran %u times, expected %ld", ran,
+                    total_launches(l));
   return rc;
 }
 

@@ -36,44 +36,12 @@ static long total_launches(trace_bench *t) {
 }
 
 static int rounds(trace_bench *t) {
-  bench_ctx *c = t->c;
-  unsigned *counter;
-  BENCH_TRY(c, weft_device_alloc(sizeof *counter, (void **)&counter));
-  int rc = 0, e = weft_memset(counter, 0, sizeof *counter);
-  if (e)
-    rc = bench_fail_weft(c, e, "weft_memset");
-  void *args[] = {&counter};
-  for (int r = 0; rc == 0 && r <= bench_repeat(c); r++) {
-    uint64_t ns = 0;
-    for (long b = 0; rc == 0 && b < t->batches; b++) {
-      uint64_t t0 = bench_now_ns();
-      for (int i = 0; i < BATCH; i++) {
-        e = weft_launch(&t->k.tick, WEFT_DIM1(1), WEFT_DIM1(1), 0, args);
-        if (e) {
-          rc = bench_fail_weft(c, e, "weft_launch");
-          break;
-        }
-      }
-      ns += bench_now_ns() - t0;
-      e = weft_sync();
-      if (e && rc == 0)
-        rc = bench_fail_weft(c, e, "weft_sync");
-    }
-    if (r > 0)
-      bench_samples_add(&t->s[t->traced],
-                        (double)ns / 1e3 / (double)(t->batches * BATCH));
-  }
-  if (rc == 0)
-    rc = bench_fetch(c, &t->got, counter, sizeof t->got);
+  int rc = bench_launch_rounds(t->c, &t->k.tick, t->batches, BATCH,
+                               &t->s[t->traced], &t->got);
   if (rc == 0 && (long)t->got != total_launches(t))
-    rc = bench_fail(c, "%s: the kernel ran %u times, expected %ld",
+    rc = bench_fail(t->c, "%s: the kernel ran %u times, expected %ld",
                     t->traced ? "traced" : "untraced", t->got,
                     total_launches(t));
-  e = weft_device_free(counter);
-  if (e && rc == 0)
-    rc = bench_fail_weft(c, e, "weft_device_free");
-  if ((e = weft_sync()) != 0 && rc == 0)
-    rc = bench_fail_weft(c, e, "weft_sync");
   return rc;
 }
 
