@@ -66,24 +66,10 @@ static weft_task *rq_pop_level(weft__rq *q, int l) {
   return t;
 }
 
+/* Pops the oldest task of the highest level queued, or NULL. */
 static weft_task *rq_pop(weft__rq *q) {
-  if (atomic_load_explicit(&q->n, memory_order_relaxed) == 0)
-    return NULL;
-  weft_task *t = NULL;
-  pthread_mutex_lock(&q->lock);
-  for (int l = 1; l >= 0 && !t; l--) {
-    t = q->head[l];
-    if (t) {
-      q->head[l] = t->next;
-      if (!q->head[l])
-        q->tail[l] = NULL;
-      atomic_fetch_sub(&q->n, 1);
-      if (l)
-        atomic_fetch_sub(&q->n_high, 1);
-    }
-  }
-  pthread_mutex_unlock(&q->lock);
-  return t;
+  weft_task *t = rq_pop_level(q, 1);
+  return t ? t : rq_pop_level(q, 0);
 }
 
 /* Moves up to max tasks from one queue to another, keeping their order. */
