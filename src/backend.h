@@ -136,6 +136,10 @@ struct weft__backend_ops {
   void (*trace_stop)(weft__backend *b);
   void (*trace_task)(weft__backend *b, uint64_t id, const char *name);
 
+  /* Optional: releases what library integrations cached (cuBLAS handles)
+   * at shutdown, while the device is still open. */
+  void (*release_libraries)(weft__backend *b);
+
   /* Optional: what memory p points to (WEFT__MEM_*). Without it, every
    * pointer can be copied asynchronously as it is (the host backend). */
   int (*ptr_kind)(weft__backend *b, const void *p);

@@ -239,6 +239,10 @@ static void after_switch_do(weft__worker *w, weft_task *t) {
     weft__fiber_release(&t->fiber);
     weft__task_returned(t);
     break;
+  case AFTER_CALL:
+    w->call(w->call_arg);
+    weft__sched_ready(rt, t);
+    break;
   case AFTER_NONE:
     break;
   }
@@ -295,6 +299,18 @@ static void run_task(weft__worker *w, weft_task *t) {
     stack_overflow_abort(t);
 #endif
   after_switch_do(w, t);
+}
+
+void weft__call_on_thread_stack(void (*fn)(void *), void *arg) {
+  weft_task *t = weft__task_self();
+  if (!t) {
+    fn(arg);
+    return;
+  }
+  weft__worker *w = weft__worker_self();
+  w->call = fn;
+  w->call_arg = arg;
+  weft__sched_suspend(t, AFTER_CALL);
 }
 
 void weft__sched_suspend(weft_task *t, after_switch after) {

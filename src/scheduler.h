@@ -86,7 +86,8 @@ typedef enum after_switch {
   AFTER_YIELD, /* requeue the task */
   AFTER_WAIT,  /* add the task to the GPU wait set */
   AFTER_BLOCK, /* the task waits in another task's waiters list */
-  AFTER_EXIT   /* the task returned: release its stack, finish it */
+  AFTER_EXIT,  /* the task returned: release its stack, finish it */
+  AFTER_CALL   /* run w->call(w->call_arg) on the thread's stack, resume */
 } after_switch;
 
 struct weft__worker {
@@ -96,6 +97,8 @@ struct weft__worker {
   weft__fiber sched; /* the worker thread's own context */
   weft_task *cur;
   after_switch after;
+  void (*call)(void *); /* AFTER_CALL */
+  void *call_arg;
   weft__rq rq;
   unsigned rng;
   void *altstack;
@@ -167,6 +170,12 @@ void weft__sched_ready(weft_runtime *rt, weft_task *t);
 /* Switches from the running task to its worker's scheduler, which then
  * performs after. Returns when the task is resumed. */
 void weft__sched_suspend(weft_task *t, after_switch after);
+
+/* Runs fn(arg) on the calling thread's own stack: from a task, by
+ * switching to the worker's scheduler context for the call (library code
+ * such as cuBLAS's first initialisation needs more stack than a fiber
+ * has); elsewhere, directly. */
+void weft__call_on_thread_stack(void (*fn)(void *), void *arg);
 
 /* task.c */
 /* The scheduler ran the task's function to its end: finish it. */

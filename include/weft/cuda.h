@@ -11,6 +11,7 @@
 #ifndef WEFT_CUDA_H
 #define WEFT_CUDA_H
 
+#include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
 #include "common.h"
@@ -33,6 +34,19 @@ WEFT_API cudaError_t weft_cuda_last_error(void);
  * also CUDA's legacy default stream, which synchronises with every other
  * stream, check it before launching. */
 WEFT_API cudaStream_t weft_cuda_stream(void);
+
+/* A cuBLAS handle whose stream is the calling task's (or thread's) stream,
+ * so cuBLAS work lands in order with the task's other work and weft_sync()
+ * waits for it. Handles are cached per thread and device (creation is
+ * expensive) and moved to the caller's stream only when it changed; they
+ * are destroyed at weft_shutdown. A task that waits or yields may resume
+ * on another thread: call weft_cublas() again afterwards rather than keep
+ * the handle. cuBLAS's first calls load the library and its kernels on
+ * deep stacks: tasks that call cuBLAS need weft_runtime_opts.stack_size of
+ * 1 MiB or so (64 KiB overflowed on the H200). Returns NULL on failure (no
+ * runtime, not the CUDA backend, cuBLAS failed), with the reason in
+ * weft_last_error_message(). */
+WEFT_API cublasHandle_t weft_cublas(void);
 
 WEFT_END_DECLS
 

@@ -261,6 +261,7 @@ const struct weft__backend_ops weft__cuda_ops = {
     .bind_device = bind_device,
     .kernel_preload = kernel_preload,
     .ptr_kind = ptr_kind,
+    .release_libraries = weft__cuda_cublas_release,
     .trace_start = weft__cuda_trace_start,
     .trace_stop = weft__cuda_trace_stop,
     .trace_task = weft__cuda_trace_task,

@@ -135,6 +135,9 @@ int weft__cuda_device_free(weft__stream *s, void *p);
 int weft__cuda_pinned_alloc(weft__backend *b, size_t n, void **out);
 int weft__cuda_pinned_free(weft__backend *b, void *p);
 
+/* cuBLAS handles cached per thread (cuda_cublas.c). */
+void weft__cuda_cublas_release(weft__backend *b);
+
 /* Tracing through CUPTI (cuda_trace.c). */
 int weft__cuda_trace_start(weft__backend *b);
 void weft__cuda_trace_stop(weft__backend *b);
