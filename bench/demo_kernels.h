@@ -16,6 +16,8 @@
 #ifndef WEFT_DEMO_KERNELS_H
 #define WEFT_DEMO_KERNELS_H
 
+#include <stdint.h>
+
 #include "weft/kernel.h"
 
 #ifdef __cplusplus
@@ -46,5 +48,10 @@ void demo_kernels_init(demo_kernels *k);
 #ifdef __cplusplus
 }
 #endif
+
+/* Fills a[0..n) with reproducible random floats in (0, 1] (positive, so
+ * the sum is far from zero), continuing from *seed, and returns their sum
+ * in double: the demo's and the normalize benchmark's input. */
+double demo_fill_input(float *a, unsigned long long n, uint64_t *seed);
 
 #endif

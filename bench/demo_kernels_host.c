@@ -64,3 +64,23 @@ void demo_kernels_init(demo_kernels *k) {
                                      unsigned long long)},
   };
 }
+
+/* xorshift64*: reproducible without depending on the C library. */
+static uint64_t rng_next(uint64_t *s) {
+  uint64_t x = *s;
+  x ^= x >> 12;
+  x ^= x << 25;
+  x ^= x >> 27;
+  *s = x;
+  return x * 0x2545F4914F6CDD1DULL;
+}
+
+double demo_fill_input(float *a, unsigned long long n, uint64_t *seed) {
+  double sum = 0.0;
+  for (unsigned long long j = 0; j < n; j++) {
+    float v = (float)((rng_next(seed) >> 40) + 1) / 16777216.0f;
+    a[j] = v;
+    sum += v;
+  }
+  return sum;
+}

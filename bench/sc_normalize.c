@@ -56,16 +56,6 @@ typedef struct norm_bench {
   bench_samples bw[NBW]; /* GB/s, each way */
 } norm_bench;
 
-/* xorshift64*: reproducible inputs. */
-static uint64_t rng_next(uint64_t *s) {
-  uint64_t x = *s;
-  x ^= x >> 12;
-  x ^= x << 25;
-  x ^= x >> 27;
-  *s = x;
-  return x * 0x2545F4914F6CDD1DULL;
-}
-
 /* ---- weft: a task per array ---- */
 
 typedef struct array_job {
@@ -390,14 +380,7 @@ static int setup(norm_bench *nb) {
     nb->dev_a[i] = nb->dev_all + (size_t)i * n;
     nb->dev_partial[i] = nb->dev_partial_all + (size_t)i * blocks;
     nb->dev_sum[i] = nb->dev_sum_all + i;
-    /* Random floats in (0, 1]: positive, so every sum is far from 0. */
-    double sum = 0.0;
-    for (unsigned long long j = 0; j < n; j++) {
-      float v = (float)((rng_next(&seed) >> 40) + 1) / 16777216.0f;
-      nb->in_h[i][j] = v;
-      sum += v;
-    }
-    nb->cpu_sum[i] = sum;
+    nb->cpu_sum[i] = demo_fill_input(nb->in_h[i], n, &seed);
   }
   nb->set = (bench_norm_set){
       .narrays = NARRAYS,

@@ -60,16 +60,6 @@ static int failed(int rc, const char *what) {
       return failed(rc_, #call);                                               \
   } while (0)
 
-/* xorshift64*: reproducible inputs without depending on the C library. */
-static uint64_t rng_next(uint64_t *s) {
-  uint64_t x = *s;
-  x ^= x >> 12;
-  x ^= x << 25;
-  x ^= x >> 27;
-  *s = x;
-  return x * 0x2545F4914F6CDD1DULL;
-}
-
 static int setup(demo *d) {
   weft__backend *bk = d->bk;
   size_t bytes = (size_t)d->n * sizeof(float);
@@ -99,15 +89,8 @@ static int setup(demo *d) {
 
   /* Random floats in (0, 1]: positive, so every sum is far from zero. */
   uint64_t seed = 0x9E3779B97F4A7C15ULL;
-  for (int i = 0; i < d->narrays; i++) {
-    double sum = 0.0;
-    for (unsigned long long j = 0; j < d->n; j++) {
-      float v = (float)((rng_next(&seed) >> 40) + 1) / 16777216.0f;
-      d->in[i][j] = v;
-      sum += v;
-    }
-    d->cpu_sum[i] = sum;
-  }
+  for (int i = 0; i < d->narrays; i++)
+    d->cpu_sum[i] = demo_fill_input(d->in[i], d->n, &seed);
   /* Allocations are ordered on stream 0; other streams may use them once
    * that stream has passed them. */
   TRY(weft__stream_sync(s0));
