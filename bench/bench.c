@@ -49,6 +49,7 @@ typedef struct bench_row {
   int baseline;
   int has_ratio;
   double ratio;
+  const char *peer_key, *peer_side; /* bench_peer, or NULL */
 } bench_row;
 
 typedef struct failure {
@@ -59,9 +60,10 @@ typedef struct failure {
 struct bench_ctx {
   const bench_opts *o;
   int repeat;
-  const bench_scenario *sc; /* running now */
-  int group;                /* its current group of rows */
-  pthread_mutex_t lock;     /* err and failed, from tasks and threads */
+  const bench_scenario *sc;         /* running now */
+  int group;                        /* its current group of rows */
+  const char *peer_key, *peer_side; /* for the next row (bench_peer) */
+  pthread_mutex_t lock;             /* err and failed, from tasks and threads */
   int failed;
   char err[1024];
   bench_row *rows;
@@ -188,11 +190,19 @@ int bench_report(bench_ctx *c, const char *variant, const char *unit,
   r->nsamples = s->n;
   r->group = c->group;
   r->baseline = (flags & BENCH_BASELINE) != 0;
+  r->peer_key = c->peer_key;
+  r->peer_side = c->peer_side;
+  c->peer_key = c->peer_side = NULL;
   c->nrows++;
   return 0;
 }
 
 void bench_group(bench_ctx *c) { c->group++; }
+
+void bench_peer(bench_ctx *c, const char *key, const char *side) {
+  c->peer_key = key;
+  c->peer_side = side;
+}
 
 /* ---- runtimes ---- */
 
@@ -201,6 +211,18 @@ int bench_runtime_open(bench_ctx *c, int workers, weft_runtime **rt) {
   weft_runtime_opts_init(&opts);
   opts.backend = c->o->backend;
   opts.workers = workers;
+  BENCH_TRY(c, weft_init(rt, &opts));
+  return 0;
+}
+
+int bench_runtime_open_with(bench_ctx *c, const bench_rt_opts *o,
+                            weft_runtime **rt) {
+  weft_runtime_opts opts;
+  weft_runtime_opts_init(&opts);
+  opts.backend = c->o->backend;
+  opts.workers = o->workers;
+  opts.stack_size = o->stack_size;
+  opts.trace_path = o->trace_path ? o->trace_path : "";
   BENCH_TRY(c, weft_init(rt, &opts));
   return 0;
 }
@@ -397,6 +419,13 @@ static int write_json(const bench_ctx *c, const char *path) {
     fprintf(f, ", \"baseline\": %s, \"repeats\": %d, \"notes\": ",
             r->baseline ? "true" : "false", r->nsamples);
     json_str(f, r->notes);
+    if (r->peer_key) {
+      fprintf(f, ", \"peer\": {\"key\": ");
+      json_str(f, r->peer_key);
+      fprintf(f, ", \"side\": ");
+      json_str(f, r->peer_side);
+      fputc('}', f);
+    }
     fputc('}', f);
   }
   fprintf(f, "%s]\n}\n", c->nrows ? "\n  " : "");
@@ -409,6 +438,7 @@ static int write_json(const bench_ctx *c, const char *path) {
 static int run_one(bench_ctx *c, const bench_scenario *sc, FILE *out) {
   c->sc = sc;
   c->group = 0;
+  c->peer_key = c->peer_side = NULL;
   c->failed = 0;
   c->err[0] = '\0';
   size_t first = c->nrows;

@@ -87,6 +87,13 @@ int bench_report(bench_ctx *c, const char *variant, const char *unit,
                  const bench_samples *s, unsigned flags, const char *notes, ...)
     __attribute__((format(printf, 6, 7)));
 
+/* Marks the next row reported as one side of a measurement that the
+ * PyTorch peers (bench/peers/) make too: key names it within the scenario
+ * (e.g. "non_blocking"), side is "weft" or "raw". The JSON carries both,
+ * and bench/peers/run_all.py joins the rows with the peers' figures into
+ * one weft / raw / PyTorch table. Both strings must be literals. */
+void bench_peer(bench_ctx *c, const char *key, const char *side);
+
 /* Starts a new group of rows: the rows reported from now on take their
  * ratios from the baselines reported from now on (until the next call). */
 void bench_group(bench_ctx *c);
@@ -116,6 +123,18 @@ int bench_fail_weft(bench_ctx *c, int rc, const char *call);
 /* Opens a runtime on the run's backend with the given worker count (0: the
  * default, one per core). Returns 0 or BENCH_FAIL. */
 int bench_runtime_open(bench_ctx *c, int workers, weft_runtime **rt);
+/* A runtime with more than a worker count: cuBLAS calls need bigger fiber
+ * stacks than the default (weft/cuda.h), and a traced run names its file. */
+typedef struct bench_rt_opts {
+  int workers;            /* 0: one per core */
+  size_t stack_size;      /* 0: weft's default */
+  const char *trace_path; /* NULL: no trace (WEFT_TRACE is ignored) */
+} bench_rt_opts;
+int bench_runtime_open_with(bench_ctx *c, const bench_rt_opts *o,
+                            weft_runtime **rt);
+/* Stack bytes for tasks that call cuBLAS. */
+#define BENCH_CUBLAS_STACK ((size_t)1 << 20)
+
 /* Shuts *rt down (if not NULL) and sets it to NULL. Returns 0 or
  * BENCH_FAIL; a scenario that already failed keeps its first message. */
 int bench_runtime_close(bench_ctx *c, weft_runtime **rt);

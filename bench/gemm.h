@@ -1,0 +1,49 @@
+/* The matrix multiply of the seeds' experiments: c = a · b for n x n
+ * row-major float matrices.
+ *
+ * On CUDA it is cuBLAS's SGEMM, as torch.matmul (seed 001) and CUDA.jl's
+ * mul! (seed 002) are: weft's variants take their handle from weft_cublas(),
+ * which follows the task's stream; the raw baselines hold their own handle
+ * and set its stream by hand. Both go through bench_sgemm, so they make the
+ * very same call. In FP32 (cuBLAS's default math mode, and PyTorch's since
+ * allow_tf32 defaults to off): no TF32 tensor cores on either side. On the
+ * host backend it is the seed_kernels matmul kernel. */
+#ifndef WEFT_BENCH_GEMM_H
+#define WEFT_BENCH_GEMM_H
+
+#include "bench.h"
+#include "seed_kernels.h"
+
+#ifdef WEFT_BENCH_CUDA
+#include <cublas_v2.h>
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Queues c = a · b on the calling task's (or thread's) stream. Returns 0,
+ * or BENCH_FAIL after bench_fail with the reason. */
+int bench_gemm(bench_ctx *c, const seed_kernels *k, unsigned n, const float *a,
+               const float *b, float *out);
+
+/* The launch of the host matmul kernel for n x n: one block per row. */
+weft_dim3 seed_matmul_grid(unsigned n);
+
+#ifdef WEFT_BENCH_CUDA
+/* c = a · b through handle h, on whatever stream h is set to. cuBLAS is
+ * column-major: a row-major matrix is its transpose, so c^T = b^T · a^T is
+ * one plain SGEMM with the operands swapped. */
+cublasStatus_t bench_sgemm(cublasHandle_t h, unsigned n, const float *a,
+                           const float *b, float *out);
+#endif
+
+/* The reference for checks: sum_k a[i][k] * b[k][j], in double. */
+double bench_gemm_ref(unsigned n, const float *a, const float *b, unsigned i,
+                      unsigned j);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
