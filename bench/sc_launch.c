@@ -109,12 +109,14 @@ static int run(bench_ctx *c) {
     rc = BENCH_FAIL;
   if (rc == 0) {
     double d = bench_stats_of(&w->s).median - bench_stats_of(&raw->s).median;
+    bench_peer(c, "launch", "weft");
     rc = bench_report(c, "weft_launch from a task", "us", &w->s, 0,
                       "raw %+.3f us; target <= raw + 0.1 us (%s); %ld "
                       "launches per repeat",
                       d, d <= 0.1 ? "met" : "MISSED", w->batches * BATCH);
   }
-  if (rc == 0)
+  if (rc == 0) {
+    bench_peer(c, "launch", "raw");
     rc = bench_report(c,
                       bench_backend(c) == WEFT_BACKEND_CUDA
                           ? "raw cudaLaunchKernel, own stream"
@@ -122,6 +124,7 @@ static int run(bench_ctx *c) {
                       "us", &raw->s, BENCH_BASELINE,
                       "from a plain thread; batches of %d, synced untimed",
                       BATCH);
+  }
   free(w);
   free(raw);
   return rc;

@@ -169,11 +169,13 @@ static int run(bench_ctx *c) {
                       d, d <= 1.0 ? "met" : "MISSED", per);
     if (rc == 0) {
       d = bench_stats_of(&t[1].s).median - raw;
+      bench_peer(c, "roundtrip", "weft");
       rc = bench_report(c, "weft launch+sync, worker otherwise idle", "us",
                         &t[1].s, 0, "raw %+.2f us", d);
     }
   }
-  if (rc == 0)
+  if (rc == 0) {
+    bench_peer(c, "roundtrip", "raw");
     rc = bench_report(c,
                       bench_backend(c) == WEFT_BACKEND_CUDA
                           ? "raw launch + event record + query loop"
@@ -182,6 +184,7 @@ static int run(bench_ctx *c) {
                       "a plain thread polling without pause; %ld trips per "
                       "repeat",
                       n);
+  }
   free(t);
   return rc;
 }

@@ -45,8 +45,25 @@ WEFT_API cudaStream_t weft_cuda_stream(void);
  * deep stacks: tasks that call cuBLAS need weft_runtime_opts.stack_size of
  * 1 MiB or so (64 KiB overflowed on the H200). Returns NULL on failure (no
  * runtime, not the CUDA backend, cuBLAS failed), with the reason in
- * weft_last_error_message(). */
+ * weft_last_error_message().
+ *
+ * Each stream that runs cuBLAS work gets its own workspace on its first
+ * weft_cublas() call, kept until weft_shutdown: a stream runs one task's
+ * work in order, so no two kernels share scratch memory, whichever
+ * thread's handle queued them. Its size is NVIDIA's recommendation for
+ * cublasSetWorkspace, 32 MiB on compute capability 9.0 and later and 4 MiB
+ * before, or the environment variable WEFT_CUBLAS_WORKSPACE_KIB (KiB; 0
+ * leaves cuBLAS its default workspace). Memory: that size times the
+ * streams that ever ran cuBLAS work at once. If the allocation fails,
+ * that stream uses cuBLAS's default. */
 WEFT_API cublasHandle_t weft_cublas(void);
+
+/* The workspace weft_cublas() set up for the calling task's stream: *ptr
+ * and *bytes, or NULL and 0 when the stream has none of its own (no
+ * weft_cublas() call on it yet, WEFT_CUBLAS_WORKSPACE_KIB=0, or the
+ * allocation failed). Errors: WEFT_EINVAL (NULL argument), WEFT_ESTATE (no
+ * runtime), WEFT_ENOTSUP (not the CUDA backend). */
+WEFT_API int weft_cublas_workspace(void **ptr, size_t *bytes);
 
 WEFT_END_DECLS
 

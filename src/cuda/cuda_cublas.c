@@ -6,8 +6,20 @@
  * to the caller's stream only when that changed. Tasks move between worker
  * threads, so a task asks again after it waited or yielded. The handles
  * are destroyed when the runtime shuts down; a thread notices a new
- * runtime by its epoch and makes fresh ones. */
+ * runtime by its epoch and makes fresh ones.
+ *
+ * Workspaces belong to streams, not handles. A thread's handle serves every
+ * task that runs on the thread, each on its own stream, so one workspace
+ * per handle would let two tasks' kernels share scratch memory at the same
+ * time. A stream is leased to one task at a time and runs its work in
+ * order, so a workspace tied to the stream is never used by two kernels at
+ * once, whichever handle queued them. cublasSetStream puts the handle back
+ * on cuBLAS's default workspace, so the stream's own is set again after it.
+ * Size: NVIDIA's recommendation for cublasSetWorkspace (32 MiB on compute
+ * capability 9.x and later, 4 MiB before), or WEFT_CUBLAS_WORKSPACE_KIB;
+ * 0 there leaves cuBLAS its own default. */
 #include <cublas_v2.h>
+#include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
 
@@ -32,10 +44,21 @@ __attribute__((noinline)) static handle_slot *slot_for(int dev) {
   return &tls[dev];
 }
 
-/* Every handle made, for destruction at shutdown. */
+/* Every handle made, for destruction at shutdown, and every stream's
+ * workspace (ptr NULL: cuBLAS's default, after a size of 0 or a failed
+ * allocation, so that it is not tried again). */
+typedef struct workspace {
+  cudaStream_t stream;
+  int dev;
+  void *ptr;
+  size_t bytes;
+} workspace;
+
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static cublasHandle_t *all;
 static size_t nall, cap;
+static workspace *spaces;
+static size_t nspaces, spaces_cap;
 
 static int cublas_fail(cublasStatus_t st, const char *call) {
   int code = st == CUBLAS_STATUS_ALLOC_FAILED      ? WEFT_ENOMEM
@@ -75,6 +98,81 @@ static void create(void *arg) {
   create_call *c = arg;
   c->st = weft__cuda_set_device(c->dev) == 0 ? cublasCreate(&c->h)
                                              : CUBLAS_STATUS_NOT_INITIALIZED;
+}
+
+/* The workspace size for dev, in bytes; -1 after reporting a bad
+ * WEFT_CUBLAS_WORKSPACE_KIB. */
+static long long workspace_bytes(int dev) {
+  const char *env = getenv("WEFT_CUBLAS_WORKSPACE_KIB");
+  if (env && *env) {
+    char *end;
+    errno = 0;
+    long long kib = strtoll(env, &end, 10);
+    if (errno || *end || kib < 0 || kib > (1LL << 30)) {
+      weft__err(WEFT_EINVAL,
+                "weft_cublas: WEFT_CUBLAS_WORKSPACE_KIB='%s' is not a number "
+                "of KiB",
+                env);
+      return -1;
+    }
+    return kib * 1024;
+  }
+  int major = 0;
+  if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) !=
+      cudaSuccess) {
+    cudaGetLastError();
+    major = 0;
+  }
+  return major >= 9 ? 32LL << 20 : 4LL << 20;
+}
+
+/* Looks up the workspace of stream cs on dev, under the lock. */
+static int workspace_find(cudaStream_t cs, int dev, workspace *out) {
+  for (size_t i = 0; i < nspaces; i++)
+    if (spaces[i].stream == cs && spaces[i].dev == dev) {
+      *out = spaces[i];
+      return 1;
+    }
+  return 0;
+}
+
+/* Finds or makes the workspace of stream cs on dev (the calling thread's
+ * current device) and copies it to *out. Returns 0, or -1 with the error
+ * reported. */
+static int workspace_for(cudaStream_t cs, int dev, workspace *out) {
+  pthread_mutex_lock(&lock);
+  int found = workspace_find(cs, dev, out);
+  pthread_mutex_unlock(&lock);
+  if (found)
+    return 0;
+  /* Only this stream's task asks for its workspace, so no other thread
+   * adds the same one meanwhile; the allocation runs unlocked. */
+  long long bytes = workspace_bytes(dev);
+  if (bytes < 0)
+    return -1;
+  void *ptr = NULL;
+  if (bytes > 0 && cudaMalloc(&ptr, (size_t)bytes) != cudaSuccess) {
+    cudaGetLastError(); /* out of memory: fall back to cuBLAS's default */
+    ptr = NULL;
+  }
+  pthread_mutex_lock(&lock);
+  if (nspaces == spaces_cap) {
+    size_t nc = spaces_cap ? spaces_cap * 2 : 16;
+    workspace *v = realloc(spaces, nc * sizeof *v);
+    if (!v) {
+      pthread_mutex_unlock(&lock);
+      if (ptr)
+        cudaFree(ptr);
+      weft__err(WEFT_ENOMEM, "weft_cublas: out of memory");
+      return -1;
+    }
+    spaces = v;
+    spaces_cap = nc;
+  }
+  *out = (workspace){cs, dev, ptr, ptr ? (size_t)bytes : 0};
+  spaces[nspaces++] = *out;
+  pthread_mutex_unlock(&lock);
+  return 0;
 }
 
 cublasHandle_t weft_cublas(void) {
@@ -117,14 +215,50 @@ cublasHandle_t weft_cublas(void) {
       *slot = (handle_slot){x->rt->epoch, h, NULL};
   }
   if (slot->stream != cs) {
+    workspace w;
+    if (workspace_for(cs, x->dev, &w) != 0)
+      return NULL;
+    slot->stream = NULL; /* until both calls succeeded */
     cublasStatus_t st = cublasSetStream(slot->h, cs);
     if (st != CUBLAS_STATUS_SUCCESS) {
       cublas_fail(st, "cublasSetStream");
       return NULL;
     }
+    if (w.ptr && (st = cublasSetWorkspace(slot->h, w.ptr, w.bytes)) !=
+                     CUBLAS_STATUS_SUCCESS) {
+      cublas_fail(st, "cublasSetWorkspace");
+      return NULL;
+    }
     slot->stream = cs;
   }
   return slot->h;
+}
+
+int weft_cublas_workspace(void **ptr, size_t *bytes) {
+  if (!ptr || !bytes)
+    return weft__err(WEFT_EINVAL, "weft_cublas_workspace: NULL argument");
+  *ptr = NULL;
+  *bytes = 0;
+  weft__exec *x = weft__exec_get("weft_cublas_workspace");
+  if (!x)
+    return WEFT_ESTATE;
+  weft__stream *s;
+  int rc = weft__exec_stream(x, &s);
+  if (rc)
+    return rc;
+  if (s->hdr.bk->ops->kind != WEFT_BACKEND_CUDA)
+    return weft__err(WEFT_ENOTSUP,
+                     "weft_cublas_workspace: the runtime uses the %s backend",
+                     s->hdr.bk->ops->name);
+  cudaStream_t cs = ((weft__cuda_stream *)s)->cs;
+  workspace w;
+  pthread_mutex_lock(&lock);
+  if (workspace_find(cs, x->dev, &w)) {
+    *ptr = w.ptr;
+    *bytes = w.bytes;
+  }
+  pthread_mutex_unlock(&lock);
+  return 0;
 }
 
 void weft__cuda_cublas_release(weft__backend *b) {
@@ -135,5 +269,13 @@ void weft__cuda_cublas_release(weft__backend *b) {
   free(all);
   all = NULL;
   nall = cap = 0;
+  /* The streams were drained before the libraries are released; cudaFree
+   * would wait for them anyway. */
+  for (size_t i = 0; i < nspaces; i++)
+    if (spaces[i].ptr && weft__cuda_set_device(spaces[i].dev) == 0)
+      cudaFree(spaces[i].ptr);
+  free(spaces);
+  spaces = NULL;
+  nspaces = spaces_cap = 0;
   pthread_mutex_unlock(&lock);
 }

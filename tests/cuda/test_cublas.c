@@ -1,9 +1,18 @@
 /* weft_cublas: each task's handle runs on that task's stream, results are
- * right, handles are reused across tasks on a thread, and shutdown frees
- * them. Skipped (77) without a CUDA device. */
+ * right, handles are reused across tasks on a thread (one worker, tasks
+ * yielding between cuBLAS calls, so the thread's handle moves between
+ * their streams), each stream has its own workspace of the documented
+ * size, WEFT_CUBLAS_WORKSPACE_KIB sets or disables it and a bad value is
+ * an error, and shutdown frees everything. Skipped (77) without a CUDA
+ * device. */
+/* setenv, unsetenv */
+#define _POSIX_C_SOURCE 200809L
+
+#include <cuda_runtime.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "check.h"
 #include "weft.h"
@@ -14,6 +23,9 @@ enum { N = 128, TASKS = 8 };
 typedef struct job {
   float *a, *b, *c; /* pinned host, N x N, column-major */
   int rc;
+  cudaStream_t stream; /* the task's, and its workspace */
+  void *ws;
+  size_t ws_bytes;
 } job;
 
 static void gemm_task(void *arg) {
@@ -30,7 +42,17 @@ static void gemm_task(void *arg) {
   cudaStream_t hs;
   CHECK(cublasGetStream(h, &hs) == CUBLAS_STATUS_SUCCESS);
   CHECK_MSG(hs == weft_cuda_stream(), "the handle is not on the task's stream");
+  CHECK_OK(weft_cublas_workspace(&j->ws, &j->ws_bytes));
+  j->stream = hs;
   const float one = 1, zero = 0;
+  CHECK(cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, N, N, N, &one, da, N, db, N,
+                    &zero, dc, N) == CUBLAS_STATUS_SUCCESS);
+  /* Let the worker's other tasks use its handle, then ask again. */
+  weft_yield();
+  h = weft_cublas();
+  CHECK_MSG(h != NULL, "weft_cublas: %s", weft_last_error_message());
+  CHECK(cublasGetStream(h, &hs) == CUBLAS_STATUS_SUCCESS);
+  CHECK_MSG(hs == weft_cuda_stream(), "after a yield: not the task's stream");
   CHECK(cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, N, N, N, &one, da, N, db, N,
                     &zero, dc, N) == CUBLAS_STATUS_SUCCESS);
   CHECK_OK(weft_copy(j->c, dc, bytes));
@@ -40,23 +62,50 @@ static void gemm_task(void *arg) {
   j->rc = weft_sync();
 }
 
-int main(void) {
+/* The size weft documents for device 0 when the variable is unset. */
+static size_t default_workspace(void) {
+  int major = 0;
+  CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0) ==
+        cudaSuccess);
+  return major >= 9 ? (size_t)32 << 20 : (size_t)4 << 20;
+}
+
+static void bad_env_task(void *arg) {
+  int *rc = arg;
+  *rc = weft_cublas() == NULL ? 0 : -1;
+  if (*rc == 0 &&
+      !strstr(weft_last_error_message(), "WEFT_CUBLAS_WORKSPACE_KIB"))
+    *rc = -2;
+  void *p;
+  size_t b;
+  if (*rc == 0 && weft_cublas_workspace(NULL, &b) != WEFT_EINVAL)
+    *rc = -3;
+  if (*rc == 0 && weft_cublas_workspace(&p, NULL) != WEFT_EINVAL)
+    *rc = -3;
+}
+
+/* Runs TASKS gemm tasks on workers worker threads and checks them; wsb is
+ * the workspace size each stream should have. */
+static void run(int workers, const char *env, size_t wsb) {
+  if (env)
+    setenv("WEFT_CUBLAS_WORKSPACE_KIB", env, 1);
+  else
+    unsetenv("WEFT_CUBLAS_WORKSPACE_KIB");
   weft_runtime_opts o;
   weft_runtime_opts_init(&o);
   o.backend = WEFT_BACKEND_CUDA;
+  o.workers = workers;
   /* cuBLAS's first calls (library and kernel loading) need deep stacks:
    * with the default 64 KiB a task overflowed its guard page. */
   o.stack_size = (size_t)1 << 20;
   weft_runtime *rt;
-  int rc = weft_init(&rt, &o);
-  if (rc == WEFT_ENODEV)
-    SKIP("no CUDA device");
-  CHECK_OK(rc);
+  CHECK_OK(weft_init(&rt, &o));
   job jobs[TASKS];
   weft_task *t[TASKS];
   srand(7);
   for (int k = 0; k < TASKS; k++) {
     size_t bytes = (size_t)N * N * sizeof(float);
+    memset(&jobs[k], 0, sizeof jobs[k]);
     CHECK_OK(weft_pinned_alloc(bytes, (void **)&jobs[k].a));
     CHECK_OK(weft_pinned_alloc(bytes, (void **)&jobs[k].b));
     CHECK_OK(weft_pinned_alloc(bytes, (void **)&jobs[k].c));
@@ -79,11 +128,46 @@ int main(void) {
         CHECK_MSG(fabs(got - want) <= 1e-3 * (1 + fabs(want)),
                   "task %d: C[%d,%d] = %g, want %g", k, row, col, got, want);
       }
+    CHECK_MSG(jobs[k].ws_bytes == wsb, "task %d: workspace %zu bytes, want %zu",
+              k, jobs[k].ws_bytes, wsb);
+    CHECK((jobs[k].ws != NULL) == (wsb != 0));
+    /* One workspace per stream: the same stream, the same workspace. */
+    for (int m = 0; m < k; m++)
+      CHECK_MSG((jobs[m].stream == jobs[k].stream) ==
+                    (jobs[m].ws == jobs[k].ws || wsb == 0),
+                "tasks %d and %d: streams %s, workspaces %s", m, k,
+                jobs[m].stream == jobs[k].stream ? "equal" : "differ",
+                jobs[m].ws == jobs[k].ws ? "equal" : "differ");
     CHECK_OK(weft_pinned_free(jobs[k].a));
     CHECK_OK(weft_pinned_free(jobs[k].b));
     CHECK_OK(weft_pinned_free(jobs[k].c));
   }
   CHECK_OK(weft_shutdown(rt));
+}
+
+int main(void) {
+  weft_runtime_opts o;
+  weft_runtime_opts_init(&o);
+  o.backend = WEFT_BACKEND_CUDA;
+  o.stack_size = (size_t)1 << 20;
+  weft_runtime *rt;
+  int rc = weft_init(&rt, &o);
+  if (rc == WEFT_ENODEV)
+    SKIP("no CUDA device");
+  CHECK_OK(rc);
+  setenv("WEFT_CUBLAS_WORKSPACE_KIB", "12abc", 1);
+  weft_task *bad;
+  int bad_rc = 1;
+  CHECK_OK(weft_task_spawn(rt, &bad, bad_env_task, &bad_rc, NULL));
+  CHECK_OK(weft_task_join(bad));
+  CHECK_MSG(bad_rc == 0, "a bad WEFT_CUBLAS_WORKSPACE_KIB: step %d", bad_rc);
+  size_t wsb = default_workspace();
+  CHECK_OK(weft_shutdown(rt));
+
+  run(0, NULL, wsb);       /* workers: one per core */
+  run(1, NULL, wsb);       /* one thread's handle for every task */
+  run(1, "0", 0);          /* cuBLAS's own workspace */
+  run(2, "1024", 1 << 20); /* 1 MiB */
   puts("ok");
   return 0;
 }
