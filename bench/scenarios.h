@@ -11,7 +11,7 @@
   X(stream)                                                                    \
   X(launch)                                                                    \
   X(roundtrip)                                                                 \
-  X(tasks)                                                                     \
+  X(many)                                                                      \
   X(pinned)                                                                    \
   X(pageable)                                                                  \
   X(normalize)                                                                 \

@@ -1,4 +1,4 @@
-/* tasks: many small independent pieces of GPU work.
+/* many: many small independent pieces of GPU work.
  *
  * 1000 tasks (200 under --quick), each: copy 64 KiB (16 KiB) from pinned
  * host memory to the device, run a small kernel (affine: out = in * 3 +
@@ -21,14 +21,14 @@
 
 enum { MUL = 3 };
 
-typedef struct tasks_bench tasks_bench;
+typedef struct many_bench many_bench;
 
 typedef struct one {
-  tasks_bench *tb;
+  many_bench *tb;
   int i;
 } one;
 
-struct tasks_bench {
+struct many_bench {
   bench_ctx *c;
   weft_runtime *rt;
   bench_kernels k;
@@ -45,7 +45,7 @@ struct tasks_bench {
 
 static void task_fn(void *arg) {
   one *o = arg;
-  tasks_bench *tb = o->tb;
+  many_bench *tb = o->tb;
   const bench_task_set *s = &tb->set;
   int i = o->i, e;
   size_t bytes = (size_t)s->n * sizeof(unsigned);
@@ -63,7 +63,7 @@ static void task_fn(void *arg) {
 }
 
 static void driver(void *arg) {
-  tasks_bench *tb = arg;
+  many_bench *tb = arg;
   int nt = tb->set.ntasks, spawned = 0, e;
   uint64_t t0 = bench_now_ns();
   for (; spawned < nt; spawned++)
@@ -80,7 +80,7 @@ static void driver(void *arg) {
 
 /* ---- setup, checks ---- */
 
-static int setup(tasks_bench *tb, int nt, unsigned n) {
+static int setup(many_bench *tb, int nt, unsigned n) {
   bench_ctx *c = tb->c;
   size_t all = (size_t)nt * n * sizeof(unsigned);
   tb->add = calloc((size_t)nt, sizeof *tb->add);
@@ -117,7 +117,7 @@ static int setup(tasks_bench *tb, int nt, unsigned n) {
   return 0;
 }
 
-static int teardown(tasks_bench *tb) {
+static int teardown(many_bench *tb) {
   bench_ctx *c = tb->c;
   int rc = 0, e;
   if (tb->in_d && (e = weft_device_free(tb->in_d)) != 0)
@@ -137,12 +137,12 @@ static int teardown(tasks_bench *tb) {
   return rc;
 }
 
-static void poison(tasks_bench *tb) {
+static void poison(many_bench *tb) {
   memset(tb->out_h, 0xa5,
          (size_t)tb->set.ntasks * tb->set.n * sizeof(unsigned));
 }
 
-static int check(tasks_bench *tb, const char *variant) {
+static int check(many_bench *tb, const char *variant) {
   const bench_task_set *s = &tb->set;
   for (int t = 0; t < s->ntasks; t++)
     for (unsigned i = 0; i < s->n; i++) {
@@ -158,7 +158,7 @@ static int check(tasks_bench *tb, const char *variant) {
 
 enum { V_WEFT, V_SERIAL, V_THREADS, NVARIANTS };
 
-static int one_run(tasks_bench *tb, int v, bench_raw *raw, double *ms) {
+static int one_run(many_bench *tb, int v, bench_raw *raw, double *ms) {
   bench_ctx *c = tb->c;
   static const char *const what[] = {"weft tasks", "raw serial", "raw threads"};
   poison(tb);
@@ -177,7 +177,7 @@ static int one_run(tasks_bench *tb, int v, bench_raw *raw, double *ms) {
   return check(tb, what[v]);
 }
 
-static int measure(tasks_bench *tb, bench_samples *s) {
+static int measure(many_bench *tb, bench_samples *s) {
   bench_ctx *c = tb->c;
   const bench_raw_ops *ops = bench_raw_for(bench_backend(c));
   bench_raw *raw = NULL;
@@ -198,7 +198,7 @@ static int measure(tasks_bench *tb, bench_samples *s) {
   return rc;
 }
 
-static int report(tasks_bench *tb, bench_samples *s) {
+static int report(many_bench *tb, bench_samples *s) {
   bench_ctx *c = tb->c;
   int nt = tb->set.ntasks;
   int cuda = bench_backend(c) == WEFT_BACKEND_CUDA;
@@ -228,7 +228,7 @@ static int report(tasks_bench *tb, bench_samples *s) {
 static int run(bench_ctx *c) {
   int nt = (int)bench_size(c, 1000, 200);
   unsigned n = (unsigned)bench_size(c, 64 * 1024, 16 * 1024) / sizeof(unsigned);
-  tasks_bench *tb = calloc(1, sizeof *tb);
+  many_bench *tb = calloc(1, sizeof *tb);
   bench_samples *s = calloc(NVARIANTS, sizeof *s);
   if (!tb || !s) {
     free(tb);
@@ -256,8 +256,8 @@ static int run(bench_ctx *c) {
   return rc;
 }
 
-const bench_scenario bench_sc_tasks = {
-    "tasks",
+const bench_scenario bench_sc_many = {
+    "many",
     "1000 small copy+kernel+copy tasks vs one raw stream and a thread "
     "each",
     run};
