@@ -12,6 +12,7 @@
   X(launch)                                                                    \
   X(roundtrip)                                                                 \
   X(many)                                                                      \
+  X(tasks)                                                                     \
   X(pinned)                                                                    \
   X(pageable)                                                                  \
   X(normalize)                                                                 \
