@@ -28,7 +28,7 @@ extern "C" {
 
 typedef struct bench_raw bench_raw;
 
-/* The `tasks` scenario's work: for each task t, copy in_h[t] to in_d[t]
+/* The `many` scenario's work: for each task t, copy in_h[t] to in_d[t]
  * (H2D), out_d[t][i] = in_d[t][i] * mul + add[t] (kernel affine), copy
  * out_d[t] to out_h[t] (D2H), and wait for it. */
 typedef struct bench_task_set {

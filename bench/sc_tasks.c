@@ -1,118 +1,330 @@
-/* tasks: many small independent pieces of GPU work.
+/* tasks: seed 002, CUDA.jl's task-local streams.
  *
- * 1000 tasks (200 under --quick), each: copy 64 KiB (16 KiB) from pinned
- * host memory to the device, run a small kernel (affine: out = in * 3 +
- * the task's own constant), copy the result back, and wait. As weft tasks,
- * spawned and joined by one driver task, each on the stream weft leases it;
- * against (baseline) one thread issuing the same work in order on one raw
- * stream, each piece waited for before the next; and one pthread per task,
- * each with its own raw stream (made once, before timing, as a pool would
- * keep them). Raw means the CUDA runtime on CUDA and the backend's own
- * entry points on the host backend. The time is the wall clock from the
- * first issue to the last completion; every output element is checked
- * after every run, the outputs having been overwritten with garbage
- * before it. */
+ * run(a, b, c) is the seed's mul!(c, a, b); broadcast!(sin, c, c): c = a · b
+ * (cuBLAS SGEMM on CUDA, through weft_cublas in weft's tasks; the seed
+ * matmul kernel on the host backend), then c = sin(c) in place (the seed
+ * sine kernel). a and b are shared n x n inputs; each run writes its own c.
+ * One iteration of each variant:
+ * - raw serial (baseline of the first group): one thread, one stream, two
+ *   runs back to back, then a stream sync: the seed's "global" stream;
+ * - raw two streams: one thread, a run on each of two streams, both synced;
+ * - weft serial: one task doing the two runs in order, then weft_sync;
+ * - weft two tasks: the seed's @sync of two @async blocks: a driver task
+ *   spawns two tasks, each one run then weft_sync, and joins them; the
+ *   tasks name no stream, weft gives each its own;
+ * - raw 8 streams (baseline of the second group) and weft 8 tasks: the
+ *   same with 8 runs, to see whether more tasks keep overlapping.
+ * Raw means the CUDA runtime and cuBLAS (one handle, cublasSetStream) on
+ * CUDA, the host backend's own entry points on the host backend; raw
+ * streams are made before timing, as a pool would keep them.
+ * Sizes: n = 1024 on CUDA (512 under --quick), 96 on the host backend (64).
+ * One iteration takes ~100 us on an H200, too short to time alone, so a
+ * sample is the wall clock of 20 iterations (3 on the host backend),
+ * reported per iteration; every variant runs one untimed sample first, and
+ * rounds take the variants in turn. Checks: before every sample each output is
+ * set to NaN; after it, every element of each output the variant wrote must be
+ * finite, and 32 sampled elements within 1e-3 of sin of the product computed in
+ * double on the CPU. Target: weft N tasks <= 1.05 x raw N streams (the tasks
+ * overlap as the hand-made streams do), for N = 2 and 8. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "bench.h"
-#include "kernels.h"
-#include "raw.h"
+#include "gemm.h"
+#include "raw_tasks.h"
+#include "seed_kernels.h"
 
-enum { MUL = 3 };
+enum { NT = 8, NSAMPLE = 32 };
+
+#define TOLERANCE 1e-3
+
+enum { V_RAW1, V_RAW2, V_WEFT1, V_WEFT2, V_RAW8, V_WEFT8, NVARIANTS };
+
+static const char *const what[NVARIANTS] = {"raw serial",    "raw 2 streams",
+                                            "weft serial",   "weft 2 tasks",
+                                            "raw 8 streams", "weft 8 tasks"};
+/* Runs per iteration, and streams or tasks they spread over (weft serial
+ * runs in the driver task itself: 0 tasks). */
+static const int nruns[NVARIANTS] = {2, 2, 2, 2, NT, NT};
+static const int nspread[NVARIANTS] = {1, 2, 0, 2, NT, NT};
 
 typedef struct tasks_bench tasks_bench;
 
-typedef struct one {
+typedef struct run_job {
   tasks_bench *tb;
-  int i;
-} one;
+  int k;  /* the output it writes */
+  int rc; /* 0, or BENCH_FAIL after bench_fail */
+} run_job;
 
 struct tasks_bench {
   bench_ctx *c;
   weft_runtime *rt;
-  bench_kernels k;
-  bench_task_set set;
-  unsigned *in_h, *out_h, *in_d, *out_d; /* ntasks * n each */
-  unsigned *add;
-  unsigned **ptrs; /* the set's four arrays of per-task pointers */
-  one *args;
-  weft_task **handles;
-  double ms; /* of the driver's last run */
+  seed_kernels k;
+  unsigned n;
+  int iters;
+  float *a_h, *b_h; /* host copies of the inputs, for the reference */
+  float *fetched;   /* one output read back */
+  float *a, *b, *out[NT];
+  bench_tasks_work work;
+  unsigned si[NSAMPLE], sj[NSAMPLE];
+  double want[NSAMPLE];
+  bench_raw_tasks *raw;
+  /* The weft variants' driver: its parameter and result. */
+  int ntasks; /* 0: the runs in the driver itself */
+  uint64_t ns;
+  run_job jobs[NT];
+  weft_task *handles[NT];
+  bench_samples s[NVARIANTS];
 };
 
-/* ---- the weft variant ---- */
+/* ---- weft ---- */
 
-static void task_fn(void *arg) {
-  one *o = arg;
-  tasks_bench *tb = o->tb;
-  const bench_task_set *s = &tb->set;
-  int i = o->i, e;
-  size_t bytes = (size_t)s->n * sizeof(unsigned);
-  unsigned mul = s->mul, add = s->add[i], n = s->n;
-  void *args[] = {&s->in_d[i], &s->out_d[i], &mul, &add, &n};
-  if ((e = weft_copy(s->in_d[i], s->in_h[i], bytes)) != 0)
-    bench_fail_weft(tb->c, e, "weft_copy(H2D)");
-  else if ((e = weft_launch(&tb->k.affine, WEFT_DIM1(bench_affine_blocks(n)),
-                            WEFT_DIM1(BENCH_THREADS), 0, args)) != 0)
-    bench_fail_weft(tb->c, e, "weft_launch(affine)");
-  else if ((e = weft_copy(s->out_h[i], s->out_d[i], bytes)) != 0)
-    bench_fail_weft(tb->c, e, "weft_copy(D2H)");
-  else if ((e = weft_sync()) != 0)
-    bench_fail_weft(tb->c, e, "weft_sync");
+/* Queues run k on the calling task's stream. */
+static int run_one(tasks_bench *tb, int k) {
+  unsigned long nn = (unsigned long)tb->n * tb->n;
+  float *out = tb->out[k];
+  void *args[] = {&out, &nn};
+  if (bench_gemm(tb->c, &tb->k, tb->n, tb->a, tb->b, out))
+    return BENCH_FAIL;
+  int e = weft_launch(&tb->k.sine, WEFT_DIM1(seed_blocks(nn)),
+                      WEFT_DIM1(SEED_THREADS), 0, args);
+  return e ? bench_fail_weft(tb->c, e, "weft_launch(seed_sine)") : 0;
 }
 
-static void driver(void *arg) {
-  tasks_bench *tb = arg;
-  int nt = tb->set.ntasks, spawned = 0, e;
-  uint64_t t0 = bench_now_ns();
-  for (; spawned < nt; spawned++)
-    if ((e = weft_task_spawn(tb->rt, &tb->handles[spawned], task_fn,
-                             &tb->args[spawned], NULL)) != 0) {
-      bench_fail_weft(tb->c, e, "weft_task_spawn");
+/* One of the seed's @async blocks: a run, then wait for it. */
+static void run_task(void *arg) {
+  run_job *j = arg;
+  j->rc = run_one(j->tb, j->k);
+  if (j->rc == 0) {
+    int e = weft_sync();
+    if (e)
+      j->rc = bench_fail_weft(j->tb->c, e, "weft_sync");
+  }
+}
+
+/* One iteration of a weft variant, in the driver task. */
+static int weft_iteration(tasks_bench *tb, const weft_task_opts *opts) {
+  int e, rc = 0, spawned = 0;
+  if (tb->ntasks == 0) {
+    for (int k = 0; k < 2 && rc == 0; k++)
+      rc = run_one(tb, k);
+    if (rc == 0 && (e = weft_sync()) != 0)
+      rc = bench_fail_weft(tb->c, e, "weft_sync");
+    return rc;
+  }
+  for (; spawned < tb->ntasks; spawned++) {
+    tb->jobs[spawned] = (run_job){tb, spawned, 0};
+    if ((e = weft_task_spawn(tb->rt, &tb->handles[spawned], run_task,
+                             &tb->jobs[spawned], opts)) != 0) {
+      rc = bench_fail_weft(tb->c, e, "weft_task_spawn");
       break;
     }
-  for (int i = 0; i < spawned; i++)
+  }
+  for (int i = 0; i < spawned; i++) {
     if ((e = weft_task_join(tb->handles[i])) != 0)
-      bench_fail_weft(tb->c, e, "weft_task_join");
-  tb->ms = (double)(bench_now_ns() - t0) / 1e6;
+      rc = bench_fail_weft(tb->c, e, "weft_task_join");
+    else if (tb->jobs[i].rc)
+      rc = BENCH_FAIL;
+  }
+  return rc;
 }
 
-/* ---- setup, checks ---- */
+/* Times tb->iters iterations of a weft variant, from inside a task. */
+static void driver(void *arg) {
+  tasks_bench *tb = arg;
+  weft_task_opts opts;
+  weft_task_opts_init(&opts);
+  opts.name = "tasks/run";
+  uint64_t t0 = bench_now_ns();
+  for (int it = 0; it < tb->iters; it++)
+    if (weft_iteration(tb, &opts))
+      break; /* bench_fail recorded why */
+  tb->ns = bench_now_ns() - t0;
+}
 
-static int setup(tasks_bench *tb, int nt, unsigned n) {
+/* ---- checks ---- */
+
+/* Every output to NaN, on the calling thread's stream, waited for. */
+static int poison(tasks_bench *tb) {
+  size_t bytes = (size_t)tb->n * tb->n * sizeof(float);
+  for (int k = 0; k < NT; k++)
+    BENCH_TRY(tb->c, weft_memset(tb->out[k], 0xff, bytes));
+  BENCH_TRY(tb->c, weft_sync());
+  return 0;
+}
+
+static int check(tasks_bench *tb, int v) {
   bench_ctx *c = tb->c;
-  size_t all = (size_t)nt * n * sizeof(unsigned);
-  tb->add = calloc((size_t)nt, sizeof *tb->add);
-  tb->ptrs = calloc(4 * (size_t)nt, sizeof *tb->ptrs);
-  tb->args = calloc((size_t)nt, sizeof *tb->args);
-  tb->handles = calloc((size_t)nt, sizeof *tb->handles);
-  if (!tb->add || !tb->ptrs || !tb->args || !tb->handles)
+  size_t nn = (size_t)tb->n * tb->n;
+  for (int k = 0; k < nruns[v]; k++) {
+    if (bench_fetch(c, tb->fetched, tb->out[k], nn * sizeof(float)))
+      return BENCH_FAIL;
+    /* Counting first keeps the loop vectorisable; NaN is not finite. */
+    size_t bad = 0;
+    for (size_t i = 0; i < nn; i++)
+      bad += !isfinite(tb->fetched[i]);
+    if (bad) {
+      size_t i = 0;
+      while (i + 1 < nn && isfinite(tb->fetched[i]))
+        i++;
+      return bench_fail(c,
+                        "%s: output %d: %zu elements not written (NaN), the "
+                        "first at row %zu, column %zu",
+                        what[v], k, bad, i / tb->n, i % tb->n);
+    }
+    for (int s = 0; s < NSAMPLE; s++) {
+      double got = tb->fetched[(size_t)tb->si[s] * tb->n + tb->sj[s]];
+      if (!(fabs(got - tb->want[s]) <= TOLERANCE))
+        return bench_fail(c,
+                          "%s: output %d, element (%u, %u): got %.7g, "
+                          "expected %.7g",
+                          what[v], k, tb->si[s], tb->sj[s], got, tb->want[s]);
+    }
+  }
+  return 0;
+}
+
+/* ---- running ---- */
+
+/* One sample of variant v: poison, time tb->iters iterations, check. */
+static int sample(tasks_bench *tb, int v, double *us) {
+  bench_ctx *c = tb->c;
+  if (poison(tb))
+    return BENCH_FAIL;
+  uint64_t ns;
+  if (v == V_WEFT1 || v == V_WEFT2 || v == V_WEFT8) {
+    tb->ntasks = nspread[v];
+    if (bench_in_task(c, tb->rt, driver, tb) || bench_failed(c))
+      return BENCH_FAIL;
+    ns = tb->ns;
+  } else {
+    const bench_raw_tasks_ops *ops = tb->raw->ops;
+    uint64_t t0 = bench_now_ns();
+    for (int it = 0; it < tb->iters; it++)
+      if (ops->iteration(tb->raw, &tb->work, nruns[v], nspread[v]))
+        return bench_fail(c, "%s: %s", what[v], tb->raw->err);
+    ns = bench_now_ns() - t0;
+  }
+  *us = (double)ns / tb->iters / 1e3;
+  return check(tb, v);
+}
+
+static int measure(tasks_bench *tb) {
+  for (int r = 0; r <= bench_repeat(tb->c); r++)
+    for (int v = 0; v < NVARIANTS; v++) {
+      double us = 0;
+      if (sample(tb, v, &us))
+        return BENCH_FAIL;
+      if (r > 0)
+        bench_samples_add(&tb->s[v], us);
+    }
+  return 0;
+}
+
+static int report(tasks_bench *tb) {
+  bench_ctx *c = tb->c;
+  int cuda = bench_backend(c) == WEFT_BACKEND_CUDA;
+  const char *raw = cuda ? "raw CUDA" : "raw host ops";
+  const char *mm = cuda ? "cuBLAS SGEMM" : "matmul kernel";
+  double med[NVARIANTS];
+  for (int v = 0; v < NVARIANTS; v++)
+    med[v] = bench_stats_of(&tb->s[v]).median;
+  char name[64], size[96];
+  snprintf(size, sizeof size, "n = %u, %s + sine, %d iterations a sample",
+           tb->n, mm, tb->iters);
+
+  snprintf(name, sizeof name, "%s: 1 stream, 2 runs", raw);
+  bench_peer(c, "serial", "raw");
+  int rc = bench_report(c, name, "us", &tb->s[V_RAW1], BENCH_BASELINE,
+                        "%s; 2 runs back to back, then a stream sync", size);
+  snprintf(name, sizeof name, "%s: 2 streams, a run each", raw);
+  if (rc == 0) {
+    bench_peer(c, "two", "raw");
+    rc = bench_report(c, name, "us", &tb->s[V_RAW2], 0,
+                      "n = %u; 1 thread; streams made before timing; both "
+                      "synced",
+                      tb->n);
+  }
+  if (rc == 0) {
+    bench_peer(c, "serial", "weft");
+    rc = bench_report(c, "weft: 1 task, 2 runs", "us", &tb->s[V_WEFT1], 0,
+                      "n = %u; the runs in order, then weft_sync", tb->n);
+  }
+  if (rc == 0) {
+    bench_peer(c, "two", "weft");
+    rc = bench_report(
+        c, "weft: 2 tasks, a run each", "us", &tb->s[V_WEFT2], 0,
+        "n = %u; seed 002's @async pair, spawned+joined by a driver task, run "
+        "+ "
+        "weft_sync each; no stream code in the tasks; target <= 1.05 x raw 2 "
+        "streams (%s)",
+        tb->n, med[V_WEFT2] <= 1.05 * med[V_RAW2] ? "met" : "MISSED");
+  }
+  if (rc)
+    return rc;
+
+  bench_group(c);
+  snprintf(name, sizeof name, "%s: %d streams, a run each", raw, NT);
+  bench_peer(c, "n8", "raw");
+  rc = bench_report(c, name, "us", &tb->s[V_RAW8], BENCH_BASELINE,
+                    "%s; 1 thread; streams made before timing; all synced",
+                    size);
+  if (rc == 0) {
+    snprintf(name, sizeof name, "weft: %d tasks, a run each", NT);
+    bench_peer(c, "n8", "weft");
+    rc = bench_report(
+        c, name, "us", &tb->s[V_WEFT8], 0,
+        "n = %u; spawned+joined by a driver task, run + weft_sync "
+        "each; "
+        "target <= 1.05 x raw %d streams (%s)",
+        tb->n, NT, med[V_WEFT8] <= 1.05 * med[V_RAW8] ? "met" : "MISSED");
+  }
+  return rc;
+}
+
+/* ---- setup ---- */
+
+/* Uniform in [-1, 1), from a 64-bit LCG (Knuth's MMIX constants). */
+static float uniform(uint64_t *seed) {
+  *seed = *seed * 6364136223846793005ULL + 1442695040888963407ULL;
+  return (float)((double)(*seed >> 40) / (double)(1ULL << 24) * 2.0 - 1.0);
+}
+
+static int setup(tasks_bench *tb) {
+  bench_ctx *c = tb->c;
+  unsigned n = tb->n;
+  size_t nn = (size_t)n * n, bytes = nn * sizeof(float);
+  tb->a_h = malloc(bytes);
+  tb->b_h = malloc(bytes);
+  tb->fetched = malloc(bytes);
+  if (!tb->a_h || !tb->b_h || !tb->fetched)
     return bench_fail(c, "out of memory");
-  BENCH_TRY(c, weft_pinned_alloc(all, (void **)&tb->in_h));
-  BENCH_TRY(c, weft_pinned_alloc(all, (void **)&tb->out_h));
-  BENCH_TRY(c, weft_device_alloc(all, (void **)&tb->in_d));
-  BENCH_TRY(c, weft_device_alloc(all, (void **)&tb->out_d));
-  BENCH_TRY(c, weft_sync()); /* the allocations, before other streams */
-  bench_task_set *s = &tb->set;
-  s->ntasks = nt;
-  s->n = n;
-  s->mul = MUL;
-  s->add = tb->add;
-  s->in_h = tb->ptrs;
-  s->in_d = tb->ptrs + nt;
-  s->out_d = tb->ptrs + 2 * nt;
-  s->out_h = tb->ptrs + 3 * nt;
-  for (int t = 0; t < nt; t++) {
-    size_t off = (size_t)t * n;
-    s->in_h[t] = tb->in_h + off;
-    s->in_d[t] = tb->in_d + off;
-    s->out_d[t] = tb->out_d + off;
-    s->out_h[t] = tb->out_h + off;
-    tb->add[t] = 1000003u * (unsigned)t + 1u;
-    tb->args[t] = (one){tb, t};
-    for (unsigned i = 0; i < n; i++)
-      s->in_h[t][i] = i * 2654435761u + (unsigned)t;
+  /* a is scaled by 1/sqrt(n), so that the entries of a · b spread with a
+   * standard deviation of about 1/3: sin is far from saturating and
+   * differs between entries well beyond the tolerance. */
+  uint64_t seed = 0x5EED002ULL;
+  float scale = (float)(1.0 / sqrt((double)n));
+  for (size_t i = 0; i < nn; i++) {
+    tb->a_h[i] = uniform(&seed) * scale;
+    tb->b_h[i] = uniform(&seed);
+  }
+  BENCH_TRY(c, weft_device_alloc(bytes, (void **)&tb->a));
+  BENCH_TRY(c, weft_device_alloc(bytes, (void **)&tb->b));
+  for (int k = 0; k < NT; k++)
+    BENCH_TRY(c, weft_device_alloc(bytes, (void **)&tb->out[k]));
+  BENCH_TRY(c, weft_copy(tb->a, tb->a_h, bytes));
+  BENCH_TRY(c, weft_copy(tb->b, tb->b_h, bytes));
+  /* The allocations and inputs, before other streams use them. */
+  BENCH_TRY(c, weft_sync());
+  tb->work = (bench_tasks_work){.n = n, .a = tb->a, .b = tb->b, .c = tb->out};
+  /* Samples: the corners, then spread by the LCG. */
+  for (int s = 0; s < NSAMPLE; s++) {
+    uint64_t r = seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+    tb->si[s] = s == 1 ? n - 1 : s < 2 ? 0 : (unsigned)((r >> 33) % n);
+    tb->sj[s] = s == 1 ? n - 1 : s < 2 ? 0 : (unsigned)((r >> 13) % n);
+    tb->want[s] =
+        sin(bench_gemm_ref(n, tb->a_h, tb->b_h, tb->si[s], tb->sj[s]));
   }
   return 0;
 }
@@ -120,144 +332,60 @@ static int setup(tasks_bench *tb, int nt, unsigned n) {
 static int teardown(tasks_bench *tb) {
   bench_ctx *c = tb->c;
   int rc = 0, e;
-  if (tb->in_d && (e = weft_device_free(tb->in_d)) != 0)
-    rc = bench_fail_weft(c, e, "weft_device_free");
-  if (tb->out_d && (e = weft_device_free(tb->out_d)) != 0)
-    rc = bench_fail_weft(c, e, "weft_device_free");
+  float *dev[2 + NT] = {tb->a, tb->b};
+  memcpy(dev + 2, tb->out, sizeof tb->out);
+  for (int i = 0; i < 2 + NT; i++)
+    if (dev[i] && (e = weft_device_free(dev[i])) != 0)
+      rc = bench_fail_weft(c, e, "weft_device_free");
   if ((e = weft_sync()) != 0)
     rc = bench_fail_weft(c, e, "weft_sync");
-  if (tb->in_h && (e = weft_pinned_free(tb->in_h)) != 0)
-    rc = bench_fail_weft(c, e, "weft_pinned_free");
-  if (tb->out_h && (e = weft_pinned_free(tb->out_h)) != 0)
-    rc = bench_fail_weft(c, e, "weft_pinned_free");
-  free(tb->add);
-  free(tb->ptrs);
-  free(tb->args);
-  free(tb->handles);
+  free(tb->a_h);
+  free(tb->b_h);
+  free(tb->fetched);
   return rc;
-}
-
-static void poison(tasks_bench *tb) {
-  memset(tb->out_h, 0xa5,
-         (size_t)tb->set.ntasks * tb->set.n * sizeof(unsigned));
-}
-
-static int check(tasks_bench *tb, const char *variant) {
-  const bench_task_set *s = &tb->set;
-  for (int t = 0; t < s->ntasks; t++)
-    for (unsigned i = 0; i < s->n; i++) {
-      unsigned want = s->in_h[t][i] * s->mul + s->add[t];
-      if (s->out_h[t][i] != want)
-        return bench_fail(tb->c, "%s: task %d, element %u: got %u, expected %u",
-                          variant, t, i, s->out_h[t][i], want);
-    }
-  return 0;
-}
-
-/* ---- running the variants ---- */
-
-enum { V_WEFT, V_SERIAL, V_THREADS, NVARIANTS };
-
-static int one_run(tasks_bench *tb, int v, bench_raw *raw, double *ms) {
-  bench_ctx *c = tb->c;
-  static const char *const what[] = {"weft tasks", "raw serial", "raw threads"};
-  poison(tb);
-  if (v == V_WEFT) {
-    if (bench_in_task(c, tb->rt, driver, tb) || bench_failed(c))
-      return BENCH_FAIL;
-    *ms = tb->ms;
-  } else {
-    uint64_t t0 = bench_now_ns();
-    int rc = v == V_SERIAL ? raw->ops->tasks_serial(raw, &tb->set)
-                           : raw->ops->tasks_threads(raw, &tb->set);
-    *ms = (double)(bench_now_ns() - t0) / 1e6;
-    if (rc)
-      return bench_fail(c, "%s: %s", what[v], raw->err);
-  }
-  return check(tb, what[v]);
-}
-
-static int measure(tasks_bench *tb, bench_samples *s) {
-  bench_ctx *c = tb->c;
-  const bench_raw_ops *ops = bench_raw_for(bench_backend(c));
-  bench_raw *raw = NULL;
-  char err[512];
-  if (ops->open(tb->rt, &raw, err, sizeof err))
-    return bench_fail(c, "%s", err);
-  int rc = 0;
-  if (ops->streams(raw, tb->set.ntasks))
-    rc = bench_fail(c, "%s", raw->err);
-  for (int v = 0; rc == 0 && v < NVARIANTS; v++)
-    for (int r = 0; rc == 0 && r <= bench_repeat(c); r++) {
-      double ms;
-      rc = one_run(tb, v, raw, &ms);
-      if (rc == 0 && r > 0)
-        bench_samples_add(&s[v], ms);
-    }
-  ops->close(raw);
-  return rc;
-}
-
-static int report(tasks_bench *tb, bench_samples *s) {
-  bench_ctx *c = tb->c;
-  int nt = tb->set.ntasks;
-  int cuda = bench_backend(c) == WEFT_BACKEND_CUDA;
-  static const char *const names[2][NVARIANTS] = {
-      {"weft: a task each, default workers", "raw host ops: 1 thread, 1 stream",
-       "raw host ops: a pthread+stream each"},
-      {"weft: a task each, default workers", "raw CUDA: 1 thread, 1 stream",
-       "raw CUDA: a pthread+stream each"},
-  };
-  static const char *const notes[NVARIANTS] = {
-      "spawned and joined by a driver task",
-      "each task's work waited for before the next",
-      "streams made before timing",
-  };
-  for (int v = 0; v < NVARIANTS; v++) {
-    double ms = bench_stats_of(&s[v]).median;
-    int rc = bench_report(
-        c, names[cuda][v], "ms", &s[v], v == V_SERIAL ? BENCH_BASELINE : 0,
-        "%.0f tasks/s; %d tasks of %u KiB; %s", ms > 0 ? nt / (ms / 1e3) : 0.0,
-        nt, (unsigned)(tb->set.n * sizeof(unsigned) / 1024), notes[v]);
-    if (rc)
-      return rc;
-  }
-  return 0;
 }
 
 static int run(bench_ctx *c) {
-  int nt = (int)bench_size(c, 1000, 200);
-  unsigned n = (unsigned)bench_size(c, 64 * 1024, 16 * 1024) / sizeof(unsigned);
   tasks_bench *tb = calloc(1, sizeof *tb);
-  bench_samples *s = calloc(NVARIANTS, sizeof *s);
-  if (!tb || !s) {
-    free(tb);
-    free(s);
+  if (!tb)
     return bench_fail(c, "out of memory");
-  }
+  int cuda = bench_backend(c) == WEFT_BACKEND_CUDA;
   tb->c = c;
-  bench_kernels_init(&tb->k);
-  int rc = bench_runtime_open(c, 0, &tb->rt);
-  if (rc == 0 && (rc = bench_kernels_preload(&tb->k)) != 0)
+  tb->n = (unsigned)(cuda ? bench_size(c, 1024, 512) : bench_size(c, 96, 64));
+  tb->iters = cuda ? 20 : 3;
+  seed_kernels_init(&tb->k);
+  const bench_raw_tasks_ops *ops = bench_raw_tasks_for(bench_backend(c));
+  char err[512];
+  /* cuBLAS's first calls in a task need deep stacks (weft/cuda.h). */
+  int rc = bench_runtime_open_with(
+      c, &(bench_rt_opts){.stack_size = BENCH_CUBLAS_STACK}, &tb->rt);
+  if (rc == 0 && (rc = seed_kernels_preload(&tb->k, bench_backend(c))) != 0)
     rc = bench_fail_weft(c, rc, "weft_kernel_preload");
+  if (rc == 0 && !ops)
+    rc = bench_fail(c, "raw CUDA baseline: not built (WEFT_WITH_CUDA=OFF)");
+  if (rc == 0 && ops->open(tb->rt, NT, &tb->raw, err, sizeof err))
+    rc = bench_fail(c, "%s", err);
   if (rc == 0) {
-    rc = setup(tb, nt, n);
+    rc = setup(tb);
     if (rc == 0)
-      rc = measure(tb, s);
-    if (teardown(tb))
-      rc = BENCH_FAIL;
+      rc = measure(tb);
   }
+  /* The raw streams are waited for (close) before the memory they may
+   * still use after a failure is freed on another stream. */
+  if (tb->raw)
+    ops->close(tb->raw);
+  if (tb->rt && teardown(tb))
+    rc = BENCH_FAIL;
   if (bench_runtime_close(c, &tb->rt))
     rc = BENCH_FAIL;
   if (rc == 0)
-    rc = report(tb, s);
+    rc = report(tb);
   free(tb);
-  free(s);
   return rc;
 }
 
 const bench_scenario bench_sc_tasks = {
     "tasks",
-    "1000 small copy+kernel+copy tasks vs one raw stream and a thread "
-    "each",
+    "seed 002: SGEMM + sine runs, 1 task vs 2 and 8 tasks, against raw 1, 2 "
+    "and 8 streams",
     run};

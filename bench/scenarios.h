@@ -11,6 +11,7 @@
   X(stream)                                                                    \
   X(launch)                                                                    \
   X(roundtrip)                                                                 \
+  X(many)                                                                      \
   X(tasks)                                                                     \
   X(pinned)                                                                    \
   X(pageable)                                                                  \
