@@ -15,6 +15,7 @@
   X(pinned)                                                                    \
   X(pageable)                                                                  \
   X(normalize)                                                                 \
+  X(saturation)                                                                \
   X(trace)
 
 #endif
