@@ -17,6 +17,7 @@
   X(pageable)                                                                  \
   X(normalize)                                                                 \
   X(priority)                                                                  \
+  X(saturation)                                                                \
   X(trace)
 
 #endif
