@@ -15,6 +15,7 @@
   X(pinned)                                                                    \
   X(pageable)                                                                  \
   X(normalize)                                                                 \
+  X(copies)                                                                    \
   X(trace)
 
 #endif
