@@ -16,6 +16,7 @@
   X(pinned)                                                                    \
   X(pageable)                                                                  \
   X(normalize)                                                                 \
+  X(copies)                                                                    \
   X(priority)                                                                  \
   X(saturation)                                                                \
   X(trace)
