@@ -2,7 +2,7 @@
  * busy?
  *
  * The model: L dense layers of width W (seed_kernels' layer: y[b][j] =
- * tanh(sum_k w[j][k] x[b][k]), one thread per output, grid
+ * tanh(sum_k w[k][j] x[b][k]), one thread per output, grid
  * seed_blocks(B * W) of SEED_THREADS), ping-ponging between two activation
  * buffers, then a copy of the batch's output (B * W floats) into pinned
  * memory and a wait: an inference loop that reads every batch's result. So
@@ -210,7 +210,7 @@ static int make_reference(sat_bench *sb) {
       for (unsigned j = 0; j < w; j++) {
         double acc = 0;
         for (unsigned k = 0; k < w; k++)
-          acc += (double)wl[(size_t)j * w + k] * cur[k];
+          acc += (double)wl[(size_t)k * w + j] * cur[k];
         next[j] = tanh(acc);
       }
       double *t = cur;

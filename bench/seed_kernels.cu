@@ -26,10 +26,14 @@ __global__ void seed_layer(const float *x, const float *w, float *y,
   for (unsigned long i = (unsigned long)blockIdx.x * blockDim.x + threadIdx.x;
        i < n; i += stride) {
     unsigned long b = i / width, j = i % width;
-    const float *xr = x + b * width, *wr = w + j * width;
+    const float *xr = x + b * width;
     float acc = 0.0f;
+    // Coalesced: the warp's threads read w[k][j], w[k][j+1], ...; the
+    // first version read w[j][k] (a stride of width floats between
+    // threads) and took ~39 us per layer at batch 1 on the H200.
+#pragma unroll 8
     for (unsigned k = 0; k < width; k++)
-      acc += wr[k] * xr[k];
+      acc += w[(unsigned long)k * width + j] * xr[k];
     y[i] = tanhf(acc);
   }
 }

@@ -10,9 +10,11 @@
  *   sine(x, n)                x[i] = sin(x[i]) in place: seed 002's
  *                             broadcast!(sin, c, c)
  *   layer(x, w, y, batch, width)
- *                             y[b][j] = tanh(sum_k w[j][k] * x[b][k]): one
+ *                             y[b][j] = tanh(sum_k w[k][j] * x[b][k]): one
  *                             dense layer of seed 004's small model, one
- *                             thread per output element
+ *                             thread per output element; w is stored
+ *                             input-major so that a warp's threads (j,
+ *                             j+1, ...) read consecutive weights
  *
  * cube, sine and layer are grid-stride loops of SEED_THREADS threads per
  * block; seed_blocks(n) sizes their grid. The CUDA versions live in

@@ -54,10 +54,12 @@ void seed_host_sine(const weft_kernel_ctx *ctx, void **args) {
   SEED_GRID_STRIDE(ctx, n, i, x[i] = sinf(x[i]));
 }
 
-static float dot(const float *w, const float *x, unsigned width) {
+/* sum_k w[k][j] * x[k], in the GPU's order. */
+static float dot(const float *w, unsigned long j, const float *x,
+                 unsigned width) {
   float acc = 0.0f;
   for (unsigned k = 0; k < width; k++)
-    acc += w[k] * x[k];
+    acc += w[(unsigned long)k * width + j] * x[k];
   return acc;
 }
 
@@ -68,9 +70,9 @@ void seed_host_layer(const weft_kernel_ctx *ctx, void **args) {
   unsigned batch = *(const unsigned *)args[3];
   unsigned width = *(const unsigned *)args[4];
   unsigned long n = (unsigned long)batch * width;
-  SEED_GRID_STRIDE(ctx, n, i,
-                   y[i] = tanhf(dot(w + (i % width) * width,
-                                    x + (i / width) * width, width)));
+  SEED_GRID_STRIDE(
+      ctx, n, i,
+      y[i] = tanhf(dot(w, i % width, x + (i / width) * width, width)));
 }
 
 void seed_kernels_init(seed_kernels *k) {
