@@ -12,6 +12,7 @@
 #include <cuda_runtime.h>
 
 #include "gemm.h"
+#include "raw_check_cuda.h"
 #include "raw_copies.h"
 
 namespace {
@@ -29,37 +30,6 @@ struct raw_copies_cuda {
 raw_copies_cuda *of(bench_raw_copies *r) {
   return reinterpret_cast<raw_copies_cuda *>(r);
 }
-
-int record(char *err, size_t len, cudaError_t e, const char *call,
-           const char *file, int line) {
-  snprintf(err, len, "%s: %s: %s (%s:%d)", call, cudaGetErrorName(e),
-           cudaGetErrorString(e), file, line);
-  return -1;
-}
-
-int record_blas(char *err, size_t len, cublasStatus_t st, const char *call,
-                const char *file, int line) {
-  snprintf(err, len, "%s: %s: %s (%s:%d)", call, cublasGetStatusName(st),
-           cublasGetStatusString(st), file, line);
-  return -1;
-}
-
-// Inside a function with the context `x`.
-#define CK(call)                                                               \
-  do {                                                                         \
-    cudaError_t e_ = (call);                                                   \
-    if (e_ != cudaSuccess)                                                     \
-      return record(x->base.err, sizeof x->base.err, e_, #call, __FILE__,      \
-                    __LINE__);                                                 \
-  } while (0)
-
-#define BK(call)                                                               \
-  do {                                                                         \
-    cublasStatus_t st_ = (call);                                               \
-    if (st_ != CUBLAS_STATUS_SUCCESS)                                          \
-      return record_blas(x->base.err, sizeof x->base.err, st_, #call,          \
-                         __FILE__, __LINE__);                                  \
-  } while (0)
 
 // Waits for the streams and frees what exists of the context. Errors here
 // would only repeat one that a checked call already reported.

@@ -8,6 +8,7 @@
 
 #include "backend.h"
 #include "gemm.h"
+#include "raw_check.h"
 #include "raw_copies.h"
 #include "runtime_internal.h"
 #include "seed_kernels.h"
@@ -22,21 +23,6 @@ typedef struct raw_copies_host {
 } raw_copies_host;
 
 static raw_copies_host *of(bench_raw_copies *r) { return (raw_copies_host *)r; }
-
-static int record(char *err, size_t len, int rc, const char *call) {
-  const char *msg = weft_last_error_message();
-  snprintf(err, len, "%s: %s: %s", call, weft_err_name(rc),
-           *msg ? msg : weft_strerror(rc));
-  return -1;
-}
-
-/* Inside a member of the ops table: the context is `x`. */
-#define CK(call)                                                               \
-  do {                                                                         \
-    int rc_ = (call);                                                          \
-    if (rc_ != 0)                                                              \
-      return record(x->base.err, sizeof x->base.err, rc_, #call);              \
-  } while (0)
 
 static void destroy_streams(raw_copies_host *x) {
   for (int i = 0; i < NSTREAMS; i++)
@@ -60,7 +46,7 @@ static int raw_open(weft_runtime *rt, bench_raw_copies **out, char *err,
   for (int i = 0; i < NSTREAMS; i++) {
     int rc = weft__stream_create(x->bk, 0, 0, &x->s[i]);
     if (rc) {
-      record(err, errlen, rc, "weft__stream_create");
+      raw_record(err, errlen, rc, "weft__stream_create");
       destroy_streams(x);
       free(x);
       return -1;

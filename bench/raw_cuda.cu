@@ -13,6 +13,7 @@
 #include "demo_kernels.h"
 #include "kernels.h"
 #include "raw.h"
+#include "raw_check_cuda.h"
 
 namespace {
 
@@ -29,22 +30,6 @@ struct raw_cuda {
 };
 
 raw_cuda *of(bench_raw *r) { return reinterpret_cast<raw_cuda *>(r); }
-
-int record(char *err, size_t len, cudaError_t e, const char *call,
-           const char *file, int line) {
-  snprintf(err, len, "%s: %s: %s (%s:%d)", call, cudaGetErrorName(e),
-           cudaGetErrorString(e), file, line);
-  return -1;
-}
-
-// Inside a member of the ops table: the context is `x`.
-#define CK(call)                                                               \
-  do {                                                                         \
-    cudaError_t e_ = (call);                                                   \
-    if (e_ != cudaSuccess)                                                     \
-      return record(x->base.err, sizeof x->base.err, e_, #call, __FILE__,      \
-                    __LINE__);                                                 \
-  } while (0)
 
 int raw_open(weft_runtime *rt, bench_raw **out, char *err, size_t errlen) {
   (void)rt; // weft's device 0 is CUDA device 0
@@ -79,7 +64,7 @@ int raw_open(weft_runtime *rt, bench_raw **out, char *err, size_t errlen) {
     e = cudaEventCreate(&x->t_final);
   }
   if (e != cudaSuccess) {
-    record(err, errlen, e, call, __FILE__, __LINE__);
+    raw_record(err, errlen, e, call, __FILE__, __LINE__);
     if (made >= 3)
       cudaEventDestroy(x->t_start);
     if (made >= 2)
@@ -138,8 +123,8 @@ int raw_streams(bench_raw *r, int n) {
         cudaEventCreateWithFlags(&x->extra_end[i], cudaEventDisableTiming);
     if (e != cudaSuccess) {
       cudaStreamDestroy(x->extra[i]);
-      return record(x->base.err, sizeof x->base.err, e,
-                    "cudaEventCreateWithFlags", __FILE__, __LINE__);
+      return raw_record(x->base.err, sizeof x->base.err, e,
+                        "cudaEventCreateWithFlags", __FILE__, __LINE__);
     }
   }
   return 0;
@@ -185,7 +170,7 @@ int one_task(raw_cuda *x, cudaStream_t s, const bench_task_set *t, int i,
 #define TK(call)                                                               \
   do {                                                                         \
     if ((e = (call)) != cudaSuccess)                                           \
-      return record(err, errlen, e, #call, __FILE__, __LINE__);                \
+      return raw_record(err, errlen, e, #call, __FILE__, __LINE__);            \
   } while (0)
   TK(cudaMemcpyAsync(t->in_d[i], t->in_h[i], bytes, cudaMemcpyHostToDevice, s));
   TK(cudaLaunchKernel(bench_cuda_affine, dim3(blocks), dim3(BENCH_THREADS),
@@ -221,7 +206,7 @@ void *task_thread(void *p) {
   int rc =
       e == cudaSuccess
           ? one_task(x, x->extra[a->i], a->t, a->i, err, sizeof err)
-          : record(err, sizeof err, e, "cudaSetDevice", __FILE__, __LINE__);
+          : raw_record(err, sizeof err, e, "cudaSetDevice", __FILE__, __LINE__);
   if (rc) {
     pthread_mutex_lock(&x->lock);
     if (!x->base.err[0])

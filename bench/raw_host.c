@@ -12,6 +12,7 @@
 #include "demo_kernels.h"
 #include "kernels.h"
 #include "raw.h"
+#include "raw_check.h"
 #include "runtime_internal.h"
 
 typedef struct raw_host {
@@ -30,21 +31,6 @@ typedef struct raw_host {
 
 static raw_host *of(bench_raw *r) { return (raw_host *)r; }
 
-static int record(char *err, size_t len, int rc, const char *call) {
-  const char *msg = weft_last_error_message();
-  snprintf(err, len, "%s: %s: %s", call, weft_err_name(rc),
-           *msg ? msg : weft_strerror(rc));
-  return -1;
-}
-
-/* Inside a member of the ops table: the context is `x`. */
-#define CK(call)                                                               \
-  do {                                                                         \
-    int rc_ = (call);                                                          \
-    if (rc_ != 0)                                                              \
-      return record(x->base.err, sizeof x->base.err, rc_, #call);              \
-  } while (0)
-
 static int raw_open(weft_runtime *rt, bench_raw **out, char *err,
                     size_t errlen) {
   raw_host *x = calloc(1, sizeof *x);
@@ -59,22 +45,22 @@ static int raw_open(weft_runtime *rt, bench_raw **out, char *err,
   pthread_mutex_init(&x->lock, NULL);
   int rc = weft__stream_create(x->bk, 0, 0, &x->stream);
   if (rc) {
-    record(err, errlen, rc, "weft__stream_create");
+    raw_record(err, errlen, rc, "weft__stream_create");
     goto fail;
   }
   rc = weft__event_create(x->bk, 0, 0, &x->done);
   if (rc) {
-    record(err, errlen, rc, "weft__event_create");
+    raw_record(err, errlen, rc, "weft__event_create");
     goto fail_done;
   }
   rc = weft__event_create(x->bk, 0, WEFT__EVENT_TIMING, &x->t_start);
   if (rc) {
-    record(err, errlen, rc, "weft__event_create(timing)");
+    raw_record(err, errlen, rc, "weft__event_create(timing)");
     goto fail_start;
   }
   rc = weft__event_create(x->bk, 0, WEFT__EVENT_TIMING, &x->t_final);
   if (rc) {
-    record(err, errlen, rc, "weft__event_create(timing)");
+    raw_record(err, errlen, rc, "weft__event_create(timing)");
     goto fail_final;
   }
   *out = &x->base;
@@ -129,7 +115,8 @@ static int raw_streams(bench_raw *r, int n) {
     int rc = weft__event_create(x->bk, 0, 0, &x->extra_end[i]);
     if (rc) {
       weft__stream_destroy(&x->extra[i]);
-      return record(x->base.err, sizeof x->base.err, rc, "weft__event_create");
+      return raw_record(x->base.err, sizeof x->base.err, rc,
+                        "weft__event_create");
     }
   }
   return 0;
@@ -175,7 +162,7 @@ static int one_task(raw_host *x, weft__stream *s, const bench_task_set *t,
 #define TK(call)                                                               \
   do {                                                                         \
     if ((rc = (call)) != 0)                                                    \
-      return record(err, errlen, rc, #call);                                   \
+      return raw_record(err, errlen, rc, #call);                               \
   } while (0)
   TK(weft__copy(s, t->in_d[i], t->in_h[i], bytes, WEFT__COPY_H2D));
   TK(weft__launch(s, &x->k.affine, WEFT_DIM1(bench_affine_blocks(n)),

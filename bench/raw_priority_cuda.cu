@@ -15,6 +15,7 @@
 
 #include "bench.h"
 #include "gemm.h"
+#include "raw_check_cuda.h"
 #include "raw_priority.h"
 #include "seed_kernels.h"
 
@@ -29,37 +30,6 @@ struct prio_cuda {
 };
 
 prio_cuda *of(bench_prio_raw *r) { return reinterpret_cast<prio_cuda *>(r); }
-
-int record(char *err, size_t len, cudaError_t e, const char *call,
-           const char *file, int line) {
-  snprintf(err, len, "%s: %s: %s (%s:%d)", call, cudaGetErrorName(e),
-           cudaGetErrorString(e), file, line);
-  return -1;
-}
-
-int record_blas(char *err, size_t len, cublasStatus_t st, const char *call,
-                const char *file, int line) {
-  snprintf(err, len, "%s: %s (%s:%d)", call, cublasGetStatusString(st), file,
-           line);
-  return -1;
-}
-
-// Inside a function with the context `x`.
-#define CK(call)                                                               \
-  do {                                                                         \
-    cudaError_t e_ = (call);                                                   \
-    if (e_ != cudaSuccess)                                                     \
-      return record(x->base.err, sizeof x->base.err, e_, #call, __FILE__,      \
-                    __LINE__);                                                 \
-  } while (0)
-
-#define CKB(call)                                                              \
-  do {                                                                         \
-    cublasStatus_t st_ = (call);                                               \
-    if (st_ != CUBLAS_STATUS_SUCCESS)                                          \
-      return record_blas(x->base.err, sizeof x->base.err, st_, #call,          \
-                         __FILE__, __LINE__);                                  \
-  } while (0)
 
 // Makes the streams and the handle, counting them in x->made so that
 // prio_close frees exactly what exists.
@@ -77,9 +47,9 @@ int make(prio_cuda *x) {
   CK(cudaStreamCreateWithPriority(&x->high, cudaStreamNonBlocking,
                                   x->base.prio_high));
   x->made = 3;
-  CKB(cublasCreate(&x->blas));
+  BK(cublasCreate(&x->blas));
   x->made = 4;
-  CKB(cublasSetStream(x->blas, x->flood));
+  BK(cublasSetStream(x->blas, x->flood));
   // Loads cube's module now: under lazy loading (CUDA 12's default) the
   // first launch would load it, and loading can wait for kernels running
   // on other streams. The warm-up run does the same for cuBLAS's kernels.
@@ -139,8 +109,8 @@ int prio_run(bench_prio_raw *r, const bench_prio_set *s, bench_prio_mode m,
   CK(cudaSetDevice(x->dev));
   uint64_t t0 = bench_now_ns();
   for (int i = 0; m != BENCH_PRIO_ALONE && i < s->nflood; i++)
-    CKB(bench_sgemm(x->blas, n, s->in[i % s->ring], s->in[(i + 1) % s->ring],
-                    s->flood_out[i % s->ring]));
+    BK(bench_sgemm(x->blas, n, s->in[i % s->ring], s->in[(i + 1) % s->ring],
+                   s->flood_out[i % s->ring]));
   for (int j = 0; j < s->nshort; j++) {
     const float *in = s->in[j];
     float *out = s->short_out + (size_t)j * nn;

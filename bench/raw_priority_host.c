@@ -9,6 +9,7 @@
 #include "backend.h"
 #include "bench.h"
 #include "gemm.h"
+#include "raw_check.h"
 #include "raw_priority.h"
 #include "runtime_internal.h"
 #include "seed_kernels.h"
@@ -21,21 +22,6 @@ typedef struct prio_host {
 } prio_host;
 
 static prio_host *of(bench_prio_raw *r) { return (prio_host *)r; }
-
-static int record(char *err, size_t len, int rc, const char *call) {
-  const char *msg = weft_last_error_message();
-  snprintf(err, len, "%s: %s: %s", call, weft_err_name(rc),
-           *msg ? msg : weft_strerror(rc));
-  return -1;
-}
-
-/* Inside a member of the ops table: the context is `x`. */
-#define CK(call)                                                               \
-  do {                                                                         \
-    int rc_ = (call);                                                          \
-    if (rc_ != 0)                                                              \
-      return record(x->base.err, sizeof x->base.err, rc_, #call);              \
-  } while (0)
 
 static void prio_close(bench_prio_raw *r) {
   prio_host *x = of(r);
@@ -81,7 +67,7 @@ static int prio_open(weft_runtime *rt, bench_prio_raw **out, char *err,
     rc = weft__stream_create(x->bk, 0, x->base.prio_high, &x->high);
   }
   if (rc) {
-    record(err, errlen, rc, call);
+    raw_record(err, errlen, rc, call);
     prio_close(&x->base);
     return -1;
   }

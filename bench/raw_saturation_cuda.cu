@@ -10,6 +10,7 @@
 
 #include <cuda_runtime.h>
 
+#include "raw_check_cuda.h"
 #include "raw_saturation.h"
 #include "seed_kernels.h"
 
@@ -22,22 +23,6 @@ struct sat_cuda {
 };
 
 sat_cuda *of(bench_sat_raw *r) { return reinterpret_cast<sat_cuda *>(r); }
-
-int record(char *err, size_t len, cudaError_t e, const char *call,
-           const char *file, int line) {
-  snprintf(err, len, "%s: %s: %s (%s:%d)", call, cudaGetErrorName(e),
-           cudaGetErrorString(e), file, line);
-  return -1;
-}
-
-// Inside a member of the ops table: the context is `x`.
-#define CK(call)                                                               \
-  do {                                                                         \
-    cudaError_t e_ = (call);                                                   \
-    if (e_ != cudaSuccess)                                                     \
-      return record(x->base.err, sizeof x->base.err, e_, #call, __FILE__,      \
-                    __LINE__);                                                 \
-  } while (0)
 
 int sat_open(weft_runtime *rt, bench_sat_raw **out, char *err, size_t errlen) {
   (void)rt; // weft's device 0 is CUDA device 0
@@ -55,7 +40,7 @@ int sat_open(weft_runtime *rt, bench_sat_raw **out, char *err, size_t errlen) {
     e = cudaStreamCreateWithFlags(&x->stream, cudaStreamNonBlocking);
   }
   if (e != cudaSuccess) {
-    record(err, errlen, e, call, __FILE__, __LINE__);
+    raw_record(err, errlen, e, call, __FILE__, __LINE__);
     free(x);
     return -1;
   }

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 
 #include "backend.h"
+#include "raw_check.h"
 #include "raw_saturation.h"
 #include "runtime_internal.h"
 #include "seed_kernels.h"
@@ -20,21 +21,6 @@ typedef struct sat_host {
 
 static sat_host *of(bench_sat_raw *r) { return (sat_host *)r; }
 
-static int record(char *err, size_t len, int rc, const char *call) {
-  const char *msg = weft_last_error_message();
-  snprintf(err, len, "%s: %s: %s", call, weft_err_name(rc),
-           *msg ? msg : weft_strerror(rc));
-  return -1;
-}
-
-/* Inside a member of the ops table: the context is `x`. */
-#define CK(call)                                                               \
-  do {                                                                         \
-    int rc_ = (call);                                                          \
-    if (rc_ != 0)                                                              \
-      return record(x->base.err, sizeof x->base.err, rc_, #call);              \
-  } while (0)
-
 static int sat_open(weft_runtime *rt, bench_sat_raw **out, char *err,
                     size_t errlen) {
   sat_host *x = calloc(1, sizeof *x);
@@ -47,7 +33,7 @@ static int sat_open(weft_runtime *rt, bench_sat_raw **out, char *err,
   seed_kernels_init(&x->k);
   int rc = weft__stream_create(x->bk, 0, 0, &x->stream);
   if (rc) {
-    record(err, errlen, rc, "weft__stream_create");
+    raw_record(err, errlen, rc, "weft__stream_create");
     free(x);
     return -1;
   }

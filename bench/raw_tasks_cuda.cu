@@ -14,6 +14,7 @@
 #include <cuda_runtime.h>
 
 #include "gemm.h"
+#include "raw_check_cuda.h"
 #include "raw_tasks.h"
 #include "seed_kernels.h"
 
@@ -31,37 +32,6 @@ struct raw_tasks_cuda {
 raw_tasks_cuda *of(bench_raw_tasks *r) {
   return reinterpret_cast<raw_tasks_cuda *>(r);
 }
-
-int record(char *err, size_t len, cudaError_t e, const char *call,
-           const char *file, int line) {
-  snprintf(err, len, "%s: %s: %s (%s:%d)", call, cudaGetErrorName(e),
-           cudaGetErrorString(e), file, line);
-  return -1;
-}
-
-int record_blas(char *err, size_t len, cublasStatus_t st, const char *call,
-                const char *file, int line) {
-  snprintf(err, len, "%s: %s: %s (%s:%d)", call, cublasGetStatusName(st),
-           cublasGetStatusString(st), file, line);
-  return -1;
-}
-
-// Inside a member of the ops table: the context is `x`.
-#define CK(call)                                                               \
-  do {                                                                         \
-    cudaError_t e_ = (call);                                                   \
-    if (e_ != cudaSuccess)                                                     \
-      return record(x->base.err, sizeof x->base.err, e_, #call, __FILE__,      \
-                    __LINE__);                                                 \
-  } while (0)
-
-#define CKB(call)                                                              \
-  do {                                                                         \
-    cublasStatus_t st_ = (call);                                               \
-    if (st_ != CUBLAS_STATUS_SUCCESS)                                          \
-      return record_blas(x->base.err, sizeof x->base.err, st_, #call,          \
-                         __FILE__, __LINE__);                                  \
-  } while (0)
 
 void raw_close(bench_raw_tasks *r) {
   raw_tasks_cuda *x = of(r);
@@ -86,7 +56,7 @@ int make(raw_tasks_cuda *x, int nstreams) {
   // The handle belongs to the current device, set above. Kept only once
   // made, so that close destroys nothing on failure.
   cublasHandle_t h;
-  CKB(cublasCreate(&h));
+  BK(cublasCreate(&h));
   x->blas = h;
   // A new handle works on the legacy default stream; every run sets its
   // own stream before its first call, so `on` starts as that stream.
@@ -137,10 +107,10 @@ int raw_iteration(bench_raw_tasks *r, const bench_tasks_work *w, int nruns,
     // cuBLAS queues its kernels on the handle's stream: move it to this
     // run's stream first, so the SGEMM precedes the sine on that stream.
     if (x->on != s) {
-      CKB(cublasSetStream(x->blas, s));
+      BK(cublasSetStream(x->blas, s));
       x->on = s;
     }
-    CKB(bench_sgemm(x->blas, n, w->a, w->b, c));
+    BK(bench_sgemm(x->blas, n, w->a, w->b, c));
     CK(cudaLaunchKernel(seed_cuda_sine, dim3(seed_blocks(nn)),
                         dim3(SEED_THREADS), sine_args, 0, s));
   }

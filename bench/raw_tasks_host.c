@@ -7,6 +7,7 @@
 
 #include "backend.h"
 #include "gemm.h"
+#include "raw_check.h"
 #include "raw_tasks.h"
 #include "runtime_internal.h"
 #include "seed_kernels.h"
@@ -20,21 +21,6 @@ typedef struct raw_tasks_host {
 } raw_tasks_host;
 
 static raw_tasks_host *of(bench_raw_tasks *r) { return (raw_tasks_host *)r; }
-
-static int record(char *err, size_t len, int rc, const char *call) {
-  const char *msg = weft_last_error_message();
-  snprintf(err, len, "%s: %s: %s", call, weft_err_name(rc),
-           *msg ? msg : weft_strerror(rc));
-  return -1;
-}
-
-/* Inside a member of the ops table: the context is `x`. */
-#define CK(call)                                                               \
-  do {                                                                         \
-    int rc_ = (call);                                                          \
-    if (rc_ != 0)                                                              \
-      return record(x->base.err, sizeof x->base.err, rc_, #call);              \
-  } while (0)
 
 static void raw_close(bench_raw_tasks *r) {
   raw_tasks_host *x = of(r);
@@ -65,7 +51,7 @@ static int raw_open(weft_runtime *rt, int nstreams, bench_raw_tasks **out,
   for (; x->nstreams < nstreams; x->nstreams++) {
     int rc = weft__stream_create(x->bk, 0, 0, &x->streams[x->nstreams]);
     if (rc) {
-      record(err, errlen, rc, "weft__stream_create");
+      raw_record(err, errlen, rc, "weft__stream_create");
       raw_close(&x->base);
       return -1;
     }

@@ -175,25 +175,36 @@ static int workspace_for(cudaStream_t cs, int dev, workspace *out) {
   return 0;
 }
 
-cublasHandle_t weft_cublas(void) {
-  weft__exec *x = weft__exec_get("weft_cublas");
+/* The calling task's (or thread's) context and CUDA stream, for call.
+ * Returns 0 or the error, reported. */
+static int cuda_stream_of_caller(const char *call, weft__exec **xp,
+                                 cudaStream_t *cs) {
+  weft__exec *x = weft__exec_get(call);
   if (!x)
-    return NULL;
+    return WEFT_ESTATE;
   weft__stream *s;
-  if (weft__exec_stream(x, &s) != 0)
+  int rc = weft__exec_stream(x, &s);
+  if (rc)
+    return rc;
+  if (s->hdr.bk->ops->kind != WEFT_BACKEND_CUDA)
+    return weft__err(WEFT_ENOTSUP, "%s: the runtime uses the %s backend", call,
+                     s->hdr.bk->ops->name);
+  *xp = x;
+  *cs = ((weft__cuda_stream *)s)->cs;
+  return 0;
+}
+
+cublasHandle_t weft_cublas(void) {
+  weft__exec *x;
+  cudaStream_t cs;
+  if (cuda_stream_of_caller("weft_cublas", &x, &cs) != 0)
     return NULL;
-  if (s->hdr.bk->ops->kind != WEFT_BACKEND_CUDA) {
-    weft__err(WEFT_ENOTSUP, "weft_cublas: the runtime uses the %s backend",
-              s->hdr.bk->ops->name);
-    return NULL;
-  }
   if (x->dev >= MAX_DEVS) {
     weft__err(WEFT_ENOTSUP, "weft_cublas: device %d (at most %d)", x->dev,
               MAX_DEVS);
     return NULL;
   }
   handle_slot *slot = slot_for(x->dev);
-  cudaStream_t cs = ((weft__cuda_stream *)s)->cs;
   if (slot->epoch != x->rt->epoch || !slot->h) {
     create_call c = {.dev = x->dev};
     weft__call_on_thread_stack(create, &c);
@@ -239,18 +250,11 @@ int weft_cublas_workspace(void **ptr, size_t *bytes) {
     return weft__err(WEFT_EINVAL, "weft_cublas_workspace: NULL argument");
   *ptr = NULL;
   *bytes = 0;
-  weft__exec *x = weft__exec_get("weft_cublas_workspace");
-  if (!x)
-    return WEFT_ESTATE;
-  weft__stream *s;
-  int rc = weft__exec_stream(x, &s);
+  weft__exec *x;
+  cudaStream_t cs;
+  int rc = cuda_stream_of_caller("weft_cublas_workspace", &x, &cs);
   if (rc)
     return rc;
-  if (s->hdr.bk->ops->kind != WEFT_BACKEND_CUDA)
-    return weft__err(WEFT_ENOTSUP,
-                     "weft_cublas_workspace: the runtime uses the %s backend",
-                     s->hdr.bk->ops->name);
-  cudaStream_t cs = ((weft__cuda_stream *)s)->cs;
   workspace w;
   pthread_mutex_lock(&lock);
   if (workspace_find(cs, x->dev, &w)) {
