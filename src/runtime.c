@@ -57,18 +57,14 @@ static int rt_locks_init(weft_runtime *rt) {
     goto fail_done;
   if (pthread_mutex_init(&rt->park_lock, NULL))
     goto fail_park;
-  if (pthread_cond_init(&rt->park_cv, NULL))
-    goto fail_park_cv;
   if (pthread_mutex_init(&rt->wait_lock, NULL))
     goto fail_wait;
-  if (pthread_mutex_init(&rt->inject.lock, NULL))
+  if (weft__rq_init(&rt->inject))
     goto fail_inject;
   return 0;
 fail_inject:
   pthread_mutex_destroy(&rt->wait_lock);
 fail_wait:
-  pthread_cond_destroy(&rt->park_cv);
-fail_park_cv:
   pthread_mutex_destroy(&rt->park_lock);
 fail_park:
   pthread_cond_destroy(&rt->done_cv);
@@ -79,9 +75,8 @@ fail_lock:
 }
 
 static void rt_locks_fini(weft_runtime *rt) {
-  pthread_mutex_destroy(&rt->inject.lock);
+  weft__rq_fini(&rt->inject);
   pthread_mutex_destroy(&rt->wait_lock);
-  pthread_cond_destroy(&rt->park_cv);
   pthread_mutex_destroy(&rt->park_lock);
   pthread_cond_destroy(&rt->done_cv);
   pthread_mutex_destroy(&rt->lock);

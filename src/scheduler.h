@@ -10,6 +10,7 @@
 #include "error_internal.h"
 #include "fiber.h"
 #include "mem_pinned.h"
+#include "trace.h"
 #include "weft/task.h"
 
 typedef struct weft__worker weft__worker;
@@ -18,6 +19,10 @@ typedef struct weft__worker weft__worker;
 typedef struct weft__exec {
   weft_runtime *rt;
   weft__stream *stream; /* leased on the first GPU operation */
+  /* Work may have been queued on stream since a weft_sync last saw it
+   * idle: set whenever the stream is handed out (weft__exec_stream), so a
+   * task that ends right after a sync skips asking the device. */
+  int unsynced;
   int dev;
   int high;        /* priority: stream from the greatest-priority pool */
   int pending_err; /* first error not yet returned by weft_sync */
@@ -56,6 +61,7 @@ struct weft_task {
   int returned;              /* fn returned */
   int done;                  /* and its GPU work completed */
   struct weft_task *next;    /* run queue or wait-set link */
+  struct weft_task *prev;    /* run queue: the other end's way */
   struct weft_task *waiters; /* tasks waiting for this one to return or end */
   int thread_waiters;        /* plain threads in weft_task_join */
   weft__event *end_ev;       /* recorded on return when work is pending */
@@ -69,15 +75,31 @@ struct weft_task {
    * each fiber as a thread of its own). */
   int blocking, blocked, wake_pending;
   struct weft_task *all_prev, *all_next; /* every task object of rt */
+  /* Runtime latency, while tracing: when and why the task was last made
+   * ready; its next run slice reports the delay (trace.h). */
+  uint64_t ready_ns;
+  uint8_t ready_why; /* WEFT__TR_READY_* */
 };
 
-/* Run queue: two priority levels, FIFO within each. */
+/* Run queue (runq.c): two priority levels, each with two ends. */
 typedef struct weft__rq {
   pthread_mutex_t lock;
-  weft_task *head[2], *tail[2];
-  atomic_int n;      /* tasks queued, both levels */
-  atomic_int n_high; /* of which high priority */
+  weft_task *top[2], *bottom[2]; /* top: oldest; bottom: newest */
+  atomic_int n;                  /* tasks queued, both levels */
+  atomic_int n_high;             /* of which high priority */
 } weft__rq;
+
+int weft__rq_init(weft__rq *q);
+void weft__rq_fini(weft__rq *q);
+/* At the bottom (the owner's end), or at the top (behind everything). */
+void weft__rq_push(weft__rq *q, weft_task *t, int at_top);
+/* One task of level l (1 high, 0 normal) from either end, or NULL. */
+weft_task *weft__rq_pop_level(weft__rq *q, int l, int from_top);
+/* High priority first, then normal. */
+weft_task *weft__rq_pop(weft__rq *q, int from_top);
+/* Half the tasks (at least one), oldest first, high priority first, as a
+ * list linked by next; *taken says how many. */
+weft_task *weft__rq_take_half(weft__rq *q, int *taken);
 
 /* What the scheduler does right after a task switched away: the task's
  * stack is then no longer in use, so only now may another worker see it. */
@@ -102,6 +124,12 @@ struct weft__worker {
   weft__rq rq;
   unsigned rng;
   void *altstack;
+  /* Parking, under rt->park_lock: a parked worker is on rt->parked and
+   * sleeps on its own condition variable until a waker pops it. */
+  pthread_cond_t park_cv;
+  struct weft__worker *park_next;
+  int parked, woken;
+  int searching; /* counted in rt->nsearching */
 };
 
 typedef struct weft__ptrvec {
@@ -119,15 +147,26 @@ struct weft_runtime {
   weft__rq inject; /* tasks spawned or woken off the workers */
   atomic_int stop;
 
-  /* Parking: workers with nothing to do sleep on park_cv. */
+  /* Parking (sched.c): idle workers sleep, each on its own condition
+   * variable, on a stack of parked workers (the most recently parked, whose
+   * caches are warmest, is woken first). */
   pthread_mutex_t park_lock;
-  pthread_cond_t park_cv;
+  weft__worker *parked;
   atomic_int nparked;
-  atomic_int poller; /* 1 while an idle worker holds the polling role */
+  /* Workers awake without a task: woken and not yet running one, or
+   * holding the polling role. Work made ready while one searches needs no
+   * wake-up. */
+  atomic_int nsearching;
+  atomic_int poller;             /* 1 while an idle worker holds the role */
+  weft__worker *_Atomic polling; /* that worker, for completion hooks */
+  atomic_int sentinel; /* 1 while a parked worker keeps watch (sched.c) */
+  atomic_long nlive;   /* tasks spawned and not yet ended */
 
-  /* GPU wait set: tasks suspended on an event. */
+  /* GPU wait set (wait.c): tasks suspended on an event, polled a batch at
+   * a time from a cursor that goes round the list. */
   pthread_mutex_t wait_lock;
   weft_task *waits;
+  weft_task **wait_cursor; /* &rt->waits or &(a waiting task)->next */
   atomic_int nwaits;
 
   /* Task lifecycle, stream and event pools, thread contexts. */
@@ -148,6 +187,15 @@ struct weft_runtime {
   weft__pinned_cache pinned;
   int tracing;
 };
+
+/* Notes when and why t was made ready, for the trace's runtime-latency
+ * figures; nothing when not tracing. */
+static inline void weft__mark_ready(weft_task *t, int why) {
+  if (atomic_load_explicit(&weft__trace_on, memory_order_relaxed)) {
+    t->ready_ns = weft__trace_now();
+    t->ready_why = (uint8_t)why;
+  }
+}
 
 /* The calling worker, task and execution context. Not inlined: a fiber can
  * resume on another thread, and a cached thread-local address would then
@@ -189,14 +237,23 @@ int weft__exec_join_pending(weft__exec *x);
 /* wait.c */
 /* Waits for ev: suspends a task (polled by the workers), blocks a thread. */
 int weft__exec_wait_event(weft__exec *x, weft__event *ev);
-/* Polls the wait set once; returns the number of tasks made ready. */
-int weft__wait_poll(weft_runtime *rt);
+/* Adds t, whose wait_ev is set, to the wait set. */
+void weft__wait_add(weft_runtime *rt, weft_task *t);
+/* Polls up to batch waiting tasks' events, going round the set from where
+ * the last poll stopped, so a poll costs the same however many tasks wait.
+ * Returns the number made ready. */
+int weft__wait_poll(weft_runtime *rt, int batch);
+/* The poller's batch, and a busy worker's between two tasks: an event
+ * query costs ~0.2 us on CUDA. */
+#define WEFT__POLL_BATCH 64
+#define WEFT__POLL_BATCH_BUSY 4
 
 /* exec.c */
 /* Leases a stream for x from the runtime's pool (or makes one). */
 int weft__exec_lease(weft__exec *x, weft__stream **out);
 /* The exec's stream, leased on first use. */
 static inline int weft__exec_stream(weft__exec *x, weft__stream **out) {
+  x->unsynced = 1;
   if (x->stream) {
     *out = x->stream;
     return 0;

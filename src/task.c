@@ -81,6 +81,7 @@ int weft_task_spawn(weft_runtime *rt, weft_task **task, weft_task_fn fn,
   t->hdr.magic = MAGIC_TASK;
   all_link(rt, t);
   rt->live_tasks++;
+  atomic_fetch_add(&rt->nlive, 1);
   pthread_mutex_unlock(&rt->lock);
 
   t->x.rt = rt;
@@ -99,6 +100,7 @@ int weft_task_spawn(weft_runtime *rt, weft_task **task, weft_task_fn fn,
     t->handle_gone = t->detached = 1;
   else
     *task = t;
+  weft__mark_ready(t, WEFT__TR_READY_SPAWN);
   weft__sched_ready(rt, t);
   return 0;
 }
@@ -200,6 +202,7 @@ static void wake_waiters(weft_runtime *rt, weft_task *t, int ended) {
       *pp = w->next;
       if (w->blocked) { /* switched out: make it ready */
         w->blocked = 0;
+        weft__mark_ready(w, WEFT__TR_READY_JOIN);
         weft__sched_ready(rt, w);
       } else { /* still switching out: its scheduler will */
         w->wake_pending = 1;
@@ -215,7 +218,7 @@ void weft__task_returned(weft_task *t) {
   weft_runtime *rt = t->x.rt;
   weft__event *ev = NULL;
   /* Work still queued on the stream: the task completes when it does. */
-  int q = t->x.stream ? weft__stream_query(t->x.stream) : 0;
+  int q = t->x.stream && t->x.unsynced ? weft__stream_query(t->x.stream) : 0;
   if (q == WEFT_EAGAIN) {
     int rc = weft__event_pool_get(rt, t->x.dev, &ev);
     if (rc == 0) {
@@ -243,11 +246,7 @@ void weft__task_returned(weft_task *t) {
     weft__task_finalize(t);
     return;
   }
-  pthread_mutex_lock(&rt->wait_lock);
-  t->next = rt->waits;
-  rt->waits = t;
-  atomic_fetch_add(&rt->nwaits, 1);
-  pthread_mutex_unlock(&rt->wait_lock);
+  weft__wait_add(rt, t);
 }
 
 void weft__task_finalize(weft_task *t) {
@@ -260,6 +259,7 @@ void weft__task_finalize(weft_task *t) {
   t->done = 1;
   wake_waiters(rt, t, 1);
   rt->live_tasks--;
+  atomic_fetch_sub(&rt->nlive, 1);
   if (t->detached)
     task_free(rt, t);
   pthread_mutex_unlock(&rt->lock);

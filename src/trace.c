@@ -318,6 +318,13 @@ static void write_rec(FILE *f, const weft__trace_rec *r, uint64_t t0,
   }
   if (r->kind == WEFT__TR_MEMCPY)
     ARG("\"direction\":\"%s\"", dir_name(r->copy));
+  if (r->kind == WEFT__TR_TASK && r->ready && r->why &&
+      r->why < WEFT__TR_READY_NKINDS) {
+    /* The runtime's own delay before this slice: docs/TRACE.md. */
+    static const char *why[] = {"", "spawn", "gpu", "join", "yield"};
+    ARG("\"weft_ready_by\":\"%s\",\"weft_ready_delay_us\":%.3f", why[r->why],
+        (double)(r->start - r->ready) / 1e3);
+  }
   if (task) {
     ARG("\"task\":%" PRIu64, task);
     const char *tn = task_name(task);

@@ -32,17 +32,30 @@ enum { /* copy directions, as CUPTI numbers them */
        WEFT__TR_HTOH = 9,
 };
 
+/* Why a task was made ready, for the runtime-latency figures: its next run
+ * slice records the delay from then to its start. */
+enum {
+  WEFT__TR_READY_NONE = 0,
+  WEFT__TR_READY_SPAWN, /* spawned: spawn -> first run */
+  WEFT__TR_READY_GPU,   /* its GPU wait was seen complete -> resumed */
+  WEFT__TR_READY_JOIN,  /* the task it joined (or followed) ended -> resumed */
+  WEFT__TR_READY_YIELD, /* it yielded -> resumed */
+  WEFT__TR_READY_NKINDS
+};
+
 typedef struct weft__trace_rec {
   uint64_t start, end; /* ns on the tracer's clock (CLOCK_MONOTONIC) */
   uint64_t task;       /* task id; 0 for none */
   uint64_t corr;       /* correlation between an API record and its op */
   uint64_t bytes;
+  uint64_t ready;   /* task slices: when the task was made ready, or 0 */
   const char *name; /* static, or interned with weft__trace_intern */
   uint32_t lane;    /* GPU kinds: stream id; CPU kinds: thread lane */
   int16_t dev;
   uint8_t kind;
   uint8_t copy; /* WEFT__TR_HTOD.. for memcpys */
   uint8_t src_pinned, dst_pinned;
+  uint8_t why; /* task slices: WEFT__TR_READY_* */
 } weft__trace_rec;
 
 /* 1 while a trace is being recorded; checked before any tracing work. */

@@ -6,10 +6,8 @@
 #include "trace.h"
 #include "weft/stream.h"
 
-int weft__exec_wait_event(weft__exec *x, weft__event *ev) {
-  int rc = weft__event_query(ev);
-  if (rc != WEFT_EAGAIN)
-    return rc;
+/* Waits for ev, which is pending or nearly so. */
+static int wait_pending(weft__exec *x, weft__event *ev) {
   if (!x->is_task)
     return weft__event_sync(ev);
   weft_task *t = (weft_task *)((char *)x - offsetof(weft_task, x));
@@ -28,15 +26,46 @@ int weft__exec_wait_event(weft__exec *x, weft__event *ev) {
   return t->wait_rc;
 }
 
-int weft__wait_poll(weft_runtime *rt) {
+int weft__exec_wait_event(weft__exec *x, weft__event *ev) {
+  int rc = weft__event_query(ev);
+  return rc == WEFT_EAGAIN ? wait_pending(x, ev) : rc;
+}
+
+void weft__wait_add(weft_runtime *rt, weft_task *t) {
+  pthread_mutex_lock(&rt->wait_lock);
+  t->next = rt->waits;
+  rt->waits = t;
+  if (!rt->wait_cursor)
+    rt->wait_cursor = &rt->waits;
+  atomic_fetch_add(&rt->nwaits, 1);
+  pthread_mutex_unlock(&rt->wait_lock);
+}
+
+/* The cursor is a link: &rt->waits or the next field of a task still in
+ * the set. Removing the task a link points to leaves the link valid, and
+ * adding at the head changes no task's next, so it stays valid across
+ * both; only the poll, under the lock, moves it. */
+int weft__wait_poll(weft_runtime *rt, int batch) {
   if (atomic_load(&rt->nwaits) == 0 ||
       pthread_mutex_trylock(&rt->wait_lock) != 0)
     return 0;
   weft_task *done = NULL;
-  int n = 0;
+  int n = 0, looked = 0, wrapped = 0;
   const struct weft__backend_ops *ops = rt->bk->ops;
-  for (weft_task **pp = &rt->waits; *pp;) {
+  weft_task **pp = rt->wait_cursor ? rt->wait_cursor : &rt->waits;
+  weft_task *first = *pp; /* where this poll began: stop on meeting it */
+  while (looked < batch) {
+    if (wrapped && *pp == first)
+      break;
+    if (!*pp) {
+      if (wrapped || !rt->waits)
+        break;
+      wrapped = 1; /* round to the head, once */
+      pp = &rt->waits;
+      continue;
+    }
     weft_task *t = *pp;
+    looked++;
     int rc = ops->event_query(t->wait_ev);
     if (rc == WEFT_EAGAIN) {
       pp = &t->next;
@@ -50,15 +79,18 @@ int weft__wait_poll(weft_runtime *rt) {
     done = t;
     n++;
   }
+  rt->wait_cursor = pp;
   atomic_fetch_sub(&rt->nwaits, n);
   pthread_mutex_unlock(&rt->wait_lock);
   while (done) {
     weft_task *t = done;
     done = t->next;
-    if (t->state == TASK_FINISHING)
+    if (t->state == TASK_FINISHING) {
       weft__task_finalize(t);
-    else
+    } else {
+      weft__mark_ready(t, WEFT__TR_READY_GPU);
       weft__sched_ready(rt, t);
+    }
   }
   return n;
 }
@@ -68,13 +100,19 @@ int weft_sync(void) {
   if (!x)
     return WEFT_ESTATE;
   int rc = 0;
-  if (x->stream) {
+  /* Nothing queued since the last sync saw the stream idle: no wait. */
+  if (x->stream && x->unsynced) {
     weft__event *ev;
     rc = weft__event_pool_get(x->rt, x->dev, &ev);
     if (rc == 0) {
       rc = weft__event_record(ev, x->stream);
+      /* Just recorded behind the task's work: a query now would almost
+       * always say "pending" (a CUDA call, ~0.2 us); the poll will ask. */
       if (rc == 0)
-        rc = weft__exec_wait_event(x, ev);
+        rc = wait_pending(x, ev);
+      /* Only this exec queues on its stream, and it was waiting. */
+      if (rc == 0)
+        x->unsynced = 0;
       weft__event_pool_put(x->rt, ev);
     }
     if (rc)

@@ -53,25 +53,36 @@ static void op_done(weft__host_backend *hb, weft__host_stream *s,
 }
 
 /* Moves an idle-or-just-run stream forward: settles records, satisfied
- * waits and frees at its head, then parks it as IDLE, BLOCKED or READY.
+ * waits and frees at its head, then parks it as IDLE, BLOCKED (on the
+ * record's waiter list) or READY. Returns 1 if it completed a record.
  * Lock held; the stream is not RUNNING, READY or BLOCKED on entry. */
-static void advance(weft__host_backend *hb, weft__host_stream *s) {
+static int advance(weft__host_backend *hb, weft__host_stream *s) {
+  int recorded = 0;
   for (;;) {
     weft__host_op *op = s->head;
     if (!op) {
       s->state = HOST_IDLE;
-      return;
+      return recorded;
     }
     if (op->kind == HOP_RECORD) {
-      op->u.rec->done = 1;
-      op->u.rec->t_ns = weft__host_now_ns();
-      hb->rescan = 1;
+      weft__host_rec *r = op->u.rec;
+      r->done = 1;
+      r->t_ns = weft__host_now_ns();
+      recorded = 1;
+      /* Its waiters go to the released list; settle moves them on. */
+      while (r->waiters) {
+        weft__host_stream *w = r->waiters;
+        r->waiters = w->link;
+        w->link = hb->released;
+        hb->released = w;
+      }
     } else if (op->kind == HOP_WAIT) {
-      if (!op->u.rec->done) {
+      weft__host_rec *r = op->u.rec;
+      if (!r->done) {
         s->state = HOST_BLOCKED;
-        s->link = hb->blocked;
-        hb->blocked = s;
-        return;
+        s->link = r->waiters;
+        r->waiters = s;
+        return recorded;
       }
     } else if (op->kind == HOP_FREE) {
       weft__host_block_release(hb, op->u.ptr);
@@ -79,7 +90,7 @@ static void advance(weft__host_backend *hb, weft__host_stream *s) {
       s->state = HOST_READY;
       queue_push(&hb->ready[s->level], s);
       pthread_cond_signal(&hb->work);
-      return;
+      return recorded;
     }
     s->head = op->next;
     if (!s->head)
@@ -88,27 +99,17 @@ static void advance(weft__host_backend *hb, weft__host_stream *s) {
   }
 }
 
-/* Rechecks blocked streams until no completed record is left unseen; a
- * stream released here may itself complete records that release others. */
-static void settle(weft__host_backend *hb) {
-  if (hb->rescan && hb->hook)
-    hb->hook(hb->hook_arg);
-  while (hb->rescan) {
-    hb->rescan = 0;
-    weft__host_stream *list = hb->blocked;
-    hb->blocked = NULL;
-    while (list) {
-      weft__host_stream *s = list;
-      list = s->link;
-      if (s->head->u.rec->done) {
-        s->state = HOST_IDLE;
-        advance(hb, s);
-      } else {
-        s->link = hb->blocked;
-        hb->blocked = s;
-      }
-    }
+/* Moves on the streams released by completed records, and the streams
+ * those release in turn, then tells waiters about the progress. */
+static void settle(weft__host_backend *hb, int recorded) {
+  while (hb->released) {
+    weft__host_stream *s = hb->released;
+    hb->released = s->link;
+    s->state = HOST_IDLE;
+    recorded |= advance(hb, s);
   }
+  if (recorded && hb->hook)
+    hb->hook(hb->hook_arg);
   pthread_cond_broadcast(&hb->progress);
 }
 
@@ -123,10 +124,8 @@ void weft__host_enqueue(weft__host_stream *s, weft__host_op *op) {
   s->tail = op;
   s->submitted++;
   hb->submitted++;
-  if (s->state == HOST_IDLE) {
-    advance(hb, s);
-    settle(hb);
-  }
+  if (s->state == HOST_IDLE)
+    settle(hb, advance(hb, s));
   pthread_mutex_unlock(&hb->mu);
 }
 
@@ -227,8 +226,8 @@ static void *executor(void *arg) {
 
     pthread_mutex_lock(&hb->mu);
     op_done(hb, s, op);
-    advance(hb, s);
-    settle(hb); /* also wakes syncs waiting for this completion */
+    /* also wakes syncs waiting for this completion */
+    settle(hb, advance(hb, s));
   }
   pthread_mutex_unlock(&hb->mu);
   return NULL;

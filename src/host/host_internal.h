@@ -35,6 +35,10 @@ typedef struct weft__host_rec {
   int refs;
   int done;
   uint64_t t_ns; /* CLOCK_MONOTONIC when the stream passed it */
+  /* Streams whose head waits for this record, linked through their link
+   * field: completing the record releases exactly these, so a completion
+   * costs what it releases, not a scan of every blocked stream. */
+  struct weft__host_stream *waiters;
 } weft__host_rec;
 
 typedef enum host_op_kind {
@@ -81,7 +85,8 @@ typedef struct weft__host_stream {
   host_state state;
   int level; /* run-queue level: 0 least .. WEFT__HOST_LEVELS-1 greatest */
   uint64_t submitted, completed;
-  struct weft__host_stream *link; /* run queue or blocked list */
+  struct weft__host_stream *link; /* run queue, a record's waiters, or
+                                     the released list */
 } weft__host_stream;
 
 typedef struct weft__host_event {
@@ -99,8 +104,9 @@ typedef struct weft__host_backend {
   pthread_cond_t work;     /* executors wait here for ready streams */
   pthread_cond_t progress; /* syncs wait here; broadcast on completions */
   host_queue ready[WEFT__HOST_LEVELS];
-  weft__host_stream *blocked;
-  int rescan; /* an event record completed: recheck blocked streams */
+  /* Streams whose wait was satisfied by a record that just completed,
+   * still to be moved on (linked through link). */
+  weft__host_stream *released;
   int stopping;
   int nthreads;
   pthread_t *threads;

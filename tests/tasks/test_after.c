@@ -84,11 +84,12 @@ static void check_y(void) {
   CHECK_EQ_INT(sc.y_seen, sc.value);
 }
 
-/* X not yet returned: Y and X spawned by a parent task on one worker, Y
- * first, so Y calls weft_task_after before X has even started. */
+/* X not yet returned: X and Y spawned by a parent task on one worker,
+ * which runs the newest first: Y, so Y calls weft_task_after before X has
+ * even started. */
 static void parent(void *arg) {
-  CHECK_OK(weft_task_spawn(rt, &sc.y, task_y, NULL, NULL));
   CHECK_OK(weft_task_spawn(rt, &sc.x, task_x, NULL, NULL));
+  CHECK_OK(weft_task_spawn(rt, &sc.y, task_y, NULL, NULL));
   CHECK_OK(weft_task_join(sc.y));
   CHECK_OK(weft_task_join(sc.x));
 }

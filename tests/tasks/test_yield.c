@@ -76,12 +76,13 @@ typedef struct duo {
 } duo;
 
 /* Spawns both players from inside a task: both go to this worker's own
- * queue, in order. */
+ * queue, which runs the newest first, so b is spawned first and a runs
+ * first, as from a plain thread. */
 static void parent(void *arg) {
   duo *d = arg;
   weft_task *ta, *tb;
-  CHECK_OK(weft_task_spawn(rt, &ta, d->fn, &d->a, NULL));
   CHECK_OK(weft_task_spawn(rt, &tb, d->fn, &d->b, NULL));
+  CHECK_OK(weft_task_spawn(rt, &ta, d->fn, &d->a, NULL));
   tt_store(&all_spawned, 1);
   CHECK_OK(weft_task_join(ta));
   CHECK_OK(weft_task_join(tb));
