@@ -23,6 +23,19 @@ static void test_shapes(void) {
 }
 
 static void test_fields(void) {
+  /* Runtime-latency arguments of task slices. */
+  fails(EV("{\"ph\":\"X\",\"cat\":\"task\",\"name\":\"t\",\"ts\":1,\"dur\":1,"
+           "\"args\":{\"weft_ready_by\":\"spawn\"}}"),
+        "\"weft_ready_by\" without \"weft_ready_delay_us\"");
+  fails(EV("{\"ph\":\"X\",\"cat\":\"task\",\"name\":\"t\",\"ts\":1,\"dur\":1,"
+           "\"args\":{\"weft_ready_by\":\"gpu\",\"weft_ready_delay_us\":-3}}"),
+        "\"weft_ready_delay_us\" must be a duration");
+  fails(EV("{\"ph\":\"X\",\"cat\":\"task\",\"name\":\"t\",\"ts\":1,\"dur\":1,"
+           "\"args\":{\"weft_ready_by\":\"gpu\",\"weft_ready_delay_us\":\"3\"}}"),
+        "args.\"weft_ready_delay_us\" must be a number");
+  fails(EV("{\"ph\":\"X\",\"cat\":\"task\",\"name\":\"t\",\"ts\":1,\"dur\":1,"
+           "\"args\":{\"weft_ready_by\":4,\"weft_ready_delay_us\":3}}"),
+        "args.\"weft_ready_by\" must be a string");
   fails(EV("{\"name\":\"k\",\"ts\":1,\"dur\":1}"), "event without \"ph\"");
   fails(EV("{\"ph\":\"X\",\"ts\":1,\"dur\":1}"), "without \"name\"");
   fails(EV("{\"ph\":\"X\",\"name\":\"k\",\"dur\":1}"), "without \"ts\"");

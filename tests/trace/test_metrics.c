@@ -277,7 +277,82 @@ static void test_tasks(void) {
   trace_model_free(&m);
 }
 
+/* Runtime latency: task 1 waits 10 us after its spawn and 2 us after its
+ * GPU wait; task 2 waits 30, then 4 and 6 us after joins; task 3 runs 1 us
+ * late after a yield and carries no delay on its first slice. Task 2 lives
+ * longest: made ready at 170 - 30 = 140, last slice ends at 400. */
+static void test_latency(void) {
+  const char *text =
+      "[{\"ph\":\"X\",\"cat\":\"task\",\"name\":\"a\",\"pid\":1,"
+      "\"tid\":1,\"ts\":110,\"dur\":5,\"args\":{\"task\":1,"
+      "\"weft_ready_by\":\"spawn\",\"weft_ready_delay_us\":10}},"
+      "{\"ph\":\"X\",\"cat\":\"task\",\"name\":\"a\",\"pid\":1,"
+      "\"tid\":1,\"ts\":150,\"dur\":5,\"args\":{\"task\":1,"
+      "\"weft_ready_by\":\"gpu\",\"weft_ready_delay_us\":2}},"
+      "{\"ph\":\"X\",\"cat\":\"task\",\"name\":\"b\",\"pid\":1,"
+      "\"tid\":2,\"ts\":170,\"dur\":5,\"args\":{\"task\":2,"
+      "\"weft_ready_by\":\"spawn\",\"weft_ready_delay_us\":30}},"
+      "{\"ph\":\"X\",\"cat\":\"task\",\"name\":\"b\",\"pid\":1,"
+      "\"tid\":2,\"ts\":250,\"dur\":5,\"args\":{\"task\":2,"
+      "\"weft_ready_by\":\"join\",\"weft_ready_delay_us\":4}},"
+      "{\"ph\":\"X\",\"cat\":\"task\",\"name\":\"b\",\"pid\":1,"
+      "\"tid\":2,\"ts\":390,\"dur\":10,\"args\":{\"task\":2,"
+      "\"weft_ready_by\":\"join\",\"weft_ready_delay_us\":6}},"
+      "{\"ph\":\"X\",\"cat\":\"task\",\"name\":\"c\",\"pid\":1,"
+      "\"tid\":1,\"ts\":200,\"dur\":1,\"args\":{\"task\":3}},"
+      "{\"ph\":\"X\",\"cat\":\"task\",\"name\":\"c\",\"pid\":1,"
+      "\"tid\":1,\"ts\":210,\"dur\":1,\"args\":{\"task\":3,"
+      "\"weft_ready_by\":\"yield\",\"weft_ready_delay_us\":1}}]";
+  trace_model m;
+  trace_analysis a;
+  load_text(text, &m, &a);
+  CHECK_EQ_INT(a.latency_slices, 6);
+  const trace_latency_stats *sp = &a.latency[TRACE_READY_SPAWN];
+  CHECK_EQ_INT(sp->count, 2);
+  CHECK_NEAR(sp->median, 20);
+  CHECK_NEAR(sp->p90, 28); /* 10 + 0.9 * (30 - 10) */
+  CHECK_NEAR(sp->max, 30);
+  CHECK_NEAR(sp->total, 40);
+  CHECK_EQ_INT(a.latency[TRACE_READY_GPU].count, 1);
+  CHECK_NEAR(a.latency[TRACE_READY_GPU].max, 2);
+  const trace_latency_stats *jn = &a.latency[TRACE_READY_JOIN];
+  CHECK_EQ_INT(jn->count, 2);
+  CHECK_NEAR(jn->median, 5);
+  CHECK_NEAR(jn->total, 10);
+  CHECK_EQ_INT(a.latency[TRACE_READY_YIELD].count, 1);
+  CHECK_EQ_INT((int)a.slowest_task, 2);
+  CHECK_NEAR(a.slowest_life, 260);
+  CHECK_NEAR(a.slowest_delay, 40);
+  char *txt = report_text(&m, &a, 0);
+  CHECK_HAS(txt, "runtime latency");
+  CHECK_HAS(txt, "spawn -> first run");
+  CHECK_HAS(txt, "slowest task 2 (b): life 0.260 ms, of which runtime delays "
+                 "0.040 ms (15.4 %)");
+  free(txt);
+  char *json = report_text(&m, &a, 1);
+  CHECK_HAS(json, "\"spawn\": {\"count\": 2, \"median_us\": 20.000");
+  CHECK_HAS(json, "\"runtime_delay_us\": 40.000");
+  free(json);
+  trace_analysis_free(&a);
+  trace_model_free(&m);
+
+  /* Without ready delays (PyTorch's traces, older weft ones): no section. */
+  load_text("[{\"ph\":\"X\",\"cat\":\"task\",\"name\":\"a\",\"ts\":0,"
+            "\"dur\":1,\"args\":{\"task\":1}}]",
+            &m, &a);
+  CHECK_EQ_INT(a.latency_slices, 0);
+  txt = report_text(&m, &a, 0);
+  CHECK(!strstr(txt, "runtime latency"));
+  free(txt);
+  json = report_text(&m, &a, 1);
+  CHECK_HAS(json, "\"runtime_latency\": null");
+  free(json);
+  trace_analysis_free(&a);
+  trace_model_free(&m);
+}
+
 int main(void) {
+  test_latency();
   test_two_streams();
   test_empty();
   test_single_op();

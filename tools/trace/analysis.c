@@ -273,6 +273,70 @@ static double quantile(const double *x, size_t n, double p) {
   return x[lo] + (h - (double)lo) * (x[lo + 1] - x[lo]);
 }
 
+/* One task's slices (ops[idx[0, n)] of the task, any kinds): its life,
+ * from being made ready for its first slice to the end of its last, and
+ * the sum of its slices' ready delays. The longest life is kept. */
+static void latency_of_task(const trace_model *m, const uint32_t *idx,
+                            size_t n, int64_t task, trace_analysis *a) {
+  double begin = 0, end = 0, delay = 0;
+  int seen = 0, delayed = 0;
+  uint32_t name = 0;
+  for (size_t i = 0; i < n; i++) {
+    const trace_op *op = &m->ops[idx[i]];
+    if (op->kind != TRACE_OP_TASK)
+      continue;
+    double b = op->ts - (op->ready_by ? op->ready_delay : 0);
+    if (!seen || b < begin)
+      begin = b;
+    if (!seen || op->ts + op->dur > end)
+      end = op->ts + op->dur;
+    seen = 1;
+    if (op->ready_by) {
+      delayed = 1;
+      delay += op->ready_delay;
+    }
+    if (!name) /* weft names a task's slices after it */
+      name = op->task_name ? op->task_name : op->name;
+  }
+  if (!delayed)
+    return;
+  if (a->slowest_task == TRACE_NONE || end - begin > a->slowest_life) {
+    a->slowest_task = task;
+    a->slowest_name = name;
+    a->slowest_life = end - begin;
+    a->slowest_delay = delay;
+  }
+}
+
+/* Median, p90, max and total of each kind of ready delay. */
+static int latency(const trace_model *m, trace_analysis *a) {
+  for (int k = TRACE_READY_SPAWN; k < TRACE_READY_NKINDS; k++) {
+    size_t n = 0;
+    for (size_t i = 0; i < m->nops; i++)
+      n += m->ops[i].kind == TRACE_OP_TASK && m->ops[i].ready_by == k;
+    trace_latency_stats *l = &a->latency[k];
+    l->count = n;
+    a->latency_slices += n;
+    if (n == 0)
+      continue;
+    double *d = malloc(n * sizeof *d);
+    if (!d)
+      return -1;
+    size_t j = 0;
+    for (size_t i = 0; i < m->nops; i++)
+      if (m->ops[i].kind == TRACE_OP_TASK && m->ops[i].ready_by == k) {
+        d[j++] = m->ops[i].ready_delay;
+        l->total += m->ops[i].ready_delay;
+      }
+    qsort(d, n, sizeof *d, cmp_double);
+    l->median = quantile(d, n, 0.5);
+    l->p90 = quantile(d, n, 0.9);
+    l->max = d[n - 1];
+    free(d);
+  }
+  return 0;
+}
+
 static int tasks(const trace_model *m, trace_analysis *a) {
   size_t n = 0;
   for (size_t i = 0; i < m->nops; i++)
@@ -300,6 +364,7 @@ static int tasks(const trace_model *m, trace_analysis *a) {
   size_t nstreams = 0;
   for (size_t i = 0; i < n;) {
     trace_task_stats *t = &a->tasks[a->ntasks++];
+    size_t first = i;
     t->task = m->ops[idx[i]].task;
     t->streams_at = nstreams;
     uint32_t other_name = 0;
@@ -325,6 +390,7 @@ static int tasks(const trace_model *m, trace_analysis *a) {
     }
     if (!t->name)
       t->name = other_name;
+    latency_of_task(m, idx + first, i - first, t->task, a);
     /* The distinct lanes it used. */
     size_t k = nstreams - t->streams_at;
     uint32_t *s = a->task_streams + t->streams_at;
@@ -352,7 +418,8 @@ int trace_analyze(const trace_model *m, trace_analysis *a) {
     ngpu += trace_op_is_gpu(&m->ops[i]);
   a->gpu_ops = ngpu;
   a->all.device = -1;
-  if (tasks(m, a))
+  a->slowest_task = TRACE_NONE;
+  if (tasks(m, a) || latency(m, a))
     return -1;
   if (ngpu == 0)
     return 0;

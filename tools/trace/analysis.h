@@ -95,6 +95,13 @@ typedef struct trace_task_stats {
   size_t streams_at, nstreams; /* its lanes: task_streams[streams_at ...] */
 } trace_task_stats;
 
+/* The runtime's own delays of one kind (docs/TRACE.md, "Runtime
+ * latency"): from a task being made ready to its run slice starting. */
+typedef struct trace_latency_stats {
+  size_t count;
+  double total, median, p90, max; /* when count > 0 */
+} trace_latency_stats;
+
 typedef struct trace_analysis {
   size_t gpu_ops;
   trace_breakdown all; /* all devices together */
@@ -117,6 +124,16 @@ typedef struct trace_analysis {
   trace_task_stats *tasks; /* by GPU time, then run time, then id */
   size_t ntasks;
   uint32_t *task_streams;
+
+  /* Runtime latency, by trace_ready_kind (index 0 unused). The slowest
+   * task is the one with the longest life, from being made ready for its
+   * first slice to the end of its last; its delays are the runtime's part
+   * of that critical path. */
+  trace_latency_stats latency[TRACE_READY_NKINDS];
+  size_t latency_slices; /* slices that carried a delay */
+  int64_t slowest_task;  /* TRACE_NONE when no slice carried a delay */
+  uint32_t slowest_name;
+  double slowest_life, slowest_delay;
 } trace_analysis;
 
 /* Computes everything for m into a. Returns 0, or -1 when out of memory.

@@ -181,6 +181,7 @@ typedef struct arg {
   int present, bad;
   size_t offset;
   int64_t v;
+  double num; /* number arguments */
   uint32_t str;
   const char *want;
 } arg;
@@ -219,6 +220,7 @@ typedef struct event {
   double ts, dur;
   size_t dur_offset, ts_offset;
   arg stream, device, correlation, bytes, task, task_name, direction, meta_name;
+  arg ready_by, ready_delay; /* weft task slices: runtime latency */
 } event;
 
 static int oom(loader *L) {
@@ -271,6 +273,15 @@ static int read_int_arg(loader *L, const trace_json_token *t, arg *a) {
   return trace_json_skip(&L->j, t);
 }
 
+static int read_num_arg(loader *L, const trace_json_token *t, arg *a) {
+  a->present = 1;
+  a->bad = t->type != TRACE_JSON_NUMBER;
+  a->num = a->bad ? 0 : t->num;
+  a->offset = t->offset;
+  a->want = "a number";
+  return trace_json_skip(&L->j, t);
+}
+
 static int read_str_arg(loader *L, const trace_json_token *t, arg *a) {
   a->present = 1;
   a->bad = t->type != TRACE_JSON_STRING;
@@ -292,7 +303,7 @@ static int read_args(loader *L, event *e) {
       return 0;
     if (type != TRACE_JSON_KEY)
       return -1;
-    arg *ia = NULL, *sa = NULL;
+    arg *ia = NULL, *sa = NULL, *na = NULL;
     if (trace_json_is(&t, "stream"))
       ia = &e->stream;
     else if (trace_json_is(&t, "device"))
@@ -309,10 +320,15 @@ static int read_args(loader *L, event *e) {
       sa = &e->direction;
     else if (trace_json_is(&t, "name"))
       sa = &e->meta_name;
+    else if (trace_json_is(&t, "weft_ready_by"))
+      sa = &e->ready_by;
+    else if (trace_json_is(&t, "weft_ready_delay_us"))
+      na = &e->ready_delay;
     if (trace_json_next(&L->j, &t) == TRACE_JSON_ERROR)
       return -1;
     int rc = ia   ? read_int_arg(L, &t, ia)
              : sa ? read_str_arg(L, &t, sa)
+             : na ? read_num_arg(L, &t, na)
                   : trace_json_skip(&L->j, &t);
     if (rc)
       return -1;
@@ -334,6 +350,20 @@ static int lower_eq(const char *s, const char *lower) {
       return 0;
   }
   return *s == *lower;
+}
+
+static const char *const ready_names[TRACE_READY_NKINDS] = {
+    "", "spawn", "gpu", "join", "yield", "other"};
+
+trace_ready_kind trace_ready_kind_of(const char *name) {
+  for (int k = TRACE_READY_SPAWN; k < TRACE_READY_OTHER; k++)
+    if (strcmp(name, ready_names[k]) == 0)
+      return (trace_ready_kind)k;
+  return TRACE_READY_OTHER;
+}
+
+const char *trace_ready_kind_name(trace_ready_kind k) {
+  return k < TRACE_READY_NKINDS ? ready_names[k] : "";
 }
 
 /* Categories of Kineto (and of its older releases, capitalised) and weft. */
@@ -513,6 +543,23 @@ static int add_complete(loader *L, event *e) {
       op.task = e->task.v;
     if (e->task_name.present)
       op.task_name = e->task_name.str;
+  }
+  if (kind == TRACE_OP_TASK && e->ready_by.present) {
+    if (check_arg(L, &e->ready_by, "weft_ready_by") ||
+        check_arg(L, &e->ready_delay, "weft_ready_delay_us"))
+      return -1;
+    if (!e->ready_delay.present)
+      return trace_json_fail(&L->j, e->ready_by.offset,
+                             "args.\"weft_ready_by\" without "
+                             "\"weft_ready_delay_us\"");
+    double d = e->ready_delay.num;
+    if (!(d >= 0 && d <= TRACE_MAX_TIME))
+      return trace_json_fail(&L->j, e->ready_delay.offset,
+                             "args.\"weft_ready_delay_us\" must be a "
+                             "duration in [0, 1e15]");
+    op.ready_by = (uint8_t)trace_ready_kind_of(
+        trace_model_str(m, e->ready_by.str));
+    op.ready_delay = d;
   }
   if (gpu) {
     if (check_arg(L, &e->stream, "stream") ||

@@ -44,6 +44,20 @@ typedef enum trace_host_mem {
   TRACE_MEM_PINNED
 } trace_host_mem;
 
+/* Why a weft task was ready before a run slice (args.weft_ready_by). */
+typedef enum trace_ready_kind {
+  TRACE_READY_NONE,
+  TRACE_READY_SPAWN, /* spawn -> first run */
+  TRACE_READY_GPU,   /* GPU completion seen -> resumed */
+  TRACE_READY_JOIN,  /* the joined task ended -> joiner resumed */
+  TRACE_READY_YIELD, /* yield -> resumed */
+  TRACE_READY_OTHER, /* a name this reader does not know */
+  TRACE_READY_NKINDS
+} trace_ready_kind;
+
+trace_ready_kind trace_ready_kind_of(const char *name);
+const char *trace_ready_kind_name(trace_ready_kind kind);
+
 typedef struct trace_op {
   double ts, dur;      /* microseconds; dur >= 0 */
   int64_t correlation; /* args.correlation, or TRACE_NONE */
@@ -58,6 +72,8 @@ typedef struct trace_op {
   uint8_t kind;        /* trace_op_kind */
   uint8_t copy;        /* trace_copy_dir */
   uint8_t host_mem;    /* trace_host_mem */
+  uint8_t ready_by;    /* task slices: trace_ready_kind */
+  double ready_delay;  /* task slices: args.weft_ready_delay_us */
 } trace_op;
 
 #define TRACE_NO_OP UINT32_MAX

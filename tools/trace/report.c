@@ -67,6 +67,32 @@ static void text_breakdown_rows(FILE *f, const trace_breakdown *b) {
           pct(y, sizeof y, trace_pct(b->busy, b->span)));
 }
 
+/* The runtime's own delays (weft traces only; absent elsewhere). */
+static void text_latency(FILE *f, const trace_model *m,
+                         const trace_analysis *a) {
+  if (!a->latency_slices)
+    return;
+  fprintf(f, "\nruntime latency (weft's own delays before task slices)\n");
+  fprintf(f, "  %-26s %8s %10s %10s %10s %12s\n", "from -> to", "count",
+          "median us", "p90 us", "max us", "total ms");
+  static const char *const what[TRACE_READY_NKINDS] = {
+      "", "spawn -> first run", "GPU done seen -> resumed",
+      "task ended -> joiner runs", "yield -> resumed", "other"};
+  char x[32];
+  for (int k = TRACE_READY_SPAWN; k < TRACE_READY_NKINDS; k++) {
+    const trace_latency_stats *l = &a->latency[k];
+    if (!l->count)
+      continue;
+    fprintf(f, "  %-26s %8zu %10.3f %10.3f %10.3f %12s\n", what[k], l->count,
+            l->median, l->p90, l->max, ms(x, sizeof x, l->total));
+  }
+  fprintf(f, "  slowest task %lld (", (long long)a->slowest_task);
+  put_name(f, trace_model_str(m, a->slowest_name), 40);
+  fprintf(f, "): life %.3f ms, of which runtime delays %.3f ms (%s %%)\n",
+          a->slowest_life / 1000.0, a->slowest_delay / 1000.0,
+          pct(x, sizeof x, trace_pct(a->slowest_delay, a->slowest_life)));
+}
+
 static void text_report(FILE *f, const trace_model *m, const trace_analysis *a,
                         const trace_report_opts *o) {
   char x[48], y[48], z[48], w[48];
@@ -229,6 +255,7 @@ static void text_report(FILE *f, const trace_model *m, const trace_analysis *a,
       fputc('\n', f);
     }
   }
+  text_latency(f, m, a);
 }
 
 /* ---- JSON
@@ -300,6 +327,42 @@ static void json_breakdown(FILE *f, const trace_breakdown *b, int device) {
   fputs(", ", f);
   json_pct(f, "overlap_pct_of_memory", trace_pct(b->overlap, b->memory));
   fputc('}', f);
+}
+
+/* "runtime_latency": null without weft's ready delays in the trace. */
+static void json_latency(FILE *f, const trace_model *m,
+                         const trace_analysis *a) {
+  fprintf(f, "  \"runtime_latency\": ");
+  if (!a->latency_slices) {
+    fprintf(f, "null\n");
+    return;
+  }
+  fprintf(f, "{");
+  int first = 1;
+  for (int k = TRACE_READY_SPAWN; k < TRACE_READY_NKINDS; k++) {
+    const trace_latency_stats *l = &a->latency[k];
+    if (!l->count)
+      continue;
+    fprintf(f, "%s\"%s\": {\"count\": %zu, ", first ? "\n    " : ",\n    ",
+            trace_ready_kind_name((trace_ready_kind)k), l->count);
+    json_us(f, "median_us", l->median);
+    fprintf(f, ", ");
+    json_us(f, "p90_us", l->p90);
+    fprintf(f, ", ");
+    json_us(f, "max_us", l->max);
+    fprintf(f, ", ");
+    json_us(f, "total_us", l->total);
+    fprintf(f, "}");
+    first = 0;
+  }
+  fprintf(f, ",\n    \"slowest_task\": {\"task\": %lld, \"name\": ",
+          (long long)a->slowest_task);
+  json_str(f, trace_model_str(m, a->slowest_name));
+  fprintf(f, ", ");
+  json_us(f, "life_us", a->slowest_life);
+  fprintf(f, ", ");
+  json_us(f, "runtime_delay_us", a->slowest_delay);
+  fprintf(f, "}}\n");
 }
 
 static void json_report(FILE *f, const trace_model *m, const trace_analysis *a,
@@ -447,7 +510,9 @@ static void json_report(FILE *f, const trace_model *m, const trace_analysis *a,
     }
     fprintf(f, "]}");
   }
-  fprintf(f, "%s]}\n}\n", top ? "\n  " : "");
+  fprintf(f, "%s]},\n", top ? "\n  " : "");
+  json_latency(f, m, a);
+  fprintf(f, "}\n");
 }
 
 int trace_report_print(FILE *f, const trace_model *m, const trace_analysis *a,

@@ -1,0 +1,134 @@
+/* The runtime-latency figures on a real run with deliberately delayed
+ * workers, on each backend: with one worker, a task that spawns another and
+ * then computes for DELAY_MS before joining delays the child's first run by
+ * at least that long; two tasks woken by the same task's end run one after
+ * the other, each computing DELAY_MS, so one of them waits that long; and
+ * tasks waiting for the GPU report their resume delays. The trace written
+ * at shutdown is read back with the trace tools. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "trace/analysis.h"
+#include "weft.h"
+
+#define DELAY_MS 5
+
+static weft_runtime *rt;
+static int *dev;
+
+static double now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+/* Computes without yielding: the worker is taken for the whole time. */
+static void busy(void) {
+  double end = now_ms() + DELAY_MS;
+  while (now_ms() < end)
+    ;
+}
+
+static void child(void *arg) { (void)arg; }
+
+static void spawner(void *arg) {
+  (void)arg;
+  weft_task *c;
+  CHECK_OK(weft_task_spawn(rt, &c, child, NULL, NULL));
+  busy();
+  CHECK_OK(weft_task_join(c));
+}
+
+static weft_task *awaited;
+
+static void follower(void *arg) {
+  (void)arg;
+  CHECK_OK(weft_task_after(awaited)); /* suspends until it returns */
+  busy();
+}
+
+static void gpu_waiter(void *arg) {
+  (void)arg;
+  CHECK_OK(weft_memset(dev, 0, sizeof *dev));
+  CHECK_OK(weft_sync());
+}
+
+static void driver(void *arg) {
+  (void)arg;
+  weft_task *s;
+  CHECK_OK(weft_task_spawn(rt, &s, spawner, NULL, NULL));
+  CHECK_OK(weft_task_join(s));
+
+  /* Two followers of one task; the task runs after both are waiting. */
+  weft_task *f[2];
+  CHECK_OK(weft_task_spawn(rt, &awaited, child, NULL, NULL));
+  CHECK_OK(weft_task_spawn(rt, &f[0], follower, NULL, NULL));
+  CHECK_OK(weft_task_spawn(rt, &f[1], follower, NULL, NULL));
+  CHECK_OK(weft_task_join(f[0]));
+  CHECK_OK(weft_task_join(f[1]));
+  CHECK_OK(weft_task_join(awaited));
+
+  weft_task *g[2];
+  for (int i = 0; i < 2; i++)
+    CHECK_OK(weft_task_spawn(rt, &g[i], gpu_waiter, NULL, NULL));
+  for (int i = 0; i < 2; i++)
+    CHECK_OK(weft_task_join(g[i]));
+}
+
+int main(void) {
+  char path[] = "/tmp/weft-latency-XXXXXX";
+  int fd = mkstemp(path);
+  CHECK(fd >= 0);
+  close(fd);
+  weft_runtime_opts o;
+  weft_runtime_opts_init(&o);
+  o.workers = 1;
+  o.trace_path = path;
+  int rc = weft_init(&rt, &o);
+  if (rc == WEFT_ENODEV) {
+    unlink(path);
+    printf("latency: no device for this backend, skipped\n");
+    return 77;
+  }
+  CHECK_OK(rc);
+  CHECK_OK(weft_device_alloc(sizeof *dev, (void **)&dev));
+  CHECK_OK(weft_sync());
+  weft_task *d;
+  CHECK_OK(weft_task_spawn(rt, &d, driver, NULL, NULL));
+  CHECK_OK(weft_task_join(d));
+  CHECK_OK(weft_device_free(dev));
+  CHECK_OK(weft_sync());
+  CHECK_OK(weft_shutdown(rt));
+
+  trace_model m;
+  trace_error err;
+  CHECK_MSG(trace_model_load_file(&m, path, &err) == 0, "%s", err.message);
+  unlink(path);
+  trace_analysis a;
+  CHECK(trace_analyze(&m, &a) == 0);
+  const double delay_us = DELAY_MS * 1000.0;
+  const trace_latency_stats *sp = &a.latency[TRACE_READY_SPAWN];
+  /* driver, spawner, child, awaited, 2 followers, 2 GPU waiters */
+  CHECK_EQ_INT(sp->count, 8);
+  CHECK_MSG(sp->max >= delay_us, "the child spawned before %d ms of work "
+            "started %.1f us after its spawn", DELAY_MS, sp->max);
+  const trace_latency_stats *jn = &a.latency[TRACE_READY_JOIN];
+  /* driver (3 joins that waited at most), spawner, 2 followers */
+  CHECK_MSG(jn->count >= 3, "%zu join wake-ups", jn->count);
+  CHECK_MSG(jn->max >= delay_us, "the second follower resumed %.1f us after "
+            "the task it followed ended, not after the first's %d ms",
+            jn->max, DELAY_MS);
+  const trace_latency_stats *gp = &a.latency[TRACE_READY_GPU];
+  CHECK_MSG(gp->count >= 2, "%zu GPU wake-ups (2 tasks waited)", gp->count);
+  CHECK(gp->max >= 0 && gp->median <= gp->max);
+  CHECK(a.slowest_task != TRACE_NONE && a.slowest_delay >= 0);
+  CHECK(a.slowest_delay <= a.slowest_life);
+  trace_analysis_free(&a);
+  trace_model_free(&m);
+  printf("latency: ok\n");
+  return 0;
+}
