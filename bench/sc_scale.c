@@ -315,7 +315,9 @@ static int run(bench_ctx *c) {
   int rc = bench_report(
       c, name, "ms", &waits, 0,
       "all suspended behind a closed gate; target <= 1000 ms for 100000 (%s)",
-      nw < 100000 ? "--quick size" : w.median <= 1000 ? "met" : "MISSED");
+      nw < 100000        ? "--quick size"
+      : w.median <= 1000 ? "met"
+                         : "MISSED");
   if (rc == 0) {
     snprintf(name, sizeof name, "fork-join tree, %ld tasks (host)",
              (1L << depth) - 1);
@@ -323,14 +325,15 @@ static int run(bench_ctx *c) {
                       "binary, each node joins its two children; peak RSS "
                       "growth %.1f MiB, target < 500 MiB for 2^20 - 1 (%s)",
                       (double)growth / (1 << 20),
-                      depth < 20                  ? "--quick size"
+                      depth < 20              ? "--quick size"
                       : growth < (500u << 20) ? "met"
                                               : "MISSED");
   }
   if (rc == 0)
     rc = bench_report(c, "fork-join tree: most tasks alive at once", "tasks",
-                      &alive, 0, "work-first order keeps it O(depth x "
-                                 "workers); depth %d",
+                      &alive, 0,
+                      "work-first order keeps it O(depth x "
+                      "workers); depth %d",
                       depth);
   if (rc == 0) {
     snprintf(name, sizeof name, "random weft_task_after DAG, %d tasks (host)",
@@ -338,7 +341,8 @@ static int run(bench_ctx *c) {
     rc = bench_report(c, name, "ms", &dag, 0,
                       "2 random earlier tasks each; slowest run %.2f x the "
                       "median, target <= 2 (%s)",
-                      d.max / d.median, d.max <= 2 * d.median ? "met" : "MISSED");
+                      d.max / d.median,
+                      d.max <= 2 * d.median ? "met" : "MISSED");
   }
   return rc;
 }

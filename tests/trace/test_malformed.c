@@ -30,9 +30,10 @@ static void test_fields(void) {
   fails(EV("{\"ph\":\"X\",\"cat\":\"task\",\"name\":\"t\",\"ts\":1,\"dur\":1,"
            "\"args\":{\"weft_ready_by\":\"gpu\",\"weft_ready_delay_us\":-3}}"),
         "\"weft_ready_delay_us\" must be a duration");
-  fails(EV("{\"ph\":\"X\",\"cat\":\"task\",\"name\":\"t\",\"ts\":1,\"dur\":1,"
-           "\"args\":{\"weft_ready_by\":\"gpu\",\"weft_ready_delay_us\":\"3\"}}"),
-        "args.\"weft_ready_delay_us\" must be a number");
+  fails(
+      EV("{\"ph\":\"X\",\"cat\":\"task\",\"name\":\"t\",\"ts\":1,\"dur\":1,"
+         "\"args\":{\"weft_ready_by\":\"gpu\",\"weft_ready_delay_us\":\"3\"}}"),
+      "args.\"weft_ready_delay_us\" must be a number");
   fails(EV("{\"ph\":\"X\",\"cat\":\"task\",\"name\":\"t\",\"ts\":1,\"dur\":1,"
            "\"args\":{\"weft_ready_by\":4,\"weft_ready_delay_us\":3}}"),
         "args.\"weft_ready_by\" must be a string");

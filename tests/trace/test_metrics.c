@@ -282,27 +282,26 @@ static void test_tasks(void) {
  * late after a yield and carries no delay on its first slice. Task 2 lives
  * longest: made ready at 170 - 30 = 140, last slice ends at 400. */
 static void test_latency(void) {
-  const char *text =
-      "[{\"ph\":\"X\",\"cat\":\"task\",\"name\":\"a\",\"pid\":1,"
-      "\"tid\":1,\"ts\":110,\"dur\":5,\"args\":{\"task\":1,"
-      "\"weft_ready_by\":\"spawn\",\"weft_ready_delay_us\":10}},"
-      "{\"ph\":\"X\",\"cat\":\"task\",\"name\":\"a\",\"pid\":1,"
-      "\"tid\":1,\"ts\":150,\"dur\":5,\"args\":{\"task\":1,"
-      "\"weft_ready_by\":\"gpu\",\"weft_ready_delay_us\":2}},"
-      "{\"ph\":\"X\",\"cat\":\"task\",\"name\":\"b\",\"pid\":1,"
-      "\"tid\":2,\"ts\":170,\"dur\":5,\"args\":{\"task\":2,"
-      "\"weft_ready_by\":\"spawn\",\"weft_ready_delay_us\":30}},"
-      "{\"ph\":\"X\",\"cat\":\"task\",\"name\":\"b\",\"pid\":1,"
-      "\"tid\":2,\"ts\":250,\"dur\":5,\"args\":{\"task\":2,"
-      "\"weft_ready_by\":\"join\",\"weft_ready_delay_us\":4}},"
-      "{\"ph\":\"X\",\"cat\":\"task\",\"name\":\"b\",\"pid\":1,"
-      "\"tid\":2,\"ts\":390,\"dur\":10,\"args\":{\"task\":2,"
-      "\"weft_ready_by\":\"join\",\"weft_ready_delay_us\":6}},"
-      "{\"ph\":\"X\",\"cat\":\"task\",\"name\":\"c\",\"pid\":1,"
-      "\"tid\":1,\"ts\":200,\"dur\":1,\"args\":{\"task\":3}},"
-      "{\"ph\":\"X\",\"cat\":\"task\",\"name\":\"c\",\"pid\":1,"
-      "\"tid\":1,\"ts\":210,\"dur\":1,\"args\":{\"task\":3,"
-      "\"weft_ready_by\":\"yield\",\"weft_ready_delay_us\":1}}]";
+  const char *text = "[{\"ph\":\"X\",\"cat\":\"task\",\"name\":\"a\",\"pid\":1,"
+                     "\"tid\":1,\"ts\":110,\"dur\":5,\"args\":{\"task\":1,"
+                     "\"weft_ready_by\":\"spawn\",\"weft_ready_delay_us\":10}},"
+                     "{\"ph\":\"X\",\"cat\":\"task\",\"name\":\"a\",\"pid\":1,"
+                     "\"tid\":1,\"ts\":150,\"dur\":5,\"args\":{\"task\":1,"
+                     "\"weft_ready_by\":\"gpu\",\"weft_ready_delay_us\":2}},"
+                     "{\"ph\":\"X\",\"cat\":\"task\",\"name\":\"b\",\"pid\":1,"
+                     "\"tid\":2,\"ts\":170,\"dur\":5,\"args\":{\"task\":2,"
+                     "\"weft_ready_by\":\"spawn\",\"weft_ready_delay_us\":30}},"
+                     "{\"ph\":\"X\",\"cat\":\"task\",\"name\":\"b\",\"pid\":1,"
+                     "\"tid\":2,\"ts\":250,\"dur\":5,\"args\":{\"task\":2,"
+                     "\"weft_ready_by\":\"join\",\"weft_ready_delay_us\":4}},"
+                     "{\"ph\":\"X\",\"cat\":\"task\",\"name\":\"b\",\"pid\":1,"
+                     "\"tid\":2,\"ts\":390,\"dur\":10,\"args\":{\"task\":2,"
+                     "\"weft_ready_by\":\"join\",\"weft_ready_delay_us\":6}},"
+                     "{\"ph\":\"X\",\"cat\":\"task\",\"name\":\"c\",\"pid\":1,"
+                     "\"tid\":1,\"ts\":200,\"dur\":1,\"args\":{\"task\":3}},"
+                     "{\"ph\":\"X\",\"cat\":\"task\",\"name\":\"c\",\"pid\":1,"
+                     "\"tid\":1,\"ts\":210,\"dur\":1,\"args\":{\"task\":3,"
+                     "\"weft_ready_by\":\"yield\",\"weft_ready_delay_us\":1}}]";
   trace_model m;
   trace_analysis a;
   load_text(text, &m, &a);

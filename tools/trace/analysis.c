@@ -276,8 +276,8 @@ static double quantile(const double *x, size_t n, double p) {
 /* One task's slices (ops[idx[0, n)] of the task, any kinds): its life,
  * from being made ready for its first slice to the end of its last, and
  * the sum of its slices' ready delays. The longest life is kept. */
-static void latency_of_task(const trace_model *m, const uint32_t *idx,
-                            size_t n, int64_t task, trace_analysis *a) {
+static void latency_of_task(const trace_model *m, const uint32_t *idx, size_t n,
+                            int64_t task, trace_analysis *a) {
   double begin = 0, end = 0, delay = 0;
   int seen = 0, delayed = 0;
   uint32_t name = 0;

@@ -557,8 +557,8 @@ static int add_complete(loader *L, event *e) {
       return trace_json_fail(&L->j, e->ready_delay.offset,
                              "args.\"weft_ready_delay_us\" must be a "
                              "duration in [0, 1e15]");
-    op.ready_by = (uint8_t)trace_ready_kind_of(
-        trace_model_str(m, e->ready_by.str));
+    op.ready_by =
+        (uint8_t)trace_ready_kind_of(trace_model_str(m, e->ready_by.str));
     op.ready_delay = d;
   }
   if (gpu) {

@@ -76,8 +76,12 @@ static void text_latency(FILE *f, const trace_model *m,
   fprintf(f, "  %-26s %8s %10s %10s %10s %12s\n", "from -> to", "count",
           "median us", "p90 us", "max us", "total ms");
   static const char *const what[TRACE_READY_NKINDS] = {
-      "", "spawn -> first run", "GPU done seen -> resumed",
-      "task ended -> joiner runs", "yield -> resumed", "other"};
+      "",
+      "spawn -> first run",
+      "GPU done seen -> resumed",
+      "task ended -> joiner runs",
+      "yield -> resumed",
+      "other"};
   char x[32];
   for (int k = TRACE_READY_SPAWN; k < TRACE_READY_NKINDS; k++) {
     const trace_latency_stats *l = &a->latency[k];
