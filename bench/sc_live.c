@@ -53,7 +53,7 @@ static int read_rss(bench_ctx *c, size_t *rss) {
  * no started task ends, so these are the spawned ones no longer live. */
 static long never_started(live *l, long spawned) {
   pthread_mutex_lock(&l->rt->lock);
-  long alive = (long)l->rt->live_tasks - 1; /* less the driver */
+  long alive = atomic_load(&l->rt->nlive) - 1; /* less the driver */
   pthread_mutex_unlock(&l->rt->lock);
   return spawned - alive;
 }

@@ -20,6 +20,15 @@
 
 #include "bench.h"
 
+/* A host-backend runtime, untraced, whatever --backend says. */
+static int open_host(weft_runtime **rt) {
+  weft_runtime_opts o;
+  weft_runtime_opts_init(&o);
+  o.backend = WEFT_BACKEND_HOST;
+  o.trace_path = "";
+  return weft_init(rt, &o);
+}
+
 /* ---- waits ---- */
 
 typedef struct waits_bench {
@@ -66,15 +75,11 @@ static int waits_sample(bench_ctx *c, int n, double *ms) {
   waits_job *jobs = malloc((size_t)n * sizeof *jobs);
   weft_task **t = malloc((size_t)n * sizeof *t);
   int rc = 0, spawned = 0;
-  weft_runtime_opts o;
-  weft_runtime_opts_init(&o);
-  o.backend = WEFT_BACKEND_HOST;
-  o.trace_path = "";
   if (!jobs || !t) {
     rc = bench_fail(c, "out of memory");
     goto out;
   }
-  BENCH_TRY(c, weft_init(&wb.rt, &o));
+  BENCH_TRY(c, open_host(&wb.rt));
   if ((rc = weft_device_alloc((size_t)n * sizeof(int), (void **)&wb.dev)) ||
       (rc = weft_event_create(&wb.gate_done))) {
     rc = bench_fail_weft(c, rc, "setup");
@@ -163,11 +168,7 @@ static void node(void *arg) {
 static int tree_sample(bench_ctx *c, int depth, double *ms, long *max_alive,
                        size_t *rss_growth) {
   tree_bench tb = {0};
-  weft_runtime_opts o;
-  weft_runtime_opts_init(&o);
-  o.backend = WEFT_BACKEND_HOST;
-  o.trace_path = "";
-  BENCH_TRY(c, weft_init(&tb.rt, &o));
+  BENCH_TRY(c, open_host(&tb.rt));
   size_t rss0 = 0, peak0 = 0, rss1 = 0, peak1 = 0;
   bench_trim();
   bench_rss(&rss0, &peak0);
@@ -237,11 +238,7 @@ static int dag_sample(bench_ctx *c, int n, unsigned seed, double *ms) {
       seed = seed * 1103515245u + 12345u;
       db.deps[i][k] = i > 0 ? (int)((seed >> 8) % (unsigned)i) : -1;
     }
-  weft_runtime_opts o;
-  weft_runtime_opts_init(&o);
-  o.backend = WEFT_BACKEND_HOST;
-  o.trace_path = "";
-  if ((rc = weft_init(&db.rt, &o)) != 0) {
+  if ((rc = open_host(&db.rt)) != 0) {
     rc = bench_fail_weft(c, rc, "weft_init");
     goto out;
   }

@@ -199,7 +199,7 @@ int weft_shutdown(weft_runtime *rt) {
     return weft__err(WEFT_ESTATE, "weft_shutdown: called from a task");
   pthread_mutex_lock(&rt->lock);
   rt->closing = 1;
-  while (rt->live_tasks > 0)
+  while (atomic_load(&rt->nlive) > 0)
     pthread_cond_wait(&rt->done_cv, &rt->lock);
   pthread_mutex_unlock(&rt->lock);
   /* No task runs and none can start (closing), so the count is stable;

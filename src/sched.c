@@ -48,21 +48,25 @@ static int work_available(weft_runtime *rt) {
   return 0;
 }
 
-/* Wakes one parked worker, which starts out searching. */
+/* Takes w, found at *link on the parked stack, off it and wakes it as a
+ * searcher. park_lock held. */
+static void unpark(weft_runtime *rt, weft__worker **link, weft__worker *w) {
+  *link = w->park_next;
+  w->parked = 0;
+  w->woken = 1;
+  w->searching = 1;
+  atomic_fetch_add(&rt->nsearching, 1);
+  atomic_fetch_sub(&rt->nparked, 1);
+  pthread_cond_signal(&w->park_cv);
+}
+
+/* Wakes one parked worker, the most recently parked. */
 static void wake_one(weft_runtime *rt) {
   if (atomic_load(&rt->nparked) == 0)
     return;
   pthread_mutex_lock(&rt->park_lock);
-  weft__worker *w = rt->parked;
-  if (w) {
-    rt->parked = w->park_next;
-    w->parked = 0;
-    w->woken = 1;
-    w->searching = 1;
-    atomic_fetch_add(&rt->nsearching, 1);
-    atomic_fetch_sub(&rt->nparked, 1);
-    pthread_cond_signal(&w->park_cv);
-  }
+  if (rt->parked)
+    unpark(rt, &rt->parked, rt->parked);
   pthread_mutex_unlock(&rt->park_lock);
 }
 
@@ -499,15 +503,8 @@ static void on_completion(void *arg) {
     weft__worker **pp = &rt->parked;
     while (*pp && *pp != p)
       pp = &(*pp)->park_next;
-    if (*pp) {
-      *pp = p->park_next;
-      p->parked = 0;
-      p->woken = 1;
-      p->searching = 1;
-      atomic_fetch_add(&rt->nsearching, 1);
-      atomic_fetch_sub(&rt->nparked, 1);
-      pthread_cond_signal(&p->park_cv);
-    }
+    if (*pp)
+      unpark(rt, pp, p);
     pthread_mutex_unlock(&rt->park_lock);
     return;
   }

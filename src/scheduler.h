@@ -160,7 +160,7 @@ struct weft_runtime {
   atomic_int poller;             /* 1 while an idle worker holds the role */
   weft__worker *_Atomic polling; /* that worker, for completion hooks */
   atomic_int sentinel; /* 1 while a parked worker keeps watch (sched.c) */
-  atomic_long nlive;   /* tasks spawned and not yet ended */
+  atomic_long nlive;   /* spawned and not DONE; changed under lock */
 
   /* GPU wait set (wait.c): tasks suspended on an event, polled a batch at
    * a time from a cursor that goes round the list. */
@@ -173,7 +173,6 @@ struct weft_runtime {
   pthread_mutex_t lock;
   pthread_cond_t done_cv; /* a task ended: thread joiners and shutdown */
   weft__pool tasks;
-  size_t live_tasks; /* spawned and not DONE */
   int closing;
   atomic_uint_fast64_t next_id;
   weft__ptrvec *streams; /* [dev * 2 + high] free streams */

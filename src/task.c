@@ -80,7 +80,6 @@ int weft_task_spawn(weft_runtime *rt, weft_task **task, weft_task_fn fn,
   }
   t->hdr.magic = MAGIC_TASK;
   all_link(rt, t);
-  rt->live_tasks++;
   atomic_fetch_add(&rt->nlive, 1);
   pthread_mutex_unlock(&rt->lock);
 
@@ -258,7 +257,6 @@ void weft__task_finalize(weft_task *t) {
   t->state = TASK_DONE;
   t->done = 1;
   wake_waiters(rt, t, 1);
-  rt->live_tasks--;
   atomic_fetch_sub(&rt->nlive, 1);
   if (t->detached)
     task_free(rt, t);
