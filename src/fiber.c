@@ -1,5 +1,5 @@
-/* Fiber stacks, switching with sanitizer announcements, and the overflow
- * report. */
+/* Fiber switching with sanitizer announcements, and the overflow report.
+ * The stacks come from stack.c. */
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -38,133 +38,6 @@ void *__tsan_create_fiber(unsigned flags);
 void __tsan_destroy_fiber(void *fiber);
 void __tsan_switch_to_fiber(void *fiber, unsigned flags);
 #endif
-
-#define CANARY 0x77656674cafef00dULL /* "weft" */
-
-static size_t page_size(void) {
-  static size_t ps;
-  if (!ps)
-    ps = (size_t)sysconf(_SC_PAGESIZE);
-  return ps;
-}
-
-/* Each guarded stack costs two kernel mappings (the stack and its guard);
- * the kernel allows vm.max_map_count (65530 by default) per process, and
- * malloc, thread stacks and the CUDA driver need mappings too. So at most
- * a quarter of the limit goes to guarded stacks; stacks beyond that run
- * with the canary alone (and merge with neighbouring mappings). */
-static size_t guard_budget(void) {
-  long limit = 65530;
-  FILE *f = fopen("/proc/sys/vm/max_map_count", "r");
-  if (f) {
-    if (fscanf(f, "%ld", &limit) != 1)
-      limit = 65530;
-    fclose(f);
-  }
-  return limit > 0 ? (size_t)limit / 8 : 0;
-}
-
-int weft__stack_pool_init(weft__stack_pool *p, size_t stack_size) {
-  memset(p, 0, sizeof *p);
-  size_t ps = page_size();
-  p->stack_size = (stack_size + ps - 1) & ~(ps - 1);
-  p->max_free = 1024;
-  p->guard_budget = guard_budget();
-  return pthread_mutex_init(&p->lock, NULL) ? WEFT_ENOMEM : 0;
-}
-
-static void unmap(weft__stack *s) { munmap(s->map, s->map_size); }
-
-void weft__stack_pool_fini(weft__stack_pool *p) {
-  while (p->free) {
-    weft__stack *s = p->free;
-    p->free = s->next;
-    unmap(s);
-  }
-  pthread_mutex_destroy(&p->lock);
-}
-
-/* The stack's bookkeeping lives at its top, so one mapping holds all. */
-static weft__stack *stack_new(weft__stack_pool *p) {
-  size_t ps = page_size();
-  size_t map_size = p->stack_size + ps;
-  void *map =
-      mmap(NULL, map_size, PROT_READ | PROT_WRITE,
-           MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
-  if (map == MAP_FAILED)
-    return NULL;
-  pthread_mutex_lock(&p->lock);
-  int want_guard = p->guarded < p->guard_budget;
-  if (want_guard)
-    p->guarded++;
-  pthread_mutex_unlock(&p->lock);
-  int guarded = want_guard && mprotect(map, ps, PROT_NONE) == 0;
-  weft__stack *s =
-      (weft__stack *)((char *)map + map_size - sizeof(weft__stack));
-  s->map = map;
-  s->map_size = map_size;
-  s->lo = (char *)map + ps;
-  s->size = (size_t)((char *)s - (char *)s->lo);
-  s->guarded = guarded;
-  s->next = NULL;
-  pthread_mutex_lock(&p->lock);
-  if (!guarded)
-    p->unguarded++;
-  if (want_guard && !guarded)
-    p->guarded--;
-  pthread_mutex_unlock(&p->lock);
-  return s;
-}
-
-weft__stack *weft__stack_get(weft__stack_pool *p) {
-  pthread_mutex_lock(&p->lock);
-  weft__stack *s = p->free;
-  if (s) {
-    p->free = s->next;
-    p->nfree--;
-  }
-  p->live++;
-  pthread_mutex_unlock(&p->lock);
-  if (!s) {
-    s = stack_new(p);
-    if (!s) {
-      pthread_mutex_lock(&p->lock);
-      p->live--;
-      pthread_mutex_unlock(&p->lock);
-      return NULL;
-    }
-  }
-  /* A guarded stack needs no canary, and writing one would touch a page
-   * the task may never use (4 KiB of its ~9 KiB resident). */
-  if (!s->guarded)
-    *(uint64_t *)s->lo = CANARY;
-  return s;
-}
-
-void weft__stack_put(weft__stack_pool *p, weft__stack *s) {
-  pthread_mutex_lock(&p->lock);
-  p->live--;
-  if (p->nfree < p->max_free) {
-    s->next = p->free;
-    p->free = s;
-    p->nfree++;
-    s = NULL;
-  }
-  pthread_mutex_unlock(&p->lock);
-  if (s) {
-    pthread_mutex_lock(&p->lock);
-    if (s->guarded)
-      p->guarded--;
-    else
-      p->unguarded--;
-    pthread_mutex_unlock(&p->lock);
-    unmap(s);
-  }
-}
-
-int weft__stack_check(const weft__stack *s) {
-  return s->guarded || *(const uint64_t *)s->lo == CANARY ? 0 : -1;
-}
 
 /* ---- switching ---- */
 
@@ -252,7 +125,9 @@ static void put(const char *s) {
 static void on_segv(int sig, siginfo_t *si, void *uc) {
   const weft__stack *s = cur_stack;
   char *addr = si->si_addr;
-  if (s && s->guarded && addr >= (char *)s->map && addr < (char *)s->lo) {
+  /* The guard page lies just below the stack. */
+  if (s && s->guarded && addr >= (char *)s->lo - sysconf(_SC_PAGESIZE) &&
+      addr < (char *)s->lo) {
     put("weft: task '");
     put(cur_name ? cur_name : "(unnamed)");
     put("' overflowed its fiber stack; raise weft_runtime_opts.stack_size\n");

@@ -1,6 +1,5 @@
 /* Fibers: a machine context plus its stack, switched with the sanitizers
- * told (ASan and TSan lose track of the stack otherwise). Stacks come from
- * mmap with a guard page below them and are pooled for reuse. */
+ * told (ASan and TSan lose track of the stack otherwise). */
 #ifndef WEFT__FIBER_H
 #define WEFT__FIBER_H
 
@@ -9,15 +8,7 @@
 #include <stdint.h>
 
 #include "arch/ctx.h"
-
-typedef struct weft__stack {
-  struct weft__stack *next; /* pool link */
-  void *map;                /* mapping base (guard page first) */
-  size_t map_size;
-  void *lo; /* usable stack: [lo, lo + size) */
-  size_t size;
-  int guarded;
-} weft__stack;
+#include "stack.h"
 
 typedef struct weft__fiber {
   weft__ctx ctx;
@@ -27,24 +18,6 @@ typedef struct weft__fiber {
   void *asan_fake; /* ASan fake-stack handle while suspended */
   void *tsan;      /* TSan fiber handle */
 } weft__fiber;
-
-typedef struct weft__stack_pool {
-  pthread_mutex_t lock;
-  weft__stack *free;
-  size_t nfree, max_free;
-  size_t stack_size;
-  size_t guard_budget; /* guarded stacks allowed at once (map count) */
-  size_t live, guarded, unguarded; /* statistics */
-} weft__stack_pool;
-
-int weft__stack_pool_init(weft__stack_pool *p, size_t stack_size);
-void weft__stack_pool_fini(weft__stack_pool *p);
-/* NULL when out of memory. */
-weft__stack *weft__stack_get(weft__stack_pool *p);
-void weft__stack_put(weft__stack_pool *p, weft__stack *s);
-/* 0 if the stack is guarded (overflow faults) or, if unguarded, the
- * canary at its low end is intact. */
-int weft__stack_check(const weft__stack *s);
 
 /* A thread's own context, to switch fibers from. */
 void weft__fiber_init_thread(weft__fiber *f);
