@@ -159,6 +159,7 @@ struct weft_runtime {
   atomic_int nsearching;
   atomic_int poller;             /* 1 while an idle worker holds the role */
   weft__worker *_Atomic polling; /* that worker, for completion hooks */
+  atomic_uint_fast64_t busy_polled_ns; /* last poll between tasks */
   atomic_int sentinel; /* 1 while a parked worker keeps watch (sched.c) */
   atomic_long nlive;   /* spawned and not DONE; changed under lock */
 
@@ -267,5 +268,13 @@ int weft__event_pool_get(weft_runtime *rt, int dev, weft__event **out);
 void weft__event_pool_put(weft_runtime *rt, weft__event *e);
 void weft__exec_threads_release(weft_runtime *rt);
 void weft__pools_drain(weft_runtime *rt);
+
+static inline void weft__cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  __asm__ __volatile__("yield");
+#endif
+}
 
 #endif
