@@ -235,7 +235,7 @@ static void after_switch_do(weft__worker *w, weft_task *t) {
  * worker: a GPU task issues its work and suspends within microseconds, and
  * the wake-up (a futex call on this worker's critical path) cost more than
  * it saved. On the H200 seed 002's two tasks went from 1.10 x raw two
- * streams to 1.02-1.04 x (together with BUSY_POLL_NS); a task that computes
+ * streams to 1.02-1.04 x (together with busy_poll's rule); a task that computes
  * long leaves its one queued sibling to the sentinel, at most 1 ms. */
 #define WAKE_QUEUED 2
 static void help_if_needed(weft__worker *w) {
@@ -415,12 +415,30 @@ static void poll_ladder(weft__worker *w) {
  * at most this long while tasks are alive, and looks for work when it
  * wakes. It costs one wake-up a millisecond, and none once no task lives. */
 #define SENTINEL_NS (1000 * 1000L)
-/* A cudaEventQuery costs 1.3 us on the H200 and slows launches on other
- * threads meanwhile (an empty launch took 4.65 us instead of 3.95 beside a
- * thread querying events): polling between every two tasks put a query of
- * the task that had just recorded its event on the critical path of the
- * next. Waits a few tens of microseconds old are what a poll can find. */
+/* Busy workers poll the wait set too, so GPU waiters are not starved
+ * while every worker has tasks to run; a poll costs one batch at most. It
+ * comes before a task that ran before (resumed, yielding), and before a
+ * task that has not started only if no worker has polled between tasks for
+ * BUSY_POLL_NS: a new task is about to queue GPU work, which matters more
+ * than noticing the waits of the tasks before it, whose work was just
+ * queued. A cudaEventQuery costs 1.3 us on the H200 and slows launches on
+ * other threads meanwhile (an empty launch took 4.65 us instead of 3.95
+ * beside a thread querying events); polling after every task put a query
+ * of the event the last task had just recorded on the critical path of the
+ * next one. The bound keeps a stream of fresh tasks from starving waits. */
 #define BUSY_POLL_NS (50 * 1000u)
+
+static void busy_poll(weft__worker *w, const weft_task *next) {
+  weft_runtime *rt = w->rt;
+  if (atomic_load(&rt->nwaits) == 0 || atomic_load(&rt->poller) != 0)
+    return;
+  uint64_t now = now_ns();
+  if (!next->fiber.stack &&
+      now - atomic_load(&rt->busy_polled_ns) < BUSY_POLL_NS)
+    return;
+  atomic_store(&rt->busy_polled_ns, now);
+  weft__wait_poll(rt, WEFT__POLL_BATCH_BUSY);
+}
 #define IDLE_PARK_NS (100 * 1000000L)
 
 /* The last idle worker looks for work this long before it parks: with
@@ -467,17 +485,8 @@ static void *worker_main(void *arg) {
     weft_task *t = find_task(w);
     if (t) {
       search_end(w, 1);
+      busy_poll(w, t);
       run_task(w, t);
-      /* Busy workers poll too, so GPU waiters are not starved while every
-       * worker has tasks to run; a poll costs one batch at most, and not
-       * more often than every BUSY_POLL_NS across workers. */
-      if (atomic_load(&rt->nwaits) && atomic_load(&rt->poller) == 0) {
-        uint64_t now = now_ns();
-        if (now - atomic_load(&rt->busy_polled_ns) >= BUSY_POLL_NS) {
-          atomic_store(&rt->busy_polled_ns, now);
-          weft__wait_poll(rt, WEFT__POLL_BATCH_BUSY);
-        }
-      }
       continue;
     }
     if (atomic_load(&rt->nwaits) > 0) {
