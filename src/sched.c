@@ -194,6 +194,7 @@ static void after_switch_do(weft__worker *w, weft_task *t) {
     /* Behind everything queued here: the newest-first order would
      * otherwise pick the yielding task again at once. */
     t->state = TASK_READY;
+    t->yielded = 1;
     weft__mark_ready(t, WEFT__TR_READY_YIELD);
     weft__rq_push(&w->rq, t, 1);
     break;
@@ -258,6 +259,7 @@ static void run_task(weft__worker *w, weft_task *t) {
   }
   help_if_needed(w);
   t->state = TASK_RUNNING;
+  t->yielded = 0;
   w->cur = t;
   if (w->rt->bk->ops->bind_device)
     w->rt->bk->ops->bind_device(w->rt->bk, t->x.dev);
@@ -417,15 +419,17 @@ static void poll_ladder(weft__worker *w) {
 #define SENTINEL_NS (1000 * 1000L)
 /* Busy workers poll the wait set too, so GPU waiters are not starved
  * while every worker has tasks to run; a poll costs one batch at most. It
- * comes before a task that ran before (resumed, yielding), and before a
- * task that has not started only if no worker has polled between tasks for
- * BUSY_POLL_NS: a new task is about to queue GPU work, which matters more
- * than noticing the waits of the tasks before it, whose work was just
- * queued. A cudaEventQuery costs 1.3 us on the H200 and slows launches on
- * other threads meanwhile (an empty launch took 4.65 us instead of 3.95
- * beside a thread querying events); polling after every task put a query
- * of the event the last task had just recorded on the critical path of the
- * next one. The bound keeps a stream of fresh tasks from starving waits. */
+ * comes before a task that yielded (a task that yields in a loop is
+ * waiting for something, perhaps for a wait this poll would end), and
+ * before any other task only if no worker has polled between tasks for
+ * BUSY_POLL_NS. A cudaEventQuery costs 1.3 us on the H200 and slows
+ * launches on other threads meanwhile (an empty launch took 4.65 us
+ * instead of 3.95 beside a thread querying events): polling before every
+ * task put queries of events just recorded on the critical path of the
+ * tasks about to queue more work (seed 002's eight tasks: 1.21 x raw with
+ * polls before every resumed task, 1.06-1.12 x with the bound alone), and
+ * the bound alone left a round trip beside two yielding tasks 50 us late.
+ * The bound keeps a stream of fresh tasks from starving waits. */
 #define BUSY_POLL_NS (50 * 1000u)
 
 static void busy_poll(weft__worker *w, const weft_task *next) {
@@ -433,8 +437,7 @@ static void busy_poll(weft__worker *w, const weft_task *next) {
   if (atomic_load(&rt->nwaits) == 0 || atomic_load(&rt->poller) != 0)
     return;
   uint64_t now = now_ns();
-  if (!next->fiber.stack &&
-      now - atomic_load(&rt->busy_polled_ns) < BUSY_POLL_NS)
+  if (!next->yielded && now - atomic_load(&rt->busy_polled_ns) < BUSY_POLL_NS)
     return;
   atomic_store(&rt->busy_polled_ns, now);
   weft__wait_poll(rt, WEFT__POLL_BATCH_BUSY);

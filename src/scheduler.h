@@ -79,6 +79,7 @@ struct weft_task {
    * ready; its next run slice reports the delay (trace.h). */
   uint64_t ready_ns;
   uint8_t ready_why; /* WEFT__TR_READY_* */
+  uint8_t yielded;   /* last suspended by weft_yield (sched.c's busy_poll) */
 };
 
 /* Run queue (runq.c): two priority levels, each with two ends. */
