@@ -10,7 +10,7 @@
 #include "gemm.h"
 #include "raw_check.h"
 #include "raw_copies.h"
-#include "runtime_internal.h"
+#include "weft_internal.h"
 #include "seed_kernels.h"
 
 enum { S_MM, S_D2H, S_H2D, NSTREAMS };

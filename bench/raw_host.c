@@ -13,7 +13,7 @@
 #include "kernels.h"
 #include "raw.h"
 #include "raw_check.h"
-#include "runtime_internal.h"
+#include "weft_internal.h"
 
 typedef struct raw_host {
   bench_raw base;

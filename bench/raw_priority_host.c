@@ -11,7 +11,7 @@
 #include "gemm.h"
 #include "raw_check.h"
 #include "raw_priority.h"
-#include "runtime_internal.h"
+#include "weft_internal.h"
 #include "seed_kernels.h"
 
 typedef struct prio_host {

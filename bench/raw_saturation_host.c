@@ -9,7 +9,7 @@
 #include "backend.h"
 #include "raw_check.h"
 #include "raw_saturation.h"
-#include "runtime_internal.h"
+#include "weft_internal.h"
 #include "seed_kernels.h"
 
 typedef struct sat_host {

@@ -9,7 +9,7 @@
 #include "gemm.h"
 #include "raw_check.h"
 #include "raw_tasks.h"
-#include "runtime_internal.h"
+#include "weft_internal.h"
 #include "seed_kernels.h"
 
 typedef struct raw_tasks_host {

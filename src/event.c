@@ -1,6 +1,6 @@
 /* Public events, on the calling task's (or thread's) stream. */
 #include "weft/event.h"
-#include "runtime_internal.h"
+#include "scheduler.h"
 
 #define EV(e) ((weft__event *)(e))
 
@@ -22,25 +22,21 @@ int weft_event_destroy(weft_event **ev) {
 }
 
 int weft_event_record(weft_event *ev) {
-  weft__exec *x = weft__exec_get("weft_event_record");
-  if (!x)
-    return WEFT_ESTATE;
-  weft__stream *s;
-  int rc = weft__exec_stream(x, &s);
-  if (rc == 0)
-    rc = weft__event_record(EV(ev), s);
-  return rc ? weft__exec_fail(x, rc) : 0;
+  weft__caller c;
+  int rc = weft__caller_get("weft_event_record", &c);
+  if (rc)
+    return rc;
+  rc = weft__event_record(EV(ev), c.s);
+  return rc ? weft__caller_fail(&c, rc) : 0;
 }
 
 int weft_event_wait(weft_event *ev) {
-  weft__exec *x = weft__exec_get("weft_event_wait");
-  if (!x)
-    return WEFT_ESTATE;
-  weft__stream *s;
-  int rc = weft__exec_stream(x, &s);
-  if (rc == 0)
-    rc = weft__stream_wait_event(s, EV(ev));
-  return rc ? weft__exec_fail(x, rc) : 0;
+  weft__caller c;
+  int rc = weft__caller_get("weft_event_wait", &c);
+  if (rc)
+    return rc;
+  rc = weft__stream_wait_event(c.s, EV(ev));
+  return rc ? weft__caller_fail(&c, rc) : 0;
 }
 
 int weft_event_sync(weft_event *ev) {

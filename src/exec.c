@@ -127,6 +127,23 @@ void weft__exec_threads_release(weft_runtime *rt) {
   pthread_mutex_unlock(&global_lock);
 }
 
+int weft__caller_get(const char *call, weft__caller *c) {
+  weft__exec *x = weft__exec_get(call);
+  if (!x)
+    return WEFT_ESTATE;
+  int rc = weft__exec_stream(x, &c->s);
+  if (rc)
+    return rc;
+  c->x = x;
+  c->dev = x->dev;
+  c->epoch = x->rt->epoch;
+  return 0;
+}
+
+int weft__caller_fail(const weft__caller *c, int rc) {
+  return weft__exec_fail(c->x, rc);
+}
+
 int weft__exec_fail(weft__exec *x, int rc) {
   if (!x->pending_err)
     x->pending_err = rc;

@@ -6,7 +6,7 @@
 #include <stdatomic.h>
 #include <string.h>
 
-#include "runtime_internal.h"
+#include "scheduler.h"
 #include "weft/map.h"
 #include "weft/memory.h"
 #include "weft/stream.h"

@@ -7,6 +7,7 @@
 #include <stdatomic.h>
 
 #include "backend.h"
+#include "caller.h"
 #include "error_internal.h"
 #include "fiber.h"
 #include "mem_pinned.h"
@@ -16,7 +17,7 @@
 typedef struct weft__worker weft__worker;
 
 /* Whoever issues GPU work: a task, or a plain thread. */
-typedef struct weft__exec {
+struct weft__exec {
   weft_runtime *rt;
   weft__stream *stream; /* leased on the first GPU operation */
   /* Work may have been queued on stream since a weft_sync last saw it
@@ -36,7 +37,7 @@ typedef struct weft__exec {
   struct weft_task **pending;
   int npending, cap_pending;
   struct weft__exec *next; /* runtime's list of plain-thread contexts */
-} weft__exec;
+};
 
 typedef enum task_state {
   TASK_READY,     /* in a run queue */
@@ -210,6 +211,9 @@ weft__exec *weft__exec_get(const char *call);
 
 /* The runtime plain threads use: the one most recently opened. */
 weft_runtime *weft__default_runtime(void);
+/* weft_init and weft_shutdown make rt the default and stop it being. */
+void weft__runtime_register(weft_runtime *rt);
+void weft__runtime_unregister(weft_runtime *rt);
 
 /* sched.c */
 int weft__sched_start(weft_runtime *rt);
@@ -220,24 +224,28 @@ void weft__sched_ready(weft_runtime *rt, weft_task *t);
  * performs after. Returns when the task is resumed. */
 void weft__sched_suspend(weft_task *t, after_switch after);
 
-/* Runs fn(arg) on the calling thread's own stack: from a task, by
- * switching to the worker's scheduler context for the call (library code
- * such as cuBLAS's first initialisation needs more stack than a fiber
- * has); elsewhere, directly. */
-void weft__call_on_thread_stack(void (*fn)(void *), void *arg);
-
 /* task.c */
 /* The scheduler ran the task's function to its end: finish it. */
 void weft__task_returned(weft_task *t);
 /* Runs when a task's GPU work has completed (or it had none). */
 void weft__task_finalize(weft_task *t);
 
-/* copy.c: joins x's pending staging tasks; their first error. */
+/* Checks that t is a live task handle, for call: 0 or the error, reported. */
+int weft__task_check(const weft_task *t, const char *call);
+/* Suspends the calling task (rt->lock held) until other returns
+ * (until_end 0) or completes (1); on a plain thread, blocks. Returns with
+ * the lock held. */
+void weft__task_wait_for(weft_runtime *rt, weft_task *other, int until_end);
+
+/* memory.c: joins x's pending staging tasks; their first error. */
 int weft__exec_join_pending(weft__exec *x);
 
 /* wait.c */
 /* Waits for ev: suspends a task (polled by the workers), blocks a thread. */
 int weft__exec_wait_event(weft__exec *x, weft__event *ev);
+/* The same for an event just recorded, which is not queried first (it is
+ * almost always pending then: a CUDA call spent for nothing). */
+int weft__exec_wait_recorded(weft__exec *x, weft__event *ev);
 /* Adds t, whose wait_ev is set, to the wait set. */
 void weft__wait_add(weft_runtime *rt, weft_task *t);
 /* Polls up to batch waiting tasks' events, going round the set from where

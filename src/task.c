@@ -7,7 +7,6 @@
 
 #include "scheduler.h"
 #include "trace.h"
-#include "weft/stream.h"
 
 enum { MAGIC_TASK = 0x5441534bu }; /* "TASK" */
 
@@ -105,7 +104,7 @@ int weft_task_spawn(weft_runtime *rt, weft_task **task, weft_task_fn fn,
   return 0;
 }
 
-static int check_task(const weft_task *t, const char *call) {
+int weft__task_check(const weft_task *t, const char *call) {
   if (!t)
     return weft__err(WEFT_EINVAL, "%s: task is NULL", call);
   if (t->hdr.magic != MAGIC_TASK)
@@ -145,9 +144,7 @@ static void spin_for(weft_runtime *rt, weft_task *other, int until_end) {
   pthread_mutex_lock(&rt->lock);
 }
 
-/* Suspends the calling task (lock held) until other returns (until_end 0)
- * or completes (1); on a plain thread, blocks. Returns with lock held. */
-static void wait_for(weft_runtime *rt, weft_task *other, int until_end) {
+void weft__task_wait_for(weft_runtime *rt, weft_task *other, int until_end) {
   weft_task *self = weft__task_self();
   int spun = 0;
   for (;;) {
@@ -175,7 +172,7 @@ static void wait_for(weft_runtime *rt, weft_task *other, int until_end) {
 }
 
 int weft_task_join(weft_task *t) {
-  int rc = check_task(t, "weft_task_join");
+  int rc = weft__task_check(t, "weft_task_join");
   if (rc)
     return rc;
   if (t == weft__task_self())
@@ -190,7 +187,7 @@ int weft_task_join(weft_task *t) {
                      t->name);
   }
   t->handle_gone = 1;
-  wait_for(rt, t, 1);
+  weft__task_wait_for(rt, t, 1);
   rc = t->x.first_err;
   if (rc) /* hand the task's failure detail to the joiner */
     weft__err_raw(rc, t->x.first_raw, "task '%s': %s", t->name,
@@ -201,7 +198,7 @@ int weft_task_join(weft_task *t) {
 }
 
 int weft_task_detach(weft_task *t) {
-  int rc = check_task(t, "weft_task_detach");
+  int rc = weft__task_check(t, "weft_task_detach");
   if (rc)
     return rc;
   weft_runtime *rt = t->x.rt;
@@ -297,30 +294,4 @@ void weft__task_finalize(weft_task *t) {
   pthread_mutex_unlock(&rt->lock);
   if (ev)
     weft__event_pool_put(rt, ev);
-}
-
-int weft_task_after(weft_task *other) {
-  int rc = check_task(other, "weft_task_after");
-  if (rc)
-    return rc;
-  if (other == weft__task_self())
-    return weft__err(WEFT_ESTATE, "weft_task_after: a task cannot follow "
-                                  "itself");
-  weft__exec *x = weft__exec_get("weft_task_after");
-  if (!x)
-    return WEFT_ESTATE;
-  if (other->x.rt != x->rt)
-    return weft__err(WEFT_EINVAL, "weft_task_after: task of another runtime");
-  weft__stream *s;
-  rc = weft__exec_stream(x, &s);
-  if (rc)
-    return rc;
-  weft_runtime *rt = x->rt;
-  pthread_mutex_lock(&rt->lock);
-  wait_for(rt, other, 0);
-  /* end_ev lives until the task is finalized, which takes this lock. */
-  if (!other->done && other->end_ev)
-    rc = weft__stream_wait_event(s, other->end_ev);
-  pthread_mutex_unlock(&rt->lock);
-  return rc ? weft__exec_fail(x, rc) : 0;
 }

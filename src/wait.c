@@ -4,10 +4,8 @@
  * round trip measured 7.6 us against 16.4 us through cudaLaunchHostFunc). */
 #include "scheduler.h"
 #include "trace.h"
-#include "weft/stream.h"
 
-/* Waits for ev, which is pending or nearly so. */
-static int wait_pending(weft__exec *x, weft__event *ev) {
+int weft__exec_wait_recorded(weft__exec *x, weft__event *ev) {
   if (!x->is_task)
     return weft__event_sync(ev);
   weft_task *t = (weft_task *)((char *)x - offsetof(weft_task, x));
@@ -28,7 +26,7 @@ static int wait_pending(weft__exec *x, weft__event *ev) {
 
 int weft__exec_wait_event(weft__exec *x, weft__event *ev) {
   int rc = weft__event_query(ev);
-  return rc == WEFT_EAGAIN ? wait_pending(x, ev) : rc;
+  return rc == WEFT_EAGAIN ? weft__exec_wait_recorded(x, ev) : rc;
 }
 
 void weft__wait_add(weft_runtime *rt, weft_task *t) {
@@ -93,45 +91,4 @@ int weft__wait_poll(weft_runtime *rt, int batch) {
     }
   }
   return n;
-}
-
-int weft_sync(void) {
-  weft__exec *x = weft__exec_get("weft_sync");
-  if (!x)
-    return WEFT_ESTATE;
-  int rc = 0;
-  /* Nothing queued since the last sync saw the stream idle: no wait. */
-  if (x->stream && x->unsynced) {
-    weft__event *ev;
-    rc = weft__event_pool_get(x->rt, x->dev, &ev);
-    if (rc == 0) {
-      rc = weft__event_record(ev, x->stream);
-      /* Just recorded behind the task's work: a query now would almost
-       * always say "pending" (a CUDA call, ~0.2 us); the poll will ask. */
-      if (rc == 0)
-        rc = wait_pending(x, ev);
-      /* Only this exec queues on its stream, and it was waiting. */
-      if (rc == 0)
-        x->unsynced = 0;
-      weft__event_pool_put(x->rt, ev);
-    }
-    if (rc)
-      weft__exec_fail(x, rc);
-  }
-  if (x->npending) {
-    int jr = weft__exec_join_pending(x);
-    if (jr)
-      weft__exec_fail(x, jr);
-  }
-  int pending = x->pending_err;
-  x->pending_err = 0;
-  return pending ? pending : rc;
-}
-
-int weft_device_sync(void) {
-  weft__exec *x = weft__exec_get("weft_device_sync");
-  if (!x)
-    return WEFT_ESTATE;
-  int rc = weft__device_sync(x->rt->bk, x->dev);
-  return rc ? weft__exec_fail(x, rc) : 0;
 }

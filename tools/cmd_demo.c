@@ -20,7 +20,7 @@
 #include "backend.h"
 #include "cli.h"
 #include "demo_kernels.h"
-#include "runtime_internal.h"
+#include "weft_internal.h"
 #include "trace/analysis.h"
 #include "trace/svg.h"
 

@@ -23,10 +23,9 @@
 #include <pthread.h>
 #include <stdlib.h>
 
+#include "caller.h"
 #include "cuda_internal.h"
 #include "error_internal.h"
-#include "runtime_internal.h"
-#include "weft/cuda.h"
 
 #define MAX_DEVS 16
 
@@ -175,38 +174,32 @@ static int workspace_for(cudaStream_t cs, int dev, workspace *out) {
   return 0;
 }
 
-/* The calling task's (or thread's) context and CUDA stream, for call.
- * Returns 0 or the error, reported. */
-static int cuda_stream_of_caller(const char *call, weft__exec **xp,
-                                 cudaStream_t *cs) {
-  weft__exec *x = weft__exec_get(call);
-  if (!x)
-    return WEFT_ESTATE;
-  weft__stream *s;
-  int rc = weft__exec_stream(x, &s);
+/* The caller (weft__caller_get) and its CUDA stream, for call. Returns 0
+ * or the error, reported. */
+static int caller_cuda(const char *call, weft__caller *c, cudaStream_t *cs) {
+  int rc = weft__caller_get(call, c);
   if (rc)
     return rc;
-  if (s->hdr.bk->ops->kind != WEFT_BACKEND_CUDA)
+  if (c->s->hdr.bk->ops->kind != WEFT_BACKEND_CUDA)
     return weft__err(WEFT_ENOTSUP, "%s: the runtime uses the %s backend", call,
-                     s->hdr.bk->ops->name);
-  *xp = x;
-  *cs = ((weft__cuda_stream *)s)->cs;
+                     c->s->hdr.bk->ops->name);
+  *cs = ((weft__cuda_stream *)c->s)->cs;
   return 0;
 }
 
-cublasHandle_t weft_cublas(void) {
-  weft__exec *x;
-  cudaStream_t cs;
-  if (cuda_stream_of_caller("weft_cublas", &x, &cs) != 0)
+cublasHandle_t weft__cuda_cublas(void) {
+  weft__caller me;
+  cudaStream_t cs = NULL;
+  if (caller_cuda("weft_cublas", &me, &cs) != 0)
     return NULL;
-  if (x->dev >= MAX_DEVS) {
-    weft__err(WEFT_ENOTSUP, "weft_cublas: device %d (at most %d)", x->dev,
+  if (me.dev >= MAX_DEVS) {
+    weft__err(WEFT_ENOTSUP, "weft_cublas: device %d (at most %d)", me.dev,
               MAX_DEVS);
     return NULL;
   }
-  handle_slot *slot = slot_for(x->dev);
-  if (slot->epoch != x->rt->epoch || !slot->h) {
-    create_call c = {.dev = x->dev};
+  handle_slot *slot = slot_for(me.dev);
+  if (slot->epoch != me.epoch || !slot->h) {
+    create_call c = {.dev = me.dev};
     weft__call_on_thread_stack(create, &c);
     if (c.st != CUBLAS_STATUS_SUCCESS) {
       cublas_fail(c.st, "cublasCreate");
@@ -216,18 +209,18 @@ cublasHandle_t weft_cublas(void) {
     /* The task may have moved thread during the call: the slot to fill is
      * this thread's. If it already has a handle, that one is used; the
      * new one stays remembered and goes at shutdown. */
-    slot = slot_for(x->dev);
+    slot = slot_for(me.dev);
     if (remember(h) != 0) {
       cublasDestroy(h);
       weft__err(WEFT_ENOMEM, "weft_cublas: out of memory");
       return NULL;
     }
-    if (slot->epoch != x->rt->epoch || !slot->h)
-      *slot = (handle_slot){x->rt->epoch, h, NULL};
+    if (slot->epoch != me.epoch || !slot->h)
+      *slot = (handle_slot){me.epoch, h, NULL};
   }
   if (slot->stream != cs) {
     workspace w;
-    if (workspace_for(cs, x->dev, &w) != 0)
+    if (workspace_for(cs, me.dev, &w) != 0)
       return NULL;
     slot->stream = NULL; /* until both calls succeeded */
     cublasStatus_t st = cublasSetStream(slot->h, cs);
@@ -245,19 +238,19 @@ cublasHandle_t weft_cublas(void) {
   return slot->h;
 }
 
-int weft_cublas_workspace(void **ptr, size_t *bytes) {
+int weft__cuda_cublas_workspace(void **ptr, size_t *bytes) {
   if (!ptr || !bytes)
     return weft__err(WEFT_EINVAL, "weft_cublas_workspace: NULL argument");
   *ptr = NULL;
   *bytes = 0;
-  weft__exec *x;
-  cudaStream_t cs;
-  int rc = cuda_stream_of_caller("weft_cublas_workspace", &x, &cs);
+  weft__caller c;
+  cudaStream_t cs = NULL;
+  int rc = caller_cuda("weft_cublas_workspace", &c, &cs);
   if (rc)
     return rc;
   workspace w;
   pthread_mutex_lock(&lock);
-  if (workspace_find(cs, x->dev, &w)) {
+  if (workspace_find(cs, c.dev, &w)) {
     *ptr = w.ptr;
     *bytes = w.bytes;
   }

@@ -5,7 +5,6 @@
 
 #include "cuda_internal.h"
 #include "error_internal.h"
-#include "weft/cuda.h"
 
 int weft__cuda_is_sticky(cudaError_t e) {
   /* The errors driver_types.h documents as leaving "the process in an
@@ -96,9 +95,4 @@ int weft__cuda_error_as(int code, cudaError_t e, const char *call,
 int weft__cuda_error(cudaError_t e, const char *call, const char *file,
                      int line) {
   return weft__cuda_error_as(translate(e), e, call, file, line);
-}
-
-/* Raw codes are recorded only by the CUDA backend (weft__cuda_error). */
-cudaError_t weft_cuda_last_error(void) {
-  return (cudaError_t)weft_last_error_raw();
 }

@@ -3,6 +3,7 @@
 #ifndef WEFT__CUDA_INTERNAL_H
 #define WEFT__CUDA_INTERNAL_H
 
+#include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
 #include "backend.h"
@@ -135,7 +136,10 @@ int weft__cuda_device_free(weft__stream *s, void *p);
 int weft__cuda_pinned_alloc(weft__backend *b, size_t n, void **out);
 int weft__cuda_pinned_free(weft__backend *b, void *p);
 
-/* cuBLAS handles cached per thread (cuda_cublas.c). */
+/* cuBLAS handles cached per thread (cuda_cublas.c): weft_cublas and
+ * weft_cublas_workspace (weft/cuda.h, cuda.c) are these. */
+cublasHandle_t weft__cuda_cublas(void);
+int weft__cuda_cublas_workspace(void **ptr, size_t *bytes);
 void weft__cuda_cublas_release(weft__backend *b);
 
 /* Tracing through CUPTI (cuda_trace.c). */

@@ -11,7 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "backend.h"
+#include "weft_internal.h"
 #include "check.h"
 #include "kernels.h"
 

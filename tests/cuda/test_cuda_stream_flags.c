@@ -4,7 +4,8 @@
 #include <cuda_runtime_api.h>
 
 #include "check.h"
-#include "cuda/cuda_internal.h"
+#define WEFT_INTERNAL_CUDA
+#include "weft_internal.h"
 
 static cudaStream_t raw(weft__stream *s) {
   return ((weft__cuda_stream *)s)->cs;

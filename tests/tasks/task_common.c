@@ -6,7 +6,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "scheduler.h"
+#include "weft_internal.h"
 
 test_kernels tk;
 

@@ -6,7 +6,7 @@
 #include <sched.h>
 #include <string.h>
 
-#include "scheduler.h"
+#include "weft_internal.h"
 #include "task_common.h"
 
 static void no_runtime_calls(void) {

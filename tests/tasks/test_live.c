@@ -16,7 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "scheduler.h"
+#include "weft_internal.h"
 #include "task_common.h"
 
 enum { N = TT_TSAN ? 1000 : 10000 };

@@ -8,7 +8,7 @@
  * starts: the high task's ticket must be smaller than every normal one's. */
 #include <stdio.h>
 
-#include "backend.h"
+#include "weft_internal.h"
 #include "task_common.h"
 
 enum { N = 8 };

@@ -3,7 +3,7 @@
 #include <pthread.h>
 #include <string.h>
 
-#include "backend.h"
+#include "weft_internal.h"
 #include "check.h"
 
 static void check_code(int code, const char *name, const char *text) {

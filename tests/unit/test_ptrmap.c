@@ -7,7 +7,7 @@
 #include <stdlib.h>
 
 #include "check.h"
-#include "ptrmap.h"
+#include "weft_internal.h"
 
 enum { NKEYS = 3000 };
 

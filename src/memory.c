@@ -1,4 +1,7 @@
-/* weft_copy: asynchronous copies whatever the host memory.
+/* weft/memory.h: copies, memset, device and pinned allocation, and the
+ * memory statistics.
+ *
+ * weft_copy is asynchronous whatever the host memory.
  *
  * Copies between device memory and pinned memory go straight to the
  * stream. A copy from or to pageable memory would make CUDA block the
@@ -17,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime_internal.h"
+#include "scheduler.h"
 #include "weft/memory.h"
 
 #define CHUNK ((size_t)4 << 20)
@@ -175,13 +178,12 @@ int weft__exec_join_pending(weft__exec *x) {
 }
 
 int weft_copy(void *dst, const void *src, size_t bytes) {
-  weft__exec *x = weft__exec_get("weft_copy");
-  if (!x)
-    return WEFT_ESTATE;
-  weft__stream *s;
-  int rc = weft__exec_stream(x, &s);
+  weft__caller c;
+  int rc = weft__caller_get("weft_copy", &c);
   if (rc)
     return rc;
+  weft__exec *x = c.x;
+  weft__stream *s = c.s;
   if (bytes == 0)
     return 0;
   if (!dst || !src)
@@ -203,5 +205,76 @@ int weft_copy(void *dst, const void *src, size_t bytes) {
     rc = weft__copy(s, dst, src, bytes, WEFT__COPY_H2H);
   else
     rc = weft__copy(s, dst, src, bytes, WEFT__COPY_DEFAULT);
-  return rc ? weft__exec_fail(x, rc) : 0;
+  return rc ? weft__caller_fail(&c, rc) : 0;
+}
+
+int weft_memset(void *dst, int value, size_t bytes) {
+  weft__caller c;
+  int rc = weft__caller_get("weft_memset", &c);
+  if (rc)
+    return rc;
+  rc = weft__memset(c.s, dst, value, bytes);
+  return rc ? weft__caller_fail(&c, rc) : 0;
+}
+
+int weft_device_alloc(size_t bytes, void **ptr) {
+  weft__caller c;
+  int rc = weft__caller_get("weft_device_alloc", &c);
+  if (rc)
+    return rc;
+  rc = weft__device_alloc(c.s, bytes, ptr);
+  return rc ? weft__caller_fail(&c, rc) : 0;
+}
+
+int weft_device_free(void *ptr) {
+  weft__caller c;
+  int rc = weft__caller_get("weft_device_free", &c);
+  if (rc)
+    return rc;
+  rc = weft__device_free(c.s, ptr);
+  return rc ? weft__caller_fail(&c, rc) : 0;
+}
+
+int weft_pinned_alloc(size_t bytes, void **ptr) {
+  weft__exec *x = weft__exec_get("weft_pinned_alloc");
+  if (!x)
+    return WEFT_ESTATE;
+  return weft__pinned_cache_alloc(&x->rt->pinned, bytes, ptr);
+}
+
+int weft_pinned_free(void *ptr) {
+  weft__exec *x = weft__exec_get("weft_pinned_free");
+  if (!x)
+    return WEFT_ESTATE;
+  return weft__pinned_cache_free(&x->rt->pinned, ptr);
+}
+
+int weft_mem_stats_get(weft_runtime *rt, weft_mem_stats *out) {
+  if (!rt || !out)
+    return weft__err(WEFT_EINVAL, "weft_mem_stats_get: NULL argument");
+  if (out->struct_size < sizeof *out)
+    return weft__err(WEFT_EINVAL, "weft_mem_stats_get: set out->struct_size "
+                                  "to sizeof(weft_mem_stats)");
+  weft__pinned_stats p;
+  weft__pinned_cache_stats(&rt->pinned, &p);
+  weft__backend_counts c;
+  weft__backend_get_counts(rt->bk, &c);
+  out->pinned_reserved = p.reserved;
+  out->pinned_in_use = p.in_use;
+  out->pinned_requested = p.requested;
+  out->pinned_pending = p.pending;
+  out->pinned_cached = p.reserved - p.in_use - p.pending;
+  out->pinned_blocks = p.blocks_in_use;
+  out->pinned_hits = p.hits;
+  out->pinned_misses = p.misses;
+  out->device_allocs = c.device_allocs;
+  out->device_bytes = c.device_bytes;
+  return 0;
+}
+
+int weft_mem_trim(weft_runtime *rt) {
+  if (!rt)
+    return weft__err(WEFT_EINVAL, "weft_mem_trim: rt is NULL");
+  weft__pinned_cache_trim(&rt->pinned);
+  return 0;
 }

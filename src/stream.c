@@ -1,0 +1,79 @@
+/* weft/stream.h: the caller's stream, waiting for it, ordering it after
+ * another task. */
+#include "weft/stream.h"
+#include "scheduler.h"
+
+weft_stream *weft_stream_current(void) {
+  weft__exec *x = weft__exec_get("weft_stream_current");
+  weft__stream *s;
+  if (!x || weft__exec_stream(x, &s) != 0)
+    return NULL;
+  return (weft_stream *)s;
+}
+
+int weft_sync(void) {
+  weft__exec *x = weft__exec_get("weft_sync");
+  if (!x)
+    return WEFT_ESTATE;
+  int rc = 0;
+  /* Nothing queued since the last sync saw the stream idle: no wait. */
+  if (x->stream && x->unsynced) {
+    weft__event *ev;
+    rc = weft__event_pool_get(x->rt, x->dev, &ev);
+    if (rc == 0) {
+      rc = weft__event_record(ev, x->stream);
+      /* Just recorded behind the task's work: a query now would almost
+       * always say "pending" (a CUDA call, ~0.2 us); the poll will ask. */
+      if (rc == 0)
+        rc = weft__exec_wait_recorded(x, ev);
+      /* Only this exec queues on its stream, and it was waiting. */
+      if (rc == 0)
+        x->unsynced = 0;
+      weft__event_pool_put(x->rt, ev);
+    }
+    if (rc)
+      weft__exec_fail(x, rc);
+  }
+  if (x->npending) {
+    int jr = weft__exec_join_pending(x);
+    if (jr)
+      weft__exec_fail(x, jr);
+  }
+  int pending = x->pending_err;
+  x->pending_err = 0;
+  return pending ? pending : rc;
+}
+
+int weft_device_sync(void) {
+  weft__exec *x = weft__exec_get("weft_device_sync");
+  if (!x)
+    return WEFT_ESTATE;
+  int rc = weft__device_sync(x->rt->bk, x->dev);
+  return rc ? weft__exec_fail(x, rc) : 0;
+}
+
+int weft_task_after(weft_task *other) {
+  int rc = weft__task_check(other, "weft_task_after");
+  if (rc)
+    return rc;
+  if (other == weft__task_self())
+    return weft__err(WEFT_ESTATE, "weft_task_after: a task cannot follow "
+                                  "itself");
+  weft__exec *x = weft__exec_get("weft_task_after");
+  if (!x)
+    return WEFT_ESTATE;
+  if (other->x.rt != x->rt)
+    return weft__err(WEFT_EINVAL, "weft_task_after: task of another runtime");
+  weft__stream *s;
+  rc = weft__exec_stream(x, &s);
+  if (rc)
+    return rc;
+  weft_runtime *rt = x->rt;
+  pthread_mutex_lock(&rt->lock);
+  weft__task_wait_for(rt, other, 0);
+  /* end_ev lives until the task is finalized, which takes this lock. */
+  if (!other->done && other->end_ev)
+    rc = weft__stream_wait_event(s, other->end_ev);
+  pthread_mutex_unlock(&rt->lock);
+  return rc ? weft__exec_fail(x, rc) : 0;
+}
