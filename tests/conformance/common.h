@@ -11,9 +11,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "weft_internal.h"
 #include "check.h"
 #include "kernels.h"
+#include "weft_internal.h"
 
 /* The kernels, filled by conf_open. */
 extern test_kernels tk;

@@ -6,8 +6,8 @@
 #include <sched.h>
 #include <string.h>
 
-#include "weft_internal.h"
 #include "task_common.h"
+#include "weft_internal.h"
 
 static void no_runtime_calls(void) {
   int x = 0;

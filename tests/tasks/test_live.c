@@ -16,8 +16,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "weft_internal.h"
 #include "task_common.h"
+#include "weft_internal.h"
 
 enum { N = TT_TSAN ? 1000 : 10000 };
 

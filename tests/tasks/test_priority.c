@@ -8,8 +8,8 @@
  * starts: the high task's ticket must be smaller than every normal one's. */
 #include <stdio.h>
 
-#include "weft_internal.h"
 #include "task_common.h"
+#include "weft_internal.h"
 
 enum { N = 8 };
 

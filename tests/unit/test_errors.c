@@ -3,8 +3,8 @@
 #include <pthread.h>
 #include <string.h>
 
-#include "weft_internal.h"
 #include "check.h"
+#include "weft_internal.h"
 
 static void check_code(int code, const char *name, const char *text) {
   CHECK_MSG(code < 0, "%s is %d, not negative", name, code);
