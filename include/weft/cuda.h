@@ -22,7 +22,8 @@ WEFT_BEGIN_DECLS
  * (or, inside a task, the calling task), when that failure came from a CUDA
  * call; cudaSuccess when it did not or when nothing failed. The same failure
  * as weft_last_error_message() describes. Unlike cudaGetLastError() it
- * clears nothing. Callable from anywhere. */
+ * clears nothing.
+ * Errors: none. Context: any thread; never blocks. */
 WEFT_API cudaError_t weft_cuda_last_error(void);
 
 /* The calling task's (or thread's) stream as a cudaStream_t, leased on
@@ -32,7 +33,10 @@ WEFT_API cudaError_t weft_cuda_last_error(void);
  * Returns NULL on failure (no runtime, or the runtime is not on the CUDA
  * backend), with the reason in weft_last_error_message(); since NULL is
  * also CUDA's legacy default stream, which synchronises with every other
- * stream, check it before launching. */
+ * stream, check it before launching.
+ * Errors: NULL, with WEFT_ESTATE (no runtime), WEFT_ENOTSUP (not the CUDA
+ * backend), WEFT_ENOMEM or a device error recorded.
+ * Context: any thread; never blocks. */
 WEFT_API cudaStream_t weft_cuda_stream(void);
 
 /* A cuBLAS handle whose stream is the calling task's (or thread's) stream,
@@ -55,14 +59,25 @@ WEFT_API cudaStream_t weft_cuda_stream(void);
  * before, or the environment variable WEFT_CUBLAS_WORKSPACE_KIB (KiB; 0
  * leaves cuBLAS its default workspace). Memory: that size times the
  * streams that ever ran cuBLAS work at once. If the allocation fails,
- * that stream uses cuBLAS's default. */
+ * that stream uses cuBLAS's default.
+ * Errors: NULL, with WEFT_ESTATE (no runtime), WEFT_ENOTSUP (not the CUDA
+ * backend, or device 16 or above), WEFT_EINVAL (WEFT_CUBLAS_WORKSPACE_KIB
+ * not a number of KiB up to 2^30), WEFT_ENOMEM, WEFT_ENODEV or WEFT_EDEVICE
+ * (cuBLAS failed), or a device error recorded.
+ * Context: any thread; may switch (a thread's first call for a device runs
+ * cublasCreate on the worker's own stack, and the task may resume on
+ * another worker); blocks the worker for that cublasCreate and for the
+ * cudaMalloc of a stream's workspace on its first call. */
 WEFT_API cublasHandle_t weft_cublas(void);
 
 /* The workspace weft_cublas() set up for the calling task's stream: *ptr
  * and *bytes, or NULL and 0 when the stream has none of its own (no
  * weft_cublas() call on it yet, WEFT_CUBLAS_WORKSPACE_KIB=0, or the
- * allocation failed). Errors: WEFT_EINVAL (NULL argument), WEFT_ESTATE (no
- * runtime), WEFT_ENOTSUP (not the CUDA backend). */
+ * allocation failed). On failure too, but for a NULL argument, *ptr and
+ * *bytes are set to NULL and 0.
+ * Errors: WEFT_EINVAL (NULL argument), WEFT_ESTATE (no runtime),
+ * WEFT_ENOTSUP (not the CUDA backend), WEFT_ENOMEM, device errors.
+ * Context: any thread; never blocks. */
 WEFT_API int weft_cublas_workspace(void **ptr, size_t *bytes);
 
 WEFT_END_DECLS

@@ -12,13 +12,18 @@ typedef enum weft_backend_kind {
   WEFT_BACKEND_CUDA = 2  /* the CUDA runtime API */
 } weft_backend_kind;
 
-/* "auto", "host", "cuda"; "unknown" for other values. */
+/* "auto", "host", "cuda"; "unknown" for other values. Static storage.
+ * Errors: none. Context: any thread; never blocks. */
 WEFT_API const char *weft_backend_name(weft_backend_kind kind);
 
-/* Parses "auto", "host" or "cuda" into *out. Returns 0 or WEFT_EINVAL. */
+/* Parses "auto", "host" or "cuda" into *out.
+ * Errors: WEFT_EINVAL (name or out NULL, or another name).
+ * Context: any thread; never blocks. */
 WEFT_API int weft_backend_parse(const char *name, weft_backend_kind *out);
 
-/* 1 if this build of the library contains the backend, else 0. */
+/* 1 if this build of the library contains the backend, else 0 (also for
+ * WEFT_BACKEND_AUTO and other values).
+ * Errors: none. Context: any thread; never blocks. */
 WEFT_API int weft_backend_built(weft_backend_kind kind);
 
 /* Device properties. On the host backend, "device memory" is host memory and

@@ -1,5 +1,51 @@
-/* Error codes. Every weft call returns 0 or one of these negative codes.
- * A failed call changes nothing: outputs stay untouched and nothing leaks. */
+/* Error codes. Every weft call that returns an int returns 0 or one of
+ * these negative codes (weft_event_query's WEFT_EAGAIN is an answer, not a
+ * failure), and records the failure's detail for weft_last_error_message().
+ *
+ * Terms of the "Errors:" lines:
+ * - "no runtime" (WEFT_ESTATE): a plain thread has no runtime to use (none
+ *   is open, or the one opened last was shut down), or its first weft call
+ *   could not allocate the thread's context (the message says so);
+ * - "device errors": a failed backend call: WEFT_EDEVICE, WEFT_ELOST after
+ *   a CUDA error that destroyed the context, or WEFT_ENOMEM, WEFT_EINVAL,
+ *   WEFT_EHANDLE, WEFT_ENODEV or WEFT_ENOTSUP where CUDA's error means that;
+ * - a call that works on the current stream leases it on first use, which
+ *   can fail with WEFT_ENOMEM or a device error.
+ *
+ * A failed call changes nothing: outputs stay untouched and nothing leaks.
+ * The exceptions:
+ * - A failed GPU operation is also kept: weft_task_join returns the
+ *   task's first one, and the caller's next weft_sync returns the first one
+ *   since the last weft_sync (again, unless weft_sync itself failed). This
+ *   holds for every failure of weft_copy, weft_memset, weft_launch,
+ *   weft_device_alloc, weft_device_free, weft_event_record and
+ *   weft_event_wait (argument errors included) and of weft_device_sync, for
+ *   the device-side failures of weft_task_after, weft_sync and (in a task)
+ *   weft_event_sync, and for a failure to lease the stream.
+ * - The seven calls named first lease the current stream before they check
+ *   their arguments, and weft_cuda_stream, weft_cublas and
+ *   weft_cublas_workspace before they check the backend; the stream stays
+ *   leased until the task ends or the thread exits.
+ * - weft_copy from pageable memory to the device of more than 4 MiB that
+ *   fails while queuing the chunks' transfers leaves the transfers of the
+ *   chunks before the failing one queued: that part of dst is written.
+ * - weft_copy from the device to pageable memory that fails on a chunk
+ *   leaves the earlier chunks queued, with the helper tasks that copy them
+ *   into dst; the next weft_sync (or the task's end) waits for them.
+ * - weft_map_chunks: chunks finished before the failure, and those the
+ *   other map tasks had in flight, are written to out. When a map task
+ *   cannot be spawned, the started ones still process all their chunks.
+ * - weft_task_join returning the task's own error has joined and freed it.
+ * - weft_shutdown returning WEFT_EBUSY has first waited for every task, and
+ *   refused the spawns made meanwhile. Returning WEFT_EIO (trace file not
+ *   written) or the backend's WEFT_EBUSY, it has closed the runtime.
+ * - weft_event_destroy failing in the backend has destroyed the event and
+ *   set *ev to NULL all the same.
+ * - weft_cublas_workspace sets *ptr to NULL and *bytes to 0 before any
+ *   failure but a NULL argument.
+ * - weft_init, when it tries CUDA (auto included), sets the environment
+ *   variable CUDA_DEVICE_MAX_CONNECTIONS to 32 unless it is set, and
+ *   initialises CUDA in the process, whether it then succeeds or not. */
 #ifndef WEFT_ERROR_H
 #define WEFT_ERROR_H
 
@@ -29,24 +75,29 @@ typedef enum weft_errno {
 #undef WEFT__ERR_ENUM
 } weft_errno;
 
-/* Human-readable text for an error code ("unknown error" for others).
- * Never NULL; static storage; callable from anywhere. */
+/* Human-readable text for an error code ("success" for 0, "unknown error"
+ * for others). Never NULL; static storage.
+ * Errors: none. Context: any thread; never blocks. */
 WEFT_API const char *weft_strerror(int err);
 
-/* The code's name without prefix, e.g. "EINVAL" ("UNKNOWN" for others).
- * Never NULL; static storage; callable from anywhere. */
+/* The code's name without prefix, e.g. "EINVAL" ("OK" for 0, "UNKNOWN"
+ * for others). Never NULL; static storage.
+ * Errors: none. Context: any thread; never blocks. */
 WEFT_API const char *weft_err_name(int err);
 
 /* Details of the most recent failure on the calling thread (or, inside a
  * task, the calling task): which call failed, where, and for device errors
  * the backend's own error name and message, e.g.
  * "cudaMallocAsync: cudaErrorMemoryAllocation: out of memory (src/cuda/...)".
- * Empty string when nothing failed yet. The string stays valid until the
- * next failing weft call on this thread or task. */
+ * Empty string when nothing failed yet. Success does not clear it. The
+ * string stays valid until the next failing weft call on this thread or
+ * task (a task's, no longer than the task lives).
+ * Errors: none. Context: any thread; never blocks. */
 WEFT_API const char *weft_last_error_message(void);
 
 /* The backend's raw error code of that failure (a cudaError_t value on the
- * CUDA backend), or 0 when the failure did not come from the backend. */
+ * CUDA backend), or 0 when the failure did not come from the backend.
+ * Errors: none. Context: any thread; never blocks. */
 WEFT_API int weft_last_error_raw(void);
 
 WEFT_END_DECLS

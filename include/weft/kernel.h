@@ -92,9 +92,15 @@ typedef struct weft_kernel {
 
 /* Launches k over grid x block on the current task's (or thread's)
  * stream. args holds k->nargs pointers to parameter values; they are
- * copied before the call returns. Errors: WEFT_EINVAL (shape or
- * arguments), WEFT_ENOTSUP (no implementation for this backend),
- * WEFT_ESTATE (no runtime), WEFT_EDEVICE / WEFT_ELOST. */
+ * copied before the call returns.
+ * Errors: WEFT_EINVAL (k NULL; more than WEFT_KERNEL_MAX_ARGS parameters, or
+ * one without value or size; a zero dimension, more threads per block than
+ * the device allows, grid y or z above 65535; on the host backend, more
+ * than 1 GiB of shared memory), WEFT_ENOTSUP (no implementation for this
+ * backend), WEFT_ESTATE (no runtime), WEFT_ENOMEM, device errors.
+ * Context: any thread; never blocks, except a CUDA kernel's first launch,
+ * which loads it and can wait for kernels running on other streams (see
+ * weft_kernel_preload): that one blocks the worker. */
 WEFT_API int weft_launch(const weft_kernel *k, weft_dim3 grid, weft_dim3 block,
                          size_t shared_bytes, void **args);
 
@@ -103,7 +109,10 @@ WEFT_API int weft_launch(const weft_kernel *k, weft_dim3 grid, weft_dim3 block,
  * and that loading can wait for kernels already running on other streams:
  * a first launch may not overlap, and a kernel that waits for another
  * task's kernel to be loaded deadlocks. Preload such kernels once, or run
- * with CUDA_MODULE_LOADING=EAGER. No-op on the host backend. */
+ * with CUDA_MODULE_LOADING=EAGER. On the host backend it only checks k.
+ * Errors: WEFT_ESTATE (no runtime), WEFT_EINVAL (k NULL), WEFT_ENOTSUP (no
+ * implementation for this backend, on the host backend too), device errors.
+ * Context: any thread; blocks the worker while CUDA loads the code. */
 WEFT_API int weft_kernel_preload(const weft_kernel *k);
 
 WEFT_END_DECLS

@@ -23,6 +23,8 @@ typedef struct weft_map_opts {
   int depth;
 } weft_map_opts;
 
+/* Fills *opts with the defaults; NULL is ignored.
+ * Errors: none. Context: any thread; never blocks. */
 WEFT_API void weft_map_opts_init(weft_map_opts *opts);
 
 /* For each of nchunks chunks: copies in_chunk bytes from in + i * in_chunk
@@ -30,9 +32,14 @@ WEFT_API void weft_map_opts_init(weft_map_opts *opts);
  * out + i * out_chunk. out_chunk 0 means the kernels work in place: dev_out
  * is dev_in and in_chunk bytes are copied back. Host buffers may be pinned
  * or pageable (pageable ones are staged; pinned is fastest). Returns when
- * every chunk is done, with the first error. Callable from tasks (yields)
- * and plain threads (blocks). Errors: WEFT_EINVAL, WEFT_ENOMEM, and fn's or
- * the device's errors. */
+ * every chunk is done, with the first error in the order of the map's
+ * tasks (not of time); nchunks 0 returns 0 at once. A failed chunk stops
+ * the chunks not yet started (weft/error.h says what stays written).
+ * Errors: WEFT_EINVAL (in, out or fn NULL, in_chunk 0, depth outside
+ * 1..64, opts->struct_size other than sizeof(weft_map_opts)), WEFT_ESTATE
+ * (no runtime, or the runtime is shutting down), WEFT_ENOMEM, device
+ * errors, and fn's errors.
+ * Context: any thread; may switch (it joins the map's tasks). */
 WEFT_API int weft_map_chunks(const void *in, size_t in_chunk, void *out,
                              size_t out_chunk, size_t nchunks, weft_chunk_fn fn,
                              void *user, const weft_map_opts *opts);

@@ -12,22 +12,40 @@ WEFT_BEGIN_DECLS
  * until then. Pinned memory (weft_pinned_alloc or cudaHostAlloc) is copied
  * by the device directly. Pageable host memory (malloc, the stack) is
  * staged through pinned blocks in 4 MiB chunks, in parallel on the worker
- * threads, so the copy stays asynchronous and neither the caller's thread
- * nor a worker blocks on the device; a pageable destination is written by
- * helper tasks that the caller's next weft_sync() waits for. */
+ * threads, so the copy stays asynchronous and, once the pinned cache holds
+ * the staging blocks, neither the caller's thread nor a worker blocks on the
+ * device; a pageable destination is written by helper tasks that the
+ * caller's next weft_sync() waits for. bytes 0 does nothing.
+ * Errors: WEFT_ESTATE (no runtime; or, while the runtime shuts down, a
+ * helper task refused), WEFT_EINVAL (dst or src NULL), WEFT_ENOMEM (staging
+ * blocks included), device errors.
+ * Context: any thread; may switch (a pageable source of more than 4 MiB:
+ * the call joins the tasks that stage it); blocks the worker on CUDA when a
+ * staging block misses the pinned cache (see weft_pinned_alloc). */
 WEFT_API int weft_copy(void *dst, const void *src, size_t bytes);
 
-/* Queues setting bytes of dst to value on the current stream. */
+/* Queues setting bytes of dst to value on the current stream. bytes 0
+ * does nothing.
+ * Errors: WEFT_ESTATE (no runtime), WEFT_EINVAL (dst NULL), WEFT_ENOMEM,
+ * device errors. Context: any thread; never blocks. */
 WEFT_API int weft_memset(void *dst, int value, size_t bytes);
 
 /* Allocates device memory ordered on the current stream: usable at once by
- * work queued later on the same stream. Errors: WEFT_EINVAL (bytes 0),
- * WEFT_ENOMEM. */
+ * work queued later on the same stream.
+ * Errors: WEFT_ESTATE (no runtime), WEFT_EINVAL (ptr NULL, bytes 0),
+ * WEFT_ENOMEM, device errors.
+ * Context: any thread; never blocks, except on a CUDA device without
+ * memory pools, where it falls back to cudaMalloc and blocks the worker. */
 WEFT_API int weft_device_alloc(size_t bytes, void **ptr);
 
 /* Frees device memory ordered on the current stream: work queued before
- * still sees it. NULL is ignored. Errors: WEFT_EINVAL (not from
- * weft_device_alloc, or already freed). */
+ * still sees it. NULL is ignored (but needs a runtime). On failure the
+ * memory stays allocated.
+ * Errors: WEFT_ESTATE (no runtime), WEFT_EINVAL (not from
+ * weft_device_alloc, or already freed), WEFT_ENOMEM, device errors.
+ * Context: any thread; never blocks, except on a CUDA device without
+ * memory pools, where cudaFree waits for the whole device: it then blocks
+ * the worker. */
 WEFT_API int weft_device_free(void *ptr);
 
 /* Page-locked host memory, from a cache: blocks up to 1 MiB round up to a
@@ -40,11 +58,24 @@ WEFT_API int weft_device_free(void *ptr);
  * On CUDA, pinning new memory (a cache miss) and unpinning it
  * (weft_mem_trim) wait for the whole device, as cudaHostAlloc and
  * cudaFreeHost do: allocate what a hot path needs once up front, and trim
- * while the device is idle. Hits and frees never touch CUDA. Errors:
- * WEFT_EINVAL (bytes 0), WEFT_ENOMEM, WEFT_ESTATE (no runtime). */
+ * while the device is idle. Hits and frees never wait for the device (a
+ * free records an event on each stream that used the block). The cache's
+ * lock is held across cudaHostAlloc and cudaFreeHost, so weft_copy,
+ * weft_pinned_free and weft_mem_stats_get on other threads wait while a
+ * miss or a trim is in progress.
+ * Errors: WEFT_EINVAL (ptr NULL, bytes 0), WEFT_ENOMEM (over 2^48 bytes, or
+ * nothing could be pinned, even after trimming the cache), WEFT_ESTATE (no
+ * runtime).
+ * Context: any thread; a hit never blocks; on CUDA a miss blocks the
+ * worker (cudaHostAlloc, and cudaFreeHost of the trim after a failed one). */
 WEFT_API int weft_pinned_alloc(size_t bytes, void **ptr);
-/* Errors: WEFT_EINVAL for a pointer weft_pinned_alloc did not return or a
- * block already freed. NULL is ignored. */
+/* Frees a block of weft_pinned_alloc. NULL is ignored (but needs a
+ * runtime).
+ * Errors: WEFT_EINVAL for a pointer weft_pinned_alloc did not return (an
+ * interior pointer too) or a block already freed; WEFT_ESTATE (no runtime).
+ * Context: any thread; never blocks, except when no event can be made or
+ * recorded on a stream that used the block: it then waits for that stream,
+ * which blocks the worker. */
 WEFT_API int weft_pinned_free(void *ptr);
 
 typedef struct weft_runtime weft_runtime;
@@ -63,10 +94,18 @@ typedef struct weft_mem_stats {
   size_t device_bytes;     /* and their bytes */
 } weft_mem_stats;
 
-/* Fills *out (whose struct_size the caller sets). */
+/* Fills *out, whose struct_size the caller sets to sizeof(weft_mem_stats)
+ * (a larger value is accepted).
+ * Errors: WEFT_EINVAL (NULL argument, or struct_size too small).
+ * Context: any thread; never blocks (it takes the pinned cache's lock: see
+ * weft_pinned_alloc). */
 WEFT_API int weft_mem_stats_get(weft_runtime *rt, weft_mem_stats *out);
 
-/* Returns cached pinned memory that no block in use shares to the system. */
+/* Returns cached pinned memory that no block in use shares to the system;
+ * freed blocks still waiting for a stream's use are kept.
+ * Errors: WEFT_EINVAL (rt NULL); failures to unpin are not reported.
+ * Context: any thread; on CUDA blocks the worker (cudaFreeHost waits for
+ * the device). */
 WEFT_API int weft_mem_trim(weft_runtime *rt);
 
 WEFT_END_DECLS

@@ -31,31 +31,51 @@ typedef struct weft_runtime_opts {
   const char *trace_path;
 } weft_runtime_opts;
 
-/* Fills *opts with the defaults. Callable from anywhere. */
+/* Fills *opts with the defaults; NULL is ignored.
+ * Errors: none. Context: any thread; never blocks. */
 WEFT_API void weft_runtime_opts_init(weft_runtime_opts *opts);
 
-/* Opens a runtime. opts may be NULL for the defaults. On success *rt is the
- * new runtime; on failure *rt is untouched. Errors: WEFT_EINVAL (bad options
- * or WEFT_BACKEND value), WEFT_ENODEV (the chosen backend is not built or has
- * no device), WEFT_ENOMEM, WEFT_EDEVICE. Call from a plain thread. */
+/* Opens a runtime. opts may be NULL for the defaults; a struct_size
+ * smaller than today's (an older struct) is accepted. On success *rt is the
+ * new runtime, and the one plain threads use; on failure *rt is untouched.
+ * Under WEFT_BACKEND_AUTO any failure to open CUDA (not only a missing
+ * device) falls back to the host backend.
+ * Errors: WEFT_EINVAL (rt NULL; bad struct_size, backend, thread count or
+ * stack_size, which must lie in 16 KiB .. 1 GiB; bad WEFT_BACKEND value),
+ * WEFT_ESTATE (called from a task), WEFT_ENODEV (the chosen backend is not
+ * built or has no device), WEFT_ENOMEM, WEFT_EBUSY (tracing while another
+ * runtime traces), device errors.
+ * Context: plain thread only; blocks the worker (the calling thread) while
+ * the backend opens and the worker threads start. */
 WEFT_API int weft_init(weft_runtime **rt, const weft_runtime_opts *opts);
 
 /* Waits for every task (joined or not, detached included) to complete,
  * then closes the runtime and frees everything it owns; handles of tasks
- * never joined become invalid. Returns WEFT_EBUSY, and closes nothing,
- * while events or allocations made through it are still live.
- * Errors: WEFT_EINVAL, WEFT_ESTATE (called from a task). Call from a plain
- * thread. */
+ * never joined become invalid. While it waits, spawns are refused with
+ * WEFT_ESTATE, those of running tasks too, and with them the calls that
+ * spawn helper tasks: weft_map_chunks, weft_copy to pageable memory and
+ * weft_copy of more than 4 MiB from it. Returns WEFT_EBUSY, and closes
+ * nothing, while events or allocations made through it are still live (it
+ * has waited for the tasks all the same).
+ * Errors: WEFT_EINVAL (rt NULL), WEFT_ESTATE (called from a task),
+ * WEFT_EBUSY, WEFT_EIO (the trace file could not be written; the runtime
+ * is closed all the same).
+ * Context: plain thread only; blocks the worker (the calling thread) until
+ * every task has completed, and when tracing for a device-wide sync. */
 WEFT_API int weft_shutdown(weft_runtime *rt);
 
-/* The backend the runtime opened. */
+/* The backend the runtime opened; WEFT_BACKEND_AUTO for NULL.
+ * Errors: none. Context: any thread; never blocks. */
 WEFT_API weft_backend_kind weft_runtime_backend(const weft_runtime *rt);
 
-/* Number of devices of the runtime's backend (the host backend has one). */
+/* Number of devices of the runtime's backend (the host backend has one).
+ * Errors: WEFT_EINVAL (NULL argument). Context: any thread; never blocks. */
 WEFT_API int weft_device_count(weft_runtime *rt, int *count);
 
-/* Properties of device dev. Errors: WEFT_EINVAL, WEFT_ENODEV (no such
- * device), WEFT_EDEVICE. */
+/* Properties of device dev; the memory figures are read now, the rest at
+ * weft_init. *info is written only on success.
+ * Errors: WEFT_EINVAL (NULL argument), WEFT_ENODEV (no such device), device
+ * errors. Context: any thread; never blocks. */
 WEFT_API int weft_device_get_info(weft_runtime *rt, int dev,
                                   weft_device_info *info);
 

@@ -17,27 +17,41 @@ typedef struct weft_stream weft_stream;
 
 /* The calling task's (or thread's) stream, leased on first use; NULL with
  * the error recorded when there is no runtime or no stream could be made.
- * Costs a thread-local read once leased. */
+ * Costs a thread-local read once leased.
+ * Errors: NULL, with WEFT_ESTATE (no runtime), WEFT_ENOMEM or a device
+ * error recorded. Context: any thread; never blocks. */
 WEFT_API weft_stream *weft_stream_current(void);
 
 /* Waits for the work queued so far on the current stream, and nothing
  * else: other tasks' streams keep running. In a task the wait suspends the
- * task; on a plain thread it blocks. Returns 0, or the first error of a GPU
- * operation of this task not yet reported (its message in
- * weft_last_error_message()). */
+ * task; on a plain thread it blocks. It also waits for the helper tasks of
+ * weft_copy to pageable memory. Returns 0, or the first error of a GPU
+ * operation of this task (or thread) since the last weft_sync, even one
+ * that the failing call returned already (weft/error.h); its message may
+ * have been overwritten by later failures.
+ * Errors: WEFT_ESTATE (no runtime), that earlier error, or WEFT_ENOMEM and
+ * device errors of the wait itself.
+ * Context: any thread; may switch. */
 WEFT_API int weft_sync(void);
 
-/* Waits for all work on the current device, every stream of every task.
- * Explicit and rarely needed: weft_sync is the usual wait. It blocks the
- * calling thread (in a task: its worker) for the whole wait. */
+/* Waits for all work on the current device (device 0 on a plain thread),
+ * every stream of every task. Explicit and rarely needed: weft_sync is the
+ * usual wait. It blocks the calling thread (in a task: its worker) for the
+ * whole wait.
+ * Errors: WEFT_ESTATE (no runtime), device errors.
+ * Context: any thread; blocks the worker. */
 WEFT_API int weft_device_sync(void);
 
 /* Orders the current stream after all GPU work of another task, on the
  * device, without waiting for that work on the host. If the other task's
  * function is still running, the caller first waits (yielding) for it to
  * return, so that all of its work is queued. No-op for a task whose work
- * already completed. Errors: WEFT_EINVAL, WEFT_EHANDLE, WEFT_ESTATE (the
- * task itself). */
+ * already completed.
+ * Errors: WEFT_EINVAL (other NULL, or a task of another runtime),
+ * WEFT_EHANDLE (not a live task), WEFT_ESTATE (the task itself, or no
+ * runtime), WEFT_ENOMEM, device errors.
+ * Context: any thread; may switch (until the other task's function has
+ * returned). */
 WEFT_API int weft_task_after(weft_task *other);
 
 WEFT_END_DECLS

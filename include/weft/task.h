@@ -29,35 +29,50 @@ typedef struct weft_task_opts {
   int device;             /* device of the task's stream; default 0 */
 } weft_task_opts;
 
-/* Fills *opts with the defaults. */
+/* Fills *opts with the defaults; NULL is ignored.
+ * Errors: none. Context: any thread; never blocks. */
 WEFT_API void weft_task_opts_init(weft_task_opts *opts);
 
 /* Starts fn(arg) as a task. opts may be NULL. *task receives a handle that
  * must be passed to weft_task_join or weft_task_detach exactly once; task
- * may be NULL to detach at once. Callable from tasks and plain threads.
- * Errors: WEFT_EINVAL, WEFT_ENODEV (bad device), WEFT_ENOMEM, WEFT_ESTATE
- * (the runtime is shutting down). */
+ * may be NULL to detach at once. The fiber stack is taken when the task
+ * first runs; if none can be had, fn never runs and the join returns
+ * WEFT_ENOMEM.
+ * Errors: WEFT_EINVAL (rt or fn NULL, bad opts->struct_size or priority),
+ * WEFT_ENODEV (bad device), WEFT_ENOMEM, WEFT_ESTATE (the runtime is
+ * shutting down: weft_shutdown is waiting).
+ * Context: any thread; never blocks. */
 WEFT_API int weft_task_spawn(weft_runtime *rt, weft_task **task,
                              weft_task_fn fn, void *arg,
                              const weft_task_opts *opts);
 
 /* Waits until the task's function returned and the GPU work it queued has
  * completed, then frees the task. In a task this yields; on a plain thread
- * it blocks. Returns the task's first GPU error (0 if none).
+ * it blocks. Returns the task's first GPU error (0 if none), with its
+ * message as "task 'name': ..."; the task is joined all the same.
  * Errors: WEFT_EINVAL (NULL), WEFT_EHANDLE (already joined or detached),
- * WEFT_ESTATE (a task joining itself). */
+ * WEFT_ESTATE (a task joining itself), or any code as the task's error.
+ * Context: any thread; may switch. */
 WEFT_API int weft_task_join(weft_task *task);
 
-/* Lets the task free itself when it completes. Errors as for join. */
+/* Lets the task free itself when it completes (at once if it has). A task
+ * may detach itself.
+ * Errors: WEFT_EINVAL (NULL), WEFT_EHANDLE (already joined or detached).
+ * Context: any thread; never blocks. */
 WEFT_API int weft_task_detach(weft_task *task);
 
-/* Lets other ready tasks run; returns at once on a plain thread. */
+/* Lets other ready tasks run; returns at once on a plain thread.
+ * Errors: none. Context: any thread; may switch. */
 WEFT_API void weft_yield(void);
 
-/* The calling task, or NULL on a plain thread. */
+/* The calling task, or NULL on a plain thread.
+ * Errors: none. Context: any thread; never blocks. */
 WEFT_API weft_task *weft_task_self(void);
 
-/* The calling task's name ("" on a plain thread). */
+/* The name of task, as given at spawn or "task-<id>" ("" for NULL), valid
+ * while the handle is; weft_task_name(weft_task_self()) is the calling
+ * task's ("" on a plain thread).
+ * Errors: none. Context: any thread; never blocks. */
 WEFT_API const char *weft_task_name(const weft_task *task);
 
 WEFT_END_DECLS
