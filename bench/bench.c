@@ -10,6 +10,7 @@
 #include <pthread.h>
 
 #include "bench.h"
+#include "json_write.h"
 #include "scenarios.h"
 
 /* ---- the registry ---- */
@@ -357,22 +358,6 @@ static void compute_ratios(bench_row *rows, size_t n) {
 
 /* ---- JSON ---- */
 
-static void json_str(FILE *f, const char *s) {
-  fputc('"', f);
-  for (; *s; s++) {
-    unsigned char ch = (unsigned char)*s;
-    if (ch == '"' || ch == '\\')
-      fprintf(f, "\\%c", ch);
-    else if (ch == '\n')
-      fputs("\\n", f);
-    else if (ch < 0x20)
-      fprintf(f, "\\u%04x", ch);
-    else
-      fputc(ch, f);
-  }
-  fputc('"', f);
-}
-
 static void json_num(FILE *f, double v) { fprintf(f, "%.6g", v); }
 
 static int write_json(const bench_ctx *c, const char *path) {
@@ -380,29 +365,29 @@ static int write_json(const bench_ctx *c, const char *path) {
   if (!f)
     return -1;
   fprintf(f, "{\n  \"weft_version\": ");
-  json_str(f, WEFT_VERSION_STRING);
+  json_write_string(f, WEFT_VERSION_STRING);
   fprintf(f, ",\n  \"backend\": ");
-  json_str(f, weft_backend_name(c->o->backend));
+  json_write_string(f, weft_backend_name(c->o->backend));
   fprintf(f, ",\n  \"device\": ");
-  json_str(f, c->o->device ? c->o->device : "");
+  json_write_string(f, c->o->device ? c->o->device : "");
   fprintf(f, ",\n  \"quick\": %s,\n  \"repeat\": %d,\n  \"ok\": %s,\n",
           c->o->quick ? "true" : "false", c->repeat,
           c->nfailures ? "false" : "true");
   fprintf(f, "  \"failures\": [");
   for (size_t i = 0; i < c->nfailures; i++) {
     fprintf(f, "%s\n    {\"scenario\": ", i ? "," : "");
-    json_str(f, c->failures[i].scenario);
+    json_write_string(f, c->failures[i].scenario);
     fprintf(f, ", \"message\": ");
-    json_str(f, c->failures[i].message);
+    json_write_string(f, c->failures[i].message);
     fputc('}', f);
   }
   fprintf(f, "%s],\n  \"rows\": [", c->nfailures ? "\n  " : "");
   for (size_t i = 0; i < c->nrows; i++) {
     const bench_row *r = &c->rows[i];
     fprintf(f, "%s\n    {\"scenario\": ", i ? "," : "");
-    json_str(f, r->scenario);
+    json_write_string(f, r->scenario);
     fprintf(f, ", \"variant\": ");
-    json_str(f, r->variant);
+    json_write_string(f, r->variant);
     fprintf(f, ", \"median\": ");
     json_num(f, r->st.median);
     fprintf(f, ", \"min\": ");
@@ -410,7 +395,7 @@ static int write_json(const bench_ctx *c, const char *path) {
     fprintf(f, ", \"max\": ");
     json_num(f, r->st.max);
     fprintf(f, ", \"unit\": ");
-    json_str(f, r->unit);
+    json_write_string(f, r->unit);
     fprintf(f, ", \"ratio\": ");
     if (r->has_ratio)
       json_num(f, r->ratio);
@@ -418,12 +403,12 @@ static int write_json(const bench_ctx *c, const char *path) {
       fputs("null", f);
     fprintf(f, ", \"baseline\": %s, \"repeats\": %d, \"notes\": ",
             r->baseline ? "true" : "false", r->nsamples);
-    json_str(f, r->notes);
+    json_write_string(f, r->notes);
     if (r->peer_key) {
       fprintf(f, ", \"peer\": {\"key\": ");
-      json_str(f, r->peer_key);
+      json_write_string(f, r->peer_key);
       fprintf(f, ", \"side\": ");
-      json_str(f, r->peer_side);
+      json_write_string(f, r->peer_side);
       fputc('}', f);
     }
     fputc('}', f);

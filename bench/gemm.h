@@ -12,7 +12,7 @@
 #define WEFT_BENCH_GEMM_H
 
 #include "bench.h"
-#include "seed_kernels.h"
+#include "kernels.h"
 
 #ifdef WEFT_BENCH_CUDA
 #include <cublas_v2.h>

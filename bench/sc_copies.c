@@ -25,8 +25,9 @@
  *   overlap: target <= 1.1 x raw non-blocking;
  * - weft non-blocking: the same three tasks, each queuing all its work
  *   and then calling weft_sync once.
- * Raw means the CUDA runtime and cuBLAS on CUDA, the host backend's own
- * entry points on the host backend (raw_copies.h).
+ * Raw means the CUDA runtime and cuBLAS on CUDA (raw_api.h, with three
+ * cudaStreamNonBlocking streams and one cuBLAS handle made before timing),
+ * the host backend's own streams (weft/host.h) on the host backend.
  *
  * Then, in a second runtime that traces, each weft variant runs once as a
  * warm-up and once with its tasks named "cp/blk/" or "cp/nb/"; from the
@@ -48,8 +49,8 @@
 
 #include "bench.h"
 #include "gemm.h"
-#include "raw_copies.h"
-#include "seed_kernels.h"
+#include "kernels.h"
+#include "raw_api.h"
 #include "traced.h"
 
 enum { NIN = 4, NSAMPLE = 16 };
@@ -60,6 +61,38 @@ enum { T_BLK, T_NB, NTRACED };
 /* Salts of the copy sources' contents, one per direction. */
 #define D2H_SALT 0x5bd1e995u
 #define H2D_SALT 0xc2b2ae35u
+
+/* The work: nmat of each of
+ * - matmuls on the first stream: c[i] = a[i % nin] · a[i % nin], n x n
+ *   floats, row-major;
+ * - device-to-host copies on the second: d2h_dst[i] (pinned) <- d2h_src[i]
+ *   (device), bytes each;
+ * - host-to-device copies on the third: h2d_dst[i] (device) <- h2d_src[i]
+ *   (pinned), bytes each. */
+typedef struct bench_copies_set {
+  int nmat;
+  int nin;
+  unsigned n;
+  size_t bytes; /* per copy: n * n * sizeof(float) */
+  float *const *a;
+  float *const *c;
+  void *const *d2h_src, *const *d2h_dst;
+  void *const *h2d_src, *const *h2d_dst;
+} bench_copies_set;
+
+enum { S_MM, S_D2H, S_H2D, NSTREAMS };
+
+/* The raw baseline's context: three streams made before any timing and,
+ * on CUDA, one cuBLAS handle set to the first. */
+typedef struct raw_copies {
+  bench_ctx *c;
+  raw_stream s[NSTREAMS];
+  int made; /* streams made so far */
+#ifdef WEFT_BENCH_CUDA
+  cublasHandle_t blas; /* NULL until made */
+#endif
+  seed_kernels k;
+} raw_copies;
 
 typedef struct copies_bench copies_bench;
 
@@ -383,8 +416,96 @@ static int run_weft(copies_bench *cb, int blocking, const char *prefix,
   return check(cb, variant);
 }
 
-static int run_variant(copies_bench *cb, bench_raw_copies *raw, int v,
-                       double *ms) {
+/* ---- raw ---- */
+
+static int raw_open(raw_copies *x, weft_runtime *rt) {
+  for (; x->made < NSTREAMS; x->made++)
+    RAW_TRY(x->c, raw_stream_create(rt, 0, &x->s[x->made]));
+#ifdef WEFT_BENCH_CUDA
+  if (raw_is_cuda(x->s[S_MM])) {
+    /* cublasCreate loads cuBLAS on first use and is slow (16 ms on the
+     * H200): once, here, as any program would; the warm-up run then loads
+     * the SGEMM kernel. */
+    cublasStatus_t st = cublasCreate(&x->blas);
+    if (st != CUBLAS_STATUS_SUCCESS) {
+      x->blas = NULL;
+      return bench_fail(x->c, "raw CUDA: cublasCreate: %s",
+                        cublasGetStatusString(st));
+    }
+    st = cublasSetStream(x->blas, x->s[S_MM].cs);
+    if (st != CUBLAS_STATUS_SUCCESS)
+      return bench_fail(x->c, "raw CUDA: cublasSetStream: %s",
+                        cublasGetStatusString(st));
+  }
+#endif
+  return 0;
+}
+
+/* Waits for the streams and frees them; errors here would only repeat one
+ * that a checked call already reported. */
+static void raw_close(raw_copies *x) {
+#ifdef WEFT_BENCH_CUDA
+  if (x->blas) {
+    for (int i = 0; i < x->made; i++)
+      raw_stream_sync(x->s[i]);
+    cublasDestroy(x->blas);
+    x->blas = NULL;
+  }
+#endif
+  for (int i = 0; i < x->made; i++)
+    raw_stream_destroy(&x->s[i]);
+  x->made = 0;
+}
+
+/* Issues s's work from the calling thread and returns once all of it is
+ * done. blocking = 0: every matmul queued on the first stream, every D2H
+ * copy on the second, every H2D copy on the third, then the three streams
+ * synchronised. blocking = 1, what PyTorch's .to(non_blocking=False) does:
+ * the matmuls queued as before; then each D2H copy followed by a
+ * synchronisation of the second stream before the next is issued; then
+ * the same for the H2D copies on the third; then the first stream
+ * synchronised. On CUDA the matmuls are bench_sgemm through the handle;
+ * on the host backend the seed matmul kernel. */
+static int raw_run(raw_copies *x, const bench_copies_set *s, int blocking) {
+  bench_ctx *c = x->c;
+  unsigned n = s->n;
+  for (int i = 0; i < s->nmat; i++) {
+    const float *a = s->a[i % s->nin];
+#ifdef WEFT_BENCH_CUDA
+    if (x->blas) {
+      cublasStatus_t st = bench_sgemm(x->blas, n, a, a, s->c[i]);
+      if (st != CUBLAS_STATUS_SUCCESS)
+        return bench_fail(c, "raw CUDA: bench_sgemm: %s",
+                          cublasGetStatusString(st));
+      continue;
+    }
+#endif
+    float *out = s->c[i];
+    void *args[] = {&a, &a, &out, &n};
+    RAW_TRY(c, raw_launch(x->s[S_MM], &x->k.matmul, seed_matmul_grid(n),
+                          WEFT_DIM1(1), args));
+  }
+  for (int i = 0; i < s->nmat; i++) {
+    RAW_TRY(c, raw_copy(x->s[S_D2H], s->d2h_dst[i], s->d2h_src[i], s->bytes,
+                        RAW_D2H));
+    if (blocking)
+      RAW_TRY(c, raw_stream_sync(x->s[S_D2H]));
+  }
+  for (int i = 0; i < s->nmat; i++) {
+    RAW_TRY(c, raw_copy(x->s[S_H2D], s->h2d_dst[i], s->h2d_src[i], s->bytes,
+                        RAW_H2D));
+    if (blocking)
+      RAW_TRY(c, raw_stream_sync(x->s[S_H2D]));
+  }
+  /* Blocking: the copy streams are already drained and their syncs return
+   * at once, so one loop serves both cases. The syncs also report any
+   * error of the work queued (an SGEMM kernel's, a copy's). */
+  for (int i = 0; i < NSTREAMS; i++)
+    RAW_TRY(c, raw_stream_sync(x->s[i]));
+  return 0;
+}
+
+static int run_variant(copies_bench *cb, raw_copies *raw, int v, double *ms) {
   if (v == V_WEFT_BLK || v == V_WEFT_NB) {
     int blocking = v == V_WEFT_BLK;
     if (run_weft(cb, blocking, blocking ? "cp/blk/" : "cp/nb/", what[v]))
@@ -395,14 +516,14 @@ static int run_variant(copies_bench *cb, bench_raw_copies *raw, int v,
   if (poison(cb))
     return BENCH_FAIL;
   uint64_t t0 = bench_now_ns();
-  int rc = raw->ops->run(raw, &cb->set, v == V_RAW_BLK);
+  int rc = raw_run(raw, &cb->set, v == V_RAW_BLK);
   *ms = (double)(bench_now_ns() - t0) / 1e6;
   if (rc)
-    return bench_fail(cb->c, "%s: %s", what[v], raw->err);
+    return BENCH_FAIL;
   return check(cb, what[v]);
 }
 
-static int measure(copies_bench *cb, bench_raw_copies *raw) {
+static int measure(copies_bench *cb, raw_copies *raw) {
   for (int r = 0; r <= bench_repeat(cb->c); r++)
     for (int v = 0; v < NVARIANTS; v++) {
       double ms;
@@ -432,19 +553,18 @@ static int open_runtime(copies_bench *cb, const char *trace_path) {
 /* The timed rows' runs: weft and raw in one runtime. */
 static int timed(copies_bench *cb) {
   bench_ctx *c = cb->c;
-  const bench_raw_copies_ops *ops = bench_raw_copies_for(bench_backend(c));
-  bench_raw_copies *raw = NULL;
-  char err[512];
+  raw_copies raw = {.c = c};
+  seed_kernels_init(&raw.k);
   int rc = open_runtime(cb, NULL);
-  if (rc == 0 && ops->open(cb->rt, &raw, err, sizeof err))
-    rc = bench_fail(c, "%s", err);
   if (rc == 0) {
-    rc = setup(cb);
+    rc = raw_open(&raw, cb->rt);
     if (rc == 0)
-      rc = measure(cb, raw);
+      rc = setup(cb);
+    if (rc == 0)
+      rc = measure(cb, &raw);
     /* Closing the raw context first waits for its streams, so that no
      * copy of a failed raw run still uses the buffers freed next. */
-    ops->close(raw);
+    raw_close(&raw);
     if (teardown(cb))
       rc = BENCH_FAIL;
   }

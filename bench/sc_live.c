@@ -18,7 +18,6 @@
 #include <string.h>
 
 #include "bench.h"
-#include "scheduler.h"
 
 typedef struct live {
   bench_ctx *c;
@@ -52,9 +51,10 @@ static int read_rss(bench_ctx *c, size_t *rss) {
  * mapped ends at once with ENOMEM, which its join reports. Until release,
  * no started task ends, so these are the spawned ones no longer live. */
 static long never_started(live *l, long spawned) {
-  pthread_mutex_lock(&l->rt->lock);
-  long alive = atomic_load(&l->rt->nlive) - 1; /* less the driver */
-  pthread_mutex_unlock(&l->rt->lock);
+  weft_task_stats st = {.struct_size = sizeof st};
+  if (weft_task_stats_get(l->rt, &st) != 0)
+    return 0;
+  long alive = (long)st.live - 1; /* less the driver */
   return spawned - alive;
 }
 
@@ -88,9 +88,9 @@ static void driver(void *arg) {
       weft_yield();
     l->ms = (double)(bench_now_ns() - t0) / 1e6;
     if (lost == 0 && spawned == l->n && read_rss(c, &l->rss1) == 0) {
-      pthread_mutex_lock(&l->rt->stacks.lock);
-      l->unguarded = l->rt->stacks.unguarded;
-      pthread_mutex_unlock(&l->rt->stacks.lock);
+      weft_task_stats st = {.struct_size = sizeof st};
+      if (weft_task_stats_get(l->rt, &st) == 0)
+        l->unguarded = (size_t)st.stacks_unguarded;
     }
   }
   atomic_store(&l->release, 1);

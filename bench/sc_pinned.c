@@ -2,24 +2,25 @@
  *
  * For 64 MiB and for 4 KiB: weft_pinned_alloc + weft_pinned_free of the
  * same size, over and over, after a warm-up that put a block of that size
- * in weft's cache, against (baseline) the same pair done without a cache:
- * cudaMallocHost + cudaFreeHost on CUDA (64 MiB took 23.7 ms on the H200);
- * on the host backend the backend's own pinned allocation, which is
- * posix_memalign + free there. Each row is the time of one alloc+free pair.
- * Checks: every call succeeds; every weft allocation is a cache hit (the
- * same block each time, weft_mem_stats misses unchanged, hits up by one per
- * allocation); a block of each size, written whole and read back, holds
- * what was written. Target: <= 1 us on reuse. */
+ * in weft's cache, against (baseline) the same pair done without a cache,
+ * raw_api.h's raw_pinned_alloc + raw_pinned_free: cudaMallocHost +
+ * cudaFreeHost on CUDA (64 MiB took 23.7 ms on the H200); on the host
+ * backend weft_host_pinned_alloc + weft_host_pinned_free (weft/host.h), the
+ * backend's own pinned allocation, which is posix_memalign + free there.
+ * Each row is the time of one alloc+free pair. Checks: every call succeeds;
+ * every weft allocation is a cache hit (the same block each time,
+ * weft_mem_stats misses unchanged, hits up by one per allocation); a block
+ * of each size, written whole and read back, holds what was written.
+ * Target: <= 1 us on reuse. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "bench.h"
-#include "raw.h"
+#include "raw_api.h"
 
 typedef struct pinned_bench {
   bench_ctx *c;
   weft_runtime *rt;
-  bench_raw *raw;
   size_t bytes;
   long weft_iters, raw_iters;
   bench_samples weft, base;
@@ -95,23 +96,20 @@ static int weft_rounds(pinned_bench *p) {
 
 static int raw_rounds(pinned_bench *p) {
   bench_ctx *c = p->c;
-  bench_raw *raw = p->raw;
   void *q;
-  if (raw->ops->pinned_alloc(raw, p->bytes, &q))
-    return bench_fail(c, "%s", raw->err);
+  RAW_TRY(c, raw_pinned_alloc(p->rt, p->bytes, &q));
   int rc = check_block(p, q, p->bytes, "raw pinned alloc");
-  if (raw->ops->pinned_free(raw, q) && rc == 0)
-    rc = bench_fail(c, "%s", raw->err);
+  int e = raw_pinned_free(p->rt, q);
+  if (e && rc == 0)
+    rc = raw_fail(c, e, "raw_pinned_free(p->rt, q)", __LINE__);
   for (int r = 0; rc == 0 && r <= bench_repeat(c); r++) {
     uint64_t t0 = bench_now_ns();
     for (long i = 0; i < p->raw_iters; i++) {
-      if (raw->ops->pinned_alloc(raw, p->bytes, &q))
-        return bench_fail(c, "%s", raw->err);
+      RAW_TRY(c, raw_pinned_alloc(p->rt, p->bytes, &q));
       if (!q)
         return bench_fail(c, "raw pinned alloc of %zu bytes gave NULL",
                           p->bytes);
-      if (raw->ops->pinned_free(raw, q))
-        return bench_fail(c, "%s", raw->err);
+      RAW_TRY(c, raw_pinned_free(p->rt, q));
     }
     uint64_t ns = bench_now_ns() - t0;
     if (r > 0)
@@ -162,10 +160,6 @@ static int run(bench_ctx *c) {
   /* One worker: nothing here runs as a task, and idle workers only add
    * noise. */
   int rc = bench_runtime_open(c, 1, &p->rt);
-  const bench_raw_ops *ops = bench_raw_for(bench_backend(c));
-  char err[512];
-  if (rc == 0 && ops->open(p->rt, &p->raw, err, sizeof err))
-    rc = bench_fail(c, "%s", err);
   for (size_t i = 0; rc == 0 && i < sizeof sizes / sizeof sizes[0]; i++) {
     p->bytes = sizes[i].bytes;
     p->weft_iters = bench_size(c, 2000, 500);
@@ -177,8 +171,6 @@ static int run(bench_ctx *c) {
     if (rc == 0)
       rc = report(p, sizes[i].name);
   }
-  if (p->raw)
-    ops->close(p->raw);
   if (p->rt && weft_mem_trim(p->rt) != 0 && rc == 0)
     rc = bench_fail(c, "weft_mem_trim failed");
   if (bench_runtime_close(c, &p->rt))

@@ -21,8 +21,15 @@
  *   priority;
  * - high priority: the short work on a stream of the device's greatest
  *   priority (weft: a task spawned with WEFT_PRIORITY_HIGH).
- * Raw (raw_priority.h) is one thread with streams made before timing,
- * issuing the flood first and then the short work, in the seed's order.
+ * Raw is one thread with streams made before timing, issuing the flood
+ * first and then the short work, in the seed's order, written against
+ * raw_api.h: on CUDA the CUDA runtime and cuBLAS by hand, three
+ * non-blocking streams (flood and short at priority 0, what a stream made
+ * without one gets, as torch.cuda.Stream() makes them; high at the
+ * device's greatest), one cuBLAS handle of the baseline's own set to the
+ * flood stream for bench_sgemm (the very call weft's tasks make), the cube
+ * by cudaLaunchKernel; on the host backend its own streams (weft/host.h)
+ * with the seed matmul and cube kernels.
  * weft is a driver task that spawns the flood task (normal priority: queues
  * the flood, weft_sync) and then the short task, and joins both: the two
  * tasks issue at the same time, so the short work does not queue behind
@@ -42,31 +49,61 @@
 
 #include "bench.h"
 #include "gemm.h"
-#include "raw_priority.h"
-#include "seed_kernels.h"
+#include "kernels.h"
+#include "raw_api.h"
 
 enum { RING = 8, NSAMPLES = 8 };
 enum { SIDE_RAW, SIDE_WEFT, NSIDES };
-enum { NMODES = BENCH_PRIO_HIGH + 1 };
+
+typedef enum prio_mode {
+  PRIO_ALONE, /* the short work only */
+  PRIO_SAME,  /* flood, then short work at the same priority */
+  PRIO_HIGH,  /* flood, then short work at the greatest priority */
+  NMODES
+} prio_mode;
 
 #define TARGET_HIGH 1.2 /* x the short work alone */
+
+/* The work. Matrices are n x n floats, row-major, in device memory.
+ * Flood operation i (of nflood): flood_out[i % RING] = in[i % RING] .
+ * in[(i + 1) % RING], so each ring slot ends up with the same product
+ * whatever nflood is (>= RING). Short kernel j (of nshort):
+ * short_out + j * n * n = in[j]^3 element-wise (needs nshort >= RING). */
+typedef struct prio_set {
+  unsigned n;
+  int nflood, nshort;
+  float *const *in;        /* nshort matrices */
+  float *const *flood_out; /* RING matrices */
+  float *short_out;        /* nshort matrices back to back */
+} prio_set;
+
+/* What one run measured: wall clock from just before the first issue to
+ * the return of the wait on the short work's stream, and to the return of
+ * the wait on the flood's stream (made after it; 0 when alone). */
+typedef struct prio_times {
+  double short_ms, flood_ms;
+} prio_times;
 
 typedef struct prio_bench {
   bench_ctx *c;
   weft_runtime *rt;
-  const bench_prio_ops *ops;
-  bench_prio_raw *raw;
   seed_kernels k;
   weft_device_info info;
-  int raw_prio, raw_high; /* the raw streams' priorities, kept from open */
-  bench_prio_set set;
+  /* The raw baseline: streams made before timing (all zero until made);
+   * on CUDA the baseline's own cuBLAS handle, on the flood stream. */
+  raw_stream raw_flood, raw_short, raw_high;
+  int raw_prio, raw_high_prio; /* the raw streams' priorities */
+#ifdef WEFT_BENCH_CUDA
+  cublasHandle_t blas; /* NULL until made */
+#endif
+  prio_set set;
   size_t mat;                      /* bytes of one matrix */
   float *in_h, *short_h, *flood_h; /* pinned: inputs, fetched results */
   float *in_d, *short_d, *flood_d; /* device */
   float **in;                      /* nshort pointers into in_d */
   float *flood_out[RING];
   /* The weft run in progress: set by the driver and its tasks. */
-  bench_prio_mode mode;
+  prio_mode mode;
   uint64_t t0, t_short, t_flood;
   bench_samples s[NSIDES][NMODES];     /* ms until the short work is done */
   bench_samples flood[NSIDES][NMODES]; /* ms until the flood is done */
@@ -76,7 +113,7 @@ typedef struct prio_bench {
 
 static void flood_task(void *arg) {
   prio_bench *pb = arg;
-  const bench_prio_set *s = &pb->set;
+  const prio_set *s = &pb->set;
   for (int i = 0; i < s->nflood; i++)
     if (bench_gemm(pb->c, &pb->k, s->n, s->in[i % RING], s->in[(i + 1) % RING],
                    s->flood_out[i % RING]))
@@ -89,7 +126,7 @@ static void flood_task(void *arg) {
 
 static void short_task(void *arg) {
   prio_bench *pb = arg;
-  const bench_prio_set *s = &pb->set;
+  const prio_set *s = &pb->set;
   unsigned long nn = (unsigned long)s->n * s->n;
   for (int j = 0; j < s->nshort; j++) {
     const float *in = s->in[j];
@@ -119,11 +156,11 @@ static void driver(void *arg) {
   fo.name = "priority/flood";
   so.name = "priority/short";
   so.priority =
-      pb->mode == BENCH_PRIO_HIGH ? WEFT_PRIORITY_HIGH : WEFT_PRIORITY_NORMAL;
+      pb->mode == PRIO_HIGH ? WEFT_PRIORITY_HIGH : WEFT_PRIORITY_NORMAL;
   int e;
   pb->t_short = pb->t_flood = 0;
   pb->t0 = bench_now_ns();
-  if (pb->mode != BENCH_PRIO_ALONE &&
+  if (pb->mode != PRIO_ALONE &&
       (e = weft_task_spawn(pb->rt, &flood, flood_task, pb, &fo)) != 0)
     bench_fail_weft(pb->c, e, "weft_task_spawn(flood)");
   else if ((e = weft_task_spawn(pb->rt, &shrt, short_task, pb, &so)) != 0)
@@ -132,6 +169,106 @@ static void driver(void *arg) {
     bench_fail_weft(pb->c, e, "weft_task_join(short)");
   if (flood && (e = weft_task_join(flood)) != 0)
     bench_fail_weft(pb->c, e, "weft_task_join(flood)");
+}
+
+/* ---- the raw baseline ---- */
+
+#ifdef WEFT_BENCH_CUDA
+/* Returns BENCH_FAIL from the enclosing function, after bench_fail, if a
+ * cuBLAS call fails; RAW_TRY's counterpart. */
+#define BLAS_TRY(c, call)                                                      \
+  do {                                                                         \
+    cublasStatus_t st_ = (call);                                               \
+    if (st_ != CUBLAS_STATUS_SUCCESS)                                          \
+      return bench_fail((c), "raw CUDA: %s: %s: %s (line %d)", #call,          \
+                        cublasGetStatusName(st_), cublasGetStatusString(st_),  \
+                        __LINE__);                                             \
+  } while (0)
+#endif
+
+/* Makes the raw streams before any timing: flood and short at priority 0
+ * (what a stream made without a priority gets on CUDA, the least of the
+ * range on current GPUs and on the host backend), high at the device's
+ * greatest (on CUDA, weft_device_info has it from
+ * cudaDeviceGetStreamPriorityRange); on CUDA also the handle, set to the
+ * flood stream. The cube's module is loaded already (seed_kernels_preload,
+ * cudaFuncGetAttributes): under lazy loading the first launch would load
+ * it, and loading can wait for kernels running on other streams; the
+ * warm-up round does the same for cuBLAS's kernels. */
+static int raw_open(prio_bench *pb) {
+  bench_ctx *c = pb->c;
+  pb->raw_prio = 0;
+  pb->raw_high_prio = pb->info.priority_greatest;
+  RAW_TRY(c, raw_stream_create(pb->rt, pb->raw_prio, &pb->raw_flood));
+  RAW_TRY(c, raw_stream_create(pb->rt, pb->raw_prio, &pb->raw_short));
+  RAW_TRY(c, raw_stream_create(pb->rt, pb->raw_high_prio, &pb->raw_high));
+#ifdef WEFT_BENCH_CUDA
+  if (raw_is_cuda(pb->raw_flood)) {
+    cublasHandle_t h; /* kept only once made: close destroys nothing else */
+    BLAS_TRY(c, cublasCreate(&h));
+    pb->blas = h;
+    BLAS_TRY(c, cublasSetStream(pb->blas, pb->raw_flood.cs));
+  }
+#endif
+  return 0;
+}
+
+/* Waits for the raw streams and frees them and the handle; errors here
+ * would only repeat one already reported. */
+static void raw_close(prio_bench *pb) {
+#ifdef WEFT_BENCH_CUDA
+  if (pb->blas)
+    cublasDestroy(pb->blas);
+  pb->blas = NULL;
+#endif
+  /* A stream not made is all zero, which destroy passes over. */
+  raw_stream_destroy(&pb->raw_high);
+  raw_stream_destroy(&pb->raw_short);
+  raw_stream_destroy(&pb->raw_flood);
+}
+
+/* The seed's order from one thread: `with stream(first): matmuls`, then
+ * `with stream(second): pows` (PRIO_HIGH: on the high stream); then the
+ * host waits for the short work's stream, then for the flood's. The flood
+ * is bench_sgemm through the baseline's handle on CUDA, the seed matmul
+ * kernel on the host backend. On failure, work already queued still runs;
+ * raw_close waits for it. */
+static int raw_run(prio_bench *pb, prio_mode m, prio_times *t) {
+  bench_ctx *c = pb->c;
+  const prio_set *s = &pb->set;
+  unsigned n = s->n;
+  unsigned long nn = (unsigned long)n * n;
+  raw_stream st = m == PRIO_HIGH ? pb->raw_high : pb->raw_short;
+  uint64_t t0 = bench_now_ns();
+  for (int i = 0; m != PRIO_ALONE && i < s->nflood; i++) {
+    const float *a = s->in[i % RING], *b = s->in[(i + 1) % RING];
+    float *out = s->flood_out[i % RING];
+#ifdef WEFT_BENCH_CUDA
+    if (raw_is_cuda(pb->raw_flood)) {
+      BLAS_TRY(c, bench_sgemm(pb->blas, n, a, b, out));
+      continue;
+    }
+#endif
+    /* Launches copy their arguments when queued, so locals will do. */
+    void *args[] = {&a, &b, &out, &n};
+    RAW_TRY(c, raw_launch(pb->raw_flood, &pb->k.matmul, seed_matmul_grid(n),
+                          WEFT_DIM1(1), args));
+  }
+  for (int j = 0; j < s->nshort; j++) {
+    const float *in = s->in[j];
+    float *out = s->short_out + (size_t)j * nn;
+    void *args[] = {&in, &out, &nn};
+    RAW_TRY(c, raw_launch(st, &pb->k.cube, WEFT_DIM1(seed_blocks(nn)),
+                          WEFT_DIM1(SEED_THREADS), args));
+  }
+  RAW_TRY(c, raw_stream_sync(st));
+  t->short_ms = (double)(bench_now_ns() - t0) / 1e6;
+  t->flood_ms = 0;
+  if (m != PRIO_ALONE) {
+    RAW_TRY(c, raw_stream_sync(pb->raw_flood));
+    t->flood_ms = (double)(bench_now_ns() - t0) / 1e6;
+  }
+  return 0;
 }
 
 /* ---- setup, checks ---- */
@@ -166,11 +303,10 @@ static int setup(prio_bench *pb, unsigned n, int nflood, int nshort) {
     pb->in[j] = pb->in_d + (size_t)j * nn;
   for (int r = 0; r < RING; r++)
     pb->flood_out[r] = pb->flood_d + (size_t)r * nn;
-  pb->set = (bench_prio_set){
+  pb->set = (prio_set){
       .n = n,
       .nflood = nflood,
       .nshort = nshort,
-      .ring = RING,
       .in = pb->in,
       .flood_out = pb->flood_out,
       .short_out = pb->short_d,
@@ -275,26 +411,25 @@ static int check(prio_bench *pb, int flooded, const char *what) {
 static const char *const mode_name[NMODES] = {"alone", "same priority",
                                               "high priority"};
 
-static int run_once(prio_bench *pb, int side, bench_prio_mode m, int record) {
+static int run_once(prio_bench *pb, int side, prio_mode m, int record) {
   bench_ctx *c = pb->c;
   char what[64];
   snprintf(what, sizeof what, "%s, %s", side == SIDE_RAW ? "raw" : "weft",
            mode_name[m]);
   if (poison(pb))
     return BENCH_FAIL;
-  bench_prio_times t;
+  prio_times t = {0};
   if (side == SIDE_RAW) {
-    if (pb->raw->ops->run(pb->raw, &pb->set, m, &t))
-      return bench_fail(c, "%s: %s", what, pb->raw->err);
+    if (raw_run(pb, m, &t))
+      return BENCH_FAIL;
   } else {
     pb->mode = m;
     if (bench_in_task(c, pb->rt, driver, pb) || bench_failed(c))
       return BENCH_FAIL;
     t.short_ms = (double)(pb->t_short - pb->t0) / 1e6;
-    t.flood_ms =
-        m == BENCH_PRIO_ALONE ? 0 : (double)(pb->t_flood - pb->t0) / 1e6;
+    t.flood_ms = m == PRIO_ALONE ? 0 : (double)(pb->t_flood - pb->t0) / 1e6;
   }
-  if (check(pb, m != BENCH_PRIO_ALONE, what))
+  if (check(pb, m != PRIO_ALONE, what))
     return BENCH_FAIL;
   if (record) {
     bench_samples_add(&pb->s[side][m], t.short_ms);
@@ -307,7 +442,7 @@ static int measure(prio_bench *pb) {
   for (int r = 0; r <= bench_repeat(pb->c); r++)
     for (int side = 0; side < NSIDES; side++)
       for (int m = 0; m < NMODES; m++)
-        if (run_once(pb, side, (bench_prio_mode)m, r > 0))
+        if (run_once(pb, side, (prio_mode)m, r > 0))
           return BENCH_FAIL;
   return 0;
 }
@@ -322,22 +457,22 @@ static int report_raw(prio_bench *pb, const char *size, const char *flood) {
   bench_ctx *c = pb->c;
   int cuda = bench_backend(c) == WEFT_BACKEND_CUDA;
   const char *raw = cuda ? "raw CUDA" : "raw host ops";
-  int prio = pb->raw_prio, high = pb->raw_high;
+  int prio = pb->raw_prio, high = pb->raw_high_prio;
   bench_samples *s = pb->s[SIDE_RAW], *f = pb->flood[SIDE_RAW];
   char name[96];
   snprintf(name, sizeof name, "%s: short work alone", raw);
   bench_peer(c, "alone", "raw");
-  int rc = bench_report(c, name, "ms", &s[BENCH_PRIO_ALONE], BENCH_BASELINE,
+  int rc = bench_report(c, name, "ms", &s[PRIO_ALONE], BENCH_BASELINE,
                         "%s on one stream (priority %d); until its stream "
                         "sync returns",
                         size, prio);
   snprintf(name, sizeof name, "%s: beside the flood, same priority", raw);
   bench_peer(c, "same", "raw");
   if (rc == 0)
-    rc = bench_report(c, name, "ms", &s[BENCH_PRIO_SAME], 0,
+    rc = bench_report(c, name, "ms", &s[PRIO_SAME], 0,
                       "one thread: %s queued first, then the short work, "
                       "both streams priority %d; flood done at %.1f ms",
-                      flood, prio, median(&f[BENCH_PRIO_SAME]));
+                      flood, prio, median(&f[PRIO_SAME]));
   snprintf(name, sizeof name, "%s: beside the flood, short stream high", raw);
   /* On the host backend a stream runs on one executor thread at a time and
    * priority only picks among ready streams when every executor is busy:
@@ -350,50 +485,48 @@ static int report_raw(prio_bench *pb, const char *size, const char *flood) {
              pb->info.multiprocessors);
   bench_peer(c, "high", "raw");
   if (rc == 0)
-    rc = bench_report(c, name, "ms", &s[BENCH_PRIO_HIGH], 0,
+    rc = bench_report(c, name, "ms", &s[PRIO_HIGH], 0,
                       "as above, short stream priority %d (greatest); flood "
                       "done at %.1f ms%s",
-                      high, median(&f[BENCH_PRIO_HIGH]), host);
+                      high, median(&f[PRIO_HIGH]), host);
   return rc;
 }
 
 static int report_weft(prio_bench *pb, const char *size) {
   bench_ctx *c = pb->c;
   bench_samples *s = pb->s[SIDE_WEFT], *f = pb->flood[SIDE_WEFT];
-  double alone = median(&s[BENCH_PRIO_ALONE]);
-  double ratio = alone > 0 ? median(&s[BENCH_PRIO_HIGH]) / alone : 0;
+  double alone = median(&s[PRIO_ALONE]);
+  double ratio = alone > 0 ? median(&s[PRIO_HIGH]) / alone : 0;
   bench_peer(c, "alone", "weft");
   int rc = bench_report(
-      c, "weft: short task alone", "ms", &s[BENCH_PRIO_ALONE], BENCH_BASELINE,
+      c, "weft: short task alone", "ms", &s[PRIO_ALONE], BENCH_BASELINE,
       "%s in one task; until its weft_sync returns (stamped in "
       "the task)",
       size);
   bench_peer(c, "same", "weft");
   if (rc == 0)
     rc = bench_report(
-        c, "weft: beside a flood task, same priority", "ms",
-        &s[BENCH_PRIO_SAME], 0,
+        c, "weft: beside a flood task, same priority", "ms", &s[PRIO_SAME], 0,
         "a driver spawns the flood task, then the short task, both normal: "
         "they issue at once (raw issues the flood first from one thread); "
         "flood done at %.1f ms",
-        median(&f[BENCH_PRIO_SAME]));
+        median(&f[PRIO_SAME]));
   bench_peer(c, "high", "weft");
   if (rc == 0)
-    rc = bench_report(c, "weft: beside a flood task, short task HIGH", "ms",
-                      &s[BENCH_PRIO_HIGH], 0,
-                      "target <= %.1f x alone: %.2f x (%s); "
-                      "WEFT_PRIORITY_HIGH: stream priority %d; flood done at "
-                      "%.1f ms",
-                      TARGET_HIGH, ratio,
-                      ratio <= TARGET_HIGH ? "met" : "MISSED",
-                      pb->info.priority_greatest, median(&f[BENCH_PRIO_HIGH]));
+    rc = bench_report(
+        c, "weft: beside a flood task, short task HIGH", "ms", &s[PRIO_HIGH], 0,
+        "target <= %.1f x alone: %.2f x (%s); "
+        "WEFT_PRIORITY_HIGH: stream priority %d; flood done at "
+        "%.1f ms",
+        TARGET_HIGH, ratio, ratio <= TARGET_HIGH ? "met" : "MISSED",
+        pb->info.priority_greatest, median(&f[PRIO_HIGH]));
   return rc;
 }
 
 static int report(prio_bench *pb) {
   bench_ctx *c = pb->c;
   int cuda = bench_backend(c) == WEFT_BACKEND_CUDA;
-  const bench_prio_set *s = &pb->set;
+  const prio_set *s = &pb->set;
   char size[96], flood[96];
   snprintf(size, sizeof size, "%d cube kernels over %ux%u floats", s->nshort,
            s->n, s->n);
@@ -413,13 +546,7 @@ static int run(bench_ctx *c) {
   if (!pb)
     return bench_fail(c, "out of memory");
   pb->c = c;
-#ifdef WEFT_BENCH_CUDA
-  pb->ops = cuda ? &bench_prio_raw_cuda : &bench_prio_raw_host;
-#else
-  pb->ops = &bench_prio_raw_host;
-#endif
   seed_kernels_init(&pb->k);
-  char err[512];
   /* Tasks that call cuBLAS need deep stacks (weft/cuda.h). */
   int rc = bench_runtime_open_with(
       c, &(bench_rt_opts){.stack_size = BENCH_CUBLAS_STACK}, &pb->rt);
@@ -427,22 +554,15 @@ static int run(bench_ctx *c) {
     rc = bench_fail_weft(c, rc, "weft_device_get_info");
   if (rc == 0 && (rc = seed_kernels_preload(&pb->k, bench_backend(c))) != 0)
     rc = bench_fail_weft(c, rc, "seed_kernels_preload");
-  if (rc == 0 && pb->ops->open(pb->rt, &pb->raw, err, sizeof err))
-    rc = bench_fail(c, "%s", err);
-  if (rc == 0) {
-    pb->raw_prio = pb->raw->prio_default;
-    pb->raw_high = pb->raw->prio_high;
-  }
+  if (rc == 0)
+    rc = raw_open(pb);
   if (rc == 0) {
     rc = setup(pb, n, nflood, nshort);
     if (rc == 0)
       rc = measure(pb);
   }
   /* The raw streams are drained before the memory they use is freed. */
-  if (pb->raw) {
-    pb->ops->close(pb->raw);
-    pb->raw = NULL;
-  }
+  raw_close(pb);
   if (pb->rt && teardown(pb))
     rc = BENCH_FAIL;
   if (bench_runtime_close(c, &pb->rt))

@@ -16,10 +16,13 @@
  * faster than the baseline):
  * - per batch size B (CUDA 1, 4, 16, 64, 256, 1024, 4096, quick 1, 16, 256,
  *   4096; host 1, 4, 16, 64, 256, quick 1, 16, 64), one group each:
- *   raw: 1 thread, 1 stream (baseline; hand-written CUDA runtime code on
- *   CUDA, the host backend's entry points on the host backend), weft: 1
- *   task (weft_launch, weft_copy, weft_sync), weft: 4 tasks, each doing a
- *   quarter of the batches with its own buffers (so their streams overlap);
+ *   raw: 1 thread, 1 stream (baseline, written here against raw_api.h:
+ *   on CUDA hand-written CUDA runtime code, a non-blocking stream,
+ *   cudaLaunchKernel of the layer, cudaMemcpyAsync into pinned memory and
+ *   cudaStreamSynchronize per batch; on the host backend its own stream,
+ *   weft/host.h), weft: 1 task (weft_launch, weft_copy, weft_sync), weft:
+ *   4 tasks, each doing a quarter of the batches with its own buffers (so
+ *   their streams overlap);
  * - how many tasks keep the GPU busy: at B = 16 (host 4), T = 1, 2, 4, 8,
  *   16 tasks (host 1, 2, 4) sharing the batches, T = 1 the baseline.
  * NB batches per sample: clamp(2^15 / B, 16, 1024) on CUDA (a sample of
@@ -49,8 +52,8 @@
 #include <string.h>
 
 #include "bench.h"
-#include "raw_saturation.h"
-#include "seed_kernels.h"
+#include "kernels.h"
+#include "raw_api.h"
 #include "traced.h"
 
 enum {
@@ -59,16 +62,64 @@ enum {
   MAX_TASKS = 16, /* the most tasks of one run */
   MANY = 4,       /* tasks of the "weft: 4 tasks" rows */
   PERIOD = 251,   /* input rows repeat with this (prime) period */
+  MAX_LAYERS = 8,
 };
 
 enum { V_RAW, V_WEFT1, V_WEFT4, NVARIANTS };
 
 typedef struct sat_bench sat_bench;
 
+/* One stream's view of the model: layer l computes
+ *   out[l][b][j] = tanh(sum_k w[l][k][j] * in[l][b][k])
+ * for b < batch, j < width (seed_kernels' layer, grid
+ * seed_blocks(batch * width) of SEED_THREADS threads), where in[0] is the
+ * input and in[l] = out[l - 1] otherwise (model_of points them at two
+ * activation buffers in turn). A batch runs the layers in order, then
+ * copies out[layers - 1] (batch * width floats, device) to out_h (pinned
+ * host memory) and waits for the copy. */
+typedef struct sat_model {
+  unsigned batch, width, layers; /* layers <= MAX_LAYERS */
+  const float *in[MAX_LAYERS];
+  const float *w[MAX_LAYERS];
+  float *out[MAX_LAYERS];
+  float *out_h;
+} sat_model;
+
+/* The launch arguments of a model's layers, laid out as cudaLaunchKernel's
+ * kernelParams: p[l] for layer l. Launches copy the values they are
+ * pointed at, so one sat_args serves every batch of a loop. It points into
+ * itself: fill it in place with sat_args_init and do not copy it. */
+typedef struct sat_args {
+  const float *in[MAX_LAYERS], *w[MAX_LAYERS];
+  float *out[MAX_LAYERS];
+  unsigned batch, width;
+  void *p[MAX_LAYERS][5];
+} sat_args;
+
+/* Fills *a for m. Returns 0, or -1 when m->layers is 0 or more than
+ * MAX_LAYERS. */
+static int sat_args_init(sat_args *a, const sat_model *m) {
+  if (m->layers == 0 || m->layers > MAX_LAYERS)
+    return -1;
+  a->batch = m->batch;
+  a->width = m->width;
+  for (unsigned l = 0; l < m->layers; l++) {
+    a->in[l] = m->in[l];
+    a->w[l] = m->w[l];
+    a->out[l] = m->out[l];
+    a->p[l][0] = &a->in[l];
+    a->p[l][1] = &a->w[l];
+    a->p[l][2] = &a->out[l];
+    a->p[l][3] = &a->batch;
+    a->p[l][4] = &a->width;
+  }
+  return 0;
+}
+
 /* One task's share of a run: its model (its own buffers) and batches. */
 typedef struct sat_job {
   sat_bench *sb;
-  bench_sat_model m;
+  sat_model m;
   long nb;
 } sat_job;
 
@@ -308,8 +359,8 @@ static int teardown(sat_bench *sb) {
 }
 
 /* Task slot's model at batch size b. */
-static bench_sat_model model_of(const sat_bench *sb, int slot, unsigned b) {
-  bench_sat_model m = {.batch = b, .width = sb->width, .layers = sb->layers};
+static sat_model model_of(const sat_bench *sb, int slot, unsigned b) {
+  sat_model m = {.batch = b, .width = sb->width, .layers = sb->layers};
   for (unsigned l = 0; l < sb->layers; l++) {
     m.in[l] = l == 0 ? sb->x_d : sb->act[slot][(l - 1) & 1];
     m.w[l] = sb->w_d + (size_t)l * sb->width * sb->width;
@@ -359,10 +410,10 @@ static int check(sat_bench *sb, int ntasks, unsigned b, const char *what) {
 static void infer_task(void *arg) {
   sat_job *j = arg;
   bench_ctx *c = j->sb->c;
-  const bench_sat_model *m = &j->m;
+  const sat_model *m = &j->m;
   const weft_kernel *layer = &j->sb->k.layer;
-  bench_sat_args a;
-  if (bench_sat_args_init(&a, m)) {
+  sat_args a;
+  if (sat_args_init(&a, m)) {
     bench_fail(c, "%u layers", m->layers);
     return;
   }
@@ -417,25 +468,49 @@ static int run_weft(sat_bench *sb, int ntasks, unsigned b, long nb,
   return rc || bench_failed(c) ? BENCH_FAIL : 0;
 }
 
+/* ---- the raw baseline ---- */
+
+/* nb batches of m on stream s from this thread, each waited for before the
+ * next is issued, as a loop that reads every batch's result does: L
+ * launches of the layer, a copy of the output into pinned memory, a
+ * blocking stream sync. */
+static int raw_infer(sat_bench *sb, raw_stream s, const sat_model *m, long nb) {
+  bench_ctx *c = sb->c;
+  sat_args a;
+  if (sat_args_init(&a, m))
+    return bench_fail(c, "raw: %u layers", m->layers);
+  size_t bytes = (size_t)m->batch * m->width * sizeof(float);
+  weft_dim3 grid = WEFT_DIM1(seed_blocks((unsigned long)m->batch * m->width));
+  weft_dim3 block = WEFT_DIM1(SEED_THREADS);
+  const float *result = m->out[m->layers - 1];
+  for (long i = 0; i < nb; i++) {
+    for (unsigned l = 0; l < m->layers; l++)
+      RAW_TRY(c, raw_launch(s, &sb->k.layer, grid, block, a.p[l]));
+    RAW_TRY(c, raw_copy(s, m->out_h, result, bytes, RAW_D2H));
+    RAW_TRY(c, raw_stream_sync(s));
+  }
+  return 0;
+}
+
 /* ---- running ---- */
 
 /* One run of a variant: poison, run, check; adds items/s to s when s is
- * not NULL (not the warm-up). */
-static int one_run(sat_bench *sb, bench_sat_raw *raw, int ntasks, unsigned b,
+ * not NULL (not the warm-up). raw: the raw baseline's stream, NULL for
+ * weft's tasks. */
+static int one_run(sat_bench *sb, const raw_stream *raw, int ntasks, unsigned b,
                    long nb, bench_samples *s) {
-  bench_ctx *c = sb->c;
   char prefix[32], what[48];
   uint64_t ns = 0;
   if (poison(sb, ntasks, b))
     return BENCH_FAIL;
   if (raw) {
-    bench_sat_model m = model_of(sb, 0, b);
+    sat_model m = model_of(sb, 0, b);
     snprintf(what, sizeof what, "raw");
     uint64_t t0 = bench_now_ns();
-    int rc = raw->ops->infer(raw, &m, nb);
+    int rc = raw_infer(sb, *raw, &m, nb);
     ns = bench_now_ns() - t0;
     if (rc)
-      return bench_fail(c, "raw, B=%u: %s", b, raw->err);
+      return BENCH_FAIL;
   } else {
     snprintf(prefix, sizeof prefix, "sat/b%u/t%d/", b, ntasks);
     snprintf(what, sizeof what, "weft, %d tasks", ntasks);
@@ -452,7 +527,7 @@ static int one_run(sat_bench *sb, bench_sat_raw *raw, int ntasks, unsigned b,
 
 /* The timed rounds, in an untraced runtime: round 0 warms every variant
  * up, the rest are kept. */
-static int measure(sat_bench *sb, bench_sat_raw *raw) {
+static int measure(sat_bench *sb, const raw_stream *raw) {
   int repeat = bench_repeat(sb->c);
   for (int i = 0; i < sb->nsizes; i++) {
     unsigned b = sb->batch[i];
@@ -534,19 +609,17 @@ static int in_runtime(sat_bench *sb, const char *path) {
     rc = bench_fail_weft(c, rc, "weft_kernel_preload");
   if (rc == 0) {
     rc = setup(sb);
-    bench_sat_raw *raw = NULL;
+    /* The raw baseline's stream, made before timing (all zero until made,
+     * which destroy passes over); destroying it waits for its work. */
+    raw_stream raw = {0};
     if (rc == 0 && !path) {
-      const bench_sat_raw_ops *ops = bench_sat_raw_for(bench_backend(c));
-      char err[512];
-      if (!ops)
-        rc = bench_fail(c, "raw CUDA baseline: not built");
-      else if (ops->open(sb->rt, &raw, err, sizeof err))
-        rc = bench_fail(c, "%s", err);
+      int e = raw_stream_create(sb->rt, 0, &raw);
+      if (e)
+        rc = raw_fail(c, e, "raw_stream_create", __LINE__);
     }
     if (rc == 0)
-      rc = path ? measure_traced(sb) : measure(sb, raw);
-    if (raw)
-      raw->ops->close(raw);
+      rc = path ? measure_traced(sb) : measure(sb, &raw);
+    raw_stream_destroy(&raw);
     if (teardown(sb))
       rc = BENCH_FAIL;
   }
@@ -575,7 +648,7 @@ static int report(sat_bench *sb) {
   char name[64];
   const char *raw_how =
       sb->cuda ? "cudaLaunchKernel x L, cudaMemcpyAsync, cudaStreamSynchronize"
-               : "weft__launch x L, weft__copy, weft__stream_sync";
+               : "weft_host_launch x L, weft_host_copy, weft_host_stream_sync";
   int rc = 0;
   for (int i = 0; rc == 0 && i < sb->nsizes; i++) {
     unsigned b = sb->batch[i];

@@ -32,8 +32,8 @@
 
 #include "bench.h"
 #include "gemm.h"
-#include "raw_tasks.h"
-#include "seed_kernels.h"
+#include "kernels.h"
+#include "raw_api.h"
 
 enum { NT = 8, NSAMPLE = 32 };
 
@@ -66,10 +66,16 @@ struct tasks_bench {
   float *a_h, *b_h; /* host copies of the inputs, for the reference */
   float *fetched;   /* one output read back */
   float *a, *b, *out[NT];
-  bench_tasks_work work;
   unsigned si[NSAMPLE], sj[NSAMPLE];
   double want[NSAMPLE];
-  bench_raw_tasks *raw;
+  /* The raw baseline: streams made before timing, as a pool would keep
+   * them; on CUDA one cuBLAS handle moved between them. */
+  raw_stream streams[NT];
+  int nstreams;
+#ifdef WEFT_BENCH_CUDA
+  cublasHandle_t blas;  /* NULL until made */
+  cudaStream_t blas_on; /* the stream blas is set to */
+#endif
   /* The weft variants' driver: its parameter and result. */
   int ntasks; /* 0: the runs in the driver itself */
   uint64_t ns;
@@ -143,6 +149,81 @@ static void driver(void *arg) {
   tb->ns = bench_now_ns() - t0;
 }
 
+/* ---- raw ---- */
+
+/* One raw iteration: runs 0 .. runs-1 issued in order from this thread,
+ * run k on stream k % nstreams, then a blocking sync of each stream used.
+ * On CUDA the SGEMM is bench_sgemm through the baseline's own handle, moved
+ * to each run's stream with cublasSetStream (the very call weft's tasks
+ * make through weft_cublas); on the host backend the seed matmul kernel. */
+static int raw_iteration(tasks_bench *tb, int runs, int nstreams) {
+  bench_ctx *c = tb->c;
+  unsigned n = tb->n;
+  unsigned long nn = (unsigned long)n * n;
+  const float *a = tb->a, *b = tb->b;
+  for (int k = 0; k < runs; k++) {
+    raw_stream s = tb->streams[k % nstreams];
+    float *out = tb->out[k];
+    /* Launches copy their arguments when queued, so locals will do. */
+    void *sine_args[] = {&out, &nn};
+#ifdef WEFT_BENCH_CUDA
+    if (raw_is_cuda(s)) {
+      if (tb->blas_on != s.cs) {
+        cublasStatus_t st = cublasSetStream(tb->blas, s.cs);
+        if (st != CUBLAS_STATUS_SUCCESS)
+          return bench_fail(c, "raw CUDA: cublasSetStream: %s",
+                            cublasGetStatusString(st));
+        tb->blas_on = s.cs;
+      }
+      cublasStatus_t st = bench_sgemm(tb->blas, n, a, b, out);
+      if (st != CUBLAS_STATUS_SUCCESS)
+        return bench_fail(c, "raw CUDA: bench_sgemm: %s",
+                          cublasGetStatusString(st));
+    } else
+#endif
+    {
+      void *mm_args[] = {&a, &b, &out, &n};
+      RAW_TRY(c, raw_launch(s, &tb->k.matmul, seed_matmul_grid(n), WEFT_DIM1(1),
+                            mm_args));
+    }
+    RAW_TRY(c, raw_launch(s, &tb->k.sine, WEFT_DIM1(seed_blocks(nn)),
+                          WEFT_DIM1(SEED_THREADS), sine_args));
+  }
+  for (int i = 0; i < nstreams && i < runs; i++)
+    RAW_TRY(c, raw_stream_sync(tb->streams[i]));
+  return 0;
+}
+
+static int raw_open(tasks_bench *tb) {
+  for (; tb->nstreams < NT; tb->nstreams++)
+    RAW_TRY(tb->c, raw_stream_create(tb->rt, 0, &tb->streams[tb->nstreams]));
+#ifdef WEFT_BENCH_CUDA
+  if (raw_on_cuda(tb->rt)) {
+    cublasStatus_t st = cublasCreate(&tb->blas);
+    if (st != CUBLAS_STATUS_SUCCESS) {
+      tb->blas = NULL;
+      return bench_fail(tb->c, "raw CUDA: cublasCreate: %s",
+                        cublasGetStatusString(st));
+    }
+    tb->blas_on = NULL; /* a new handle works on the legacy default stream */
+  }
+#endif
+  return 0;
+}
+
+/* Waits for the raw streams and frees them; errors here would only repeat
+ * one already reported. */
+static void raw_close(tasks_bench *tb) {
+  for (int i = 0; i < tb->nstreams; i++)
+    raw_stream_destroy(&tb->streams[i]);
+  tb->nstreams = 0;
+#ifdef WEFT_BENCH_CUDA
+  if (tb->blas) /* waits for the whole device, which is idle by now */
+    cublasDestroy(tb->blas);
+  tb->blas = NULL;
+#endif
+}
+
 /* ---- checks ---- */
 
 /* Every output to NaN, on the calling thread's stream, waited for. */
@@ -199,11 +280,10 @@ static int sample(tasks_bench *tb, int v, double *us) {
       return BENCH_FAIL;
     ns = tb->ns;
   } else {
-    const bench_raw_tasks_ops *ops = tb->raw->ops;
     uint64_t t0 = bench_now_ns();
     for (int it = 0; it < tb->iters; it++)
-      if (ops->iteration(tb->raw, &tb->work, nruns[v], nspread[v]))
-        return bench_fail(c, "%s: %s", what[v], tb->raw->err);
+      if (raw_iteration(tb, nruns[v], nspread[v]))
+        return BENCH_FAIL;
     ns = bench_now_ns() - t0;
   }
   *us = (double)ns / tb->iters / 1e3;
@@ -317,7 +397,6 @@ static int setup(tasks_bench *tb) {
   BENCH_TRY(c, weft_copy(tb->b, tb->b_h, bytes));
   /* The allocations and inputs, before other streams use them. */
   BENCH_TRY(c, weft_sync());
-  tb->work = (bench_tasks_work){.n = n, .a = tb->a, .b = tb->b, .c = tb->out};
   /* Samples: the corners, then spread by the LCG. */
   for (int s = 0; s < NSAMPLE; s++) {
     uint64_t r = seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
@@ -354,17 +433,13 @@ static int run(bench_ctx *c) {
   tb->n = (unsigned)(cuda ? bench_size(c, 1024, 512) : bench_size(c, 96, 64));
   tb->iters = cuda ? 20 : 3;
   seed_kernels_init(&tb->k);
-  const bench_raw_tasks_ops *ops = bench_raw_tasks_for(bench_backend(c));
-  char err[512];
   /* cuBLAS's first calls in a task need deep stacks (weft/cuda.h). */
   int rc = bench_runtime_open_with(
       c, &(bench_rt_opts){.stack_size = BENCH_CUBLAS_STACK}, &tb->rt);
   if (rc == 0 && (rc = seed_kernels_preload(&tb->k, bench_backend(c))) != 0)
     rc = bench_fail_weft(c, rc, "weft_kernel_preload");
-  if (rc == 0 && !ops)
-    rc = bench_fail(c, "raw CUDA baseline: not built (WEFT_WITH_CUDA=OFF)");
-  if (rc == 0 && ops->open(tb->rt, NT, &tb->raw, err, sizeof err))
-    rc = bench_fail(c, "%s", err);
+  if (rc == 0)
+    rc = raw_open(tb);
   if (rc == 0) {
     rc = setup(tb);
     if (rc == 0)
@@ -372,8 +447,7 @@ static int run(bench_ctx *c) {
   }
   /* The raw streams are waited for (close) before the memory they may
    * still use after a failure is freed on another stream. */
-  if (tb->raw)
-    ops->close(tb->raw);
+  raw_close(tb);
   if (tb->rt && teardown(tb))
     rc = BENCH_FAIL;
   if (bench_runtime_close(c, &tb->rt))

@@ -295,3 +295,17 @@ void weft__task_finalize(weft_task *t) {
   if (ev)
     weft__event_pool_put(rt, ev);
 }
+
+int weft_task_stats_get(weft_runtime *rt, weft_task_stats *out) {
+  if (!rt || !out)
+    return weft__err(WEFT_EINVAL, "weft_task_stats_get: NULL argument");
+  if (out->struct_size != sizeof *out)
+    return weft__err(WEFT_EINVAL, "weft_task_stats_get: set out->struct_size "
+                                  "to sizeof(weft_task_stats)");
+  out->live = (uint64_t)atomic_load(&rt->nlive);
+  pthread_mutex_lock(&rt->stacks.lock);
+  out->stacks_in_use = rt->stacks.live;
+  out->stacks_unguarded = rt->stacks.unguarded;
+  pthread_mutex_unlock(&rt->stacks.lock);
+  return 0;
+}

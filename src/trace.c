@@ -1,4 +1,5 @@
-/* The tracer's buffers and the JSON writer (trace.h). */
+/* The tracer's buffers and the JSON writer (trace.h). The words written
+ * come from trace_format.h, which the reader in tools/trace/ shares. */
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -8,7 +9,9 @@
 #include <unistd.h>
 
 #include "error_internal.h"
+#include "json_write.h"
 #include "trace.h"
+#include "trace_format.h"
 
 #define CHUNK_RECS 4096
 
@@ -209,18 +212,8 @@ int weft__trace_open(const char *path, const char *backend) {
 
 /* ---- writing ---- */
 
-static void put_str(FILE *f, const char *s) {
-  fputc('"', f);
-  for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-    if (*p == '"' || *p == '\\')
-      fprintf(f, "\\%c", *p);
-    else if (*p < 0x20)
-      fprintf(f, "\\u%04x", *p);
-    else
-      fputc(*p, f);
-  }
-  fputc('"', f);
-}
+/* A member name for format strings: keys are literals needing no escape. */
+#define KEY(k) "\"" k "\":"
 
 static int cmp_pair(const void *a, const void *b) {
   uint64_t x = ((const pair *)a)->key, y = ((const pair *)b)->key;
@@ -251,28 +244,34 @@ static uint64_t corr_task(uint64_t corr) {
 static const char *dir_name(int copy) {
   switch (copy) {
   case WEFT__TR_HTOD:
-    return "HtoD";
+    return WEFT_TRF_DIR_HTOD;
   case WEFT__TR_DTOH:
-    return "DtoH";
+    return WEFT_TRF_DIR_DTOH;
   case WEFT__TR_DTOD:
-    return "DtoD";
+    return WEFT_TRF_DIR_DTOD;
   case WEFT__TR_HTOH:
-    return "HtoH";
+    return WEFT_TRF_DIR_HTOH;
   }
-  return "other";
+  return WEFT_TRF_DIR_OTHER;
 }
 
-static const char *mem_name(int copy, int src_host, int pinned) {
-  if (!src_host)
-    return "Device";
-  return pinned ? "Pinned" : "Pageable";
+static const char *mem_name(int host, int pinned) {
+  if (!host)
+    return WEFT_TRF_MEM_DEVICE;
+  return pinned ? WEFT_TRF_MEM_PINNED : WEFT_TRF_MEM_PAGEABLE;
 }
+
+static const char *const cats[WEFT__TR_NKINDS] = {
+    [WEFT__TR_KERNEL] = WEFT_TRF_CAT_KERNEL,
+    [WEFT__TR_MEMCPY] = WEFT_TRF_CAT_MEMCPY,
+    [WEFT__TR_MEMSET] = WEFT_TRF_CAT_MEMSET,
+    [WEFT__TR_API] = WEFT_TRF_CAT_RUNTIME,
+    [WEFT__TR_TASK] = WEFT_TRF_CAT_TASK,
+    [WEFT__TR_WAIT] = WEFT_TRF_CAT_WAIT,
+};
 
 static void write_rec(FILE *f, const weft__trace_rec *r, uint64_t t0,
                       long host_pid) {
-  static const char *cats[] = {"kernel",       "gpu_memcpy", "gpu_memset",
-                               "cuda_runtime", "task",       "weft_wait",
-                               "weft_sync"};
   int gpu = r->kind <= WEFT__TR_MEMSET;
   double ts = (double)(r->start - t0) / 1e3;
   double dur = r->end > r->start ? (double)(r->end - r->start) / 1e3 : 0.0;
@@ -282,23 +281,33 @@ static void write_rec(FILE *f, const weft__trace_rec *r, uint64_t t0,
   if (r->kind == WEFT__TR_MEMCPY) {
     int src_host = r->copy == WEFT__TR_HTOD || r->copy == WEFT__TR_HTOH;
     int dst_host = r->copy == WEFT__TR_DTOH || r->copy == WEFT__TR_HTOH;
-    snprintf(name, sizeof name, "Memcpy %s (%s -> %s)", dir_name(r->copy),
-             mem_name(r->copy, src_host, r->src_pinned),
-             mem_name(r->copy, dst_host, r->dst_pinned));
+    snprintf(name, sizeof name, WEFT_TRF_NAME_MEMCPY_FMT, dir_name(r->copy),
+             mem_name(src_host, r->src_pinned),
+             mem_name(dst_host, r->dst_pinned));
     nm = name;
   } else if (r->kind == WEFT__TR_MEMSET) {
-    nm = "Memset (Device)";
+    nm = WEFT_TRF_NAME_MEMSET;
   } else if (r->kind == WEFT__TR_TASK) {
     const char *tn = task_name(r->task);
-    nm = tn ? tn : "task";
+    nm = tn ? tn : WEFT_TRF_NAME_TASK;
   }
-  fprintf(f, "{\"ph\":\"X\",\"cat\":\"%s\",\"name\":", cats[r->kind]);
-  put_str(f, nm);
+  /* {"ph":"X","cat":"kernel","name":"...","pid":0,"tid":7,"ts":1.000,
+   *  "dur":2.000,"args":{"device":0,"stream":7,...}} */
+  fprintf(f,
+          "{" KEY(WEFT_TRF_PH) "\"" WEFT_TRF_PH_COMPLETE "\"," KEY(
+              WEFT_TRF_CAT) "\"%s\"," KEY(WEFT_TRF_NAME),
+          cats[r->kind]);
+  json_write_string(f, nm);
   if (gpu)
-    fprintf(f, ",\"pid\":%d,\"tid\":%" PRIu32, r->dev, r->lane);
+    fprintf(f, "," KEY(WEFT_TRF_PID) "%d," KEY(WEFT_TRF_TID) "%" PRIu32, r->dev,
+            r->lane);
   else
-    fprintf(f, ",\"pid\":%ld,\"tid\":%" PRIu32, host_pid, r->lane);
-  fprintf(f, ",\"ts\":%.3f,\"dur\":%.3f,\"args\":{", ts, dur);
+    fprintf(f, "," KEY(WEFT_TRF_PID) "%ld," KEY(WEFT_TRF_TID) "%" PRIu32,
+            host_pid, r->lane);
+  fprintf(f,
+          "," KEY(WEFT_TRF_TS) "%.3f," KEY(WEFT_TRF_DUR) "%.3f," KEY(
+              WEFT_TRF_ARGS) "{",
+          ts, dur);
   int comma = 0;
 #define ARG(...)                                                               \
   do {                                                                         \
@@ -307,34 +316,123 @@ static void write_rec(FILE *f, const weft__trace_rec *r, uint64_t t0,
     comma = 1;                                                                 \
   } while (0)
   if (gpu) {
-    ARG("\"device\":%d,\"stream\":%" PRIu32, r->dev, r->lane);
+    ARG(KEY(WEFT_TRF_ARG_DEVICE) "%d," KEY(WEFT_TRF_ARG_STREAM) "%" PRIu32,
+        r->dev, r->lane);
   }
   if (r->corr)
-    ARG("\"correlation\":%" PRIu64, r->corr);
+    ARG(KEY(WEFT_TRF_ARG_CORRELATION) "%" PRIu64, r->corr);
   if (r->kind == WEFT__TR_MEMCPY || r->kind == WEFT__TR_MEMSET) {
-    ARG("\"bytes\":%" PRIu64, r->bytes);
+    ARG(KEY(WEFT_TRF_ARG_BYTES) "%" PRIu64, r->bytes);
     if (dur > 0)
-      ARG("\"memory bandwidth (GB/s)\":%.3f", (double)r->bytes / (dur * 1e3));
+      ARG(KEY(WEFT_TRF_ARG_BANDWIDTH) "%.3f", (double)r->bytes / (dur * 1e3));
   }
   if (r->kind == WEFT__TR_MEMCPY)
-    ARG("\"direction\":\"%s\"", dir_name(r->copy));
-  if (r->kind == WEFT__TR_TASK && r->ready && r->why &&
-      r->why < WEFT__TR_READY_NKINDS) {
+    ARG(KEY(WEFT_TRF_ARG_DIRECTION) "\"%s\"", dir_name(r->copy));
+  const char *why = weft_trf_ready_name(r->why);
+  if (r->kind == WEFT__TR_TASK && r->ready && why) {
     /* The runtime's own delay before this slice: docs/TRACE.md. */
-    static const char *why[] = {"", "spawn", "gpu", "join", "yield"};
-    ARG("\"weft_ready_by\":\"%s\",\"weft_ready_delay_us\":%.3f", why[r->why],
-        (double)(r->start - r->ready) / 1e3);
+    ARG(KEY(WEFT_TRF_ARG_READY_BY) "\"%s\"," KEY(
+            WEFT_TRF_ARG_READY_DELAY_US) "%.3f",
+        why, (double)(r->start - r->ready) / 1e3);
   }
   if (task) {
-    ARG("\"task\":%" PRIu64, task);
+    ARG(KEY(WEFT_TRF_ARG_TASK) "%" PRIu64, task);
     const char *tn = task_name(task);
     if (tn) {
-      ARG("\"task_name\":");
-      put_str(f, tn);
+      ARG(KEY(WEFT_TRF_ARG_TASK_NAME));
+      json_write_string(f, tn);
     }
   }
 #undef ARG
   fprintf(f, "}}");
+}
+
+/* An "M" event naming a process (tid < 0) or a thread. */
+static void write_meta(FILE *f, const char *what, long pid, int64_t tid,
+                       const char *name) {
+  fprintf(f,
+          "{" KEY(WEFT_TRF_PH) "\"" WEFT_TRF_PH_METADATA "\"," KEY(
+              WEFT_TRF_NAME) "\"%s\"," KEY(WEFT_TRF_PID) "%ld",
+          what, pid);
+  if (tid >= 0)
+    fprintf(f, "," KEY(WEFT_TRF_TID) "%" PRId64, tid);
+  fprintf(f, "," KEY(WEFT_TRF_ARGS) "{" KEY(WEFT_TRF_ARG_NAME));
+  json_write_string(f, name);
+  fprintf(f, "}}");
+}
+
+/* Lock held. The whole file: the header, the host's names, every record,
+ * then a name for each GPU lane the records used. */
+static void write_trace(FILE *f, uint64_t t0) {
+  long pid = (long)getpid();
+  fprintf(f, "{" KEY(WEFT_TRF_SCHEMA_VERSION) "1," KEY(
+                 WEFT_TRF_DISPLAY_TIME_UNIT) "\"ms\",");
+  fprintf(f,
+          KEY(WEFT_TRF_WEFT) "{\"version\":\"0.1.0\",\"backend\":\"%s\","
+                             "\"dropped_records\":%" PRIu64
+                             "},\n" KEY(WEFT_TRF_TRACE_EVENTS) "[\n",
+          T.backend, (uint64_t)atomic_load(&T.dropped));
+  write_meta(f, WEFT_TRF_META_PROCESS_NAME, pid, -1, "weft host");
+  for (size_t i = 0; i < T.nlanes; i++) {
+    fprintf(f, ",\n");
+    write_meta(f, WEFT_TRF_META_THREAD_NAME, pid, (int64_t)T.lanes[i].id,
+               T.lanes[i].name);
+  }
+  /* Name each GPU lane once: "stream N" under "GPU d". */
+  pair *seen = NULL;
+  size_t nseen = 0, cap = 0;
+  for (chunk *c = T.chunks; c; c = c->next) {
+    unsigned n = atomic_load_explicit(&c->n, memory_order_acquire);
+    for (unsigned i = 0; i < n; i++) {
+      const weft__trace_rec *r = &c->r[i];
+      fprintf(f, ",\n");
+      write_rec(f, r, t0, pid);
+      if (r->kind > WEFT__TR_MEMSET)
+        continue;
+      uint64_t key = ((uint64_t)(uint16_t)r->dev << 32) | r->lane;
+      size_t k = 0;
+      while (k < nseen && seen[k].key != key)
+        k++;
+      if (k == nseen && grow((void **)&seen, &cap, nseen, sizeof *seen) == 0)
+        seen[nseen++] = (pair){key, 0};
+    }
+  }
+  for (size_t k = 0; k < nseen; k++) {
+    int dev = (int)(seen[k].key >> 32);
+    uint32_t lane = (uint32_t)seen[k].key;
+    char name[32];
+    snprintf(name, sizeof name, "GPU %d", dev);
+    fprintf(f, ",\n");
+    write_meta(f, WEFT_TRF_META_PROCESS_NAME, dev, -1, name);
+    snprintf(name, sizeof name, "stream %" PRIu32, lane);
+    fprintf(f, ",\n");
+    write_meta(f, WEFT_TRF_META_THREAD_NAME, dev, lane, name);
+  }
+  free(seen);
+  fprintf(f, "\n]}\n");
+}
+
+/* Lock held. Frees what the trace recorded, ready for the next one. */
+static void free_records(void) {
+  while (T.chunks) {
+    chunk *c = T.chunks;
+    T.chunks = c->next;
+    free(c);
+  }
+  T.shared = NULL;
+  while (T.strs) {
+    str *s = T.strs;
+    T.strs = s->next;
+    free(s);
+  }
+  free(T.tasks);
+  free(T.lanes);
+  free(T.corrs);
+  T.tasks = T.lanes = NULL;
+  T.corrs = NULL;
+  T.ntasks = T.cap_tasks = T.nlanes = T.cap_lanes = T.ncorrs = T.cap_corrs = 0;
+  free(T.path);
+  T.path = NULL;
 }
 
 int weft__trace_close(void) {
@@ -360,79 +458,11 @@ int weft__trace_close(void) {
   if (!f) {
     rc = weft__err(WEFT_EIO, "weft trace: cannot write %s", T.path);
   } else {
-    long pid = (long)getpid();
-    fprintf(f, "{\"schemaVersion\":1,\"displayTimeUnit\":\"ms\",");
-    fprintf(f,
-            "\"weft\":{\"version\":\"0.1.0\",\"backend\":\"%s\","
-            "\"dropped_records\":%" PRIu64 "},\n\"traceEvents\":[\n",
-            T.backend, (uint64_t)atomic_load(&T.dropped));
-    fprintf(f,
-            "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%ld,"
-            "\"args\":{\"name\":\"weft host\"}}",
-            pid);
-    for (size_t i = 0; i < T.nlanes; i++) {
-      fprintf(f,
-              ",\n{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%ld,"
-              "\"tid\":%" PRIu64 ",\"args\":{\"name\":",
-              pid, T.lanes[i].id);
-      put_str(f, T.lanes[i].name);
-      fprintf(f, "}}");
-    }
-    /* Name each GPU lane once: "stream N" under "GPU d". */
-    pair *seen = NULL;
-    size_t nseen = 0, cap = 0;
-    for (chunk *c = T.chunks; c; c = c->next) {
-      unsigned n = atomic_load_explicit(&c->n, memory_order_acquire);
-      for (unsigned i = 0; i < n; i++) {
-        const weft__trace_rec *r = &c->r[i];
-        fprintf(f, ",\n");
-        write_rec(f, r, t0, pid);
-        if (r->kind > WEFT__TR_MEMSET)
-          continue;
-        uint64_t key = ((uint64_t)(uint16_t)r->dev << 32) | r->lane;
-        size_t k = 0;
-        while (k < nseen && seen[k].key != key)
-          k++;
-        if (k == nseen && grow((void **)&seen, &cap, nseen, sizeof *seen) == 0)
-          seen[nseen++] = (pair){key, 0};
-      }
-    }
-    for (size_t k = 0; k < nseen; k++) {
-      int dev = (int)(seen[k].key >> 32);
-      uint32_t lane = (uint32_t)seen[k].key;
-      fprintf(f,
-              ",\n{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%d,"
-              "\"args\":{\"name\":\"GPU %d\"}}",
-              dev, dev);
-      fprintf(f,
-              ",\n{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%d,"
-              "\"tid\":%" PRIu32 ",\"args\":{\"name\":\"stream %" PRIu32 "\"}}",
-              dev, lane, lane);
-    }
-    free(seen);
-    fprintf(f, "\n]}\n");
+    write_trace(f, t0);
     if (fclose(f) != 0)
       rc = weft__err(WEFT_EIO, "weft trace: error writing %s", T.path);
   }
-  while (T.chunks) {
-    chunk *c = T.chunks;
-    T.chunks = c->next;
-    free(c);
-  }
-  T.shared = NULL;
-  while (T.strs) {
-    str *s = T.strs;
-    T.strs = s->next;
-    free(s);
-  }
-  free(T.tasks);
-  free(T.lanes);
-  free(T.corrs);
-  T.tasks = T.lanes = NULL;
-  T.corrs = NULL;
-  T.ntasks = T.cap_tasks = T.nlanes = T.cap_lanes = T.ncorrs = T.cap_corrs = 0;
-  free(T.path);
-  T.path = NULL;
+  free_records();
   T.epoch++;
   pthread_mutex_unlock(&T.lock);
   return rc;

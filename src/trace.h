@@ -15,6 +15,9 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
+#include "trace_format.h"
+
+/* What a record is; each kind is written with its category (trace.c). */
 typedef enum weft__trace_kind {
   WEFT__TR_KERNEL,
   WEFT__TR_MEMCPY,
@@ -22,7 +25,7 @@ typedef enum weft__trace_kind {
   WEFT__TR_API,  /* the host-side call that queued a GPU op */
   WEFT__TR_TASK, /* a run slice of a task on a worker thread */
   WEFT__TR_WAIT, /* a task suspended waiting for the GPU */
-  WEFT__TR_SYNC, /* a host thread blocked in a device or stream sync */
+  WEFT__TR_NKINDS
 } weft__trace_kind;
 
 enum { /* copy directions, as CUPTI numbers them */
@@ -33,14 +36,15 @@ enum { /* copy directions, as CUPTI numbers them */
 };
 
 /* Why a task was made ready, for the runtime-latency figures: its next run
- * slice records the delay from then to its start. */
+ * slice records the delay from then to its start. The numbers are the trace
+ * format's, which names them (trace_format.h). */
 enum {
-  WEFT__TR_READY_NONE = 0,
-  WEFT__TR_READY_SPAWN, /* spawned: spawn -> first run */
-  WEFT__TR_READY_GPU,   /* its GPU wait was seen complete -> resumed */
-  WEFT__TR_READY_JOIN,  /* the task it joined (or followed) ended -> resumed */
-  WEFT__TR_READY_YIELD, /* it yielded -> resumed */
-  WEFT__TR_READY_NKINDS
+  WEFT__TR_READY_NONE = WEFT_TRF_READY_NONE,
+  WEFT__TR_READY_SPAWN = WEFT_TRF_READY_SPAWN, /* spawn -> first run */
+  WEFT__TR_READY_GPU = WEFT_TRF_READY_GPU,     /* GPU wait seen -> resumed */
+  WEFT__TR_READY_JOIN = WEFT_TRF_READY_JOIN,   /* joined ended -> resumed */
+  WEFT__TR_READY_YIELD = WEFT_TRF_READY_YIELD, /* yielded -> resumed */
+  WEFT__TR_READY_NKINDS = WEFT_TRF_READY_NKINDS
 };
 
 typedef struct weft__trace_rec {

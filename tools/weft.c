@@ -163,7 +163,7 @@ static int parse_backend(cli_global *g, const char *text) {
 }
 
 int cli_common_flag(cli_global *g, int argc, char **argv, int *i) {
-  const char *v;
+  const char *v = NULL;
   int m = cli_flag_value(argc, argv, i, "--backend", &v);
   if (m <= 0)
     return m;

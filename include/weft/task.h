@@ -75,6 +75,22 @@ WEFT_API weft_task *weft_task_self(void);
  * Errors: none. Context: any thread; never blocks. */
 WEFT_API const char *weft_task_name(const weft_task *task);
 
+/* Counts of a runtime's tasks and fiber stacks, as of the call. */
+typedef struct weft_task_stats {
+  size_t struct_size; /* set to sizeof(weft_task_stats) */
+  /* Spawned and not yet done (a task is done once its GPU work is),
+   * joined or not. */
+  uint64_t live;
+  uint64_t stacks_in_use; /* fiber stacks of started, unfinished tasks */
+  /* Stacks mapped without a guard page (their overflow is found by a
+   * canary instead): past an eighth of vm.max_map_count guarded stacks. */
+  uint64_t stacks_unguarded;
+} weft_task_stats;
+
+/* Fills *out. Errors: WEFT_EINVAL (NULL, or out->struct_size not
+ * sizeof(weft_task_stats)). Context: any thread; never blocks. */
+WEFT_API int weft_task_stats_get(weft_runtime *rt, weft_task_stats *out);
+
 WEFT_END_DECLS
 
 #endif

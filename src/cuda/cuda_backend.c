@@ -219,7 +219,7 @@ static int cuda_device_info(weft__backend *base, int dev,
   weft_device_info out = b->devs[dev].info;
   /* Free memory is the only figure that changes, and cudaMemGetInfo answers
    * for the current device; put back the caller's device afterwards. */
-  int prev;
+  int prev = 0;
   int rc = weft__cuda_use_device(dev, &prev);
   if (rc)
     return rc;

@@ -272,7 +272,35 @@ static void in_task(void) {
   tt_close(rt);
 }
 
+static void stats_task(void *arg) {
+  weft_task_stats st = {.struct_size = sizeof st};
+  CHECK_OK(weft_task_stats_get(arg, &st));
+  CHECK(st.live >= 1);          /* this one */
+  CHECK(st.stacks_in_use >= 1); /* its stack */
+}
+
+/* weft_task_stats_get: counts while a task lives and after, and its
+ * checks. */
+static void task_stats(void) {
+  weft_runtime *rt = tt_open_workers(2);
+  weft_task_stats st = {.struct_size = sizeof st};
+  CHECK_OK(weft_task_stats_get(rt, &st));
+  CHECK(st.live == 0 && st.stacks_in_use == 0);
+  weft_task *t;
+  CHECK_OK(weft_task_spawn(rt, &t, stats_task, rt, NULL));
+  CHECK_OK(weft_task_join(t));
+  CHECK_OK(weft_task_stats_get(rt, &st));
+  CHECK(st.live == 0 && st.stacks_in_use == 0);
+  CHECK_ERR(weft_task_stats_get(NULL, &st), WEFT_EINVAL);
+  CHECK_ERR(weft_task_stats_get(rt, NULL), WEFT_EINVAL);
+  st.struct_size = 1;
+  CHECK_ERR(weft_task_stats_get(rt, &st), WEFT_EINVAL);
+  CHECK(strstr(weft_last_error_message(), "struct_size") != NULL);
+  tt_close(rt);
+}
+
 int main(void) {
+  task_stats();
   no_runtime_calls();
   bad_options();
   init_with(1, 0);

@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sort.h"
+
 /* ---- interval sets ---------------------------------------------------------
  */
 
@@ -223,24 +225,24 @@ static void stream_stats(const trace_model *m, const uint32_t *ops, size_t n,
 /* ---- kernels, tasks --------------------------------------------------------
  */
 
-static const trace_model *sort_model; /* for the qsort comparators below */
-
-static int cmp_kernel(const void *pa, const void *pb) {
+/* Kernels by total time, then count, then name (ctx: the model). */
+static int cmp_kernel(const void *pa, const void *pb, const void *ctx) {
+  const trace_model *m = ctx;
   const trace_kernel_stats *a = pa, *b = pb;
   if (a->total != b->total)
     return a->total > b->total ? -1 : 1;
   if (a->count != b->count)
     return a->count > b->count ? -1 : 1;
-  return strcmp(trace_model_str(sort_model, a->name),
-                trace_model_str(sort_model, b->name));
+  return strcmp(trace_model_str(m, a->name), trace_model_str(m, b->name));
 }
 
-static int cmp_task_op(const void *pa, const void *pb) {
-  uint32_t a = *(const uint32_t *)pa, b = *(const uint32_t *)pb;
-  int64_t ta = sort_model->ops[a].task, tb = sort_model->ops[b].task;
-  if (ta != tb)
-    return ta < tb ? -1 : 1;
-  return a < b ? -1 : a > b;
+/* Op indices by task (ctx: the model); the sort is stable, so each task's
+ * ops stay in time order. */
+static int cmp_task_op(const void *pa, const void *pb, const void *ctx) {
+  const trace_model *m = ctx;
+  int64_t ta = m->ops[*(const uint32_t *)pa].task;
+  int64_t tb = m->ops[*(const uint32_t *)pb].task;
+  return ta < tb ? -1 : ta > tb;
 }
 
 static int cmp_u32(const void *pa, const void *pb) {
@@ -350,8 +352,10 @@ static int tasks(const trace_model *m, trace_analysis *a) {
   for (size_t i = 0; i < m->nops; i++)
     if (m->ops[i].task != TRACE_NONE)
       idx[n++] = (uint32_t)i;
-  sort_model = m;
-  qsort(idx, n, sizeof *idx, cmp_task_op);
+  if (trace_sort(idx, n, sizeof *idx, cmp_task_op, m)) {
+    free(idx);
+    return -1;
+  }
   size_t ntasks = 1;
   for (size_t i = 1; i < n; i++)
     ntasks += m->ops[idx[i]].task != m->ops[idx[i - 1]].task;
@@ -531,8 +535,8 @@ int trace_analyze(const trace_model *m, trace_analysis *a) {
       delays[ndelays++] = op->ts - (call->ts + call->dur);
     }
   }
-  sort_model = m;
-  qsort(a->kernels, a->nkernels, sizeof *a->kernels, cmp_kernel);
+  if (trace_sort(a->kernels, a->nkernels, sizeof *a->kernels, cmp_kernel, m))
+    goto out;
   a->launch.matched = ndelays;
   a->launch.unmatched = ngpu - ndelays;
   if (ndelays) {

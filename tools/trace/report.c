@@ -2,11 +2,12 @@
  * as JSON with a stable schema ("weft-trace-report/1", docs/TRACE.md). Names
  * come from the trace file, so text output replaces control characters and
  * JSON output escapes them. */
-#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "analysis.h"
+#include "json_write.h"
+#include "trace_format.h"
 
 #define NAME_WIDTH 60 /* bytes of a kernel or task name shown in text */
 
@@ -118,7 +119,8 @@ static void text_report(FILE *f, const trace_model *m, const trace_analysis *a,
 
   if (a->gpu_ops == 0) {
     fprintf(f, "\nno GPU activity: the trace has no kernel, copy or memset "
-               "(cat \"kernel\", \"gpu_memcpy\", \"gpu_memset\")\n");
+               "(cat \"" WEFT_TRF_CAT_KERNEL "\", \"" WEFT_TRF_CAT_MEMCPY
+               "\", \"" WEFT_TRF_CAT_MEMSET "\")\n");
   } else {
     const trace_breakdown *b = &a->all;
     fprintf(f, "\nGPU time over the span of GPU activity: %s ms\n",
@@ -265,33 +267,19 @@ static void text_report(FILE *f, const trace_model *m, const trace_analysis *a,
 /* ---- JSON
  * -------------------------------------------------------------------- */
 
-static void json_str(FILE *f, const char *s) {
-  fputc('"', f);
-  for (; *s; s++) {
-    unsigned char c = (unsigned char)*s;
-    if (c == '"' || c == '\\')
-      fprintf(f, "\\%c", c);
-    else if (c < 0x20 || c == 0x7F)
-      fprintf(f, "\\u%04x", c);
-    else
-      fputc(c, f);
-  }
-  fputc('"', f);
-}
-
-/* A finite number with 3 decimals (microseconds to the nanosecond). */
+/* A time in microseconds, to the nanosecond. */
 static void json_us(FILE *f, const char *key, double v) {
-  if (isfinite(v))
-    fprintf(f, "\"%s\": %.3f", key, v);
-  else
-    fprintf(f, "\"%s\": null", key);
+  json_write_key(f, key);
+  json_write_fixed(f, v, 3);
 }
 
+/* A percentage; negative ones mean "no meaning here" (trace_pct). */
 static void json_pct(FILE *f, const char *key, double p) {
-  if (p < 0 || !isfinite(p))
-    fprintf(f, "\"%s\": null", key);
+  json_write_key(f, key);
+  if (p < 0)
+    fputs("null", f);
   else
-    fprintf(f, "\"%s\": %.3f", key, p);
+    json_write_fixed(f, p, 3);
 }
 
 static void json_breakdown(FILE *f, const trace_breakdown *b, int device) {
@@ -361,7 +349,7 @@ static void json_latency(FILE *f, const trace_model *m,
   }
   fprintf(f, ",\n    \"slowest_task\": {\"task\": %lld, \"name\": ",
           (long long)a->slowest_task);
-  json_str(f, trace_model_str(m, a->slowest_name));
+  json_write_string(f, trace_model_str(m, a->slowest_name));
   fprintf(f, ", ");
   json_us(f, "life_us", a->slowest_life);
   fprintf(f, ", ");
@@ -372,7 +360,7 @@ static void json_latency(FILE *f, const trace_model *m,
 static void json_report(FILE *f, const trace_model *m, const trace_analysis *a,
                         const trace_report_opts *o) {
   fprintf(f, "{\n  \"schema\": \"weft-trace-report/1\",\n  \"source\": ");
-  json_str(f, o->source ? o->source : "-");
+  json_write_string(f, o->source ? o->source : "-");
   fprintf(f,
           ",\n  \"events\": {\"total\": %zu, \"complete\": %zu, "
           "\"metadata\": %zu, \"ignored\": %zu},\n",
@@ -446,7 +434,7 @@ static void json_report(FILE *f, const trace_model *m, const trace_analysis *a,
   for (size_t i = 0; i < top; i++) {
     const trace_kernel_stats *k = &a->kernels[i];
     fprintf(f, "%s{\"name\": ", i ? ",\n    " : "\n    ");
-    json_str(f, trace_model_str(m, k->name));
+    json_write_string(f, trace_model_str(m, k->name));
     fprintf(f, ", \"count\": %zu, ", k->count);
     json_us(f, "total_us", k->total);
     fputs(", ", f);
@@ -498,7 +486,7 @@ static void json_report(FILE *f, const trace_model *m, const trace_analysis *a,
     const trace_task_stats *t = &a->tasks[i];
     fprintf(f, "%s{\"task\": %lld, \"name\": ", i ? ",\n    " : "\n    ",
             (long long)t->task);
-    json_str(f, trace_model_str(m, t->name));
+    json_write_string(f, trace_model_str(m, t->name));
     fprintf(f, ", \"slices\": %zu, ", t->slices);
     json_us(f, "run_us", t->run);
     fprintf(f, ", \"waits\": %zu, ", t->waits);

@@ -326,91 +326,84 @@ static void axis(canvas *c, double span_us, double top, double bottom) {
           c->plot_x + c->plot_w, bottom + 33);
 }
 
-int trace_svg_write(FILE *f, const trace_model *m, const trace_analysis *a,
-                    const trace_svg_opts *opts) {
-  int width = opts && opts->width ? opts->width : TRACE_SVG_DEFAULT_WIDTH;
-  if (width < TRACE_SVG_MIN_WIDTH)
-    width = TRACE_SVG_MIN_WIDTH;
-  if (width > TRACE_SVG_MAX_WIDTH)
-    width = TRACE_SVG_MAX_WIDTH;
+/* ---- the picture --------------------------------------------------------- */
 
-  lanes gl = {0}, tl = {0};
-  if (group_ops(m, 1, m->ngpu_lanes, &gl) ||
-      group_ops(m, 0, m->nthreads, &tl)) {
-    lanes_free(&gl);
-    lanes_free(&tl);
-    return -1;
-  }
+/* Where everything goes, worked out before anything is written. */
+typedef struct layout {
+  int width;
+  double height;
+  double legend_x[NCOLORS], legend_y[NCOLORS];
+  double top;     /* the overlap band */
+  double lanes_y; /* the first heading */
+  size_t drawn, hidden, groups, cpu_lanes;
+} layout;
 
-  /* Time range: every op drawn. */
-  double t0 = 0, t1 = 0;
+/* The time range of every op drawn; 0 when there is none. */
+static int time_range(const trace_model *m, double *t0, double *t1) {
   int any = 0;
+  *t0 = *t1 = 0;
   for (size_t i = 0; i < m->nops; i++) {
     const trace_op *op = &m->ops[i];
     if (op_color(op) < 0)
       continue;
-    if (!any || op->ts < t0)
-      t0 = op->ts;
-    if (!any || op->ts + op->dur > t1)
-      t1 = op->ts + op->dur;
+    if (!any || op->ts < *t0)
+      *t0 = op->ts;
+    if (!any || op->ts + op->dur > *t1)
+      *t1 = op->ts + op->dur;
     any = 1;
   }
-  double span = t1 - t0;
-  if (!(span > 0))
-    span = 1; /* a single instant: any scale will do */
+  return any;
+}
 
-  /* Which lanes are drawn, and the height. */
-  size_t drawn = 0, hidden = 0, groups = 0;
+/* Which lanes are drawn (those with ops, up to the limit), and under how
+ * many headings: one per device, and one for the CPU threads. */
+static void count_lanes(const trace_model *m, const lanes *gl, const lanes *tl,
+                        layout *lo) {
   for (size_t l = 0; l < m->ngpu_lanes; l++) {
-    if (gl.at[l + 1] == gl.at[l])
+    if (gl->at[l + 1] == gl->at[l])
       continue;
-    if (drawn >= TRACE_SVG_MAX_LANES) {
-      hidden++;
+    if (lo->drawn >= TRACE_SVG_MAX_LANES) {
+      lo->hidden++;
       continue;
     }
-    drawn++;
+    lo->drawn++;
     if (l == 0 || m->gpu_lanes[l].device != m->gpu_lanes[l - 1].device)
-      groups++;
+      lo->groups++;
   }
-  size_t cpu_lanes = 0;
   for (size_t t = 0; t < m->nthreads; t++) {
-    if (tl.at[t + 1] == tl.at[t])
+    if (tl->at[t + 1] == tl->at[t])
       continue;
-    if (drawn >= TRACE_SVG_MAX_LANES) {
-      hidden++;
+    if (lo->drawn >= TRACE_SVG_MAX_LANES) {
+      lo->hidden++;
       continue;
     }
-    drawn++;
-    cpu_lanes++;
+    lo->drawn++;
+    lo->cpu_lanes++;
   }
-  groups += cpu_lanes > 0;
+  lo->groups += lo->cpu_lanes > 0;
+}
 
-  /* The legend wraps on narrow pictures. */
-  double legend_x[NCOLORS], legend_y[NCOLORS];
-  {
-    double lx = 8, ly = 50;
-    for (int k = 0; k < NCOLORS; k++) {
-      double w = 16 + 6.5 * (double)strlen(colors[k].legend) + 14;
-      if (lx + w > width && lx > 8) {
-        lx = 8;
-        ly += 18;
-      }
-      legend_x[k] = lx;
-      legend_y[k] = ly;
-      lx += w;
+/* The legend wraps on narrow pictures; the band and the lanes go below it. */
+static void place(layout *lo) {
+  double lx = 8, ly = 50;
+  for (int k = 0; k < NCOLORS; k++) {
+    double w = 16 + 6.5 * (double)strlen(colors[k].legend) + 14;
+    if (lx + w > lo->width && lx > 8) {
+      lx = 8;
+      ly += 18;
     }
+    lo->legend_x[k] = lx;
+    lo->legend_y[k] = ly;
+    lx += w;
   }
-  double top = legend_y[NCOLORS - 1] + 30;
-  double lanes_y = top + BAND_H + 10;
-  double height = lanes_y + groups * GROUP_H +
-                  (double)drawn * (LANE_H + LANE_GAP) + AXIS_H + 10 +
-                  (hidden ? 16 : 0);
+  lo->top = lo->legend_y[NCOLORS - 1] + 30;
+  lo->lanes_y = lo->top + BAND_H + 10;
+  lo->height = lo->lanes_y + lo->groups * GROUP_H +
+               (double)lo->drawn * (LANE_H + LANE_GAP) + AXIS_H + 10 +
+               (lo->hidden ? 16 : 0);
+}
 
-  canvas c = {.f = f, .m = m, .t0 = t0};
-  c.plot_x = LABEL_W;
-  c.plot_w = width - LABEL_W - RIGHT_PAD;
-  c.scale = c.plot_w / span;
-
+static void write_head(FILE *f, const layout *lo) {
   fprintf(f,
           "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
           "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" "
@@ -421,9 +414,12 @@ int trace_svg_write(FILE *f, const trace_model *m, const trace_analysis *a,
           ".end{text-anchor:end}"
           ".grid{stroke:#ddd;stroke-width:1}</style>\n"
           "<rect width=\"100%%\" height=\"100%%\" fill=\"#fff\"/>\n",
-          width, height, width, height);
+          lo->width, lo->height, lo->width, lo->height);
+}
 
-  /* Title and summary line. */
+/* The title, and a line with the breakdown and both overlap figures. */
+static void write_title(FILE *f, const trace_analysis *a,
+                        const trace_svg_opts *opts) {
   fprintf(f, "<text x=\"8\" y=\"20\" class=\"title\">weft trace");
   if (opts && opts->title) {
     fputs(": ", f);
@@ -449,115 +445,170 @@ int trace_svg_write(FILE *f, const trace_model *m, const trace_analysis *a,
     fputs("No GPU activity in this trace.", f);
   }
   fputs("</text>\n", f);
+}
 
-  /* Legend. */
+static void write_legend(FILE *f, const layout *lo) {
   for (int k = 0; k < NCOLORS; k++)
     fprintf(f,
             "<rect x=\"%.1f\" y=\"%.1f\" width=\"12\" height=\"12\" "
             "fill=\"%s\"/><text x=\"%.1f\" y=\"%.1f\">%s</text>\n",
-            legend_x[k], legend_y[k], colors[k].fill, legend_x[k] + 16,
-            legend_y[k] + 10, colors[k].legend);
+            lo->legend_x[k], lo->legend_y[k], colors[k].fill,
+            lo->legend_x[k] + 16, lo->legend_y[k] + 10, colors[k].legend);
+}
 
-  if (!any) {
-    fprintf(f, "<text x=\"8\" y=\"%.0f\">No operations to draw.</text>\n",
-            top + 20);
-    fputs("</svg>\n", f);
-    lanes_free(&gl);
-    lanes_free(&tl);
-    return ferror(f) ? -1 : 0;
-  }
-
-  /* The time axis and its grid first, so the ops are drawn over the grid. */
-  double lanes_bottom = lanes_y + (double)groups * GROUP_H +
-                        (double)drawn * (LANE_H + LANE_GAP) + (hidden ? 16 : 0);
-  axis(&c, span, top, lanes_bottom + 4);
-
-  /* The overlap band. */
-  fprintf(f, "<text x=\"8\" y=\"%.1f\">kernel ∩ copy</text>\n", top + 10);
-  fprintf(f,
+/* The band shading K ∩ M, the time behind the overlap percentages. */
+static void draw_overlap(canvas *c, const trace_analysis *a, double top) {
+  fprintf(c->f, "<text x=\"8\" y=\"%.1f\">kernel ∩ copy</text>\n", top + 10);
+  fprintf(c->f,
           "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%d\" "
           "fill=\"#f4f4f4\"/>\n",
-          c.plot_x, top, c.plot_w, BAND_H);
-  {
-    row r = {.c = &c, .y = top, .h = BAND_H};
-    for (size_t i = 0; i < a->noverlap; i++) {
-      trace_op fake = {.ts = a->overlap[i].start,
-                       .dur = a->overlap[i].end - a->overlap[i].start};
-      row_add(&r, &fake, C_OVERLAP, 0);
-    }
-    row_flush(&r);
+          c->plot_x, top, c->plot_w, BAND_H);
+  row r = {.c = c, .y = top, .h = BAND_H};
+  for (size_t i = 0; i < a->noverlap; i++) {
+    trace_op fake = {.ts = a->overlap[i].start,
+                     .dur = a->overlap[i].end - a->overlap[i].start};
+    row_add(&r, &fake, C_OVERLAP, 0);
   }
+  row_flush(&r);
+}
 
-  /* GPU lanes, under a heading per device. */
-  double y = lanes_y;
-  size_t budget = TRACE_SVG_MAX_LANES;
+/* GPU lanes from y on, under a heading per device, while budget lasts.
+ * Returns the y below them. */
+static double draw_gpu_lanes(canvas *c, const lanes *gl, double y,
+                             size_t *budget) {
+  const trace_model *m = c->m;
   char label[128];
   int64_t heading = 0;
   int headed = 0;
-  for (size_t l = 0; l < m->ngpu_lanes && budget; l++) {
-    if (gl.at[l + 1] == gl.at[l])
+  for (size_t l = 0; l < m->ngpu_lanes && *budget; l++) {
+    if (gl->at[l + 1] == gl->at[l])
       continue;
-    budget--;
+    (*budget)--;
     const trace_gpu_lane *ln = &m->gpu_lanes[l];
     if (!headed || ln->device != heading) {
       snprintf(label, sizeof label, "GPU %lld", (long long)ln->device);
-      lane_label(&c, y + 14, label, 1);
+      lane_label(c, y + 14, label, 1);
       y += GROUP_H;
       heading = ln->device;
       headed = 1;
     }
     snprintf(label, sizeof label, "stream %lld", (long long)ln->stream);
-    lane_label(&c, y + 13, label, 0);
-    row r = {.c = &c, .y = y, .h = LANE_H};
-    for (uint32_t k = gl.at[l]; k < gl.at[l + 1]; k++) {
-      const trace_op *op = &m->ops[gl.ops[k]];
+    lane_label(c, y + 13, label, 0);
+    row r = {.c = c, .y = y, .h = LANE_H};
+    for (uint32_t k = gl->at[l]; k < gl->at[l + 1]; k++) {
+      const trace_op *op = &m->ops[gl->ops[k]];
       row_add(&r, op, op_color(op), op->name);
     }
     row_flush(&r);
     y += LANE_H + LANE_GAP;
   }
+  return y;
+}
 
-  /* CPU threads: task slices fill the lane, API calls and waits are strips
-   * at its top and bottom. */
-  if (cpu_lanes && budget) {
-    lane_label(&c, y + 14, "CPU threads", 1);
+/* One CPU thread's lane at y: task slices fill it, API calls and waits are
+ * strips at its top and bottom. */
+static void draw_cpu_lane(canvas *c, const lanes *tl, size_t t, double y) {
+  const trace_model *m = c->m;
+  char label[128];
+  trace_thread_label(m, &m->threads[t], label, sizeof label);
+  lane_label(c, y + 13, label, 0);
+  fprintf(c->f,
+          "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%d\" "
+          "fill=\"#fafafa\"/>\n",
+          c->plot_x, y, c->plot_w, LANE_H);
+  row tasks = {.c = c, .y = y, .h = LANE_H};
+  row calls = {.c = c, .y = y, .h = STRIP_H};
+  row waits = {.c = c, .y = y + LANE_H - STRIP_H, .h = STRIP_H};
+  /* Tasks first so the strips are drawn over them. */
+  for (uint32_t k = tl->at[t]; k < tl->at[t + 1]; k++) {
+    const trace_op *op = &m->ops[tl->ops[k]];
+    if (op->kind == TRACE_OP_TASK)
+      row_add(&tasks, op, C_TASK, op->task_name ? op->task_name : op->name);
+  }
+  row_flush(&tasks);
+  for (uint32_t k = tl->at[t]; k < tl->at[t + 1]; k++) {
+    const trace_op *op = &m->ops[tl->ops[k]];
+    if (op->kind == TRACE_OP_RUNTIME)
+      row_add(&calls, op, C_RUNTIME, op->name);
+    else if (op->kind == TRACE_OP_WAIT)
+      row_add(&waits, op, C_WAIT, op->name);
+  }
+  row_flush(&calls);
+  row_flush(&waits);
+}
+
+/* The CPU threads from y on, under one heading, while budget lasts.
+ * Returns the y below them. */
+static double draw_cpu_lanes(canvas *c, const lanes *tl, size_t cpu_lanes,
+                             double y, size_t *budget) {
+  if (cpu_lanes && *budget) {
+    lane_label(c, y + 14, "CPU threads", 1);
     y += GROUP_H;
   }
-  for (size_t t = 0; t < m->nthreads && budget; t++) {
-    if (tl.at[t + 1] == tl.at[t])
+  for (size_t t = 0; t < c->m->nthreads && *budget; t++) {
+    if (tl->at[t + 1] == tl->at[t])
       continue;
-    budget--;
-    trace_thread_label(m, &m->threads[t], label, sizeof label);
-    lane_label(&c, y + 13, label, 0);
-    fprintf(f,
-            "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%d\" "
-            "fill=\"#fafafa\"/>\n",
-            c.plot_x, y, c.plot_w, LANE_H);
-    row tasks = {.c = &c, .y = y, .h = LANE_H};
-    row calls = {.c = &c, .y = y, .h = STRIP_H};
-    row waits = {.c = &c, .y = y + LANE_H - STRIP_H, .h = STRIP_H};
-    /* Tasks first so the strips are drawn over them. */
-    for (uint32_t k = tl.at[t]; k < tl.at[t + 1]; k++) {
-      const trace_op *op = &m->ops[tl.ops[k]];
-      if (op->kind == TRACE_OP_TASK)
-        row_add(&tasks, op, C_TASK, op->task_name ? op->task_name : op->name);
-    }
-    row_flush(&tasks);
-    for (uint32_t k = tl.at[t]; k < tl.at[t + 1]; k++) {
-      const trace_op *op = &m->ops[tl.ops[k]];
-      if (op->kind == TRACE_OP_RUNTIME)
-        row_add(&calls, op, C_RUNTIME, op->name);
-      else if (op->kind == TRACE_OP_WAIT)
-        row_add(&waits, op, C_WAIT, op->name);
-    }
-    row_flush(&calls);
-    row_flush(&waits);
+    (*budget)--;
+    draw_cpu_lane(c, tl, t, y);
     y += LANE_H + LANE_GAP;
   }
-  if (hidden) {
-    fprintf(f, "<text x=\"8\" y=\"%.1f\">%zu more lanes not drawn</text>\n",
-            y + 10, hidden);
+  return y;
+}
+
+/* Everything below the legend: the axis and grid, the band, the lanes. */
+static void draw_body(canvas *c, const trace_analysis *a, const lanes *gl,
+                      const lanes *tl, const layout *lo, double span) {
+  /* The time axis and its grid first, so the ops are drawn over the grid. */
+  double lanes_bottom = lo->lanes_y + (double)lo->groups * GROUP_H +
+                        (double)lo->drawn * (LANE_H + LANE_GAP) +
+                        (lo->hidden ? 16 : 0);
+  axis(c, span, lo->top, lanes_bottom + 4);
+  draw_overlap(c, a, lo->top);
+  size_t budget = TRACE_SVG_MAX_LANES;
+  double y = draw_gpu_lanes(c, gl, lo->lanes_y, &budget);
+  y = draw_cpu_lanes(c, tl, lo->cpu_lanes, y, &budget);
+  if (lo->hidden)
+    fprintf(c->f, "<text x=\"8\" y=\"%.1f\">%zu more lanes not drawn</text>\n",
+            y + 10, lo->hidden);
+}
+
+int trace_svg_write(FILE *f, const trace_model *m, const trace_analysis *a,
+                    const trace_svg_opts *opts) {
+  layout lo = {.width =
+                   opts && opts->width ? opts->width : TRACE_SVG_DEFAULT_WIDTH};
+  if (lo.width < TRACE_SVG_MIN_WIDTH)
+    lo.width = TRACE_SVG_MIN_WIDTH;
+  if (lo.width > TRACE_SVG_MAX_WIDTH)
+    lo.width = TRACE_SVG_MAX_WIDTH;
+
+  lanes gl = {0}, tl = {0};
+  if (group_ops(m, 1, m->ngpu_lanes, &gl) ||
+      group_ops(m, 0, m->nthreads, &tl)) {
+    lanes_free(&gl);
+    lanes_free(&tl);
+    return -1;
   }
+  double t0, t1;
+  int any = time_range(m, &t0, &t1);
+  double span = t1 - t0;
+  if (!(span > 0))
+    span = 1; /* a single instant: any scale will do */
+  count_lanes(m, &gl, &tl, &lo);
+  place(&lo);
+
+  canvas c = {.f = f, .m = m, .t0 = t0};
+  c.plot_x = LABEL_W;
+  c.plot_w = lo.width - LABEL_W - RIGHT_PAD;
+  c.scale = c.plot_w / span;
+
+  write_head(f, &lo);
+  write_title(f, a, opts);
+  write_legend(f, &lo);
+  if (any)
+    draw_body(&c, a, &gl, &tl, &lo, span);
+  else
+    fprintf(f, "<text x=\"8\" y=\"%.0f\">No operations to draw.</text>\n",
+            lo.top + 20);
   fputs("</svg>\n", f);
   lanes_free(&gl);
   lanes_free(&tl);

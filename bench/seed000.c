@@ -1,0 +1,375 @@
+/* Seed 000's normalisation, once (seed000.h). */
+#include <math.h>
+#include <string.h>
+
+#include "seed000.h"
+
+/* Records a failed weft call in s->err and returns -1. */
+static int weft_failed(seed000 *s, int rc, const char *call) {
+  const char *msg = weft_last_error_message();
+  snprintf(s->err, sizeof s->err, "%s: %s: %s", call, weft_err_name(rc),
+           *msg ? msg : weft_strerror(rc));
+  return -1;
+}
+
+#define S_WEFT(s, call)                                                        \
+  do {                                                                         \
+    int rc_ = (call);                                                          \
+    if (rc_ != 0)                                                              \
+      return weft_failed((s), rc_, #call);                                     \
+  } while (0)
+
+#define S_RAW(s, call)                                                         \
+  do {                                                                         \
+    int e_ = (call);                                                           \
+    if (e_ != 0) {                                                             \
+      raw_describe(e_, #call, __LINE__, (s)->err, sizeof(s)->err);             \
+      return -1;                                                               \
+    }                                                                          \
+  } while (0)
+
+const char *seed000_name(seed000_variant v) {
+  static const char *const names[SEED000_NVARIANTS] = {
+      "raw 1 stream", "raw streams", "weft tasks", "weft pipelined"};
+  return v < SEED000_NVARIANTS ? names[v] : "?";
+}
+
+/* ---- setup ---- */
+
+static int make_raw(seed000 *s) {
+  S_RAW(s, raw_stream_create(s->rt, 0, &s->main));
+  for (; s->nstreams < s->narrays; s->nstreams++)
+    S_RAW(s, raw_stream_create(s->rt, 0, &s->streams[s->nstreams]));
+  S_RAW(s, raw_event_create(s->rt, 1, &s->start));
+  S_RAW(s, raw_event_create(s->rt, 1, &s->final));
+  /* The per-stream end events only order streams; timing would cost. */
+  for (; s->nend < s->narrays; s->nend++)
+    S_RAW(s, raw_event_create(s->rt, 0, &s->end[s->nend]));
+  return 0;
+}
+
+int seed000_open(seed000 *s, weft_runtime *rt, int narrays, unsigned log2n) {
+  memset(s, 0, sizeof *s);
+  s->rt = rt;
+  demo_kernels_init(&s->k);
+  if (narrays < 1 || narrays > SEED000_MAX_ARRAYS) {
+    snprintf(s->err, sizeof s->err, "%d arrays: 1 to %d", narrays,
+             SEED000_MAX_ARRAYS);
+    return -1;
+  }
+  s->narrays = narrays;
+  s->log2n = log2n;
+  s->n = 1ull << log2n;
+  unsigned long long need = (s->n + DEMO_THREADS - 1) / DEMO_THREADS;
+  s->blocks = need < DEMO_MAX_BLOCKS ? (unsigned)need : DEMO_MAX_BLOCKS;
+  s->bytes = (size_t)s->n * sizeof(float);
+  size_t all = s->bytes * (size_t)narrays;
+  S_WEFT(s, weft_kernel_preload(&s->k.partial_reduce));
+  S_WEFT(s, weft_kernel_preload(&s->k.single_thread_sum));
+  S_WEFT(s, weft_kernel_preload(&s->k.divide_by));
+  /* One contiguous buffer each, so the pipelined variant can map over the
+   * arrays as chunks. */
+  S_WEFT(s, weft_pinned_alloc(all, (void **)&s->in_all));
+  S_WEFT(s, weft_pinned_alloc(all, (void **)&s->out_all));
+  S_WEFT(s, weft_device_alloc(all, (void **)&s->dev_all));
+  S_WEFT(s, weft_device_alloc((size_t)s->blocks * narrays * sizeof(float),
+                              (void **)&s->dev_partial_all));
+  S_WEFT(s, weft_device_alloc((size_t)narrays * sizeof(float),
+                              (void **)&s->dev_sum_all));
+  /* The allocations are ordered on this thread's stream: other streams use
+   * them once it has passed them. */
+  S_WEFT(s, weft_sync());
+  uint64_t seed = 0x9E3779B97F4A7C15ULL;
+  for (int i = 0; i < narrays; i++) {
+    s->in[i] = s->in_all + (size_t)i * s->n;
+    s->out[i] = s->out_all + (size_t)i * s->n;
+    s->dev_a[i] = s->dev_all + (size_t)i * s->n;
+    s->dev_partial[i] = s->dev_partial_all + (size_t)i * s->blocks;
+    s->dev_sum[i] = s->dev_sum_all + i;
+    s->cpu_sum[i] = demo_fill_input(s->in[i], s->n, &seed);
+  }
+  return make_raw(s);
+}
+
+int seed000_close(seed000 *s) {
+  int first = 0;
+  char err[sizeof s->err] = "";
+#define KEEP(call)                                                             \
+  do {                                                                         \
+    int e_ = (call);                                                           \
+    if (e_ != 0 && !first) {                                                   \
+      first = -1;                                                              \
+      if (e_ < 0)                                                              \
+        weft_failed(s, e_, #call);                                             \
+      else                                                                     \
+        raw_describe(e_, #call, __LINE__, s->err, sizeof s->err);              \
+      memcpy(err, s->err, sizeof err);                                         \
+    }                                                                          \
+  } while (0)
+  /* The raw streams first: their work may still use the memory. */
+  KEEP(raw_stream_destroy(&s->main));
+  for (int i = 0; i < s->nstreams; i++)
+    KEEP(raw_stream_destroy(&s->streams[i]));
+  KEEP(raw_event_destroy(&s->start));
+  KEEP(raw_event_destroy(&s->final));
+  for (int i = 0; i < s->nend; i++)
+    KEEP(raw_event_destroy(&s->end[i]));
+  s->nstreams = s->nend = 0;
+  float *dev[] = {s->dev_all, s->dev_partial_all, s->dev_sum_all};
+  for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++)
+    if (dev[i])
+      KEEP(weft_device_free(dev[i]));
+  s->dev_all = s->dev_partial_all = s->dev_sum_all = NULL;
+  KEEP(weft_sync());
+  if (s->in_all)
+    KEEP(weft_pinned_free(s->in_all));
+  if (s->out_all)
+    KEEP(weft_pinned_free(s->out_all));
+  s->in_all = s->out_all = NULL;
+#undef KEEP
+  if (first)
+    memcpy(s->err, err, sizeof err);
+  return first;
+}
+
+/* ---- raw ---- */
+
+/* One array's work on stream st. */
+static int raw_array(seed000 *s, int i, raw_stream st) {
+  unsigned long long n = s->n;
+  unsigned blocks = s->blocks;
+  weft_dim3 grid = WEFT_DIM1(blocks), block = WEFT_DIM1(DEMO_THREADS);
+  void *reduce_args[] = {&s->dev_a[i], &s->dev_partial[i], &n};
+  void *sum_args[] = {&s->dev_partial[i], &s->dev_sum[i], &blocks};
+  void *divide_args[] = {&s->dev_a[i], &s->dev_sum[i], &n};
+  S_RAW(s, raw_copy(st, s->dev_a[i], s->in[i], s->bytes, RAW_H2D));
+  S_RAW(s, raw_launch(st, &s->k.partial_reduce, grid, block, reduce_args));
+  S_RAW(s, raw_launch(st, &s->k.single_thread_sum, WEFT_DIM1(1), WEFT_DIM1(1),
+                      sum_args));
+  S_RAW(s, raw_launch(st, &s->k.divide_by, grid, block, divide_args));
+  S_RAW(s, raw_copy(st, s->out[i], s->dev_a[i], s->bytes, RAW_D2H));
+  return 0;
+}
+
+/* Every stream starts after the start event on the main stream, and the
+ * main stream waits for every stream's end event before it records the
+ * final one, so start -> final spans all the work. */
+static int run_raw(seed000 *s, int many, float *ms) {
+  S_RAW(s, raw_event_record(s->start, s->main));
+  for (int k = 0; many && k < s->narrays; k++)
+    S_RAW(s, raw_stream_wait(s->streams[k], s->start));
+  for (int i = 0; i < s->narrays; i++)
+    if (raw_array(s, i, many ? s->streams[i] : s->main))
+      return -1;
+  for (int k = 0; many && k < s->narrays; k++) {
+    S_RAW(s, raw_event_record(s->end[k], s->streams[k]));
+    S_RAW(s, raw_stream_wait(s->main, s->end[k]));
+  }
+  S_RAW(s, raw_event_record(s->final, s->main));
+  S_RAW(s, raw_event_sync(s->final));
+  S_RAW(s, raw_elapsed_ms(s->start, s->final, ms));
+  return 0;
+}
+
+/* ---- weft: a task per array ---- */
+
+typedef struct array_job {
+  seed000 *s;
+  int i;
+  weft_event *start;
+  int rc;
+} array_job;
+
+static void array_task(void *arg) {
+  array_job *j = arg;
+  seed000 *s = j->s;
+  int i = j->i;
+  unsigned long long n = s->n;
+  unsigned blocks = s->blocks;
+  weft_dim3 grid = WEFT_DIM1(blocks), block = WEFT_DIM1(DEMO_THREADS);
+  void *reduce_args[] = {&s->dev_a[i], &s->dev_partial[i], &n};
+  void *sum_args[] = {&s->dev_partial[i], &s->dev_sum[i], &blocks};
+  void *divide_args[] = {&s->dev_a[i], &s->dev_sum[i], &n};
+  /* The first operation orders the task's stream after the start event,
+   * so that start..final brackets all the work. */
+  int rc = weft_event_wait(j->start);
+  if (!rc)
+    rc = weft_copy(s->dev_a[i], s->in[i], s->bytes);
+  if (!rc)
+    rc = weft_launch(&s->k.partial_reduce, grid, block, 0, reduce_args);
+  if (!rc)
+    rc = weft_launch(&s->k.single_thread_sum, WEFT_DIM1(1), WEFT_DIM1(1), 0,
+                     sum_args);
+  if (!rc)
+    rc = weft_launch(&s->k.divide_by, grid, block, 0, divide_args);
+  if (!rc)
+    rc = weft_copy(s->out[i], s->dev_a[i], s->bytes);
+  j->rc = rc; /* no weft_sync: the task completes when its GPU work does */
+}
+
+/* Records start, spawns the tasks, orders this thread's stream after each
+ * task's GPU work (no host wait for the GPU), records final and waits for
+ * it; then joins the tasks. */
+static int run_tasks(seed000 *s, float *ms) {
+  weft_event *start = NULL, *final = NULL;
+  weft_task *tasks[SEED000_MAX_ARRAYS] = {0};
+  array_job jobs[SEED000_MAX_ARRAYS];
+  const char *call = "weft_event_create";
+  int rc = weft_event_create(&start);
+  if (!rc)
+    rc = weft_event_create(&final);
+  if (!rc) {
+    call = "weft_event_record(start)";
+    rc = weft_event_record(start);
+  }
+  for (int i = 0; i < s->narrays && !rc; i++) {
+    jobs[i] = (array_job){s, i, start, 0};
+    call = "weft_task_spawn";
+    rc = weft_task_spawn(s->rt, &tasks[i], array_task, &jobs[i], NULL);
+  }
+  for (int i = 0; i < s->narrays && !rc; i++) {
+    call = "weft_task_after";
+    rc = weft_task_after(tasks[i]);
+  }
+  if (!rc) {
+    call = "weft_event_record(final)";
+    rc = weft_event_record(final);
+  }
+  if (!rc) {
+    call = "weft_event_sync";
+    rc = weft_event_sync(final);
+  }
+  if (!rc) {
+    call = "weft_event_elapsed_ms";
+    rc = weft_event_elapsed_ms(start, final, ms);
+  }
+  int failed = rc ? weft_failed(s, rc, call) : 0;
+  for (int i = 0; i < s->narrays; i++) {
+    if (!tasks[i])
+      continue;
+    int e = weft_task_join(tasks[i]);
+    if (!failed && (e || jobs[i].rc))
+      failed = weft_failed(s, e ? e : jobs[i].rc,
+                           e ? "weft_task_join" : "array task");
+  }
+  weft_event_destroy(&start);
+  weft_event_destroy(&final);
+  return failed;
+}
+
+/* ---- weft: pipelined ---- */
+
+static int normalise_chunk(void *dev_in, void *dev_out, size_t index,
+                           void *user) {
+  seed000 *s = user;
+  unsigned long long n = s->n;
+  unsigned blocks = s->blocks;
+  weft_dim3 grid = WEFT_DIM1(blocks), block = WEFT_DIM1(DEMO_THREADS);
+  float *a = dev_in, *partial = s->dev_partial[index], *sum = s->dev_sum[index];
+  void *reduce_args[] = {&a, &partial, &n};
+  void *sum_args[] = {&partial, &sum, &blocks};
+  void *divide_args[] = {&a, &sum, &n};
+  (void)dev_out; /* in place */
+  int rc = weft_launch(&s->k.partial_reduce, grid, block, 0, reduce_args);
+  if (!rc)
+    rc = weft_launch(&s->k.single_thread_sum, WEFT_DIM1(1), WEFT_DIM1(1), 0,
+                     sum_args);
+  if (!rc)
+    rc = weft_launch(&s->k.divide_by, grid, block, 0, divide_args);
+  return rc;
+}
+
+static int run_pipelined(seed000 *s, float *ms) {
+  weft_event *start = NULL, *final = NULL;
+  const char *call = "weft_event_create";
+  int rc = weft_event_create(&start);
+  if (!rc)
+    rc = weft_event_create(&final);
+  if (!rc) {
+    call = "weft_event_record(start)";
+    rc = weft_event_record(start);
+  }
+  if (!rc) {
+    call = "weft_map_chunks";
+    weft_map_opts o;
+    weft_map_opts_init(&o);
+    if (s->depth > 0)
+      o.depth = s->depth;
+    rc = weft_map_chunks(s->in_all, s->bytes, s->out_all, 0, (size_t)s->narrays,
+                         normalise_chunk, s, &o);
+  }
+  if (!rc) { /* the map returned: all its work is done; final marks that */
+    call = "weft_event_record(final)";
+    rc = weft_event_record(final);
+  }
+  if (!rc) {
+    call = "weft_event_sync";
+    rc = weft_event_sync(final);
+  }
+  if (!rc) {
+    call = "weft_event_elapsed_ms";
+    rc = weft_event_elapsed_ms(start, final, ms);
+  }
+  int failed = rc ? weft_failed(s, rc, call) : 0;
+  weft_event_destroy(&start);
+  weft_event_destroy(&final);
+  return failed;
+}
+
+/* ---- running and checking ---- */
+
+int seed000_run(seed000 *s, seed000_variant v, float *ms) {
+  *ms = 0;
+  switch (v) {
+  case SEED000_RAW1:
+  case SEED000_RAWN:
+    return run_raw(s, v == SEED000_RAWN, ms);
+  case SEED000_TASKS:
+    return run_tasks(s, ms);
+  case SEED000_PIPELINED:
+    return run_pipelined(s, ms);
+  default:
+    snprintf(s->err, sizeof s->err, "no variant %d", (int)v);
+    return -1;
+  }
+}
+
+void seed000_poison(seed000 *s) {
+  memset(s->out_all, 0xff, s->bytes * (size_t)s->narrays); /* NaN */
+}
+
+int seed000_check(seed000 *s, const char *name) {
+  for (int i = 0; i < s->narrays; i++) {
+    const float *in = s->in[i], *out = s->out[i];
+    float inv = (float)(1.0 / s->cpu_sum[i]);
+    /* Counting first, without an early exit, keeps the loop vectorisable;
+     * the negated comparison catches NaN. */
+    size_t bad = 0;
+    double total = 0.0;
+    for (unsigned long long j = 0; j < s->n; j++) {
+      float want = in[j] * inv;
+      bad += !(fabsf(out[j] - want) <= 1e-4f * want);
+      total += out[j];
+    }
+    if (!bad && !(fabs(total - 1.0) <= 1e-3)) {
+      snprintf(s->err, sizeof s->err, "%s: array %d sums to %.9g, not 1", name,
+               i, total);
+      return -1;
+    }
+    if (!bad)
+      continue;
+    unsigned long long j = 0;
+    for (; j + 1 < s->n; j++) {
+      float want = in[j] * inv;
+      if (!(fabsf(out[j] - want) <= 1e-4f * want))
+        break;
+    }
+    snprintf(s->err, sizeof s->err,
+             "%s: array %d: %zu bad elements, the first at %llu: got %.9g, "
+             "want %.9g (input %.9g, CPU sum %.9g)",
+             name, i, bad, j, out[j], in[j] / s->cpu_sum[i], in[j],
+             s->cpu_sum[i]);
+    return -1;
+  }
+  return 0;
+}

@@ -1,0 +1,102 @@
+/* weft/host.h: the host backend's streams and events, straight to the
+ * backend (backend.h's entry points), no tasks or pools. The public types
+ * are the backend's own objects. */
+#include "weft/host.h"
+#include "backend.h"
+#include "error_internal.h"
+#include "scheduler.h"
+
+#define S(s) ((weft__stream *)(s))
+#define E(e) ((weft__event *)(e))
+
+static int host_backend(weft_runtime *rt, const char *call,
+                        weft__backend **out) {
+  if (!rt)
+    return weft__err(WEFT_EINVAL, "%s: rt is NULL", call);
+  if (rt->bk->ops->kind != WEFT_BACKEND_HOST)
+    return weft__err(WEFT_ENOTSUP, "%s: the runtime uses the %s backend", call,
+                     rt->bk->ops->name);
+  *out = rt->bk;
+  return 0;
+}
+
+int weft_host_stream_create(weft_runtime *rt, int priority,
+                            weft_host_stream **out) {
+  weft__backend *b = NULL;
+  int rc = host_backend(rt, "weft_host_stream_create", &b);
+  if (rc)
+    return rc;
+  if (!out)
+    return weft__err(WEFT_EINVAL, "weft_host_stream_create: out is NULL");
+  return weft__stream_create(b, 0, priority, (weft__stream **)out);
+}
+
+int weft_host_stream_destroy(weft_host_stream **s) {
+  if (!s || !*s)
+    return weft__err(WEFT_EINVAL, "weft_host_stream_destroy: NULL stream");
+  int rc = weft__stream_sync(S(*s));
+  int drc = weft__stream_destroy((weft__stream **)s);
+  return rc ? rc : drc;
+}
+
+int weft_host_stream_sync(weft_host_stream *s) {
+  return weft__stream_sync(S(s));
+}
+
+int weft_host_stream_wait_event(weft_host_stream *s, weft_host_event *ev) {
+  return weft__stream_wait_event(S(s), E(ev));
+}
+
+int weft_host_launch(weft_host_stream *s, const weft_kernel *k, weft_dim3 grid,
+                     weft_dim3 block, void **args) {
+  return weft__launch(S(s), k, grid, block, 0, args);
+}
+
+int weft_host_copy(weft_host_stream *s, void *dst, const void *src, size_t n) {
+  return weft__copy(S(s), dst, src, n, WEFT__COPY_DEFAULT);
+}
+
+int weft_host_event_create(weft_runtime *rt, int timing,
+                           weft_host_event **out) {
+  weft__backend *b = NULL;
+  int rc = host_backend(rt, "weft_host_event_create", &b);
+  if (rc)
+    return rc;
+  if (!out)
+    return weft__err(WEFT_EINVAL, "weft_host_event_create: out is NULL");
+  return weft__event_create(b, 0, timing ? WEFT__EVENT_TIMING : 0,
+                            (weft__event **)out);
+}
+
+int weft_host_event_destroy(weft_host_event **ev) {
+  return weft__event_destroy((weft__event **)ev);
+}
+
+int weft_host_event_record(weft_host_event *ev, weft_host_stream *s) {
+  return weft__event_record(E(ev), S(s));
+}
+
+int weft_host_event_query(weft_host_event *ev) {
+  return weft__event_query(E(ev));
+}
+
+int weft_host_event_sync(weft_host_event *ev) {
+  return weft__event_sync(E(ev));
+}
+
+int weft_host_event_elapsed_ms(weft_host_event *start, weft_host_event *end,
+                               float *ms) {
+  return weft__event_elapsed(E(start), E(end), ms);
+}
+
+int weft_host_pinned_alloc(weft_runtime *rt, size_t n, void **out) {
+  weft__backend *b = NULL;
+  int rc = host_backend(rt, "weft_host_pinned_alloc", &b);
+  return rc ? rc : weft__pinned_alloc(b, n, out);
+}
+
+int weft_host_pinned_free(weft_runtime *rt, void *p) {
+  weft__backend *b = NULL;
+  int rc = host_backend(rt, "weft_host_pinned_free", &b);
+  return rc ? rc : weft__pinned_free(b, p);
+}

@@ -1,0 +1,135 @@
+/* The vocabulary of weft's trace files, in one place for the writer
+ * (src/trace.c) and the reader (tools/trace/), so that the two cannot drift
+ * apart: the Chrome Trace Event fields, the categories that decide an op's
+ * kind, the argument keys, the copy directions and the reasons a task was
+ * ready. docs/TRACE.md describes the format.
+ *
+ * Names the reader accepts but weft never writes (the spellings of PyTorch's
+ * profiler, Kineto, and of its older releases) are here too, marked "read
+ * only", so the whole format the reader understands is on this page. Names
+ * marked "written only" are for other viewers (Perfetto, chrome://tracing)
+ * and are not interpreted by `weft trace`.
+ *
+ * Header-only and free of the library's internal names, because tools/
+ * includes it. */
+#ifndef WEFT_TRACE_FORMAT_H
+#define WEFT_TRACE_FORMAT_H
+
+/* ---- the file and its events ---- */
+
+#define WEFT_TRF_TRACE_EVENTS "traceEvents" /* the array of events */
+#define WEFT_TRF_PH "ph"                    /* the phase */
+#define WEFT_TRF_NAME "name"
+#define WEFT_TRF_CAT "cat"
+#define WEFT_TRF_PID "pid"
+#define WEFT_TRF_TID "tid"
+#define WEFT_TRF_TS "ts"   /* start, microseconds */
+#define WEFT_TRF_DUR "dur" /* duration, microseconds */
+#define WEFT_TRF_ARGS "args"
+
+/* Written only: the file's other members, which the reader skips. */
+#define WEFT_TRF_SCHEMA_VERSION "schemaVersion"
+#define WEFT_TRF_DISPLAY_TIME_UNIT "displayTimeUnit"
+#define WEFT_TRF_WEFT "weft" /* {version, backend, dropped_records} */
+
+/* Phases: the reader analyses these two and counts the rest. */
+#define WEFT_TRF_PH_COMPLETE "X"
+#define WEFT_TRF_PH_METADATA "M"
+
+/* Metadata ("M") events name processes and threads in args.name. */
+#define WEFT_TRF_META_PROCESS_NAME "process_name"
+#define WEFT_TRF_META_THREAD_NAME "thread_name"
+
+/* ---- categories: an op's kind ---- */
+
+#define WEFT_TRF_CAT_KERNEL "kernel"
+#define WEFT_TRF_CAT_MEMCPY "gpu_memcpy"
+#define WEFT_TRF_CAT_MEMSET "gpu_memset"
+#define WEFT_TRF_CAT_RUNTIME "cuda_runtime" /* an API call */
+#define WEFT_TRF_CAT_TASK "task"            /* a run slice of a weft task */
+#define WEFT_TRF_CAT_WAIT "weft_wait"       /* a weft task waiting */
+/* Read only: Kineto's other spellings. The reader compares categories
+ * without case, so older releases' capitalised ones ("Kernel") match too. */
+#define WEFT_TRF_CAT_MEMCPY_ALT "memcpy"
+#define WEFT_TRF_CAT_MEMSET_ALT "memset"
+#define WEFT_TRF_CAT_DRIVER "cuda_driver"
+#define WEFT_TRF_CAT_RUNTIME_ALT "runtime"
+#define WEFT_TRF_CAT_DRIVER_ALT "driver"
+
+/* ---- args ---- */
+
+#define WEFT_TRF_ARG_DEVICE "device" /* GPU ops; default: pid */
+#define WEFT_TRF_ARG_STREAM "stream" /* GPU ops; default: tid */
+/* Links a GPU op to the API call that launched it. */
+#define WEFT_TRF_ARG_CORRELATION "correlation"
+#define WEFT_TRF_ARG_BYTES "bytes"         /* copies and memsets */
+#define WEFT_TRF_ARG_DIRECTION "direction" /* copies: WEFT_TRF_DIR_* */
+#define WEFT_TRF_ARG_TASK "task"           /* the weft task an op belongs to */
+#define WEFT_TRF_ARG_TASK_NAME "task_name"
+#define WEFT_TRF_ARG_NAME "name" /* metadata events: the name given */
+/* Task slices after a wake-up: why the task was ready (WEFT_TRF_READY_*)
+ * and the microseconds from then to the slice's start. The reader wants
+ * both or neither. */
+#define WEFT_TRF_ARG_READY_BY "weft_ready_by"
+#define WEFT_TRF_ARG_READY_DELAY_US "weft_ready_delay_us"
+/* Written only, under Kineto's key: copies and memsets. */
+#define WEFT_TRF_ARG_BANDWIDTH "memory bandwidth (GB/s)"
+
+/* ---- copies ---- */
+
+/* Copy directions, as args.direction and inside copy names. The reader
+ * compares args.direction without case. */
+#define WEFT_TRF_DIR_HTOD "HtoD"
+#define WEFT_TRF_DIR_DTOH "DtoH"
+#define WEFT_TRF_DIR_DTOD "DtoD"
+#define WEFT_TRF_DIR_HTOH "HtoH"
+#define WEFT_TRF_DIR_OTHER "other" /* peer-to-peer, arrays, unknown */
+/* Read only: the spellings of other tools. */
+#define WEFT_TRF_DIR_HTOD_ALT "H2D"
+#define WEFT_TRF_DIR_DTOH_ALT "D2H"
+#define WEFT_TRF_DIR_DTOD_ALT "D2D"
+#define WEFT_TRF_DIR_HTOH_ALT "H2H"
+
+/* A copy is named as Kineto names it, "Memcpy HtoD (Pageable -> Device)":
+ * the direction, then each side's memory. A trace without args.direction
+ * gives the reader the direction from the name, and the name alone says
+ * whether the host memory was pageable. */
+#define WEFT_TRF_NAME_MEMCPY_FMT "Memcpy %s (%s -> %s)"
+#define WEFT_TRF_MEM_DEVICE "Device"
+#define WEFT_TRF_MEM_PAGEABLE "Pageable"
+#define WEFT_TRF_MEM_PINNED "Pinned"
+/* Written only: a memset's name, and a task slice's when the task has no
+ * name. */
+#define WEFT_TRF_NAME_MEMSET "Memset (Device)"
+#define WEFT_TRF_NAME_TASK "task"
+
+/* ---- why a task was ready (args.weft_ready_by) ---- */
+
+/* The numbering is the tracer's (WEFT__TR_READY_* in trace.h) and the
+ * reader's (TRACE_READY_* in tools/trace/model.h). */
+enum {
+  WEFT_TRF_READY_NONE = 0,
+  WEFT_TRF_READY_SPAWN, /* spawned -> its first run */
+  WEFT_TRF_READY_GPU,   /* its GPU wait was seen complete -> resumed */
+  WEFT_TRF_READY_JOIN,  /* the task it joined (or followed) ended -> resumed */
+  WEFT_TRF_READY_YIELD, /* it yielded -> resumed */
+  WEFT_TRF_READY_NKINDS
+};
+
+/* The name written for a WEFT_TRF_READY_* kind, or NULL for NONE and for
+ * numbers outside the list. */
+static inline const char *weft_trf_ready_name(int kind) {
+  switch (kind) {
+  case WEFT_TRF_READY_SPAWN:
+    return "spawn";
+  case WEFT_TRF_READY_GPU:
+    return "gpu";
+  case WEFT_TRF_READY_JOIN:
+    return "join";
+  case WEFT_TRF_READY_YIELD:
+    return "yield";
+  }
+  return NULL;
+}
+
+#endif

@@ -1,0 +1,173 @@
+/* Loading a Chrome Trace Event file into a trace_model (model.h): the
+ * document around the events, one pass of the pull parser over them
+ * (load_event.c reads each), then finishing the model (finish.c). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "grow.h"
+#include "intern.h"
+#include "loader.h"
+#include "trace_format.h"
+
+static int read_events(trace_loader *L) {
+  trace_json_token t;
+  for (;;) {
+    trace_json_type type = trace_json_next(&L->j, &t);
+    if (type == TRACE_JSON_END_ARRAY)
+      return 0;
+    if (type == TRACE_JSON_ERROR)
+      return -1;
+    if (type != TRACE_JSON_OBJECT)
+      return trace_json_fail(&L->j, t.offset,
+                             "an event must be an object, not %s",
+                             trace_json_type_name(type));
+    if (trace_load_event(L, t.offset))
+      return -1;
+  }
+}
+
+static int read_document(trace_loader *L) {
+  trace_json_token t;
+  trace_json_type type = trace_json_next(&L->j, &t);
+  if (type == TRACE_JSON_ARRAY) {
+    if (read_events(L))
+      return -1;
+  } else if (type == TRACE_JSON_OBJECT) {
+    int seen = 0;
+    for (;;) {
+      type = trace_json_next(&L->j, &t);
+      if (type == TRACE_JSON_END_OBJECT)
+        break;
+      if (type != TRACE_JSON_KEY)
+        return -1;
+      int events = trace_json_is(&t, WEFT_TRF_TRACE_EVENTS);
+      type = trace_json_next(&L->j, &t);
+      if (type == TRACE_JSON_ERROR)
+        return -1;
+      if (!events) {
+        if (trace_json_skip(&L->j, &t))
+          return -1;
+        continue;
+      }
+      if (seen)
+        return trace_json_fail(&L->j, t.offset,
+                               "\"" WEFT_TRF_TRACE_EVENTS "\" given twice");
+      if (type != TRACE_JSON_ARRAY)
+        return trace_load_fail_type(L, &t, WEFT_TRF_TRACE_EVENTS, "an array");
+      seen = 1;
+      if (read_events(L))
+        return -1;
+    }
+    if (!seen)
+      return trace_json_fail(&L->j, 0,
+                             "no \"" WEFT_TRF_TRACE_EVENTS
+                             "\" array in the top-level object");
+  } else if (type != TRACE_JSON_ERROR) {
+    return trace_json_fail(&L->j, t.offset,
+                           "a trace is an object with a "
+                           "\"" WEFT_TRF_TRACE_EVENTS "\" array, or an array "
+                           "of events, not %s",
+                           trace_json_type_name(type));
+  } else {
+    return -1;
+  }
+  return trace_json_next(&L->j, &t) == TRACE_JSON_EOF ? 0 : -1;
+}
+
+static void loader_free(trace_loader *L) {
+  trace_keymap_free(&L->lanes);
+  trace_keymap_free(&L->threads);
+  free(L->lanes_v);
+  free(L->threads_v);
+  free(L->metas);
+  trace_json_free(&L->j);
+}
+
+static int load(trace_model *m, const void *buf, size_t len, trace_error *err,
+                void *to_free) {
+  memset(m, 0, sizeof *m);
+  trace_loader L;
+  memset(&L, 0, sizeof L);
+  L.m = m;
+  if (trace_intern_init(m)) {
+    snprintf(err->message, sizeof err->message, "out of memory");
+    free(to_free);
+    return -1;
+  }
+
+  /* Events take 100 bytes or more, so this capacity is rarely outgrown;
+   * pages of it that are never written cost no memory. */
+  size_t guess = len / 100 + 16;
+  if (trace_grow((void **)&m->ops, &L.ops_cap, guess, sizeof *m->ops))
+    L.ops_cap = 0;
+  trace_json_init(&L.j, buf, len);
+  int rc = read_document(&L);
+  if (rc)
+    snprintf(err->message, sizeof err->message, "%s", trace_json_error(&L.j));
+  /* The input is no longer needed: free it before sorting, which briefly
+   * needs a second copy of the operations. */
+  trace_json_free(&L.j);
+  free(to_free);
+  if (rc == 0 && trace_load_finish(&L) != 0) {
+    snprintf(err->message, sizeof err->message,
+             "out of memory sorting %zu operations", m->nops);
+    rc = -1;
+  }
+  loader_free(&L);
+  return rc;
+}
+
+int trace_model_load(trace_model *m, const void *buf, size_t len,
+                     trace_error *err) {
+  return load(m, buf, len, err, NULL);
+}
+
+int trace_model_load_file(trace_model *m, const char *path, trace_error *err) {
+  memset(m, 0, sizeof *m);
+  int is_stdin = strcmp(path, "-") == 0;
+  FILE *f = is_stdin ? stdin : fopen(path, "rb");
+  if (!f) {
+    snprintf(err->message, sizeof err->message, "cannot open: %s",
+             strerror(errno));
+    return -1;
+  }
+  /* A regular file is read in one piece of its size; a pipe in doubling
+   * pieces. */
+  size_t cap = 1 << 16, len = 0;
+  if (!is_stdin && fseek(f, 0, SEEK_END) == 0) {
+    long size = ftell(f);
+    if (size > 0 && (unsigned long)size < SIZE_MAX - 1)
+      cap = (size_t)size + 1;
+    rewind(f);
+  }
+  char *buf = malloc(cap);
+  for (;;) {
+    if (!buf) {
+      snprintf(err->message, sizeof err->message, "out of memory reading");
+      break;
+    }
+    size_t got = fread(buf + len, 1, cap - len, f);
+    len += got;
+    if (len < cap) {
+      if (ferror(f)) {
+        snprintf(err->message, sizeof err->message, "read error: %s",
+                 strerror(errno));
+        free(buf);
+        buf = NULL;
+      }
+      break;
+    }
+    char *bigger = cap <= SIZE_MAX / 2 ? realloc(buf, cap * 2) : NULL;
+    if (!bigger)
+      free(buf);
+    buf = bigger;
+    cap *= 2;
+  }
+  if (!is_stdin)
+    fclose(f);
+  if (!buf)
+    return -1;
+  return load(m, buf, len, err, buf);
+}
