@@ -21,9 +21,6 @@ typedef struct weft__caller {
  * error, reported (WEFT_ESTATE when no runtime is open). The stream counts
  * as used: the caller is about to queue work on it. */
 int weft__caller_get(const char *call, weft__caller *c);
-/* Records rc, a failure of a GPU operation, against the caller (the next
- * weft_sync and the task's join report it) and returns it. */
-int weft__caller_fail(const weft__caller *c, int rc);
 
 /* Runs fn(arg) on the calling thread's own stack: from a task, by
  * switching to the worker's scheduler context for the call (library code

@@ -1,6 +1,6 @@
 /* weft/device.h: the backends by name, and which ones this build has. A
  * leaf: the backend layer (backend.c) calls it, it calls nothing above. */
-#include <string.h>
+#include <strings.h>
 
 #include "backend.h"
 #include "error_internal.h"
@@ -24,7 +24,7 @@ int weft_backend_parse(const char *name, weft_backend_kind *out) {
   if (!name || !out)
     return weft__err(WEFT_EINVAL, "weft_backend_parse: NULL argument");
   for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
-    if (strcmp(name, weft_backend_name(kinds[i])) == 0) {
+    if (strcasecmp(name, weft_backend_name(kinds[i])) == 0) {
       *out = kinds[i];
       return 0;
     }

@@ -9,7 +9,7 @@ int weft_event_create(weft_event **ev) {
     return weft__err(WEFT_EINVAL, "weft_event_create: ev is NULL");
   weft__exec *x = weft__exec_get("weft_event_create");
   if (!x)
-    return WEFT_ESTATE;
+    return weft__exec_get_failed();
   weft__event *e;
   int rc = weft__event_create(x->rt->bk, x->dev, WEFT__EVENT_TIMING, &e);
   if (rc == 0)
@@ -27,7 +27,7 @@ int weft_event_record(weft_event *ev) {
   if (rc)
     return rc;
   rc = weft__event_record(EV(ev), c.s);
-  return rc ? weft__caller_fail(&c, rc) : 0;
+  return rc;
 }
 
 int weft_event_wait(weft_event *ev) {
@@ -36,13 +36,13 @@ int weft_event_wait(weft_event *ev) {
   if (rc)
     return rc;
   rc = weft__stream_wait_event(c.s, EV(ev));
-  return rc ? weft__caller_fail(&c, rc) : 0;
+  return rc;
 }
 
 int weft_event_sync(weft_event *ev) {
   weft__exec *x = weft__exec_get("weft_event_sync");
   if (!x)
-    return WEFT_ESTATE;
+    return weft__exec_get_failed();
   return weft__exec_wait_event(x, EV(ev));
 }
 

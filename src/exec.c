@@ -130,7 +130,7 @@ void weft__exec_threads_release(weft_runtime *rt) {
 int weft__caller_get(const char *call, weft__caller *c) {
   weft__exec *x = weft__exec_get(call);
   if (!x)
-    return WEFT_ESTATE;
+    return weft__exec_get_failed();
   int rc = weft__exec_stream(x, &c->s);
   if (rc)
     return rc;
@@ -138,10 +138,6 @@ int weft__caller_get(const char *call, weft__caller *c) {
   c->dev = x->dev;
   c->epoch = x->rt->epoch;
   return 0;
-}
-
-int weft__caller_fail(const weft__caller *c, int rc) {
-  return weft__exec_fail(c->x, rc);
 }
 
 int weft__exec_fail(weft__exec *x, int rc) {

@@ -9,12 +9,12 @@ int weft_launch(const weft_kernel *k, weft_dim3 grid, weft_dim3 block,
   if (rc)
     return rc;
   rc = weft__launch(c.s, k, grid, block, shared_bytes, args);
-  return rc ? weft__caller_fail(&c, rc) : 0;
+  return rc;
 }
 
 int weft_kernel_preload(const weft_kernel *k) {
   weft__exec *x = weft__exec_get("weft_kernel_preload");
   if (!x)
-    return WEFT_ESTATE;
+    return weft__exec_get_failed();
   return weft__kernel_preload(x->rt->bk, x->dev, k);
 }

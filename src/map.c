@@ -81,7 +81,7 @@ int weft_map_chunks(const void *in, size_t in_chunk, void *out,
     return 0;
   weft__exec *x = weft__exec_get("weft_map_chunks");
   if (!x)
-    return WEFT_ESTATE;
+    return weft__exec_get_failed();
   int depth = (size_t)opts.depth < nchunks ? opts.depth : (int)nchunks;
   map_job jobs[64];
   weft_task *tasks[64];

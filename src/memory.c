@@ -187,8 +187,7 @@ int weft_copy(void *dst, const void *src, size_t bytes) {
   if (bytes == 0)
     return 0;
   if (!dst || !src)
-    return weft__exec_fail(x, weft__err(WEFT_EINVAL, "weft_copy: %s is NULL",
-                                        dst ? "src" : "dst"));
+    return weft__err(WEFT_EINVAL, "weft_copy: %s is NULL", dst ? "src" : "dst");
   weft__pinned_cache *pc = &x->rt->pinned;
   const struct weft__backend_ops *ops = x->rt->bk->ops;
   int src_kind = weft__pinned_cache_use(pc, src, bytes, s) ? WEFT__MEM_PINNED
@@ -205,7 +204,7 @@ int weft_copy(void *dst, const void *src, size_t bytes) {
     rc = weft__copy(s, dst, src, bytes, WEFT__COPY_H2H);
   else
     rc = weft__copy(s, dst, src, bytes, WEFT__COPY_DEFAULT);
-  return rc ? weft__caller_fail(&c, rc) : 0;
+  return rc;
 }
 
 int weft_memset(void *dst, int value, size_t bytes) {
@@ -214,7 +213,7 @@ int weft_memset(void *dst, int value, size_t bytes) {
   if (rc)
     return rc;
   rc = weft__memset(c.s, dst, value, bytes);
-  return rc ? weft__caller_fail(&c, rc) : 0;
+  return rc;
 }
 
 int weft_device_alloc(size_t bytes, void **ptr) {
@@ -223,7 +222,7 @@ int weft_device_alloc(size_t bytes, void **ptr) {
   if (rc)
     return rc;
   rc = weft__device_alloc(c.s, bytes, ptr);
-  return rc ? weft__caller_fail(&c, rc) : 0;
+  return rc;
 }
 
 int weft_device_free(void *ptr) {
@@ -232,20 +231,20 @@ int weft_device_free(void *ptr) {
   if (rc)
     return rc;
   rc = weft__device_free(c.s, ptr);
-  return rc ? weft__caller_fail(&c, rc) : 0;
+  return rc;
 }
 
 int weft_pinned_alloc(size_t bytes, void **ptr) {
   weft__exec *x = weft__exec_get("weft_pinned_alloc");
   if (!x)
-    return WEFT_ESTATE;
+    return weft__exec_get_failed();
   return weft__pinned_cache_alloc(&x->rt->pinned, bytes, ptr);
 }
 
 int weft_pinned_free(void *ptr) {
   weft__exec *x = weft__exec_get("weft_pinned_free");
   if (!x)
-    return WEFT_ESTATE;
+    return weft__exec_get_failed();
   return weft__pinned_cache_free(&x->rt->pinned, ptr);
 }
 

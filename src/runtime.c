@@ -1,4 +1,5 @@
 /* The public runtime object: which backend is open and its devices. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,6 +50,81 @@ static void rt_locks_fini(weft_runtime *rt) {
   pthread_mutex_destroy(&rt->lock);
 }
 
+/* Thread counts: an option (0: not set) or else the environment variable,
+ * 1 to MAX_THREADS; anything else is refused with the name of what was
+ * wrong. 0 stays 0: the default (the cores). */
+#define MAX_THREADS 1024
+
+static int thread_count(const char *opt, const char *env, int *n) {
+  if (*n < 0 || *n > MAX_THREADS)
+    return weft__err(WEFT_EINVAL,
+                     "weft_init: opts.%s = %d: 1 to %d, or 0 for "
+                     "the default",
+                     opt, *n, MAX_THREADS);
+  const char *e = getenv(env);
+  if (*n > 0 || !e || !*e)
+    return 0;
+  char *end;
+  errno = 0;
+  long v = strtol(e, &end, 10);
+  if (errno || *e < '0' || *e > '9' || *end != '\0' || v < 1 || v > MAX_THREADS)
+    return weft__err(WEFT_EINVAL,
+                     "weft_init: %s='%s' is not a number from 1 "
+                     "to %d",
+                     env, e, MAX_THREADS);
+  *n = (int)v;
+  return 0;
+}
+
+/* Open runtimes, so that a shutdown of a handle already shut down (or of
+ * something that never was a runtime) is refused instead of touching freed
+ * memory. */
+static pthread_mutex_t open_lock = PTHREAD_MUTEX_INITIALIZER;
+static weft_runtime *open_list;
+
+static void open_add(weft_runtime *rt) {
+  pthread_mutex_lock(&open_lock);
+  rt->open_next = open_list;
+  open_list = rt;
+  pthread_mutex_unlock(&open_lock);
+}
+
+/* Removes rt if present: 1, else 0. */
+static int open_take(weft_runtime *rt) {
+  pthread_mutex_lock(&open_lock);
+  int found = 0;
+  for (weft_runtime **pp = &open_list; *pp; pp = &(*pp)->open_next)
+    if (*pp == rt) {
+      *pp = rt->open_next;
+      found = 1;
+      break;
+    }
+  pthread_mutex_unlock(&open_lock);
+  return found;
+}
+
+static int open_has(weft_runtime *rt) {
+  pthread_mutex_lock(&open_lock);
+  weft_runtime *p = open_list;
+  while (p && p != rt)
+    p = p->open_next;
+  pthread_mutex_unlock(&open_lock);
+  return p != NULL;
+}
+
+/* The trace file must be writable: found now, not after the run, when the
+ * runtime is already gone. The tracer writes it at shutdown. */
+static int trace_path_ok(const char *path) {
+  FILE *f = fopen(path, "a");
+  if (!f)
+    return weft__err(WEFT_EIO,
+                     "weft_init: cannot write the trace file '%s': "
+                     "%s",
+                     path, strerror(errno));
+  fclose(f);
+  return 0;
+}
+
 int weft_init(weft_runtime **rtp, const weft_runtime_opts *user) {
   weft_runtime_opts opts;
   weft_runtime_opts_init(&opts);
@@ -69,8 +145,11 @@ int weft_init(weft_runtime **rtp, const weft_runtime_opts *user) {
       opts.backend != WEFT_BACKEND_CUDA)
     return weft__err(WEFT_EINVAL, "weft_init: unknown backend %d",
                      (int)opts.backend);
-  if (opts.host_threads < 0 || opts.workers < 0)
-    return weft__err(WEFT_EINVAL, "weft_init: negative thread count");
+  int rc0 = thread_count("workers", "WEFT_WORKERS", &opts.workers);
+  if (rc0 == 0)
+    rc0 = thread_count("host_threads", "WEFT_HOST_THREADS", &opts.host_threads);
+  if (rc0)
+    return rc0;
   if (opts.stack_size == 0)
     opts.stack_size = 64 * 1024;
   if (opts.stack_size < 16 * 1024 || opts.stack_size > ((size_t)1 << 30))
@@ -109,7 +188,9 @@ int weft_init(weft_runtime **rtp, const weft_runtime_opts *user) {
   }
   const char *trace = opts.trace_path ? opts.trace_path : getenv("WEFT_TRACE");
   if (trace && *trace) {
-    rc = weft__trace_open(trace, rt->bk->ops->name);
+    rc = trace_path_ok(trace);
+    if (rc == 0)
+      rc = weft__trace_open(trace, rt->bk->ops->name);
     if (rc == 0 && rt->bk->ops->trace_start &&
         (rc = rt->bk->ops->trace_start(rt->bk)) != 0)
       weft__trace_close();
@@ -121,6 +202,7 @@ int weft_init(weft_runtime **rtp, const weft_runtime_opts *user) {
   if (rc)
     goto fail_sched;
   weft__runtime_register(rt);
+  open_add(rt);
   *rtp = rt;
   return 0;
 
@@ -162,6 +244,9 @@ static size_t user_objects(weft_runtime *rt, char *what, size_t len) {
 int weft_shutdown(weft_runtime *rt) {
   if (!rt)
     return weft__err(WEFT_EINVAL, "weft_shutdown: rt is NULL");
+  if (!open_has(rt))
+    return weft__err(WEFT_EHANDLE, "weft_shutdown: not an open runtime "
+                                   "(already shut down?)");
   if (weft__task_self())
     return weft__err(WEFT_ESTATE, "weft_shutdown: called from a task");
   pthread_mutex_lock(&rt->lock);
@@ -179,6 +264,9 @@ int weft_shutdown(weft_runtime *rt) {
     return weft__err(WEFT_EBUSY, "weft_shutdown: still live: %s", what);
   }
 
+  if (!open_take(rt)) /* another thread's shutdown got here first */
+    return weft__err(WEFT_EHANDLE, "weft_shutdown: runtime already shut "
+                                   "down");
   weft__runtime_unregister(rt);
   weft__sched_stop(rt);
   /* Finished tasks never joined: their handles die with the runtime. */

@@ -529,14 +529,9 @@ static void *worker_main(void *arg) {
   return NULL;
 }
 
+/* weft_init validated WEFT_WORKERS into opts.workers; 0: a worker per
+ * core. */
 static int default_workers(void) {
-  const char *env = getenv("WEFT_WORKERS");
-  if (env && *env) {
-    char *end;
-    long n = strtol(env, &end, 10);
-    if (*end == '\0' && n > 0 && n <= 4096)
-      return (int)n;
-  }
   long n = sysconf(_SC_NPROCESSORS_ONLN);
   return n > 0 ? (int)n : 1;
 }

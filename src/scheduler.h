@@ -143,6 +143,7 @@ struct weft_runtime {
   weft_runtime_opts opts;
   weft__backend *bk;
   uint64_t epoch; /* distinguishes runtimes for thread contexts */
+  struct weft_runtime *open_next; /* runtime.c's list of open runtimes */
 
   int nworkers;
   weft__worker *workers;
@@ -208,6 +209,9 @@ weft__exec *weft__exec_self(void);
 /* The exec of the calling task or thread, or NULL with WEFT_ESTATE recorded
  * when no runtime is open. */
 weft__exec *weft__exec_get(const char *call);
+/* What a failed weft__exec_get recorded: WEFT_ESTATE (no runtime) or
+ * WEFT_ENOMEM (no memory for a plain thread's context). */
+static inline int weft__exec_get_failed(void) { return weft__err_slot()->code; }
 
 /* The runtime plain threads use: the one most recently opened. */
 weft_runtime *weft__default_runtime(void);

@@ -14,7 +14,7 @@ weft_stream *weft_stream_current(void) {
 int weft_sync(void) {
   weft__exec *x = weft__exec_get("weft_sync");
   if (!x)
-    return WEFT_ESTATE;
+    return weft__exec_get_failed();
   int rc = 0;
   /* Nothing queued since the last sync saw the stream idle: no wait. */
   if (x->stream && x->unsynced) {
@@ -47,7 +47,7 @@ int weft_sync(void) {
 int weft_device_sync(void) {
   weft__exec *x = weft__exec_get("weft_device_sync");
   if (!x)
-    return WEFT_ESTATE;
+    return weft__exec_get_failed();
   int rc = weft__device_sync(x->rt->bk, x->dev);
   return rc ? weft__exec_fail(x, rc) : 0;
 }
@@ -61,7 +61,7 @@ int weft_task_after(weft_task *other) {
                                   "itself");
   weft__exec *x = weft__exec_get("weft_task_after");
   if (!x)
-    return WEFT_ESTATE;
+    return weft__exec_get_failed();
   if (other->x.rt != x->rt)
     return weft__err(WEFT_EINVAL, "weft_task_after: task of another runtime");
   weft__stream *s;
@@ -75,5 +75,5 @@ int weft_task_after(weft_task *other) {
   if (!other->done && other->end_ev)
     rc = weft__stream_wait_event(s, other->end_ev);
   pthread_mutex_unlock(&rt->lock);
-  return rc ? weft__exec_fail(x, rc) : 0;
+  return rc;
 }

@@ -175,9 +175,18 @@ int weft_task_join(weft_task *t) {
   int rc = weft__task_check(t, "weft_task_join");
   if (rc)
     return rc;
-  if (t == weft__task_self())
+  weft_task *self = weft__task_self();
+  if (t == self)
     return weft__err(WEFT_ESTATE, "weft_task_join: a task cannot join itself");
   weft_runtime *rt = t->x.rt;
+  /* A task suspended by another runtime's join would be resumed on that
+   * runtime's workers and its stack returned to that runtime's pool. */
+  if (self && self->x.rt != rt)
+    return weft__err(WEFT_EINVAL,
+                     "weft_task_join: task '%s' belongs to another runtime "
+                     "(a task joins tasks of its own runtime; a plain thread "
+                     "may join any)",
+                     t->name);
   pthread_mutex_lock(&rt->lock);
   if (t->handle_gone) {
     pthread_mutex_unlock(&rt->lock);

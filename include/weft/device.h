@@ -16,7 +16,7 @@ typedef enum weft_backend_kind {
  * Errors: none. Context: any thread; never blocks. */
 WEFT_API const char *weft_backend_name(weft_backend_kind kind);
 
-/* Parses "auto", "host" or "cuda" into *out.
+/* Parses "auto", "host" or "cuda", in any case, into *out.
  * Errors: WEFT_EINVAL (name or out NULL, or another name).
  * Context: any thread; never blocks. */
 WEFT_API int weft_backend_parse(const char *name, weft_backend_kind *out);

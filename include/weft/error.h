@@ -14,15 +14,17 @@
  *
  * A failed call changes nothing: outputs stay untouched and nothing leaks.
  * The exceptions:
- * - A failed GPU operation is also kept: weft_task_join returns the
- *   task's first one, and the caller's next weft_sync returns the first one
- *   since the last weft_sync (again, unless weft_sync itself failed). This
- *   holds for every failure of weft_copy, weft_memset, weft_launch,
- *   weft_device_alloc, weft_device_free, weft_event_record and
- *   weft_event_wait (argument errors included) and of weft_device_sync, for
- *   the device-side failures of weft_task_after, weft_sync and (in a task)
- *   weft_event_sync, and for a failure to lease the stream.
- * - The seven calls named first lease the current stream before they check
+ * - An error found after the call returned is kept for later: a GPU
+ *   operation that failed on the device (a kernel's fault, a copy's), a
+ *   staged copy's helper task, and the failures of weft_device_sync, of
+ *   weft_sync's wait and (in a task) of weft_event_sync's. The caller's
+ *   next weft_sync returns the first such error since the last weft_sync,
+ *   and weft_task_join the task's first. An error a call returns at once
+ *   (argument errors, ENOMEM, a launch refused) is the caller's to handle
+ *   and is not reported again.
+ * - weft_copy, weft_memset, weft_launch, weft_device_alloc,
+ *   weft_device_free, weft_event_record and weft_event_wait lease the
+ *   current stream before they check
  *   their arguments, and weft_cuda_stream, weft_cublas and
  *   weft_cublas_workspace before they check the backend; the stream stays
  *   leased until the task ends or the thread exits.

@@ -15,11 +15,12 @@ typedef struct weft_runtime_opts {
    * environment variable WEFT_BACKEND (auto|host|cuda) and, for auto, picks
    * CUDA when a device is present. */
   weft_backend_kind backend;
-  /* Host backend: number of executor threads; 0 means max(2, CPU cores) or
-   * the environment variable WEFT_HOST_THREADS. */
+  /* Host backend: number of executor threads, 1 to 1024; 0 means the
+   * environment variable WEFT_HOST_THREADS (1 to 1024) or, unset,
+   * max(2, CPU cores). */
   int host_threads;
-  /* Worker threads that run tasks; 0 means the number of CPU cores or the
-   * environment variable WEFT_WORKERS. */
+  /* Worker threads that run tasks, 1 to 1024; 0 means the environment
+   * variable WEFT_WORKERS (1 to 1024) or, unset, the number of CPU cores. */
   int workers;
   /* Bytes of each task's fiber stack (rounded up to pages; a guard page
    * below it catches overflow); 0 means 64 KiB. */
@@ -41,10 +42,13 @@ WEFT_API void weft_runtime_opts_init(weft_runtime_opts *opts);
  * Under WEFT_BACKEND_AUTO any failure to open CUDA (not only a missing
  * device) falls back to the host backend.
  * Errors: WEFT_EINVAL (rt NULL; bad struct_size, backend, thread count or
- * stack_size, which must lie in 16 KiB .. 1 GiB; bad WEFT_BACKEND value),
- * WEFT_ESTATE (called from a task), WEFT_ENODEV (the chosen backend is not
- * built or has no device), WEFT_ENOMEM, WEFT_EBUSY (tracing while another
- * runtime traces), device errors.
+ * stack_size, which must lie in 16 KiB .. 1 GiB; a WEFT_BACKEND,
+ * WEFT_WORKERS or WEFT_HOST_THREADS value that is not valid, named in the
+ * message; backend names are case-insensitive), WEFT_ESTATE (called from a
+ * task), WEFT_ENODEV (the chosen backend is not built or has no device),
+ * WEFT_ENOMEM, WEFT_EBUSY (tracing while another runtime traces), WEFT_EIO
+ * (the trace file cannot be written: checked here, not at shutdown),
+ * device errors.
  * Context: plain thread only; blocks the worker (the calling thread) while
  * the backend opens and the worker threads start. */
 WEFT_API int weft_init(weft_runtime **rt, const weft_runtime_opts *opts);
@@ -57,9 +61,10 @@ WEFT_API int weft_init(weft_runtime **rt, const weft_runtime_opts *opts);
  * weft_copy of more than 4 MiB from it. Returns WEFT_EBUSY, and closes
  * nothing, while events or allocations made through it are still live (it
  * has waited for the tasks all the same).
- * Errors: WEFT_EINVAL (rt NULL), WEFT_ESTATE (called from a task),
+ * Errors: WEFT_EINVAL (rt NULL), WEFT_EHANDLE (rt is not an open runtime:
+ * shut down already, or never opened), WEFT_ESTATE (called from a task),
  * WEFT_EBUSY, WEFT_EIO (the trace file could not be written; the runtime
- * is closed all the same).
+ * is closed all the same, and a second shutdown of it is WEFT_EHANDLE).
  * Context: plain thread only; blocks the worker (the calling thread) until
  * every task has completed, and when tracing for a device-wide sync. */
 WEFT_API int weft_shutdown(weft_runtime *rt);

@@ -25,10 +25,10 @@ WEFT_API weft_stream *weft_stream_current(void);
 /* Waits for the work queued so far on the current stream, and nothing
  * else: other tasks' streams keep running. In a task the wait suspends the
  * task; on a plain thread it blocks. It also waits for the helper tasks of
- * weft_copy to pageable memory. Returns 0, or the first error of a GPU
- * operation of this task (or thread) since the last weft_sync, even one
- * that the failing call returned already (weft/error.h); its message may
- * have been overwritten by later failures.
+ * weft_copy to pageable memory. Returns 0, or the first error found since
+ * the last weft_sync in work this task (or thread) queued: a GPU operation
+ * that failed on the device, a staged copy's helper (weft/error.h). Errors
+ * the calls returned at once are not reported again.
  * Errors: WEFT_ESTATE (no runtime), that earlier error, or WEFT_ENOMEM and
  * device errors of the wait itself.
  * Context: any thread; may switch. */

@@ -48,9 +48,12 @@ WEFT_API int weft_task_spawn(weft_runtime *rt, weft_task **task,
 
 /* Waits until the task's function returned and the GPU work it queued has
  * completed, then frees the task. In a task this yields; on a plain thread
- * it blocks. Returns the task's first GPU error (0 if none), with its
- * message as "task 'name': ..."; the task is joined all the same.
- * Errors: WEFT_EINVAL (NULL), WEFT_EHANDLE (already joined or detached),
+ * it blocks. Returns the task's first error found after the call that
+ * caused it had returned (weft/error.h: a GPU operation that failed on the
+ * device, say; 0 if none), with its message as "task 'name': ..."; the task
+ * is joined all the same.
+ * Errors: WEFT_EINVAL (NULL; from a task, a task of another runtime: a
+ * plain thread may join any), WEFT_EHANDLE (already joined or detached),
  * WEFT_ESTATE (a task joining itself), or any code as the task's error.
  * Context: any thread; may switch. */
 WEFT_API int weft_task_join(weft_task *task);

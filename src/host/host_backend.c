@@ -7,16 +7,11 @@
 #include "error_internal.h"
 #include "host/host_internal.h"
 
+/* weft_init validated WEFT_HOST_THREADS into cfg->host_threads; 0: a
+ * thread per core, at least two, so that independent streams overlap even
+ * on one core. */
 static int default_threads(void) {
-  const char *env = getenv("WEFT_HOST_THREADS");
-  if (env && *env) {
-    char *end;
-    long n = strtol(env, &end, 10);
-    if (*end == '\0' && n > 0 && n <= 1024)
-      return (int)n;
-  }
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
-  /* At least two, so independent streams overlap even on one core. */
   return cores > 2 ? (int)cores : 2;
 }
 

@@ -282,7 +282,7 @@ static int host_alloc(weft__backend *b, size_t n, size_t align, void **out,
 
 void weft__host_block_release(weft__host_backend *hb, void *p) {
   weft__host_block *b = (weft__host_block *)((char *)p - WEFT__HOST_BLOCK_HDR);
-  if (hb->cached_bytes + b->size > WEFT__HOST_CACHE_MAX) {
+  if (b->size > WEFT__HOST_CACHE_MAX - hb->cached_bytes) { /* no wrap */
     free(b);
     return;
   }
@@ -318,6 +318,12 @@ static int device_alloc(weft__stream *s, size_t n, void **out) {
   }
   pthread_mutex_unlock(&hb->mu);
   if (!b) {
+    /* The header is added to n: refuse sizes it would wrap around. */
+    if (n > SIZE_MAX - WEFT__HOST_BLOCK_HDR)
+      return weft__err(WEFT_ENOMEM,
+                       "weft_device_alloc: %zu bytes exceed the "
+                       "memory",
+                       n);
     void *p = NULL;
     int rc = host_alloc(s->hdr.bk, n + WEFT__HOST_BLOCK_HDR, 256, &p,
                         "device_alloc");

@@ -220,6 +220,15 @@ static void bad_calls(void) {
   CHECK_ERR(weft_pinned_alloc(SIZE_MAX, &p), WEFT_ENOMEM);
   CHECK(p == sentinel);
   CHECK_ERR(weft_pinned_alloc(16, NULL), WEFT_EINVAL);
+  /* Device sizes near SIZE_MAX: a size plus the allocator's header once
+   * wrapped to a block of a few bytes on the host backend. */
+  const size_t huge[] = {SIZE_MAX, SIZE_MAX - 1, SIZE_MAX - 255,
+                         (size_t)1 << 50};
+  for (size_t i = 0; i < sizeof huge / sizeof huge[0]; i++) {
+    CHECK_ERR(weft_device_alloc(huge[i], &p), WEFT_ENOMEM);
+    CHECK(p == sentinel);
+  }
+  CHECK_OK(weft_sync()); /* errors returned at once are not reported again */
   s2 = mt_stats(rt);
   CHECK_MSG(mt_stats_equal(&s1, &s2), "a failed alloc changed the stats");
 

@@ -1,10 +1,9 @@
 /* Errors through tasks and threads.
  *
  * - A launch of a kernel without an implementation for the backend fails
- *   with WEFT_ENOTSUP; the next weft_sync reports it once (then 0), the
- *   task's join reports it again, and weft_last_error_message() names the
- *   kernel, in the task and for the joiner. Failure details are per task
- *   and per thread.
+ *   with WEFT_ENOTSUP and weft_last_error_message() names the kernel; the
+ *   error is the caller's: the next weft_sync and the task's join do not
+ *   report it again. Failure details are per task and per thread.
  * - Plain threads issue GPU work on streams of their own.
  * - A task that returns with GPU work still queued is joined only once that
  *   work has finished. */
@@ -48,17 +47,13 @@ static void notsup_task(void *arg) {
   CHECK_MSG(names_kernel(weft_last_error_message()),
             "message does not name the kernel: '%s'",
             weft_last_error_message());
-  /* Later work still runs; the sync reports the failure once. */
+  /* Later work still runs; the handled error is not reported again. */
   CHECK_OK(weft_launch(&tk.set_value, WEFT_DIM1(1), WEFT_DIM1(1), 0, args));
-  CHECK_ERR(weft_sync(), WEFT_ENOTSUP);
-  CHECK_EQ_INT(*s->out, 5);
-  CHECK(names_kernel(weft_last_error_message()));
   CHECK_OK(weft_sync());
+  CHECK_EQ_INT(*s->out, 5);
   if (s->second_error) {
-    /* A later failure: reported by the next sync, but join keeps the
-     * first. */
     CHECK_ERR(weft_copy(NULL, s->out, sizeof(int)), WEFT_EINVAL);
-    CHECK_ERR(weft_sync(), WEFT_EINVAL);
+    CHECK(strstr(weft_last_error_message(), "NULL") != NULL);
     CHECK_OK(weft_sync());
   }
 }
@@ -77,34 +72,24 @@ static void notsup_in_tasks(void) {
     weft_task_opts_init(&o);
     o.name = "failing-task";
     CHECK_OK(weft_task_spawn(rt, &t[i], notsup_task, &s[i], &o));
-    if (i % 2 == 0) { /* join half at once so objects get reused */
-      CHECK_ERR(weft_task_join(t[i]), WEFT_ENOTSUP);
-      CHECK(names_kernel(weft_last_error_message()));
-    }
+    if (i % 2 == 0) /* join half at once so objects get reused */
+      CHECK_OK(weft_task_join(t[i]));
   }
-  for (int i = 1; i < N; i += 2) {
-    CHECK_ERR(weft_task_join(t[i]), WEFT_ENOTSUP);
-    const char *msg = weft_last_error_message();
-    CHECK_MSG(names_kernel(msg) && strstr(msg, "failing-task"),
-              "join's message names neither kernel nor task: '%s'", msg);
-  }
+  for (int i = 1; i < N; i += 2)
+    CHECK_OK(weft_task_join(t[i]));
   for (int i = 0; i < N; i++) {
     CHECK_MSG(s[i].fresh_msg_empty, "task %d started with an error message", i);
     CHECK_OK(weft_pinned_free(s[i].out));
   }
 }
 
-/* The joiner's message describes the error join returns: the first. */
-static void first_error_detail(void) {
+/* Errors a task handled (two, returned at once) do not fail its join. */
+static void handled_errors_stay_handled(void) {
   notsup s = {.second_error = 1};
   CHECK_OK(weft_pinned_alloc(sizeof(int), (void **)&s.out));
   weft_task *t;
   CHECK_OK(weft_task_spawn(rt, &t, notsup_task, &s, NULL));
-  CHECK_ERR(weft_task_join(t), WEFT_ENOTSUP);
-  CHECK_MSG(names_kernel(weft_last_error_message()),
-            "join returned the first error (ENOTSUP) with another error's "
-            "message: '%s'",
-            weft_last_error_message());
+  CHECK_OK(weft_task_join(t));
   CHECK_OK(weft_pinned_free(s.out));
 }
 
@@ -151,14 +136,13 @@ static void *thread_main(void *arg) {
   CHECK(weft_task_self() == NULL);
   CHECK(weft_stream_current() != NULL);
   axpb_roundtrip(j->id);
-  /* Errors on this thread are reported here, not elsewhere. */
+  /* Errors on this thread are reported here, not elsewhere, and once. */
   int *out;
   CHECK_OK(weft_pinned_alloc(sizeof(int), (void **)&out));
   void *args[] = {&out, &j->id};
   CHECK_ERR(weft_launch(&missing, WEFT_DIM1(1), WEFT_DIM1(1), 0, args),
             WEFT_ENOTSUP);
   CHECK(names_kernel(weft_last_error_message()));
-  CHECK_ERR(weft_sync(), WEFT_ENOTSUP);
   CHECK_OK(weft_sync());
   CHECK_OK(weft_pinned_free(out));
   j->ok = 1;
@@ -307,7 +291,7 @@ int main(void) {
   tt_gate_fini(&lo.gate);
   chain_then_join();
 
-  first_error_detail();
+  handled_errors_stay_handled();
   tt_close(rt);
   puts("ok");
   return 0;

@@ -272,6 +272,100 @@ static void in_task(void) {
   tt_close(rt);
 }
 
+/* Environment variables and options out of range: refused at weft_init,
+ * naming what was wrong; backend names in any case. */
+static void env_checks(void) {
+  static const char *const bad[] = {"-1", "0", "abc", "4x", "100000", " 2"};
+  weft_runtime *rt = NULL;
+  const char *vars[] = {"WEFT_WORKERS", "WEFT_HOST_THREADS"};
+  for (size_t v = 0; v < 2; v++)
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+      CHECK(setenv(vars[v], bad[i], 1) == 0);
+      CHECK_ERR(weft_init(&rt, NULL), WEFT_EINVAL);
+      CHECK(strstr(weft_last_error_message(), vars[v]) != NULL);
+      CHECK(unsetenv(vars[v]) == 0);
+    }
+  weft_runtime_opts o;
+  weft_runtime_opts_init(&o);
+  o.workers = 20000;
+  CHECK_ERR(weft_init(&rt, &o), WEFT_EINVAL);
+  CHECK(strstr(weft_last_error_message(), "workers") != NULL);
+  weft_runtime_opts_init(&o);
+  o.host_threads = 1025;
+  CHECK_ERR(weft_init(&rt, &o), WEFT_EINVAL);
+  /* A valid value is used; the option wins over the variable. */
+  CHECK(setenv("WEFT_WORKERS", "3", 1) == 0);
+  rt = tt_open(NULL);
+  tt_close(rt);
+  weft_runtime_opts_init(&o);
+  o.workers = 2;
+  rt = tt_open(&o);
+  tt_close(rt);
+  CHECK(unsetenv("WEFT_WORKERS") == 0);
+  /* This run's backend, spelled in upper case. */
+  const char *be = getenv("WEFT_BACKEND");
+  if (be && *be) {
+    char saved[32], upper[32];
+    snprintf(saved, sizeof saved, "%s", be);
+    size_t i = 0;
+    for (; saved[i] && i + 1 < sizeof upper; i++)
+      upper[i] =
+          (char)(saved[i] >= 'a' && saved[i] <= 'z' ? saved[i] - 32 : saved[i]);
+    upper[i] = '\0';
+    CHECK(setenv("WEFT_BACKEND", upper, 1) == 0);
+    rt = tt_open(NULL);
+    tt_close(rt);
+    CHECK(setenv("WEFT_BACKEND", saved, 1) == 0);
+  }
+}
+
+/* A trace file that cannot be written fails weft_init, not the shutdown
+ * after the run; a second shutdown of a handle is refused. */
+static void init_and_shutdown_checks(void) {
+  weft_runtime *rt = NULL;
+  weft_runtime_opts o;
+  weft_runtime_opts_init(&o);
+  o.trace_path = "/nonexistent-weft-dir/trace.json";
+  CHECK_ERR(weft_init(&rt, &o), WEFT_EIO);
+  CHECK(strstr(weft_last_error_message(), "nonexistent-weft-dir") != NULL);
+  CHECK(rt == NULL);
+  CHECK_ERR(weft_sync(), WEFT_ESTATE); /* nothing was opened */
+  rt = tt_open(NULL);
+  tt_close(rt);
+  CHECK_ERR(weft_shutdown(rt), WEFT_EHANDLE);
+  CHECK(strstr(weft_last_error_message(), "not an open runtime") != NULL);
+  int not_a_runtime = 0;
+  CHECK_ERR(weft_shutdown((weft_runtime *)&not_a_runtime), WEFT_EHANDLE);
+}
+
+/* A task joining a task of another runtime is refused; a plain thread may
+ * join tasks of any runtime. */
+typedef struct cross {
+  weft_task *other;
+  int rc;
+} cross;
+
+static void noop_task(void *arg) { (void)arg; }
+
+static void cross_joiner(void *arg) {
+  cross *c = arg;
+  c->rc = weft_task_join(c->other);
+}
+
+static void cross_runtime_join(void) {
+  weft_runtime *a = tt_open_workers(2);
+  weft_runtime *b = tt_open_workers(2);
+  weft_task *tb, *ta;
+  CHECK_OK(weft_task_spawn(b, &tb, noop_task, NULL, NULL));
+  cross c = {tb, 0};
+  CHECK_OK(weft_task_spawn(a, &ta, cross_joiner, &c, NULL));
+  CHECK_OK(weft_task_join(ta));
+  CHECK(c.rc == WEFT_EINVAL);
+  CHECK_OK(weft_task_join(tb)); /* the handle is still the plain thread's */
+  tt_close(b);
+  tt_close(a);
+}
+
 static void stats_task(void *arg) {
   weft_task_stats st = {.struct_size = sizeof st};
   CHECK_OK(weft_task_stats_get(arg, &st));
@@ -300,6 +394,9 @@ static void task_stats(void) {
 }
 
 int main(void) {
+  env_checks();
+  init_and_shutdown_checks();
+  cross_runtime_join();
   task_stats();
   no_runtime_calls();
   bad_options();

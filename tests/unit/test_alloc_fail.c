@@ -1,0 +1,51 @@
+/* Allocation failures inside weft, injected: the library's objects are
+ * linked with -Wl,--wrap=calloc, so every calloc weft makes goes through
+ * __wrap_calloc below, which fails on request.
+ *
+ * - A plain thread whose context cannot be allocated gets WEFT_ENOMEM from
+ *   its first call (it was reported as WEFT_ESTATE, "no runtime"), with
+ *   the message saying so, and the next call, with memory back, works. */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "weft.h"
+
+void *__real_calloc(size_t n, size_t size);
+void *__wrap_calloc(size_t n, size_t size);
+
+/* The thread whose callocs fail while fail_calloc is set. */
+static _Thread_local int fail_calloc;
+
+void *__wrap_calloc(size_t n, size_t size) {
+  return fail_calloc ? NULL : __real_calloc(n, size);
+}
+
+static void *plain_thread(void *arg) {
+  (void)arg;
+  fail_calloc = 1;
+  int rc = weft_sync();
+  fail_calloc = 0;
+  CHECK_ERR(rc, WEFT_ENOMEM);
+  CHECK_MSG(strstr(weft_last_error_message(), "out of memory") != NULL,
+            "message: '%s'", weft_last_error_message());
+  CHECK_OK(weft_sync()); /* memory is back: the context is made now */
+  return NULL;
+}
+
+int main(void) {
+  weft_runtime_opts o;
+  weft_runtime_opts_init(&o);
+  o.backend = WEFT_BACKEND_HOST;
+  o.workers = 2;
+  weft_runtime *rt;
+  CHECK_OK(weft_init(&rt, &o));
+  pthread_t th;
+  CHECK(pthread_create(&th, NULL, plain_thread, NULL) == 0);
+  CHECK(pthread_join(th, NULL) == 0);
+  CHECK_OK(weft_shutdown(rt));
+  puts("ok");
+  return 0;
+}
