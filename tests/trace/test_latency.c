@@ -18,7 +18,7 @@
 #define DELAY_MS 5
 
 static weft_runtime *rt;
-static int *dev;
+static int *dev; /* one int per GPU waiter: their memsets run at once */
 
 static double now_ms(void) {
   struct timespec ts;
@@ -52,8 +52,7 @@ static void follower(void *arg) {
 }
 
 static void gpu_waiter(void *arg) {
-  (void)arg;
-  CHECK_OK(weft_memset(dev, 0, sizeof *dev));
+  CHECK_OK(weft_memset(dev + *(int *)arg, 0, sizeof *dev));
   CHECK_OK(weft_sync());
 }
 
@@ -73,8 +72,9 @@ static void driver(void *arg) {
   CHECK_OK(weft_task_join(awaited));
 
   weft_task *g[2];
+  static int which[2] = {0, 1};
   for (int i = 0; i < 2; i++)
-    CHECK_OK(weft_task_spawn(rt, &g[i], gpu_waiter, NULL, NULL));
+    CHECK_OK(weft_task_spawn(rt, &g[i], gpu_waiter, &which[i], NULL));
   for (int i = 0; i < 2; i++)
     CHECK_OK(weft_task_join(g[i]));
 }
@@ -102,7 +102,7 @@ int main(void) {
     return 77;
   }
   CHECK_OK(rc);
-  CHECK_OK(weft_device_alloc(sizeof *dev, (void **)&dev));
+  CHECK_OK(weft_device_alloc(2 * sizeof *dev, (void **)&dev));
   CHECK_OK(weft_sync());
   weft_task *d;
   CHECK_OK(weft_task_spawn(rt, &d, driver, NULL, NULL));
