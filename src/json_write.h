@@ -4,9 +4,10 @@
  * Header-only, so the library, the tools and the benchmarks each include it
  * without linking anything new.
  *
- * Strings are bytes: UTF-8 passes through unchanged, and nothing here
- * checks it, because every writer's strings are either its own or were
- * validated when read. */
+ * Strings are UTF-8: valid sequences pass through unchanged, and a byte
+ * that does not begin one (a name cut in the middle of a character, a
+ * kernel name in another encoding) is written as U+FFFD, so that a strict
+ * reader, weft's own included, accepts every file written. */
 #ifndef WEFT_JSON_WRITE_H
 #define WEFT_JSON_WRITE_H
 
@@ -20,24 +21,57 @@ static inline int json_write_needs_escape(unsigned char c) {
   return c == '"' || c == '\\' || c < 0x20 || c == 0x7F;
 }
 
+/* The length of the valid UTF-8 sequence of two to four bytes at s (RFC
+ * 3629: no overlong forms, no surrogates, nothing past U+10FFFF), or 0. */
+static inline size_t json_write_utf8_len(const unsigned char *s) {
+  unsigned c = s[0];
+  size_t n = c >= 0xC2 && c <= 0xDF   ? 2
+             : c >= 0xE0 && c <= 0xEF ? 3
+             : c >= 0xF0 && c <= 0xF4 ? 4
+                                      : 0;
+  if (n == 0)
+    return 0;
+  for (size_t i = 1; i < n; i++)
+    if ((s[i] & 0xC0) != 0x80)
+      return 0;
+  if ((c == 0xE0 && s[1] < 0xA0) || (c == 0xED && s[1] > 0x9F) ||
+      (c == 0xF0 && s[1] < 0x90) || (c == 0xF4 && s[1] > 0x8F))
+    return 0;
+  return n;
+}
+
 /* Writes s as a JSON string, quoted: '"' and '\\' after a backslash, control
- * characters and DEL as \u00XX, every other byte as it is. */
-static inline void json_write_string(FILE *f, const char *s) {
+ * characters and DEL as \u00XX, a byte that begins no valid UTF-8
+ * sequence as \ufffd, every other byte as it is. */
+static inline void json_write_string(FILE *f, const char *str) {
+  const unsigned char *s = (const unsigned char *)str;
   fputc('"', f);
   for (;;) {
     /* Runs of plain bytes go out in one piece: names are mostly plain. */
     size_t n = 0;
-    while (s[n] && !json_write_needs_escape((unsigned char)s[n]))
-      n++;
+    for (;;) {
+      if (!s[n] || json_write_needs_escape(s[n]))
+        break;
+      if (s[n] < 0x80) {
+        n++;
+        continue;
+      }
+      size_t k = json_write_utf8_len(s + n);
+      if (k == 0)
+        break;
+      n += k;
+    }
     fwrite(s, 1, n, f);
     s += n;
     if (!*s)
       break;
-    unsigned char c = (unsigned char)*s++;
+    unsigned char c = *s++;
     if (c == '"' || c == '\\')
       fprintf(f, "\\%c", c);
-    else
+    else if (c < 0x80)
       fprintf(f, "\\u%04x", c);
+    else
+      fputs("\\ufffd", f);
   }
   fputc('"', f);
 }

@@ -45,6 +45,28 @@ static void task_free(weft_runtime *rt, weft_task *t) {
   weft__pool_put(&rt->tasks, &t->hdr);
 }
 
+/* Copies name into buf, cut if need be at the edge of a UTF-8 character,
+ * not inside one: traces and messages carry it. */
+static void copy_name(char *buf, size_t size, const char *name) {
+  size_t n = strlen(name);
+  if (n >= size) {
+    n = size - 1;
+    /* Back over the continuation bytes of the character cut, and its
+     * first byte, unless the character ends exactly at n. */
+    size_t i = n;
+    while (i > 0 && ((unsigned char)name[i - 1] & 0xC0) == 0x80)
+      i--;
+    if (i > 0 && (unsigned char)name[i - 1] >= 0xC0) {
+      unsigned lead = (unsigned char)name[i - 1];
+      size_t len = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : 2;
+      if (i - 1 + len > n)
+        n = i - 1;
+    }
+  }
+  memcpy(buf, name, n);
+  buf[n] = '\0';
+}
+
 int weft_task_spawn(weft_runtime *rt, weft_task **task, weft_task_fn fn,
                     void *arg, const weft_task_opts *user) {
   weft_task_opts opts;
@@ -91,7 +113,7 @@ int weft_task_spawn(weft_runtime *rt, weft_task **task, weft_task_fn fn,
   t->arg = arg;
   t->id = atomic_fetch_add(&rt->next_id, 1) + 1;
   if (opts.name)
-    snprintf(t->name, sizeof t->name, "%s", opts.name);
+    copy_name(t->name, sizeof t->name, opts.name);
   else
     snprintf(t->name, sizeof t->name, "task-%llu", (unsigned long long)t->id);
   weft__trace_task_name(t->id, t->name);

@@ -1,9 +1,13 @@
 /* Export, then re-import: a traced run of the runtime on the host backend
  * writes a trace that the trace reader loads, with every GPU operation the
  * program queued present once, attributed to the task that queued it and
- * matched to the call that queued it, and every task's run slices there. */
+ * matched to the call that queued it, and every task's run slices there.
+ * Names are written as UTF-8 the reader accepts: a task name longer than
+ * weft keeps is cut at a character's edge, and a kernel name that is not
+ * UTF-8 is written with U+FFFD for its bad bytes. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "check.h"
@@ -20,6 +24,13 @@ typedef struct job {
   uint64_t id;
 } job;
 
+/* 20 two-byte characters: more than the 31 bytes a task name keeps. */
+static const char long_name[] = "\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3"
+                                "\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9"
+                                "\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3"
+                                "\xa9\xc3\xa9\xc3\xa9\xc3\xa9";
+static weft_kernel bad_name; /* axpb, named in Latin-1 */
+
 static void work(void *arg) {
   job *j = arg;
   float *d;
@@ -29,8 +40,8 @@ static void work(void *arg) {
   for (int i = 0; i < LAUNCHES; i++) {
     float a = 2, b = 1;
     void *args[] = {&d, &a, &b, &n};
-    CHECK_OK(
-        weft_launch(&tk.axpb, WEFT_DIM1(N / 256), WEFT_DIM1(256), 0, args));
+    CHECK_OK(weft_launch(i == 0 ? &bad_name : &tk.axpb, WEFT_DIM1(N / 256),
+                         WEFT_DIM1(256), 0, args));
   }
   CHECK_OK(weft_copy(j->host, d, N * sizeof(float)));
   CHECK_OK(weft_device_free(d));
@@ -43,6 +54,8 @@ int main(void) {
   CHECK(fd >= 0);
   close(fd);
   test_kernels_init(&tk);
+  bad_name = tk.axpb;
+  bad_name.name = "axpb-caf\xe9";
   weft_runtime_opts o;
   weft_runtime_opts_init(&o);
   o.backend = WEFT_BACKEND_HOST;
@@ -55,7 +68,10 @@ int main(void) {
     CHECK_OK(weft_pinned_alloc(N * sizeof(float), (void **)&jobs[i].host));
     for (int k = 0; k < N; k++)
       jobs[i].host[k] = (float)k;
-    CHECK_OK(weft_task_spawn(rt, &t[i], work, &jobs[i], NULL));
+    weft_task_opts to;
+    weft_task_opts_init(&to);
+    to.name = i == 0 ? long_name : NULL;
+    CHECK_OK(weft_task_spawn(rt, &t[i], work, &jobs[i], &to));
   }
   for (int i = 0; i < TASKS; i++)
     CHECK_OK(weft_task_join(t[i]));
@@ -81,8 +97,18 @@ int main(void) {
   CHECK(trace_analyze(&m, &a) == 0);
   CHECK_EQ_INT((int)a.launch.matched, TASKS * (LAUNCHES + 2));
   CHECK_EQ_INT((int)a.ntasks, TASKS);
-  for (size_t i = 0; i < a.ntasks; i++)
+  int cut = 0;
+  for (size_t i = 0; i < a.ntasks; i++) {
     CHECK_EQ_INT((int)a.tasks[i].gpu_ops, LAUNCHES + 2);
+    const char *name = trace_model_str(&m, a.tasks[i].name);
+    if (strncmp(name, long_name, 4) == 0) {
+      size_t len = strlen(name);
+      CHECK_MSG(len <= 31 && len % 2 == 0 && strncmp(name, long_name, len) == 0,
+                "task name cut at %zu bytes: not at a character's edge", len);
+      cut = 1;
+    }
+  }
+  CHECK_MSG(cut, "the long-named task is missing");
   trace_analysis_free(&a);
   trace_model_free(&m);
   unlink(path);
