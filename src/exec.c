@@ -5,77 +5,118 @@
 
 #include "scheduler.h"
 
-/* ---- the runtime plain threads use ---- */
+/* ---- the runtime plain threads use ----
+ *
+ * A plain thread keeps the runtime it first used until that runtime shuts
+ * down; a thread that has used none takes the most recently opened runtime
+ * still open. (Before, a thread followed whichever runtime was opened last:
+ * opening a second runtime cut the main thread off from the first, whose
+ * queued work it could then no longer wait for, and whose pinned blocks it
+ * could not free.) A shutdown marks its runtime's thread contexts dead
+ * instead of freeing them, since the threads still point at them: each
+ * thread frees its own on its next call, or when it exits. */
 
 static pthread_mutex_t global_lock = PTHREAD_MUTEX_INITIALIZER;
-static weft_runtime *default_rt;
-static atomic_uint_fast64_t default_epoch; /* 0: none open */
+static weft_runtime **open_rts; /* open, oldest first */
+static size_t nopen, cap_open;
 static atomic_uint_fast64_t epochs;
 
 static _Thread_local weft__exec *tls_thread_exec;
-static _Thread_local uint64_t tls_thread_epoch;
 static pthread_key_t thread_key;
 static pthread_once_t thread_key_once = PTHREAD_ONCE_INIT;
 
-weft_runtime *weft__default_runtime(void) {
-  pthread_mutex_lock(&global_lock);
-  weft_runtime *rt = default_rt;
-  pthread_mutex_unlock(&global_lock);
-  return rt;
+/* Lock held. */
+static weft_runtime *newest_open(void) {
+  return nopen ? open_rts[nopen - 1] : NULL;
 }
 
-void weft__runtime_register(weft_runtime *rt) {
+int weft__runtime_register(weft_runtime *rt) {
   pthread_mutex_lock(&global_lock);
+  if (nopen == cap_open) {
+    size_t cap = cap_open ? cap_open * 2 : 4;
+    weft_runtime **v = realloc(open_rts, cap * sizeof *v);
+    if (!v) {
+      pthread_mutex_unlock(&global_lock);
+      return weft__err(WEFT_ENOMEM, "weft_init: out of memory");
+    }
+    open_rts = v;
+    cap_open = cap;
+  }
   rt->epoch = atomic_fetch_add(&epochs, 1) + 1;
-  default_rt = rt;
-  atomic_store(&default_epoch, rt->epoch);
+  open_rts[nopen++] = rt;
   pthread_mutex_unlock(&global_lock);
+  return 0;
 }
 
-void weft__runtime_unregister(weft_runtime *rt) {
+int weft__runtime_is_open(weft_runtime *rt) {
   pthread_mutex_lock(&global_lock);
-  if (default_rt == rt) {
-    default_rt = NULL;
-    atomic_store(&default_epoch, 0);
+  size_t i = 0;
+  while (i < nopen && open_rts[i] != rt)
+    i++;
+  pthread_mutex_unlock(&global_lock);
+  return i < nopen;
+}
+
+int weft__runtime_unregister(weft_runtime *rt) {
+  int found = 0;
+  pthread_mutex_lock(&global_lock);
+  for (size_t i = 0; i < nopen; i++)
+    if (open_rts[i] == rt) {
+      memmove(&open_rts[i], &open_rts[i + 1],
+              (nopen - i - 1) * sizeof *open_rts);
+      nopen--;
+      found = 1;
+      break;
+    }
+  if (nopen == 0) {
+    free(open_rts);
+    open_rts = NULL;
+    cap_open = 0;
   }
   pthread_mutex_unlock(&global_lock);
+  return found;
 }
 
 /* ---- exec lookup ---- */
+
+static void exec_free(weft__exec *x) {
+  free(x->pending);
+  free(x->first_msg);
+  free(x);
+}
 
 weft__exec *weft__exec_self(void) {
   weft_task *t = weft__task_self();
   if (t)
     return &t->x;
-  /* A thread context is valid only for the runtime it was made for. */
-  if (tls_thread_exec && tls_thread_epoch == atomic_load(&default_epoch))
-    return tls_thread_exec;
-  return NULL;
+  weft__exec *x = tls_thread_exec;
+  if (x && atomic_load_explicit(&x->dead, memory_order_acquire)) {
+    /* Its runtime shut down: this thread owns the remains. */
+    tls_thread_exec = NULL;
+    pthread_setspecific(thread_key, NULL);
+    exec_free(x);
+    return NULL;
+  }
+  return x;
 }
 
 /* Thread exit: give the thread's stream back while its runtime lives. */
 static void thread_exit(void *p) {
   weft__exec *x = p;
   pthread_mutex_lock(&global_lock);
-  weft_runtime *rt = default_rt;
-  int found = 0;
-  if (rt) {
+  if (!atomic_load(&x->dead)) {
+    weft_runtime *rt = x->rt;
     pthread_mutex_lock(&rt->lock);
     for (weft__exec **pp = &rt->threads; *pp; pp = &(*pp)->next)
       if (*pp == x) {
         *pp = x->next;
-        found = 1;
         break;
       }
     pthread_mutex_unlock(&rt->lock);
-  }
-  if (found) {
     weft__exec_release_stream(x);
-    free(x->pending);
-    free(x->first_msg);
-    free(x);
   }
   pthread_mutex_unlock(&global_lock);
+  exec_free(x);
 }
 
 static void make_key(void) { pthread_key_create(&thread_key, thread_exit); }
@@ -85,17 +126,17 @@ weft__exec *weft__exec_get(const char *call) {
   if (x)
     return x;
   pthread_once(&thread_key_once, make_key);
-  pthread_mutex_lock(&global_lock);
-  weft_runtime *rt = default_rt;
-  if (!rt) {
-    pthread_mutex_unlock(&global_lock);
-    weft__err(WEFT_ESTATE, "%s: no weft runtime is open (weft_init)", call);
-    return NULL;
-  }
   x = calloc(1, sizeof *x);
   if (!x) {
-    pthread_mutex_unlock(&global_lock);
     weft__err(WEFT_ENOMEM, "%s: out of memory", call);
+    return NULL;
+  }
+  pthread_mutex_lock(&global_lock);
+  weft_runtime *rt = newest_open();
+  if (!rt) {
+    pthread_mutex_unlock(&global_lock);
+    free(x);
+    weft__err(WEFT_ESTATE, "%s: no weft runtime is open (weft_init)", call);
     return NULL;
   }
   x->rt = rt;
@@ -104,14 +145,13 @@ weft__exec *weft__exec_get(const char *call) {
   rt->threads = x;
   pthread_mutex_unlock(&rt->lock);
   tls_thread_exec = x;
-  tls_thread_epoch = rt->epoch;
   pthread_setspecific(thread_key, x);
   pthread_mutex_unlock(&global_lock);
   return x;
 }
 
-/* Shutdown: thread contexts die with their runtime; their threads see the
- * epoch change and make new ones from the next runtime. */
+/* Shutdown: the runtime's thread contexts die with it; their threads free
+ * them and make new ones, for a runtime still open, on their next call. */
 void weft__exec_threads_release(weft_runtime *rt) {
   pthread_mutex_lock(&global_lock);
   weft__exec *x = rt->threads;
@@ -119,9 +159,7 @@ void weft__exec_threads_release(weft_runtime *rt) {
   while (x) {
     weft__exec *next = x->next;
     weft__exec_release_stream(x);
-    free(x->pending);
-    free(x->first_msg);
-    free(x);
+    atomic_store_explicit(&x->dead, 1, memory_order_release);
     x = next;
   }
   pthread_mutex_unlock(&global_lock);

@@ -76,42 +76,6 @@ static int thread_count(const char *opt, const char *env, int *n) {
   return 0;
 }
 
-/* Open runtimes, so that a shutdown of a handle already shut down (or of
- * something that never was a runtime) is refused instead of touching freed
- * memory. */
-static pthread_mutex_t open_lock = PTHREAD_MUTEX_INITIALIZER;
-static weft_runtime *open_list;
-
-static void open_add(weft_runtime *rt) {
-  pthread_mutex_lock(&open_lock);
-  rt->open_next = open_list;
-  open_list = rt;
-  pthread_mutex_unlock(&open_lock);
-}
-
-/* Removes rt if present: 1, else 0. */
-static int open_take(weft_runtime *rt) {
-  pthread_mutex_lock(&open_lock);
-  int found = 0;
-  for (weft_runtime **pp = &open_list; *pp; pp = &(*pp)->open_next)
-    if (*pp == rt) {
-      *pp = rt->open_next;
-      found = 1;
-      break;
-    }
-  pthread_mutex_unlock(&open_lock);
-  return found;
-}
-
-static int open_has(weft_runtime *rt) {
-  pthread_mutex_lock(&open_lock);
-  weft_runtime *p = open_list;
-  while (p && p != rt)
-    p = p->open_next;
-  pthread_mutex_unlock(&open_lock);
-  return p != NULL;
-}
-
 /* The trace file must be writable: found now, not after the run, when the
  * runtime is already gone. The tracer writes it at shutdown. */
 static int trace_path_ok(const char *path) {
@@ -198,11 +162,14 @@ int weft_init(weft_runtime **rtp, const weft_runtime_opts *user) {
       goto fail_trace;
     rt->tracing = 1;
   }
-  rc = weft__sched_start(rt);
+  rc = weft__runtime_register(rt);
   if (rc)
     goto fail_sched;
-  weft__runtime_register(rt);
-  open_add(rt);
+  rc = weft__sched_start(rt);
+  if (rc) {
+    weft__runtime_unregister(rt);
+    goto fail_sched;
+  }
   *rtp = rt;
   return 0;
 
@@ -244,7 +211,7 @@ static size_t user_objects(weft_runtime *rt, char *what, size_t len) {
 int weft_shutdown(weft_runtime *rt) {
   if (!rt)
     return weft__err(WEFT_EINVAL, "weft_shutdown: rt is NULL");
-  if (!open_has(rt))
+  if (!weft__runtime_is_open(rt))
     return weft__err(WEFT_EHANDLE, "weft_shutdown: not an open runtime "
                                    "(already shut down?)");
   if (weft__task_self())
@@ -264,10 +231,9 @@ int weft_shutdown(weft_runtime *rt) {
     return weft__err(WEFT_EBUSY, "weft_shutdown: still live: %s", what);
   }
 
-  if (!open_take(rt)) /* another thread's shutdown got here first */
+  if (!weft__runtime_unregister(rt)) /* another shutdown got here first */
     return weft__err(WEFT_EHANDLE, "weft_shutdown: runtime already shut "
                                    "down");
-  weft__runtime_unregister(rt);
   weft__sched_stop(rt);
   /* Finished tasks never joined: their handles die with the runtime. */
   while (rt->all) {

@@ -37,6 +37,7 @@ struct weft__exec {
   struct weft_task **pending;
   int npending, cap_pending;
   struct weft__exec *next; /* runtime's list of plain-thread contexts */
+  atomic_int dead;         /* a plain thread's, after its runtime shut down */
 };
 
 typedef enum task_state {
@@ -143,7 +144,6 @@ struct weft_runtime {
   weft_runtime_opts opts;
   weft__backend *bk;
   uint64_t epoch; /* distinguishes runtimes for thread contexts */
-  struct weft_runtime *open_next; /* runtime.c's list of open runtimes */
 
   int nworkers;
   weft__worker *workers;
@@ -213,11 +213,13 @@ weft__exec *weft__exec_get(const char *call);
  * WEFT_ENOMEM (no memory for a plain thread's context). */
 static inline int weft__exec_get_failed(void) { return weft__err_slot()->code; }
 
-/* The runtime plain threads use: the one most recently opened. */
-weft_runtime *weft__default_runtime(void);
-/* weft_init and weft_shutdown make rt the default and stop it being. */
-void weft__runtime_register(weft_runtime *rt);
-void weft__runtime_unregister(weft_runtime *rt);
+/* weft_init and weft_shutdown: rt joins and leaves the open runtimes a
+ * plain thread may take (exec.c). register fails only with WEFT_ENOMEM;
+ * unregister returns 1 if rt was open. A shutdown of a handle not open
+ * (shut down already) is refused by is_open. */
+int weft__runtime_register(weft_runtime *rt);
+int weft__runtime_unregister(weft_runtime *rt);
+int weft__runtime_is_open(weft_runtime *rt);
 
 /* sched.c */
 int weft__sched_start(weft_runtime *rt);

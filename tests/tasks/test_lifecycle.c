@@ -366,6 +366,50 @@ static void cross_runtime_join(void) {
   tt_close(a);
 }
 
+/* Two runtimes and plain threads: a thread keeps the runtime it first used
+ * until that one shuts down; a thread that used none takes the newest
+ * open. */
+static void *second_thread(void *arg) {
+  weft_runtime **which = arg;
+  int *p;
+  CHECK_OK(weft_pinned_alloc(sizeof *p, (void **)&p));
+  weft_mem_stats st = {.struct_size = sizeof st};
+  for (int i = 0; i < 2; i++) {
+    CHECK_OK(weft_mem_stats_get(which[i], &st));
+    if (st.pinned_blocks == 1)
+      which[2] = which[i]; /* the runtime the block came from */
+  }
+  CHECK_OK(weft_pinned_free(p));
+  CHECK_OK(weft_sync());
+  return NULL;
+}
+
+static void two_runtimes(void) {
+  weft_runtime *a = tt_open_workers(2);
+  char *buf;
+  CHECK_OK(weft_pinned_alloc(4096, (void **)&buf));
+  CHECK_OK(weft_memset(buf, 7, 4096)); /* on main's stream, of a */
+  weft_runtime *b = tt_open_workers(2);
+  /* main still belongs to a: its sync waits for the memset */
+  CHECK_OK(weft_sync());
+  for (int i = 0; i < 4096; i++)
+    CHECK_MSG(buf[i] == 7, "byte %d is %d after weft_sync", i, buf[i]);
+  /* a thread new to weft takes b, the newest */
+  weft_runtime *which[3] = {a, b, NULL};
+  pthread_t th;
+  CHECK(pthread_create(&th, NULL, second_thread, which) == 0);
+  CHECK(pthread_join(th, NULL) == 0);
+  CHECK(which[2] == b);
+  /* b's shutdown leaves main with a */
+  tt_close(b);
+  CHECK_OK(weft_memset(buf, 9, 4096));
+  CHECK_OK(weft_sync());
+  CHECK(buf[4095] == 9);
+  CHECK_OK(weft_pinned_free(buf)); /* main can free a's block */
+  tt_close(a);                     /* and a closes: nothing of it is left */
+  CHECK_ERR(weft_sync(), WEFT_ESTATE);
+}
+
 static void stats_task(void *arg) {
   weft_task_stats st = {.struct_size = sizeof st};
   CHECK_OK(weft_task_stats_get(arg, &st));
@@ -397,6 +441,7 @@ int main(void) {
   env_checks();
   init_and_shutdown_checks();
   cross_runtime_join();
+  two_runtimes();
   task_stats();
   no_runtime_calls();
   bad_options();
