@@ -12,7 +12,9 @@ weft__obj *weft__pool_get(weft__pool *p, size_t size) {
     if (!p->head)
       p->tail = NULL;
     p->nfree--;
+    uint16_t gen = o->gen;
     memset(o, 0, size);
+    o->gen = (uint16_t)(gen + 1);
   } else {
     o = calloc(1, size);
     if (!o)

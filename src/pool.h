@@ -16,6 +16,7 @@ typedef struct weft__backend weft__backend;
 
 typedef struct weft__obj {
   uint32_t magic;
+  uint16_t gen; /* reuses of this memory: part of its public handles */
   int dev;
   weft__backend *bk;
   struct weft__obj *pool_next; /* free list while dead */
@@ -27,11 +28,43 @@ typedef struct weft__pool {
   size_t live;
 } weft__pool;
 
-/* A zeroed object of size bytes (magic 0), or NULL when out of memory. */
+/* A zeroed object of size bytes (magic 0) whose gen is one past its last
+ * life's, or NULL when out of memory. */
 weft__obj *weft__pool_get(weft__pool *p, size_t size);
 /* Marks o dead and queues it for reuse. */
 void weft__pool_put(weft__pool *p, weft__obj *o);
 /* Frees every object on the free list. */
 void weft__pool_drain(weft__pool *p);
+
+/* Public handles (weft_task, weft_event) are the object's address with its
+ * generation in the top 16 bits, which user-space addresses leave clear
+ * on x86-64 and AArch64: a handle kept past its object's reuse then names
+ * no live object, instead of the unrelated one now at that address (the
+ * quarantine alone stopped that for only 64 reuses). Heap addresses stay
+ * below 2^47 there (malloc never asks Linux for the 57-bit range). */
+#define WEFT__HANDLE_SHIFT 48
+
+static inline void *weft__handle_of(weft__obj *o) {
+  uintptr_t a = (uintptr_t)o;
+#if UINTPTR_MAX > 0xffffffffu
+  a |= (uintptr_t)o->gen << WEFT__HANDLE_SHIFT;
+#endif
+  return (void *)a;
+}
+
+/* The object a handle names, whatever its state; NULL for NULL. Its magic
+ * and weft__handle_live say whether the handle is still good. */
+static inline weft__obj *weft__handle_obj(const void *h) {
+  uintptr_t a = (uintptr_t)h;
+#if UINTPTR_MAX > 0xffffffffu
+  a &= ((uintptr_t)1 << WEFT__HANDLE_SHIFT) - 1;
+#endif
+  return (weft__obj *)a;
+}
+
+/* 1 if h was made for o's current life. */
+static inline int weft__handle_live(const void *h, const weft__obj *o) {
+  return weft__handle_of((weft__obj *)o) == h;
+}
 
 #endif

@@ -236,8 +236,10 @@ void weft__task_returned(weft_task *t);
 /* Runs when a task's GPU work has completed (or it had none). */
 void weft__task_finalize(weft_task *t);
 
-/* Checks that t is a live task handle, for call: 0 or the error, reported. */
-int weft__task_check(const weft_task *t, const char *call);
+/* The task a public handle names, for call; NULL with *rc the error,
+ * reported, when the handle is NULL or not live (joined, detached, its
+ * object reused: pool.h's generations). */
+weft_task *weft__task_of(const weft_task *h, const char *call, int *rc);
 /* Suspends the calling task (rt->lock held) until other returns
  * (until_end 0) or completes (1); on a plain thread, blocks. Returns with
  * the lock held. */

@@ -52,9 +52,10 @@ int weft_device_sync(void) {
   return rc ? weft__exec_fail(x, rc) : 0;
 }
 
-int weft_task_after(weft_task *other) {
-  int rc = weft__task_check(other, "weft_task_after");
-  if (rc)
+int weft_task_after(weft_task *h) {
+  int rc;
+  weft_task *other = weft__task_of(h, "weft_task_after", &rc);
+  if (!other)
     return rc;
   if (other == weft__task_self())
     return weft__err(WEFT_ESTATE, "weft_task_after: a task cannot follow "

@@ -18,10 +18,16 @@ void weft_task_opts_init(weft_task_opts *opts) {
   opts->priority = WEFT_PRIORITY_NORMAL;
 }
 
-weft_task *weft_task_self(void) { return weft__task_self(); }
+weft_task *weft_task_self(void) {
+  weft_task *t = weft__task_self();
+  return t ? (weft_task *)weft__handle_of(&t->hdr) : NULL;
+}
 
 const char *weft_task_name(const weft_task *task) {
-  return task ? task->name : "";
+  weft_task *t = task ? (weft_task *)weft__handle_obj(task) : NULL;
+  return t && t->hdr.magic == MAGIC_TASK && weft__handle_live(task, &t->hdr)
+             ? t->name
+             : "";
 }
 
 static void all_link(weft_runtime *rt, weft_task *t) {
@@ -120,21 +126,27 @@ int weft_task_spawn(weft_runtime *rt, weft_task **task, weft_task_fn fn,
   if (!task)
     t->handle_gone = t->detached = 1;
   else
-    *task = t;
+    *task = (weft_task *)weft__handle_of(&t->hdr);
   weft__mark_ready(t, WEFT__TR_READY_SPAWN);
   weft__sched_ready(rt, t);
   return 0;
 }
 
-int weft__task_check(const weft_task *t, const char *call) {
-  if (!t)
-    return weft__err(WEFT_EINVAL, "%s: task is NULL", call);
-  if (t->hdr.magic != MAGIC_TASK)
-    return weft__err(WEFT_EHANDLE,
-                     "%s: not a live task handle (already joined or "
-                     "detached?)",
-                     call);
-  return 0;
+weft_task *weft__task_of(const weft_task *h, const char *call, int *rc) {
+  if (!h) {
+    *rc = weft__err(WEFT_EINVAL, "%s: task is NULL", call);
+    return NULL;
+  }
+  weft_task *t = (weft_task *)weft__handle_obj(h);
+  if (t->hdr.magic != MAGIC_TASK || !weft__handle_live(h, &t->hdr)) {
+    *rc = weft__err(WEFT_EHANDLE,
+                    "%s: not a live task handle (already joined or "
+                    "detached?)",
+                    call);
+    return NULL;
+  }
+  *rc = 0;
+  return t;
 }
 
 static uint64_t mono_ns(void) {
@@ -193,9 +205,10 @@ void weft__task_wait_for(weft_runtime *rt, weft_task *other, int until_end) {
   }
 }
 
-int weft_task_join(weft_task *t) {
-  int rc = weft__task_check(t, "weft_task_join");
-  if (rc)
+int weft_task_join(weft_task *h) {
+  int rc;
+  weft_task *t = weft__task_of(h, "weft_task_join", &rc);
+  if (!t)
     return rc;
   weft_task *self = weft__task_self();
   if (t == self)
@@ -228,9 +241,10 @@ int weft_task_join(weft_task *t) {
   return rc;
 }
 
-int weft_task_detach(weft_task *t) {
-  int rc = weft__task_check(t, "weft_task_detach");
-  if (rc)
+int weft_task_detach(weft_task *h) {
+  int rc;
+  weft_task *t = weft__task_of(h, "weft_task_detach", &rc);
+  if (!t)
     return rc;
   weft_runtime *rt = t->x.rt;
   pthread_mutex_lock(&rt->lock);

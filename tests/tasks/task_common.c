@@ -122,14 +122,16 @@ void tt_gate_fini(tt_gate *g) {
   g->mem = NULL;
 }
 
-int tt_task_returned(weft_task *t) {
+int tt_task_returned(weft_task *h) {
+  weft_task *t = (weft_task *)weft__handle_obj(h);
   pthread_mutex_lock(&t->x.rt->lock);
   int r = t->returned;
   pthread_mutex_unlock(&t->x.rt->lock);
   return r;
 }
 
-int tt_task_done(weft_task *t) {
+int tt_task_done(weft_task *h) {
+  weft_task *t = (weft_task *)weft__handle_obj(h);
   pthread_mutex_lock(&t->x.rt->lock);
   int r = t->done;
   pthread_mutex_unlock(&t->x.rt->lock);

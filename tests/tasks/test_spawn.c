@@ -268,6 +268,30 @@ static void thread_joins(void) {
   CHECK_EQ_INT(js[JOINERS].seen, 42);
 }
 
+/* A handle kept past its task's join stays dead after the task's memory is
+ * reused for a new task: joining it again is WEFT_EHANDLE, never a join of
+ * the newcomer (whose owner would then get EHANDLE). */
+static void stale_handles(void) {
+  /* A runtime of its own, so that its pool of task objects starts empty. */
+  weft_runtime *r = tt_open_workers(1);
+  weft_task *old, *t;
+  CHECK_OK(weft_task_spawn(r, &old, nothing, NULL, NULL));
+  CHECK_OK(weft_task_join(old));
+  /* 64 more freed tasks fill the pool's quarantine: the next spawn reuses
+   * the memory old named (a fresh object each time until then). */
+  for (int i = 0; i < 64; i++) {
+    CHECK_OK(weft_task_spawn(r, &t, nothing, NULL, NULL));
+    CHECK_OK(weft_task_join(t));
+  }
+  weft_task *fresh;
+  CHECK_OK(weft_task_spawn(r, &fresh, nothing, NULL, NULL));
+  CHECK_ERR(weft_task_join(old), WEFT_EHANDLE);
+  CHECK_ERR(weft_task_detach(old), WEFT_EHANDLE);
+  CHECK(strcmp(weft_task_name(old), "") == 0);
+  CHECK_OK(weft_task_join(fresh)); /* its owner's join is intact */
+  tt_close(r);
+}
+
 int main(void) {
   /* One worker first: every join inside a task must suspend it. */
   for (int workers = 1; workers <= 4; workers *= 4) {
@@ -279,6 +303,7 @@ int main(void) {
     thread_joins();
     tt_close(rt);
   }
+  stale_handles();
   puts("ok");
   return 0;
 }
