@@ -52,29 +52,44 @@ int weft_device_sync(void) {
   return rc ? weft__exec_fail(x, rc) : 0;
 }
 
+/* 1 if h still names a live task, other (rt->lock held). A handle joined
+ * or detached since names a task that completed: its object is dead or
+ * already someone else's (pool.h's generations tell). */
+static int still_live(const weft_task *h, const weft_task *other) {
+  return weft__handle_live(h, &other->hdr) && !other->done;
+}
+
 int weft_task_after(weft_task *h) {
-  int rc;
-  weft_task *other = weft__task_of(h, "weft_task_after", &rc);
-  if (!other)
-    return rc;
-  if (other == weft__task_self())
-    return weft__err(WEFT_ESTATE, "weft_task_after: a task cannot follow "
-                                  "itself");
+  if (!h)
+    return weft__err(WEFT_EINVAL, "weft_task_after: task is NULL");
   weft__exec *x = weft__exec_get("weft_task_after");
   if (!x)
     return weft__exec_get_failed();
-  if (other->x.rt != x->rt)
-    return weft__err(WEFT_EINVAL, "weft_task_after: task of another runtime");
-  weft__stream *s;
-  rc = weft__exec_stream(x, &s);
-  if (rc)
-    return rc;
+  weft_task *other = (weft_task *)weft__handle_obj(h);
+  if (other == weft__task_self())
+    return weft__err(WEFT_ESTATE, "weft_task_after: a task cannot follow "
+                                  "itself");
   weft_runtime *rt = x->rt;
   pthread_mutex_lock(&rt->lock);
-  weft__task_wait_for(rt, other, 0);
-  /* end_ev lives until the task is finalized, which takes this lock. */
-  if (!other->done && other->end_ev)
-    rc = weft__stream_wait_event(s, other->end_ev);
+  int live = still_live(h, other);
+  int foreign = live && other->x.rt != rt;
+  pthread_mutex_unlock(&rt->lock);
+  if (foreign)
+    return weft__err(WEFT_EINVAL, "weft_task_after: task of another runtime");
+  if (!live) /* completed: already ordered; no stream needed */
+    return 0;
+  /* Leased outside the lock, which the lease takes. */
+  weft__stream *s;
+  int rc = weft__exec_stream(x, &s);
+  if (rc)
+    return rc;
+  pthread_mutex_lock(&rt->lock);
+  if (still_live(h, other)) {
+    weft__task_wait_for(rt, other, 0);
+    /* end_ev lives until the task is finalized, which takes this lock. */
+    if (still_live(h, other) && other->end_ev)
+      rc = weft__stream_wait_event(s, other->end_ev);
+  }
   pthread_mutex_unlock(&rt->lock);
   return rc;
 }

@@ -46,10 +46,11 @@ WEFT_API int weft_device_sync(void);
  * device, without waiting for that work on the host. If the other task's
  * function is still running, the caller first waits (yielding) for it to
  * return, so that all of its work is queued. No-op for a task whose work
- * already completed.
+ * already completed, joined or detached since included (its handle may be
+ * kept for this), and then the caller needs no stream of its own.
  * Errors: WEFT_EINVAL (other NULL, or a task of another runtime),
- * WEFT_EHANDLE (not a live task), WEFT_ESTATE (the task itself, or no
- * runtime), WEFT_ENOMEM, device errors.
+ * WEFT_ESTATE (the task itself, or no runtime), WEFT_ENOMEM, device
+ * errors.
  * Context: any thread; may switch (until the other task's function has
  * returned). */
 WEFT_API int weft_task_after(weft_task *other);
