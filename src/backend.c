@@ -317,9 +317,20 @@ int weft__event_record(weft__event *e, weft__stream *s) {
                      "event_record: event and stream are on different "
                      "devices or backends");
   int rc = s->hdr.bk->ops->event_record(e, s);
-  if (rc == 0)
-    e->recorded = 1;
+  if (rc == 0) /* read by other threads' waits: weft__event_recorded */
+    __atomic_store_n(&e->recorded, 1, __ATOMIC_RELEASE);
   return rc;
+}
+
+int weft__event_recorded(weft__event *e, const char *call) {
+  CHECK_EVENT(e, call);
+  if (!__atomic_load_n(&e->recorded, __ATOMIC_ACQUIRE))
+    return weft__err(WEFT_ESTATE,
+                     "%s: the event was never recorded, so there is nothing "
+                     "to wait for (to wait until another task records it, "
+                     "join that task or follow it with weft_task_after)",
+                     call);
+  return 0;
 }
 
 int weft__event_query(weft__event *e) {
@@ -341,7 +352,8 @@ int weft__event_elapsed(weft__event *start, weft__event *end, float *ms) {
       !(end->flags & WEFT__EVENT_TIMING))
     return weft__err(WEFT_EINVAL,
                      "event_elapsed: both events need timing enabled");
-  if (!start->recorded || !end->recorded)
+  if (!__atomic_load_n(&start->recorded, __ATOMIC_ACQUIRE) ||
+      !__atomic_load_n(&end->recorded, __ATOMIC_ACQUIRE))
     return weft__err(WEFT_ESTATE,
                      "event_elapsed: both events must have been recorded");
   if (start->hdr.bk != end->hdr.bk)

@@ -195,6 +195,9 @@ int weft__event_destroy(weft__event **e);
 int weft__event_record(weft__event *e, weft__stream *s);
 int weft__event_query(weft__event *e);
 int weft__event_sync(weft__event *e);
+/* 0 if e is live and was recorded at least once; else the error (for
+ * call), reported: WEFT_ESTATE for an event never recorded. */
+int weft__event_recorded(weft__event *e, const char *call);
 int weft__event_elapsed(weft__event *start, weft__event *end, float *ms);
 
 int weft__copy(weft__stream *s, void *dst, const void *src, size_t n,

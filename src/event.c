@@ -32,7 +32,9 @@ int weft_event_record(weft_event *ev) {
 
 int weft_event_wait(weft_event *ev) {
   weft__caller c;
-  int rc = weft__caller_get("weft_event_wait", &c);
+  int rc = weft__event_recorded(EV(ev), "weft_event_wait");
+  if (rc == 0)
+    rc = weft__caller_get("weft_event_wait", &c);
   if (rc)
     return rc;
   rc = weft__stream_wait_event(c.s, EV(ev));
@@ -43,7 +45,8 @@ int weft_event_sync(weft_event *ev) {
   weft__exec *x = weft__exec_get("weft_event_sync");
   if (!x)
     return weft__exec_get_failed();
-  return weft__exec_wait_event(x, EV(ev));
+  int rc = weft__event_recorded(EV(ev), "weft_event_sync");
+  return rc ? rc : weft__exec_wait_event(x, EV(ev));
 }
 
 int weft_event_query(weft_event *ev) { return weft__event_query(EV(ev)); }

@@ -28,16 +28,19 @@ WEFT_API int weft_event_destroy(weft_event **ev);
  * Context: any thread; never blocks. */
 WEFT_API int weft_event_record(weft_event *ev);
 
-/* Makes the current stream wait, on the device, for ev's latest record
- * (none: no wait). The caller does not wait.
- * Errors: WEFT_ESTATE (no runtime), WEFT_EINVAL (ev NULL), WEFT_EHANDLE,
- * WEFT_ENOMEM, device errors. Context: any thread; never blocks. */
+/* Makes the current stream wait, on the device, for ev's latest record.
+ * The caller does not wait. An event never recorded is refused: there is
+ * no record to wait for, and waiting for one that another task will make
+ * needs that task joined or followed (weft_task_after) first.
+ * Errors: WEFT_ESTATE (no runtime, or ev never recorded), WEFT_EINVAL (ev
+ * NULL), WEFT_EHANDLE, WEFT_ENOMEM, device errors.
+ * Context: any thread; never blocks. */
 WEFT_API int weft_event_wait(weft_event *ev);
 
-/* Waits until ev's latest record completed (at once if never recorded):
- * yields in a task, blocks on a plain thread.
- * Errors: WEFT_ESTATE (no runtime), WEFT_EINVAL (ev NULL), WEFT_EHANDLE,
- * device errors. Context: any thread; may switch. */
+/* Waits until ev's latest record completed: yields in a task, blocks on a
+ * plain thread. An event never recorded is refused, as by weft_event_wait.
+ * Errors: WEFT_ESTATE (no runtime, or ev never recorded), WEFT_EINVAL (ev
+ * NULL), WEFT_EHANDLE, device errors. Context: any thread; may switch. */
 WEFT_API int weft_event_sync(weft_event *ev);
 
 /* 0 if ev's latest record completed (or ev was never recorded),
