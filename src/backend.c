@@ -412,6 +412,16 @@ int weft__launch(weft__stream *s, const weft_kernel *k, weft_dim3 grid,
   if (k->nargs > 0 && !args)
     return weft__err(WEFT_EINVAL, "launch %s: %u parameters but args is NULL",
                      name, k->nargs);
+  /* Sizes are how the host backend copies the values at launch; without
+   * them a kernel given arguments would read what it was never given.
+   * Refused on both backends, so that a descriptor that works on one works
+   * on the other. */
+  if (k->nargs == 0 && args)
+    return weft__err(WEFT_EINVAL,
+                     "launch %s: arguments given, but the kernel declares no "
+                     "parameters: describe them with WEFT_KERNEL_ARGS(type, "
+                     "...), or pass NULL args to a kernel without any",
+                     name);
   for (unsigned i = 0; i < k->nargs; i++)
     if (!args[i] || k->arg_size[i] == 0)
       return weft__err(WEFT_EINVAL,

@@ -58,7 +58,8 @@ typedef struct weft_kernel {
 /* Designated initialisers for a kernel's parameter list, e.g.
  *   weft_kernel k = {.cuda = (const void *)scale, .host = scale_host,
  *                    .name = "scale", WEFT_KERNEL_ARGS(float *, float, int)};
- */
+ * A kernel without parameters leaves it out (nargs 0) and is launched with
+ * args NULL; WEFT_KERNEL_ARGS() with nothing in it does not compile. */
 #define WEFT_KERNEL_ARGS(...)                                                  \
   .nargs = WEFT__NARGS(__VA_ARGS__), .arg_size = {WEFT__SIZES(__VA_ARGS__)}
 
@@ -94,7 +95,8 @@ typedef struct weft_kernel {
  * stream. args holds k->nargs pointers to parameter values; they are
  * copied before the call returns.
  * Errors: WEFT_EINVAL (k NULL; more than WEFT_KERNEL_MAX_ARGS parameters, or
- * one without value or size; a zero dimension, more threads per block than
+ * one without value or size; args given to a kernel that declares no
+ * parameters, on every backend; a zero dimension, more threads per block than
  * the device allows, grid y or z above 65535; on the host backend, more
  * than 1 GiB of shared memory), WEFT_ENOTSUP (no implementation for this
  * backend), WEFT_ESTATE (no runtime), WEFT_ENOMEM, device errors.

@@ -106,6 +106,12 @@ static void bad_work(weft__stream *s) {
   CHECK_OK(weft__launch(s, &tk.set_value, one, one, 0, args));
   EXPECT_ERR(weft__launch(s, NULL, one, one, 0, args), WEFT_EINVAL);
   EXPECT_ERR(weft__launch(s, &tk.set_value, one, one, 0, NULL), WEFT_EINVAL);
+  /* A descriptor without WEFT_KERNEL_ARGS given arguments: refused on
+   * every backend (the host backend once read what it was never given). */
+  weft_kernel undeclared = tk.set_value;
+  undeclared.nargs = 0;
+  EXPECT_ERR(weft__launch(s, &undeclared, one, one, 0, args), WEFT_EINVAL);
+  CHECK(strstr(weft_last_error_message(), "WEFT_KERNEL_ARGS") != NULL);
   EXPECT_ERR(weft__launch(s, &tk.set_value, WEFT_DIM3(0, 1, 1), one, 0, args),
              WEFT_EINVAL);
   EXPECT_ERR(weft__launch(s, &tk.set_value, WEFT_DIM3(1, 1, 0), one, 0, args),
