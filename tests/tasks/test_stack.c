@@ -84,6 +84,19 @@ static void overflow_task(void *arg) {
   *(int *)arg = r;
 }
 
+/* One frame larger than the whole stack: without stack clash protection
+ * its first write lands below the guard page, in the neighbouring stack. */
+static void __attribute__((noinline)) jump(volatile int *out) {
+  volatile char big[72 * 1024];
+  big[0] = 1;
+  big[sizeof big - 1] = 2;
+  *out = big[0] + big[sizeof big - 1];
+}
+
+static void jump_task(void *arg) { jump(arg); }
+
+static weft_task_fn overflowing = overflow_task;
+
 static void overflow_child(void) {
   weft_runtime_opts o;
   weft_runtime_opts_init(&o);
@@ -97,13 +110,14 @@ static void overflow_child(void) {
     _exit(3);
   static int r;
   weft_task *t;
-  if (weft_task_spawn(rt, &t, overflow_task, &r, NULL))
+  if (weft_task_spawn(rt, &t, overflowing, &r, NULL))
     _exit(4);
   weft_task_join(t);
   _exit(5); /* survived the overflow */
 }
 
-static void overflow(void) {
+static void overflow(weft_task_fn fn) {
+  overflowing = fn;
   int fds[2];
   CHECK(pipe(fds) == 0);
   fflush(NULL);
@@ -142,8 +156,10 @@ int main(void) {
   /* Before any runtime: fork from a single-threaded process. */
   if (TT_SANITIZED)
     puts("overflow check skipped under the sanitizers");
-  else
-    overflow();
+  else {
+    overflow(overflow_task); /* deep recursion */
+    overflow(jump_task);     /* one frame past the guard page */
+  }
   big_stacks(0, 32 * 1024, 16);            /* default 64 KiB */
   big_stacks(1024 * 1024, 768 * 1024, 16); /* 1 MiB */
   big_stacks(8 * 1024 * 1024, 6 * 1024 * 1024, 4);
