@@ -266,7 +266,7 @@ static void run_task(weft__worker *w, weft_task *t) {
   tls_task = t;
   weft__err_cur = &t->x.errinfo;
   weft__fiber_set_current_stack(t->fiber.stack, t->name);
-  int traced = atomic_load_explicit(&weft__trace_on, memory_order_relaxed);
+  int traced = weft__trace_on_for(w->rt->bk);
   uint64_t t0 = 0, ready = t->ready_ns;
   uint8_t why = t->ready_why;
   t->ready_ns = 0;
@@ -482,7 +482,8 @@ static void *worker_main(void *arg) {
   weft__fiber_init_thread(&w->sched);
   char name[32];
   snprintf(name, sizeof name, "worker %d", w->index);
-  weft__trace_thread_name(name);
+  if (rt->tracing)
+    weft__trace_thread_name(name);
   weft__fiber_thread_altstack(&w->altstack);
   while (!atomic_load(&rt->stop)) {
     weft_task *t = find_task(w);

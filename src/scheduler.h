@@ -194,7 +194,7 @@ struct weft_runtime {
 /* Notes when and why t was made ready, for the trace's runtime-latency
  * figures; nothing when not tracing. */
 static inline void weft__mark_ready(weft_task *t, int why) {
-  if (atomic_load_explicit(&weft__trace_on, memory_order_relaxed)) {
+  if (weft__trace_on_for(t->x.rt->bk)) {
     t->ready_ns = weft__trace_now();
     t->ready_why = (uint8_t)why;
   }

@@ -122,7 +122,8 @@ int weft_task_spawn(weft_runtime *rt, weft_task **task, weft_task_fn fn,
     copy_name(t->name, sizeof t->name, opts.name);
   else
     snprintf(t->name, sizeof t->name, "task-%llu", (unsigned long long)t->id);
-  weft__trace_task_name(t->id, t->name);
+  if (weft__trace_on_for(rt->bk))
+    weft__trace_task_name(t->id, t->name);
   if (!task)
     t->handle_gone = t->detached = 1;
   else

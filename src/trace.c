@@ -55,6 +55,7 @@ static struct {
 } T = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 atomic_int weft__trace_on;
+void *_Atomic weft__trace_owner;
 _Thread_local uint64_t weft__trace_task;
 
 static _Thread_local chunk *tls_chunk;
@@ -190,7 +191,7 @@ void weft__trace_thread_name(const char *name) {
   pthread_mutex_unlock(&T.lock);
 }
 
-int weft__trace_open(const char *path, const char *backend) {
+int weft__trace_open(const char *path, const char *backend, void *owner) {
   pthread_mutex_lock(&T.lock);
   if (atomic_load(&weft__trace_on)) {
     pthread_mutex_unlock(&T.lock);
@@ -205,6 +206,7 @@ int weft__trace_open(const char *path, const char *backend) {
   T.epoch++;
   atomic_store(&T.next_lane, 0);
   atomic_store(&T.dropped, 0);
+  atomic_store(&weft__trace_owner, owner);
   atomic_store(&weft__trace_on, 1);
   pthread_mutex_unlock(&T.lock);
   return 0;
@@ -442,6 +444,7 @@ int weft__trace_close(void) {
     return 0;
   }
   atomic_store(&weft__trace_on, 0);
+  atomic_store(&weft__trace_owner, NULL);
   if (T.ncorrs) /* qsort and bsearch want a non-NULL array */
     qsort(T.corrs, T.ncorrs, sizeof *T.corrs, cmp_pair);
   if (T.ntasks)

@@ -64,12 +64,27 @@ typedef struct weft__trace_rec {
 
 /* 1 while a trace is being recorded; checked before any tracing work. */
 extern atomic_int weft__trace_on;
+/* The backend of the runtime that traces (one at a time). Records are made
+ * only for it: another runtime's tasks and operations stay out of the file,
+ * and its threads never write into the tracer's buffers, which the tracing
+ * runtime's shutdown frees (a second runtime's workers once wrote into them
+ * after that). CUPTI (src/cuda/) records every CUDA operation of the
+ * process, as any CUPTI-based profiler does. */
+extern void *_Atomic weft__trace_owner;
+
+/* 1 if records of owner's (a backend's) work are to be made now. */
+static inline int weft__trace_on_for(const void *owner) {
+  return atomic_load_explicit(&weft__trace_on, memory_order_relaxed) &&
+         atomic_load_explicit(&weft__trace_owner, memory_order_relaxed) ==
+             owner;
+}
 /* The task running on this thread (0 when none), for records made by the
  * code it calls. Set by the scheduler on every resume. */
 extern _Thread_local uint64_t weft__trace_task;
 
-/* Starts recording to path. WEFT_EBUSY if another runtime traces. */
-int weft__trace_open(const char *path, const char *backend);
+/* Starts recording to path the work of owner (a backend), named backend in
+ * the file. WEFT_EBUSY if another runtime traces. */
+int weft__trace_open(const char *path, const char *backend, void *owner);
 /* Writes the file and stops recording. Every thread that recorded must
  * be idle. Returns 0 or WEFT_EIO. */
 int weft__trace_close(void);

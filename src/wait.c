@@ -9,7 +9,7 @@ int weft__exec_wait_recorded(weft__exec *x, weft__event *ev) {
   if (!x->is_task)
     return weft__event_sync(ev);
   weft_task *t = (weft_task *)((char *)x - offsetof(weft_task, x));
-  uint64_t t0 = weft__trace_on ? weft__trace_now() : 0;
+  uint64_t t0 = weft__trace_on_for(x->rt->bk) ? weft__trace_now() : 0;
   t->wait_ev = ev;
   t->state = TASK_SUSPENDED;
   weft__sched_suspend(t, AFTER_WAIT);

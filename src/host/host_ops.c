@@ -148,8 +148,9 @@ static int event_elapsed(weft__event *start, weft__event *end, float *ms) {
 /* Tracing: marks op with a correlation id and the task queuing it, and
  * after the enqueue records the "API call" that queued it, so traces of
  * the host backend read like CUDA's (launch delay, host waits). */
-static uint64_t trace_begin(weft__host_op *op, const char *name) {
-  if (!atomic_load_explicit(&weft__trace_on, memory_order_relaxed))
+static uint64_t trace_begin(weft__stream *s, weft__host_op *op,
+                            const char *name) {
+  if (!weft__trace_on_for(s->hdr.bk))
     return 0;
   op->corr = weft__trace_next_corr();
   op->task = weft__trace_task;
@@ -206,7 +207,7 @@ static int copy(weft__stream *s, void *dst, const void *src, size_t n,
   op->u.copy.dst = dst;
   op->u.copy.src = src;
   op->u.copy.n = n;
-  uint64_t t0 = trace_begin(op, NULL);
+  uint64_t t0 = trace_begin(s, op, NULL);
   if (t0)
     op->copy_dir = copy_dir(s->hdr.bk, dst, src, kind);
   uint64_t corr = op->corr, task = op->task;
@@ -223,7 +224,7 @@ static int memset_op(weft__stream *s, void *dst, int value, size_t n) {
   op->u.set.dst = dst;
   op->u.set.value = value;
   op->u.set.n = n;
-  uint64_t t0 = trace_begin(op, NULL);
+  uint64_t t0 = trace_begin(s, op, NULL);
   uint64_t corr = op->corr, task = op->task;
   weft__host_enqueue(HS(s), op);
   if (t0)
@@ -256,7 +257,7 @@ static int launch(weft__stream *s, const weft_kernel *k, weft_dim3 grid,
   op->u.launch.grid = grid;
   op->u.launch.block = block;
   op->u.launch.shared = shmem ? buf : NULL;
-  uint64_t t0 = trace_begin(op, k->name ? k->name : "kernel");
+  uint64_t t0 = trace_begin(s, op, k->name ? k->name : "kernel");
   uint64_t corr = op->corr, task = op->task;
   weft__host_enqueue(HS(s), op);
   if (t0)

@@ -4,7 +4,10 @@
  * matched to the call that queued it, and every task's run slices there.
  * Names are written as UTF-8 the reader accepts: a task name longer than
  * weft keeps is cut at a character's edge, and a kernel name that is not
- * UTF-8 is written with U+FFFD for its bad bytes. */
+ * UTF-8 is written with U+FFFD for its bad bytes. A second runtime, not
+ * traced, works all the while and after the traced one has shut down: none
+ * of its tasks or operations may appear in the trace (its threads once
+ * wrote into the tracer's freed buffers). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,6 +51,31 @@ static void work(void *arg) {
   CHECK_OK(weft_sync());
 }
 
+/* The untraced runtime's work: memsets and launches of its own. */
+static void other_work(void *arg) {
+  float *d;
+  int n = N;
+  (void)arg;
+  CHECK_OK(weft_device_alloc(N * sizeof(float), (void **)&d));
+  for (int i = 0; i < 3; i++) {
+    float a = 1, b = 0;
+    void *args[] = {&d, &a, &b, &n};
+    CHECK_OK(weft_memset(d, 0, N * sizeof(float)));
+    CHECK_OK(
+        weft_launch(&tk.axpb, WEFT_DIM1(N / 256), WEFT_DIM1(256), 0, args));
+  }
+  CHECK_OK(weft_device_free(d));
+  CHECK_OK(weft_sync());
+}
+
+static void other_round(weft_runtime *other) {
+  weft_task *t[8];
+  for (int i = 0; i < 8; i++)
+    CHECK_OK(weft_task_spawn(other, &t[i], other_work, NULL, NULL));
+  for (int i = 0; i < 8; i++)
+    CHECK_OK(weft_task_join(t[i]));
+}
+
 int main(void) {
   char path[] = "/tmp/weft-roundtrip-XXXXXX";
   int fd = mkstemp(path);
@@ -60,8 +88,15 @@ int main(void) {
   weft_runtime_opts_init(&o);
   o.backend = WEFT_BACKEND_HOST;
   o.trace_path = path;
+  weft_runtime_opts oo;
+  weft_runtime_opts_init(&oo);
+  oo.backend = WEFT_BACKEND_HOST;
+  oo.trace_path = ""; /* not traced, whatever WEFT_TRACE says */
+  weft_runtime *other;
+  CHECK_OK(weft_init(&other, &oo));
   weft_runtime *rt;
   CHECK_OK(weft_init(&rt, &o));
+  other_round(other);
   job jobs[TASKS];
   weft_task *t[TASKS];
   for (int i = 0; i < TASKS; i++) {
@@ -77,7 +112,10 @@ int main(void) {
     CHECK_OK(weft_task_join(t[i]));
   for (int i = 0; i < TASKS; i++)
     CHECK_OK(weft_pinned_free(jobs[i].host));
+  other_round(other);
   CHECK_OK(weft_shutdown(rt)); /* writes the trace */
+  other_round(other);          /* after the tracer freed its buffers */
+  CHECK_OK(weft_shutdown(other));
 
   trace_model m;
   trace_error err;
@@ -85,6 +123,7 @@ int main(void) {
   CHECK_MSG(rc == 0, "the exported trace does not load: %s", err.message);
   CHECK_EQ_INT((int)m.count[TRACE_OP_KERNEL], TASKS * LAUNCHES);
   CHECK_EQ_INT((int)m.count[TRACE_OP_MEMCPY], TASKS * 2);
+  CHECK_EQ_INT((int)m.count[TRACE_OP_MEMSET], 0); /* the other runtime's */
   CHECK((int)m.count[TRACE_OP_TASK] >= TASKS);
   int attributed = 0;
   for (size_t i = 0; i < m.nops; i++)
