@@ -364,6 +364,23 @@ int weft__event_elapsed(weft__event *start, weft__event *end, float *ms) {
 
 /* ---- work on a stream ---- */
 
+int weft__check_extent(weft__backend *b, const void *p, size_t n,
+                       const char *call, const char *what) {
+  if ((uintptr_t)p + n < (uintptr_t)p)
+    return weft__err(WEFT_EINVAL,
+                     "%s: %zu bytes at %s %p run past the end of memory", call,
+                     n, what, p);
+  weft__alloc_info info;
+  pthread_mutex_lock(&b->lock);
+  int found = weft__ptrmap_get(b->allocs, p, &info);
+  pthread_mutex_unlock(&b->lock);
+  if (found && info.kind == ALLOC_DEVICE && n > info.size)
+    return weft__err(WEFT_EINVAL,
+                     "%s: %zu bytes at %s, a device allocation of %zu bytes",
+                     call, n, what, info.size);
+  return 0;
+}
+
 int weft__copy(weft__stream *s, void *dst, const void *src, size_t n,
                weft__copy_kind kind) {
   CHECK_STREAM(s, "copy");
@@ -373,7 +390,10 @@ int weft__copy(weft__stream *s, void *dst, const void *src, size_t n,
     return weft__err(WEFT_EINVAL, "copy: %s is NULL", dst ? "src" : "dst");
   if ((int)kind < WEFT__COPY_DEFAULT || kind > WEFT__COPY_H2H)
     return weft__err(WEFT_EINVAL, "copy: unknown direction %d", (int)kind);
-  return s->hdr.bk->ops->copy(s, dst, src, n, kind);
+  int rc = weft__check_extent(s->hdr.bk, dst, n, "copy", "dst");
+  if (rc == 0)
+    rc = weft__check_extent(s->hdr.bk, src, n, "copy", "src");
+  return rc ? rc : s->hdr.bk->ops->copy(s, dst, src, n, kind);
 }
 
 int weft__memset(weft__stream *s, void *dst, int value, size_t n) {
@@ -382,7 +402,8 @@ int weft__memset(weft__stream *s, void *dst, int value, size_t n) {
     return 0;
   if (!dst)
     return weft__err(WEFT_EINVAL, "memset: dst is NULL");
-  return s->hdr.bk->ops->memset(s, dst, value, n);
+  int rc = weft__check_extent(s->hdr.bk, dst, n, "weft_memset", "dst");
+  return rc ? rc : s->hdr.bk->ops->memset(s, dst, value, n);
 }
 
 static int check_dims(weft_dim3 d, const char *what, const char *name) {

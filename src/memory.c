@@ -188,6 +188,13 @@ int weft_copy(void *dst, const void *src, size_t bytes) {
     return 0;
   if (!dst || !src)
     return weft__err(WEFT_EINVAL, "weft_copy: %s is NULL", dst ? "src" : "dst");
+  /* Before staging, which copies in chunks no longer at the start of the
+   * allocation. */
+  rc = weft__check_extent(x->rt->bk, dst, bytes, "weft_copy", "dst");
+  if (rc == 0)
+    rc = weft__check_extent(x->rt->bk, src, bytes, "weft_copy", "src");
+  if (rc)
+    return rc;
   weft__pinned_cache *pc = &x->rt->pinned;
   const struct weft__backend_ops *ops = x->rt->bk->ops;
   int src_kind = weft__pinned_cache_use(pc, src, bytes, s) ? WEFT__MEM_PINNED

@@ -231,8 +231,30 @@ static void stack_task(void *arg) {
   *(int *)arg = 1;
 }
 
+/* Extents weft can check: past the end of a device allocation it made
+ * (from its start), and around the end of the address space. Refused at
+ * the call; they used to queue and crash on an executor thread. */
+static void bad_extents(void) {
+  unsigned char *d, *h = malloc(65536);
+  CHECK(h != NULL);
+  CHECK_OK(weft_device_alloc(64, (void **)&d));
+  CHECK_ERR(weft_copy(d, h, 65536), WEFT_EINVAL);
+  CHECK(strstr(weft_last_error_message(), "64 bytes") != NULL);
+  CHECK_ERR(weft_copy(h, d, 65), WEFT_EINVAL);
+  CHECK_ERR(weft_copy(h, d, SIZE_MAX), WEFT_EINVAL);
+  CHECK_ERR(weft_copy(h, h + 1, SIZE_MAX), WEFT_EINVAL);
+  CHECK_ERR(weft_memset(d, 0, (size_t)1 << 50), WEFT_EINVAL);
+  CHECK_ERR(weft_memset(d, 0, 65), WEFT_EINVAL);
+  CHECK_OK(weft_memset(d, 0, 64)); /* the whole of it is fine */
+  CHECK_OK(weft_copy(h, d, 64));
+  CHECK_OK(weft_device_free(d));
+  CHECK_OK(weft_sync());
+  free(h);
+}
+
 int main(void) {
   rt = tt_open(NULL);
+  bad_extents();
 
   /* Zero bytes succeed even with NULL pointers. */
   CHECK_OK(weft_copy(NULL, NULL, 0));
