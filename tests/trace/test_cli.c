@@ -97,6 +97,12 @@ int main(int argc, char **argv) {
   CHECK_EQ_INT(run("trace svg bad.json -o bad.svg"), 1);
   CHECK(access(strcat(strcpy(args, dir), "/bad.svg"), F_OK) != 0);
 
+  /* An endless input is refused once past the limit, in one line. */
+  CHECK(setenv("WEFT_TRACE_MAX_MIB", "1", 1) == 0);
+  CHECK_EQ_INT(run("trace report /dev/zero"), 1);
+  one_line_error("weft trace: /dev/zero: input larger than 1 MiB");
+  CHECK(unsetenv("WEFT_TRACE_MAX_MIB") == 0);
+
   snprintf(args, sizeof args, "rm -rf '%s'", dir);
   CHECK(system(args) == 0);
   printf("cli: ok\n");

@@ -124,6 +124,19 @@ int trace_model_load(trace_model *m, const void *buf, size_t len,
   return load(m, buf, len, err, NULL);
 }
 
+/* The most a trace may hold: 4 GiB (a million GPU operations take about
+ * 300 MB), or WEFT_TRACE_MAX_MIB mebibytes. */
+static size_t max_input(void) {
+  const char *e = getenv("WEFT_TRACE_MAX_MIB");
+  if (e && *e) {
+    char *end;
+    unsigned long long v = strtoull(e, &end, 10);
+    if (*end == '\0' && v > 0 && v < ((unsigned long long)1 << 40))
+      return (size_t)v << 20;
+  }
+  return (size_t)4 << 30;
+}
+
 int trace_model_load_file(trace_model *m, const char *path, trace_error *err) {
   memset(m, 0, sizeof *m);
   int is_stdin = strcmp(path, "-") == 0;
@@ -134,14 +147,18 @@ int trace_model_load_file(trace_model *m, const char *path, trace_error *err) {
     return -1;
   }
   /* A regular file is read in one piece of its size; a pipe in doubling
-   * pieces. */
-  size_t cap = 1 << 16, len = 0;
+   * pieces, up to max_input(): an endless input (a device, a pipe that
+   * never closes) is refused with a message instead of growing until
+   * memory runs out. */
+  size_t cap = 1 << 16, len = 0, limit = max_input();
   if (!is_stdin && fseek(f, 0, SEEK_END) == 0) {
     long size = ftell(f);
     if (size > 0 && (unsigned long)size < SIZE_MAX - 1)
       cap = (size_t)size + 1;
     rewind(f);
   }
+  if (cap > limit + 1)
+    cap = limit + 1; /* reads past the limit, and says so below */
   char *buf = malloc(cap);
   for (;;) {
     if (!buf) {
@@ -159,11 +176,21 @@ int trace_model_load_file(trace_model *m, const char *path, trace_error *err) {
       }
       break;
     }
-    char *bigger = cap <= SIZE_MAX / 2 ? realloc(buf, cap * 2) : NULL;
+    if (len > limit) {
+      snprintf(err->message, sizeof err->message,
+               "input larger than %llu MiB: not read (WEFT_TRACE_MAX_MIB "
+               "raises the limit)",
+               (unsigned long long)(limit >> 20));
+      free(buf);
+      buf = NULL;
+      break;
+    }
+    size_t next = cap <= limit / 2 ? cap * 2 : limit + 1;
+    char *bigger = next > cap ? realloc(buf, next) : NULL;
     if (!bigger)
       free(buf);
     buf = bigger;
-    cap *= 2;
+    cap = next;
   }
   if (!is_stdin)
     fclose(f);
