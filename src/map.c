@@ -44,12 +44,12 @@ static void map_task(void *arg) {
     if (rc)
       atomic_store(j->stop, 1);
   }
-  if (dout && dout != din)
-    weft_device_free(dout);
-  if (din)
-    weft_device_free(din);
+  /* Failed frees are reported too: what they leave allocated would keep
+   * weft_shutdown refusing. */
+  int frc = dout && dout != din ? weft_device_free(dout) : 0;
+  int frc2 = din ? weft_device_free(din) : 0;
   int src = weft_sync();
-  j->rc = rc ? rc : src;
+  j->rc = rc ? rc : frc ? frc : frc2 ? frc2 : src;
 }
 
 void weft_map_opts_init(weft_map_opts *opts) {

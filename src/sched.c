@@ -484,7 +484,13 @@ static void *worker_main(void *arg) {
   snprintf(name, sizeof name, "worker %d", w->index);
   if (rt->tracing)
     weft__trace_thread_name(name);
-  weft__fiber_thread_altstack(&w->altstack);
+  /* Without it the overflow handler cannot run on a full stack; the
+   * runtime still works, so this is said rather than refused. */
+  if (weft__fiber_thread_altstack(&w->altstack) != 0)
+    fprintf(stderr,
+            "weft: worker %d: no memory for a signal stack; a task that "
+            "overflows its stack on this worker will not be named\n",
+            w->index);
   while (!atomic_load(&rt->stop)) {
     weft_task *t = find_task(w);
     if (t) {

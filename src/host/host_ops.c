@@ -340,8 +340,19 @@ static int device_alloc(weft__stream *s, size_t n, void **out) {
 /* Stream-ordered: the memory is released when the stream passes the free. */
 static int device_free(weft__stream *s, void *p) {
   weft__host_op *op = op_new(HOP_FREE, 0);
-  if (!op)
-    return no_memory("device_free");
+  if (!op) {
+    /* No memory for the queued free: wait for the stream to pass this
+     * point instead, then release the block now. A failed free would keep
+     * the allocation registered, and weft_shutdown refusing for ever. */
+    int rc = weft__stream_sync(s);
+    if (rc)
+      return rc;
+    weft__host_backend *hb = weft__host_of(s->hdr.bk);
+    pthread_mutex_lock(&hb->mu);
+    weft__host_block_release(hb, p);
+    pthread_mutex_unlock(&hb->mu);
+    return 0;
+  }
   op->u.ptr = p;
   weft__host_enqueue(HS(s), op);
   return 0;

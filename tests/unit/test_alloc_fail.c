@@ -4,7 +4,10 @@
  *
  * - A plain thread whose context cannot be allocated gets WEFT_ENOMEM from
  *   its first call (it was reported as WEFT_ESTATE, "no runtime"), with
- *   the message saying so, and the next call, with memory back, works. */
+ *   the message saying so, and the next call, with memory back, works.
+ * - A device free whose queued operation cannot be allocated still frees
+ *   (after waiting for the stream): it once failed, and the allocation it
+ *   left kept weft_shutdown refusing with WEFT_EBUSY for ever. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -35,6 +38,17 @@ static void *plain_thread(void *arg) {
   return NULL;
 }
 
+static void free_without_memory(void) {
+  void *d;
+  CHECK_OK(weft_device_alloc(4096, &d));
+  CHECK_OK(weft_memset(d, 1, 4096));
+  fail_calloc = 1;
+  int rc = weft_device_free(d);
+  fail_calloc = 0;
+  CHECK_OK(rc);
+  CHECK_OK(weft_sync());
+}
+
 int main(void) {
   weft_runtime_opts o;
   weft_runtime_opts_init(&o);
@@ -45,7 +59,8 @@ int main(void) {
   pthread_t th;
   CHECK(pthread_create(&th, NULL, plain_thread, NULL) == 0);
   CHECK(pthread_join(th, NULL) == 0);
-  CHECK_OK(weft_shutdown(rt));
+  free_without_memory();
+  CHECK_OK(weft_shutdown(rt)); /* nothing left allocated */
   puts("ok");
   return 0;
 }
