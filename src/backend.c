@@ -250,9 +250,8 @@ int weft__stream_wait_event(weft__stream *s, weft__event *e) {
   CHECK_STREAM(s, "stream_wait_event");
   CHECK_EVENT(e, "stream_wait_event");
   if (e->hdr.bk != s->hdr.bk)
-    return weft__err(WEFT_EINVAL,
-                     "stream_wait_event: event and stream belong to "
-                     "different backends");
+    return weft__err(WEFT_EINVAL, "weft_event_wait: event and stream belong to "
+                                  "different backends");
   return s->hdr.bk->ops->stream_wait_event(s, e);
 }
 
@@ -264,15 +263,16 @@ int weft__event_create(weft__backend *b, int dev, unsigned flags,
   if (rc)
     return rc;
   if (!out)
-    return weft__err(WEFT_EINVAL, "event_create: out is NULL");
+    return weft__err(WEFT_EINVAL, "weft_event_create: out is NULL");
   if (flags & ~(unsigned)(WEFT__EVENT_TIMING | WEFT__EVENT_BLOCKING))
-    return weft__err(WEFT_EINVAL, "event_create: unknown flags 0x%x", flags);
+    return weft__err(WEFT_EINVAL, "weft_event_create: unknown flags 0x%x",
+                     flags);
   pthread_mutex_lock(&b->lock);
   weft__event *e =
       (weft__event *)weft__pool_get(&b->events, b->ops->event_size);
   pthread_mutex_unlock(&b->lock);
   if (!e)
-    return weft__err(WEFT_ENOMEM, "event_create: out of memory");
+    return weft__err(WEFT_ENOMEM, "weft_event_create: out of memory");
   e->hdr.dev = dev;
   e->hdr.bk = b;
   e->flags = flags;
@@ -290,14 +290,14 @@ int weft__event_create(weft__backend *b, int dev, unsigned flags,
 
 int weft__event_destroy(weft__event **ep) {
   if (!ep)
-    return weft__err(WEFT_EINVAL, "event_destroy: NULL pointer");
+    return weft__err(WEFT_EINVAL, "weft_event_destroy: NULL pointer");
   weft__event *e = *ep;
   CHECK_EVENT(e, "event_destroy");
   weft__backend *b = e->hdr.bk;
   pthread_mutex_lock(&b->lock);
   if (e->hdr.magic != MAGIC_EVENT) {
     pthread_mutex_unlock(&b->lock);
-    return weft__err(WEFT_EHANDLE, "event_destroy: event was destroyed");
+    return weft__err(WEFT_EHANDLE, "weft_event_destroy: event was destroyed");
   }
   e->hdr.magic = 0;
   pthread_mutex_unlock(&b->lock);
@@ -314,7 +314,7 @@ int weft__event_record(weft__event *e, weft__stream *s) {
   CHECK_STREAM(s, "event_record");
   if (e->hdr.bk != s->hdr.bk || e->hdr.dev != s->hdr.dev)
     return weft__err(WEFT_EINVAL,
-                     "event_record: event and stream are on different "
+                     "weft_event_record: event and stream are on different "
                      "devices or backends");
   int rc = s->hdr.bk->ops->event_record(e, s);
   if (rc == 0) /* read by other threads' waits: weft__event_recorded */
@@ -347,18 +347,19 @@ int weft__event_elapsed(weft__event *start, weft__event *end, float *ms) {
   CHECK_EVENT(start, "event_elapsed");
   CHECK_EVENT(end, "event_elapsed");
   if (!ms)
-    return weft__err(WEFT_EINVAL, "event_elapsed: ms is NULL");
+    return weft__err(WEFT_EINVAL, "weft_event_elapsed_ms: ms is NULL");
   if (!(start->flags & WEFT__EVENT_TIMING) ||
       !(end->flags & WEFT__EVENT_TIMING))
     return weft__err(WEFT_EINVAL,
-                     "event_elapsed: both events need timing enabled");
+                     "weft_event_elapsed_ms: both events need timing enabled");
   if (!__atomic_load_n(&start->recorded, __ATOMIC_ACQUIRE) ||
       !__atomic_load_n(&end->recorded, __ATOMIC_ACQUIRE))
-    return weft__err(WEFT_ESTATE,
-                     "event_elapsed: both events must have been recorded");
+    return weft__err(
+        WEFT_ESTATE,
+        "weft_event_elapsed_ms: both events must have been recorded");
   if (start->hdr.bk != end->hdr.bk)
     return weft__err(WEFT_EINVAL,
-                     "event_elapsed: events of different backends");
+                     "weft_event_elapsed_ms: events of different backends");
   return start->hdr.bk->ops->event_elapsed(start, end, ms);
 }
 
@@ -387,9 +388,9 @@ int weft__copy(weft__stream *s, void *dst, const void *src, size_t n,
   if (n == 0)
     return 0;
   if (!dst || !src)
-    return weft__err(WEFT_EINVAL, "copy: %s is NULL", dst ? "src" : "dst");
+    return weft__err(WEFT_EINVAL, "weft_copy: %s is NULL", dst ? "src" : "dst");
   if ((int)kind < WEFT__COPY_DEFAULT || kind > WEFT__COPY_H2H)
-    return weft__err(WEFT_EINVAL, "copy: unknown direction %d", (int)kind);
+    return weft__err(WEFT_EINVAL, "weft_copy: unknown direction %d", (int)kind);
   int rc = weft__check_extent(s->hdr.bk, dst, n, "copy", "dst");
   if (rc == 0)
     rc = weft__check_extent(s->hdr.bk, src, n, "copy", "src");
@@ -401,7 +402,7 @@ int weft__memset(weft__stream *s, void *dst, int value, size_t n) {
   if (n == 0)
     return 0;
   if (!dst)
-    return weft__err(WEFT_EINVAL, "memset: dst is NULL");
+    return weft__err(WEFT_EINVAL, "weft_memset: dst is NULL");
   int rc = weft__check_extent(s->hdr.bk, dst, n, "weft_memset", "dst");
   return rc ? rc : s->hdr.bk->ops->memset(s, dst, value, n);
 }
@@ -409,7 +410,7 @@ int weft__memset(weft__stream *s, void *dst, int value, size_t n) {
 static int check_dims(weft_dim3 d, const char *what, const char *name) {
   if (d.x == 0 || d.y == 0 || d.z == 0)
     return weft__err(WEFT_EINVAL,
-                     "launch %s: %s has a zero dimension (%u,%u,%u)", name,
+                     "weft_launch %s: %s has a zero dimension (%u,%u,%u)", name,
                      what, d.x, d.y, d.z);
   return 0;
 }
@@ -418,36 +419,38 @@ int weft__launch(weft__stream *s, const weft_kernel *k, weft_dim3 grid,
                  weft_dim3 block, size_t shmem, void **args) {
   CHECK_STREAM(s, "launch");
   if (!k)
-    return weft__err(WEFT_EINVAL, "launch: kernel is NULL");
+    return weft__err(WEFT_EINVAL, "weft_launch: kernel is NULL");
   const char *name = k->name ? k->name : "(unnamed kernel)";
   weft__backend *b = s->hdr.bk;
   int has =
       b->ops->kind == WEFT_BACKEND_CUDA ? k->cuda != NULL : k->host != NULL;
   if (!has)
     return weft__err(WEFT_ENOTSUP,
-                     "launch %s: the kernel has no %s implementation", name,
-                     b->ops->name);
+                     "weft_launch %s: the kernel has no %s implementation",
+                     name, b->ops->name);
   if (k->nargs > WEFT_KERNEL_MAX_ARGS)
-    return weft__err(WEFT_EINVAL, "launch %s: %u parameters (at most %d)", name,
-                     k->nargs, WEFT_KERNEL_MAX_ARGS);
+    return weft__err(WEFT_EINVAL, "weft_launch %s: %u parameters (at most %d)",
+                     name, k->nargs, WEFT_KERNEL_MAX_ARGS);
   if (k->nargs > 0 && !args)
-    return weft__err(WEFT_EINVAL, "launch %s: %u parameters but args is NULL",
-                     name, k->nargs);
+    return weft__err(WEFT_EINVAL,
+                     "weft_launch %s: %u parameters but args is NULL", name,
+                     k->nargs);
   /* Sizes are how the host backend copies the values at launch; without
    * them a kernel given arguments would read what it was never given.
    * Refused on both backends, so that a descriptor that works on one works
    * on the other. */
   if (k->nargs == 0 && args)
-    return weft__err(WEFT_EINVAL,
-                     "launch %s: arguments given, but the kernel declares no "
-                     "parameters: describe them with WEFT_KERNEL_ARGS(type, "
-                     "...), or pass NULL args to a kernel without any",
-                     name);
+    return weft__err(
+        WEFT_EINVAL,
+        "weft_launch %s: arguments given, but the kernel declares no "
+        "parameters: describe them with WEFT_KERNEL_ARGS(type, "
+        "...), or pass NULL args to a kernel without any",
+        name);
   for (unsigned i = 0; i < k->nargs; i++)
     if (!args[i] || k->arg_size[i] == 0)
       return weft__err(WEFT_EINVAL,
-                       "launch %s: parameter %u has no value or no size", name,
-                       i);
+                       "weft_launch %s: parameter %u has no value or no size",
+                       name, i);
   int rc = check_dims(grid, "grid", name);
   if (!rc)
     rc = check_dims(block, "block", name);
@@ -456,12 +459,13 @@ int weft__launch(weft__stream *s, const weft_kernel *k, weft_dim3 grid,
   const weft_device_info *di = &b->info[s->hdr.dev];
   uint64_t threads = (uint64_t)block.x * block.y * block.z;
   if (threads > (uint64_t)di->max_threads_per_block)
-    return weft__err(WEFT_EINVAL,
-                     "launch %s: %llu threads per block (at most %d)", name,
-                     (unsigned long long)threads, di->max_threads_per_block);
+    return weft__err(
+        WEFT_EINVAL, "weft_launch %s: %llu threads per block (at most %d)",
+        name, (unsigned long long)threads, di->max_threads_per_block);
   if (grid.y > 65535 || grid.z > 65535)
     return weft__err(WEFT_EINVAL,
-                     "launch %s: grid y and z must be at most 65535", name);
+                     "weft_launch %s: grid y and z must be at most 65535",
+                     name);
   return b->ops->launch(s, k, grid, block, shmem, args);
 }
 
@@ -470,13 +474,14 @@ int weft__kernel_preload(weft__backend *b, int dev, const weft_kernel *k) {
   if (rc)
     return rc;
   if (!k)
-    return weft__err(WEFT_EINVAL, "kernel_preload: kernel is NULL");
+    return weft__err(WEFT_EINVAL, "weft_kernel_preload: kernel is NULL");
   int has =
       b->ops->kind == WEFT_BACKEND_CUDA ? k->cuda != NULL : k->host != NULL;
   if (!has)
-    return weft__err(WEFT_ENOTSUP,
-                     "kernel_preload %s: the kernel has no %s implementation",
-                     k->name ? k->name : "(unnamed kernel)", b->ops->name);
+    return weft__err(
+        WEFT_ENOTSUP,
+        "weft_kernel_preload %s: the kernel has no %s implementation",
+        k->name ? k->name : "(unnamed kernel)", b->ops->name);
   return b->ops->kernel_preload ? b->ops->kernel_preload(b, dev, k) : 0;
 }
 
@@ -485,9 +490,9 @@ int weft__kernel_preload(weft__backend *b, int dev, const weft_kernel *k) {
 int weft__device_alloc(weft__stream *s, size_t n, void **out) {
   CHECK_STREAM(s, "device_alloc");
   if (!out)
-    return weft__err(WEFT_EINVAL, "device_alloc: out is NULL");
+    return weft__err(WEFT_EINVAL, "weft_device_alloc: out is NULL");
   if (n == 0)
-    return weft__err(WEFT_EINVAL, "device_alloc: size is 0");
+    return weft__err(WEFT_EINVAL, "weft_device_alloc: size is 0");
   weft__backend *b = s->hdr.bk;
   void *p = NULL;
   int rc = b->ops->device_alloc(s, n, &p);
@@ -499,7 +504,7 @@ int weft__device_alloc(weft__stream *s, size_t n, void **out) {
   pthread_mutex_unlock(&b->lock);
   if (rc) {
     b->ops->device_free(s, p);
-    return weft__err(rc, "device_alloc: registry out of memory");
+    return weft__err(rc, "weft_device_alloc: registry out of memory");
   }
   *out = p;
   return 0;
@@ -519,7 +524,7 @@ int weft__device_free(weft__stream *s, void *p) {
   pthread_mutex_unlock(&b->lock);
   if (!known)
     return weft__err(WEFT_EINVAL,
-                     "device_free: %p is not a live device allocation "
+                     "weft_device_free: %p is not a live device allocation "
                      "(foreign pointer or double free)",
                      p);
   int rc = b->ops->device_free(s, p);
@@ -533,10 +538,10 @@ int weft__device_free(weft__stream *s, void *p) {
 
 int weft__pinned_alloc(weft__backend *b, size_t n, void **out) {
   if (!b || !out)
-    return weft__err(WEFT_EINVAL, "pinned_alloc: %s is NULL",
+    return weft__err(WEFT_EINVAL, "weft_pinned_alloc: %s is NULL",
                      b ? "out" : "backend");
   if (n == 0)
-    return weft__err(WEFT_EINVAL, "pinned_alloc: size is 0");
+    return weft__err(WEFT_EINVAL, "weft_pinned_alloc: size is 0");
   void *p = NULL;
   int rc = b->ops->pinned_alloc(b, n, &p);
   if (rc)
@@ -546,7 +551,7 @@ int weft__pinned_alloc(weft__backend *b, size_t n, void **out) {
   pthread_mutex_unlock(&b->lock);
   if (rc) {
     b->ops->pinned_free(b, p);
-    return weft__err(rc, "pinned_alloc: registry out of memory");
+    return weft__err(rc, "weft_pinned_alloc: registry out of memory");
   }
   *out = p;
   return 0;
@@ -554,7 +559,7 @@ int weft__pinned_alloc(weft__backend *b, size_t n, void **out) {
 
 int weft__pinned_free(weft__backend *b, void *p) {
   if (!b)
-    return weft__err(WEFT_EINVAL, "pinned_free: backend is NULL");
+    return weft__err(WEFT_EINVAL, "weft_pinned_free: backend is NULL");
   if (!p)
     return 0;
   weft__alloc_info info;
@@ -566,7 +571,7 @@ int weft__pinned_free(weft__backend *b, void *p) {
   pthread_mutex_unlock(&b->lock);
   if (!known)
     return weft__err(WEFT_EINVAL,
-                     "pinned_free: %p is not a live pinned allocation "
+                     "weft_pinned_free: %p is not a live pinned allocation "
                      "(foreign pointer or double free)",
                      p);
   int rc = b->ops->pinned_free(b, p);

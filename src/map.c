@@ -4,6 +4,7 @@
  * different tasks overlap one chunk's copy-in with another's kernels and a
  * third's copy-out. */
 #include <stdatomic.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "scheduler.h"
@@ -21,6 +22,7 @@ typedef struct map_job {
   int first;        /* this task's first chunk */
   atomic_int *stop; /* set by the first task that fails */
   int rc;
+  char msg[512]; /* rc's detail, for the caller's weft_last_error_message */
 } map_job;
 
 static void map_task(void *arg) {
@@ -37,8 +39,16 @@ static void map_task(void *arg) {
     if (atomic_load(j->stop))
       break; /* another chunk failed: stop the whole map */
     rc = weft_copy(din, j->in + i * j->in_chunk, j->in_chunk);
-    if (!rc)
+    if (!rc) {
       rc = j->fn(din, dout, i, j->user);
+      /* A function that failed without a weft call saying why: say it, or
+       * the message would be whatever failed last, elsewhere. */
+      if (rc && weft__err_slot()->code != rc)
+        weft__err(rc,
+                  "weft_map_chunks: the function returned %s for chunk "
+                  "%zu",
+                  weft_err_name(rc), i);
+    }
     if (!rc)
       rc = weft_copy(j->out + i * out_bytes, dout, out_bytes);
     if (rc)
@@ -50,6 +60,8 @@ static void map_task(void *arg) {
   int frc2 = din ? weft_device_free(din) : 0;
   int src = weft_sync();
   j->rc = rc ? rc : frc ? frc : frc2 ? frc2 : src;
+  if (j->rc)
+    snprintf(j->msg, sizeof j->msg, "%s", weft_last_error_message());
 }
 
 void weft_map_opts_init(weft_map_opts *opts) {
@@ -94,15 +106,22 @@ int weft_map_chunks(const void *in, size_t in_chunk, void *out,
   atomic_int stop = 0;
   for (; started < depth; started++) {
     jobs[started] = (map_job){in,   out,   in_chunk, out_chunk, nchunks, fn,
-                              user, depth, started,  &stop,     0};
+                              user, depth, started,  &stop,     0,       ""};
     rc = weft_task_spawn(x->rt, &tasks[started], map_task, &jobs[started], &to);
     if (rc)
       break;
   }
+  int from = -1; /* the job whose failure is returned */
   for (int i = 0; i < started; i++) {
     int jr = weft_task_join(tasks[i]);
-    if (!rc)
-      rc = jr ? jr : jobs[i].rc;
+    if (!rc && jr)
+      rc = jr; /* join's message describes it */
+    else if (!rc && jobs[i].rc) {
+      rc = jobs[i].rc;
+      from = i;
+    }
   }
+  if (from >= 0) /* the failing task's detail, not the caller's last */
+    weft__err(rc, "%s", jobs[from].msg);
   return rc;
 }

@@ -126,7 +126,8 @@ int weft__cuda_event_elapsed(weft__event *start, weft__event *end, float *ms) {
   /* CUDA answers cudaErrorInvalidResourceHandle for events of two devices,
    * which would read as a destroyed handle; say what is wrong instead. */
   if (start->hdr.dev != end->hdr.dev)
-    return weft__err(WEFT_EINVAL, "event_elapsed: events of devices %d and %d",
+    return weft__err(WEFT_EINVAL,
+                     "weft_event_elapsed_ms: events of devices %d and %d",
                      start->hdr.dev, end->hdr.dev);
   float t;
   /* cudaErrorNotReady (either event pending) becomes WEFT_EAGAIN. */
@@ -156,7 +157,7 @@ static int copy_host_to_host(weft__stream *s, void *dst, const void *src,
                              size_t n) {
   host_copy *c = malloc(sizeof *c);
   if (!c)
-    return weft__err(WEFT_ENOMEM, "copy: out of memory");
+    return weft__err(WEFT_ENOMEM, "weft_copy: out of memory");
   *c = (host_copy){dst, src, n};
   cudaError_t e = cudaLaunchHostFunc(stream_of(s), run_host_copy, c);
   if (e != cudaSuccess) {

@@ -60,7 +60,7 @@ static int stream_wait_event(weft__stream *s, weft__event *e) {
   weft__host_backend *hb = weft__host_of(s->hdr.bk);
   weft__host_op *op = op_new(HOP_WAIT, 0);
   if (!op)
-    return no_memory("stream_wait_event");
+    return no_memory("weft_event_wait");
   pthread_mutex_lock(&hb->mu);
   weft__host_rec *r = HE(e)->last;
   if (r)
@@ -95,7 +95,7 @@ static int event_record(weft__event *e, weft__stream *s) {
   if (!op || !r) {
     free(op);
     free(r);
-    return no_memory("event_record");
+    return no_memory("weft_event_record");
   }
   r->refs = 2; /* the event's and the operation's */
   op->u.rec = r;
@@ -203,7 +203,7 @@ static int copy(weft__stream *s, void *dst, const void *src, size_t n,
                 weft__copy_kind kind) {
   weft__host_op *op = op_new(HOP_COPY, 0);
   if (!op)
-    return no_memory("copy");
+    return no_memory("weft_copy");
   op->u.copy.dst = dst;
   op->u.copy.src = src;
   op->u.copy.n = n;
@@ -220,7 +220,7 @@ static int copy(weft__stream *s, void *dst, const void *src, size_t n,
 static int memset_op(weft__stream *s, void *dst, int value, size_t n) {
   weft__host_op *op = op_new(HOP_MEMSET, 0);
   if (!op)
-    return no_memory("memset");
+    return no_memory("weft_memset");
   op->u.set.dst = dst;
   op->u.set.value = value;
   op->u.set.n = n;
@@ -242,11 +242,11 @@ static int launch(weft__stream *s, const weft_kernel *k, weft_dim3 grid,
   for (unsigned i = 0; i < k->nargs; i++)
     extra += align16(k->arg_size[i]);
   if (shmem > ((size_t)1 << 30))
-    return weft__err(WEFT_EINVAL, "launch %s: %zu bytes of shared memory",
+    return weft__err(WEFT_EINVAL, "weft_launch %s: %zu bytes of shared memory",
                      k->name ? k->name : "kernel", shmem);
   weft__host_op *op = op_new(HOP_LAUNCH, extra + align16(shmem));
   if (!op)
-    return no_memory("launch");
+    return no_memory("weft_launch");
   unsigned char *buf = (unsigned char *)(op + 1);
   for (unsigned i = 0; i < k->nargs; i++) {
     memcpy(buf, args[i], k->arg_size[i]);
@@ -327,7 +327,7 @@ static int device_alloc(weft__stream *s, size_t n, void **out) {
                        n);
     void *p = NULL;
     int rc = host_alloc(s->hdr.bk, n + WEFT__HOST_BLOCK_HDR, 256, &p,
-                        "device_alloc");
+                        "weft_device_alloc");
     if (rc)
       return rc;
     b = p;
@@ -359,7 +359,7 @@ static int device_free(weft__stream *s, void *p) {
 }
 
 static int pinned_alloc(weft__backend *b, size_t n, void **out) {
-  return host_alloc(b, n, 64, out, "pinned_alloc");
+  return host_alloc(b, n, 64, out, "weft_pinned_alloc");
 }
 
 static int pinned_free(weft__backend *b, void *p) {

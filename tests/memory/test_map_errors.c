@@ -60,8 +60,13 @@ static void sequential_stop(void) {
   weft_map_opts o;
   weft_map_opts_init(&o);
   o.depth = 1;
+  /* A stale message first: the map's failure must not be described by it. */
+  CHECK_ERR(weft_pinned_free((void *)&c), WEFT_EINVAL);
   CHECK_ERR(weft_map_chunks(in, chunk, out, 0, N, failing_fn, &c, &o),
             WEFT_ERANGE);
+  CHECK_MSG(strstr(weft_last_error_message(), "chunk 4") != NULL,
+            "the map's message does not name the failing chunk: '%s'",
+            weft_last_error_message());
   CHECK_EQ_INT(c.total, FAIL + 1);
   /* The chunks before the failure went through (fn left them as they
    * were: in place, no kernel). */
