@@ -1,0 +1,234 @@
+/* The allocation-failure sweep: a program using most of weft (init with a
+ * trace, pinned and device memory, copies from pinned and pageable memory,
+ * launches, events, tasks, the pipelined map, sync, join, shutdown) is run
+ * once counting the allocations it makes (malloc, calloc, realloc,
+ * posix_memalign, mmap, pthread_create: the library's objects are linked
+ * with -Wl,--wrap for each), then once per k with the k-th of them failing.
+ * Every run must end cleanly: each weft call returns 0 or an error, what
+ * was made is given back, and weft_shutdown succeeds (a refusal with
+ * WEFT_EBUSY is a leak). A crash, a hang (10 s) or a failed shutdown fails
+ * the sweep, naming k; under ASan, LeakSanitizer checks each run's exit. Each
+ * run is a child process, so that one run's state cannot reach another. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "weft.h"
+
+/* ---- the wrapped allocators ---- */
+
+static atomic_long seen;    /* allocations so far in this process */
+static atomic_long fail_at; /* 0: none fails */
+
+static int should_fail(void) {
+  long n = atomic_fetch_add(&seen, 1) + 1;
+  long k = atomic_load(&fail_at);
+  return k > 0 && n == k;
+}
+
+void *__real_malloc(size_t n);
+void *__real_calloc(size_t n, size_t size);
+void *__real_realloc(void *p, size_t n);
+int __real_posix_memalign(void **p, size_t align, size_t n);
+void *__real_mmap(void *a, size_t n, int prot, int flags, int fd, off_t off);
+int __real_pthread_create(pthread_t *t, const pthread_attr_t *a,
+                          void *(*fn)(void *), void *arg);
+void *__wrap_malloc(size_t n);
+void *__wrap_calloc(size_t n, size_t size);
+void *__wrap_realloc(void *p, size_t n);
+int __wrap_posix_memalign(void **p, size_t align, size_t n);
+void *__wrap_mmap(void *a, size_t n, int prot, int flags, int fd, off_t off);
+int __wrap_pthread_create(pthread_t *t, const pthread_attr_t *a,
+                          void *(*fn)(void *), void *arg);
+
+void *__wrap_malloc(size_t n) {
+  return should_fail() ? NULL : __real_malloc(n);
+}
+void *__wrap_calloc(size_t n, size_t size) {
+  return should_fail() ? NULL : __real_calloc(n, size);
+}
+void *__wrap_realloc(void *p, size_t n) {
+  return should_fail() ? NULL : __real_realloc(p, n);
+}
+int __wrap_posix_memalign(void **p, size_t align, size_t n) {
+  return should_fail() ? ENOMEM : __real_posix_memalign(p, align, n);
+}
+void *__wrap_mmap(void *a, size_t n, int prot, int flags, int fd, off_t off) {
+  if (should_fail()) {
+    errno = ENOMEM;
+    return MAP_FAILED;
+  }
+  return __real_mmap(a, n, prot, flags, fd, off);
+}
+int __wrap_pthread_create(pthread_t *t, const pthread_attr_t *a,
+                          void *(*fn)(void *), void *arg) {
+  return should_fail() ? EAGAIN : __real_pthread_create(t, a, fn, arg);
+}
+
+/* ---- the program ---- */
+
+enum { N = 4096, BIG = 5 << 20 };
+
+static void add_one_host(const weft_kernel_ctx *k, void **args) {
+  float *x = *(float **)args[0];
+  unsigned n = *(unsigned *)args[1];
+  unsigned lo = k->block_idx.x * k->block_dim.x;
+  for (unsigned i = lo; i < lo + k->block_dim.x && i < n; i++)
+    x[i] += 1.0f;
+}
+static const weft_kernel add_one = {.host = add_one_host,
+                                    .name = "add_one",
+                                    WEFT_KERNEL_ARGS(float *, unsigned)};
+
+static int chunk_fn(void *din, void *dout, size_t index, void *user) {
+  (void)dout;
+  (void)index;
+  (void)user;
+  unsigned n = N / 4; /* a chunk: a quarter of the buffer */
+  void *args[] = {&din, &n};
+  return weft_launch(&add_one, WEFT_DIM1(n / 256), WEFT_DIM1(256), 0, args);
+}
+
+/* A task: its own device buffer, a copy in, a launch, a copy out. */
+static void task_fn(void *arg) {
+  float *h = arg, *d = NULL;
+  unsigned n = N;
+  if (weft_device_alloc(N * sizeof(float), (void **)&d) != 0)
+    return;
+  void *args[] = {&d, &n};
+  if (weft_copy(d, h, N * sizeof(float)) == 0 &&
+      weft_launch(&add_one, WEFT_DIM1(N / 256), WEFT_DIM1(256), 0, args) == 0)
+    weft_copy(h, d, N * sizeof(float));
+  weft_device_free(d);
+  weft_sync();
+}
+
+/* Returns 0 when the run ended cleanly, whatever failed on the way. */
+static int program(const char *trace) {
+  weft_runtime_opts o;
+  weft_runtime_opts_init(&o);
+  o.backend = WEFT_BACKEND_HOST;
+  o.workers = 2;
+  o.host_threads = 2;
+  o.trace_path = trace;
+  weft_runtime *rt;
+  if (weft_init(&rt, &o) != 0)
+    return 0; /* refused: nothing to give back */
+  float *pin = NULL, *dev = NULL, *task_mem[3] = {0};
+  char *page_a = __real_malloc(BIG), *page_b = __real_malloc(BIG);
+  weft_event *ev = NULL;
+  weft_task *tasks[3] = {0};
+  unsigned n = N;
+  if (weft_pinned_alloc(N * sizeof(float), (void **)&pin) == 0 &&
+      weft_device_alloc(BIG, (void **)&dev) == 0) {
+    memset(pin, 0, N * sizeof(float));
+    void *args[] = {&dev, &n};
+    if (weft_copy(dev, pin, N * sizeof(float)) == 0 &&
+        weft_launch(&add_one, WEFT_DIM1(N / 256), WEFT_DIM1(256), 0, args) ==
+            0 &&
+        weft_event_create(&ev) == 0 && weft_event_record(ev) == 0)
+      weft_event_sync(ev);
+    if (page_a && page_b) { /* staged: helper tasks, pinned blocks */
+      memset(page_a, 1, BIG);
+      if (weft_copy(dev, page_a, BIG) == 0)
+        weft_copy(page_b, dev, BIG);
+    }
+    weft_sync();
+    weft_map_chunks(pin, N * sizeof(float) / 4, pin, 0, 4, chunk_fn, NULL,
+                    NULL);
+  }
+  for (int i = 0; i < 3; i++)
+    if (weft_pinned_alloc(N * sizeof(float), (void **)&task_mem[i]) == 0) {
+      memset(task_mem[i], 0, N * sizeof(float));
+      weft_task_spawn(rt, &tasks[i], task_fn, task_mem[i], NULL);
+    }
+  for (int i = 0; i < 3; i++)
+    if (tasks[i])
+      weft_task_join(tasks[i]);
+  /* Give everything back, failures or not. */
+  for (int i = 0; i < 3; i++)
+    if (task_mem[i])
+      weft_pinned_free(task_mem[i]);
+  if (ev)
+    weft_event_destroy(&ev);
+  if (dev)
+    weft_device_free(dev);
+  weft_sync();
+  if (pin)
+    weft_pinned_free(pin);
+  free(page_a);
+  free(page_b);
+  int rc = weft_shutdown(rt);
+  if (rc == WEFT_EIO)
+    rc = 0; /* the trace could not be written: the runtime closed */
+  if (rc)
+    fprintf(stderr, "weft_shutdown: %s: %s\n", weft_err_name(rc),
+            weft_last_error_message());
+  return rc ? 1 : 0;
+}
+
+/* Runs the program in a child with allocation k failing (0: none); returns
+ * its exit status, and the allocations the run made through *count. */
+static int run(long k, const char *trace, long *count) {
+  int fds[2];
+  CHECK(pipe(fds) == 0);
+  fflush(NULL);
+  pid_t pid = fork();
+  CHECK(pid >= 0);
+  if (pid == 0) {
+    close(fds[0]);
+    alarm(10); /* a hang ends the child, and the sweep says which k */
+    atomic_store(&seen, 0);
+    atomic_store(&fail_at, k);
+    int rc = program(trace);
+    long c = atomic_load(&seen);
+    ssize_t w = write(fds[1], &c, sizeof c);
+    (void)w;
+    exit(rc); /* exit, not _exit: LeakSanitizer checks here */
+  }
+  close(fds[1]);
+  *count = 0;
+  ssize_t r = read(fds[0], count, sizeof *count);
+  (void)r;
+  close(fds[0]);
+  int status;
+  CHECK(waitpid(pid, &status, 0) == pid);
+  return status;
+}
+
+int main(void) {
+  char trace[] = "/tmp/weft-sweep-XXXXXX";
+  int fd = mkstemp(trace);
+  CHECK(fd >= 0);
+  close(fd);
+  long total;
+  int status = run(0, trace, &total);
+  CHECK_MSG(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+            "the program fails with no allocation failing (status %d)", status);
+  CHECK(total > 0);
+  /* Threads make the count vary a little between runs: go some past it. */
+  long last = total + total / 10 + 10, bad = 0;
+  for (long k = 1; k <= last; k++) {
+    long c;
+    status = run(k, trace, &c);
+    if (!(WIFEXITED(status) && WEXITSTATUS(status) == 0)) {
+      fprintf(stderr, "allocation %ld of ~%ld failing: %s %d\n", k, total,
+              WIFSIGNALED(status) ? "signal" : "exit status",
+              WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
+      if (++bad >= 20)
+        break;
+    }
+  }
+  unlink(trace);
+  CHECK_MSG(bad == 0, "%ld runs did not end cleanly (above)", bad);
+  printf("alloc sweep: %ld allocations, each failed once: ok\n", total);
+  return 0;
+}
