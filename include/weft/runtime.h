@@ -65,6 +65,9 @@ WEFT_API int weft_init(weft_runtime **rt, const weft_runtime_opts *opts);
  * shut down already, or never opened), WEFT_ESTATE (called from a task),
  * WEFT_EBUSY, WEFT_EIO (the trace file could not be written; the runtime
  * is closed all the same, and a second shutdown of it is WEFT_EHANDLE).
+ * No other thread may be inside a weft call on this runtime while it shuts
+ * down (a plain thread's weft_copy or weft_sync, say): its context and
+ * stream are released under it. Finish or join such threads first.
  * Context: plain thread only; blocks the worker (the calling thread) until
  * every task has completed, and when tracing for a device-wide sync. */
 WEFT_API int weft_shutdown(weft_runtime *rt);
