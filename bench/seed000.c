@@ -207,43 +207,68 @@ static void array_task(void *arg) {
   j->rc = rc; /* no weft_sync: the task completes when its GPU work does */
 }
 
+/* The events that time a weft variant on the calling thread's stream:
+ * start recorded before the work is queued, final after all of it. call
+ * names what failed. */
+typedef struct frame {
+  weft_event *start, *final;
+  const char *call;
+} frame;
+
+static int frame_begin(frame *f) {
+  *f = (frame){NULL, NULL, "weft_event_create"};
+  int rc = weft_event_create(&f->start);
+  if (!rc)
+    rc = weft_event_create(&f->final);
+  if (!rc) {
+    f->call = "weft_event_record(start)";
+    rc = weft_event_record(f->start);
+  }
+  return rc;
+}
+
+/* After the work (rc: how queuing it went): records final, waits for it
+ * and reads the time. Returns the first failure. */
+static int frame_end(frame *f, int rc, float *ms) {
+  if (!rc) {
+    f->call = "weft_event_record(final)";
+    rc = weft_event_record(f->final);
+  }
+  if (!rc) {
+    f->call = "weft_event_sync";
+    rc = weft_event_sync(f->final);
+  }
+  if (!rc) {
+    f->call = "weft_event_elapsed_ms";
+    rc = weft_event_elapsed_ms(f->start, f->final, ms);
+  }
+  return rc;
+}
+
+static void frame_free(frame *f) {
+  weft_event_destroy(&f->start);
+  weft_event_destroy(&f->final);
+}
+
 /* Records start, spawns the tasks, orders this thread's stream after each
  * task's GPU work (no host wait for the GPU), records final and waits for
  * it; then joins the tasks. */
 static int run_tasks(seed000 *s, float *ms) {
-  weft_event *start = NULL, *final = NULL;
   weft_task *tasks[SEED000_MAX_ARRAYS] = {0};
   array_job jobs[SEED000_MAX_ARRAYS];
-  const char *call = "weft_event_create";
-  int rc = weft_event_create(&start);
-  if (!rc)
-    rc = weft_event_create(&final);
-  if (!rc) {
-    call = "weft_event_record(start)";
-    rc = weft_event_record(start);
-  }
+  frame f;
+  int rc = frame_begin(&f);
   for (int i = 0; i < s->narrays && !rc; i++) {
-    jobs[i] = (array_job){s, i, start, 0};
-    call = "weft_task_spawn";
+    jobs[i] = (array_job){s, i, f.start, 0};
+    f.call = "weft_task_spawn";
     rc = weft_task_spawn(s->rt, &tasks[i], array_task, &jobs[i], NULL);
   }
   for (int i = 0; i < s->narrays && !rc; i++) {
-    call = "weft_task_after";
+    f.call = "weft_task_after";
     rc = weft_task_after(tasks[i]);
   }
-  if (!rc) {
-    call = "weft_event_record(final)";
-    rc = weft_event_record(final);
-  }
-  if (!rc) {
-    call = "weft_event_sync";
-    rc = weft_event_sync(final);
-  }
-  if (!rc) {
-    call = "weft_event_elapsed_ms";
-    rc = weft_event_elapsed_ms(start, final, ms);
-  }
-  int failed = rc ? weft_failed(s, rc, call) : 0;
+  rc = frame_end(&f, rc, ms);
+  int failed = rc ? weft_failed(s, rc, f.call) : 0;
   for (int i = 0; i < s->narrays; i++) {
     if (!tasks[i])
       continue;
@@ -252,8 +277,7 @@ static int run_tasks(seed000 *s, float *ms) {
       failed = weft_failed(s, e ? e : jobs[i].rc,
                            e ? "weft_task_join" : "array task");
   }
-  weft_event_destroy(&start);
-  weft_event_destroy(&final);
+  frame_free(&f);
   return failed;
 }
 
@@ -280,17 +304,10 @@ static int normalise_chunk(void *dev_in, void *dev_out, size_t index,
 }
 
 static int run_pipelined(seed000 *s, float *ms) {
-  weft_event *start = NULL, *final = NULL;
-  const char *call = "weft_event_create";
-  int rc = weft_event_create(&start);
-  if (!rc)
-    rc = weft_event_create(&final);
+  frame f;
+  int rc = frame_begin(&f);
   if (!rc) {
-    call = "weft_event_record(start)";
-    rc = weft_event_record(start);
-  }
-  if (!rc) {
-    call = "weft_map_chunks";
+    f.call = "weft_map_chunks";
     weft_map_opts o;
     weft_map_opts_init(&o);
     if (s->depth > 0)
@@ -298,21 +315,10 @@ static int run_pipelined(seed000 *s, float *ms) {
     rc = weft_map_chunks(s->in_all, s->bytes, s->out_all, 0, (size_t)s->narrays,
                          normalise_chunk, s, &o);
   }
-  if (!rc) { /* the map returned: all its work is done; final marks that */
-    call = "weft_event_record(final)";
-    rc = weft_event_record(final);
-  }
-  if (!rc) {
-    call = "weft_event_sync";
-    rc = weft_event_sync(final);
-  }
-  if (!rc) {
-    call = "weft_event_elapsed_ms";
-    rc = weft_event_elapsed_ms(start, final, ms);
-  }
-  int failed = rc ? weft_failed(s, rc, call) : 0;
-  weft_event_destroy(&start);
-  weft_event_destroy(&final);
+  /* The map returned: all its work is done; final marks that. */
+  rc = frame_end(&f, rc, ms);
+  int failed = rc ? weft_failed(s, rc, f.call) : 0;
+  frame_free(&f);
   return failed;
 }
 
