@@ -154,7 +154,8 @@ int weft_init(weft_runtime **rtp, const weft_runtime_opts *user) {
   if (trace && *trace) {
     rc = trace_path_ok(trace);
     if (rc == 0)
-      rc = weft__trace_open(trace, rt->bk->ops->name, rt->bk);
+      rc = weft__trace_open(trace, rt->bk->ops->name, rt->bk, rt->bk->info,
+                            rt->bk->ndev);
     if (rc == 0 && rt->bk->ops->trace_start &&
         (rc = rt->bk->ops->trace_start(rt->bk)) != 0)
       weft__trace_close();

@@ -39,6 +39,8 @@ static struct {
   pthread_mutex_t lock;
   char *path;
   char backend[16];
+  weft_device_info *devs; /* the traced runtime's devices */
+  int ndev;
   atomic_uint_fast64_t epoch; /* a new trace invalidates thread buffers */
   chunk *chunks;              /* every chunk, for writing */
   chunk *shared;              /* the chunk batches go to (under lock) */
@@ -191,17 +193,26 @@ void weft__trace_thread_name(const char *name) {
   pthread_mutex_unlock(&T.lock);
 }
 
-int weft__trace_open(const char *path, const char *backend, void *owner) {
+int weft__trace_open(const char *path, const char *backend, void *owner,
+                     const weft_device_info *devs, int ndev) {
   pthread_mutex_lock(&T.lock);
   if (atomic_load(&weft__trace_on)) {
     pthread_mutex_unlock(&T.lock);
     return weft__err(WEFT_EBUSY, "weft trace: another runtime is tracing");
   }
   T.path = strdup(path);
-  if (!T.path) {
+  T.devs = ndev > 0 ? malloc((size_t)ndev * sizeof *devs) : NULL;
+  if (!T.path || (ndev > 0 && !T.devs)) {
+    free(T.path);
+    free(T.devs);
+    T.path = NULL;
+    T.devs = NULL;
     pthread_mutex_unlock(&T.lock);
     return weft__err(WEFT_ENOMEM, "weft trace: out of memory");
   }
+  if (ndev > 0)
+    memcpy(T.devs, devs, (size_t)ndev * sizeof *devs);
+  T.ndev = ndev > 0 ? ndev : 0;
   snprintf(T.backend, sizeof T.backend, "%s", backend);
   T.epoch++;
   atomic_store(&T.next_lane, 0);
@@ -272,6 +283,38 @@ static const char *const cats[WEFT__TR_NKINDS] = {
     [WEFT__TR_WAIT] = WEFT_TRF_CAT_WAIT,
 };
 
+/* A task's waits go on a lane of the task's own, not on a worker's: a
+ * wait spans the task's suspension, from inside one run slice to inside
+ * the next, often on another worker, with other tasks' slices between, so
+ * on a worker's lane it overlapped them, which Perfetto (whose slices on a
+ * thread must nest) cannot draw. A task waits for one thing at a time, so
+ * on its own lane its waits never overlap. Thread lanes are 32-bit
+ * numbers; a task's wait lane is 2^32 + its id. */
+#define WAIT_TID(task) (((int64_t)1 << 32) | (int64_t)(uint32_t)(task))
+
+static int64_t cpu_tid(const weft__trace_rec *r) {
+  return r->kind == WEFT__TR_WAIT && r->task ? WAIT_TID(r->task)
+                                             : (int64_t)r->lane;
+}
+
+/* CUPTI names runtime calls with their version ("cudaLaunchKernel_v7000");
+ * PyTorch's traces, and the tools that read them (HTA looks launches up by
+ * name), use the plain name. */
+static const char *api_name(const char *n, char *buf, size_t len) {
+  const char *v = strrchr(n, '_');
+  if (!v || v[1] != 'v' || !v[2])
+    return n;
+  for (const char *d = v + 2; *d; d++)
+    if (*d < '0' || *d > '9')
+      return n;
+  size_t k = (size_t)(v - n);
+  if (k >= len)
+    return n;
+  memcpy(buf, n, k);
+  buf[k] = '\0';
+  return buf;
+}
+
 static void write_rec(FILE *f, const weft__trace_rec *r, uint64_t t0,
                       long host_pid) {
   int gpu = r->kind <= WEFT__TR_MEMSET;
@@ -292,6 +335,8 @@ static void write_rec(FILE *f, const weft__trace_rec *r, uint64_t t0,
   } else if (r->kind == WEFT__TR_TASK) {
     const char *tn = task_name(r->task);
     nm = tn ? tn : WEFT_TRF_NAME_TASK;
+  } else if (r->kind == WEFT__TR_API) {
+    nm = api_name(nm, name, sizeof name);
   }
   /* {"ph":"X","cat":"kernel","name":"...","pid":0,"tid":7,"ts":1.000,
    *  "dur":2.000,"args":{"device":0,"stream":7,...}} */
@@ -304,8 +349,8 @@ static void write_rec(FILE *f, const weft__trace_rec *r, uint64_t t0,
     fprintf(f, "," KEY(WEFT_TRF_PID) "%d," KEY(WEFT_TRF_TID) "%" PRIu32, r->dev,
             r->lane);
   else
-    fprintf(f, "," KEY(WEFT_TRF_PID) "%ld," KEY(WEFT_TRF_TID) "%" PRIu32,
-            host_pid, r->lane);
+    fprintf(f, "," KEY(WEFT_TRF_PID) "%ld," KEY(WEFT_TRF_TID) "%" PRId64,
+            host_pid, cpu_tid(r));
   fprintf(f,
           "," KEY(WEFT_TRF_TS) "%.3f," KEY(WEFT_TRF_DUR) "%.3f," KEY(
               WEFT_TRF_ARGS) "{",
@@ -363,6 +408,148 @@ static void write_meta(FILE *f, const char *what, long pid, int64_t tid,
   fprintf(f, "}}");
 }
 
+/* HTA finds a file's rank with the pattern "rank":\s+(\d+), a space
+ * included, and the GPU's model in deviceProperties, as Kineto writes
+ * them; one process is rank 0. */
+static void write_devices(FILE *f) {
+  fprintf(f, "\"distributedInfo\": {\"rank\": 0, \"world_size\": 1},\n");
+  fprintf(f, "\"deviceProperties\": [");
+  for (int d = 0; d < T.ndev; d++) {
+    const weft_device_info *i = &T.devs[d];
+    fprintf(f, "%s{\"id\": %d, \"name\": ", d ? ", " : "", d);
+    json_write_string(f, i->name);
+    fprintf(f,
+            ", \"totalGlobalMem\": %zu, \"computeMajor\": %d, "
+            "\"computeMinor\": %d, \"maxThreadsPerBlock\": %d, "
+            "\"numSms\": %d}",
+            i->memory_total, i->cc_major, i->cc_minor, i->max_threads_per_block,
+            i->multiprocessors);
+  }
+  fprintf(f, "],\n");
+}
+
+/* The CPU side, indexed for the GPU records and the API calls: every API
+ * call by correlation (for the flow arrows), every task slice by lane and
+ * start (for nesting). */
+typedef struct cpu_slice {
+  uint64_t key; /* correlation, or lane */
+  uint64_t start, end;
+  uint32_t lane;
+} cpu_slice;
+
+typedef struct cpu_index {
+  cpu_slice *apis, *tasks;
+  size_t napis, ntasks;
+} cpu_index;
+
+static int cmp_slice(const void *a, const void *b) {
+  const cpu_slice *x = a, *y = b;
+  if (x->key != y->key)
+    return x->key < y->key ? -1 : 1;
+  return x->start < y->start ? -1 : x->start > y->start;
+}
+
+/* Lock held. Out of memory leaves the index empty: the file is written
+ * without flows and without nesting, not lost. */
+static void index_cpu(cpu_index *ix) {
+  *ix = (cpu_index){0};
+  size_t na = 0, nt = 0;
+  for (chunk *c = T.chunks; c; c = c->next) {
+    unsigned n = atomic_load_explicit(&c->n, memory_order_acquire);
+    for (unsigned i = 0; i < n; i++) {
+      na += c->r[i].kind == WEFT__TR_API && c->r[i].corr;
+      nt += c->r[i].kind == WEFT__TR_TASK;
+    }
+  }
+  ix->apis = na ? malloc(na * sizeof *ix->apis) : NULL;
+  ix->tasks = nt ? malloc(nt * sizeof *ix->tasks) : NULL;
+  if ((na && !ix->apis) || (nt && !ix->tasks)) {
+    free(ix->apis);
+    free(ix->tasks);
+    *ix = (cpu_index){0};
+    return;
+  }
+  for (chunk *c = T.chunks; c; c = c->next) {
+    unsigned n = atomic_load_explicit(&c->n, memory_order_acquire);
+    for (unsigned i = 0; i < n; i++) {
+      const weft__trace_rec *r = &c->r[i];
+      if (r->kind == WEFT__TR_API && r->corr)
+        ix->apis[ix->napis++] = (cpu_slice){r->corr, r->start, r->end, r->lane};
+      else if (r->kind == WEFT__TR_TASK)
+        ix->tasks[ix->ntasks++] =
+            (cpu_slice){r->lane, r->start, r->end, r->lane};
+    }
+  }
+  if (ix->napis)
+    qsort(ix->apis, ix->napis, sizeof *ix->apis, cmp_slice);
+  if (ix->ntasks)
+    qsort(ix->tasks, ix->ntasks, sizeof *ix->tasks, cmp_slice);
+}
+
+/* The last slice of v (sorted by key, then start) with key and a start at
+ * or before t, or NULL. */
+static const cpu_slice *find_slice(const cpu_slice *v, size_t n, uint64_t key,
+                                   uint64_t t) {
+  size_t lo = 0, hi = n; /* first index past (key, t) */
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (v[mid].key < key || (v[mid].key == key && v[mid].start <= t))
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo > 0 && v[lo - 1].key == key ? &v[lo - 1] : NULL;
+}
+
+/* An API call is made inside a task slice on its thread, but CUPTI stamps
+ * it with its own clock, converted to weft's: it could end 0.05-0.16 us
+ * after the slice that holds it, which Perfetto, needing slices on a
+ * thread to nest, cannot draw. Such a call is clamped into its slice. */
+static void nest_in_task(const cpu_index *ix, weft__trace_rec *r) {
+  const cpu_slice *t = find_slice(ix->tasks, ix->ntasks, r->lane, r->start);
+  if (!t || r->start >= t->end) /* not inside a task slice */
+    return;
+  if (r->end > t->end)
+    r->end = t->end;
+}
+
+/* Appends lane (a task id) to *v; a name per lane is written from it once
+ * sorted and made unique (a search here would cost a pass per wait). */
+static void note_lane(uint32_t **v, size_t *n, size_t *cap, uint32_t lane) {
+  if (*n && (*v)[*n - 1] == lane)
+    return;
+  if (grow((void **)v, cap, *n, sizeof **v) == 0)
+    (*v)[(*n)++] = lane;
+}
+
+static int cmp_u32(const void *a, const void *b) {
+  uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+  return (x > y) - (x < y);
+}
+
+/* Kineto's launch arrows: a flow from the API call that queued a GPU op
+ * to the op, with the correlation as its id ("ac2g"), so that Perfetto
+ * draws them. */
+static void write_flow(FILE *f, const cpu_index *ix, const weft__trace_rec *r,
+                       uint64_t t0, long host_pid) {
+  if (!r->corr)
+    return;
+  const cpu_slice *a = find_slice(ix->apis, ix->napis, r->corr, UINT64_MAX);
+  if (!a)
+    return;
+  /* The first call in time with the correlation, as the reader pairs. */
+  while (a > ix->apis && (a - 1)->key == r->corr)
+    a--;
+  fprintf(f,
+          ",\n{\"ph\":\"s\",\"id\":%" PRIu64 ",\"pid\":%ld,\"tid\":%" PRIu32
+          ",\"ts\":%.3f,\"cat\":\"ac2g\",\"name\":\"ac2g\"}",
+          r->corr, host_pid, a->lane, (double)(a->start - t0) / 1e3);
+  fprintf(f,
+          ",\n{\"ph\":\"f\",\"id\":%" PRIu64 ",\"pid\":%d,\"tid\":%" PRIu32
+          ",\"ts\":%.3f,\"cat\":\"ac2g\",\"name\":\"ac2g\",\"bp\":\"e\"}",
+          r->corr, r->dev, r->lane, (double)(r->start - t0) / 1e3);
+}
+
 /* Lock held. The whole file: the header, the host's names, every record,
  * then a name for each GPU lane the records used. */
 static void write_trace(FILE *f, uint64_t t0) {
@@ -371,9 +558,10 @@ static void write_trace(FILE *f, uint64_t t0) {
                  WEFT_TRF_DISPLAY_TIME_UNIT) "\"ms\",");
   fprintf(f,
           KEY(WEFT_TRF_WEFT) "{\"version\":\"0.1.0\",\"backend\":\"%s\","
-                             "\"dropped_records\":%" PRIu64
-                             "},\n" KEY(WEFT_TRF_TRACE_EVENTS) "[\n",
+                             "\"dropped_records\":%" PRIu64 "},\n",
           T.backend, (uint64_t)atomic_load(&T.dropped));
+  write_devices(f);
+  fprintf(f, KEY(WEFT_TRF_TRACE_EVENTS) "[\n");
   write_meta(f, WEFT_TRF_META_PROCESS_NAME, pid, -1, "weft host");
   for (size_t i = 0; i < T.nlanes; i++) {
     fprintf(f, ",\n");
@@ -383,14 +571,24 @@ static void write_trace(FILE *f, uint64_t t0) {
   /* Name each GPU lane once: "stream N" under "GPU d". */
   pair *seen = NULL;
   size_t nseen = 0, cap = 0;
+  cpu_index ix;
+  index_cpu(&ix);
+  uint32_t *waits = NULL; /* the tasks with wait lanes, to name them */
+  size_t nwaits = 0, wcap = 0;
   for (chunk *c = T.chunks; c; c = c->next) {
     unsigned n = atomic_load_explicit(&c->n, memory_order_acquire);
     for (unsigned i = 0; i < n; i++) {
-      const weft__trace_rec *r = &c->r[i];
+      weft__trace_rec r1 = c->r[i];
+      const weft__trace_rec *r = &r1;
+      if (r->kind == WEFT__TR_API)
+        nest_in_task(&ix, &r1);
+      if (r->kind == WEFT__TR_WAIT && r->task)
+        note_lane(&waits, &nwaits, &wcap, (uint32_t)r->task);
       fprintf(f, ",\n");
       write_rec(f, r, t0, pid);
       if (r->kind > WEFT__TR_MEMSET)
         continue;
+      write_flow(f, &ix, r, t0, pid);
       uint64_t key = ((uint64_t)(uint16_t)r->dev << 32) | r->lane;
       size_t k = 0;
       while (k < nseen && seen[k].key != key)
@@ -411,6 +609,20 @@ static void write_trace(FILE *f, uint64_t t0) {
     write_meta(f, WEFT_TRF_META_THREAD_NAME, dev, lane, name);
   }
   free(seen);
+  if (nwaits)
+    qsort(waits, nwaits, sizeof *waits, cmp_u32);
+  for (size_t k = 0; k < nwaits; k++) {
+    if (k && waits[k] == waits[k - 1])
+      continue;
+    const char *tn = task_name(waits[k]);
+    char name[96];
+    snprintf(name, sizeof name, "waits: %s", tn ? tn : "task");
+    fprintf(f, ",\n");
+    write_meta(f, WEFT_TRF_META_THREAD_NAME, pid, WAIT_TID(waits[k]), name);
+  }
+  free(waits);
+  free(ix.apis);
+  free(ix.tasks);
   fprintf(f, "\n]}\n");
 }
 
@@ -435,6 +647,9 @@ static void free_records(void) {
   T.ntasks = T.cap_tasks = T.nlanes = T.cap_lanes = T.ncorrs = T.cap_corrs = 0;
   free(T.path);
   T.path = NULL;
+  free(T.devs);
+  T.devs = NULL;
+  T.ndev = 0;
 }
 
 int weft__trace_close(void) {

@@ -15,6 +15,8 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
+#include "weft/device.h"
+
 #include "trace_format.h"
 
 /* What a record is; each kind is written with its category (trace.c). */
@@ -83,8 +85,10 @@ static inline int weft__trace_on_for(const void *owner) {
 extern _Thread_local uint64_t weft__trace_task;
 
 /* Starts recording to path the work of owner (a backend), named backend in
- * the file. WEFT_EBUSY if another runtime traces. */
-int weft__trace_open(const char *path, const char *backend, void *owner);
+ * the file, whose ndev devices devs describes (copied). WEFT_EBUSY if
+ * another runtime traces. */
+int weft__trace_open(const char *path, const char *backend, void *owner,
+                     const weft_device_info *devs, int ndev);
 /* Writes the file and stops recording. Every thread that recorded must
  * be idle. Returns 0 or WEFT_EIO. */
 int weft__trace_close(void);

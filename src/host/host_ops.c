@@ -146,8 +146,10 @@ static int event_elapsed(weft__event *start, weft__event *end, float *ms) {
 /* ---- work ---- */
 
 /* Tracing: marks op with a correlation id and the task queuing it, and
- * after the enqueue records the "API call" that queued it, so traces of
- * the host backend read like CUDA's (launch delay, host waits). */
+ * after the enqueue records the "API call" that queued it, under the name
+ * of the CUDA call that does the same, so traces of the host backend read
+ * like CUDA's (launch delay, host waits) and one analysis, weft's or
+ * HTA's, serves both. */
 static uint64_t trace_begin(weft__stream *s, weft__host_op *op,
                             const char *name) {
   if (!weft__trace_on_for(s->hdr.bk))
@@ -213,7 +215,7 @@ static int copy(weft__stream *s, void *dst, const void *src, size_t n,
   uint64_t corr = op->corr, task = op->task;
   weft__host_enqueue(HS(s), op);
   if (t0)
-    trace_api(t0, corr, task, "hostMemcpyAsync");
+    trace_api(t0, corr, task, "cudaMemcpyAsync");
   return 0;
 }
 
@@ -228,7 +230,7 @@ static int memset_op(weft__stream *s, void *dst, int value, size_t n) {
   uint64_t corr = op->corr, task = op->task;
   weft__host_enqueue(HS(s), op);
   if (t0)
-    trace_api(t0, corr, task, "hostMemsetAsync");
+    trace_api(t0, corr, task, "cudaMemsetAsync");
   return 0;
 }
 
@@ -261,7 +263,7 @@ static int launch(weft__stream *s, const weft_kernel *k, weft_dim3 grid,
   uint64_t corr = op->corr, task = op->task;
   weft__host_enqueue(HS(s), op);
   if (t0)
-    trace_api(t0, corr, task, "hostLaunchKernel");
+    trace_api(t0, corr, task, "cudaLaunchKernel");
   return 0;
 }
 

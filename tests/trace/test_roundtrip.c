@@ -7,7 +7,10 @@
  * UTF-8 is written with U+FFFD for its bad bytes. A second runtime, not
  * traced, works all the while and after the traced one has shut down: none
  * of its tasks or operations may appear in the trace (its threads once
- * wrote into the tracer's freed buffers). */
+ * wrote into the tracer's freed buffers). The file reads as PyTorch's do
+ * for HTA and Perfetto: plain CUDA names for the calls, a rank and the
+ * devices in the header, a launch arrow (ac2g flow) per GPU op, and slices
+ * that nest on every CPU lane. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -76,6 +79,51 @@ static void other_round(weft_runtime *other) {
     CHECK_OK(weft_task_join(t[i]));
 }
 
+/* The file's text, for what the model does not keep. */
+static char *slurp(const char *path) {
+  FILE *f = fopen(path, "rb");
+  CHECK(f != NULL);
+  CHECK(fseek(f, 0, SEEK_END) == 0);
+  long n = ftell(f);
+  CHECK(n > 0);
+  rewind(f);
+  char *buf = malloc((size_t)n + 1);
+  CHECK(buf != NULL);
+  CHECK(fread(buf, 1, (size_t)n, f) == (size_t)n);
+  buf[n] = '\0';
+  fclose(f);
+  return buf;
+}
+
+static size_t count_of(const char *text, const char *what) {
+  size_t n = 0;
+  for (const char *p = text; (p = strstr(p, what)) != NULL; p += strlen(what))
+    n++;
+  return n;
+}
+
+/* Slices on one CPU lane nest: each starts and ends within any it starts
+ * in (the ops are sorted by start). */
+static void check_nesting(const trace_model *m) {
+  for (uint32_t lane = 0; lane < m->nthreads; lane++) {
+    double end[64];
+    int depth = 0;
+    for (size_t i = 0; i < m->nops; i++) {
+      const trace_op *op = &m->ops[i];
+      if (trace_op_is_gpu(op) || op->lane != lane)
+        continue;
+      while (depth > 0 && end[depth - 1] <= op->ts + 1e-6)
+        depth--;
+      CHECK_MSG(depth == 0 || op->ts + op->dur <= end[depth - 1] + 1e-6,
+                "lane %u: a slice at %.3f us ends %.3f us after the slice "
+                "it starts in",
+                lane, op->ts, op->ts + op->dur - end[depth - 1]);
+      if (depth < 64)
+        end[depth++] = op->ts + op->dur;
+    }
+  }
+}
+
 int main(void) {
   char path[] = "/tmp/weft-roundtrip-XXXXXX";
   int fd = mkstemp(path);
@@ -132,6 +180,17 @@ int main(void) {
         m.ops[i].task != TRACE_NONE)
       attributed++;
   CHECK_EQ_INT(attributed, TASKS * (LAUNCHES + 2));
+  check_nesting(&m);
+  char *text = slurp(path);
+  CHECK(strstr(text, "\"distributedInfo\": {\"rank\": 0") != NULL);
+  CHECK(strstr(text, "\"deviceProperties\": [{\"id\": 0") != NULL);
+  CHECK_EQ_INT((int)count_of(text, "\"name\":\"cudaLaunchKernel\""),
+               TASKS * LAUNCHES);
+  CHECK_EQ_INT((int)count_of(text, "\"name\":\"cudaMemcpyAsync\""), TASKS * 2);
+  CHECK_EQ_INT((int)count_of(text, "\"ph\":\"s\""), TASKS * (LAUNCHES + 2));
+  CHECK_EQ_INT((int)count_of(text, "\"ph\":\"f\""), TASKS * (LAUNCHES + 2));
+  CHECK(strstr(text, "host") == NULL || strstr(text, "hostLaunch") == NULL);
+  free(text);
   trace_analysis a;
   CHECK(trace_analyze(&m, &a) == 0);
   CHECK_EQ_INT((int)a.launch.matched, TASKS * (LAUNCHES + 2));
