@@ -31,6 +31,13 @@
 #define WEFT_TRF_SCHEMA_VERSION "schemaVersion"
 #define WEFT_TRF_DISPLAY_TIME_UNIT "displayTimeUnit"
 #define WEFT_TRF_WEFT "weft" /* {version, backend, dropped_records} */
+#define WEFT_TRF_DISTRIBUTED_INFO "distributedInfo" /* {"rank": N, ...} */
+#define WEFT_TRF_RANK "rank"
+/* Launch arrows: a flow from the API call to the GPU op it queued. */
+#define WEFT_TRF_PH_FLOW_START "s"
+#define WEFT_TRF_PH_FLOW_END "f"
+#define WEFT_TRF_CAT_FLOW "ac2g"
+#define WEFT_TRF_ID "id"
 
 /* Phases: the reader analyses these two and counts the rest. */
 #define WEFT_TRF_PH_COMPLETE "X"

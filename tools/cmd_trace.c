@@ -7,6 +7,7 @@
 
 #include "cli.h"
 #include "trace/analysis.h"
+#include "trace/check.h"
 #include "trace/model.h"
 #include "trace/svg.h"
 
@@ -34,16 +35,18 @@ static int write_svg(const char *path, const trace_model *m,
 int cmd_trace(cli_global *g, int argc, char **argv) {
   (void)g;
   if (argc < 2)
-    return cli_usage_error("'trace' needs 'report FILE' or 'svg FILE -o OUT'");
+    return cli_usage_error(
+        "'trace' needs 'report FILE', 'svg FILE -o OUT' or 'check FILE'");
   const char *sub = argv[1];
   if (is_help(sub)) {
     cli_print_command_help("trace");
     return CLI_OK;
   }
   int report = !strcmp(sub, "report"), svg = !strcmp(sub, "svg");
-  if (!report && !svg)
-    return cli_usage_error("unknown 'trace' subcommand '%s'; expected report "
-                           "or svg",
+  int check = !strcmp(sub, "check");
+  if (!report && !svg && !check)
+    return cli_usage_error("unknown 'trace' subcommand '%s'; expected report, "
+                           "svg or check",
                            sub);
 
   const char *file = NULL, *out = NULL, *v;
@@ -95,6 +98,20 @@ int cmd_trace(cli_global *g, int argc, char **argv) {
   if (trace_model_load_file(&model, file, &err) != 0) {
     trace_model_free(&model);
     return cli_fail("trace", "%s: %s", file, err.message);
+  }
+  if (check) {
+    /* Problems on stdout, a line each; the verdict on stderr. */
+    long n = trace_check(stdout, &model, 20);
+    size_t ops = model.nops, flows = model.nflow_starts;
+    trace_model_free(&model);
+    if (n < 0)
+      return cli_fail("trace", "%s: out of memory checking", file);
+    if (n > 0)
+      return cli_fail("trace", "%s: %ld problem%s (the first %ld above)", file,
+                      n, n == 1 ? "" : "s", n < 20 ? n : 20L);
+    printf("%s: ok: %zu operations, %zu launch arrows, slices nested\n", file,
+           ops, flows);
+    return CLI_OK;
   }
   trace_analysis an;
   int rc = CLI_OK;

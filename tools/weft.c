@@ -40,7 +40,8 @@ static const cli_command commands[] = {
      "                (default 7, or 3 with --quick)\n"
      "  SCENARIO      run only these (default: all, in --list order)\n"},
     {"trace", cmd_trace,
-     "report FILE [--json] [--top N] | svg FILE -o OUT.svg [--width PX]",
+     "report FILE [--json] [--top N] | svg FILE -o OUT.svg [--width PX] | "
+     "check FILE",
      "analyse a trace file (weft's or PyTorch's): overlap, idle, launches",
      "  report FILE   GPU time breakdown, kernel/copy overlap, idle gaps per\n"
      "                stream, top kernels, copies, launch delays, tasks\n"
@@ -49,6 +50,9 @@ static const cli_command commands[] = {
      "  svg FILE      draw the trace as an SVG timeline\n"
      "  -o OUT.svg    where to write it ('-' for standard output)\n"
      "  --width PX    picture width in pixels, 400-20000 (default 1600)\n"
+     "  check FILE    whether Perfetto and HTA read it as PyTorch's traces:\n"
+     "                nested slices, plain CUDA names, launch arrows, rank;\n"
+     "                exits 1 listing the first problems\n"
      "  FILE is Chrome Trace Event JSON ('-' reads standard input);\n"
      "  docs/TRACE.md explains every number\n"},
     {"version", cmd_version, "", "print weft's version and backends", NULL},

@@ -97,6 +97,14 @@ int main(int argc, char **argv) {
   CHECK_EQ_INT(run("trace svg bad.json -o bad.svg"), 1);
   CHECK(access(strcat(strcpy(args, dir), "/bad.svg"), F_OK) != 0);
 
+  /* check: an older weft trace without rank and launch arrows fails,
+   * listing what is missing. */
+  snprintf(args, sizeof args, "trace check '%s/weft_tasks.json'", data);
+  CHECK_EQ_INT(run(args), 1);
+  CHECK(strstr(slurp("out.txt"), "rank:") != NULL);
+  CHECK(strstr(slurp("out.txt"), "flows:") != NULL);
+  one_line_error("weft trace: ");
+
   /* An endless input is refused once past the limit, in one line. */
   CHECK(setenv("WEFT_TRACE_MAX_MIB", "1", 1) == 0);
   CHECK_EQ_INT(run("trace report /dev/zero"), 1);

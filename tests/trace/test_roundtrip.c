@@ -19,6 +19,7 @@
 #include "check.h"
 #include "conformance/kernels.h"
 #include "trace/analysis.h"
+#include "trace/check.h"
 #include "weft.h"
 
 enum { TASKS = 4, LAUNCHES = 5, N = 1024 };
@@ -181,6 +182,7 @@ int main(void) {
       attributed++;
   CHECK_EQ_INT(attributed, TASKS * (LAUNCHES + 2));
   check_nesting(&m);
+  CHECK_EQ_INT((int)trace_check(stderr, &m, 20), 0); /* weft trace check */
   char *text = slurp(path);
   CHECK(strstr(text, "\"distributedInfo\": {\"rank\": 0") != NULL);
   CHECK(strstr(text, "\"deviceProperties\": [{\"id\": 0") != NULL);

@@ -28,6 +28,25 @@ static int read_events(trace_loader *L) {
   }
 }
 
+/* The members of "distributedInfo": its "rank", if a whole number. */
+static int read_rank(trace_loader *L) {
+  trace_json_token t;
+  for (;;) {
+    trace_json_type type = trace_json_next(&L->j, &t);
+    if (type == TRACE_JSON_END_OBJECT)
+      return 0;
+    if (type != TRACE_JSON_KEY)
+      return -1;
+    int rank = trace_json_is(&t, WEFT_TRF_RANK);
+    if (trace_json_next(&L->j, &t) == TRACE_JSON_ERROR)
+      return -1;
+    if (rank && t.type == TRACE_JSON_NUMBER && t.is_integer && t.num >= 0)
+      L->m->rank = (int64_t)t.num;
+    else if (trace_json_skip(&L->j, &t))
+      return -1;
+  }
+}
+
 static int read_document(trace_loader *L) {
   trace_json_token t;
   trace_json_type type = trace_json_next(&L->j, &t);
@@ -43,9 +62,15 @@ static int read_document(trace_loader *L) {
       if (type != TRACE_JSON_KEY)
         return -1;
       int events = trace_json_is(&t, WEFT_TRF_TRACE_EVENTS);
+      int dist = trace_json_is(&t, WEFT_TRF_DISTRIBUTED_INFO);
       type = trace_json_next(&L->j, &t);
       if (type == TRACE_JSON_ERROR)
         return -1;
+      if (dist && type == TRACE_JSON_OBJECT) {
+        if (read_rank(L))
+          return -1;
+        continue;
+      }
       if (!events) {
         if (trace_json_skip(&L->j, &t))
           return -1;
@@ -88,6 +113,7 @@ static void loader_free(trace_loader *L) {
 static int load(trace_model *m, const void *buf, size_t len, trace_error *err,
                 void *to_free) {
   memset(m, 0, sizeof *m);
+  m->rank = -1;
   trace_loader L;
   memset(&L, 0, sizeof L);
   L.m = m;

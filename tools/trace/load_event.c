@@ -28,12 +28,19 @@ typedef struct arg {
   const char *key, *want;
 } arg;
 
-typedef enum phase { PH_OTHER, PH_COMPLETE, PH_METADATA } phase;
+typedef enum phase {
+  PH_OTHER,
+  PH_COMPLETE,
+  PH_METADATA,
+  PH_FLOW_START,
+  PH_FLOW_END
+} phase;
 
 typedef struct event {
   size_t offset;
   phase ph;
-  int has_ph, has_name, has_ts, has_dur;
+  int has_ph, has_name, has_ts, has_dur, has_id;
+  int64_t id; /* flows: "id", when a whole number */
   uint32_t name, cat;
   trace_id pid, tid;
   double ts, dur;
@@ -396,14 +403,42 @@ static int add_meta(trace_loader *L, const event *e) {
   return 0;
 }
 
+/* A launch flow's end: kept by id for `weft trace check` (and still
+ * counted as ignored: the analysis pairs launches by correlation). */
+static int add_flow(trace_loader *L, const event *e) {
+  trace_model *m = L->m;
+  int start = e->ph == PH_FLOW_START;
+  int64_t **v = start ? &m->flow_starts : &m->flow_ends;
+  size_t *n = start ? &m->nflow_starts : &m->nflow_ends;
+  size_t *cap = start ? &m->cap_flow_starts : &m->cap_flow_ends;
+  if (trace_grow((void **)v, cap, *n + 1, sizeof **v))
+    return oom(L);
+  (*v)[(*n)++] = e->id;
+  m->ignored++;
+  return 0;
+}
+
 /* ---- the event's fields -------------------------------------------------- */
 
-enum { K_OTHER, K_PH, K_NAME, K_CAT, K_PID, K_TID, K_TS, K_DUR, K_ARGS, NKEYS };
+enum {
+  K_OTHER,
+  K_PH,
+  K_NAME,
+  K_CAT,
+  K_PID,
+  K_TID,
+  K_TS,
+  K_DUR,
+  K_ARGS,
+  K_ID,
+  NKEYS
+};
 
 static const char *const keys[NKEYS] = {
     [K_OTHER] = "",         [K_PH] = WEFT_TRF_PH,   [K_NAME] = WEFT_TRF_NAME,
     [K_CAT] = WEFT_TRF_CAT, [K_PID] = WEFT_TRF_PID, [K_TID] = WEFT_TRF_TID,
-    [K_TS] = WEFT_TRF_TS,   [K_DUR] = WEFT_TRF_DUR, [K_ARGS] = WEFT_TRF_ARGS};
+    [K_TS] = WEFT_TRF_TS,   [K_DUR] = WEFT_TRF_DUR, [K_ARGS] = WEFT_TRF_ARGS,
+    [K_ID] = WEFT_TRF_ID};
 
 /* Reads the value t of field k into e. */
 static int read_field(trace_loader *L, event *e, int k,
@@ -413,9 +448,17 @@ static int read_field(trace_loader *L, event *e, int k,
     if (t->type != TRACE_JSON_STRING)
       return trace_load_fail_type(L, t, keys[k], "a string");
     e->has_ph = 1;
-    e->ph = trace_json_is(t, WEFT_TRF_PH_COMPLETE)   ? PH_COMPLETE
-            : trace_json_is(t, WEFT_TRF_PH_METADATA) ? PH_METADATA
-                                                     : PH_OTHER;
+    e->ph = trace_json_is(t, WEFT_TRF_PH_COMPLETE)     ? PH_COMPLETE
+            : trace_json_is(t, WEFT_TRF_PH_METADATA)   ? PH_METADATA
+            : trace_json_is(t, WEFT_TRF_PH_FLOW_START) ? PH_FLOW_START
+            : trace_json_is(t, WEFT_TRF_PH_FLOW_END)   ? PH_FLOW_END
+                                                       : PH_OTHER;
+    return 0;
+  case K_ID:
+    if (as_integer(t, &e->id) == 0)
+      e->has_id = 1;
+    else if (t->type != TRACE_JSON_NUMBER)
+      return trace_json_skip(&L->j, t); /* string ids: not weft's flows */
     return 0;
   case K_NAME:
   case K_CAT: {
@@ -490,6 +533,9 @@ int trace_load_event(trace_loader *L, size_t offset) {
     L->m->metadata++;
     return add_meta(L, &e);
   }
+  if ((e.ph == PH_FLOW_START || e.ph == PH_FLOW_END) && e.has_id &&
+      strcmp(trace_model_str(L->m, e.cat), WEFT_TRF_CAT_FLOW) == 0)
+    return add_flow(L, &e);
   L->m->ignored++;
   return 0;
 }

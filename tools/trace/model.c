@@ -16,6 +16,8 @@ void trace_model_free(trace_model *m) {
   free(m->strings);
   free(m->string_offsets);
   free(m->string_table);
+  free(m->flow_starts);
+  free(m->flow_ends);
   memset(m, 0, sizeof *m);
 }
 

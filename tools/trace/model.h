@@ -116,6 +116,14 @@ typedef struct trace_model {
    * which are counted and ignored. */
   size_t events, complete, metadata, ignored;
 
+  /* What `weft trace check` looks at beyond the ops: the rank of a
+   * top-level "distributedInfo" (-1 if none), and the ids of the launch
+   * flows (cat "ac2g"): starts ("ph":"s") and ends ("ph":"f"), in file
+   * order. */
+  int64_t rank;
+  int64_t *flow_starts, *flow_ends;
+  size_t nflow_starts, nflow_ends, cap_flow_starts, cap_flow_ends;
+
   /* Interned strings, all NUL-terminated: id 0 is "". */
   char *strings;
   size_t strings_len, strings_cap;
