@@ -38,11 +38,17 @@ static void test_two_streams(void) {
   CHECK_NEAR(s7->idle, 100);
   CHECK_NEAR(s7->host_wait, 100);
   CHECK_NEAR(s7->kernel_wait, 0);
+  CHECK_NEAR(s7->late_launch, 100);
+  /* HTA's queue: launched, not yet started: [-10,0) and [290,300) over
+   * the window [-10,400); weft's in flight: to the ops' ends. */
   CHECK_EQ_INT(s7->queue_max, 1);
-  CHECK_NEAR(s7->queue_mean, 320.0 / 410.0);
+  CHECK_NEAR(s7->queue_mean, 20.0 / 410.0);
+  CHECK_EQ_INT(s7->inflight_max, 1);
+  CHECK_NEAR(s7->inflight_mean, 320.0 / 410.0);
   const trace_stream_stats *s8 = find_stream(&m, &a, 0, 8);
   CHECK_NEAR(s8->host_wait, 100);
-  CHECK_NEAR(s8->queue_mean, 230.0 / 310.0);
+  CHECK_NEAR(s8->queue_mean, 30.0 / 310.0);
+  CHECK_NEAR(s8->inflight_mean, 230.0 / 310.0);
 
   /* Launch delays 5, 5, 5, 15. */
   CHECK_EQ_INT(a.launch.matched, 4);
@@ -107,8 +113,11 @@ static void test_single_op(void) {
   CHECK(trace_pct(a.all.overlap, a.all.memory) < 0); /* no memory time */
   const trace_stream_stats *s = find_stream(&m, &a, 0, 3);
   CHECK_EQ_INT(s->gaps, 0);
-  CHECK_EQ_INT(s->queue_max, 1);
-  CHECK_NEAR(s->queue_mean, 1);
+  /* No launch call: never queued (HTA), in flight for its whole span. */
+  CHECK_EQ_INT(s->queue_max, 0);
+  CHECK_NEAR(s->queue_mean, 0);
+  CHECK_EQ_INT(s->inflight_max, 1);
+  CHECK_NEAR(s->inflight_mean, 1);
   CHECK_EQ_INT(a.launch.matched, 0);
   CHECK_EQ_INT(a.launch.unmatched, 1);
   char *json = report_text(&m, &a, 1);
@@ -145,9 +154,11 @@ static void test_launch_and_gaps(void) {
   trace_analysis a;
   /* One stream: A [10,20) B [20,30) C [50,60) D [70,80) E [85,90)
    * F [95,100). Calls: A [0,5) B [6,8) C [40,45) D [46,47) F [48,49); E has
-   * none. Gaps: 30->50 host wait (C's call ended at 45 > 30); 60->70 kernel
-   * wait (D's call ended at 47); 80->85 other (no call); 90->95 other (F is a
-   * memset, queued). */
+   * none. Gaps, split as HTA does: 30->50 host wait (C's call started at
+   * 40 > 30); 60->70 kernel wait (D's call started at 46 < 60, gap under
+   * 30 us); 80->85 other (no call); 90->95 kernel wait (F, a memset, queued
+   * since 48: HTA counts copies and memsets too). weft's late launch: only
+   * C's call ended after its gap opened (45 > 30). */
   load_text(
       "[" CALL(0, 5, 1) "," CALL(6, 2, 2) "," CALL(40, 5, 3) "," CALL(46, 1, 4) "," CALL(
           48, 1,
@@ -173,8 +184,9 @@ static void test_launch_and_gaps(void) {
   CHECK_NEAR(s->busy, 50);
   CHECK_NEAR(s->idle, 40);
   CHECK_NEAR(s->host_wait, 20);
-  CHECK_NEAR(s->kernel_wait, 10);
-  CHECK_NEAR(s->other_wait, 10);
+  CHECK_NEAR(s->kernel_wait, 15);
+  CHECK_NEAR(s->other_wait, 5);
+  CHECK_NEAR(s->late_launch, 20);
   CHECK_EQ_INT(s->gaps, 4);
   CHECK_NEAR(a.host_wait, 20);
 
@@ -186,17 +198,23 @@ static void test_launch_and_gaps(void) {
   CHECK_NEAR(a.launch.max, 46);
   CHECK_NEAR(a.launch.min, 5);
 
-  /* Queue: launched at 0, 6, 40, 46, 85 (E, no call), 48; finished at 20,
-   * 30, 60, 80, 90, 100. At most 3 at once (46 to 60: C, D, F); mean =
-   * sum(end - launched) / (100 - 0) = 155 / 100. */
+  /* HTA's queue, launched and not yet started: A [0,10) B [6,20) C [40,50)
+   * D [46,70) F [48,95), E never (no call): at most 3 at once (48 to 50:
+   * C, D, F); mean = 105 / (100 - 0). weft's in flight, to the ends (E from
+   * its start): 155 / 100, at most 3 (46 to 60: C, D, F). */
   CHECK_EQ_INT(s->queue_max, 3);
-  CHECK_NEAR(s->queue_mean, 1.55);
+  CHECK_NEAR(s->queue_mean, 1.05);
+  CHECK_EQ_INT(s->inflight_max, 3);
+  CHECK_NEAR(s->inflight_mean, 1.55);
   trace_analysis_free(&a);
   trace_model_free(&m);
 
-  /* A call that returns after its kernel started: a negative delay. */
+  /* A call that returns after its kernel started: a delay of -6, clipped
+   * to 0 as HTA does, and counted as early. */
   load_text("[" CALL(0, 10, 1) "," GPU("kernel", 4, 10, 1) "]", &m, &a);
-  CHECK_NEAR(a.launch.median, -6);
+  CHECK_NEAR(a.launch.median, 0);
+  CHECK_NEAR(a.launch.min, 0);
+  CHECK_EQ_INT(a.launch.early, 1);
   trace_analysis_free(&a);
   trace_model_free(&m);
 }

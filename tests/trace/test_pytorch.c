@@ -72,19 +72,23 @@ int main(void) {
   CHECK_NEAR(trace_pct(b->overlap, b->memory), 100.0 * 100 / 152);
 
   /* Stream 7: HtoD, sgemm, memset, add, DtoD: gaps of 20 (host wait: the
-   * launch returned at 75, after the copy ended at 60), 18 (kernel wait:
-   * cuLaunchKernel returned at 303, before 382) and 10 (other: no call). */
+   * launch started at 70, after the copy ended at 60), 18 (kernel wait:
+   * cuLaunchKernel started at 300, before 382, and the gap is under 30 us)
+   * and 10 (other: no call). */
   const trace_stream_stats *s = find_stream(&m, &a, 0, 7);
   CHECK_EQ_INT(s->ops, 5);
   CHECK_NEAR(s->host_wait, 20);
   CHECK_NEAR(s->kernel_wait, 18);
   CHECK_NEAR(s->other_wait, 10);
+  CHECK_NEAR(s->late_launch, 20); /* the sgemm's call returned at 75 > 60 */
   CHECK_NEAR(find_stream(&m, &a, 0, 13)->idle, 0);
 
-  /* Delays -45, 5, 300 (memset), 13, 54, 97; the DtoD is unmatched. */
+  /* Delays -45 (clipped to 0, as HTA; counted early), 5, 300 (memset), 13,
+   * 54, 97; the DtoD is unmatched. */
   CHECK_EQ_INT(a.launch.matched, 6);
   CHECK_EQ_INT(a.launch.unmatched, 1);
-  CHECK_NEAR(a.launch.min, -45);
+  CHECK_NEAR(a.launch.min, 0);
+  CHECK_EQ_INT(a.launch.early, 1);
   CHECK_NEAR(a.launch.median, (13 + 54) / 2.0);
   CHECK_NEAR(a.launch.p90, 97 + 0.5 * (300 - 97));
   CHECK_NEAR(a.launch.max, 300);

@@ -147,6 +147,42 @@ static int cmp_qevent(const void *pa, const void *pb) {
   return a->delta - b->delta; /* finishes before launches at one instant */
 }
 
+/* The most ops queued at once on a lane, and the time-weighted mean into
+ * *mean: queued from the launch call's start to the op's start (HTA), or
+ * to the op's end when inflight (weft). q has room for 2n events. */
+static long count_queue(const trace_model *m, const uint32_t *ops, size_t n,
+                        qevent *q, int inflight, double *mean) {
+  double lo = 0, hi = 0, area = 0;
+  size_t nq = 0;
+  for (size_t i = 0; i < n; i++) {
+    const trace_op *op = &m->ops[ops[i]];
+    const trace_op *call =
+        op->launch != TRACE_NO_OP ? &m->ops[op->launch] : NULL;
+    double from = op->ts, to = inflight ? op->ts + op->dur : op->ts;
+    if (call && call->ts < op->ts)
+      from = call->ts;
+    double wfrom = from < op->ts ? from : op->ts;
+    if (i == 0 || wfrom < lo)
+      lo = wfrom;
+    if (i == 0 || op->ts + op->dur > hi)
+      hi = op->ts + op->dur;
+    if (to <= from)
+      continue; /* never queued */
+    q[nq++] = (qevent){from, +1};
+    q[nq++] = (qevent){to, -1};
+    area += to - from;
+  }
+  qsort(q, nq, sizeof *q, cmp_qevent);
+  long depth = 0, most = 0;
+  for (size_t i = 0; i < nq; i++) {
+    depth += q[i].delta;
+    if (depth > most)
+      most = depth;
+  }
+  *mean = hi > lo ? area / (hi - lo) : 0;
+  return most;
+}
+
 /* ops: the lane's GPU ops in start order. */
 static void stream_stats(const trace_model *m, const uint32_t *ops, size_t n,
                          trace_stream_stats *s, qevent *q) {
@@ -157,27 +193,28 @@ static void stream_stats(const trace_model *m, const uint32_t *ops, size_t n,
   for (size_t i = 1; i < n; i++) {
     const trace_op *op = &m->ops[ops[i]];
     if (op->ts > prev_end) {
-      /* A gap: the stream had nothing running from prev_end to op->ts.
-       *   host wait   - op's launch call ended after prev_end: the CPU had
-       *                 not yet issued op when the stream ran dry;
-       *   kernel wait - op is a kernel whose launch call had ended by
-       *                 prev_end: it was queued and waited on something
-       *                 else (an event, another stream, the device);
-       *   other       - no launch call in the trace, or a queued copy or
-       *                 memset. */
+      /* A gap: the stream had nothing running from prev_end to op->ts,
+       * split as HTA splits it:
+       *   host wait   - op's launch call started after prev_end: the CPU
+       *                 had not begun to issue op when the stream ran dry;
+       *   kernel wait - otherwise, a gap shorter than TRACE_KERNEL_WAIT_US:
+       *                 the cost of launching back to back;
+       *   other       - the rest (waits on events, other streams, the
+       *                 device), and gaps before ops without a launch call.
+       * late_launch, weft's own figure, is the gap time whose op's call
+       * ended after prev_end (it started before, but had not returned). */
       double gap = op->ts - prev_end;
       s->gaps++;
-      if (op->launch != TRACE_NO_OP) {
-        const trace_op *call = &m->ops[op->launch];
-        if (call->ts + call->dur > prev_end)
-          s->host_wait += gap;
-        else if (op->kind == TRACE_OP_KERNEL)
-          s->kernel_wait += gap;
-        else
-          s->other_wait += gap;
-      } else {
+      const trace_op *call =
+          op->launch != TRACE_NO_OP ? &m->ops[op->launch] : NULL;
+      if (call && call->ts > prev_end)
+        s->host_wait += gap;
+      else if (call && gap < TRACE_KERNEL_WAIT_US)
+        s->kernel_wait += gap;
+      else
         s->other_wait += gap;
-      }
+      if (call && call->ts + call->dur > prev_end)
+        s->late_launch += gap;
     }
     if (op->ts + op->dur > prev_end)
       prev_end = op->ts + op->dur;
@@ -189,37 +226,19 @@ static void stream_stats(const trace_model *m, const uint32_t *ops, size_t n,
   s->idle = s->host_wait + s->kernel_wait + s->other_wait;
   s->busy = s->span - s->idle;
 
-  /* Queue length q(t) = ops launched and not finished at time t. An op
-   * counts from the start of its launch call (or from its own start when the
-   * call is not in the trace, or began later than the op) to its end.
-   *   queue_max  = max q(t)
-   *   queue_mean = integral of q(t) dt / (last end - first launch)
-   *              = sum(end - launched) / window. */
-  double lo = 0, hi = 0, area = 0;
-  for (size_t i = 0; i < n; i++) {
-    const trace_op *op = &m->ops[ops[i]];
-    double from = op->ts, to = op->ts + op->dur;
-    if (op->launch != TRACE_NO_OP && m->ops[op->launch].ts < from)
-      from = m->ops[op->launch].ts;
-    q[2 * i] = (qevent){from, +1};
-    q[2 * i + 1] = (qevent){to, -1};
-    if (i == 0 || from < lo)
-      lo = from;
-    if (i == 0 || to > hi)
-      hi = to;
-    area += to - from;
-  }
-  qsort(q, 2 * n, sizeof *q, cmp_qevent);
-  long depth = 0, most = 0;
-  for (size_t i = 0; i < 2 * n; i++) {
-    depth += q[i].delta;
-    if (depth > most)
-      most = depth;
-  }
-  /* Zero-length ops that start as another ends sort their -1 first and
-   * count 0; count any op at all as at least 1. */
-  s->queue_max = most > 0 ? (size_t)most : 1;
-  s->queue_mean = hi > lo ? area / (hi - lo) : 0;
+  /* Queue length, as HTA counts it: q(t) = ops launched and not yet
+   * started at time t; an op counts from the start of its launch call to
+   * its own start (not at all without a call, or when the call began
+   * later). weft's in-flight count runs on to the op's end instead (and
+   * from the op's start when there is no call).
+   *   queue_max  = max q(t); queue_mean = integral of q(t) dt / window,
+   *   window = last end - first launch (the same for both counts). */
+  s->queue_max = (size_t)count_queue(m, ops, n, q, 0, &s->queue_mean);
+  s->inflight_max = (size_t)count_queue(m, ops, n, q, 1, &s->inflight_mean);
+  /* Zero-length ops that start as another ends count 0 in flight: any op
+   * at all is at least 1 in flight. */
+  if (s->inflight_max == 0)
+    s->inflight_max = 1;
 }
 
 /* ---- kernels, tasks --------------------------------------------------------
@@ -532,7 +551,9 @@ int trace_analyze(const trace_model *m, trace_analysis *a) {
      * the op started before the call returned. */
     if (op->launch != TRACE_NO_OP) {
       const trace_op *call = &m->ops[op->launch];
-      delays[ndelays++] = op->ts - (call->ts + call->dur);
+      double d = op->ts - (call->ts + call->dur);
+      a->launch.early += d < 0;
+      delays[ndelays++] = d > 0 ? d : 0; /* clipped, as HTA */
     }
   }
   if (trace_sort(a->kernels, a->nkernels, sizeof *a->kernels, cmp_kernel, m))

@@ -53,11 +53,23 @@ typedef struct trace_stream_stats {
   size_t ops;
   double start, end, span; /* the stream's first start to its last end */
   double busy, idle;       /* idle = span - busy = the sum of the gaps */
+  /* HTA's split of the gaps (docs/TRACE.md): host wait when the next op's
+   * launch call started after the stream ran dry, kernel wait when the gap
+   * is shorter than TRACE_KERNEL_WAIT_US, other for the rest. */
   double host_wait, kernel_wait, other_wait;
+  /* weft's own figure beside it: gap time whose next op's launch call
+   * ended (not started) after the stream ran dry. */
+  double late_launch;
   size_t gaps;
-  size_t queue_max;  /* most ops launched and not finished at once */
-  double queue_mean; /* time-weighted mean of that count */
+  size_t queue_max;     /* HTA: most ops launched and not yet started at once */
+  double queue_mean;    /* time-weighted mean of that count */
+  size_t inflight_max;  /* weft's: most ops launched and not yet finished */
+  double inflight_mean; /* time-weighted mean of that count */
 } trace_stream_stats;
+
+/* HTA's kernel-wait threshold: a gap shorter than this before a queued op
+ * is the cost of launching back to back. */
+#define TRACE_KERNEL_WAIT_US 30.0
 
 typedef struct trace_kernel_stats {
   uint32_t name;
@@ -78,9 +90,12 @@ typedef struct trace_copy_stats {
 } trace_copy_stats;
 
 typedef struct trace_launch_stats {
-  size_t matched;               /* GPU ops whose launch call is in the trace */
-  size_t unmatched;             /* GPU ops without one */
-  double median, p90, max, min; /* launch delays, when matched > 0 */
+  size_t matched;   /* GPU ops whose launch call is in the trace */
+  size_t unmatched; /* GPU ops without one */
+  /* Launch delays (op start - end of its call), when matched > 0, clipped
+   * at 0 as HTA does: an op may start before its call returns. */
+  double median, p90, max, min;
+  size_t early; /* weft's figure: ops that started before the call returned */
 } trace_launch_stats;
 
 typedef struct trace_task_stats {

@@ -156,23 +156,28 @@ static void text_report(FILE *f, const trace_model *m, const trace_analysis *a,
     }
 
     fprintf(f, "\nidle time per stream (gaps inside each stream's span; "
-               "waits as %% of its idle time)\n");
-    fprintf(f, "  %-24s %7s %10s %10s %6s %6s %6s %6s %6s %6s\n", "stream",
-            "ops", "span ms", "idle ms", "idle%", "host", "kernel", "other",
-            "q max", "q mean");
+               "waits as %% of its idle time, split as HTA does; q: ops "
+               "launched, not yet started, as HTA counts; weft's own: late = "
+               "gap time whose launch call returned after the stream ran dry, "
+               "in-flight max = ops launched, not yet finished)\n");
+    fprintf(f, "  %-24s %7s %10s %10s %6s %6s %6s %6s %6s %6s %6s %6s\n",
+            "stream", "ops", "span ms", "idle ms", "idle%", "host", "kernel",
+            "other", "q max", "q mean", "late", "flight");
     for (size_t i = 0; i < a->nstreams; i++) {
       const trace_stream_stats *s = &a->streams[i];
       if (s->ops == 0)
         continue;
-      char label[64], p1[16], p2[16], p3[16], p4[16];
+      char label[64], p1[16], p2[16], p3[16], p4[16], p5[16];
       lane_label(m, s->lane, label, sizeof label);
-      fprintf(f, "  %-24s %7zu %10s %10s %6s %6s %6s %6s %6zu %6.2f\n", label,
-              s->ops, ms(x, sizeof x, s->span), ms(y, sizeof y, s->idle),
+      fprintf(f, "  %-24s %7zu %10s %10s %6s %6s %6s %6s %6zu %6.2f %6s %6zu\n",
+              label, s->ops, ms(x, sizeof x, s->span), ms(y, sizeof y, s->idle),
               pct(p1, sizeof p1, trace_pct(s->idle, s->span)),
               pct(p2, sizeof p2, trace_pct(s->host_wait, s->idle)),
               pct(p3, sizeof p3, trace_pct(s->kernel_wait, s->idle)),
               pct(p4, sizeof p4, trace_pct(s->other_wait, s->idle)),
-              s->queue_max, s->queue_mean);
+              s->queue_max, s->queue_mean,
+              pct(p5, sizeof p5, trace_pct(s->late_launch, s->idle)),
+              s->inflight_max);
     }
     fprintf(f,
             "  all streams: idle %s ms = host wait %s ms + kernel wait %s "
@@ -225,9 +230,10 @@ static void text_report(FILE *f, const trace_model *m, const trace_analysis *a,
               "correlation\n",
               l->matched, l->matched + l->unmatched);
       fprintf(f,
-              "  launch delay (GPU start - end of the call): median %.3f "
-              "us, p90 %.3f us, max %.3f us\n",
-              l->median, l->p90, l->max);
+              "  launch delay (GPU start - end of the call, negatives as 0 "
+              "as HTA): median %.3f us, p90 %.3f us, max %.3f us; %zu "
+              "op%s started before the call returned\n",
+              l->median, l->p90, l->max, l->early, l->early == 1 ? "" : "s");
     } else {
       fprintf(f, "\nlaunches: no GPU op matched an API call by correlation "
                  "(no launch delays; gaps count as \"other\")\n");
@@ -424,8 +430,12 @@ static void json_report(FILE *f, const trace_model *m, const trace_analysis *a,
     json_us(f, "kernel_wait_us", s->kernel_wait);
     fputs(", ", f);
     json_us(f, "other_wait_us", s->other_wait);
-    fprintf(f, ", \"queue_max\": %zu, \"queue_mean\": %.3f}", s->queue_max,
-            s->queue_mean);
+    fputs(", ", f);
+    json_us(f, "late_launch_us", s->late_launch);
+    fprintf(f,
+            ", \"queue_max\": %zu, \"queue_mean\": %.3f, \"in_flight_max\": "
+            "%zu, \"in_flight_mean\": %.3f}",
+            s->queue_max, s->queue_mean, s->inflight_max, s->inflight_mean);
   }
   fprintf(f, "%s],\n", first ? "" : "\n  ");
 
@@ -470,8 +480,8 @@ static void json_report(FILE *f, const trace_model *m, const trace_analysis *a,
   const trace_launch_stats *l = &a->launch;
   fprintf(f,
           "  \"launch\": {\"matched\": %zu, \"unmatched\": %zu, "
-          "\"delay_us\": ",
-          l->matched, l->unmatched);
+          "\"early\": %zu, \"delay_us\": ",
+          l->matched, l->unmatched, l->early);
   if (l->matched)
     fprintf(f,
             "{\"median\": %.3f, \"p90\": %.3f, \"max\": %.3f, \"min\": %.3f}",
