@@ -41,8 +41,15 @@ void __tsan_switch_to_fiber(void *fiber, unsigned flags);
 
 /* ---- switching ---- */
 
-void weft__fiber_init_thread(weft__fiber *f) {
+int weft__fiber_prepare_thread(weft__fiber *f) {
   memset(f, 0, sizeof *f);
+  return weft__ctx_prepare(&f->ctx);
+}
+
+void weft__fiber_init_thread(weft__fiber *f) {
+  void *impl = f->ctx.impl; /* weft__fiber_prepare_thread's */
+  memset(f, 0, sizeof *f);
+  f->ctx.impl = impl;
 #ifdef WEFT__ASAN
   pthread_attr_t attr;
   if (pthread_getattr_np(pthread_self(), &attr) == 0) {

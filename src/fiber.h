@@ -21,6 +21,10 @@ typedef struct weft__fiber {
 
 /* A thread's own context, to switch fibers from. */
 void weft__fiber_init_thread(weft__fiber *f);
+/* Before the thread starts: what its context needs to be switched from
+ * (weft__ctx_prepare). 0 or WEFT_ENOMEM; weft__fiber_fini_thread frees
+ * it. weft__fiber_init_thread keeps it. */
+int weft__fiber_prepare_thread(weft__fiber *f);
 void weft__fiber_fini_thread(weft__fiber *f);
 /* Prepares f to run entry(arg) on stack s. */
 int weft__fiber_make(weft__fiber *f, weft__stack *s, weft__ctx_entry entry,

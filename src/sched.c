@@ -584,6 +584,11 @@ int weft__sched_start(weft_runtime *rt) {
       weft__rq_fini(&w->rq);
       break;
     }
+    if (weft__fiber_prepare_thread(&w->sched)) {
+      pthread_cond_destroy(&w->park_cv);
+      weft__rq_fini(&w->rq);
+      break;
+    }
   }
   rt->nworkers = made;
   if (made < n)
@@ -594,7 +599,14 @@ int weft__sched_start(weft_runtime *rt) {
                        &rt->workers[started]) != 0)
       break;
   if (started < n) {
-    rt->nworkers = started; /* stop joins only the ones running */
+    /* The workers that never started: their parts, freed here; stop joins
+     * and frees the ones running. */
+    for (int i = started; i < n; i++) {
+      weft__rq_fini(&rt->workers[i].rq);
+      pthread_cond_destroy(&rt->workers[i].park_cv);
+      weft__fiber_fini_thread(&rt->workers[i].sched);
+    }
+    rt->nworkers = started;
     weft__sched_stop(rt);
     return weft__err(rc, "weft_init: cannot start worker thread %d", started);
   }
@@ -605,6 +617,7 @@ fail:
   for (int i = 0; i < made; i++) {
     weft__rq_fini(&rt->workers[i].rq);
     pthread_cond_destroy(&rt->workers[i].park_cv);
+    weft__fiber_fini_thread(&rt->workers[i].sched);
   }
   free(rt->workers);
   rt->workers = NULL;

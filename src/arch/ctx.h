@@ -20,7 +20,12 @@ typedef void (*weft__ctx_entry)(void *arg);
  * switch. entry must never return. Returns 0 or WEFT_ENOMEM. */
 int weft__ctx_make(weft__ctx *ctx, void *stack, size_t size,
                    weft__ctx_entry entry, void *arg);
-/* Releases what ctx_make allocated (ucontext only). */
+/* Gets a thread's own context ready to be switched from, so that the
+ * switch itself cannot fail: the ucontext fallback allocates its
+ * ucontext_t here (it aborted when that allocation failed at the first
+ * switch). 0 or WEFT_ENOMEM. */
+int weft__ctx_prepare(weft__ctx *ctx);
+/* Releases what ctx_make or ctx_prepare allocated (ucontext only). */
 void weft__ctx_release(weft__ctx *ctx);
 /* Saves the running context into from and resumes to. */
 void weft__ctx_switch(weft__ctx *from, weft__ctx *to);

@@ -40,6 +40,11 @@ int weft__ctx_make(weft__ctx *ctx, void *stack, size_t size,
   return 0;
 }
 
+int weft__ctx_prepare(weft__ctx *ctx) {
+  (void)ctx;
+  return 0;
+}
+
 void weft__ctx_release(weft__ctx *ctx) { (void)ctx; }
 
 void weft__ctx_switch(weft__ctx *from, weft__ctx *to) {

@@ -46,15 +46,18 @@ int weft__ctx_make(weft__ctx *ctx, void *stack, size_t size,
   return 0;
 }
 
+int weft__ctx_prepare(weft__ctx *ctx) { return get(ctx) ? 0 : WEFT_ENOMEM; }
+
 void weft__ctx_release(weft__ctx *ctx) {
   free(ctx->impl);
   ctx->impl = NULL;
 }
 
 void weft__ctx_switch(weft__ctx *from, weft__ctx *to) {
-  /* A scheduler's own context is never made: allocate its slot lazily. */
+  /* A thread's own context is never made: weft__ctx_prepare allocated its
+   * slot. */
   uctx *f = get(from);
   if (!f)
-    abort();
+    abort(); /* not prepared: a bug, not a shortage */
   swapcontext(&f->uc, &((uctx *)to->impl)->uc);
 }
