@@ -565,6 +565,8 @@ static void on_completion(void *arg) {
     wake_if_needed(rt);
 }
 
+static void stop_workers(weft_runtime *rt, int running);
+
 int weft__sched_start(weft_runtime *rt) {
   int n = rt->opts.workers > 0 ? rt->opts.workers : default_workers();
   int rc = WEFT_ENOMEM;
@@ -599,15 +601,7 @@ int weft__sched_start(weft_runtime *rt) {
                        &rt->workers[started]) != 0)
       break;
   if (started < n) {
-    /* The workers that never started: their parts, freed here; stop joins
-     * and frees the ones running. */
-    for (int i = started; i < n; i++) {
-      weft__rq_fini(&rt->workers[i].rq);
-      pthread_cond_destroy(&rt->workers[i].park_cv);
-      weft__fiber_fini_thread(&rt->workers[i].sched);
-    }
-    rt->nworkers = started;
-    weft__sched_stop(rt);
+    stop_workers(rt, started);
     return weft__err(rc, "weft_init: cannot start worker thread %d", started);
   }
   if (rt->bk->ops->set_completion_hook)
@@ -625,21 +619,32 @@ fail:
   return weft__err(rc, "weft_init: out of memory");
 }
 
-void weft__sched_stop(weft_runtime *rt) {
-  if (rt->bk->ops->set_completion_hook)
-    rt->bk->ops->set_completion_hook(rt->bk, NULL, NULL);
+/* Stops and joins the first `running` workers, then frees every worker's
+ * parts; a worker that never started had its context prepared but never
+ * freed it itself. nworkers stays as it was until the threads are joined:
+ * running workers read it (and every worker's queue) while they look for
+ * work. */
+static void stop_workers(weft_runtime *rt, int running) {
   atomic_store(&rt->stop, 1);
   pthread_mutex_lock(&rt->park_lock);
-  for (int i = 0; i < rt->nworkers; i++)
+  for (int i = 0; i < running; i++)
     pthread_cond_signal(&rt->workers[i].park_cv);
   pthread_mutex_unlock(&rt->park_lock);
-  for (int i = 0; i < rt->nworkers; i++)
+  for (int i = 0; i < running; i++)
     pthread_join(rt->workers[i].thread, NULL);
   for (int i = 0; i < rt->nworkers; i++) {
     weft__rq_fini(&rt->workers[i].rq);
     pthread_cond_destroy(&rt->workers[i].park_cv);
+    if (i >= running)
+      weft__fiber_fini_thread(&rt->workers[i].sched);
   }
   free(rt->workers);
   rt->workers = NULL;
   rt->nworkers = 0;
+}
+
+void weft__sched_stop(weft_runtime *rt) {
+  if (rt->bk->ops->set_completion_hook)
+    rt->bk->ops->set_completion_hook(rt->bk, NULL, NULL);
+  stop_workers(rt, rt->nworkers);
 }
