@@ -247,8 +247,8 @@ int weft__stream_query(weft__stream *s) {
 }
 
 int weft__stream_wait_event(weft__stream *s, weft__event *e) {
-  CHECK_STREAM(s, "stream_wait_event");
-  CHECK_EVENT(e, "stream_wait_event");
+  CHECK_STREAM(s, "weft_event_wait");
+  CHECK_EVENT(e, "weft_event_wait");
   if (e->hdr.bk != s->hdr.bk)
     return weft__err(WEFT_EINVAL, "weft_event_wait: event and stream belong to "
                                   "different backends");
@@ -292,7 +292,7 @@ int weft__event_destroy(weft__event **ep) {
   if (!ep)
     return weft__err(WEFT_EINVAL, "weft_event_destroy: NULL pointer");
   weft__event *e = *ep;
-  CHECK_EVENT(e, "event_destroy");
+  CHECK_EVENT(e, "weft_event_destroy");
   weft__backend *b = e->hdr.bk;
   pthread_mutex_lock(&b->lock);
   if (e->hdr.magic != MAGIC_EVENT) {
@@ -310,8 +310,8 @@ int weft__event_destroy(weft__event **ep) {
 }
 
 int weft__event_record(weft__event *e, weft__stream *s) {
-  CHECK_EVENT(e, "event_record");
-  CHECK_STREAM(s, "event_record");
+  CHECK_EVENT(e, "weft_event_record");
+  CHECK_STREAM(s, "weft_event_record");
   if (e->hdr.bk != s->hdr.bk || e->hdr.dev != s->hdr.dev)
     return weft__err(WEFT_EINVAL,
                      "weft_event_record: event and stream are on different "
@@ -334,18 +334,18 @@ int weft__event_recorded(weft__event *e, const char *call) {
 }
 
 int weft__event_query(weft__event *e) {
-  CHECK_EVENT(e, "event_query");
+  CHECK_EVENT(e, "weft_event_query");
   return e->hdr.bk->ops->event_query(e);
 }
 
 int weft__event_sync(weft__event *e) {
-  CHECK_EVENT(e, "event_sync");
+  CHECK_EVENT(e, "weft_event_sync");
   return e->hdr.bk->ops->event_sync(e);
 }
 
 int weft__event_elapsed(weft__event *start, weft__event *end, float *ms) {
-  CHECK_EVENT(start, "event_elapsed");
-  CHECK_EVENT(end, "event_elapsed");
+  CHECK_EVENT(start, "weft_event_elapsed_ms");
+  CHECK_EVENT(end, "weft_event_elapsed_ms");
   if (!ms)
     return weft__err(WEFT_EINVAL, "weft_event_elapsed_ms: ms is NULL");
   if (!(start->flags & WEFT__EVENT_TIMING) ||
@@ -384,7 +384,7 @@ int weft__check_extent(weft__backend *b, const void *p, size_t n,
 
 int weft__copy(weft__stream *s, void *dst, const void *src, size_t n,
                weft__copy_kind kind) {
-  CHECK_STREAM(s, "copy");
+  CHECK_STREAM(s, "weft_copy");
   if (n == 0)
     return 0;
   if (!dst || !src)
@@ -398,7 +398,7 @@ int weft__copy(weft__stream *s, void *dst, const void *src, size_t n,
 }
 
 int weft__memset(weft__stream *s, void *dst, int value, size_t n) {
-  CHECK_STREAM(s, "memset");
+  CHECK_STREAM(s, "weft_memset");
   if (n == 0)
     return 0;
   if (!dst)
@@ -417,7 +417,7 @@ static int check_dims(weft_dim3 d, const char *what, const char *name) {
 
 int weft__launch(weft__stream *s, const weft_kernel *k, weft_dim3 grid,
                  weft_dim3 block, size_t shmem, void **args) {
-  CHECK_STREAM(s, "launch");
+  CHECK_STREAM(s, "weft_launch");
   if (!k)
     return weft__err(WEFT_EINVAL, "weft_launch: kernel is NULL");
   const char *name = k->name ? k->name : "(unnamed kernel)";
@@ -488,7 +488,7 @@ int weft__kernel_preload(weft__backend *b, int dev, const weft_kernel *k) {
 /* ---- memory ---- */
 
 int weft__device_alloc(weft__stream *s, size_t n, void **out) {
-  CHECK_STREAM(s, "device_alloc");
+  CHECK_STREAM(s, "weft_device_alloc");
   if (!out)
     return weft__err(WEFT_EINVAL, "weft_device_alloc: out is NULL");
   if (n == 0)
@@ -511,7 +511,7 @@ int weft__device_alloc(weft__stream *s, size_t n, void **out) {
 }
 
 int weft__device_free(weft__stream *s, void *p) {
-  CHECK_STREAM(s, "device_free");
+  CHECK_STREAM(s, "weft_device_free");
   if (!p)
     return 0; /* like free(NULL) */
   weft__backend *b = s->hdr.bk;

@@ -2,7 +2,18 @@
 #include "weft/event.h"
 #include "scheduler.h"
 
-#define EV(e) ((weft__event *)(e))
+/* Public event handles carry their object's generation (pool.h), so a
+ * handle kept past its event's destroy never names the event that reuses
+ * the memory. A stale handle reads as a destroyed event to the core's
+ * checks (which look at the header alone). */
+static weft__obj stale = {.magic = WEFT__MAGIC_DEAD};
+
+static weft__event *EV(const weft_event *h) {
+  if (!h)
+    return NULL;
+  weft__event *e = (weft__event *)weft__handle_obj(h);
+  return weft__handle_live(h, &e->hdr) ? e : (weft__event *)&stale;
+}
 
 int weft_event_create(weft_event **ev) {
   if (!ev)
@@ -13,12 +24,18 @@ int weft_event_create(weft_event **ev) {
   weft__event *e;
   int rc = weft__event_create(x->rt->bk, x->dev, WEFT__EVENT_TIMING, &e);
   if (rc == 0)
-    *ev = (weft_event *)e;
+    *ev = (weft_event *)weft__handle_of(&e->hdr);
   return rc;
 }
 
 int weft_event_destroy(weft_event **ev) {
-  return weft__event_destroy((weft__event **)ev);
+  if (!ev)
+    return weft__event_destroy(NULL);
+  weft__event *e = EV(*ev);
+  int rc = weft__event_destroy(&e);
+  if (e == NULL) /* destroyed (also after a backend failure) */
+    *ev = NULL;
+  return rc;
 }
 
 int weft_event_record(weft_event *ev) {

@@ -138,6 +138,20 @@ static void bad_handles(void) {
   CHECK_ERR(weft_event_destroy(&stale), WEFT_EHANDLE);
   CHECK(stale != NULL); /* a failed call changes nothing */
 
+  /* A handle kept past its destroy stays dead once the memory is reused
+   * (past the pool's quarantine of 64): it never names the newer event. */
+  weft_event *fresh[80];
+  for (int i = 0; i < 80; i++)
+    CHECK_OK(weft_event_create(&fresh[i]));
+  for (int i = 0; i < 80; i++)
+    CHECK_OK(weft_event_destroy(&fresh[i]));
+  for (int i = 0; i < 80; i++)
+    CHECK_OK(weft_event_create(&fresh[i]));
+  CHECK_ERR(weft_event_query(stale), WEFT_EHANDLE);
+  CHECK_ERR(weft_event_destroy(&stale), WEFT_EHANDLE);
+  for (int i = 0; i < 80; i++) /* their owners' handles are intact */
+    CHECK_OK(weft_event_destroy(&fresh[i]));
+
   /* Bad handles given to stream operations are returned at once, and the
    * next weft_sync does not report them again. */
   CHECK_ERR(weft_event_record(stale), WEFT_EHANDLE);
