@@ -132,21 +132,48 @@ int seed000_close(seed000 *s) {
   return first;
 }
 
+/* One array's three kernels' arguments, for raw and weft launches alike:
+ * partial_reduce(a, partial, n), single_thread_sum(partial, sum, blocks),
+ * divide_by(a, sum, n). The arrays point into the struct itself: fill it
+ * where it stays (launches copy the values when queued). */
+typedef struct norm_args {
+  unsigned long long n;
+  unsigned blocks;
+  float *a, *partial, *sum;
+  void *reduce[3], *total[3], *divide[3];
+  weft_dim3 grid, block;
+} norm_args;
+
+static void norm_args_init(norm_args *g, const seed000 *s, float *a, size_t i) {
+  g->n = s->n;
+  g->blocks = s->blocks;
+  g->a = a;
+  g->partial = s->dev_partial[i];
+  g->sum = s->dev_sum[i];
+  g->reduce[0] = &g->a;
+  g->reduce[1] = &g->partial;
+  g->reduce[2] = &g->n;
+  g->total[0] = &g->partial;
+  g->total[1] = &g->sum;
+  g->total[2] = &g->blocks;
+  g->divide[0] = &g->a;
+  g->divide[1] = &g->sum;
+  g->divide[2] = &g->n;
+  g->grid = WEFT_DIM1(s->blocks);
+  g->block = WEFT_DIM1(DEMO_THREADS);
+}
+
 /* ---- raw ---- */
 
 /* One array's work on stream st. */
 static int raw_array(seed000 *s, int i, raw_stream st) {
-  unsigned long long n = s->n;
-  unsigned blocks = s->blocks;
-  weft_dim3 grid = WEFT_DIM1(blocks), block = WEFT_DIM1(DEMO_THREADS);
-  void *reduce_args[] = {&s->dev_a[i], &s->dev_partial[i], &n};
-  void *sum_args[] = {&s->dev_partial[i], &s->dev_sum[i], &blocks};
-  void *divide_args[] = {&s->dev_a[i], &s->dev_sum[i], &n};
+  norm_args g;
+  norm_args_init(&g, s, s->dev_a[i], (size_t)i);
   S_RAW(s, raw_copy(st, s->dev_a[i], s->in[i], s->bytes, RAW_H2D));
-  S_RAW(s, raw_launch(st, &s->k.partial_reduce, grid, block, reduce_args));
+  S_RAW(s, raw_launch(st, &s->k.partial_reduce, g.grid, g.block, g.reduce));
   S_RAW(s, raw_launch(st, &s->k.single_thread_sum, WEFT_DIM1(1), WEFT_DIM1(1),
-                      sum_args));
-  S_RAW(s, raw_launch(st, &s->k.divide_by, grid, block, divide_args));
+                      g.total));
+  S_RAW(s, raw_launch(st, &s->k.divide_by, g.grid, g.block, g.divide));
   S_RAW(s, raw_copy(st, s->out[i], s->dev_a[i], s->bytes, RAW_D2H));
   return 0;
 }
@@ -173,6 +200,17 @@ static int run_raw(seed000 *s, int many, float *ms) {
 
 /* ---- weft: a task per array ---- */
 
+/* The three kernels on the calling task's stream. */
+static int launch_norm(const seed000 *s, norm_args *g) {
+  int rc = weft_launch(&s->k.partial_reduce, g->grid, g->block, 0, g->reduce);
+  if (!rc)
+    rc = weft_launch(&s->k.single_thread_sum, WEFT_DIM1(1), WEFT_DIM1(1), 0,
+                     g->total);
+  if (!rc)
+    rc = weft_launch(&s->k.divide_by, g->grid, g->block, 0, g->divide);
+  return rc;
+}
+
 typedef struct array_job {
   seed000 *s;
   int i;
@@ -184,24 +222,15 @@ static void array_task(void *arg) {
   array_job *j = arg;
   seed000 *s = j->s;
   int i = j->i;
-  unsigned long long n = s->n;
-  unsigned blocks = s->blocks;
-  weft_dim3 grid = WEFT_DIM1(blocks), block = WEFT_DIM1(DEMO_THREADS);
-  void *reduce_args[] = {&s->dev_a[i], &s->dev_partial[i], &n};
-  void *sum_args[] = {&s->dev_partial[i], &s->dev_sum[i], &blocks};
-  void *divide_args[] = {&s->dev_a[i], &s->dev_sum[i], &n};
+  norm_args g;
+  norm_args_init(&g, s, s->dev_a[i], (size_t)i);
   /* The first operation orders the task's stream after the start event,
    * so that start..final brackets all the work. */
   int rc = weft_event_wait(j->start);
   if (!rc)
     rc = weft_copy(s->dev_a[i], s->in[i], s->bytes);
   if (!rc)
-    rc = weft_launch(&s->k.partial_reduce, grid, block, 0, reduce_args);
-  if (!rc)
-    rc = weft_launch(&s->k.single_thread_sum, WEFT_DIM1(1), WEFT_DIM1(1), 0,
-                     sum_args);
-  if (!rc)
-    rc = weft_launch(&s->k.divide_by, grid, block, 0, divide_args);
+    rc = launch_norm(s, &g);
   if (!rc)
     rc = weft_copy(s->out[i], s->dev_a[i], s->bytes);
   j->rc = rc; /* no weft_sync: the task completes when its GPU work does */
@@ -285,22 +314,10 @@ static int run_tasks(seed000 *s, float *ms) {
 
 static int normalise_chunk(void *dev_in, void *dev_out, size_t index,
                            void *user) {
-  seed000 *s = user;
-  unsigned long long n = s->n;
-  unsigned blocks = s->blocks;
-  weft_dim3 grid = WEFT_DIM1(blocks), block = WEFT_DIM1(DEMO_THREADS);
-  float *a = dev_in, *partial = s->dev_partial[index], *sum = s->dev_sum[index];
-  void *reduce_args[] = {&a, &partial, &n};
-  void *sum_args[] = {&partial, &sum, &blocks};
-  void *divide_args[] = {&a, &sum, &n};
   (void)dev_out; /* in place */
-  int rc = weft_launch(&s->k.partial_reduce, grid, block, 0, reduce_args);
-  if (!rc)
-    rc = weft_launch(&s->k.single_thread_sum, WEFT_DIM1(1), WEFT_DIM1(1), 0,
-                     sum_args);
-  if (!rc)
-    rc = weft_launch(&s->k.divide_by, grid, block, 0, divide_args);
-  return rc;
+  norm_args g;
+  norm_args_init(&g, user, dev_in, index);
+  return launch_norm(user, &g);
 }
 
 static int run_pipelined(seed000 *s, float *ms) {

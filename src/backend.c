@@ -365,21 +365,30 @@ int weft__event_elapsed(weft__event *start, weft__event *end, float *ms) {
 
 /* ---- work on a stream ---- */
 
-int weft__check_extent(weft__backend *b, const void *p, size_t n,
-                       const char *call, const char *what) {
+/* Lock held: the extent check of one pointer. */
+static int extent_of(weft__backend *b, const void *p, size_t n,
+                     const char *call, const char *what) {
   if ((uintptr_t)p + n < (uintptr_t)p)
     return weft__err(WEFT_EINVAL,
                      "%s: %zu bytes at %s %p run past the end of memory", call,
                      n, what, p);
   weft__alloc_info info;
-  pthread_mutex_lock(&b->lock);
-  int found = weft__ptrmap_get(b->allocs, p, &info);
-  pthread_mutex_unlock(&b->lock);
-  if (found && info.kind == ALLOC_DEVICE && n > info.size)
+  if (weft__ptrmap_get(b->allocs, p, &info) && info.kind == ALLOC_DEVICE &&
+      n > info.size)
     return weft__err(WEFT_EINVAL,
                      "%s: %zu bytes at %s, a device allocation of %zu bytes",
                      call, n, what, info.size);
   return 0;
+}
+
+int weft__check_extent(weft__backend *b, const void *dst, const void *src,
+                       size_t n, const char *call) {
+  pthread_mutex_lock(&b->lock); /* one lookup of the registry for both */
+  int rc = extent_of(b, dst, n, call, "dst");
+  if (rc == 0 && src)
+    rc = extent_of(b, src, n, call, "src");
+  pthread_mutex_unlock(&b->lock);
+  return rc;
 }
 
 int weft__copy(weft__stream *s, void *dst, const void *src, size_t n,
@@ -391,9 +400,7 @@ int weft__copy(weft__stream *s, void *dst, const void *src, size_t n,
     return weft__err(WEFT_EINVAL, "weft_copy: %s is NULL", dst ? "src" : "dst");
   if ((int)kind < WEFT__COPY_DEFAULT || kind > WEFT__COPY_H2H)
     return weft__err(WEFT_EINVAL, "weft_copy: unknown direction %d", (int)kind);
-  int rc = weft__check_extent(s->hdr.bk, dst, n, "copy", "dst");
-  if (rc == 0)
-    rc = weft__check_extent(s->hdr.bk, src, n, "copy", "src");
+  int rc = weft__check_extent(s->hdr.bk, dst, src, n, "weft_copy");
   return rc ? rc : s->hdr.bk->ops->copy(s, dst, src, n, kind);
 }
 
@@ -403,7 +410,7 @@ int weft__memset(weft__stream *s, void *dst, int value, size_t n) {
     return 0;
   if (!dst)
     return weft__err(WEFT_EINVAL, "weft_memset: dst is NULL");
-  int rc = weft__check_extent(s->hdr.bk, dst, n, "weft_memset", "dst");
+  int rc = weft__check_extent(s->hdr.bk, dst, NULL, n, "weft_memset");
   return rc ? rc : s->hdr.bk->ops->memset(s, dst, value, n);
 }
 

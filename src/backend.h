@@ -200,12 +200,13 @@ int weft__event_sync(weft__event *e);
 int weft__event_recorded(weft__event *e, const char *call);
 int weft__event_elapsed(weft__event *start, weft__event *end, float *ms);
 
-/* 0 if n bytes at p neither wrap around the address space nor, when p is
- * the start of a device allocation weft made, run past its end; else
- * WEFT_EINVAL, reported for call. (A pointer inside an allocation is not
- * looked up: the registry is keyed by the pointers it handed out.) */
-int weft__check_extent(weft__backend *b, const void *p, size_t n,
-                       const char *call, const char *what);
+/* 0 if n bytes at dst, and at src unless it is NULL, neither wrap around
+ * the address space nor, at the start of a device allocation weft made,
+ * run past its end; else WEFT_EINVAL, reported for call. (A pointer inside
+ * an allocation is not looked up: the registry is keyed by the pointers it
+ * handed out.) */
+int weft__check_extent(weft__backend *b, const void *dst, const void *src,
+                       size_t n, const char *call);
 int weft__copy(weft__stream *s, void *dst, const void *src, size_t n,
                weft__copy_kind kind);
 int weft__memset(weft__stream *s, void *dst, int value, size_t n);

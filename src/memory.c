@@ -188,11 +188,10 @@ int weft_copy(void *dst, const void *src, size_t bytes) {
     return 0;
   if (!dst || !src)
     return weft__err(WEFT_EINVAL, "weft_copy: %s is NULL", dst ? "src" : "dst");
-  /* Before staging, which copies in chunks no longer at the start of the
-   * allocation. */
-  rc = weft__check_extent(x->rt->bk, dst, bytes, "weft_copy", "dst");
-  if (rc == 0)
-    rc = weft__check_extent(x->rt->bk, src, bytes, "weft_copy", "src");
+  /* Here, not only in weft__copy: staging copies in chunks no longer at
+   * the start of the allocation, and the pinned cache below records the
+   * stream's use of a block, which a refused call must not do. */
+  rc = weft__check_extent(x->rt->bk, dst, src, bytes, "weft_copy");
   if (rc)
     return rc;
   weft__pinned_cache *pc = &x->rt->pinned;
