@@ -18,6 +18,14 @@ WEFT_CUDA_KERNEL_DECL(demo_partial_reduce);
 WEFT_CUDA_KERNEL_DECL(demo_single_thread_sum);
 WEFT_CUDA_KERNEL_DECL(demo_divide_by);
 
+#ifdef WEFT_BENCH_CUDA
+/* Those references are weak, and a weak reference does not pull an object
+ * out of a static library (weft_bench is one): without this strong one the
+ * linker leaves kernels.cu out and every .cuda above is NULL. */
+extern const char bench_kernels_cu[];
+const char *const bench_kernels_cu_linked = bench_kernels_cu;
+#endif
+
 void bench_host_empty(const weft_kernel_ctx *ctx, void **args) {
   (void)ctx;
   (void)args;

@@ -422,6 +422,28 @@ static int check_dims(weft_dim3 d, const char *what, const char *name) {
   return 0;
 }
 
+static int kernel_runs_on(const weft_kernel *k, const weft__backend *b) {
+  return b->ops->kind == WEFT_BACKEND_CUDA ? k->cuda != NULL : k->host != NULL;
+}
+
+/* ENOTSUP for a kernel without this backend's function. On CUDA the usual
+ * cause is a .cu file that was not linked: WEFT_CUDA_KERNEL_DECL's reference
+ * is weak, and a weak reference does not pull an object out of a static
+ * library, so the message says so. */
+static int no_implementation(const char *call, const weft_kernel *k,
+                             const weft__backend *b) {
+  const char *name = k->name ? k->name : "(unnamed kernel)";
+  if (b->ops->kind == WEFT_BACKEND_CUDA)
+    return weft__err(WEFT_ENOTSUP,
+                     "%s %s: the kernel has no cuda implementation (.cuda is "
+                     "NULL: is its .cu file compiled and linked? A weak "
+                     "WEFT_CUDA_KERNEL_DECL reference does not pull an object "
+                     "out of a static library)",
+                     call, name);
+  return weft__err(WEFT_ENOTSUP, "%s %s: the kernel has no %s implementation",
+                   call, name, b->ops->name);
+}
+
 int weft__launch(weft__stream *s, const weft_kernel *k, weft_dim3 grid,
                  weft_dim3 block, size_t shmem, void **args) {
   CHECK_STREAM(s, "weft_launch");
@@ -429,12 +451,8 @@ int weft__launch(weft__stream *s, const weft_kernel *k, weft_dim3 grid,
     return weft__err(WEFT_EINVAL, "weft_launch: kernel is NULL");
   const char *name = k->name ? k->name : "(unnamed kernel)";
   weft__backend *b = s->hdr.bk;
-  int has =
-      b->ops->kind == WEFT_BACKEND_CUDA ? k->cuda != NULL : k->host != NULL;
-  if (!has)
-    return weft__err(WEFT_ENOTSUP,
-                     "weft_launch %s: the kernel has no %s implementation",
-                     name, b->ops->name);
+  if (!kernel_runs_on(k, b))
+    return no_implementation("weft_launch", k, b);
   if (k->nargs > WEFT_KERNEL_MAX_ARGS)
     return weft__err(WEFT_EINVAL, "weft_launch %s: %u parameters (at most %d)",
                      name, k->nargs, WEFT_KERNEL_MAX_ARGS);
@@ -482,13 +500,8 @@ int weft__kernel_preload(weft__backend *b, int dev, const weft_kernel *k) {
     return rc;
   if (!k)
     return weft__err(WEFT_EINVAL, "weft_kernel_preload: kernel is NULL");
-  int has =
-      b->ops->kind == WEFT_BACKEND_CUDA ? k->cuda != NULL : k->host != NULL;
-  if (!has)
-    return weft__err(
-        WEFT_ENOTSUP,
-        "weft_kernel_preload %s: the kernel has no %s implementation",
-        k->name ? k->name : "(unnamed kernel)", b->ops->name);
+  if (!kernel_runs_on(k, b))
+    return no_implementation("weft_kernel_preload", k, b);
   return b->ops->kernel_preload ? b->ops->kernel_preload(b, dev, k) : 0;
 }
 
