@@ -131,13 +131,25 @@ static void put(const char *s) {
 
 static void on_segv(int sig, siginfo_t *si, void *uc) {
   const weft__stack *s = cur_stack;
-  char *addr = si->si_addr;
-  /* The guard page lies just below the stack. */
-  if (s && s->guarded && addr >= (char *)s->lo - sysconf(_SC_PAGESIZE) &&
-      addr < (char *)s->lo) {
+  char *addr = si->si_addr, *lo = s ? (char *)s->lo : NULL;
+  size_t ps = (size_t)sysconf(_SC_PAGESIZE);
+  if (s && s->guarded && addr >= lo - ps && addr < lo) {
+    /* The guard page lies just below the stack. */
     put("weft: task '");
     put(cur_name ? cur_name : "(unnamed)");
     put("' overflowed its fiber stack; raise weft_runtime_opts.stack_size\n");
+  } else if (s && !s->guarded &&
+             (weft__stack_check(s) != 0 ||
+              (addr < lo && (size_t)(lo - addr) <= s->size + ps))) {
+    /* No guard page (more stacks live than the kernel's map budget
+     * guards, stack.c), but the canary at the stack's low end is gone or
+     * the fault lies within a stack's length below it: most likely the
+     * overflow running on below the stack. */
+    put("weft: task '");
+    put(cur_name ? cur_name : "(unnamed)");
+    put("' overflowed its fiber stack (an unguarded one: more stacks live "
+        "than the kernel's map budget guards); raise "
+        "weft_runtime_opts.stack_size\n");
   }
   /* Fall through to the default action: a core dump at the faulting
    * instruction, for the debugger. */

@@ -43,6 +43,8 @@ static size_t page_size(void) {
   return ps;
 }
 
+size_t weft__stack_guards_max = SIZE_MAX;
+
 static size_t guard_budget(void) {
   long limit = 65530;
   FILE *f = fopen("/proc/sys/vm/max_map_count", "r");
@@ -51,7 +53,8 @@ static size_t guard_budget(void) {
       limit = 65530;
     fclose(f);
   }
-  return limit > 0 ? (size_t)limit / 8 : 0;
+  size_t n = limit > 0 ? (size_t)limit / 8 : 0;
+  return n < weft__stack_guards_max ? n : weft__stack_guards_max;
 }
 
 int weft__stack_pool_init(weft__stack_pool *p, size_t stack_size) {

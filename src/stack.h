@@ -28,6 +28,10 @@ typedef struct weft__stack_pool {
   size_t live, guarded, unguarded; /* statistics */
 } weft__stack_pool;
 
+/* At most this many guarded stacks per pool, whatever the map budget:
+ * SIZE_MAX unless a test lowers it to reach the unguarded path. */
+extern size_t weft__stack_guards_max;
+
 int weft__stack_pool_init(weft__stack_pool *p, size_t stack_size);
 /* Unmaps every slab; every stack must have been put back. */
 void weft__stack_pool_fini(weft__stack_pool *p);

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "task_common.h"
+#include "weft_internal.h"
 
 /* Fills `bytes` of its stack with a pattern, yields `yields` times, then
  * checks the pattern: another task on the same stack memory would break
@@ -97,7 +98,8 @@ static void jump_task(void *arg) { jump(arg); }
 
 static weft_task_fn overflowing = overflow_task;
 
-static void overflow_child(void) {
+static void overflow_child(size_t guards) {
+  weft__stack_guards_max = guards;
   weft_runtime_opts o;
   weft_runtime_opts_init(&o);
   o.stack_size = 64 * 1024;
@@ -116,7 +118,10 @@ static void overflow_child(void) {
   _exit(5); /* survived the overflow */
 }
 
-static void overflow(weft_task_fn fn) {
+/* Runs fn in a forked child whose pool guards at most `guards` stacks (0:
+ * none, the path past the kernel's map budget) and checks that it died of
+ * SIGSEGV after naming the overflow. */
+static void overflow(weft_task_fn fn, size_t guards) {
   overflowing = fn;
   int fds[2];
   CHECK(pipe(fds) == 0);
@@ -129,7 +134,7 @@ static void overflow(weft_task_fn fn) {
     close(fds[0]);
     dup2(fds[1], 2);
     close(fds[1]);
-    overflow_child();
+    overflow_child(guards);
   }
   close(fds[1]);
   char out[4096];
@@ -157,8 +162,10 @@ int main(void) {
   if (TT_SANITIZED)
     puts("overflow check skipped under the sanitizers");
   else {
-    overflow(overflow_task); /* deep recursion */
-    overflow(jump_task);     /* one frame past the guard page */
+    overflow(overflow_task, SIZE_MAX); /* deep recursion */
+    overflow(jump_task, SIZE_MAX);     /* one frame past the guard page */
+    overflow(overflow_task, 0);        /* the same without guard pages */
+    overflow(jump_task, 0);
   }
   big_stacks(0, 32 * 1024, 16);            /* default 64 KiB */
   big_stacks(1024 * 1024, 768 * 1024, 16); /* 1 MiB */
