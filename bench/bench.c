@@ -1,5 +1,6 @@
 /* The benchmark runner: the scenario registry, the helpers of bench.h, the
- * table on stdout and the JSON file. */
+ * table on stdout, the JSON file and the charts (plot.c draws them). */
+#include <errno.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,9 +9,11 @@
 #include <malloc.h>
 #endif
 #include <pthread.h>
+#include <sys/stat.h>
 
 #include "bench.h"
 #include "json_write.h"
+#include "plot.h"
 #include "scenarios.h"
 
 /* ---- the registry ---- */
@@ -51,6 +54,10 @@ typedef struct bench_row {
   int has_ratio;
   double ratio;
   const char *peer_key, *peer_side; /* bench_peer, or NULL */
+  const bench_chart *chart;         /* bench_plot, or NULL */
+  char *series;
+  double x;
+  int ref;
 } bench_row;
 
 typedef struct failure {
@@ -64,7 +71,11 @@ struct bench_ctx {
   const bench_scenario *sc;         /* running now */
   int group;                        /* its current group of rows */
   const char *peer_key, *peer_side; /* for the next row (bench_peer) */
-  pthread_mutex_t lock;             /* err and failed, from tasks and threads */
+  const bench_chart *chart;         /* for the next row (bench_plot) */
+  const char *series;
+  double x;
+  int ref;
+  pthread_mutex_t lock; /* err and failed, from tasks and threads */
   int failed;
   char err[1024];
   bench_row *rows;
@@ -181,10 +192,18 @@ int bench_report(bench_ctx *c, const char *variant, const char *unit,
   r->variant = dup_str(variant);
   r->unit = dup_str(unit);
   r->notes = dup_str(text);
-  if (!r->variant || !r->unit || !r->notes) {
+  if (c->chart) {
+    r->chart = c->chart;
+    r->series = dup_str(c->series);
+    r->x = c->x;
+    r->ref = c->ref;
+    c->chart = NULL;
+  }
+  if (!r->variant || !r->unit || !r->notes || (r->chart && !r->series)) {
     free(r->variant);
     free(r->unit);
     free(r->notes);
+    free(r->series);
     return bench_fail(c, "out of memory");
   }
   r->st = bench_stats_of(s);
@@ -203,6 +222,19 @@ void bench_group(bench_ctx *c) { c->group++; }
 void bench_peer(bench_ctx *c, const char *key, const char *side) {
   c->peer_key = key;
   c->peer_side = side;
+}
+
+void bench_plot(bench_ctx *c, const bench_chart *chart, const char *series,
+                double x) {
+  c->chart = chart;
+  c->series = series;
+  c->x = x;
+  c->ref = 0;
+}
+
+void bench_plot_ref(bench_ctx *c, const bench_chart *chart, const char *label) {
+  bench_plot(c, chart, label, 0);
+  c->ref = 1;
 }
 
 /* ---- runtimes ---- */
@@ -411,11 +443,50 @@ static int write_json(const bench_ctx *c, const char *path) {
       json_write_string(f, r->peer_side);
       fputc('}', f);
     }
+    if (r->chart) {
+      fprintf(f, ", \"plot\": {\"chart\": ");
+      json_write_string(f, r->chart->name);
+      fprintf(f, ", \"series\": ");
+      json_write_string(f, r->series);
+      fprintf(f, ", \"x\": ");
+      json_num(f, r->x);
+      fprintf(f, ", \"reference\": %s}", r->ref ? "true" : "false");
+    }
     fputc('}', f);
   }
   fprintf(f, "%s]\n}\n", c->nrows ? "\n  " : "");
   int bad = ferror(f);
   return fclose(f) == 0 && !bad ? 0 : -1;
+}
+
+/* ---- charts ---- */
+
+static int write_charts(const bench_ctx *c, const char *dir, FILE *out) {
+  if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
+    fprintf(stderr, "weft bench: cannot make %s: %s\n", dir, strerror(errno));
+    return -1;
+  }
+  bench_plot_point *p = malloc((c->nrows ? c->nrows : 1) * sizeof *p);
+  if (!p) {
+    fprintf(stderr, "weft bench: out of memory for the charts\n");
+    return -1;
+  }
+  size_t n = 0;
+  for (size_t i = 0; i < c->nrows; i++) {
+    const bench_row *r = &c->rows[i];
+    if (r->chart)
+      p[n++] = (bench_plot_point){.chart = r->chart,
+                                  .series = r->series,
+                                  .x = r->x,
+                                  .ref = r->ref,
+                                  .y = r->st.median,
+                                  .lo = r->st.min,
+                                  .hi = r->st.max,
+                                  .unit = r->unit};
+  }
+  int rc = bench_plot_write(p, n, dir, out, stderr);
+  free(p);
+  return rc;
 }
 
 /* ---- running ---- */
@@ -424,6 +495,7 @@ static int run_one(bench_ctx *c, const bench_scenario *sc, FILE *out) {
   c->sc = sc;
   c->group = 0;
   c->peer_key = c->peer_side = NULL;
+  c->chart = NULL;
   c->failed = 0;
   c->err[0] = '\0';
   size_t first = c->nrows;
@@ -499,7 +571,11 @@ int bench_run(const bench_opts *o) {
     }
   }
 
+  if (o->plot_dir && write_charts(&c, o->plot_dir, out) != 0)
+    failed = 1;
+
   for (size_t i = 0; i < c.nrows; i++) {
+    free(c.rows[i].series);
     free(c.rows[i].variant);
     free(c.rows[i].unit);
     free(c.rows[i].notes);

@@ -98,6 +98,26 @@ void bench_peer(bench_ctx *c, const char *key, const char *side);
  * ratios from the baselines reported from now on (until the next call). */
 void bench_group(bench_ctx *c);
 
+/* ---- charts (`weft bench --plot DIR`, bench/plot.h) ---- */
+
+enum { BENCH_CHART_LOG_X = 1u << 0, BENCH_CHART_LOG_Y = 1u << 1 };
+
+/* A chart, defined once (static) by the scenario that fills it. */
+typedef struct bench_chart {
+  const char *name; /* its file, DIR/<name>.svg: letters, digits, - */
+  const char *title;
+  const char *x_label; /* with its unit; NULL: a bar chart */
+  unsigned flags;      /* BENCH_CHART_LOG_X, BENCH_CHART_LOG_Y */
+} bench_chart;
+
+/* Marks the next row reported as a point of chart: at x on the line called
+ * series, or, in a bar chart, as a bar labelled series (x unused). */
+void bench_plot(bench_ctx *c, const bench_chart *chart, const char *series,
+                double x);
+/* Marks the next row as a bar chart's reference line (a floor, a target),
+ * labelled label, drawn across the bars. */
+void bench_plot_ref(bench_ctx *c, const bench_chart *chart, const char *label);
+
 /* ---- failures ---- */
 
 /* Records why the scenario failed (the first message wins) and returns
@@ -164,6 +184,7 @@ typedef struct bench_opts {
   int quick;
   int repeat;               /* 0: the default (7, or 3 under quick) */
   const char *json_path;    /* NULL: no JSON */
+  const char *plot_dir;     /* NULL: no charts; made if missing */
   const char *const *names; /* scenarios to run; NULL or none: all */
   int nnames;
   FILE *out; /* the table; stderr gets failures */
@@ -174,9 +195,9 @@ const bench_scenario *const *bench_scenarios(size_t *n);
 /* The scenario called name, or NULL. */
 const bench_scenario *bench_find(const char *name);
 /* Runs the chosen scenarios, prints the table, writes the JSON (the rows
- * made so far even when a scenario failed). Returns 0 when every scenario
- * ran and passed its checks and the JSON was written, else 1, with each
- * failure printed on stderr. */
+ * made so far even when a scenario failed) and the charts. Returns 0 when
+ * every scenario ran and passed its checks and the JSON and charts were
+ * written, else 1, with each failure printed on stderr. */
 int bench_run(const bench_opts *o);
 
 #ifdef __cplusplus

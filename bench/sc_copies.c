@@ -643,6 +643,10 @@ static int report_overlap(copies_bench *cb) {
   return 0;
 }
 
+static const bench_chart chart = {
+    "copies", "seed 001: matmuls, D2H and H2D copies on three streams", NULL,
+    0};
+
 static int report(copies_bench *cb) {
   bench_ctx *c = cb->c;
   int cuda = bench_backend(c) == WEFT_BACKEND_CUDA;
@@ -659,6 +663,7 @@ static int report(copies_bench *cb) {
 
   snprintf(name, sizeof name, "%s: blocking copies, 3 streams", raw);
   bench_peer(c, "blocking", "raw");
+  bench_plot(c, &chart, name, 0);
   int rc = bench_report(c, name, "ms", &cb->s[V_RAW_BLK], 0,
                         "%s; a stream sync after each copy "
                         "(.to(non_blocking=False)), streams made untimed",
@@ -666,11 +671,13 @@ static int report(copies_bench *cb) {
   snprintf(name, sizeof name, "%s: non-blocking, 3 streams", raw);
   if (rc == 0) {
     bench_peer(c, "non_blocking", "raw");
+    bench_plot(c, &chart, name, 0);
     rc = bench_report(c, name, "ms", &cb->s[V_RAW_NB], BENCH_BASELINE,
                       "all queued, then the 3 streams synced");
   }
   if (rc == 0) {
     bench_peer(c, "blocking", "weft");
+    bench_plot(c, &chart, "weft: blocking copies, a task per stream", 0);
     rc = bench_report(
         c, "weft: blocking copies, a task per stream", "ms", &cb->s[V_WEFT_BLK],
         0,
@@ -681,6 +688,7 @@ static int report(copies_bench *cb) {
   }
   if (rc == 0) {
     bench_peer(c, "non_blocking", "weft");
+    bench_plot(c, &chart, "weft: non-blocking, a task per stream", 0);
     rc = bench_report(c, "weft: non-blocking, a task per stream", "ms",
                       &cb->s[V_WEFT_NB], 0,
                       "each of 3 tasks queues all its work, then one "

@@ -113,6 +113,10 @@ static int measure(norm_bench *nb) {
   return 0;
 }
 
+static const bench_chart chart = {
+    "normalize", "seed 000: normalising 10 arrays, against the copies' floor",
+    NULL, 0};
+
 static int report(norm_bench *nb) {
   bench_ctx *c = nb->c;
   const char *raw = raw_label(nb->rt);
@@ -128,25 +132,30 @@ static int report(norm_bench *nb) {
            nb->s.log2n, mib);
 
   snprintf(name, sizeof name, "%s: 1 stream", raw);
+  bench_plot(c, &chart, name, 0);
   int rc = bench_report(c, name, "ms", &nb->t[V_RAW1], 0,
                         "%.2f x floor; %s; events", med[V_RAW1] / fl, size);
   snprintf(name, sizeof name, "%s: %d streams", raw, NARRAYS);
+  bench_plot(c, &chart, name, 0);
   if (rc == 0)
     rc = bench_report(c, name, "ms", &nb->t[V_RAWN], BENCH_BASELINE,
                       "%.2f x floor; a stream per array, joined by events",
                       med[V_RAWN] / fl);
+  bench_plot(c, &chart, "weft: a task per array, no streams", 0);
   if (rc == 0)
     rc = bench_report(
         c, "weft: a task per array, no streams", "ms", &nb->t[V_TASKS], 0,
         "%.2f x floor; target <= raw %d streams (%s); weft_task_after, events",
         med[V_TASKS] / fl, NARRAYS,
         med[V_TASKS] <= med[V_RAWN] ? "met" : "MISSED");
+  bench_plot(c, &chart, "weft_map_chunks, pipelined, in place", 0);
   if (rc == 0)
     rc = bench_report(
         c, "weft_map_chunks, pipelined, in place", "ms", &nb->t[V_PIPE], 0,
         "%.2f x floor; target <= 1.05 x floor (%s); default "
         "depth (3)",
         med[V_PIPE] / fl, med[V_PIPE] <= 1.05 * fl ? "met" : "MISSED");
+  bench_plot_ref(c, &chart, "floor: the copies alone, overlapped");
   if (rc == 0)
     rc = bench_report(c, "floor: the copies alone, overlapped", "ms",
                       &nb->t[V_FLOOR], 0,

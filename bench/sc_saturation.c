@@ -643,6 +643,25 @@ static int report_busy(sat_bench *sb, const sat_busy *u, const char *variant) {
                       u->b.span / 1e3);
 }
 
+/* Seed 004's point is a plot: where throughput stops growing with the
+ * batch, the CPU no longer keeps the GPU fed. */
+static const bench_chart chart_batch = {
+    "saturation-throughput",
+    "seed 004: throughput against batch size (raw, 1 task, 4 tasks)",
+    "batch size B (items of W x L work)",
+    BENCH_CHART_LOG_X | BENCH_CHART_LOG_Y};
+static const bench_chart chart_tasks = {
+    "saturation-tasks",
+    "throughput against the number of tasks sharing the batches (one B)",
+    "tasks", BENCH_CHART_LOG_X};
+static const bench_chart chart_busy = {
+    "saturation-busy", "GPU busy against batch size (1 task, traced)",
+    "batch size B (items of W x L work)", BENCH_CHART_LOG_X};
+static const bench_chart chart_busy_tasks = {
+    "saturation-busy-tasks",
+    "GPU busy against the number of tasks (one B, traced)", "tasks",
+    BENCH_CHART_LOG_X};
+
 static int report(sat_bench *sb) {
   bench_ctx *c = sb->c;
   char name[64];
@@ -656,16 +675,19 @@ static int report(sat_bench *sb) {
     if (i > 0)
       bench_group(c);
     snprintf(name, sizeof name, "raw: 1 thread, 1 stream, B=%u", b);
+    bench_plot(c, &chart_batch, "raw: 1 thread, 1 stream", b);
     rc = bench_report(c, name, "items/s", &sb->s[i][V_RAW], BENCH_BASELINE,
                       "higher is better; %ld batches of B x W=%u, L=%u; "
                       "per batch %s",
                       nb, sb->width, sb->layers, raw_how);
     snprintf(name, sizeof name, "weft: 1 task, B=%u", b);
+    bench_plot(c, &chart_batch, "weft: 1 task", b);
     if (rc == 0)
       rc = bench_report(c, name, "items/s", &sb->s[i][V_WEFT1], 0,
                         "ratio > 1: faster than raw; per batch weft_launch "
                         "x L, weft_copy, weft_sync");
     snprintf(name, sizeof name, "weft: %d tasks, B=%u", MANY, b);
+    bench_plot(c, &chart_batch, "weft: 4 tasks", b);
     if (rc == 0)
       rc = bench_report(c, name, "items/s", &sb->s[i][V_WEFT4], 0,
                         "%d tasks x %ld batches, own buffers, streams "
@@ -678,6 +700,7 @@ static int report(sat_bench *sb) {
   for (int t = 0; rc == 0 && t < sb->nsweep; t++) {
     int nt = sb->sweep_tasks[t];
     snprintf(name, sizeof name, "weft: T=%d tasks, B=%u", nt, sb->sweep_batch);
+    bench_plot(c, &chart_tasks, "weft", nt);
     rc = bench_report(c, name, "items/s", &sb->sweep[t],
                       t == 0 ? BENCH_BASELINE : 0,
                       "how many tasks keep the GPU busy: %d x %ld batches, "
@@ -688,11 +711,13 @@ static int report(sat_bench *sb) {
     bench_group(c);
   for (int i = 0; rc == 0 && i < sb->nsizes; i++) {
     snprintf(name, sizeof name, "weft: GPU busy, 1 task, B=%u", sb->batch[i]);
+    bench_plot(c, &chart_busy, "weft: 1 task", sb->batch[i]);
     rc = report_busy(sb, &sb->busy_b[i], name);
   }
   for (int t = 0; rc == 0 && t < sb->nsweep; t++) {
     snprintf(name, sizeof name, "weft: GPU busy, T=%d tasks, B=%u",
              sb->sweep_tasks[t], sb->sweep_batch);
+    bench_plot(c, &chart_busy_tasks, "weft", sb->sweep_tasks[t]);
     rc = report_busy(sb, &sb->busy_t[t], name);
   }
   return rc;

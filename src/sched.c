@@ -16,6 +16,7 @@
 #include <sys/prctl.h>
 #endif
 
+#include "nvtx.h"
 #include "scheduler.h"
 #include "trace.h"
 
@@ -278,7 +279,9 @@ static void run_task(weft__worker *w, weft_task *t) {
       ops->trace_task(w->rt->bk, t->id, t->name);
     t0 = weft__trace_now();
   }
+  weft__nvtx_push(t->name);
   weft__fiber_switch(&w->sched, &t->fiber, 0);
+  weft__nvtx_pop();
   if (traced) {
     weft__trace_rec r = {.start = t0,
                          .end = weft__trace_now(),

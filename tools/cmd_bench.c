@@ -1,6 +1,6 @@
 /* weft bench: runs the benchmark scenarios of bench/ and prints their
  * table. This file only reads the options and picks the backend; the
- * runner, the scenarios and the JSON writer are in bench/. */
+ * runner, the scenarios, the JSON writer and the charts are in bench/. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,7 +18,7 @@ static void list_scenarios(void) {
 typedef struct bench_args {
   int list, quick;
   long repeat;
-  const char *json;
+  const char *json, *plot;
   const char **names;
   int nnames;
 } bench_args;
@@ -43,6 +43,10 @@ static int parse_args(cli_global *g, int argc, char **argv, bench_args *a) {
       if (m < 0)
         return CLI_USAGE;
       a->json = v;
+    } else if ((m = cli_flag_value(argc, argv, &i, "--plot", &v)) != 0) {
+      if (m < 0)
+        return CLI_USAGE;
+      a->plot = v;
     } else if ((m = cli_flag_value(argc, argv, &i, "--repeat", &v)) != 0) {
       if (m < 0 ||
           cli_parse_long("--repeat", v, 1, BENCH_MAX_REPEAT, &a->repeat))
@@ -87,6 +91,7 @@ static int run(cli_global *g, const bench_args *a) {
       .quick = a->quick,
       .repeat = (int)a->repeat,
       .json_path = a->json,
+      .plot_dir = a->plot,
       .names = a->names,
       .nnames = a->nnames,
       .out = stdout,

@@ -29,12 +29,14 @@ static const cli_command commands[] = {
      "  --trace FILE  record a trace to FILE, then print how much overlapped\n"
      "                and draw the timeline to FILE.svg\n"},
     {"bench", cmd_bench,
-     "[--backend B] [--list] [--quick] [--json FILE] [--repeat N] "
-     "[SCENARIO...]",
+     "[--backend B] [--list] [--quick] [--json FILE] [--plot DIR] "
+     "[--repeat N] [SCENARIO...]",
      "run the benchmarks: weft against raw baselines, side by side",
      "  --list        list the scenarios and exit\n"
      "  --quick       small sizes and 3 repeats, for CI (seconds in all)\n"
      "  --json FILE   also write every row to FILE as JSON\n"
+     "  --plot DIR    also draw SVG charts into DIR (made if missing):\n"
+     "                saturation, tasks, copies, normalize\n"
      "  --repeat N    timed repeats per variant, 1-1000; the median is "
      "shown\n"
      "                (default 7, or 3 with --quick)\n"

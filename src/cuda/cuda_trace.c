@@ -1,11 +1,10 @@
 /* Tracing on CUDA through CUPTI's activity API: kernels, copies, memsets
  * and runtime calls are recorded by the driver with GPU timestamps and
  * delivered in buffers; each task's id is pushed as an external
- * correlation id while it runs, so every GPU record names its task, and an
- * NVTX range names the task for Nsight Systems. CUPTI's records are
- * converted to the tracer's (trace.h) as the buffers arrive. */
+ * correlation id while it runs, so every GPU record names its task (the
+ * NVTX ranges for Nsight Systems are the scheduler's, nvtx.h). CUPTI's
+ * records are converted to the tracer's (trace.h) as the buffers arrive. */
 #include <cupti.h>
-#include <nvtx3/nvToolsExt.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -158,14 +157,13 @@ void weft__cuda_trace_stop(weft__backend *b) {
 
 void weft__cuda_trace_task(weft__backend *b, uint64_t id, const char *name) {
   (void)b;
+  (void)name;
   if (id) {
     cuptiActivityPushExternalCorrelationId(
         CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, id);
-    nvtxRangePushA(name);
   } else {
     uint64_t last;
     cuptiActivityPopExternalCorrelationId(
         CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, &last);
-    nvtxRangePop();
   }
 }
