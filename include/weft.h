@@ -12,6 +12,7 @@
 #include "weft/device.h"
 #include "weft/error.h"
 #include "weft/event.h"
+#include "weft/graph.h"
 #include "weft/host.h"
 #include "weft/kernel.h"
 #include "weft/map.h"

@@ -236,8 +236,45 @@ int weft__stream_destroy(weft__stream **sp) {
   return rc;
 }
 
+/* ---- graph captures ---- */
+
+/* Calls that wait or allocate cannot be recorded into a graph; the public
+ * calls refuse them with their own words first (graph.c), this is what the
+ * core's internal paths meet. */
+static int refused_in_capture(const weft__stream *s, const char *call) {
+  return s->capture ? weft__err(WEFT_ESTATE,
+                                "%s: not allowed while the caller captures a "
+                                "graph (end it with weft_graph_end first)",
+                                call)
+                    : 0;
+}
+
+/* Remembers a pointer recorded work uses; a full list only loses the
+ * reference (the memory is then not held busy), never the capture. */
+static void capture_note(weft__capture *c, const void *p) {
+  if (c->nptrs == c->cap) {
+    size_t cap = c->cap ? 2 * c->cap : 16;
+    const void **v = realloc(c->ptrs, cap * sizeof *v);
+    if (!v)
+      return;
+    c->ptrs = v;
+    c->cap = cap;
+  }
+  c->ptrs[c->nptrs++] = p;
+}
+
+/* The result of a recorded call: a failure spoils the capture. */
+static int captured(weft__stream *s, int rc) {
+  if (rc && s->capture && !s->capture->failed)
+    s->capture->failed = rc;
+  return rc;
+}
+
 int weft__stream_sync(weft__stream *s) {
   CHECK_STREAM(s, "stream_sync");
+  int rc = refused_in_capture(s, "weft_sync");
+  if (rc)
+    return rc;
   return s->hdr.bk->ops->stream_sync(s);
 }
 
@@ -248,6 +285,9 @@ int weft__stream_query(weft__stream *s) {
 
 int weft__stream_wait_event(weft__stream *s, weft__event *e) {
   CHECK_STREAM(s, "weft_event_wait");
+  int rc0 = refused_in_capture(s, "weft_event_wait");
+  if (rc0)
+    return rc0;
   CHECK_EVENT(e, "weft_event_wait");
   if (e->hdr.bk != s->hdr.bk)
     return weft__err(WEFT_EINVAL, "weft_event_wait: event and stream belong to "
@@ -312,6 +352,9 @@ int weft__event_destroy(weft__event **ep) {
 int weft__event_record(weft__event *e, weft__stream *s) {
   CHECK_EVENT(e, "weft_event_record");
   CHECK_STREAM(s, "weft_event_record");
+  int rc0 = refused_in_capture(s, "weft_event_record");
+  if (rc0)
+    return rc0;
   if (e->hdr.bk != s->hdr.bk || e->hdr.dev != s->hdr.dev)
     return weft__err(WEFT_EINVAL,
                      "weft_event_record: event and stream are on different "
@@ -401,7 +444,13 @@ int weft__copy(weft__stream *s, void *dst, const void *src, size_t n,
   if ((int)kind < WEFT__COPY_DEFAULT || kind > WEFT__COPY_H2H)
     return weft__err(WEFT_EINVAL, "weft_copy: unknown direction %d", (int)kind);
   int rc = weft__check_extent(s->hdr.bk, dst, src, n, "weft_copy");
-  return rc ? rc : s->hdr.bk->ops->copy(s, dst, src, n, kind);
+  if (rc)
+    return rc;
+  if (s->capture) {
+    capture_note(s->capture, dst);
+    capture_note(s->capture, src);
+  }
+  return captured(s, s->hdr.bk->ops->copy(s, dst, src, n, kind));
 }
 
 int weft__memset(weft__stream *s, void *dst, int value, size_t n) {
@@ -411,7 +460,11 @@ int weft__memset(weft__stream *s, void *dst, int value, size_t n) {
   if (!dst)
     return weft__err(WEFT_EINVAL, "weft_memset: dst is NULL");
   int rc = weft__check_extent(s->hdr.bk, dst, NULL, n, "weft_memset");
-  return rc ? rc : s->hdr.bk->ops->memset(s, dst, value, n);
+  if (rc)
+    return rc;
+  if (s->capture)
+    capture_note(s->capture, dst);
+  return captured(s, s->hdr.bk->ops->memset(s, dst, value, n));
 }
 
 static int check_dims(weft_dim3 d, const char *what, const char *name) {
@@ -491,7 +544,11 @@ int weft__launch(weft__stream *s, const weft_kernel *k, weft_dim3 grid,
     return weft__err(WEFT_EINVAL,
                      "weft_launch %s: grid y and z must be at most 65535",
                      name);
-  return b->ops->launch(s, k, grid, block, shmem, args);
+  if (s->capture) /* pointer-sized arguments may be buffers */
+    for (unsigned i = 0; i < k->nargs; i++)
+      if (k->arg_size[i] == sizeof(void *))
+        capture_note(s->capture, *(void *const *)args[i]);
+  return captured(s, b->ops->launch(s, k, grid, block, shmem, args));
 }
 
 int weft__kernel_preload(weft__backend *b, int dev, const weft_kernel *k) {
@@ -509,6 +566,9 @@ int weft__kernel_preload(weft__backend *b, int dev, const weft_kernel *k) {
 
 int weft__device_alloc(weft__stream *s, size_t n, void **out) {
   CHECK_STREAM(s, "weft_device_alloc");
+  int rc0 = refused_in_capture(s, "weft_device_alloc");
+  if (rc0)
+    return rc0;
   if (!out)
     return weft__err(WEFT_EINVAL, "weft_device_alloc: out is NULL");
   if (n == 0)
@@ -520,7 +580,7 @@ int weft__device_alloc(weft__stream *s, size_t n, void **out) {
     return rc;
   pthread_mutex_lock(&b->lock);
   rc = weft__ptrmap_put(b->allocs, p,
-                        (weft__alloc_info){n, ALLOC_DEVICE, s->hdr.dev});
+                        (weft__alloc_info){n, ALLOC_DEVICE, s->hdr.dev, 0});
   pthread_mutex_unlock(&b->lock);
   if (rc) {
     b->ops->device_free(s, p);
@@ -534,11 +594,21 @@ int weft__device_free(weft__stream *s, void *p) {
   CHECK_STREAM(s, "weft_device_free");
   if (!p)
     return 0; /* like free(NULL) */
+  int rc0 = refused_in_capture(s, "weft_device_free");
+  if (rc0)
+    return rc0;
   weft__backend *b = s->hdr.bk;
   weft__alloc_info info;
   pthread_mutex_lock(&b->lock);
   int known =
       weft__ptrmap_get(b->allocs, p, &info) && info.kind == ALLOC_DEVICE;
+  if (known && info.graphs) {
+    pthread_mutex_unlock(&b->lock);
+    return weft__err(WEFT_EBUSY,
+                     "weft_device_free: %p is used by %u live graph%s; "
+                     "weft_graph_destroy them first",
+                     p, info.graphs, info.graphs == 1 ? "" : "s");
+  }
   if (known)
     weft__ptrmap_del(b->allocs, p);
   pthread_mutex_unlock(&b->lock);
@@ -567,7 +637,8 @@ int weft__pinned_alloc(weft__backend *b, size_t n, void **out) {
   if (rc)
     return rc;
   pthread_mutex_lock(&b->lock);
-  rc = weft__ptrmap_put(b->allocs, p, (weft__alloc_info){n, ALLOC_PINNED, 0});
+  rc =
+      weft__ptrmap_put(b->allocs, p, (weft__alloc_info){n, ALLOC_PINNED, 0, 0});
   pthread_mutex_unlock(&b->lock);
   if (rc) {
     b->ops->pinned_free(b, p);

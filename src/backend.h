@@ -35,11 +35,20 @@ typedef struct weft__backend weft__backend;
 typedef struct weft__stream weft__stream;
 typedef struct weft__event weft__event;
 
+/* What a graph capture on a stream has gathered so far (graph.c owns it;
+ * the core's copy, memset and launch add to it). */
+typedef struct weft__capture {
+  const void **ptrs; /* pointers the recorded work uses, for graph refs */
+  size_t nptrs, cap;
+  int failed; /* first error of a recorded call, or 0 */
+} weft__capture;
+
 /* A backend's stream struct starts with this. */
 struct weft__stream {
   weft__obj hdr;
-  int priority; /* clamped to the device's range */
-  uint32_t id;  /* small number naming the stream in traces */
+  int priority;           /* clamped to the device's range */
+  uint32_t id;            /* small number naming the stream in traces */
+  weft__capture *capture; /* while a graph is captured on it (graph.c) */
 };
 
 enum {
@@ -148,6 +157,21 @@ struct weft__backend_ops {
    * their first launch, and loading may wait for kernels running on other
    * streams; preloading keeps a first launch from waiting on them. */
   int (*kernel_preload)(weft__backend *b, int dev, const weft_kernel *k);
+
+  /* Optional: graphs (weft/graph.h); without them weft_graph_begin is
+   * WEFT_ENOTSUP. The core has checked the capture rules. capture_begin
+   * starts recording s's work: copy, memset and launch on s are recorded,
+   * not run, until capture_end stops it, into a new graph (*g, the
+   * backend's) when *g is NULL, else into *g in place (same shape, else
+   * WEFT_EINVAL and *g unchanged). On failure no graph is made, and the
+   * capture is over all the same. graph_launch queues one replay of g on
+   * s, after any earlier replay of g; graph_destroy frees g once the
+   * replays queued have run. */
+  int (*capture_begin)(weft__stream *s);
+  int (*capture_end)(weft__stream *s, void **g);
+  int (*graph_launch)(weft__stream *s, void *g);
+  void (*graph_counts)(void *g, size_t *ops, size_t *kernels, size_t *copies);
+  void (*graph_destroy)(weft__backend *b, void *g);
 
   int (*device_alloc)(weft__stream *s, size_t n, void **out);
   int (*device_free)(weft__stream *s, void *p);

@@ -41,6 +41,10 @@ int weft_event_destroy(weft_event **ev) {
 int weft_event_record(weft_event *ev) {
   weft__caller c;
   int rc = weft__caller_get("weft_event_record", &c);
+  if (rc == 0)
+    rc = weft__refuse_in_capture(c.x, "weft_event_record",
+                                 "events order and time streams outside "
+                                 "graphs");
   if (rc)
     return rc;
   rc = weft__event_record(EV(ev), c.s);
@@ -52,6 +56,9 @@ int weft_event_wait(weft_event *ev) {
   int rc = weft__event_recorded(EV(ev), "weft_event_wait");
   if (rc == 0)
     rc = weft__caller_get("weft_event_wait", &c);
+  if (rc == 0)
+    rc = weft__refuse_in_capture(c.x, "weft_event_wait",
+                                 "a graph cannot wait for work outside it");
   if (rc)
     return rc;
   rc = weft__stream_wait_event(c.s, EV(ev));
@@ -62,7 +69,10 @@ int weft_event_sync(weft_event *ev) {
   weft__exec *x = weft__exec_get("weft_event_sync");
   if (!x)
     return weft__exec_get_failed();
-  int rc = weft__event_recorded(EV(ev), "weft_event_sync");
+  int rc = weft__refuse_in_capture(x, "weft_event_sync",
+                                   "a capture cannot wait for the GPU");
+  if (rc == 0)
+    rc = weft__event_recorded(EV(ev), "weft_event_sync");
   return rc ? rc : weft__exec_wait_event(x, EV(ev));
 }
 

@@ -236,6 +236,7 @@ void weft__exec_release_stream(weft__exec *x) {
   weft__stream *s = x->stream;
   if (!s)
     return;
+  weft__graph_drop_capture(x, "its thread or runtime ended");
   weft_runtime *rt = x->rt;
   x->stream = NULL;
   pthread_mutex_lock(&rt->lock);

@@ -94,6 +94,10 @@ int weft_map_chunks(const void *in, size_t in_chunk, void *out,
   weft__exec *x = weft__exec_get("weft_map_chunks");
   if (!x)
     return weft__exec_get_failed();
+  int rc0 = weft__refuse_in_capture(x, "weft_map_chunks",
+                                    "its pipeline waits for the GPU");
+  if (rc0)
+    return rc0;
   int depth = (size_t)opts.depth < nchunks ? opts.depth : (int)nchunks;
   map_job jobs[64];
   weft_task *tasks[64];

@@ -243,6 +243,14 @@ int weft__pinned_cache_free(weft__pinned_cache *c, void *p) {
                      "(foreign pointer, interior pointer or double free)",
                      p);
   }
+  if (b->graphs) {
+    unsigned n = b->graphs;
+    pthread_mutex_unlock(&c->lock);
+    return weft__err(WEFT_EBUSY,
+                     "weft_pinned_free: %p is used by %u live graph%s; "
+                     "weft_graph_destroy them first",
+                     p, n, n == 1 ? "" : "s");
+  }
   b->in_use = 0;
   c->st.in_use -= b->size;
   c->st.requested -= b->requested;
@@ -274,6 +282,16 @@ int weft__pinned_cache_free(weft__pinned_cache *c, void *p) {
   }
   pthread_mutex_unlock(&c->lock);
   return 0;
+}
+
+int weft__pinned_cache_hold(weft__pinned_cache *c, const void *p, int delta) {
+  pthread_mutex_lock(&c->lock);
+  weft__pin_block *b = block_of(c, p);
+  int held = b && b->in_use;
+  if (held)
+    b->graphs = (unsigned)((int)b->graphs + delta);
+  pthread_mutex_unlock(&c->lock);
+  return held;
 }
 
 int weft__pinned_cache_use(weft__pinned_cache *c, const void *p, size_t n,

@@ -30,6 +30,7 @@ typedef struct weft__pin_block {
   size_t size;      /* usable bytes: class size or large chunk size */
   size_t requested; /* bytes asked for, while in use */
   int in_use;
+  unsigned graphs; /* live graphs that use it (graph.c): not freeable */
   struct weft__pin_block *next; /* free or pending list */
   /* Streams that touched it while in use, and once freed the events that
    * must complete before reuse; both arrays have cap entries. */
@@ -79,5 +80,10 @@ int weft__pinned_cache_use(weft__pinned_cache *c, const void *p, size_t n,
 /* Returns cached chunks that hold no block in use to the backend. */
 void weft__pinned_cache_trim(weft__pinned_cache *c);
 void weft__pinned_cache_stats(weft__pinned_cache *c, weft__pinned_stats *out);
+
+/* Adds delta to the count of live graphs holding the in-use block that
+ * holds p; while it is above 0, weft__pinned_cache_free refuses the block
+ * (WEFT_EBUSY). Returns 1 if p lies in a block in use, else 0. */
+int weft__pinned_cache_hold(weft__pinned_cache *c, const void *p, int delta);
 
 #endif

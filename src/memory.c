@@ -202,6 +202,14 @@ int weft_copy(void *dst, const void *src, size_t bytes) {
   int dst_kind = weft__pinned_cache_use(pc, dst, bytes, s) ? WEFT__MEM_PINNED
                  : ops->ptr_kind ? ops->ptr_kind(x->rt->bk, dst)
                                  : WEFT__MEM_PINNED;
+  int pageable =
+      src_kind == WEFT__MEM_PAGEABLE || dst_kind == WEFT__MEM_PAGEABLE;
+  if (pageable && (rc = weft__refuse_in_capture(
+                       x, "weft_copy",
+                       "a copy to or from pageable memory is staged through "
+                       "pinned buffers and waits for the GPU; use pinned "
+                       "memory (weft_pinned_alloc)")) != 0)
+    return rc;
   if (src_kind == WEFT__MEM_PAGEABLE && dst_kind == WEFT__MEM_DEVICE)
     rc = staged_in(x, s, dst, src, bytes);
   else if (src_kind == WEFT__MEM_DEVICE && dst_kind == WEFT__MEM_PAGEABLE)
@@ -225,6 +233,9 @@ int weft_memset(void *dst, int value, size_t bytes) {
 int weft_device_alloc(size_t bytes, void **ptr) {
   weft__caller c;
   int rc = weft__caller_get("weft_device_alloc", &c);
+  if (rc == 0)
+    rc = weft__refuse_in_capture(c.x, "weft_device_alloc",
+                                 "allocate before the capture");
   if (rc)
     return rc;
   rc = weft__device_alloc(c.s, bytes, ptr);
@@ -234,6 +245,9 @@ int weft_device_alloc(size_t bytes, void **ptr) {
 int weft_device_free(void *ptr) {
   weft__caller c;
   int rc = weft__caller_get("weft_device_free", &c);
+  if (rc == 0)
+    rc = weft__refuse_in_capture(c.x, "weft_device_free",
+                                 "free after the capture");
   if (rc)
     return rc;
   rc = weft__device_free(c.s, ptr);
@@ -251,7 +265,11 @@ int weft_pinned_free(void *ptr) {
   weft__exec *x = weft__exec_get("weft_pinned_free");
   if (!x)
     return weft__exec_get_failed();
-  return weft__pinned_cache_free(&x->rt->pinned, ptr);
+  int rc = weft__refuse_in_capture(x, "weft_pinned_free",
+                                   "freeing records events on the streams "
+                                   "that used the block; free after the "
+                                   "capture");
+  return rc ? rc : weft__pinned_cache_free(&x->rt->pinned, ptr);
 }
 
 int weft_mem_stats_get(weft_runtime *rt, weft_mem_stats *out) {

@@ -91,6 +91,11 @@ int weft__ptrmap_get(const weft__ptrmap *m, const void *p,
   return 1;
 }
 
+weft__alloc_info *weft__ptrmap_find(weft__ptrmap *m, const void *p) {
+  size_t i = find(m, p);
+  return m->slots[i].key ? &m->slots[i].info : NULL;
+}
+
 int weft__ptrmap_del(weft__ptrmap *m, const void *p) {
   size_t i = find(m, p);
   if (!m->slots[i].key)

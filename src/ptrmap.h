@@ -13,6 +13,7 @@ typedef struct weft__alloc_info {
   size_t size;
   int kind; /* caller-defined: device or pinned */
   int dev;
+  unsigned graphs; /* live graphs that use it: it cannot be freed */
 } weft__alloc_info;
 
 weft__ptrmap *weft__ptrmap_new(void);
@@ -22,6 +23,9 @@ int weft__ptrmap_put(weft__ptrmap *m, const void *p, weft__alloc_info info);
 /* 1 and *out filled (if out) when p is present, else 0. */
 int weft__ptrmap_get(const weft__ptrmap *m, const void *p,
                      weft__alloc_info *out);
+/* The entry of p, to change in place, or NULL; valid until the next put
+ * or del. */
+weft__alloc_info *weft__ptrmap_find(weft__ptrmap *m, const void *p);
 /* 1 when p was present and is now removed, else 0. */
 int weft__ptrmap_del(weft__ptrmap *m, const void *p);
 size_t weft__ptrmap_count(const weft__ptrmap *m, int kind);

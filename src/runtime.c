@@ -204,9 +204,13 @@ static size_t user_objects(weft_runtime *rt, char *what, size_t len) {
   weft__pinned_cache_stats(&rt->pinned, &p);
   size_t ev = c.events - rt->pooled_events;
   size_t st = c.streams - rt->pooled_streams;
-  snprintf(what, len, "%zu events, %zu device and %zu pinned allocations", ev,
-           c.device_allocs, p.blocks_in_use);
-  return ev + st + c.device_allocs + p.blocks_in_use;
+  pthread_mutex_lock(&rt->lock);
+  size_t graphs = rt->ngraphs;
+  pthread_mutex_unlock(&rt->lock);
+  snprintf(what, len,
+           "%zu events, %zu device and %zu pinned allocations, %zu graphs", ev,
+           c.device_allocs, p.blocks_in_use, graphs);
+  return ev + st + c.device_allocs + p.blocks_in_use + graphs;
 }
 
 int weft_shutdown(weft_runtime *rt) {

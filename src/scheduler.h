@@ -189,6 +189,10 @@ struct weft_runtime {
   weft__stack_pool stacks;
   weft__pinned_cache pinned;
   int tracing;
+
+  /* Live graphs (graph.c), under lock: handles are checked against it. */
+  struct weft_graph *graphs;
+  size_t ngraphs;
 };
 
 /* Notes when and why t was made ready, for the trace's runtime-latency
@@ -264,6 +268,15 @@ int weft__wait_poll(weft_runtime *rt, int batch);
  * query costs ~0.2 us on CUDA. */
 #define WEFT__POLL_BATCH 64
 #define WEFT__POLL_BATCH_BUSY 4
+
+/* graph.c */
+/* 0, or WEFT_ESTATE reported (call, why) if x's stream is capturing a
+ * graph: the public calls that wait or allocate check it first. */
+int weft__refuse_in_capture(const weft__exec *x, const char *call,
+                            const char *why);
+/* Ends and drops a capture x left open (why: for the message), failing x
+ * with WEFT_ESTATE so that its join or next weft_sync says so. */
+void weft__graph_drop_capture(weft__exec *x, const char *why);
 
 /* exec.c */
 /* Leases a stream for x from the runtime's pool (or makes one). */

@@ -15,7 +15,11 @@ int weft_sync(void) {
   weft__exec *x = weft__exec_get("weft_sync");
   if (!x)
     return weft__exec_get_failed();
-  int rc = 0;
+  int rc = weft__refuse_in_capture(x, "weft_sync",
+                                   "a capture records work, it cannot wait "
+                                   "for it");
+  if (rc)
+    return rc;
   /* Nothing queued since the last sync saw the stream idle: no wait. */
   if (x->stream && x->unsynced) {
     weft__event *ev;
@@ -48,7 +52,11 @@ int weft_device_sync(void) {
   weft__exec *x = weft__exec_get("weft_device_sync");
   if (!x)
     return weft__exec_get_failed();
-  int rc = weft__device_sync(x->rt->bk, x->dev);
+  int rc = weft__refuse_in_capture(x, "weft_device_sync",
+                                   "it waits for the whole device");
+  if (rc)
+    return rc;
+  rc = weft__device_sync(x->rt->bk, x->dev);
   return rc ? weft__exec_fail(x, rc) : 0;
 }
 
@@ -65,6 +73,11 @@ int weft_task_after(weft_task *h) {
   weft__exec *x = weft__exec_get("weft_task_after");
   if (!x)
     return weft__exec_get_failed();
+  int rc0 = weft__refuse_in_capture(x, "weft_task_after",
+                                    "a graph cannot wait for another task's "
+                                    "stream");
+  if (rc0)
+    return rc0;
   weft_task *other = (weft_task *)weft__handle_obj(h);
   if (other == weft__task_self())
     return weft__err(WEFT_ESTATE, "weft_task_after: a task cannot follow "

@@ -293,6 +293,7 @@ static void wake_waiters(weft_runtime *rt, weft_task *t, int ended) {
 void weft__task_returned(weft_task *t) {
   weft_runtime *rt = t->x.rt;
   weft__event *ev = NULL;
+  weft__graph_drop_capture(&t->x, "the task returned");
   /* Work still queued on the stream: the task completes when it does. */
   int q = t->x.stream && t->x.unsynced ? weft__stream_query(t->x.stream) : 0;
   if (q == WEFT_EAGAIN) {

@@ -368,6 +368,8 @@ static void write_rec(FILE *f, const weft__trace_rec *r, uint64_t t0,
   }
   if (r->corr)
     ARG(KEY(WEFT_TRF_ARG_CORRELATION) "%" PRIu64, r->corr);
+  if (gpu && r->graph)
+    ARG(KEY(WEFT_TRF_ARG_GRAPH) "%" PRIu32, r->graph);
   if (r->kind == WEFT__TR_MEMCPY || r->kind == WEFT__TR_MEMSET) {
     ARG(KEY(WEFT_TRF_ARG_BYTES) "%" PRIu64, r->bytes);
     if (dur > 0)
@@ -550,6 +552,43 @@ static void write_flow(FILE *f, const cpu_index *ix, const weft__trace_rec *r,
           r->corr, r->dev, r->lane, (double)(r->start - t0) / 1e3);
 }
 
+/* The correlations of graph launches that already have their arrow: the
+ * ops of one replay share the launch's correlation, and one flow per id
+ * is what Perfetto binds (to the replay's first op). An open-addressing
+ * set; a full or unallocatable set only costs duplicate arrows. */
+typedef struct corr_set {
+  uint64_t *v;
+  size_t cap, n;
+} corr_set;
+
+/* 1 if c was not in the set (and now is). */
+static int corr_first(corr_set *s, uint64_t c) {
+  if ((s->n + 1) * 2 > s->cap) {
+    size_t ncap = s->cap ? 2 * s->cap : 256;
+    uint64_t *nv = calloc(ncap, sizeof *nv);
+    if (!nv)
+      return 1;
+    for (size_t i = 0; i < s->cap; i++)
+      if (s->v[i]) {
+        size_t j = (s->v[i] * 0x9E3779B97F4A7C15ull) & (ncap - 1);
+        while (nv[j])
+          j = (j + 1) & (ncap - 1);
+        nv[j] = s->v[i];
+      }
+    free(s->v);
+    s->v = nv;
+    s->cap = ncap;
+  }
+  size_t j = (c * 0x9E3779B97F4A7C15ull) & (s->cap - 1);
+  while (s->v[j] && s->v[j] != c)
+    j = (j + 1) & (s->cap - 1);
+  if (s->v[j])
+    return 0;
+  s->v[j] = c;
+  s->n++;
+  return 1;
+}
+
 /* Lock held. The whole file: the header, the host's names, every record,
  * then a name for each GPU lane the records used. */
 static void write_trace(FILE *f, uint64_t t0) {
@@ -573,6 +612,7 @@ static void write_trace(FILE *f, uint64_t t0) {
   size_t nseen = 0, cap = 0;
   cpu_index ix;
   index_cpu(&ix);
+  corr_set graphs = {0};  /* graph launches already given an arrow */
   uint32_t *waits = NULL; /* the tasks with wait lanes, to name them */
   size_t nwaits = 0, wcap = 0;
   for (chunk *c = T.chunks; c; c = c->next) {
@@ -588,7 +628,8 @@ static void write_trace(FILE *f, uint64_t t0) {
       write_rec(f, r, t0, pid);
       if (r->kind > WEFT__TR_MEMSET)
         continue;
-      write_flow(f, &ix, r, t0, pid);
+      if (!r->graph || corr_first(&graphs, r->corr))
+        write_flow(f, &ix, r, t0, pid);
       uint64_t key = ((uint64_t)(uint16_t)r->dev << 32) | r->lane;
       size_t k = 0;
       while (k < nseen && seen[k].key != key)
@@ -621,6 +662,7 @@ static void write_trace(FILE *f, uint64_t t0) {
     write_meta(f, WEFT_TRF_META_THREAD_NAME, pid, WAIT_TID(waits[k]), name);
   }
   free(waits);
+  free(graphs.v);
   free(ix.apis);
   free(ix.tasks);
   fprintf(f, "\n]}\n");

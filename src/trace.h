@@ -61,7 +61,8 @@ typedef struct weft__trace_rec {
   uint8_t kind;
   uint8_t copy; /* WEFT__TR_HTOD.. for memcpys */
   uint8_t src_pinned, dst_pinned;
-  uint8_t why; /* task slices: WEFT__TR_READY_* */
+  uint8_t why;    /* task slices: WEFT__TR_READY_* */
+  uint32_t graph; /* GPU kinds: the graph the op was replayed from, or 0 */
 } weft__trace_rec;
 
 /* 1 while a trace is being recorded; checked before any tracing work. */

@@ -73,6 +73,8 @@
 #define WEFT_TRF_ARG_DIRECTION "direction" /* copies: WEFT_TRF_DIR_* */
 #define WEFT_TRF_ARG_TASK "task"           /* the weft task an op belongs to */
 #define WEFT_TRF_ARG_TASK_NAME "task_name"
+/* GPU ops replayed from a graph: the graph's id (CUPTI's graphId). */
+#define WEFT_TRF_ARG_GRAPH "graph id"
 #define WEFT_TRF_ARG_NAME "name" /* metadata events: the name given */
 /* Task slices after a wake-up: why the task was ready (WEFT_TRF_READY_*)
  * and the microseconds from then to the slice's start. The reader wants

@@ -266,6 +266,11 @@ const struct weft__backend_ops weft__cuda_ops = {
     .trace_stop = weft__cuda_trace_stop,
     .trace_task = weft__cuda_trace_task,
     .device_sync = cuda_device_sync,
+    .capture_begin = weft__cuda_capture_begin,
+    .capture_end = weft__cuda_capture_end,
+    .graph_launch = weft__cuda_graph_launch,
+    .graph_counts = weft__cuda_graph_counts,
+    .graph_destroy = weft__cuda_graph_destroy,
 
     .stream_init = weft__cuda_stream_init,
     .stream_fini = weft__cuda_stream_fini,

@@ -110,6 +110,15 @@ int weft__cuda_device_was_stale(int dev, cudaError_t e) __attribute__((cold));
     }                                                                          \
   } while (0)
 
+/* ---- graphs (cuda_graph.c) ---- */
+
+int weft__cuda_capture_begin(weft__stream *s);
+int weft__cuda_capture_end(weft__stream *s, void **g);
+int weft__cuda_graph_launch(weft__stream *s, void *g);
+void weft__cuda_graph_counts(void *g, size_t *ops, size_t *kernels,
+                             size_t *copies);
+void weft__cuda_graph_destroy(weft__backend *b, void *g);
+
 /* ---- the ops (cuda_ops.c) ---- */
 
 int weft__cuda_stream_init(weft__backend *b, weft__stream *s);

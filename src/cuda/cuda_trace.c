@@ -52,6 +52,7 @@ static int convert(CUpti_Activity *a, weft__trace_rec *r) {
     r->dev = (int16_t)k->deviceId;
     r->lane = k->streamId;
     r->corr = k->correlationId;
+    r->graph = k->graphId;
     r->name = weft__trace_intern(k->name);
     return 1;
   }
@@ -63,6 +64,7 @@ static int convert(CUpti_Activity *a, weft__trace_rec *r) {
     r->dev = (int16_t)m->deviceId;
     r->lane = m->streamId;
     r->corr = m->correlationId;
+    r->graph = m->graphId;
     r->bytes = m->bytes;
     r->copy = m->copyKind;
     r->src_pinned = m->srcKind != CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE;
@@ -77,6 +79,7 @@ static int convert(CUpti_Activity *a, weft__trace_rec *r) {
     r->dev = (int16_t)m->deviceId;
     r->lane = m->streamId;
     r->corr = m->correlationId;
+    r->graph = m->graphId;
     r->bytes = m->bytes;
     return 1;
   }

@@ -170,7 +170,8 @@ static void trace_op(weft__host_stream *s, const weft__host_op *op,
                        .corr = op->corr,
                        .name = op->name,
                        .lane = s->base.id,
-                       .dev = (int16_t)s->base.hdr.dev};
+                       .dev = (int16_t)s->base.hdr.dev,
+                       .graph = op->graph};
   switch (op->kind) {
   case HOP_COPY:
     r.kind = WEFT__TR_MEMCPY;

@@ -53,6 +53,9 @@ typedef enum host_op_kind {
 typedef struct weft__host_op {
   struct weft__host_op *next;
   host_op_kind kind;
+  size_t size;    /* bytes of the allocation, extras included: a graph's
+                     recorded operations are copied to replay them */
+  uint32_t graph; /* the graph a replayed operation came from, or 0 */
   /* Tracing: set when the op was queued while tracing was on. */
   uint64_t corr, task;
   const char *name;
@@ -87,6 +90,10 @@ typedef struct weft__host_stream {
   uint64_t submitted, completed;
   struct weft__host_stream *link; /* run queue, a record's waiters, or
                                      the released list */
+  /* While a graph is captured (host_graph.c): copies, memsets and
+   * launches are appended here instead of queued. */
+  int capturing;
+  weft__host_op *cap_head, *cap_tail;
 } weft__host_stream;
 
 typedef struct weft__host_event {
@@ -148,6 +155,25 @@ int weft__host_device_info(weft__backend *b, int dev, weft_device_info *info);
 int weft__host_device_sync(weft__backend *b, int dev);
 void weft__host_set_completion_hook(weft__backend *b, void (*fn)(void *),
                                     void *arg);
+
+/* Graphs (host_graph.c): the recorded operations, copied and queued again
+ * on each replay. */
+typedef struct weft__host_graph {
+  weft__host_op *ops; /* the recorded operations, in order */
+  size_t nops, nkernels, ncopies;
+  uint32_t id;          /* names its operations in traces */
+  weft__host_rec *last; /* the latest replay's end (under mu) */
+} weft__host_graph;
+
+/* 1 if s is capturing: then op, built as for queueing, is appended to the
+ * capture instead (and belongs to it). */
+int weft__host_capture_op(weft__host_stream *s, weft__host_op *op);
+int weft__host_capture_begin(weft__stream *s);
+int weft__host_capture_end(weft__stream *s, void **g);
+int weft__host_graph_launch(weft__stream *s, void *g);
+void weft__host_graph_counts(void *g, size_t *ops, size_t *kernels,
+                             size_t *copies);
+void weft__host_graph_destroy(weft__backend *b, void *g);
 
 /* Executor (host_exec.c). */
 int weft__host_exec_start(weft__host_backend *hb, int nthreads);

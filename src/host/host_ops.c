@@ -13,8 +13,10 @@
 
 static weft__host_op *op_new(host_op_kind kind, size_t extra) {
   weft__host_op *op = calloc(1, sizeof *op + extra);
-  if (op)
+  if (op) {
     op->kind = kind;
+    op->size = sizeof *op + extra;
+  }
   return op;
 }
 
@@ -209,6 +211,11 @@ static int copy(weft__stream *s, void *dst, const void *src, size_t n,
   op->u.copy.dst = dst;
   op->u.copy.src = src;
   op->u.copy.n = n;
+  if (HS(s)->capturing) { /* replays are traced: know the direction now */
+    op->copy_dir = copy_dir(s->hdr.bk, dst, src, kind);
+    weft__host_capture_op(HS(s), op);
+    return 0;
+  }
   uint64_t t0 = trace_begin(s, op, NULL);
   if (t0)
     op->copy_dir = copy_dir(s->hdr.bk, dst, src, kind);
@@ -226,6 +233,8 @@ static int memset_op(weft__stream *s, void *dst, int value, size_t n) {
   op->u.set.dst = dst;
   op->u.set.value = value;
   op->u.set.n = n;
+  if (weft__host_capture_op(HS(s), op))
+    return 0;
   uint64_t t0 = trace_begin(s, op, NULL);
   uint64_t corr = op->corr, task = op->task;
   weft__host_enqueue(HS(s), op);
@@ -259,6 +268,11 @@ static int launch(weft__stream *s, const weft_kernel *k, weft_dim3 grid,
   op->u.launch.grid = grid;
   op->u.launch.block = block;
   op->u.launch.shared = shmem ? buf : NULL;
+  if (HS(s)->capturing) {
+    op->name = k->name ? k->name : "kernel";
+    weft__host_capture_op(HS(s), op);
+    return 0;
+  }
   uint64_t t0 = trace_begin(s, op, k->name ? k->name : "kernel");
   uint64_t corr = op->corr, task = op->task;
   weft__host_enqueue(HS(s), op);
@@ -395,6 +409,11 @@ const struct weft__backend_ops weft__host_ops = {
     .copy = copy,
     .memset = memset_op,
     .launch = launch,
+    .capture_begin = weft__host_capture_begin,
+    .capture_end = weft__host_capture_end,
+    .graph_launch = weft__host_graph_launch,
+    .graph_counts = weft__host_graph_counts,
+    .graph_destroy = weft__host_graph_destroy,
     .device_alloc = device_alloc,
     .device_free = device_free,
     .pinned_alloc = pinned_alloc,

@@ -30,7 +30,7 @@ static uint64_t next(void) {
 static void check_all(const weft__ptrmap *m) {
   size_t per_kind[3] = {0, 0, 0};
   for (int i = 0; i < NKEYS; i++) {
-    weft__alloc_info got = {0, -1, -1};
+    weft__alloc_info got = {0, -1, -1, 0};
     int present = weft__ptrmap_get(m, refs[i].key, &got);
     CHECK_MSG(present == refs[i].live, "key %d: present %d, live %d", i,
               present, refs[i].live);
@@ -48,7 +48,7 @@ static void check_all(const weft__ptrmap *m) {
 
 static void put(weft__ptrmap *m, int i) {
   refs[i].info = (weft__alloc_info){(size_t)next() % 100000, (int)(next() % 3),
-                                    (int)(next() % 8)};
+                                    (int)(next() % 8), 0};
   refs[i].live = 1;
   CHECK_OK(weft__ptrmap_put(m, refs[i].key, refs[i].info));
 }

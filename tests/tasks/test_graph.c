@@ -1,0 +1,300 @@
+/* Graphs (weft/graph.h) on every backend: a capture records and runs
+ * nothing; a replay runs the recorded chain (axpb maps do not commute, so
+ * a wrong order shows); a capture survives its task yielding between
+ * workers; each call that cannot be captured is refused with WEFT_ESTATE
+ * and the capture goes on; memory a live graph uses cannot be freed; an
+ * update swaps the buffers and refuses another shape; replays of one graph
+ * from two tasks run one after another; a task that returns with a capture
+ * open is failed; handles are checked; shutdown waits for graphs. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "task_common.h"
+
+enum { N = 3000, STEPS = 6 };
+
+static const float A[STEPS] = {2, -1, 1, -2, 1, 2};
+static const float B[STEPS] = {1, 3, -2, 0, 5, -1};
+
+static void launch_axpb(float *d, int n, float a, float b) {
+  void *args[] = {&d, &n, &a, &b};
+  unsigned blocks = (unsigned)((n + TEST_THREADS - 1) / TEST_THREADS);
+  CHECK_OK(weft_launch(&tk.axpb, WEFT_DIM1(blocks), WEFT_DIM1(TEST_THREADS), 0,
+                       args));
+}
+
+/* in -> d, the chain on d (yielding between steps if asked), d -> out. */
+static void record_chain(float *in, float *d, float *out, int yield) {
+  CHECK_OK(weft_copy(d, in, N * sizeof(float)));
+  for (int k = 0; k < STEPS; k++) {
+    launch_axpb(d, N, A[k], B[k]);
+    if (yield)
+      weft_yield();
+  }
+  CHECK_OK(weft_copy(out, d, N * sizeof(float)));
+}
+
+static float expect(float x) {
+  for (int k = 0; k < STEPS; k++)
+    x = x * A[k] + B[k];
+  return x;
+}
+
+static void fill(float *in, float *out, int seed) {
+  for (int i = 0; i < N; i++) {
+    in[i] = (float)((i * 7 + seed) % 11 - 5);
+    out[i] = 1e30f;
+  }
+}
+
+static void check_out(const float *in, const float *out, const char *what) {
+  for (int i = 0; i < N; i++)
+    CHECK_MSG(out[i] == expect(in[i]), "%s: out[%d] = %g, want %g", what, i,
+              (double)out[i], (double)expect(in[i]));
+}
+
+typedef struct bufs {
+  float *in, *out, *d;
+} bufs;
+
+static void bufs_alloc(bufs *b) {
+  CHECK_OK(weft_pinned_alloc(N * sizeof(float), (void **)&b->in));
+  CHECK_OK(weft_pinned_alloc(N * sizeof(float), (void **)&b->out));
+  CHECK_OK(weft_device_alloc(N * sizeof(float), (void **)&b->d));
+}
+
+static void bufs_free(bufs *b) {
+  CHECK_OK(weft_pinned_free(b->in));
+  CHECK_OK(weft_pinned_free(b->out));
+  CHECK_OK(weft_device_free(b->d));
+}
+
+/* Capture, nothing runs; replays with fresh input each time. */
+static void basic_task(void *arg) {
+  int yield = *(int *)arg;
+  bufs b;
+  bufs_alloc(&b);
+  fill(b.in, b.out, 1);
+  weft_graph *g;
+  CHECK_OK(weft_graph_begin());
+  record_chain(b.in, b.d, b.out, yield);
+  CHECK_OK(weft_graph_end(&g));
+  CHECK_OK(weft_sync());
+  CHECK_MSG(b.out[0] == 1e30f, "the captured work ran during the capture");
+  weft_graph_info info;
+  CHECK_OK(weft_graph_get_info(g, &info));
+  CHECK_MSG(info.kernels == STEPS && info.copies == 2 &&
+                info.ops == STEPS + 2 && info.refs == 3,
+            "info: %zu ops, %zu kernels, %zu copies, %zu refs", info.ops,
+            info.kernels, info.copies, info.refs);
+  for (int r = 0; r < 3; r++) {
+    fill(b.in, b.out, 10 + r);
+    CHECK_OK(weft_graph_launch(g));
+    CHECK_OK(weft_sync());
+    check_out(b.in, b.out,
+              yield ? "replay (captured across yields)" : "replay");
+  }
+  /* Memory the graph uses is held busy until it is destroyed. */
+  CHECK_ERR(weft_device_free(b.d), WEFT_EBUSY);
+  CHECK_ERR(weft_pinned_free(b.in), WEFT_EBUSY);
+  CHECK_OK(weft_graph_destroy(g));
+  CHECK_ERR(weft_graph_destroy(g), WEFT_EHANDLE);
+  CHECK_ERR(weft_graph_launch(g), WEFT_EHANDLE);
+  bufs_free(&b);
+}
+
+static void other_task(void *arg) { (void)arg; }
+
+/* Every call that cannot be captured: refused, and the capture goes on. */
+static void refusals_task(void *arg) {
+  weft_runtime *rt = arg;
+  bufs b;
+  bufs_alloc(&b);
+  fill(b.in, b.out, 2);
+  weft_event *ev;
+  CHECK_OK(weft_event_create(&ev));
+  CHECK_OK(weft_event_record(ev));
+  weft_task *other;
+  CHECK_OK(weft_task_spawn(rt, &other, other_task, NULL, NULL));
+  weft_graph *prev;
+  CHECK_OK(weft_graph_begin());
+  CHECK_OK(weft_graph_end(&prev)); /* an empty graph is a graph */
+  float *pageable = malloc(N * sizeof(float));
+  CHECK(pageable != NULL);
+  void *p;
+
+  CHECK_OK(weft_graph_begin());
+  CHECK_OK(weft_copy(b.d, b.in, N * sizeof(float)));
+  CHECK_ERR(weft_sync(), WEFT_ESTATE);
+  CHECK_ERR(weft_event_record(ev), WEFT_ESTATE);
+  CHECK_ERR(weft_event_wait(ev), WEFT_ESTATE);
+  CHECK_ERR(weft_event_sync(ev), WEFT_ESTATE);
+  CHECK_ERR(weft_task_after(other), WEFT_ESTATE);
+  CHECK_ERR(weft_device_alloc(64, &p), WEFT_ESTATE);
+  CHECK_ERR(weft_device_free(b.d), WEFT_ESTATE);
+  CHECK_ERR(weft_pinned_free(b.in), WEFT_ESTATE);
+  CHECK_ERR(weft_device_sync(), WEFT_ESTATE);
+  if (weft_runtime_backend(rt) == WEFT_BACKEND_CUDA) {
+    /* Staged through pinned buffers on CUDA; the host backend has no
+     * pageable memory to stage. */
+    CHECK_ERR(weft_copy(pageable, b.d, N * sizeof(float)), WEFT_ESTATE);
+    CHECK_ERR(weft_copy(b.d, pageable, N * sizeof(float)), WEFT_ESTATE);
+  }
+  CHECK_ERR(weft_map_chunks(pageable, 64, pageable, 64, 4, NULL, NULL, NULL),
+            WEFT_EINVAL); /* no fn: its own check comes first */
+  CHECK_ERR(weft_graph_begin(), WEFT_ESTATE);
+  CHECK_ERR(weft_graph_launch(prev), WEFT_ESTATE);
+  CHECK(strstr(weft_last_error_message(), "graph") != NULL);
+  for (int k = 0; k < STEPS; k++)
+    launch_axpb(b.d, N, A[k], B[k]);
+  CHECK_OK(weft_copy(b.out, b.d, N * sizeof(float)));
+  weft_graph *g;
+  CHECK_OK(weft_graph_end(&g));
+  CHECK_OK(weft_graph_launch(g));
+  CHECK_OK(weft_sync()); /* none of the refusals is reported again */
+  check_out(b.in, b.out, "after the refusals");
+
+  weft_graph *none = g;
+  CHECK_ERR(weft_graph_end(&none), WEFT_ESTATE); /* none open */
+  CHECK(none == NULL);
+  CHECK_ERR(weft_graph_update(g), WEFT_ESTATE);
+  CHECK_ERR(weft_graph_launch(NULL), WEFT_EINVAL);
+  CHECK_ERR(weft_graph_end(NULL), WEFT_ESTATE);
+  CHECK_OK(weft_graph_destroy(g));
+  CHECK_OK(weft_graph_destroy(prev));
+  CHECK_OK(weft_task_join(other));
+  CHECK_OK(weft_event_destroy(&ev));
+  free(pageable);
+  bufs_free(&b);
+}
+
+/* An update swaps buffers; another shape is refused, the graph kept. */
+static void update_task(void *arg) {
+  (void)arg;
+  bufs b1, b2;
+  bufs_alloc(&b1);
+  bufs_alloc(&b2);
+  weft_graph *g;
+  CHECK_OK(weft_graph_begin());
+  record_chain(b1.in, b1.d, b1.out, 0);
+  CHECK_OK(weft_graph_end(&g));
+  CHECK_OK(weft_graph_begin());
+  record_chain(b2.in, b2.d, b2.out, 0);
+  CHECK_OK(weft_graph_update(g));
+  fill(b1.in, b1.out, 3);
+  fill(b2.in, b2.out, 4);
+  CHECK_OK(weft_graph_launch(g));
+  CHECK_OK(weft_sync());
+  check_out(b2.in, b2.out, "replay after the update");
+  CHECK_MSG(b1.out[0] == 1e30f, "the updated graph still wrote the old "
+                                "buffers");
+  /* The old buffers are free to go, the new ones are held. */
+  bufs_free(&b1);
+  CHECK_ERR(weft_device_free(b2.d), WEFT_EBUSY);
+  /* Another shape: one more launch. */
+  CHECK_OK(weft_graph_begin());
+  record_chain(b2.in, b2.d, b2.out, 0);
+  launch_axpb(b2.d, N, 1, 0);
+  CHECK_ERR(weft_graph_update(g), WEFT_EINVAL);
+  fill(b2.in, b2.out, 5);
+  CHECK_OK(weft_graph_launch(g));
+  CHECK_OK(weft_sync());
+  check_out(b2.in, b2.out, "replay after a refused update");
+  CHECK_OK(weft_graph_destroy(g));
+  bufs_free(&b2);
+}
+
+/* Replays of one graph from two tasks: each adds 1 to one float, a
+ * read-modify-write that loses updates if two replays overlap. */
+typedef struct shared_graph {
+  weft_graph *g;
+  int rounds;
+} shared_graph;
+
+static void replay_task(void *arg) {
+  shared_graph *s = arg;
+  for (int r = 0; r < s->rounds; r++) {
+    CHECK_OK(weft_graph_launch(s->g));
+    if (r % 8 == 7)
+      weft_yield();
+  }
+  CHECK_OK(weft_sync());
+}
+
+static void ordered_task(void *arg) {
+  weft_runtime *rt = arg;
+  float *d, *host;
+  CHECK_OK(weft_device_alloc(sizeof(float), (void **)&d));
+  CHECK_OK(weft_pinned_alloc(sizeof(float), (void **)&host));
+  CHECK_OK(weft_memset(d, 0, sizeof(float)));
+  CHECK_OK(weft_sync());
+  shared_graph s = {NULL, tt_quick() ? 20 : 100};
+  CHECK_OK(weft_graph_begin());
+  launch_axpb(d, 1, 1, 1);
+  CHECK_OK(weft_graph_end(&s.g));
+  weft_task *t[2];
+  for (int i = 0; i < 2; i++)
+    CHECK_OK(weft_task_spawn(rt, &t[i], replay_task, &s, NULL));
+  for (int i = 0; i < 2; i++)
+    CHECK_OK(weft_task_join(t[i]));
+  CHECK_OK(weft_copy(host, d, sizeof(float)));
+  CHECK_OK(weft_sync());
+  CHECK_MSG(*host == (float)(2 * s.rounds),
+            "two tasks' replays of one graph overlapped: %g of %d increments",
+            (double)*host, 2 * s.rounds);
+  CHECK_OK(weft_graph_destroy(s.g));
+  CHECK_OK(weft_device_free(d));
+  CHECK_OK(weft_pinned_free(host));
+}
+
+/* Returns with a capture open: the task fails, nothing leaks. */
+static void forgetful_task(void *arg) {
+  float *d = arg;
+  CHECK_OK(weft_graph_begin());
+  launch_axpb(d, N, 2, 1);
+}
+
+int main(void) {
+  weft_runtime *rt = tt_open_workers(4);
+  weft_task *t;
+  int yield = 0;
+  CHECK_OK(weft_task_spawn(rt, &t, basic_task, &yield, NULL));
+  CHECK_OK(weft_task_join(t));
+  yield = 1;
+  CHECK_OK(weft_task_spawn(rt, &t, basic_task, &yield, NULL));
+  CHECK_OK(weft_task_join(t));
+  CHECK_OK(weft_task_spawn(rt, &t, refusals_task, rt, NULL));
+  CHECK_OK(weft_task_join(t));
+  CHECK_OK(weft_task_spawn(rt, &t, update_task, NULL, NULL));
+  CHECK_OK(weft_task_join(t));
+  CHECK_OK(weft_task_spawn(rt, &t, ordered_task, rt, NULL));
+  CHECK_OK(weft_task_join(t));
+
+  /* A plain thread captures and replays too. */
+  bufs b;
+  bufs_alloc(&b);
+  weft_graph *g;
+  CHECK_OK(weft_graph_begin());
+  record_chain(b.in, b.d, b.out, 0);
+  CHECK_OK(weft_graph_end(&g));
+  fill(b.in, b.out, 6);
+  CHECK_OK(weft_graph_launch(g));
+  CHECK_OK(weft_sync());
+  check_out(b.in, b.out, "replay from a plain thread");
+
+  float *d;
+  CHECK_OK(weft_device_alloc(N * sizeof(float), (void **)&d));
+  CHECK_OK(weft_task_spawn(rt, &t, forgetful_task, d, NULL));
+  CHECK_ERR(weft_task_join(t), WEFT_ESTATE);
+  CHECK(strstr(weft_last_error_message(), "never ended") != NULL);
+  CHECK_OK(weft_device_free(d)); /* the dropped capture held nothing */
+
+  /* Shutdown refuses while a graph lives. */
+  CHECK_ERR(weft_shutdown(rt), WEFT_EBUSY);
+  CHECK(strstr(weft_last_error_message(), "1 graphs") != NULL);
+  CHECK_OK(weft_graph_destroy(g));
+  bufs_free(&b);
+  tt_close(rt);
+  puts("ok");
+  return 0;
+}
