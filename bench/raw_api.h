@@ -180,6 +180,63 @@ static inline int raw_elapsed_ms(raw_event a, raw_event b, float *ms) {
   return weft_host_event_elapsed_ms(a.he, b.he, ms);
 }
 
+/* A hand-written CUDA graph: what is issued on s between raw_graph_begin
+ * and raw_graph_end, captured (cudaStreamBeginCapture, the global mode of
+ * CUDA's own examples) and instantiated; raw_graph_launch is one
+ * cudaGraphLaunch. CUDA only: the host backend's raw streams have no
+ * graphs (WEFT_ENOTSUP), so scenarios offer the raw graph rows on CUDA. */
+typedef struct raw_graph {
+  RAW_CUDA(cudaGraphExec_t exec;)
+  int made;
+} raw_graph;
+
+static inline int raw_graph_begin(raw_stream s) {
+#ifdef WEFT_BENCH_CUDA
+  if (!s.hs)
+    return cudaStreamBeginCapture(s.cs, cudaStreamCaptureModeGlobal);
+#endif
+  (void)s;
+  return WEFT_ENOTSUP;
+}
+
+static inline int raw_graph_end(raw_stream s, raw_graph *g) {
+  *g = (raw_graph){0};
+#ifdef WEFT_BENCH_CUDA
+  if (!s.hs) {
+    cudaGraph_t graph;
+    int e = cudaStreamEndCapture(s.cs, &graph);
+    if (e)
+      return e;
+    e = cudaGraphInstantiate(&g->exec, graph, 0);
+    cudaGraphDestroy(graph);
+    g->made = e == 0;
+    return e;
+  }
+#endif
+  (void)s;
+  return WEFT_ENOTSUP;
+}
+
+static inline int raw_graph_launch(raw_stream s, raw_graph g) {
+#ifdef WEFT_BENCH_CUDA
+  if (!s.hs)
+    return cudaGraphLaunch(g.exec, s.cs);
+#endif
+  (void)s;
+  (void)g;
+  return WEFT_ENOTSUP;
+}
+
+static inline int raw_graph_destroy(raw_graph *g) {
+  int e = 0;
+#ifdef WEFT_BENCH_CUDA
+  if (g->made)
+    e = cudaGraphExecDestroy(g->exec);
+#endif
+  *g = (raw_graph){0};
+  return e;
+}
+
 /* Page-locked memory without a cache: cudaMallocHost/cudaFreeHost on CUDA,
  * the host backend's own allocation there. */
 static inline int raw_pinned_alloc(weft_runtime *rt, size_t n, void **p) {

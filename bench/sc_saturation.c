@@ -65,7 +65,7 @@ enum {
   MAX_LAYERS = 8,
 };
 
-enum { V_RAW, V_WEFT1, V_WEFT4, NVARIANTS };
+enum { V_RAW, V_WEFT1, V_WEFT4, V_GRAPH, V_RAWG, NVARIANTS };
 
 typedef struct sat_bench sat_bench;
 
@@ -121,6 +121,7 @@ typedef struct sat_job {
   sat_bench *sb;
   sat_model m;
   long nb;
+  int graphed; /* one graph of a batch's work, replayed per batch */
 } sat_job;
 
 /* What the traced run of one prefix saw. */
@@ -157,7 +158,7 @@ struct sat_bench {
 
   bench_samples s[MAX_SIZES][NVARIANTS]; /* items/s */
   bench_samples sweep[MAX_SWEEP];
-  sat_busy busy_b[MAX_SIZES], busy_t[MAX_SWEEP];
+  sat_busy busy_b[MAX_SIZES], busy_g[MAX_SIZES], busy_t[MAX_SWEEP];
 };
 
 /* ---- sizes ---- */
@@ -405,34 +406,71 @@ static int check(sat_bench *sb, int ntasks, unsigned b, const char *what) {
 
 /* ---- the weft variants ---- */
 
+/* One batch's work: L launches, then the copy of the output. */
+static int issue_batch(bench_ctx *c, const sat_model *m,
+                       const weft_kernel *layer, const sat_args *a) {
+  size_t bytes = (size_t)m->batch * m->width * sizeof(float);
+  weft_dim3 grid = WEFT_DIM1(seed_blocks((unsigned long)m->batch * m->width));
+  weft_dim3 block = WEFT_DIM1(SEED_THREADS);
+  int e;
+  for (unsigned l = 0; l < m->layers; l++)
+    if ((e = weft_launch(layer, grid, block, 0, (void **)a->p[l])) != 0)
+      return bench_fail_weft(c, e, "weft_launch(layer)");
+  if ((e = weft_copy(m->out_h, m->out[m->layers - 1], bytes)) != 0)
+    return bench_fail_weft(c, e, "weft_copy(D2H)");
+  return 0;
+}
+
+/* The graphed loop: one batch's work captured once (in the timed run, as
+ * a program pays for it), then a replay and a wait per batch. */
+static void infer_graphed(sat_job *j, const sat_args *a) {
+  bench_ctx *c = j->sb->c;
+  weft_graph *g = NULL;
+  int e = weft_graph_begin();
+  if (e) {
+    bench_fail_weft(c, e, "weft_graph_begin");
+    return;
+  }
+  int rc = issue_batch(c, &j->m, &j->sb->k.layer, a);
+  e = weft_graph_end(&g);
+  if (rc || e) {
+    if (e && !rc)
+      bench_fail_weft(c, e, "weft_graph_end");
+    return;
+  }
+  for (long i = 0; i < j->nb; i++) {
+    if ((e = weft_graph_launch(g)) != 0) {
+      bench_fail_weft(c, e, "weft_graph_launch");
+      break;
+    }
+    if ((e = weft_sync()) != 0) {
+      bench_fail_weft(c, e, "weft_sync");
+      break;
+    }
+  }
+  if ((e = weft_graph_destroy(g)) != 0)
+    bench_fail_weft(c, e, "weft_graph_destroy");
+}
+
 /* nb batches of the job's model: L launches, a copy of the output, and a
  * wait, which suspends the task while its worker runs others. */
 static void infer_task(void *arg) {
   sat_job *j = arg;
   bench_ctx *c = j->sb->c;
-  const sat_model *m = &j->m;
-  const weft_kernel *layer = &j->sb->k.layer;
   sat_args a;
-  if (sat_args_init(&a, m)) {
-    bench_fail(c, "%u layers", m->layers);
+  if (sat_args_init(&a, &j->m)) {
+    bench_fail(c, "%u layers", j->m.layers);
     return;
   }
-  size_t bytes = (size_t)m->batch * m->width * sizeof(float);
-  weft_dim3 grid = WEFT_DIM1(seed_blocks((unsigned long)m->batch * m->width));
-  weft_dim3 block = WEFT_DIM1(SEED_THREADS);
-  const float *result = m->out[m->layers - 1];
-  int e;
+  if (j->graphed) {
+    infer_graphed(j, &a);
+    return;
+  }
   for (long i = 0; i < j->nb; i++) {
-    for (unsigned l = 0; l < m->layers; l++)
-      if ((e = weft_launch(layer, grid, block, 0, a.p[l])) != 0) {
-        bench_fail_weft(c, e, "weft_launch(layer)");
-        return;
-      }
-    if ((e = weft_copy(m->out_h, result, bytes)) != 0) {
-      bench_fail_weft(c, e, "weft_copy(D2H)");
+    if (issue_batch(c, &j->m, &j->sb->k.layer, &a))
       return;
-    }
-    if ((e = weft_sync()) != 0) {
+    int e = weft_sync();
+    if (e) {
       bench_fail_weft(c, e, "weft_sync");
       return;
     }
@@ -442,7 +480,7 @@ static void infer_task(void *arg) {
 /* ntasks tasks named <prefix><i> (the prefix finds them in a trace), task
  * i on buffers i, sharing nb batches of size b; *ns is the wall clock from
  * before the first spawn to after the last join. */
-static int run_weft(sat_bench *sb, int ntasks, unsigned b, long nb,
+static int run_weft(sat_bench *sb, int ntasks, unsigned b, long nb, int graphed,
                     const char *prefix, uint64_t *ns) {
   bench_ctx *c = sb->c;
   char name[32];
@@ -450,7 +488,7 @@ static int run_weft(sat_bench *sb, int ntasks, unsigned b, long nb,
   weft_task_opts_init(&o);
   o.name = name;
   for (int t = 0; t < ntasks; t++)
-    sb->jobs[t] = (sat_job){sb, model_of(sb, t, b), nb / ntasks};
+    sb->jobs[t] = (sat_job){sb, model_of(sb, t, b), nb / ntasks, graphed};
   int spawned = 0, rc = 0, e;
   uint64_t t0 = bench_now_ns();
   for (; spawned < ntasks; spawned++) {
@@ -474,22 +512,46 @@ static int run_weft(sat_bench *sb, int ntasks, unsigned b, long nb,
  * next is issued, as a loop that reads every batch's result does: L
  * launches of the layer, a copy of the output into pinned memory, a
  * blocking stream sync. */
-static int raw_infer(sat_bench *sb, raw_stream s, const sat_model *m, long nb) {
+static int raw_batch(sat_bench *sb, raw_stream s, const sat_model *m,
+                     sat_args *a) {
+  size_t bytes = (size_t)m->batch * m->width * sizeof(float);
+  weft_dim3 grid = WEFT_DIM1(seed_blocks((unsigned long)m->batch * m->width));
+  weft_dim3 block = WEFT_DIM1(SEED_THREADS);
+  for (unsigned l = 0; l < m->layers; l++)
+    RAW_TRY(sb->c, raw_launch(s, &sb->k.layer, grid, block, a->p[l]));
+  RAW_TRY(sb->c, raw_copy(s, m->out_h, m->out[m->layers - 1], bytes, RAW_D2H));
+  return 0;
+}
+
+/* graphed (CUDA only): one batch's work captured by hand into a CUDA
+ * graph first (timed, as weft's is), then cudaGraphLaunch and the sync
+ * per batch. */
+static int raw_infer(sat_bench *sb, raw_stream s, const sat_model *m, long nb,
+                     int graphed) {
   bench_ctx *c = sb->c;
   sat_args a;
   if (sat_args_init(&a, m))
     return bench_fail(c, "raw: %u layers", m->layers);
-  size_t bytes = (size_t)m->batch * m->width * sizeof(float);
-  weft_dim3 grid = WEFT_DIM1(seed_blocks((unsigned long)m->batch * m->width));
-  weft_dim3 block = WEFT_DIM1(SEED_THREADS);
-  const float *result = m->out[m->layers - 1];
-  for (long i = 0; i < nb; i++) {
-    for (unsigned l = 0; l < m->layers; l++)
-      RAW_TRY(c, raw_launch(s, &sb->k.layer, grid, block, a.p[l]));
-    RAW_TRY(c, raw_copy(s, m->out_h, result, bytes, RAW_D2H));
-    RAW_TRY(c, raw_stream_sync(s));
+  if (!graphed) {
+    for (long i = 0; i < nb; i++) {
+      if (raw_batch(sb, s, m, &a))
+        return BENCH_FAIL;
+      RAW_TRY(c, raw_stream_sync(s));
+    }
+    return 0;
   }
-  return 0;
+  raw_graph g;
+  RAW_TRY(c, raw_graph_begin(s));
+  int rc = raw_batch(sb, s, m, &a);
+  int e = raw_graph_end(s, &g);
+  if (rc || e)
+    return rc ? rc : raw_fail(c, e, "raw_graph_end", __LINE__);
+  for (long i = 0; rc == 0 && i < nb; i++) {
+    if ((e = raw_graph_launch(s, g)) != 0 || (e = raw_stream_sync(s)) != 0)
+      rc = raw_fail(c, e, "raw_graph_launch/raw_stream_sync", __LINE__);
+  }
+  raw_graph_destroy(&g);
+  return rc;
 }
 
 /* ---- running ---- */
@@ -497,24 +559,26 @@ static int raw_infer(sat_bench *sb, raw_stream s, const sat_model *m, long nb) {
 /* One run of a variant: poison, run, check; adds items/s to s when s is
  * not NULL (not the warm-up). raw: the raw baseline's stream, NULL for
  * weft's tasks. */
-static int one_run(sat_bench *sb, const raw_stream *raw, int ntasks, unsigned b,
-                   long nb, bench_samples *s) {
+static int one_run(sat_bench *sb, const raw_stream *raw, int ntasks,
+                   int graphed, unsigned b, long nb, bench_samples *s) {
   char prefix[32], what[48];
   uint64_t ns = 0;
   if (poison(sb, ntasks, b))
     return BENCH_FAIL;
   if (raw) {
     sat_model m = model_of(sb, 0, b);
-    snprintf(what, sizeof what, "raw");
+    snprintf(what, sizeof what, graphed ? "raw graph" : "raw");
     uint64_t t0 = bench_now_ns();
-    int rc = raw_infer(sb, *raw, &m, nb);
+    int rc = raw_infer(sb, *raw, &m, nb, graphed);
     ns = bench_now_ns() - t0;
     if (rc)
       return BENCH_FAIL;
   } else {
-    snprintf(prefix, sizeof prefix, "sat/b%u/t%d/", b, ntasks);
-    snprintf(what, sizeof what, "weft, %d tasks", ntasks);
-    if (run_weft(sb, ntasks, b, nb, prefix, &ns))
+    snprintf(prefix, sizeof prefix, "sat/b%u/t%d%s/", b, ntasks,
+             graphed ? "g" : "");
+    snprintf(what, sizeof what, "weft, %d tasks%s", ntasks,
+             graphed ? ", graphed" : "");
+    if (run_weft(sb, ntasks, b, nb, graphed, prefix, &ns))
       return BENCH_FAIL;
   }
   if (check(sb, ntasks, b, what))
@@ -534,9 +598,11 @@ static int measure(sat_bench *sb, const raw_stream *raw) {
     long nb = batches(sb, b);
     for (int r = 0; r <= repeat; r++) {
       bench_samples *s = r > 0 ? sb->s[i] : NULL;
-      if (one_run(sb, raw, 1, b, nb, s ? &s[V_RAW] : NULL) ||
-          one_run(sb, NULL, 1, b, nb, s ? &s[V_WEFT1] : NULL) ||
-          one_run(sb, NULL, MANY, b, nb, s ? &s[V_WEFT4] : NULL))
+      if (one_run(sb, raw, 1, 0, b, nb, s ? &s[V_RAW] : NULL) ||
+          one_run(sb, NULL, 1, 0, b, nb, s ? &s[V_WEFT1] : NULL) ||
+          one_run(sb, NULL, MANY, 0, b, nb, s ? &s[V_WEFT4] : NULL) ||
+          one_run(sb, NULL, 1, 1, b, nb, s ? &s[V_GRAPH] : NULL) ||
+          (sb->cuda && one_run(sb, raw, 1, 1, b, nb, s ? &s[V_RAWG] : NULL)))
         return BENCH_FAIL;
     }
   }
@@ -544,17 +610,19 @@ static int measure(sat_bench *sb, const raw_stream *raw) {
   long nb = batches(sb, b);
   for (int r = 0; r <= repeat; r++)
     for (int t = 0; t < sb->nsweep; t++)
-      if (one_run(sb, NULL, sb->sweep_tasks[t], b, nb,
+      if (one_run(sb, NULL, sb->sweep_tasks[t], 0, b, nb,
                   r > 0 ? &sb->sweep[t] : NULL))
         return BENCH_FAIL;
   return 0;
 }
 
 /* One traced run: ntasks tasks named <u->prefix><i>. */
-static int traced_run(sat_bench *sb, int ntasks, unsigned b, sat_busy *u) {
+static int traced_run(sat_bench *sb, int ntasks, int graphed, unsigned b,
+                      sat_busy *u) {
   uint64_t ns;
   u->nb = traced_batches(sb, b);
-  if (poison(sb, ntasks, b) || run_weft(sb, ntasks, b, u->nb, u->prefix, &ns) ||
+  if (poison(sb, ntasks, b) ||
+      run_weft(sb, ntasks, b, u->nb, graphed, u->prefix, &ns) ||
       check(sb, ntasks, b, u->prefix))
     return BENCH_FAIL;
   return 0;
@@ -565,18 +633,22 @@ static int traced_run(sat_bench *sb, int ntasks, unsigned b, sat_busy *u) {
  * stream pool, so that no measured run pays for making streams. */
 static int measure_traced(sat_bench *sb) {
   sat_busy warm = {.prefix = "sat/warm/"};
-  if (traced_run(sb, sb->nslots, sb->sweep_batch, &warm))
+  if (traced_run(sb, sb->nslots, 0, sb->sweep_batch, &warm))
     return BENCH_FAIL;
   for (int i = 0; i < sb->nsizes; i++) {
     sat_busy *u = &sb->busy_b[i];
     snprintf(u->prefix, sizeof u->prefix, "sat/b%u/t1/", sb->batch[i]);
-    if (traced_run(sb, 1, sb->batch[i], u))
+    if (traced_run(sb, 1, 0, sb->batch[i], u))
+      return BENCH_FAIL;
+    u = &sb->busy_g[i];
+    snprintf(u->prefix, sizeof u->prefix, "sat/b%u/g/", sb->batch[i]);
+    if (traced_run(sb, 1, 1, sb->batch[i], u))
       return BENCH_FAIL;
   }
   for (int t = 0; t < sb->nsweep; t++) {
     sat_busy *u = &sb->busy_t[t];
     snprintf(u->prefix, sizeof u->prefix, "sat/t%d/", sb->sweep_tasks[t]);
-    if (traced_run(sb, sb->sweep_tasks[t], sb->sweep_batch, u))
+    if (traced_run(sb, sb->sweep_tasks[t], 0, sb->sweep_batch, u))
       return BENCH_FAIL;
   }
   return 0;
@@ -589,6 +661,9 @@ static int read_busy(sat_bench *sb, const char *path) {
   for (int i = 0; rc == 0 && i < sb->nsizes; i++)
     rc =
         bench_trace_gpu_time(sb->c, &t, sb->busy_b[i].prefix, &sb->busy_b[i].b);
+  for (int i = 0; rc == 0 && i < sb->nsizes; i++)
+    rc =
+        bench_trace_gpu_time(sb->c, &t, sb->busy_g[i].prefix, &sb->busy_g[i].b);
   for (int i = 0; rc == 0 && i < sb->nsweep; i++)
     rc =
         bench_trace_gpu_time(sb->c, &t, sb->busy_t[i].prefix, &sb->busy_t[i].b);
@@ -647,7 +722,7 @@ static int report_busy(sat_bench *sb, const sat_busy *u, const char *variant) {
  * batch, the CPU no longer keeps the GPU fed. */
 static const bench_chart chart_batch = {
     "saturation-throughput",
-    "seed 004: throughput against batch size (raw, 1 task, 4 tasks)",
+    "seed 004: throughput against batch size (raw, 1 task, 4 tasks, graphed)",
     "batch size B (items of W x L work)",
     BENCH_CHART_LOG_X | BENCH_CHART_LOG_Y};
 static const bench_chart chart_tasks = {
@@ -655,7 +730,8 @@ static const bench_chart chart_tasks = {
     "throughput against the number of tasks sharing the batches (one B)",
     "tasks", BENCH_CHART_LOG_X};
 static const bench_chart chart_busy = {
-    "saturation-busy", "GPU busy against batch size (1 task, traced)",
+    "saturation-busy",
+    "GPU busy against batch size (1 task, per batch and graphed; traced)",
     "batch size B (items of W x L work)", BENCH_CHART_LOG_X};
 static const bench_chart chart_busy_tasks = {
     "saturation-busy-tasks",
@@ -693,6 +769,36 @@ static int report(sat_bench *sb) {
                         "%d tasks x %ld batches, own buffers, streams "
                         "overlap",
                         MANY, nb / MANY);
+    double raw = bench_stats_of(&sb->s[i][V_RAW]).median;
+    double gr = bench_stats_of(&sb->s[i][V_GRAPH]).median;
+    double rg = sb->cuda ? bench_stats_of(&sb->s[i][V_RAWG]).median : 0;
+    char vs_raw_graph[96] = "";
+    if (sb->cuda)
+      snprintf(vs_raw_graph, sizeof vs_raw_graph,
+               "; %.3f x the raw graph's time, target <= 1.02 (%s)",
+               gr > 0 ? rg / gr : 0, rg >= gr / 1.02 ? "met" : "MISSED");
+    if (sb->cuda && rc == 0) {
+      snprintf(name, sizeof name, "raw: 1 thread, CUDA graph, B=%u", b);
+      bench_plot(c, &chart_batch, "raw: CUDA graph", b);
+      rc = bench_report(c, name, "items/s", &sb->s[i][V_RAWG], 0,
+                        "a batch captured by hand (cudaStreamBeginCapture, "
+                        "instantiate; timed), then cudaGraphLaunch + "
+                        "cudaStreamSynchronize per batch");
+    }
+    snprintf(name, sizeof name, "weft: 1 task, graphed, B=%u", b);
+    bench_plot(c, &chart_batch, "weft: 1 task, graphed", b);
+    if (rc == 0 && i == 0)
+      rc = bench_report(c, name, "items/s", &sb->s[i][V_GRAPH], 0,
+                        "a batch's L launches and copy captured once "
+                        "(weft_graph_begin/end, timed), then "
+                        "weft_graph_launch + weft_sync per batch; target >= "
+                        "1.5 x raw per-kernel at B=%u (%s)%s",
+                        b, gr >= 1.5 * raw ? "met" : "MISSED", vs_raw_graph);
+    else if (rc == 0)
+      rc = bench_report(c, name, "items/s", &sb->s[i][V_GRAPH], 0,
+                        "one graph per run, a replay + weft_sync per "
+                        "batch%s",
+                        vs_raw_graph);
   }
   long nb = batches(sb, sb->sweep_batch);
   if (rc == 0)
@@ -713,6 +819,12 @@ static int report(sat_bench *sb) {
     snprintf(name, sizeof name, "weft: GPU busy, 1 task, B=%u", sb->batch[i]);
     bench_plot(c, &chart_busy, "weft: 1 task", sb->batch[i]);
     rc = report_busy(sb, &sb->busy_b[i], name);
+  }
+  for (int i = 0; rc == 0 && i < sb->nsizes; i++) {
+    snprintf(name, sizeof name, "weft: GPU busy, 1 task graphed, B=%u",
+             sb->batch[i]);
+    bench_plot(c, &chart_busy, "weft: 1 task, graphed", sb->batch[i]);
+    rc = report_busy(sb, &sb->busy_g[i], name);
   }
   for (int t = 0; rc == 0 && t < sb->nsweep; t++) {
     snprintf(name, sizeof name, "weft: GPU busy, T=%d tasks, B=%u",

@@ -19,6 +19,7 @@
   X(copies)                                                                    \
   X(priority)                                                                  \
   X(saturation)                                                                \
+  X(graph)                                                                     \
   X(scale)                                                                     \
   X(trace)
 

@@ -10,7 +10,9 @@
  * wrote into the tracer's freed buffers). The file reads as PyTorch's do
  * for HTA and Perfetto: plain CUDA names for the calls, a rank and the
  * devices in the header, a launch arrow (ac2g flow) per GPU op, and slices
- * that nest on every CPU lane. */
+ * that nest on every CPU lane. A graph's replays are cudaGraphLaunch calls
+ * whose ops carry the graph's id and share the call's correlation, with
+ * one arrow per replay, and the report counts them. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,7 +24,7 @@
 #include "trace/check.h"
 #include "weft.h"
 
-enum { TASKS = 4, LAUNCHES = 5, N = 1024 };
+enum { TASKS = 4, LAUNCHES = 5, N = 1024, GRAPH_KERNELS = 3, REPLAYS = 4 };
 
 test_kernels tk;
 
@@ -51,6 +53,28 @@ static void work(void *arg) {
                          WEFT_DIM1(256), 0, args));
   }
   CHECK_OK(weft_copy(j->host, d, N * sizeof(float)));
+  CHECK_OK(weft_device_free(d));
+  CHECK_OK(weft_sync());
+}
+
+/* A graph of GRAPH_KERNELS launches, replayed REPLAYS times. */
+static void graph_work(void *arg) {
+  (void)arg;
+  float *d;
+  int n = N;
+  float a = 1, b = 1;
+  void *args[] = {&d, &n, &a, &b};
+  CHECK_OK(weft_device_alloc(N * sizeof(float), (void **)&d));
+  weft_graph *g;
+  CHECK_OK(weft_graph_begin());
+  for (int i = 0; i < GRAPH_KERNELS; i++)
+    CHECK_OK(
+        weft_launch(&tk.axpb, WEFT_DIM1(N / 256), WEFT_DIM1(256), 0, args));
+  CHECK_OK(weft_graph_end(&g));
+  for (int r = 0; r < REPLAYS; r++)
+    CHECK_OK(weft_graph_launch(g));
+  CHECK_OK(weft_sync());
+  CHECK_OK(weft_graph_destroy(g));
   CHECK_OK(weft_device_free(d));
   CHECK_OK(weft_sync());
 }
@@ -161,6 +185,9 @@ int main(void) {
     CHECK_OK(weft_task_join(t[i]));
   for (int i = 0; i < TASKS; i++)
     CHECK_OK(weft_pinned_free(jobs[i].host));
+  weft_task *gt;
+  CHECK_OK(weft_task_spawn(rt, &gt, graph_work, NULL, NULL));
+  CHECK_OK(weft_task_join(gt));
   other_round(other);
   CHECK_OK(weft_shutdown(rt)); /* writes the trace */
   other_round(other);          /* after the tracer freed its buffers */
@@ -170,7 +197,8 @@ int main(void) {
   trace_error err;
   int rc = trace_model_load_file(&m, path, &err);
   CHECK_MSG(rc == 0, "the exported trace does not load: %s", err.message);
-  CHECK_EQ_INT((int)m.count[TRACE_OP_KERNEL], TASKS * LAUNCHES);
+  CHECK_EQ_INT((int)m.count[TRACE_OP_KERNEL],
+               TASKS * LAUNCHES + GRAPH_KERNELS * REPLAYS);
   CHECK_EQ_INT((int)m.count[TRACE_OP_MEMCPY], TASKS * 2);
   CHECK_EQ_INT((int)m.count[TRACE_OP_MEMSET], 0); /* the other runtime's */
   CHECK((int)m.count[TRACE_OP_TASK] >= TASKS);
@@ -180,7 +208,7 @@ int main(void) {
          m.ops[i].kind == TRACE_OP_MEMCPY) &&
         m.ops[i].task != TRACE_NONE)
       attributed++;
-  CHECK_EQ_INT(attributed, TASKS * (LAUNCHES + 2));
+  CHECK_EQ_INT(attributed, TASKS * (LAUNCHES + 2) + GRAPH_KERNELS * REPLAYS);
   check_nesting(&m);
   CHECK_EQ_INT((int)trace_check(stderr, &m, 20), 0); /* weft trace check */
   char *text = slurp(path);
@@ -189,16 +217,28 @@ int main(void) {
   CHECK_EQ_INT((int)count_of(text, "\"name\":\"cudaLaunchKernel\""),
                TASKS * LAUNCHES);
   CHECK_EQ_INT((int)count_of(text, "\"name\":\"cudaMemcpyAsync\""), TASKS * 2);
-  CHECK_EQ_INT((int)count_of(text, "\"ph\":\"s\""), TASKS * (LAUNCHES + 2));
-  CHECK_EQ_INT((int)count_of(text, "\"ph\":\"f\""), TASKS * (LAUNCHES + 2));
+  CHECK_EQ_INT((int)count_of(text, "\"name\":\"cudaGraphLaunch\""), REPLAYS);
+  /* One arrow per replay, not per op of it. */
+  CHECK_EQ_INT((int)count_of(text, "\"ph\":\"s\""),
+               TASKS * (LAUNCHES + 2) + REPLAYS);
+  CHECK_EQ_INT((int)count_of(text, "\"ph\":\"f\""),
+               TASKS * (LAUNCHES + 2) + REPLAYS);
+  CHECK_EQ_INT((int)count_of(text, "\"graph id\":"), GRAPH_KERNELS * REPLAYS);
   CHECK(strstr(text, "host") == NULL || strstr(text, "hostLaunch") == NULL);
   free(text);
   trace_analysis a;
   CHECK(trace_analyze(&m, &a) == 0);
-  CHECK_EQ_INT((int)a.launch.matched, TASKS * (LAUNCHES + 2));
-  CHECK_EQ_INT((int)a.ntasks, TASKS);
+  CHECK_EQ_INT((int)a.launch.matched,
+               TASKS * (LAUNCHES + 2) + GRAPH_KERNELS * REPLAYS);
+  CHECK_EQ_INT((int)a.ntasks, TASKS + 1);
+  CHECK_EQ_INT((int)a.graph.launches, REPLAYS);
+  CHECK_EQ_INT((int)a.graph.graphs, 1);
+  CHECK_EQ_INT((int)a.graph.ops, GRAPH_KERNELS * REPLAYS);
+  CHECK_EQ_INT((int)a.graph.kernels, GRAPH_KERNELS * REPLAYS);
   int cut = 0;
   for (size_t i = 0; i < a.ntasks; i++) {
+    if (a.tasks[i].gpu_ops == GRAPH_KERNELS * REPLAYS)
+      continue; /* graph_work */
     CHECK_EQ_INT((int)a.tasks[i].gpu_ops, LAUNCHES + 2);
     const char *name = trace_model_str(&m, a.tasks[i].name);
     if (strncmp(name, long_name, 4) == 0) {

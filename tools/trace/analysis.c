@@ -433,6 +433,35 @@ static int tasks(const trace_model *m, trace_analysis *a) {
 /* ---- everything ------------------------------------------------------------
  */
 
+static int cmp_i64(const void *pa, const void *pb) {
+  int64_t x = *(const int64_t *)pa, y = *(const int64_t *)pb;
+  return (x > y) - (x < y);
+}
+
+static int graphs(const trace_model *m, trace_analysis *a) {
+  trace_graph_stats *g = &a->graph;
+  int64_t *ids = NULL;
+  for (size_t i = 0; i < m->nops; i++) {
+    const trace_op *op = &m->ops[i];
+    if (op->kind == TRACE_OP_RUNTIME &&
+        strcmp(trace_model_str(m, op->name), "cudaGraphLaunch") == 0)
+      g->launches++;
+    if (trace_op_is_gpu(op) && op->graph != TRACE_NONE) {
+      if (!ids && !(ids = malloc(m->nops * sizeof *ids)))
+        return -1;
+      ids[g->ops++] = op->graph;
+      g->kernels += op->kind == TRACE_OP_KERNEL;
+    }
+  }
+  if (g->ops) {
+    qsort(ids, g->ops, sizeof *ids, cmp_i64);
+    for (size_t i = 0; i < g->ops; i++)
+      g->graphs += i == 0 || ids[i] != ids[i - 1];
+  }
+  free(ids);
+  return 0;
+}
+
 int trace_analyze(const trace_model *m, trace_analysis *a) {
   memset(a, 0, sizeof *a);
   int rc = -1;
@@ -442,7 +471,7 @@ int trace_analyze(const trace_model *m, trace_analysis *a) {
   a->gpu_ops = ngpu;
   a->all.device = -1;
   a->slowest_task = TRACE_NONE;
-  if (tasks(m, a) || latency(m, a))
+  if (tasks(m, a) || latency(m, a) || graphs(m, a))
     return -1;
   if (ngpu == 0)
     return 0;

@@ -117,6 +117,14 @@ typedef struct trace_latency_stats {
   double total, median, p90, max; /* when count > 0 */
 } trace_latency_stats;
 
+/* CUDA graphs: launches (cudaGraphLaunch calls) and the GPU ops that came
+ * out of them (ops with a graph id). */
+typedef struct trace_graph_stats {
+  size_t launches;
+  size_t ops, kernels;
+  size_t graphs; /* distinct graph ids */
+} trace_graph_stats;
+
 typedef struct trace_analysis {
   size_t gpu_ops;
   trace_breakdown all; /* all devices together */
@@ -135,6 +143,7 @@ typedef struct trace_analysis {
   size_t nkernels;
   trace_copy_stats copies[TRACE_COPY_ROWS];
   trace_launch_stats launch;
+  trace_graph_stats graph;
 
   trace_task_stats *tasks; /* by GPU time, then run time, then id */
   size_t ntasks;

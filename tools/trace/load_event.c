@@ -47,6 +47,7 @@ typedef struct event {
   size_t dur_offset, ts_offset;
   arg stream, device, correlation, bytes, task, task_name, direction, meta_name;
   arg ready_by, ready_delay; /* weft task slices: runtime latency */
+  arg graph;                 /* GPU ops replayed from a graph */
 } event;
 
 static int oom(trace_loader *L) {
@@ -111,6 +112,7 @@ static const struct {
     {WEFT_TRF_ARG_NAME, offsetof(event, meta_name), ARG_STR},
     {WEFT_TRF_ARG_READY_BY, offsetof(event, ready_by), ARG_STR},
     {WEFT_TRF_ARG_READY_DELAY_US, offsetof(event, ready_delay), ARG_NUM},
+    {WEFT_TRF_ARG_GRAPH, offsetof(event, graph), ARG_INT},
 };
 enum { NARG_KEYS = sizeof arg_keys / sizeof arg_keys[0] };
 
@@ -346,6 +348,7 @@ static int add_complete(trace_loader *L, const event *e) {
                  .correlation = TRACE_NONE,
                  .bytes = -1,
                  .task = TRACE_NONE,
+                 .graph = TRACE_NONE,
                  .name = e->name,
                  .cat = e->cat,
                  .launch = TRACE_NO_OP};
@@ -357,6 +360,12 @@ static int add_complete(trace_loader *L, const event *e) {
       return -1;
     if (e->correlation.present)
       op.correlation = e->correlation.v;
+  }
+  if (gpu) {
+    if (check_arg(L, &e->graph))
+      return -1;
+    if (e->graph.present)
+      op.graph = e->graph.v;
   }
   if (kind != TRACE_OP_OTHER) {
     if (check_arg(L, &e->task) || check_arg(L, &e->task_name))

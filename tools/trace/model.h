@@ -65,6 +65,7 @@ typedef struct trace_op {
   int64_t correlation; /* args.correlation, or TRACE_NONE */
   int64_t bytes;       /* args.bytes, or -1 */
   int64_t task;        /* args.task, or TRACE_NONE */
+  int64_t graph;       /* GPU ops: args["graph id"], or TRACE_NONE */
   uint32_t name, cat;  /* string ids (trace_model_str) */
   uint32_t task_name;  /* args.task_name, or 0 ("") */
   uint32_t lane;       /* GPU ops: index in gpu_lanes; API calls, tasks and

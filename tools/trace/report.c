@@ -238,6 +238,15 @@ static void text_report(FILE *f, const trace_model *m, const trace_analysis *a,
       fprintf(f, "\nlaunches: no GPU op matched an API call by correlation "
                  "(no launch delays; gaps count as \"other\")\n");
     }
+    const trace_graph_stats *g = &a->graph;
+    if (g->launches || g->ops)
+      fprintf(f,
+              "  graphs: %zu launches (cudaGraphLaunch) of %zu graph%s, "
+              "%zu GPU ops replayed from them (%zu kernels); a replay's ops "
+              "share its launch's correlation, so their launch delays count "
+              "from that one call\n",
+              g->launches, g->graphs, g->graphs == 1 ? "" : "s", g->ops,
+              g->kernels);
   }
 
   if (a->ntasks) {
@@ -489,6 +498,10 @@ static void json_report(FILE *f, const trace_model *m, const trace_analysis *a,
   else
     fputs("null", f);
   fprintf(f, "},\n");
+  fprintf(f,
+          "  \"graphs\": {\"launches\": %zu, \"graphs\": %zu, \"ops\": %zu, "
+          "\"kernels\": %zu},\n",
+          a->graph.launches, a->graph.graphs, a->graph.ops, a->graph.kernels);
 
   top = a->ntasks < (size_t)o->top ? a->ntasks : (size_t)o->top;
   fprintf(f, "  \"tasks\": {\"count\": %zu, \"top\": [", a->ntasks);
