@@ -71,14 +71,15 @@ def main():
     nsizes = len(re.findall(r"^saturation raw: 1 thread, 1 stream, B=",
                             r.stdout, re.M))
     lines = list(sat.iter(NS + "polyline"))
-    if len(lines) != 3:
-        fail(f"saturation-throughput: {len(lines)} lines, want 3")
+    # raw, 1 task, 4 tasks, 1 task graphed (the raw CUDA graph: CUDA only)
+    if len(lines) != 4:
+        fail(f"saturation-throughput: {len(lines)} lines, want 4")
     for pl in lines:
         if len(pl.get("points").split()) != nsizes:
             fail(f"saturation-throughput: a line of "
                  f"{len(pl.get('points').split())} points, want {nsizes}")
     for label in ("raw: 1 thread, 1 stream", "weft: 1 task", "weft: 4 tasks",
-                  "items/s"):
+                  "weft: 1 task, graphed", "items/s"):
         if label not in texts(sat):
             fail(f"saturation-throughput: no text '{label}'")
 
