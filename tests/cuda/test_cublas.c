@@ -3,8 +3,9 @@
  * yielding between cuBLAS calls, so the thread's handle moves between
  * their streams), each stream has its own workspace of the documented
  * size, WEFT_CUBLAS_WORKSPACE_KIB sets or disables it and a bad value is
- * an error, and shutdown frees everything. Skipped (77) without a CUDA
- * device. */
+ * an error, and shutdown frees everything. A graph captures cuBLAS and a
+ * raw CUDA call on the task's stream (weft/graph.h), across a yield, and
+ * its replay gives the same product. Skipped (77) without a CUDA device. */
 /* setenv, unsetenv */
 #define _POSIX_C_SOURCE 200809L
 
@@ -62,6 +63,47 @@ static void gemm_task(void *arg) {
   j->rc = weft_sync();
 }
 
+/* The product as a graph: a raw cudaMemsetAsync of c on the task's stream
+ * and cuBLAS's SGEMM, captured across a yield, then the copy back. */
+static void graph_task(void *arg) {
+  job *j = arg;
+  size_t bytes = (size_t)N * N * sizeof(float);
+  float *da, *db, *dc;
+  CHECK_OK(weft_device_alloc(bytes, (void **)&da));
+  CHECK_OK(weft_device_alloc(bytes, (void **)&db));
+  CHECK_OK(weft_device_alloc(bytes, (void **)&dc));
+  CHECK_OK(weft_copy(da, j->a, bytes));
+  CHECK_OK(weft_copy(db, j->b, bytes));
+  CHECK_OK(weft_sync());
+  weft_graph *g;
+  CHECK_OK(weft_graph_begin());
+  CHECK(cudaMemsetAsync(dc, 0xff, bytes, weft_cuda_stream()) == cudaSuccess);
+  weft_yield(); /* may resume on another worker: the capture goes on */
+  cublasHandle_t h = weft_cublas();
+  CHECK_MSG(h != NULL, "weft_cublas: %s", weft_last_error_message());
+  const float one = 1, zero = 0;
+  CHECK(cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, N, N, N, &one, da, N, db, N,
+                    &zero, dc, N) == CUBLAS_STATUS_SUCCESS);
+  CHECK_OK(weft_copy(j->c, dc, bytes));
+  CHECK_OK(weft_graph_end(&g));
+  weft_graph_info info;
+  CHECK_OK(weft_graph_get_info(g, &info));
+  CHECK_MSG(info.kernels >= 1 && info.copies >= 2,
+            "graph of %zu ops: %zu kernels, %zu copies", info.ops, info.kernels,
+            info.copies);
+  CHECK_MSG(isnan(j->c[0]), "the captured work ran during the capture");
+  for (int r = 0; r < 2; r++) {
+    CHECK_OK(weft_graph_launch(g));
+    CHECK_OK(weft_sync());
+  }
+  CHECK_OK(weft_graph_destroy(g));
+  CHECK_OK(weft_device_free(da));
+  CHECK_OK(weft_device_free(db));
+  CHECK_OK(weft_device_free(dc));
+  j->ws_bytes = 0;
+  j->rc = weft_sync();
+}
+
 /* The size weft documents for device 0 when the variable is unset. */
 static size_t default_workspace(void) {
   int major = 0;
@@ -86,7 +128,7 @@ static void bad_env_task(void *arg) {
 
 /* Runs TASKS gemm tasks on workers worker threads and checks them; wsb is
  * the workspace size each stream should have. */
-static void run(int workers, const char *env, size_t wsb) {
+static void run(int workers, const char *env, size_t wsb, int graphed) {
   if (env)
     setenv("WEFT_CUBLAS_WORKSPACE_KIB", env, 1);
   else
@@ -114,7 +156,8 @@ static void run(int workers, const char *env, size_t wsb) {
       jobs[k].b[i] = (float)rand() / RAND_MAX - 0.5f;
       jobs[k].c[i] = NAN;
     }
-    CHECK_OK(weft_task_spawn(rt, &t[k], gemm_task, &jobs[k], NULL));
+    CHECK_OK(weft_task_spawn(rt, &t[k], graphed ? graph_task : gemm_task,
+                             &jobs[k], NULL));
   }
   for (int k = 0; k < TASKS; k++) {
     CHECK_OK(weft_task_join(t[k]));
@@ -128,6 +171,8 @@ static void run(int workers, const char *env, size_t wsb) {
         CHECK_MSG(fabs(got - want) <= 1e-3 * (1 + fabs(want)),
                   "task %d: C[%d,%d] = %g, want %g", k, row, col, got, want);
       }
+    if (graphed)
+      goto next;
     CHECK_MSG(jobs[k].ws_bytes == wsb, "task %d: workspace %zu bytes, want %zu",
               k, jobs[k].ws_bytes, wsb);
     CHECK((jobs[k].ws != NULL) == (wsb != 0));
@@ -139,6 +184,7 @@ static void run(int workers, const char *env, size_t wsb) {
                 "tasks %d and %d: streams %s, workspaces %s", m, k,
                 jobs[m].stream == jobs[k].stream ? "equal" : "differ",
                 jobs[m].ws == jobs[k].ws ? "equal" : "differ");
+  next:
     CHECK_OK(weft_pinned_free(jobs[k].a));
     CHECK_OK(weft_pinned_free(jobs[k].b));
     CHECK_OK(weft_pinned_free(jobs[k].c));
@@ -165,10 +211,11 @@ int main(void) {
   size_t wsb = default_workspace();
   CHECK_OK(weft_shutdown(rt));
 
-  run(0, NULL, wsb);       /* workers: one per core */
-  run(1, NULL, wsb);       /* one thread's handle for every task */
-  run(1, "0", 0);          /* cuBLAS's own workspace */
-  run(2, "1024", 1 << 20); /* 1 MiB */
+  run(0, NULL, wsb, 0);       /* workers: one per core */
+  run(1, NULL, wsb, 0);       /* one thread's handle for every task */
+  run(1, "0", 0, 0);          /* cuBLAS's own workspace */
+  run(2, "1024", 1 << 20, 0); /* 1 MiB */
+  run(2, NULL, wsb, 1);       /* graphs of cuBLAS and raw CUDA calls */
   puts("ok");
   return 0;
 }
