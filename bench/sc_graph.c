@@ -184,6 +184,12 @@ static int raw_samples(graph_bench *g) {
   return rc;
 }
 
+static const bench_chart chart = {
+    "graph",
+    "an 80-kernel chain: one launch per kernel against one graph "
+    "replay (us per step)",
+    NULL, 0};
+
 static int report(graph_bench *g) {
   bench_ctx *c = g->c;
   int cuda = bench_backend(c) == WEFT_BACKEND_CUDA;
@@ -193,15 +199,19 @@ static int report(graph_bench *g) {
     med[v] = g->s[v].n ? bench_stats_of(&g->s[v]).median : 0;
   char name[80];
   snprintf(name, sizeof name, "%s: %d launches + sync", raw, CHAIN);
+  bench_plot(c, &chart, name, 0);
   int rc = bench_report(c, name, "us", &g->s[V_RAW], BENCH_BASELINE,
                         "per step: %d affine kernels of %d threads, then a "
                         "stream sync; %ld steps a sample",
                         CHAIN, WIDTH, g->steps);
+  if (cuda)
+    bench_plot(c, &chart, "raw CUDA: graph launch + sync", 0);
   if (rc == 0 && cuda)
     rc = bench_report(c, "raw CUDA: graph launch + sync", "us",
                       &g->s[V_RAW_GRAPH], 0,
                       "the step captured by hand once (untimed); one "
                       "cudaGraphLaunch per step");
+  bench_plot(c, &chart, "weft: launches + weft_sync", 0);
   if (rc == 0)
     rc = bench_report(c, "weft: launches + weft_sync", "us", &g->s[V_WEFT], 0,
                       "%d weft_launch from a task, then weft_sync", CHAIN);
@@ -211,6 +221,7 @@ static int report(graph_bench *g) {
       snprintf(vs, sizeof vs, "; %.3f x the raw graph, target <= 1.02 (%s)",
                med[V_WEFT_GRAPH] / med[V_RAW_GRAPH],
                med[V_WEFT_GRAPH] <= 1.02 * med[V_RAW_GRAPH] ? "met" : "MISSED");
+    bench_plot(c, &chart, "weft: weft_graph_launch + weft_sync", 0);
     rc = bench_report(
         c, "weft: weft_graph_launch + weft_sync", "us", &g->s[V_WEFT_GRAPH], 0,
         "%.2f x faster than raw per-kernel, target >= 3 (%s)%s",

@@ -776,7 +776,7 @@ static int report(sat_bench *sb) {
     if (sb->cuda)
       snprintf(vs_raw_graph, sizeof vs_raw_graph,
                "; %.3f x the raw graph's time, target <= 1.02 (%s)",
-               gr > 0 ? rg / gr : 0, rg >= gr / 1.02 ? "met" : "MISSED");
+               gr > 0 ? rg / gr : 0, rg <= 1.02 * gr ? "met" : "MISSED");
     if (sb->cuda && rc == 0) {
       snprintf(name, sizeof name, "raw: 1 thread, CUDA graph, B=%u", b);
       bench_plot(c, &chart_batch, "raw: CUDA graph", b);

@@ -490,9 +490,10 @@ static void index_cpu(cpu_index *ix) {
 
 /* The last slice of v (sorted by key, then start) with key and a start at
  * or before t, or NULL. */
-static const cpu_slice *find_slice(const cpu_slice *v, size_t n, uint64_t key,
-                                   uint64_t t) {
-  size_t lo = 0, hi = n; /* first index past (key, t) */
+/* The index of the first slice past (key, t). */
+static size_t slice_past(const cpu_slice *v, size_t n, uint64_t key,
+                         uint64_t t) {
+  size_t lo = 0, hi = n;
   while (lo < hi) {
     size_t mid = lo + (hi - lo) / 2;
     if (v[mid].key < key || (v[mid].key == key && v[mid].start <= t))
@@ -500,19 +501,35 @@ static const cpu_slice *find_slice(const cpu_slice *v, size_t n, uint64_t key,
     else
       hi = mid;
   }
+  return lo;
+}
+
+static const cpu_slice *find_slice(const cpu_slice *v, size_t n, uint64_t key,
+                                   uint64_t t) {
+  size_t lo = slice_past(v, n, key, t);
   return lo > 0 && v[lo - 1].key == key ? &v[lo - 1] : NULL;
 }
 
 /* An API call is made inside a task slice on its thread, but CUPTI stamps
  * it with its own clock, converted to weft's: it could end 0.05-0.16 us
  * after the slice that holds it, which Perfetto, needing slices on a
- * thread to nest, cannot draw. Such a call is clamped into its slice. */
+ * thread to nest, cannot draw. Such a call is clamped into its slice. A
+ * call between slices (the poller's event queries on a worker) is clamped
+ * to end where the next slice on its thread begins: one ended 0.9 us into
+ * the task slice that followed it on the H200. */
 static void nest_in_task(const cpu_index *ix, weft__trace_rec *r) {
-  const cpu_slice *t = find_slice(ix->tasks, ix->ntasks, r->lane, r->start);
-  if (!t || r->start >= t->end) /* not inside a task slice */
+  size_t i = slice_past(ix->tasks, ix->ntasks, r->lane, r->start);
+  const cpu_slice *t =
+      i > 0 && ix->tasks[i - 1].key == r->lane ? &ix->tasks[i - 1] : NULL;
+  if (t && r->start < t->end) { /* inside a task slice */
+    if (r->end > t->end)
+      r->end = t->end;
     return;
-  if (r->end > t->end)
-    r->end = t->end;
+  }
+  const cpu_slice *next =
+      i < ix->ntasks && ix->tasks[i].key == r->lane ? &ix->tasks[i] : NULL;
+  if (next && r->end > next->start)
+    r->end = next->start;
 }
 
 /* Appends lane (a task id) to *v; a name per lane is written from it once

@@ -36,7 +36,7 @@ static const cli_command commands[] = {
      "  --quick       small sizes and 3 repeats, for CI (seconds in all)\n"
      "  --json FILE   also write every row to FILE as JSON\n"
      "  --plot DIR    also draw SVG charts into DIR (made if missing):\n"
-     "                saturation, tasks, copies, normalize\n"
+     "                saturation, tasks, copies, normalize, graph\n"
      "  --repeat N    timed repeats per variant, 1-1000; the median is "
      "shown\n"
      "                (default 7, or 3 with --quick)\n"

@@ -56,13 +56,13 @@ def main():
     shutil.rmtree(out, ignore_errors=True)
     env = dict(os.environ, WEFT_BACKEND="host")
     r = subprocess.run([weft, "bench", "--quick", "--plot", out, "saturation",
-                        "normalize", "tasks", "copies"],
+                        "normalize", "tasks", "copies", "graph"],
                        capture_output=True, text=True, env=env, timeout=600)
     if r.returncode != 0:
         fail(f"weft bench exited {r.returncode}: {r.stderr}")
     written = re.findall(r"chart written to (\S+)", r.stdout)
     want = ["saturation-throughput", "saturation-tasks", "saturation-busy",
-            "saturation-busy-tasks", "normalize", "tasks", "copies"]
+            "saturation-busy-tasks", "normalize", "tasks", "copies", "graph"]
     if sorted(os.path.basename(p)[:-4] for p in written) != sorted(want):
         fail(f"charts written: {written}")
 
