@@ -20,6 +20,7 @@
 
 #include "check.h"
 #include "conformance/kernels.h"
+#include "trace.h"
 #include "trace/analysis.h"
 #include "trace/check.h"
 #include "weft.h"
@@ -149,7 +150,50 @@ static void check_nesting(const trace_model *m) {
   }
 }
 
+/* The writer's clamping, on records made by hand: CUPTI's clock can put
+ * an API call's end inside the task slice that follows it on its thread
+ * (a poller's query, between two tasks), or past the end of the slice that
+ * holds it. Both must be written nested. */
+static void clamped_calls(void) {
+  char path[] = "/tmp/weft-clamp-XXXXXX";
+  int fd = mkstemp(path);
+  CHECK(fd >= 0);
+  close(fd);
+  static int owner;
+  weft_device_info dev = {0};
+  CHECK_OK(weft__trace_open(path, "host", &owner, &dev, 1));
+  uint32_t lane = weft__trace_thread_lane();
+  uint64_t t = weft__trace_now();
+  weft__trace_rec task = {.start = t + 100000,
+                          .end = t + 200000,
+                          .task = 7,
+                          .lane = lane,
+                          .kind = WEFT__TR_TASK};
+  weft__trace_rec before = {.start = t + 90000,
+                            .end = t + 100900, /* 0.9 us into the slice */
+                            .lane = lane,
+                            .name = "cudaEventQuery",
+                            .kind = WEFT__TR_API};
+  weft__trace_rec inside = {.start = t + 150000,
+                            .end = t + 200160, /* 0.16 us past its end */
+                            .lane = lane,
+                            .task = 7,
+                            .name = "cudaLaunchKernel",
+                            .kind = WEFT__TR_API};
+  weft__trace_emit(&before);
+  weft__trace_emit(&task);
+  weft__trace_emit(&inside);
+  CHECK_OK(weft__trace_close());
+  trace_model m;
+  trace_error err;
+  CHECK_MSG(trace_model_load_file(&m, path, &err) == 0, "%s", err.message);
+  check_nesting(&m);
+  trace_model_free(&m);
+  unlink(path);
+}
+
 int main(void) {
+  clamped_calls();
   char path[] = "/tmp/weft-roundtrip-XXXXXX";
   int fd = mkstemp(path);
   CHECK(fd >= 0);
