@@ -65,7 +65,8 @@ void bench_kernels_init(bench_kernels *k) {
                  .host = bench_host_affine,
                  .name = "bench_affine",
                  WEFT_KERNEL_ARGS(const unsigned *, unsigned *, unsigned,
-                                  unsigned, unsigned)},
+                                  unsigned, unsigned),
+                 .reads = WEFT_ARG_READ(0)},
   };
 }
 
@@ -156,11 +157,13 @@ void seed_kernels_init(seed_kernels *k) {
       .matmul = {.host = seed_host_matmul,
                  .name = "seed_matmul",
                  WEFT_KERNEL_ARGS(const float *, const float *, float *,
-                                  unsigned)},
+                                  unsigned),
+                 .reads = WEFT_ARG_READ(0) | WEFT_ARG_READ(1)},
       .cube = {.cuda = WEFT_CUDA_KERNEL(seed_cube),
                .host = seed_host_cube,
                .name = "seed_cube",
-               WEFT_KERNEL_ARGS(const float *, float *, unsigned long)},
+               WEFT_KERNEL_ARGS(const float *, float *, unsigned long),
+               .reads = WEFT_ARG_READ(0)},
       .sine = {.cuda = WEFT_CUDA_KERNEL(seed_sine),
                .host = seed_host_sine,
                .name = "seed_sine",
@@ -169,7 +172,8 @@ void seed_kernels_init(seed_kernels *k) {
                 .host = seed_host_layer,
                 .name = "seed_layer",
                 WEFT_KERNEL_ARGS(const float *, const float *, float *,
-                                 unsigned, unsigned)},
+                                 unsigned, unsigned),
+                .reads = WEFT_ARG_READ(0) | WEFT_ARG_READ(1)},
   };
 }
 
@@ -243,16 +247,19 @@ void demo_kernels_init(demo_kernels *k) {
                          .host = weft_demo_host_partial_reduce,
                          .name = "partial_reduce",
                          WEFT_KERNEL_ARGS(const float *, float *,
-                                          unsigned long long)},
+                                          unsigned long long),
+                         .reads = WEFT_ARG_READ(0)},
       .single_thread_sum = {.cuda = WEFT_CUDA_KERNEL(demo_single_thread_sum),
                             .host = weft_demo_host_single_thread_sum,
                             .name = "single_thread_sum",
-                            WEFT_KERNEL_ARGS(const float *, float *, unsigned)},
+                            WEFT_KERNEL_ARGS(const float *, float *, unsigned),
+                            .reads = WEFT_ARG_READ(0)},
       .divide_by = {.cuda = WEFT_CUDA_KERNEL(demo_divide_by),
                     .host = weft_demo_host_divide_by,
                     .name = "divide_by",
                     WEFT_KERNEL_ARGS(float *, const float *,
-                                     unsigned long long)},
+                                     unsigned long long),
+                    .reads = WEFT_ARG_READ(1)},
   };
 }
 

@@ -39,7 +39,8 @@ const weft_kernel matmul_kernel = {
     .cuda = WEFT_CUDA_KERNEL(overlap_matmul),
     .host = matmul_host,
     .name = "matmul",
-    WEFT_KERNEL_ARGS(const float *, const float *, float *, unsigned)};
+    WEFT_KERNEL_ARGS(const float *, const float *, float *, unsigned),
+    .reads = WEFT_ARG_READ(0) | WEFT_ARG_READ(1)};
 const weft_kernel sine_kernel = {.cuda = WEFT_CUDA_KERNEL(overlap_sine),
                                  .host = sine_host,
                                  .name = "sine",

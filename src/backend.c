@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "backend.h"
+#include "check.h"
 #include "error_internal.h"
 #include "ptrmap.h"
 
@@ -263,6 +264,32 @@ static void capture_note(weft__capture *c, const void *p) {
   c->ptrs[c->nptrs++] = p;
 }
 
+/* Under weft check: the spans an operation on s touches are checked now,
+ * or, while s captures a graph, kept for the replays to check. */
+static void check_op(weft__stream *s, const char *call, const char *kernel,
+                     const weft__check_span *spans, size_t n) {
+  weft__checker *k = s->hdr.bk->check;
+  if (!k)
+    return;
+  weft__capture *c = s->capture;
+  if (!c) {
+    weft__check_op(k, s, call, kernel, spans, n);
+    return;
+  }
+  if (c->nspans + n > c->cap_spans) {
+    size_t cap = c->cap_spans ? 2 * c->cap_spans : 16;
+    while (cap < c->nspans + n)
+      cap *= 2;
+    weft__check_span *v = realloc(c->spans, cap * sizeof *v);
+    if (!v)
+      return;
+    c->spans = v;
+    c->cap_spans = cap;
+  }
+  memcpy(c->spans + c->nspans, spans, n * sizeof *spans);
+  c->nspans += n;
+}
+
 /* The result of a recorded call: a failure spoils the capture. */
 static int captured(weft__stream *s, int rc) {
   if (rc && s->capture && !s->capture->failed)
@@ -292,7 +319,10 @@ int weft__stream_wait_event(weft__stream *s, weft__event *e) {
   if (e->hdr.bk != s->hdr.bk)
     return weft__err(WEFT_EINVAL, "weft_event_wait: event and stream belong to "
                                   "different backends");
-  return s->hdr.bk->ops->stream_wait_event(s, e);
+  int rc = s->hdr.bk->ops->stream_wait_event(s, e);
+  if (rc == 0 && s->hdr.bk->check)
+    weft__check_wait(s->hdr.bk->check, s, e);
+  return rc;
 }
 
 /* ---- events ---- */
@@ -362,6 +392,8 @@ int weft__event_record(weft__event *e, weft__stream *s) {
   int rc = s->hdr.bk->ops->event_record(e, s);
   if (rc == 0) /* read by other threads' waits: weft__event_recorded */
     __atomic_store_n(&e->recorded, 1, __ATOMIC_RELEASE);
+  if (rc == 0 && s->hdr.bk->check)
+    weft__check_record(s->hdr.bk->check, e, s);
   return rc;
 }
 
@@ -450,7 +482,11 @@ int weft__copy(weft__stream *s, void *dst, const void *src, size_t n,
     capture_note(s->capture, dst);
     capture_note(s->capture, src);
   }
-  return captured(s, s->hdr.bk->ops->copy(s, dst, src, n, kind));
+  rc = captured(s, s->hdr.bk->ops->copy(s, dst, src, n, kind));
+  if (rc == 0)
+    check_op(s, "weft_copy", NULL,
+             (weft__check_span[]){{dst, n, 1}, {src, n, 0}}, 2);
+  return rc;
 }
 
 int weft__memset(weft__stream *s, void *dst, int value, size_t n) {
@@ -464,7 +500,10 @@ int weft__memset(weft__stream *s, void *dst, int value, size_t n) {
     return rc;
   if (s->capture)
     capture_note(s->capture, dst);
-  return captured(s, s->hdr.bk->ops->memset(s, dst, value, n));
+  rc = captured(s, s->hdr.bk->ops->memset(s, dst, value, n));
+  if (rc == 0)
+    check_op(s, "weft_memset", NULL, (weft__check_span[]){{dst, n, 1}}, 1);
+  return rc;
 }
 
 static int check_dims(weft_dim3 d, const char *what, const char *name) {
@@ -548,7 +587,19 @@ int weft__launch(weft__stream *s, const weft_kernel *k, weft_dim3 grid,
     for (unsigned i = 0; i < k->nargs; i++)
       if (k->arg_size[i] == sizeof(void *))
         capture_note(s->capture, *(void *const *)args[i]);
-  return captured(s, b->ops->launch(s, k, grid, block, shmem, args));
+  int lrc = captured(s, b->ops->launch(s, k, grid, block, shmem, args));
+  if (lrc == 0 && b->check) {
+    /* A pointer argument may be a buffer the kernel writes, unless the
+     * descriptor says it only reads it. */
+    weft__check_span spans[WEFT_KERNEL_MAX_ARGS];
+    size_t n = 0;
+    for (unsigned i = 0; i < k->nargs; i++)
+      if (k->arg_size[i] == sizeof(void *))
+        spans[n++] = (weft__check_span){*(void *const *)args[i], 0,
+                                        !(k->reads & (1u << i))};
+    check_op(s, "weft_launch", name, spans, n);
+  }
+  return lrc;
 }
 
 int weft__kernel_preload(weft__backend *b, int dev, const weft_kernel *k) {

@@ -41,6 +41,10 @@ typedef struct weft__capture {
   const void **ptrs; /* pointers the recorded work uses, for graph refs */
   size_t nptrs, cap;
   int failed; /* first error of a recorded call, or 0 */
+  /* Under weft check: what the recorded work reads and writes, checked
+   * again at every replay (check.h). */
+  struct weft__check_span *spans;
+  size_t nspans, cap_spans;
 } weft__capture;
 
 /* A backend's stream struct starts with this. */
@@ -188,7 +192,8 @@ struct weft__backend {
   const struct weft__backend_ops *ops;
   pthread_mutex_t lock; /* pools and the allocation registry */
   weft__pool streams, events;
-  weft__ptrmap *allocs; /* live device and pinned allocations */
+  weft__ptrmap *allocs;        /* live device and pinned allocations */
+  struct weft__checker *check; /* weft check (check.h), or NULL: off */
   int ndev;
   weft_device_info *info; /* ndev entries, read at open */
 };

@@ -1,5 +1,6 @@
 /* Public events, on the calling task's (or thread's) stream. */
 #include "weft/event.h"
+#include "check.h"
 #include "scheduler.h"
 
 /* Public event handles carry their object's generation (pool.h), so a
@@ -73,10 +74,21 @@ int weft_event_sync(weft_event *ev) {
                                    "a capture cannot wait for the GPU");
   if (rc == 0)
     rc = weft__event_recorded(EV(ev), "weft_event_sync");
-  return rc ? rc : weft__exec_wait_event(x, EV(ev));
+  if (rc == 0)
+    rc = weft__exec_wait_event(x, EV(ev));
+  if (rc == 0 && x->rt->bk->check)
+    weft__check_event_synced(x->rt->bk->check, x, EV(ev));
+  return rc;
 }
 
-int weft_event_query(weft_event *ev) { return weft__event_query(EV(ev)); }
+int weft_event_query(weft_event *ev) {
+  int rc = weft__event_query(EV(ev));
+  /* Seen complete: the asker knows its work is done. */
+  weft__checker *k = rc == 0 ? EV(ev)->hdr.bk->check : NULL;
+  if (k && weft__exec_self())
+    weft__check_event_synced(k, weft__exec_self(), EV(ev));
+  return rc;
+}
 
 int weft_event_elapsed_ms(weft_event *start, weft_event *end, float *ms) {
   return weft__event_elapsed(EV(start), EV(end), ms);

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check.h"
 #include "scheduler.h"
 
 /* ---- the runtime plain threads use ----
@@ -82,6 +83,7 @@ int weft__runtime_unregister(weft_runtime *rt) {
 static void exec_free(weft__exec *x) {
   free(x->pending);
   free(x->first_msg);
+  weft__check_exec_gone(NULL, x);
   free(x);
 }
 
@@ -172,6 +174,8 @@ int weft__caller_get(const char *call, weft__caller *c) {
   int rc = weft__exec_stream(x, &c->s);
   if (rc)
     return rc;
+  if (x->rt->bk->check)
+    weft__check_issue(x->rt->bk->check, x, c->s);
   c->x = x;
   c->dev = x->dev;
   c->epoch = x->rt->epoch;

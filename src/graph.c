@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check.h"
 #include "error_internal.h"
 #include "ptrmap.h"
 #include "scheduler.h"
@@ -27,6 +28,10 @@ struct weft_graph {
   size_t nrefs;
   size_t ops, kernels, copies;
   struct weft_graph *next; /* the runtime's live graphs */
+  /* weft check: what a replay reads and writes, and the graph's clock. */
+  weft__check_span *spans;
+  size_t nspans;
+  weft__vc *check_vc;
 };
 
 int weft__refuse_in_capture(const weft__exec *x, const char *call,
@@ -42,8 +47,18 @@ int weft__refuse_in_capture(const weft__exec *x, const char *call,
 static void capture_free(weft__capture *c) {
   if (c) {
     free(c->ptrs);
+    free(c->spans);
     free(c);
   }
+}
+
+/* The capture's checked spans become g's (weft check). */
+static void take_spans(weft_graph *g, weft__capture *cap) {
+  free(g->spans);
+  g->spans = cap->spans;
+  g->nspans = cap->nspans;
+  cap->spans = NULL;
+  cap->nspans = cap->cap_spans = 0;
 }
 
 /* The capture of x's stream, or NULL after reporting none for call. */
@@ -166,6 +181,8 @@ int weft_graph_end(weft_graph **out) {
     rc = weft__err(WEFT_ENOMEM, "weft_graph_end: out of memory");
   if (rc == 0)
     rc = take_refs(rt, cap, &g->refs, &g->nrefs);
+  if (rc == 0)
+    take_spans(g, cap);
   capture_free(cap);
   if (rc) {
     free(g);
@@ -221,9 +238,12 @@ int weft_graph_update(weft_graph *g) {
   size_t nrefs = 0;
   if (rc == 0)
     rc = take_refs(rt, cap, &refs, &nrefs);
-  capture_free(cap);
-  if (rc)
+  if (rc) {
+    capture_free(cap);
     return rc;
+  }
+  take_spans(g, cap);
+  capture_free(cap);
   /* The new buffers are held; the old ones no longer are. */
   hold_refs(rt, g->refs, g->nrefs, -1);
   free(g->refs);
@@ -244,7 +264,11 @@ int weft_graph_launch(weft_graph *g) {
   if ((rc = weft__refuse_in_capture(x, "weft_graph_launch",
                                     "graphs do not nest")) != 0)
     return rc;
-  return x->rt->bk->ops->graph_launch(c.s, g->impl);
+  rc = x->rt->bk->ops->graph_launch(c.s, g->impl);
+  if (rc == 0 && x->rt->bk->check)
+    weft__check_replay(x->rt->bk->check, c.s, g->spans, g->nspans,
+                       &g->check_vc);
+  return rc;
 }
 
 int weft_graph_destroy(weft_graph *g) {
@@ -267,6 +291,8 @@ int weft_graph_destroy(weft_graph *g) {
   rt->bk->ops->graph_destroy(rt->bk, g->impl);
   hold_refs(rt, g->refs, g->nrefs, -1);
   free(g->refs);
+  free(g->spans);
+  weft__check_vc_free(g->check_vc);
   free(g);
   return 0;
 }

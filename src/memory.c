@@ -20,7 +20,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check.h"
 #include "scheduler.h"
+#include "trace.h"
 #include "weft/memory.h"
 
 #define CHUNK ((size_t)4 << 20)
@@ -239,6 +241,8 @@ int weft_device_alloc(size_t bytes, void **ptr) {
   if (rc)
     return rc;
   rc = weft__device_alloc(c.s, bytes, ptr);
+  if (rc == 0 && c.s->hdr.bk->check)
+    weft__check_alloc(c.s->hdr.bk->check, *ptr, bytes, 0);
   return rc;
 }
 
@@ -250,6 +254,10 @@ int weft_device_free(void *ptr) {
                                  "free after the capture");
   if (rc)
     return rc;
+  /* Before the free: once freed, the block may be handed out again (on
+   * another thread) before this call returns. */
+  if (ptr && c.s->hdr.bk->check)
+    weft__check_dealloc(c.s->hdr.bk->check, ptr);
   rc = weft__device_free(c.s, ptr);
   return rc;
 }
@@ -258,7 +266,28 @@ int weft_pinned_alloc(size_t bytes, void **ptr) {
   weft__exec *x = weft__exec_get("weft_pinned_alloc");
   if (!x)
     return weft__exec_get_failed();
-  return weft__pinned_cache_alloc(&x->rt->pinned, bytes, ptr);
+  weft__checker *k = x->rt->bk->check;
+  if (!k)
+    return weft__pinned_cache_alloc(&x->rt->pinned, bytes, ptr);
+  weft__pinned_stats before, after;
+  weft__pinned_cache_stats(&x->rt->pinned, &before);
+  uint64_t t0 = weft__trace_now();
+  int rc = weft__pinned_cache_alloc(&x->rt->pinned, bytes, ptr);
+  uint64_t ns = weft__trace_now() - t0;
+  weft__pinned_cache_stats(&x->rt->pinned, &after);
+  if (rc == 0)
+    weft__check_alloc(k, *ptr, bytes, 1);
+  /* On CUDA a miss allocates page-locked memory (cudaHostAlloc), which
+   * waits for the whole device; the host backend's does not. */
+  if (rc == 0 && x->is_task && after.misses > before.misses &&
+      x->rt->bk->ops->kind == WEFT_BACKEND_CUDA)
+    weft__check_implicit_sync(
+        k, x, "weft_pinned_alloc",
+        "a pinned-cache miss allocates page-locked memory (cudaHostAlloc), "
+        "which waits for the whole device; allocate before the tasks start, "
+        "or free and reuse blocks of this size",
+        ns);
+  return rc;
 }
 
 int weft_pinned_free(void *ptr) {
@@ -269,7 +298,11 @@ int weft_pinned_free(void *ptr) {
                                    "freeing records events on the streams "
                                    "that used the block; free after the "
                                    "capture");
-  return rc ? rc : weft__pinned_cache_free(&x->rt->pinned, ptr);
+  if (rc == 0 && ptr && x->rt->bk->check) /* before: see weft_device_free */
+    weft__check_dealloc(x->rt->bk->check, ptr);
+  if (rc == 0)
+    rc = weft__pinned_cache_free(&x->rt->pinned, ptr);
+  return rc;
 }
 
 int weft_mem_stats_get(weft_runtime *rt, weft_mem_stats *out) {
@@ -298,6 +331,17 @@ int weft_mem_stats_get(weft_runtime *rt, weft_mem_stats *out) {
 int weft_mem_trim(weft_runtime *rt) {
   if (!rt)
     return weft__err(WEFT_EINVAL, "weft_mem_trim: rt is NULL");
+  weft__checker *k = rt->bk->check;
+  weft__exec *x = k ? weft__exec_self() : NULL;
+  uint64_t t0 = x && x->is_task && rt->bk->ops->kind == WEFT_BACKEND_CUDA
+                    ? weft__trace_now()
+                    : 0;
   weft__pinned_cache_trim(&rt->pinned);
+  if (t0) /* cudaFreeHost, like cudaHostAlloc, waits for the device */
+    weft__check_implicit_sync(k, x, "weft_mem_trim",
+                              "freeing page-locked memory (cudaFreeHost) "
+                              "waits for the whole device; trim from a "
+                              "plain thread while the GPU is idle",
+                              weft__trace_now() - t0);
   return 0;
 }

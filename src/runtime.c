@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "backend.h"
+#include "check.h"
 #include "error_internal.h"
 #include "scheduler.h"
 #include "trace.h"
@@ -16,6 +17,28 @@ void weft_runtime_opts_init(weft_runtime_opts *opts) {
   memset(opts, 0, sizeof *opts);
   opts->struct_size = sizeof *opts;
   opts->backend = WEFT_BACKEND_AUTO;
+  opts->check = -1;
+}
+
+/* opts.check, or WEFT_CHECK for -1: 0 or 1, else WEFT_EINVAL reported. */
+static int check_wanted(int opt, int *on) {
+  if (opt == 0 || opt == 1) {
+    *on = opt;
+    return 0;
+  }
+  if (opt != -1)
+    return weft__err(WEFT_EINVAL, "weft_init: check %d is not -1, 0 or 1", opt);
+  const char *env = getenv("WEFT_CHECK");
+  if (!env || !*env || strcmp(env, "0") == 0) {
+    *on = 0;
+    return 0;
+  }
+  if (strcmp(env, "1") == 0) {
+    *on = 1;
+    return 0;
+  }
+  return weft__err(WEFT_EINVAL, "weft_init: WEFT_CHECK='%s' is not 0 or 1",
+                   env);
 }
 
 static int rt_locks_init(weft_runtime *rt) {
@@ -112,6 +135,9 @@ int weft_init(weft_runtime **rtp, const weft_runtime_opts *user) {
   int rc0 = thread_count("workers", "WEFT_WORKERS", &opts.workers);
   if (rc0 == 0)
     rc0 = thread_count("host_threads", "WEFT_HOST_THREADS", &opts.host_threads);
+  int check = 0;
+  if (rc0 == 0)
+    rc0 = check_wanted(opts.check, &check);
   if (rc0)
     return rc0;
   if (opts.stack_size == 0)
@@ -138,6 +164,10 @@ int weft_init(weft_runtime **rtp, const weft_runtime_opts *user) {
   rt->events = calloc((size_t)rt->bk->ndev, sizeof *rt->events);
   if (!rt->streams || !rt->events) {
     rc = weft__err(WEFT_ENOMEM, "weft_init: out of memory");
+    goto fail_pools;
+  }
+  if (check && !(rt->bk->check = weft__check_new())) {
+    rc = WEFT_ENOMEM;
     goto fail_pools;
   }
   rc = weft__stack_pool_init(&rt->stacks, opts.stack_size);
@@ -187,6 +217,8 @@ fail_pinned:
 fail_pools:
   free(rt->streams);
   free(rt->events);
+  weft__check_free(rt->bk->check);
+  rt->bk->check = NULL;
   weft__backend_close(rt->bk);
 fail_backend:
   rt_locks_fini(rt);
@@ -262,6 +294,8 @@ int weft_shutdown(weft_runtime *rt) {
     trc = weft__trace_close();
   }
   weft__stack_pool_fini(&rt->stacks);
+  weft__check_free(rt->bk->check);
+  rt->bk->check = NULL;
   int rc = weft__backend_close(rt->bk);
   rt_locks_fini(rt);
   free(rt);

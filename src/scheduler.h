@@ -36,8 +36,9 @@ struct weft__exec {
    * joined by weft_sync and when a task returns. */
   struct weft_task **pending;
   int npending, cap_pending;
-  struct weft__exec *next; /* runtime's list of plain-thread contexts */
-  atomic_int dead;         /* a plain thread's, after its runtime shut down */
+  struct weft__exec *next;   /* runtime's list of plain-thread contexts */
+  struct weft__vc *check_vc; /* weft check: what it has seen (check.c) */
+  atomic_int dead;           /* a plain thread's, after its runtime shut down */
 };
 
 typedef enum task_state {

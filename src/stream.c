@@ -1,7 +1,9 @@
 /* weft/stream.h: the caller's stream, waiting for it, ordering it after
  * another task. */
 #include "weft/stream.h"
+#include "check.h"
 #include "scheduler.h"
+#include "trace.h"
 
 weft_stream *weft_stream_current(void) {
   weft__exec *x = weft__exec_get("weft_stream_current");
@@ -38,6 +40,8 @@ int weft_sync(void) {
     if (rc)
       weft__exec_fail(x, rc);
   }
+  if (rc == 0 && x->stream && x->rt->bk->check)
+    weft__check_synced(x->rt->bk->check, x, x->stream);
   if (x->npending) {
     int jr = weft__exec_join_pending(x);
     if (jr)
@@ -56,7 +60,15 @@ int weft_device_sync(void) {
                                    "it waits for the whole device");
   if (rc)
     return rc;
+  weft__checker *k = x->rt->bk->check;
+  uint64_t t0 = k ? weft__trace_now() : 0;
   rc = weft__device_sync(x->rt->bk, x->dev);
+  if (k && x->is_task)
+    weft__check_implicit_sync(k, x, "weft_device_sync",
+                              "it waits for every stream of the device, "
+                              "every task's work; weft_sync waits for this "
+                              "task's alone",
+                              weft__trace_now() - t0);
   return rc ? weft__exec_fail(x, rc) : 0;
 }
 
@@ -86,6 +98,11 @@ int weft_task_after(weft_task *h) {
   pthread_mutex_lock(&rt->lock);
   int live = still_live(h, other);
   int foreign = live && other->x.rt != rt;
+  /* Completed, not yet joined: what it did is done, and known from now on
+   * (weft check; a task already joined or detached and gone is not). */
+  if (!live && rt->bk->check && weft__handle_live(h, &other->hdr) &&
+      other->x.rt == rt)
+    weft__check_joined(rt->bk->check, x, &other->x);
   pthread_mutex_unlock(&rt->lock);
   if (foreign)
     return weft__err(WEFT_EINVAL, "weft_task_after: task of another runtime");
@@ -102,6 +119,8 @@ int weft_task_after(weft_task *h) {
     /* end_ev lives until the task is finalized, which takes this lock. */
     if (still_live(h, other) && other->end_ev)
       rc = weft__stream_wait_event(s, other->end_ev);
+    if (rc == 0 && rt->bk->check)
+      weft__check_after(rt->bk->check, s, &other->x);
   }
   pthread_mutex_unlock(&rt->lock);
   return rc;

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "check.h"
 #include "scheduler.h"
 #include "trace.h"
 
@@ -48,6 +49,7 @@ static void task_free(weft_runtime *rt, weft_task *t) {
     t->all_next->all_prev = t->all_prev;
   free(t->x.pending);
   free(t->x.first_msg);
+  weft__check_exec_gone(rt->bk->check, &t->x);
   weft__pool_put(&rt->tasks, &t->hdr);
 }
 
@@ -128,6 +130,9 @@ int weft_task_spawn(weft_runtime *rt, weft_task **task, weft_task_fn fn,
     t->handle_gone = t->detached = 1;
   else
     *task = (weft_task *)weft__handle_of(&t->hdr);
+  t->x.check_vc = NULL;
+  if (rt->bk->check) /* the child starts with what its spawner has seen */
+    weft__check_spawn(rt->bk->check, weft__exec_self(), &t->x);
   weft__mark_ready(t, WEFT__TR_READY_SPAWN);
   weft__sched_ready(rt, t);
   return 0;
@@ -233,6 +238,8 @@ int weft_task_join(weft_task *h) {
   }
   t->handle_gone = 1;
   weft__task_wait_for(rt, t, 1);
+  if (rt->bk->check)
+    weft__check_joined(rt->bk->check, weft__exec_self(), &t->x);
   rc = t->x.first_err;
   if (rc) /* hand the task's failure detail to the joiner */
     weft__err_raw(rc, t->x.first_raw, "task '%s': %s", t->name,
@@ -296,6 +303,10 @@ void weft__task_returned(weft_task *t) {
   weft__graph_drop_capture(&t->x, "the task returned");
   /* Work still queued on the stream: the task completes when it does. */
   int q = t->x.stream && t->x.unsynced ? weft__stream_query(t->x.stream) : 0;
+  /* Its stream's work is done: what it did is known to whoever sees it
+   * return (weft_task_after), before anyone can. */
+  if (q == 0 && t->x.stream && rt->bk->check)
+    weft__check_synced(rt->bk->check, &t->x, t->x.stream);
   if (q == WEFT_EAGAIN) {
     int rc = weft__event_pool_get(rt, t->x.dev, &ev);
     if (rc == 0) {
@@ -328,6 +339,9 @@ void weft__task_returned(weft_task *t) {
 
 void weft__task_finalize(weft_task *t) {
   weft_runtime *rt = t->x.rt;
+  /* Done, its stream's work included: a joiner sees all of it. */
+  if (rt->bk->check && t->x.stream)
+    weft__check_synced(rt->bk->check, &t->x, t->x.stream);
   weft__exec_release_stream(&t->x);
   pthread_mutex_lock(&rt->lock);
   weft__event *ev = t->end_ev;

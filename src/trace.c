@@ -281,6 +281,7 @@ static const char *const cats[WEFT__TR_NKINDS] = {
     [WEFT__TR_API] = WEFT_TRF_CAT_RUNTIME,
     [WEFT__TR_TASK] = WEFT_TRF_CAT_TASK,
     [WEFT__TR_WAIT] = WEFT_TRF_CAT_WAIT,
+    [WEFT__TR_CHECK] = WEFT_TRF_CAT_CHECK,
 };
 
 /* A task's waits go on a lane of the task's own, not on a worker's: a
@@ -315,8 +316,31 @@ static const char *api_name(const char *n, char *buf, size_t len) {
   return buf;
 }
 
+/* A weft check finding: an instant on the thread that found it, which
+ * needs no nesting in the slices around it. */
+static void write_check(FILE *f, const weft__trace_rec *r, uint64_t t0,
+                        long host_pid) {
+  fprintf(f,
+          "{" KEY(WEFT_TRF_PH) "\"" WEFT_TRF_PH_INSTANT "\",\"s\":\"t\"," KEY(
+              WEFT_TRF_CAT) "\"" WEFT_TRF_CAT_CHECK "\"," KEY(WEFT_TRF_NAME));
+  json_write_string(f, r->name ? r->name : "check");
+  fprintf(
+      f,
+      "," KEY(WEFT_TRF_PID) "%ld," KEY(WEFT_TRF_TID) "%" PRId64 "," KEY(
+          WEFT_TRF_TS) "%.3f," KEY(WEFT_TRF_ARGS) "{" KEY(WEFT_TRF_ARG_MESSAGE),
+      host_pid, (int64_t)r->lane, (double)(r->end - t0) / 1e3);
+  json_write_string(f, r->detail ? r->detail : "");
+  if (r->task)
+    fprintf(f, "," KEY(WEFT_TRF_ARG_TASK) "%" PRIu64, r->task);
+  fprintf(f, "}}");
+}
+
 static void write_rec(FILE *f, const weft__trace_rec *r, uint64_t t0,
                       long host_pid) {
+  if (r->kind == WEFT__TR_CHECK) {
+    write_check(f, r, t0, host_pid);
+    return;
+  }
   int gpu = r->kind <= WEFT__TR_MEMSET;
   double ts = (double)(r->start - t0) / 1e3;
   double dur = r->end > r->start ? (double)(r->end - r->start) / 1e3 : 0.0;

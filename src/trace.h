@@ -24,9 +24,10 @@ typedef enum weft__trace_kind {
   WEFT__TR_KERNEL,
   WEFT__TR_MEMCPY,
   WEFT__TR_MEMSET,
-  WEFT__TR_API,  /* the host-side call that queued a GPU op */
-  WEFT__TR_TASK, /* a run slice of a task on a worker thread */
-  WEFT__TR_WAIT, /* a task suspended waiting for the GPU */
+  WEFT__TR_API,   /* the host-side call that queued a GPU op */
+  WEFT__TR_TASK,  /* a run slice of a task on a worker thread */
+  WEFT__TR_WAIT,  /* a task suspended waiting for the GPU */
+  WEFT__TR_CHECK, /* a weft check finding: an instant (name: its kind) */
   WEFT__TR_NKINDS
 } weft__trace_kind;
 
@@ -54,9 +55,10 @@ typedef struct weft__trace_rec {
   uint64_t task;       /* task id; 0 for none */
   uint64_t corr;       /* correlation between an API record and its op */
   uint64_t bytes;
-  uint64_t ready;   /* task slices: when the task was made ready, or 0 */
-  const char *name; /* static, or interned with weft__trace_intern */
-  uint32_t lane;    /* GPU kinds: stream id; CPU kinds: thread lane */
+  uint64_t ready;     /* task slices: when the task was made ready, or 0 */
+  const char *name;   /* static, or interned with weft__trace_intern */
+  const char *detail; /* checks: the finding's message (interned) */
+  uint32_t lane;      /* GPU kinds: stream id; CPU kinds: thread lane */
   int16_t dev;
   uint8_t kind;
   uint8_t copy; /* WEFT__TR_HTOD.. for memcpys */

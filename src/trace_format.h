@@ -55,6 +55,11 @@
 #define WEFT_TRF_CAT_RUNTIME "cuda_runtime" /* an API call */
 #define WEFT_TRF_CAT_TASK "task"            /* a run slice of a weft task */
 #define WEFT_TRF_CAT_WAIT "weft_wait"       /* a weft task waiting */
+/* A weft check finding: an instant event ("ph":"i", thread-scoped), name
+ * the kind ("race", "implicit sync"), args.message the line printed. */
+#define WEFT_TRF_CAT_CHECK "weft_check"
+#define WEFT_TRF_PH_INSTANT "i"
+#define WEFT_TRF_ARG_MESSAGE "message"
 /* Read only: Kineto's other spellings. The reader compares categories
  * without case, so older releases' capitalised ones ("Kernel") match too. */
 #define WEFT_TRF_CAT_MEMCPY_ALT "memcpy"

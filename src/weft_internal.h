@@ -1,13 +1,14 @@
 /* The one door into weft's internals from outside src/, for tests alone:
  * the backend contract (backend.h), the scheduler's structs, the pointer
- * registry and the error slots. The demo, the benchmarks and the tools use
- * the public API (include/weft/).
- * A test of the CUDA backend's own code defines WEFT_INTERNAL_CUDA before
- * including this, for cuda/cuda_internal.h. */
+ * registry, the error slots and weft check's counters. The demo, the benchmarks
+ * and the tools use the public API (include/weft/). A test of the CUDA
+ * backend's own code defines WEFT_INTERNAL_CUDA before including this, for
+ * cuda/cuda_internal.h. */
 #ifndef WEFT__WEFT_INTERNAL_H
 #define WEFT__WEFT_INTERNAL_H
 
 #include "backend.h"
+#include "check.h"
 #include "error_internal.h"
 #include "ptrmap.h"
 #include "scheduler.h"

@@ -43,6 +43,13 @@ typedef struct weft_kernel {
    * their sizes for that. Fill with WEFT_KERNEL_ARGS(type, ...). */
   unsigned nargs;
   unsigned short arg_size[WEFT_KERNEL_MAX_ARGS];
+  /* Parameters the kernel only reads, e.g. .reads = WEFT_ARG_READ(0) |
+   * WEFT_ARG_READ(1) for parameters 0 and 1 (counted from 0): weft
+   * check (WEFT_CHECK=1) counts a pointer parameter into weft's memory as
+   * a write unless its bit is set here, so two tasks' kernels that only
+   * read one buffer are not a race. 0 (the default): every pointer may be
+   * written. */
+  unsigned reads;
 } weft_kernel;
 
 /* Names a __global__ function, defined with extern "C" in a .cu file, for
@@ -62,6 +69,9 @@ typedef struct weft_kernel {
  * args NULL; WEFT_KERNEL_ARGS() with nothing in it does not compile. */
 #define WEFT_KERNEL_ARGS(...)                                                  \
   .nargs = WEFT__NARGS(__VA_ARGS__), .arg_size = {WEFT__SIZES(__VA_ARGS__)}
+
+/* The bit of parameter i in weft_kernel.reads. */
+#define WEFT_ARG_READ(i) (1u << (i))
 
 /* Argument counting and sizeof mapping for up to 16 parameters. */
 #define WEFT__NARGS(...)                                                       \

@@ -30,6 +30,11 @@ typedef struct weft_runtime_opts {
    * trace report` analyses it). NULL reads the environment variable
    * WEFT_TRACE; unset means no tracing. */
   const char *trace_path;
+  /* weft check (README, "Checking"): 1 reports implicit synchronisations
+   * and races between tasks on stderr, 0 does not; -1 (the default) reads
+   * the environment variable WEFT_CHECK (0 or 1; unset means 0). Off, it
+   * costs nothing. */
+  int check;
 } weft_runtime_opts;
 
 /* Fills *opts with the defaults; NULL is ignored.

@@ -3,6 +3,7 @@
  * are the backend's own objects. */
 #include "weft/host.h"
 #include "backend.h"
+#include "check.h"
 #include "error_internal.h"
 #include "scheduler.h"
 
@@ -39,20 +40,51 @@ int weft_host_stream_destroy(weft_host_stream **s) {
   return rc ? rc : drc;
 }
 
+/* Under weft check the caller now knows what s (or ev) had done: these
+ * streams are outside weft's tasks, but their work touches weft's memory
+ * all the same. */
+static void seen_stream(weft__stream *s) {
+  weft__checker *k = s->hdr.bk->check;
+  weft__exec *x = k ? weft__exec_get("weft_host_stream_sync") : NULL;
+  if (x)
+    weft__check_synced(k, x, s);
+}
+
+static void seen_event(weft__event *e) {
+  weft__checker *k = e->hdr.bk->check;
+  weft__exec *x = k ? weft__exec_get("weft_host_event_sync") : NULL;
+  if (x)
+    weft__check_event_synced(k, x, e);
+}
+
 int weft_host_stream_sync(weft_host_stream *s) {
-  return weft__stream_sync(S(s));
+  int rc = weft__stream_sync(S(s));
+  if (rc == 0)
+    seen_stream(S(s));
+  return rc;
 }
 
 int weft_host_stream_wait_event(weft_host_stream *s, weft_host_event *ev) {
   return weft__stream_wait_event(S(s), E(ev));
 }
 
+/* Under weft check: work queued now comes after what the caller has
+ * seen. */
+static void issue(weft__stream *s) {
+  weft__checker *k = s && s->hdr.bk ? s->hdr.bk->check : NULL;
+  weft__exec *x = k ? weft__exec_get("weft_host_launch") : NULL;
+  if (x)
+    weft__check_issue(k, x, s);
+}
+
 int weft_host_launch(weft_host_stream *s, const weft_kernel *k, weft_dim3 grid,
                      weft_dim3 block, void **args) {
+  issue(S(s));
   return weft__launch(S(s), k, grid, block, 0, args);
 }
 
 int weft_host_copy(weft_host_stream *s, void *dst, const void *src, size_t n) {
+  issue(S(s));
   return weft__copy(S(s), dst, src, n, WEFT__COPY_DEFAULT);
 }
 
@@ -77,11 +109,17 @@ int weft_host_event_record(weft_host_event *ev, weft_host_stream *s) {
 }
 
 int weft_host_event_query(weft_host_event *ev) {
-  return weft__event_query(E(ev));
+  int rc = weft__event_query(E(ev));
+  if (rc == 0)
+    seen_event(E(ev));
+  return rc;
 }
 
 int weft_host_event_sync(weft_host_event *ev) {
-  return weft__event_sync(E(ev));
+  int rc = weft__event_sync(E(ev));
+  if (rc == 0)
+    seen_event(E(ev));
+  return rc;
 }
 
 int weft_host_event_elapsed_ms(weft_host_event *start, weft_host_event *end,

@@ -13,6 +13,7 @@
  * that nest on every CPU lane. A graph's replays are cudaGraphLaunch calls
  * whose ops carry the graph's id and share the call's correlation, with
  * one arrow per replay, and the report counts them. */
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -192,8 +193,65 @@ static void clamped_calls(void) {
   unlink(path);
 }
 
+/* A finding of weft check is an instant event in the trace (cat
+ * weft_check), which the reader counts and the checker's rules accept. */
+static float *shared_buf;
+static int met;
+static void racer(void *arg) {
+  (void)arg;
+  CHECK_OK(weft_memset(shared_buf, 0, N * sizeof(float)));
+  __atomic_add_fetch(&met, 1, __ATOMIC_ACQ_REL);
+  while (__atomic_load_n(&met, __ATOMIC_ACQUIRE) < 2)
+    weft_yield(); /* both hold their streams: no stream order between */
+  CHECK_OK(weft_sync());
+}
+
+static void checked_findings(void) {
+  char path[] = "/tmp/weft-checked-XXXXXX";
+  int fd = mkstemp(path);
+  CHECK(fd >= 0);
+  close(fd);
+  weft_runtime_opts o;
+  weft_runtime_opts_init(&o);
+  o.backend = WEFT_BACKEND_HOST;
+  o.trace_path = path;
+  o.check = 1;
+  o.workers = 2;
+  /* The planted race's line would read as a finding of the suite's own
+   * (CI runs the suite under WEFT_CHECK=1 and fails on any). */
+  fflush(stderr);
+  int saved = dup(2), null = open("/dev/null", O_WRONLY);
+  CHECK(saved >= 0 && null >= 0 && dup2(null, 2) == 2);
+  close(null);
+  weft_runtime *rt;
+  CHECK_OK(weft_init(&rt, &o));
+  CHECK_OK(weft_device_alloc(N * sizeof(float), (void **)&shared_buf));
+  CHECK_OK(weft_sync());
+  weft_task *a, *b;
+  CHECK_OK(weft_task_spawn(rt, &a, racer, NULL, NULL));
+  CHECK_OK(weft_task_spawn(rt, &b, racer, NULL, NULL));
+  CHECK_OK(weft_task_join(a));
+  CHECK_OK(weft_task_join(b));
+  CHECK_OK(weft_device_free(shared_buf));
+  CHECK_OK(weft_sync());
+  CHECK_OK(weft_shutdown(rt));
+  fflush(stderr);
+  CHECK(dup2(saved, 2) == 2);
+  close(saved);
+  trace_model m;
+  trace_error err;
+  CHECK_MSG(trace_model_load_file(&m, path, &err) == 0, "%s", err.message);
+  CHECK_EQ_INT((int)m.checks, 1);
+  CHECK_EQ_INT((int)m.check_races, 1);
+  check_nesting(&m);
+  CHECK_EQ_INT((int)trace_check(stderr, &m, 20), 0);
+  trace_model_free(&m);
+  unlink(path);
+}
+
 int main(void) {
   clamped_calls();
+  checked_findings();
   char path[] = "/tmp/weft-roundtrip-XXXXXX";
   int fd = mkstemp(path);
   CHECK(fd >= 0);

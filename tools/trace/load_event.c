@@ -33,7 +33,8 @@ typedef enum phase {
   PH_COMPLETE,
   PH_METADATA,
   PH_FLOW_START,
-  PH_FLOW_END
+  PH_FLOW_END,
+  PH_INSTANT
 } phase;
 
 typedef struct event {
@@ -461,6 +462,7 @@ static int read_field(trace_loader *L, event *e, int k,
             : trace_json_is(t, WEFT_TRF_PH_METADATA)   ? PH_METADATA
             : trace_json_is(t, WEFT_TRF_PH_FLOW_START) ? PH_FLOW_START
             : trace_json_is(t, WEFT_TRF_PH_FLOW_END)   ? PH_FLOW_END
+            : trace_json_is(t, WEFT_TRF_PH_INSTANT)    ? PH_INSTANT
                                                        : PH_OTHER;
     return 0;
   case K_ID:
@@ -541,6 +543,15 @@ int trace_load_event(trace_loader *L, size_t offset) {
   if (e.ph == PH_METADATA) {
     L->m->metadata++;
     return add_meta(L, &e);
+  }
+  if (e.ph == PH_INSTANT &&
+      strcmp(trace_model_str(L->m, e.cat), WEFT_TRF_CAT_CHECK) == 0) {
+    /* weft check's findings, by kind (the event's name) */
+    const char *kind = trace_model_str(L->m, e.name);
+    L->m->checks++;
+    L->m->check_races += strcmp(kind, "race") == 0;
+    L->m->check_syncs += strcmp(kind, "implicit sync") == 0;
+    return 0;
   }
   if ((e.ph == PH_FLOW_START || e.ph == PH_FLOW_END) && e.has_id &&
       strcmp(trace_model_str(L->m, e.cat), WEFT_TRF_CAT_FLOW) == 0)

@@ -116,6 +116,8 @@ typedef struct trace_model {
   /* Events read, by phase: "X" (complete), "M" (metadata), and the rest,
    * which are counted and ignored. */
   size_t events, complete, metadata, ignored;
+  /* weft check's findings (instant events of cat weft_check), by kind. */
+  size_t checks, check_races, check_syncs;
 
   /* What `weft trace check` looks at beyond the ops: the rank of a
    * top-level "distributedInfo" (-1 if none), and the ids of the launch

@@ -277,6 +277,14 @@ static void text_report(FILE *f, const trace_model *m, const trace_analysis *a,
     }
   }
   text_latency(f, m, a);
+  if (m->checks)
+    fprintf(f,
+            "\nweft check: %zu finding%s (%zu race%s, %zu implicit "
+            "synchronisation%s); the lines are on the program's stderr and "
+            "in the trace as instant events\n",
+            m->checks, m->checks == 1 ? "" : "s", m->check_races,
+            m->check_races == 1 ? "" : "s", m->check_syncs,
+            m->check_syncs == 1 ? "" : "s");
 }
 
 /* ---- JSON
@@ -498,6 +506,10 @@ static void json_report(FILE *f, const trace_model *m, const trace_analysis *a,
   else
     fputs("null", f);
   fprintf(f, "},\n");
+  fprintf(f,
+          "  \"checks\": {\"findings\": %zu, \"races\": %zu, "
+          "\"implicit_syncs\": %zu},\n",
+          m->checks, m->check_races, m->check_syncs);
   fprintf(f,
           "  \"graphs\": {\"launches\": %zu, \"graphs\": %zu, \"ops\": %zu, "
           "\"kernels\": %zu},\n",

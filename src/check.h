@@ -1,0 +1,87 @@
+/* weft check (WEFT_CHECK=1, weft_runtime_opts.check): finds the implicit
+ * synchronisations that destroy overlap and the races between tasks that
+ * streams of their own make possible.
+ *
+ * Races: every stream and every execution context (task or plain thread)
+ * carries a vector clock over streams. An operation issued on stream s by
+ * context x is ordered after everything x has seen (VC_s joins VC_x) and
+ * ticks s; an event record copies VC_s, a wait joins it into the waiting
+ * stream, a weft_sync or event sync joins it into the waiting context;
+ * spawn hands the parent's clock to the child, and a task's end (its
+ * stream's work included) reaches whoever joins it or follows it
+ * (weft_task_after). An access to a tracked allocation (weft's device
+ * memory, pinned blocks) is checked against the accesses of other streams
+ * kept for it: overlapping ranges, one of them a write, and the older one
+ * not ordered before the newer (VC_s[its stream] below its tick) is a race.
+ * Copies and memsets give exact ranges; a pointer argument of a kernel
+ * into a tracked allocation counts as a write of the element it points at
+ * (how far the kernel goes is not known) unless the descriptor marks the
+ * parameter read-only (weft_kernel.reads).
+ *
+ * Findings go to stderr, one line each starting "weft check:", and into
+ * the trace as instant events (cat "weft_check"). Every hook is a NULL
+ * test when checking is off. */
+#ifndef WEFT__CHECK_H
+#define WEFT__CHECK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "backend.h"
+
+typedef struct weft__checker weft__checker;
+typedef struct weft__exec weft__exec;
+typedef struct weft__vc weft__vc;
+
+/* A span an operation touches. */
+typedef struct weft__check_span {
+  const void *p;
+  size_t n; /* 0: to the end of the allocation p lies in */
+  int write;
+} weft__check_span;
+
+/* NULL on ENOMEM (reported). */
+weft__checker *weft__check_new(void);
+/* Prints the summary line if there were findings. */
+void weft__check_free(weft__checker *k);
+size_t weft__check_findings(const weft__checker *k);
+
+/* Context x (NULL: none known) issues an operation on s: s is ordered
+ * after what x has seen, and x's task becomes s's owner for messages. */
+void weft__check_issue(weft__checker *k, weft__exec *x, weft__stream *s);
+/* An operation on s (call names it; kernel: its name or NULL) touching
+ * spans: ticks s, checks and records each span. */
+void weft__check_op(weft__checker *k, weft__stream *s, const char *call,
+                    const char *kernel, const weft__check_span *spans,
+                    size_t n);
+/* A graph replay on s, which touches spans (what the capture recorded):
+ * ordered after the graph's previous replay (*gvc, the graph's clock, made
+ * on first use; weft__check_vc_free frees it), as CUDA orders them. */
+void weft__check_replay(weft__checker *k, weft__stream *s,
+                        const weft__check_span *spans, size_t n,
+                        weft__vc **gvc);
+void weft__check_vc_free(weft__vc *v);
+void weft__check_record(weft__checker *k, weft__event *e, weft__stream *s);
+void weft__check_wait(weft__checker *k, weft__stream *s, weft__event *e);
+/* x has seen s's work up to now complete (a sync of s), or e's. */
+void weft__check_synced(weft__checker *k, weft__exec *x, weft__stream *s);
+void weft__check_event_synced(weft__checker *k, weft__exec *x, weft__event *e);
+/* child starts with what parent (NULL: nothing) has seen. */
+void weft__check_spawn(weft__checker *k, weft__exec *parent, weft__exec *child);
+/* x now knows everything done knew at its end (a join); or stream s is
+ * ordered after it (weft_task_after). */
+void weft__check_joined(weft__checker *k, weft__exec *x, weft__exec *done);
+void weft__check_after(weft__checker *k, weft__stream *s, weft__exec *done);
+/* Frees x's clock (a context going away). */
+void weft__check_exec_gone(weft__checker *k, weft__exec *x);
+
+/* Tracked allocations. */
+void weft__check_alloc(weft__checker *k, const void *p, size_t n, int pinned);
+void weft__check_dealloc(weft__checker *k, const void *p);
+
+/* A call that synchronises more than its caller's stream, made from a
+ * task (x): reported with how long it took (ns; 0 if not measured). */
+void weft__check_implicit_sync(weft__checker *k, weft__exec *x,
+                               const char *call, const char *what, uint64_t ns);
+
+#endif

@@ -1,0 +1,316 @@
+/* weft check (WEFT_CHECK, weft_runtime_opts.check) on every backend: each
+ * planted bug is reported, naming the tasks involved, and its correctly
+ * ordered twin is silent.
+ *
+ * Races: two tasks' memsets of one buffer; a kernel writing a buffer and
+ * another task copying it out; two kernels reading one buffer through a
+ * parameter not marked read-only; a graph replay against another task's
+ * memset. Twins: weft_task_after, a join before the second spawn, an event
+ * waited on, a parameter marked read-only (weft_kernel.reads), two tasks
+ * replaying one graph (replays of a graph are ordered). Implicit
+ * synchronisation: weft_device_sync from a task; its twin from a plain
+ * thread. With checking off nothing is reported. Each case runs in a
+ * fresh runtime with stderr captured. The racing tasks meet after their
+ * operations (each holds its stream until the other has queued): a task
+ * that ended first would hand its stream to the next, and one stream's
+ * work is ordered, so there would be no race to find. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "task_common.h"
+#include "weft_internal.h"
+
+enum { N = 1024 };
+
+typedef struct world {
+  weft_runtime *rt;
+  int *buf, *other;    /* device */
+  int *host;           /* pinned */
+  weft_task *first;    /* for weft_task_after */
+  weft_event *ev;      /* recorded by the first task */
+  int recorded;        /* set once it is */
+  weft_graph *graph;   /* replayed by the graph cases */
+  weft_kernel reads_0; /* copy_int without its read-only mark */
+  int meet;            /* racing tasks wait for each other (meet()) */
+  int arrived;
+} world;
+
+static world W;
+
+typedef void (*case_fn)(void);
+
+/* With W.meet, waits until the other racing task got here too. */
+static void meet(void) {
+  if (!W.meet)
+    return;
+  tt_add(&W.arrived, 1);
+  while (tt_load(&W.arrived) < 2)
+    weft_yield();
+}
+
+static weft_task *spawn(weft_task_fn fn, const char *name) {
+  weft_task_opts o;
+  weft_task_opts_init(&o);
+  o.name = name;
+  weft_task *t;
+  CHECK_OK(weft_task_spawn(W.rt, &t, fn, NULL, &o));
+  return t;
+}
+
+static void memset_task(void *arg) {
+  (void)arg;
+  CHECK_OK(weft_memset(W.buf, 1, N * sizeof(int)));
+  meet();
+  CHECK_OK(weft_sync());
+}
+
+static void after_memset_task(void *arg) {
+  (void)arg;
+  CHECK_OK(weft_task_after(W.first));
+  CHECK_OK(weft_memset(W.buf, 2, N * sizeof(int)));
+  CHECK_OK(weft_sync());
+}
+
+static void kernel_write_task(void *arg) {
+  (void)arg;
+  float *f = (float *)W.buf;
+  int n = N;
+  float a = 1, b = 1;
+  void *args[] = {&f, &n, &a, &b};
+  CHECK_OK(weft_launch(&tk.axpb, WEFT_DIM1(N / TEST_THREADS),
+                       WEFT_DIM1(TEST_THREADS), 0, args));
+  meet();
+  CHECK_OK(weft_sync());
+}
+
+static void copy_out_task(void *arg) {
+  (void)arg;
+  CHECK_OK(weft_copy(W.host, W.buf, N * sizeof(int)));
+  meet();
+  CHECK_OK(weft_sync());
+}
+
+/* copy_int(dst, src): reads W.buf, writes a word of W.other of its own. */
+static void read_task(const weft_kernel *k, int slot) {
+  int *dst = W.other + slot, *src = W.buf;
+  void *args[] = {&dst, &src};
+  CHECK_OK(weft_launch(k, WEFT_DIM1(1), WEFT_DIM1(1), 0, args));
+  meet();
+  CHECK_OK(weft_sync());
+}
+static void read_marked_a(void *arg) { (void)arg, read_task(&tk.copy_int, 1); }
+static void read_marked_b(void *arg) { (void)arg, read_task(&tk.copy_int, 2); }
+static void read_plain_a(void *arg) { (void)arg, read_task(&W.reads_0, 1); }
+static void read_plain_b(void *arg) { (void)arg, read_task(&W.reads_0, 2); }
+
+static void record_task(void *arg) {
+  (void)arg;
+  CHECK_OK(weft_memset(W.buf, 3, N * sizeof(int)));
+  CHECK_OK(weft_event_record(W.ev));
+  tt_store(&W.recorded, 1);
+  CHECK_OK(weft_sync());
+}
+
+static void wait_event_task(void *arg) {
+  (void)arg;
+  while (!tt_load(&W.recorded))
+    weft_yield();
+  CHECK_OK(weft_event_wait(W.ev));
+  CHECK_OK(weft_memset(W.buf, 4, N * sizeof(int)));
+  CHECK_OK(weft_sync());
+}
+
+static void replay_task(void *arg) {
+  (void)arg;
+  for (int i = 0; i < 3; i++)
+    CHECK_OK(weft_graph_launch(W.graph));
+  meet();
+  CHECK_OK(weft_sync());
+}
+
+static void device_sync_task(void *arg) {
+  (void)arg;
+  CHECK_OK(weft_memset(W.buf, 0, N * sizeof(int)));
+  CHECK_OK(weft_device_sync());
+}
+
+/* ---- the cases ---- */
+
+static void two_memsets(void) {
+  weft_task *a = spawn(memset_task, "setter-a");
+  weft_task *b = spawn(memset_task, "setter-b");
+  CHECK_OK(weft_task_join(a));
+  CHECK_OK(weft_task_join(b));
+}
+
+static void two_memsets_ordered(void) {
+  W.first = spawn(memset_task, "setter-a");
+  weft_task *b = spawn(after_memset_task, "setter-b");
+  CHECK_OK(weft_task_join(b));
+  CHECK_OK(weft_task_join(W.first));
+}
+
+static void kernel_then_copy(void) {
+  weft_task *a = spawn(kernel_write_task, "kernel-writer");
+  weft_task *b = spawn(copy_out_task, "copier");
+  CHECK_OK(weft_task_join(a));
+  CHECK_OK(weft_task_join(b));
+}
+
+static void kernel_then_copy_joined(void) {
+  CHECK_OK(weft_task_join(spawn(kernel_write_task, "kernel-writer")));
+  CHECK_OK(weft_task_join(spawn(copy_out_task, "copier")));
+}
+
+static void two_readers_marked(void) {
+  weft_task *a = spawn(read_marked_a, "reader-a");
+  weft_task *b = spawn(read_marked_b, "reader-b");
+  CHECK_OK(weft_task_join(a));
+  CHECK_OK(weft_task_join(b));
+}
+
+static void two_readers_unmarked(void) {
+  weft_task *a = spawn(read_plain_a, "reader-a");
+  weft_task *b = spawn(read_plain_b, "reader-b");
+  CHECK_OK(weft_task_join(a));
+  CHECK_OK(weft_task_join(b));
+}
+
+static void event_ordered(void) {
+  W.recorded = 0;
+  weft_task *b = spawn(wait_event_task, "waiter");
+  weft_task *a = spawn(record_task, "recorder");
+  CHECK_OK(weft_task_join(a));
+  CHECK_OK(weft_task_join(b));
+}
+
+static void make_graph(void) {
+  CHECK_OK(weft_graph_begin());
+  CHECK_OK(weft_memset(W.buf, 5, N * sizeof(int)));
+  CHECK_OK(weft_graph_end(&W.graph));
+}
+
+static void graph_two_replayers(void) {
+  make_graph();
+  weft_task *a = spawn(replay_task, "replayer-a");
+  weft_task *b = spawn(replay_task, "replayer-b");
+  CHECK_OK(weft_task_join(a));
+  CHECK_OK(weft_task_join(b));
+  CHECK_OK(weft_graph_destroy(W.graph));
+}
+
+static void graph_against_memset(void) {
+  make_graph();
+  weft_task *a = spawn(replay_task, "replayer");
+  weft_task *b = spawn(memset_task, "setter");
+  CHECK_OK(weft_task_join(a));
+  CHECK_OK(weft_task_join(b));
+  CHECK_OK(weft_graph_destroy(W.graph));
+}
+
+static void sync_in_task(void) {
+  CHECK_OK(weft_task_join(spawn(device_sync_task, "device-syncer")));
+}
+
+static void sync_on_thread(void) {
+  CHECK_OK(weft_memset(W.buf, 0, N * sizeof(int)));
+  CHECK_OK(weft_device_sync());
+}
+
+/* Runs c in a fresh runtime (check on or off) with stderr going to a
+ * file; returns the findings and fills out with what was printed. */
+static size_t run(case_fn c, int check, char *out, size_t len) {
+  fflush(stderr);
+  char path[] = "/tmp/weft-check-XXXXXX";
+  int fd = mkstemp(path);
+  CHECK(fd >= 0);
+  int saved = dup(2);
+  CHECK(saved >= 0 && dup2(fd, 2) == 2);
+  weft_runtime_opts o;
+  weft_runtime_opts_init(&o);
+  o.workers = 2;
+  o.check = check;
+  W.rt = tt_open(&o);
+  CHECK_OK(weft_device_alloc(N * sizeof(int), (void **)&W.buf));
+  CHECK_OK(weft_device_alloc(N * sizeof(int), (void **)&W.other));
+  CHECK_OK(weft_pinned_alloc(N * sizeof(int), (void **)&W.host));
+  CHECK_OK(weft_event_create(&W.ev));
+  CHECK_OK(weft_sync());
+  c();
+  weft__checker *k = weft__runtime_backend(W.rt)->check;
+  CHECK((k != NULL) == (check == 1));
+  size_t found = weft__check_findings(k);
+  CHECK_OK(weft_event_destroy(&W.ev));
+  CHECK_OK(weft_device_free(W.buf));
+  CHECK_OK(weft_device_free(W.other));
+  CHECK_OK(weft_pinned_free(W.host));
+  tt_close(W.rt);
+  fflush(stderr);
+  CHECK(dup2(saved, 2) == 2);
+  close(saved);
+  ssize_t n = pread(fd, out, len - 1, 0);
+  out[n > 0 ? n : 0] = '\0';
+  close(fd);
+  unlink(path);
+  return found;
+}
+
+static void expect(const char *name, case_fn c, int kind_race, const char *who1,
+                   const char *who2) {
+  char out[8192];
+  W.meet = kind_race;
+  W.arrived = 0;
+  size_t n = run(c, 1, out, sizeof out);
+  W.meet = 0;
+  CHECK_MSG(n >= 1, "%s: no finding; stderr: %s", name, out);
+  CHECK_MSG(strstr(out, kind_race ? "weft check: race:"
+                                  : "weft check: implicit sync:") != NULL,
+            "%s: not the right kind of finding: %s", name, out);
+  CHECK_MSG(strstr(out, who1) != NULL, "%s: '%s' not named: %s", name, who1,
+            out);
+  CHECK_MSG(!who2 || strstr(out, who2) != NULL, "%s: '%s' not named: %s", name,
+            who2, out);
+}
+
+/* meet: the tasks run side by side (no ordering between them to wait
+ * for), so the silence is the checker's, not the scheduling's. */
+static void silent(const char *name, case_fn c, int concurrent) {
+  char out[8192];
+  W.meet = concurrent;
+  W.arrived = 0;
+  size_t n = run(c, 1, out, sizeof out);
+  W.meet = 0;
+  CHECK_MSG(n == 0 && strstr(out, "weft check") == NULL,
+            "%s: %zu findings where the twin is ordered: %s", name, n, out);
+}
+
+int main(void) {
+  test_kernels_init(&tk);
+  W.reads_0 = tk.copy_int;
+  W.reads_0.reads = 0;
+  expect("two memsets", two_memsets, 1, "'setter-a'", "'setter-b'");
+  silent("two memsets, weft_task_after", two_memsets_ordered, 0);
+  expect("kernel then copy", kernel_then_copy, 1, "'kernel-writer'",
+         "'copier'");
+  silent("kernel then copy, joined between", kernel_then_copy_joined, 0);
+  expect("two readers, unmarked", two_readers_unmarked, 1, "'reader-a'",
+         "'reader-b'");
+  silent("two readers, marked read-only", two_readers_marked, 1);
+  silent("an event waited on", event_ordered, 0);
+  silent("two tasks replaying one graph", graph_two_replayers, 1);
+  expect("a graph replay against a memset", graph_against_memset, 1,
+         "'replayer'", "'setter'");
+  expect("weft_device_sync from a task", sync_in_task, 0, "'device-syncer'",
+         NULL);
+  silent("weft_device_sync from a plain thread", sync_on_thread, 0);
+  char out[8192];
+  W.meet = 1;
+  W.arrived = 0;
+  CHECK_MSG(run(two_memsets, 0, out, sizeof out) == 0 &&
+                strstr(out, "weft check") == NULL,
+            "checking off, yet: %s", out);
+  puts("ok");
+  return 0;
+}
