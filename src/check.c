@@ -67,6 +67,7 @@ struct weft__checker {
   /* Out of memory once: orderings may have been lost, so races are no
    * longer reported (a lost ordering would be a false one). */
   int broken;
+  FILE *out; /* stderr, or what a test set (weft__check_set_output) */
 };
 
 /* ---- vector clocks ---- */
@@ -92,7 +93,7 @@ static uint32_t vc_get(const weft__vc *v, uint32_t i) {
 
 static void broke(weft__checker *k) {
   if (!k->broken)
-    fprintf(stderr, "weft check: out of memory; races are no longer "
+    fprintf(k->out, "weft check: out of memory; races are no longer "
                     "reported\n");
   k->broken = 1;
 }
@@ -185,7 +186,7 @@ static void finding(weft__checker *k, const char *kind, uint64_t ns,
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
   k->findings++;
-  fprintf(stderr, "weft check: %s: %s\n", kind, msg);
+  fprintf(k->out, "weft check: %s: %s\n", kind, msg);
   if (atomic_load_explicit(&weft__trace_on, memory_order_relaxed)) {
     uint64_t now = weft__trace_now();
     weft__trace_rec r = {.start = ns && ns < now ? now - ns : now,
@@ -208,6 +209,7 @@ weft__checker *weft__check_new(void) {
     weft__err(WEFT_ENOMEM, "weft_init: no memory for weft check");
     return NULL;
   }
+  k->out = stderr;
   return k;
 }
 
@@ -215,7 +217,7 @@ void weft__check_free(weft__checker *k) {
   if (!k)
     return;
   if (k->findings)
-    fprintf(stderr,
+    fprintf(k->out,
             "weft check: %zu finding%s (%zu race%s, %zu implicit "
             "synchronisation%s)\n",
             k->findings, k->findings == 1 ? "" : "s", k->races,
@@ -232,6 +234,12 @@ void weft__check_free(weft__checker *k) {
   free(k->seen);
   pthread_mutex_destroy(&k->lock);
   free(k);
+}
+
+void weft__check_set_output(weft__checker *k, FILE *out) {
+  pthread_mutex_lock(&k->lock);
+  k->out = out ? out : stderr;
+  pthread_mutex_unlock(&k->lock);
 }
 
 size_t weft__check_findings(const weft__checker *k) {

@@ -26,6 +26,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "backend.h"
 
@@ -45,6 +46,8 @@ weft__checker *weft__check_new(void);
 /* Prints the summary line if there were findings. */
 void weft__check_free(weft__checker *k);
 size_t weft__check_findings(const weft__checker *k);
+/* Where findings go (NULL: stderr); for tests, which read them back. */
+void weft__check_set_output(weft__checker *k, FILE *out);
 
 /* Context x (NULL: none known) issues an operation on s: s is ordered
  * after what x has seen, and x's task becomes s's owner for messages. */

@@ -217,6 +217,7 @@ static void checked_findings(void) {
   o.trace_path = path;
   o.check = 1;
   o.workers = 2;
+  o.host_threads = 1; /* the planted race is real: one executor runs both */
   /* The planted race's line would read as a finding of the suite's own
    * (CI runs the suite under WEFT_CHECK=1 and fails on any). */
   fflush(stderr);
