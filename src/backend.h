@@ -149,6 +149,12 @@ struct weft__backend_ops {
   void (*trace_stop)(weft__backend *b);
   void (*trace_task)(weft__backend *b, uint64_t id, const char *name);
 
+  /* Optional: weft check (check.h) on, b->check set: the backend watches
+   * what the core cannot see (CUDA: raw runtime calls inside tasks), until
+   * check_stop. */
+  void (*check_start)(weft__backend *b);
+  void (*check_stop)(weft__backend *b);
+
   /* Optional: releases what library integrations cached (cuBLAS handles)
    * at shutdown, while the device is still open. */
   void (*release_libraries)(weft__backend *b);

@@ -520,6 +520,24 @@ void weft__check_dealloc(weft__checker *k, const void *p) {
   pthread_mutex_unlock(&k->lock);
 }
 
+_Thread_local int weft__check_quiet;
+
+void weft__check_cuda_call(weft__checker *k, const char *name, const char *what,
+                           uint64_t ns, int default_stream) {
+  weft__exec *x = weft__exec_self();
+  if (!k || !x || !x->is_task)
+    return;
+  if (!default_stream) {
+    weft__check_implicit_sync(k, x, name, what, ns);
+    return;
+  }
+  char who[WHO];
+  who_of(x, who, sizeof who);
+  pthread_mutex_lock(&k->lock);
+  finding(k, "default stream", 0, "%s from %s: %s", name, who, what);
+  pthread_mutex_unlock(&k->lock);
+}
+
 void weft__check_implicit_sync(weft__checker *k, weft__exec *x,
                                const char *call, const char *what,
                                uint64_t ns) {

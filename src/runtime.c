@@ -170,6 +170,8 @@ int weft_init(weft_runtime **rtp, const weft_runtime_opts *user) {
     rc = WEFT_ENOMEM;
     goto fail_pools;
   }
+  if (rt->bk->check && rt->bk->ops->check_start)
+    rt->bk->ops->check_start(rt->bk);
   rc = weft__stack_pool_init(&rt->stacks, opts.stack_size);
   if (rc) {
     weft__err(rc, "weft_init: cannot create the stack pool");
@@ -217,6 +219,8 @@ fail_pinned:
 fail_pools:
   free(rt->streams);
   free(rt->events);
+  if (rt->bk->check && rt->bk->ops->check_stop)
+    rt->bk->ops->check_stop(rt->bk);
   weft__check_free(rt->bk->check);
   rt->bk->check = NULL;
   weft__backend_close(rt->bk);
@@ -294,6 +298,8 @@ int weft_shutdown(weft_runtime *rt) {
     trc = weft__trace_close();
   }
   weft__stack_pool_fini(&rt->stacks);
+  if (rt->bk->check && rt->bk->ops->check_stop)
+    rt->bk->ops->check_stop(rt->bk);
   weft__check_free(rt->bk->check);
   rt->bk->check = NULL;
   int rc = weft__backend_close(rt->bk);

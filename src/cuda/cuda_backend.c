@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check.h"
 #include "cuda_internal.h"
 #include "error_internal.h"
 
@@ -243,7 +244,11 @@ static int cuda_device_sync(weft__backend *base, int dev) {
   int rc = weft__cuda_use_device(dev, NULL);
   if (rc)
     return rc;
-  WEFT__CUDA_CHECK(cudaDeviceSynchronize);
+  weft__check_quiet++; /* weft_device_sync reports itself */
+  cudaError_t e = cudaDeviceSynchronize();
+  weft__check_quiet--;
+  if (e != cudaSuccess)
+    return weft__cuda_error(e, "cudaDeviceSynchronize", __FILE__, __LINE__);
   return 0;
 }
 
@@ -266,6 +271,8 @@ const struct weft__backend_ops weft__cuda_ops = {
     .trace_stop = weft__cuda_trace_stop,
     .trace_task = weft__cuda_trace_task,
     .device_sync = cuda_device_sync,
+    .check_start = weft__cuda_check_start,
+    .check_stop = weft__cuda_check_stop,
     .capture_begin = weft__cuda_capture_begin,
     .capture_end = weft__cuda_capture_end,
     .graph_launch = weft__cuda_graph_launch,

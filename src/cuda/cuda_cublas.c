@@ -24,6 +24,7 @@
 #include <stdlib.h>
 
 #include "caller.h"
+#include "check.h"
 #include "cuda_internal.h"
 #include "error_internal.h"
 
@@ -95,8 +96,10 @@ typedef struct create_call {
  * worker thread's own stack. */
 static void create(void *arg) {
   create_call *c = arg;
+  weft__check_quiet++; /* cuBLAS's own set-up, once per thread */
   c->st = weft__cuda_set_device(c->dev) == 0 ? cublasCreate(&c->h)
                                              : CUBLAS_STATUS_NOT_INITIALIZED;
+  weft__check_quiet--;
 }
 
 /* The workspace size for dev, in bytes; -1 after reporting a bad
@@ -150,7 +153,11 @@ static int workspace_for(cudaStream_t cs, int dev, workspace *out) {
   if (bytes < 0)
     return -1;
   void *ptr = NULL;
-  if (bytes > 0 && cudaMalloc(&ptr, (size_t)bytes) != cudaSuccess) {
+  /* Once per stream for the runtime's life: deliberate, not reported. */
+  weft__check_quiet++;
+  cudaError_t me = bytes > 0 ? cudaMalloc(&ptr, (size_t)bytes) : cudaSuccess;
+  weft__check_quiet--;
+  if (me != cudaSuccess) {
     cudaGetLastError(); /* out of memory: fall back to cuBLAS's default */
     ptr = NULL;
   }

@@ -110,6 +110,11 @@ int weft__cuda_device_was_stale(int dev, cudaError_t e) __attribute__((cold));
     }                                                                          \
   } while (0)
 
+/* ---- weft check (cuda_check.c) ---- */
+
+void weft__cuda_check_start(weft__backend *b);
+void weft__cuda_check_stop(weft__backend *b);
+
 /* ---- graphs (cuda_graph.c) ---- */
 
 int weft__cuda_capture_begin(weft__stream *s);

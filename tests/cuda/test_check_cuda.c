@@ -1,0 +1,97 @@
+/* weft check's CUDA side: raw CUDA runtime calls inside a task, seen
+ * through CUPTI. A task's cudaMalloc and cudaDeviceSynchronize are
+ * implicit synchronisations, a launch on the legacy default stream is
+ * reported as such, each naming the task; the twins (the same calls from
+ * the plain thread, a launch on weft_cuda_stream()) are silent, and so are
+ * weft's own calls (weft_pinned_alloc hits, weft_cublas's workspace).
+ * Skipped (77) without a CUDA device. */
+#include <cuda_runtime.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "check.h"
+#include "weft.h"
+#include "weft/cuda.h"
+#include "weft_internal.h"
+
+void weft_test_nop_on(cudaStream_t s);
+
+static void raw_calls_task(void *arg) {
+  (void)arg;
+  void *p = NULL;
+  CHECK(cudaMalloc(&p, 4096) == cudaSuccess);
+  CHECK(cudaFree(p) == cudaSuccess);
+  weft_test_nop_on(0); /* the legacy default stream */
+  CHECK(cudaDeviceSynchronize() == cudaSuccess);
+}
+
+static void good_task(void *arg) {
+  (void)arg;
+  weft_test_nop_on(weft_cuda_stream());
+  CHECK_OK(weft_sync());
+}
+
+static size_t run(weft_task_fn fn, const char *name, char *out, size_t len,
+                  int from_thread) {
+  FILE *f = tmpfile();
+  CHECK(f != NULL);
+  weft_runtime_opts o;
+  weft_runtime_opts_init(&o);
+  o.backend = WEFT_BACKEND_CUDA;
+  o.check = 1;
+  weft_runtime *rt;
+  CHECK_OK(weft_init(&rt, &o));
+  weft__checker *k = weft__runtime_backend(rt)->check;
+  weft__check_set_output(k, f);
+  if (from_thread) {
+    fn(NULL);
+  } else {
+    weft_task_opts to;
+    weft_task_opts_init(&to);
+    to.name = name;
+    weft_task *t;
+    CHECK_OK(weft_task_spawn(rt, &t, fn, NULL, &to));
+    CHECK_OK(weft_task_join(t));
+  }
+  size_t n = weft__check_findings(k);
+  CHECK_OK(weft_shutdown(rt));
+  rewind(f);
+  size_t got = fread(out, 1, len - 1, f);
+  out[got] = '\0';
+  fclose(f);
+  return n;
+}
+
+int main(void) {
+  weft_runtime_opts o;
+  weft_runtime_opts_init(&o);
+  o.backend = WEFT_BACKEND_CUDA;
+  weft_runtime *rt;
+  int rc = weft_init(&rt, &o);
+  if (rc == WEFT_ENODEV)
+    SKIP("no CUDA device");
+  CHECK_OK(rc);
+  CHECK_OK(weft_shutdown(rt));
+
+  char out[16384];
+  size_t n = run(raw_calls_task, "raw-caller", out, sizeof out, 0);
+  fputs(out, stdout);
+  if (strstr(out, "CUPTI is not available")) {
+    puts("CUPTI taken by another tool: the raw-call checks are skipped");
+    return 77;
+  }
+  CHECK_MSG(n >= 4,
+            "%zu findings for cudaMalloc, cudaFree, a default-stream "
+            "launch and cudaDeviceSynchronize",
+            n);
+  CHECK(strstr(out, "implicit sync: cudaMalloc") != NULL);
+  CHECK(strstr(out, "implicit sync: cudaDeviceSynchronize") != NULL);
+  CHECK(strstr(out, "default stream: cudaLaunchKernel") != NULL);
+  CHECK(strstr(out, "'raw-caller'") != NULL);
+  CHECK_MSG(run(raw_calls_task, NULL, out, sizeof out, 1) == 0,
+            "raw calls from the plain thread reported: %s", out);
+  CHECK_MSG(run(good_task, "good", out, sizeof out, 0) == 0,
+            "a launch on the task's stream reported: %s", out);
+  puts("ok");
+  return 0;
+}
