@@ -15,6 +15,7 @@
 #include "weft/graph.h"
 #include "weft/host.h"
 #include "weft/kernel.h"
+#include "weft/library.h"
 #include "weft/map.h"
 #include "weft/memory.h"
 #include "weft/runtime.h"

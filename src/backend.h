@@ -155,6 +155,11 @@ struct weft__backend_ops {
   void (*check_start)(weft__backend *b);
   void (*check_stop)(weft__backend *b);
 
+  /* Optional: the stream as the backend's own API names it (CUDA: its
+   * cudaStream_t), for libraries bound to it (weft/library.h); without
+   * it, the weft__stream itself. */
+  void *(*native_stream)(weft__stream *s);
+
   /* Optional: releases what library integrations cached (cuBLAS handles)
    * at shutdown, while the device is still open. */
   void (*release_libraries)(weft__backend *b);

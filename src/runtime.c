@@ -284,6 +284,7 @@ int weft_shutdown(weft_runtime *rt) {
   }
   weft__pool_drain(&rt->tasks);
   weft__exec_threads_release(rt);
+  weft__library_release(rt);
   if (rt->bk->ops->release_libraries)
     rt->bk->ops->release_libraries(rt->bk);
   weft__pinned_cache_fini(&rt->pinned);

@@ -270,6 +270,10 @@ int weft__wait_poll(weft_runtime *rt, int batch);
 #define WEFT__POLL_BATCH 64
 #define WEFT__POLL_BATCH_BUSY 4
 
+/* library.c */
+/* Destroys the library handles made under rt (weft/library.h). */
+void weft__library_release(weft_runtime *rt);
+
 /* graph.c */
 /* 0, or WEFT_ESTATE reported (call, why) if x's stream is capturing a
  * graph: the public calls that wait or allocate check it first. */

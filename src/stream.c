@@ -121,6 +121,9 @@ int weft_task_after(weft_task *h) {
       rc = weft__stream_wait_event(s, other->end_ev);
     if (rc == 0 && rt->bk->check)
       weft__check_after(rt->bk->check, s, &other->x);
+  } else if (rt->bk->check && weft__handle_live(h, &other->hdr)) {
+    /* It completed while the stream was leased: done, and known. */
+    weft__check_after(rt->bk->check, s, &other->x);
   }
   pthread_mutex_unlock(&rt->lock);
   return rc;

@@ -237,6 +237,10 @@ static int cuda_device_info(weft__backend *base, int dev,
   return rc;
 }
 
+static void *native_stream(weft__stream *s) {
+  return ((weft__cuda_stream *)s)->cs;
+}
+
 static int cuda_device_sync(weft__backend *base, int dev) {
   (void)base;
   /* Not the cached set: with a stale cache this would wait for the wrong
@@ -271,6 +275,7 @@ const struct weft__backend_ops weft__cuda_ops = {
     .trace_stop = weft__cuda_trace_stop,
     .trace_task = weft__cuda_trace_task,
     .device_sync = cuda_device_sync,
+    .native_stream = native_stream,
     .check_start = weft__cuda_check_start,
     .check_stop = weft__cuda_check_stop,
     .capture_begin = weft__cuda_capture_begin,

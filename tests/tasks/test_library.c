@@ -1,0 +1,146 @@
+/* weft/library.h on every backend, with a library of the test's own: a
+ * handle per thread and device, made once on the thread's own stack (its
+ * create needs more stack than a fiber has), bound to each caller's stream
+ * and re-bound only when the stream changed, the same handle for tasks
+ * that run on one thread, fresh handles for a new runtime, every handle
+ * destroyed at shutdown, and bad descriptions and failing creates
+ * reported. */
+#include <stdatomic.h>
+#include <string.h>
+
+#include "task_common.h"
+
+enum { TASKS = 24, MAX_HANDLES = 256 };
+
+typedef struct fake_handle {
+  int id;
+  void *stream; /* bound to */
+  int binds;
+  int destroyed;
+} fake_handle;
+
+static fake_handle handles[MAX_HANDLES];
+static atomic_int nhandles, creates, binds, destroys, fail_create;
+
+static int fake_create(void *user, int dev, void **h) {
+  (void)user;
+  (void)dev;
+  if (atomic_load(&fail_create))
+    return 42;
+  /* 256 KiB of stack: past a 64 KiB fiber's guard page, so this runs on
+   * the thread's own stack or not at all. */
+  volatile char deep[256 * 1024];
+  deep[0] = 1;
+  deep[sizeof deep - 1] = 2;
+  int i = atomic_fetch_add(&nhandles, 1);
+  CHECK(i < MAX_HANDLES);
+  handles[i] = (fake_handle){i + 1, NULL, 0, 0};
+  atomic_fetch_add(&creates, 1);
+  *h = &handles[i];
+  return deep[0] + deep[sizeof deep - 1] == 3 ? 0 : 1;
+}
+
+static int fake_set_stream(void *user, void *h, void *stream) {
+  (void)user;
+  fake_handle *f = h;
+  CHECK(!f->destroyed);
+  f->stream = stream;
+  f->binds++;
+  atomic_fetch_add(&binds, 1);
+  return 0;
+}
+
+static void fake_destroy(void *user, void *h) {
+  (void)user;
+  fake_handle *f = h;
+  CHECK(!f->destroyed);
+  f->destroyed = 1;
+  atomic_fetch_add(&destroys, 1);
+}
+
+static const weft_library fake = {sizeof fake,     "fake",       fake_create,
+                                  fake_set_stream, fake_destroy, NULL};
+
+/* Asks twice in a row (one bind at most), yields, asks again. */
+static void task(void *arg) {
+  (void)arg;
+  void *h1, *h2;
+  CHECK_OK(weft_library_handle(&fake, &h1));
+  int b = ((fake_handle *)h1)->binds;
+  CHECK_OK(weft_library_handle(&fake, &h2));
+  CHECK_MSG(h1 == h2 && ((fake_handle *)h2)->binds == b,
+            "a second ask on the same thread and stream made or bound anew");
+  void *stream = ((fake_handle *)h1)->stream;
+  CHECK(stream != NULL);
+  weft_yield();
+  CHECK_OK(weft_library_handle(&fake, &h2));
+  CHECK_MSG(((fake_handle *)h2)->stream == stream,
+            "after a yield the handle is not bound to this task's stream");
+  CHECK_OK(weft_sync());
+}
+
+static void failing_task(void *arg) {
+  int *rc = arg;
+  void *h;
+  *rc = weft_library_handle(&fake, &h);
+}
+
+int main(void) {
+  weft_runtime *rt = tt_open_workers(2);
+  weft_task *t[TASKS];
+  for (int i = 0; i < TASKS; i++)
+    CHECK_OK(weft_task_spawn(rt, &t[i], task, NULL, NULL));
+  for (int i = 0; i < TASKS; i++)
+    CHECK_OK(weft_task_join(t[i]));
+  /* Two workers and the tasks' yields: at most a handle per thread. */
+  CHECK_MSG(atomic_load(&creates) >= 1 && atomic_load(&creates) <= 2,
+            "%d handles for 2 worker threads", atomic_load(&creates));
+  CHECK_MSG(atomic_load(&binds) >= TASKS,
+            "%d binds for %d tasks on their own streams", atomic_load(&binds),
+            TASKS);
+  /* The plain thread gets one of its own. */
+  void *mine;
+  CHECK_OK(weft_library_handle(&fake, &mine));
+  CHECK(((fake_handle *)mine)->stream != NULL);
+  int made = atomic_load(&creates);
+
+  /* Bad descriptions, and a create that fails on a fresh thread's slot. */
+  weft_library bad = fake;
+  bad.struct_size = 8;
+  CHECK_ERR(weft_library_handle(&bad, &mine), WEFT_EINVAL);
+  bad = fake;
+  bad.set_stream = NULL;
+  CHECK_ERR(weft_library_handle(&bad, &mine), WEFT_EINVAL);
+  CHECK_ERR(weft_library_handle(NULL, &mine), WEFT_EINVAL);
+  CHECK_ERR(weft_library_handle(&fake, NULL), WEFT_EINVAL);
+  static const weft_library other = {sizeof other,    "other",      fake_create,
+                                     fake_set_stream, fake_destroy, NULL};
+  atomic_store(&fail_create, 1);
+  /* A task on a worker that has the handle needs no create; on one that
+   * has none the create fails. Either way nothing is left half made. */
+  int frc = 0;
+  weft_task *ft;
+  CHECK_OK(weft_task_spawn(rt, &ft, failing_task, &frc, NULL));
+  CHECK_OK(weft_task_join(ft));
+  CHECK_MSG(frc == 0 || frc == WEFT_EDEVICE, "a failing create: %s",
+            weft_err_name(frc));
+  CHECK_ERR(weft_library_handle(&other, &mine), WEFT_EDEVICE);
+  CHECK(strstr(weft_last_error_message(), "create returned 42") != NULL);
+  atomic_store(&fail_create, 0);
+
+  tt_close(rt);
+  CHECK_MSG(atomic_load(&destroys) == made,
+            "%d handles destroyed at shutdown, %d made", atomic_load(&destroys),
+            made);
+
+  /* A new runtime: fresh handles, not the destroyed ones. */
+  rt = tt_open_workers(1);
+  CHECK_OK(weft_task_spawn(rt, &t[0], task, NULL, NULL));
+  CHECK_OK(weft_task_join(t[0]));
+  CHECK_OK(weft_library_handle(&fake, &mine));
+  CHECK(!((fake_handle *)mine)->destroyed);
+  tt_close(rt);
+  CHECK_EQ_INT(atomic_load(&destroys), atomic_load(&creates));
+  puts("ok");
+  return 0;
+}
