@@ -9,6 +9,7 @@
   X(spawn)                                                                     \
   X(live)                                                                      \
   X(stream)                                                                    \
+  X(library)                                                                   \
   X(launch)                                                                    \
   X(roundtrip)                                                                 \
   X(many)                                                                      \
