@@ -1,6 +1,9 @@
 /* Fiber switching with sanitizer announcements, and the overflow report.
  * The stacks come from stack.c. */
 #include <errno.h>
+#ifdef __GLIBC__
+#include <execinfo.h>
+#endif
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -151,6 +154,20 @@ static void on_segv(int sig, siginfo_t *si, void *uc) {
         "than the kernel's map budget guards); raise "
         "weft_runtime_opts.stack_size\n");
   }
+#ifdef __GLIBC__
+  /* Where it happened, for machines without a debugger: module and
+   * offset per frame (addr2line -e MODULE OFFSET names the line). */
+  put("weft: SIGSEGV");
+  if (s) {
+    put(" in task '");
+    put(cur_name ? cur_name : "(unnamed)");
+    put("'");
+  }
+  put("; backtrace:\n");
+  void *frames[48];
+  int n = backtrace(frames, 48);
+  backtrace_symbols_fd(frames, n, 2);
+#endif
   /* Fall through to the default action: a core dump at the faulting
    * instruction, for the debugger. */
   signal(sig, SIG_DFL);
@@ -165,6 +182,12 @@ static void install(void) {
   /* Leave a handler the program (or a sanitizer) installed alone. */
   if (old.sa_handler != SIG_DFL)
     return;
+#ifdef __GLIBC__
+  /* backtrace loads its unwinder on first use, which a signal handler
+   * must not be the one to do. */
+  void *frame;
+  backtrace(&frame, 1);
+#endif
   sa.sa_sigaction = on_segv;
   sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
   sigemptyset(&sa.sa_mask);
