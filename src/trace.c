@@ -332,6 +332,9 @@ static void write_check(FILE *f, const weft__trace_rec *r, uint64_t t0,
   json_write_string(f, r->detail ? r->detail : "");
   if (r->task)
     fprintf(f, "," KEY(WEFT_TRF_ARG_TASK) "%" PRIu64, r->task);
+  if (r->end > r->start)
+    fprintf(f, "," KEY(WEFT_TRF_ARG_STALL_US) "%.3f",
+            (double)(r->end - r->start) / 1e3);
   fprintf(f, "}}");
 }
 

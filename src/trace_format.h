@@ -60,6 +60,8 @@
 #define WEFT_TRF_CAT_CHECK "weft_check"
 #define WEFT_TRF_PH_INSTANT "i"
 #define WEFT_TRF_ARG_MESSAGE "message"
+/* implicit-sync findings: how long the call took, in microseconds */
+#define WEFT_TRF_ARG_STALL_US "stall_us"
 /* Read only: Kineto's other spellings. The reader compares categories
  * without case, so older releases' capitalised ones ("Kernel") match too. */
 #define WEFT_TRF_CAT_MEMCPY_ALT "memcpy"

@@ -206,6 +206,11 @@ static void racer(void *arg) {
   CHECK_OK(weft_sync());
 }
 
+static void syncer(void *arg) {
+  (void)arg;
+  CHECK_OK(weft_device_sync()); /* an implicit sync: reported with its time */
+}
+
 static void checked_findings(void) {
   char path[] = "/tmp/weft-checked-XXXXXX";
   int fd = mkstemp(path);
@@ -233,6 +238,9 @@ static void checked_findings(void) {
   CHECK_OK(weft_task_spawn(rt, &b, racer, NULL, NULL));
   CHECK_OK(weft_task_join(a));
   CHECK_OK(weft_task_join(b));
+  weft_task *sy;
+  CHECK_OK(weft_task_spawn(rt, &sy, syncer, NULL, NULL));
+  CHECK_OK(weft_task_join(sy));
   CHECK_OK(weft_device_free(shared_buf));
   CHECK_OK(weft_sync());
   CHECK_OK(weft_shutdown(rt));
@@ -242,8 +250,10 @@ static void checked_findings(void) {
   trace_model m;
   trace_error err;
   CHECK_MSG(trace_model_load_file(&m, path, &err) == 0, "%s", err.message);
-  CHECK_EQ_INT((int)m.checks, 1);
+  CHECK_EQ_INT((int)m.checks, 2);
   CHECK_EQ_INT((int)m.check_races, 1);
+  CHECK_EQ_INT((int)m.check_syncs, 1);
+  CHECK_MSG(m.check_stall_us > 0, "the implicit sync carried no stall time");
   check_nesting(&m);
   CHECK_EQ_INT((int)trace_check(stderr, &m, 20), 0);
   trace_model_free(&m);

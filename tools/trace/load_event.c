@@ -49,6 +49,7 @@ typedef struct event {
   arg stream, device, correlation, bytes, task, task_name, direction, meta_name;
   arg ready_by, ready_delay; /* weft task slices: runtime latency */
   arg graph;                 /* GPU ops replayed from a graph */
+  arg stall;                 /* weft check instants: stall_us */
 } event;
 
 static int oom(trace_loader *L) {
@@ -114,6 +115,7 @@ static const struct {
     {WEFT_TRF_ARG_READY_BY, offsetof(event, ready_by), ARG_STR},
     {WEFT_TRF_ARG_READY_DELAY_US, offsetof(event, ready_delay), ARG_NUM},
     {WEFT_TRF_ARG_GRAPH, offsetof(event, graph), ARG_INT},
+    {WEFT_TRF_ARG_STALL_US, offsetof(event, stall), ARG_NUM},
 };
 enum { NARG_KEYS = sizeof arg_keys / sizeof arg_keys[0] };
 
@@ -551,6 +553,10 @@ int trace_load_event(trace_loader *L, size_t offset) {
     L->m->checks++;
     L->m->check_races += strcmp(kind, "race") == 0;
     L->m->check_syncs += strcmp(kind, "implicit sync") == 0;
+    if (check_arg(L, &e.stall))
+      return -1;
+    if (e.stall.present && e.stall.num > 0)
+      L->m->check_stall_us += e.stall.num;
     return 0;
   }
   if ((e.ph == PH_FLOW_START || e.ph == PH_FLOW_END) && e.has_id &&

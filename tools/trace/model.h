@@ -118,6 +118,7 @@ typedef struct trace_model {
   size_t events, complete, metadata, ignored;
   /* weft check's findings (instant events of cat weft_check), by kind. */
   size_t checks, check_races, check_syncs;
+  double check_stall_us; /* summed stall_us of the implicit syncs */
 
   /* What `weft trace check` looks at beyond the ops: the rank of a
    * top-level "distributedInfo" (-1 if none), and the ids of the launch

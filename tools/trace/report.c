@@ -280,11 +280,12 @@ static void text_report(FILE *f, const trace_model *m, const trace_analysis *a,
   if (m->checks)
     fprintf(f,
             "\nweft check: %zu finding%s (%zu race%s, %zu implicit "
-            "synchronisation%s); the lines are on the program's stderr and "
-            "in the trace as instant events\n",
+            "synchronisation%s, which held the device %.3f ms in all); the "
+            "lines are on the program's stderr and in the trace as instant "
+            "events\n",
             m->checks, m->checks == 1 ? "" : "s", m->check_races,
             m->check_races == 1 ? "" : "s", m->check_syncs,
-            m->check_syncs == 1 ? "" : "s");
+            m->check_syncs == 1 ? "" : "s", m->check_stall_us / 1e3);
 }
 
 /* ---- JSON
@@ -508,8 +509,8 @@ static void json_report(FILE *f, const trace_model *m, const trace_analysis *a,
   fprintf(f, "},\n");
   fprintf(f,
           "  \"checks\": {\"findings\": %zu, \"races\": %zu, "
-          "\"implicit_syncs\": %zu},\n",
-          m->checks, m->check_races, m->check_syncs);
+          "\"implicit_syncs\": %zu, \"stall_us\": %.3f},\n",
+          m->checks, m->check_races, m->check_syncs, m->check_stall_us);
   fprintf(f,
           "  \"graphs\": {\"launches\": %zu, \"graphs\": %zu, \"ops\": %zu, "
           "\"kernels\": %zu},\n",
