@@ -58,6 +58,17 @@ long bench_size(const bench_ctx *c, long full, long quick);
 
 /* ---- timing ---- */
 
+/* A function the compiler may neither inline nor see through, so that a
+ * timed loop calls it for real. */
+#if defined(__has_attribute)
+#if __has_attribute(noipa)
+#define BENCH_OPAQUE __attribute__((noinline, noipa))
+#endif
+#endif
+#ifndef BENCH_OPAQUE
+#define BENCH_OPAQUE __attribute__((noinline))
+#endif
+
 /* CLOCK_MONOTONIC in nanoseconds. Callable from anywhere. */
 uint64_t bench_now_ns(void);
 

@@ -16,15 +16,6 @@
 #include "weft/cuda.h"
 #endif
 
-#if defined(__has_attribute)
-#if __has_attribute(noipa)
-#define BENCH_OPAQUE __attribute__((noinline, noipa))
-#endif
-#endif
-#ifndef BENCH_OPAQUE
-#define BENCH_OPAQUE __attribute__((noinline))
-#endif
-
 typedef struct toy {
   void *stream;
   long binds;

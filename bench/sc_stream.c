@@ -10,15 +10,6 @@
 
 #include "bench.h"
 
-#if defined(__has_attribute)
-#if __has_attribute(noipa)
-#define BENCH_OPAQUE __attribute__((noinline, noipa))
-#endif
-#endif
-#ifndef BENCH_OPAQUE
-#define BENCH_OPAQUE __attribute__((noinline))
-#endif
-
 static _Thread_local void *tls_stream;
 
 BENCH_OPAQUE static void *tls_lookup(void) { return tls_stream; }

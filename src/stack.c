@@ -22,8 +22,7 @@
 #include "stack.h"
 #include "weft/error.h"
 
-#define CANARY 0x77656674cafef00dULL /* "weft" */
-#define SLAB_BYTES (4u << 20)        /* aim: a slab maps about this much */
+#define SLAB_BYTES (4u << 20) /* aim: a slab maps about this much */
 #define SLAB_MAX 64
 
 struct weft__stack_slab {
@@ -210,7 +209,7 @@ weft__stack *weft__stack_get(weft__stack_pool *p) {
   /* A guarded stack needs no canary, and writing one would touch a page
    * the task may never use (4 KiB of its ~9 KiB resident). */
   if (!s->guarded)
-    *(uint64_t *)s->lo = CANARY;
+    *(uint64_t *)s->lo = WEFT__STACK_CANARY;
   return s;
 }
 
@@ -230,8 +229,4 @@ void weft__stack_put(weft__stack_pool *p, weft__stack *s) {
   pthread_mutex_unlock(&p->lock);
   if (gone)
     slab_unmap(gone);
-}
-
-int weft__stack_check(const weft__stack *s) {
-  return s->guarded || *(const uint64_t *)s->lo == CANARY ? 0 : -1;
 }

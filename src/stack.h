@@ -6,6 +6,7 @@
 
 #include <pthread.h>
 #include <stddef.h>
+#include <stdint.h>
 
 typedef struct weft__stack_slab weft__stack_slab;
 
@@ -38,8 +39,14 @@ void weft__stack_pool_fini(weft__stack_pool *p);
 /* NULL when out of memory. */
 weft__stack *weft__stack_get(weft__stack_pool *p);
 void weft__stack_put(weft__stack_pool *p, weft__stack *s);
+/* Written at an unguarded stack's low end; an overflow overwrites it. */
+#define WEFT__STACK_CANARY 0x77656674cafef00dULL /* "weft" */
+
 /* 0 if the stack is guarded (overflow faults) or, if unguarded, the
- * canary at its low end is intact. */
-int weft__stack_check(const weft__stack *s);
+ * canary at its low end is intact. Inline: the scheduler checks it at
+ * every switch, and the signal handler calls it. */
+static inline int weft__stack_check(const weft__stack *s) {
+  return s->guarded || *(const uint64_t *)s->lo == WEFT__STACK_CANARY ? 0 : -1;
+}
 
 #endif

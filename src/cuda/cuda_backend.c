@@ -237,9 +237,7 @@ static int cuda_device_info(weft__backend *base, int dev,
   return rc;
 }
 
-static void *native_stream(weft__stream *s) {
-  return ((weft__cuda_stream *)s)->cs;
-}
+static void *native_stream(weft__stream *s) { return weft__cuda_stream_of(s); }
 
 static int cuda_device_sync(weft__backend *base, int dev) {
   (void)base;

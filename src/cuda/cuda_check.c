@@ -14,10 +14,10 @@
  * these calls go unchecked, and weft check says so. */
 #include <cupti.h>
 #include <stdio.h>
-#include <time.h>
 
 #include "check.h"
 #include "cuda_internal.h"
+#include "trace.h"
 
 static CUpti_SubscriberHandle sub;
 static int subscribed;
@@ -68,12 +68,6 @@ static const struct {
 };
 #define NWATCHED (sizeof watched / sizeof watched[0])
 
-static uint64_t now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /* The stream a watched asynchronous call was given. */
 static cudaStream_t stream_arg(CUpti_CallbackId id, const void *params) {
   switch (id) {
@@ -94,7 +88,7 @@ static void CUPTIAPI on_call(void *arg, CUpti_CallbackDomain domain,
   if (domain != CUPTI_CB_DOMAIN_RUNTIME_API || weft__check_quiet)
     return;
   if (cd->callbackSite == CUPTI_API_ENTER) {
-    *cd->correlationData = now_ns();
+    *cd->correlationData = weft__trace_now();
     return;
   }
   for (size_t i = 0; i < NWATCHED; i++) {
@@ -105,7 +99,7 @@ static void CUPTIAPI on_call(void *arg, CUpti_CallbackDomain domain,
       if (s != NULL && s != cudaStreamLegacy)
         return;
     }
-    uint64_t ns = now_ns() - *cd->correlationData;
+    uint64_t ns = weft__trace_now() - *cd->correlationData;
     weft__check_cuda_call(arg, cd->functionName, watched[i].what,
                           watched[i].kind == SYNC ? ns : 0,
                           watched[i].kind == DEFAULT_STREAM);

@@ -20,12 +20,8 @@ typedef struct cuda_graph {
   size_t nodes, kernels, copies;
 } cuda_graph;
 
-static cudaStream_t stream_of(weft__stream *s) {
-  return ((weft__cuda_stream *)s)->cs;
-}
-
 int weft__cuda_capture_begin(weft__stream *s) {
-  WEFT__CUDA_ON_DEV(s->hdr.dev, cudaStreamBeginCapture, stream_of(s),
+  WEFT__CUDA_ON_DEV(s->hdr.dev, cudaStreamBeginCapture, weft__cuda_stream_of(s),
                     cudaStreamCaptureModeRelaxed);
   return 0;
 }
@@ -58,7 +54,7 @@ int weft__cuda_capture_end(weft__stream *s, void **out) {
   cudaGraph_t graph = NULL;
   /* Ends the capture even when rc says the device could not be made
    * current: the stream must not stay capturing. */
-  cudaError_t e = cudaStreamEndCapture(stream_of(s), &graph);
+  cudaError_t e = cudaStreamEndCapture(weft__cuda_stream_of(s), &graph);
   if (e != cudaSuccess) {
     if (graph)
       cudaGraphDestroy(graph);
@@ -107,7 +103,8 @@ int weft__cuda_capture_end(weft__stream *s, void **out) {
 
 int weft__cuda_graph_launch(weft__stream *s, void *gp) {
   cuda_graph *g = gp;
-  WEFT__CUDA_ON_DEV(s->hdr.dev, cudaGraphLaunch, g->exec, stream_of(s));
+  WEFT__CUDA_ON_DEV(s->hdr.dev, cudaGraphLaunch, g->exec,
+                    weft__cuda_stream_of(s));
   return 0;
 }
 

@@ -27,6 +27,10 @@ typedef struct weft__cuda_stream {
   cudaStream_t cs;
 } weft__cuda_stream;
 
+static inline cudaStream_t weft__cuda_stream_of(weft__stream *s) {
+  return ((weft__cuda_stream *)s)->cs;
+}
+
 typedef struct weft__cuda_event {
   weft__event base;
   cudaEvent_t ev;

@@ -18,10 +18,6 @@
 #include "cuda_internal.h"
 #include "error_internal.h"
 
-static inline cudaStream_t stream_of(weft__stream *s) {
-  return ((weft__cuda_stream *)s)->cs;
-}
-
 static inline cudaEvent_t event_of(weft__event *e) {
   return ((weft__cuda_event *)e)->ev;
 }
@@ -60,25 +56,25 @@ int weft__cuda_stream_init(weft__backend *b, weft__stream *s) {
 int weft__cuda_stream_fini(weft__stream *s) {
   /* CUDA returns at once and releases the stream when its queued work is
    * done, which is the contract's "work already queued still completes". */
-  WEFT__CUDA_CHECK(cudaStreamDestroy, stream_of(s));
+  WEFT__CUDA_CHECK(cudaStreamDestroy, weft__cuda_stream_of(s));
   return 0;
 }
 
 int weft__cuda_stream_sync(weft__stream *s) {
-  WEFT__CUDA_CHECK(cudaStreamSynchronize, stream_of(s));
+  WEFT__CUDA_CHECK(cudaStreamSynchronize, weft__cuda_stream_of(s));
   return 0;
 }
 
 int weft__cuda_stream_query(weft__stream *s) {
-  return query_result(cudaStreamQuery(stream_of(s)), "cudaStreamQuery",
-                      __LINE__);
+  return query_result(cudaStreamQuery(weft__cuda_stream_of(s)),
+                      "cudaStreamQuery", __LINE__);
 }
 
 int weft__cuda_stream_wait_event(weft__stream *s, weft__event *e) {
   /* A wait on an event never recorded is a no-op in CUDA, as the contract
    * wants. The event may belong to another device. */
-  WEFT__CUDA_ON_DEV(s->hdr.dev, cudaStreamWaitEvent, stream_of(s), event_of(e),
-                    cudaEventWaitDefault);
+  WEFT__CUDA_ON_DEV(s->hdr.dev, cudaStreamWaitEvent, weft__cuda_stream_of(s),
+                    event_of(e), cudaEventWaitDefault);
   return 0;
 }
 
@@ -109,7 +105,8 @@ int weft__cuda_event_fini(weft__event *e) {
 }
 
 int weft__cuda_event_record(weft__event *e, weft__stream *s) {
-  WEFT__CUDA_ON_DEV(s->hdr.dev, cudaEventRecord, event_of(e), stream_of(s));
+  WEFT__CUDA_ON_DEV(s->hdr.dev, cudaEventRecord, event_of(e),
+                    weft__cuda_stream_of(s));
   return 0;
 }
 
@@ -160,7 +157,7 @@ static int copy_host_to_host(weft__stream *s, void *dst, const void *src,
   if (!c)
     return weft__err(WEFT_ENOMEM, "weft_copy: out of memory");
   *c = (host_copy){dst, src, n};
-  cudaError_t e = cudaLaunchHostFunc(stream_of(s), run_host_copy, c);
+  cudaError_t e = cudaLaunchHostFunc(weft__cuda_stream_of(s), run_host_copy, c);
   if (e != cudaSuccess) {
     free(c);
     return weft__cuda_error(e, "cudaLaunchHostFunc", __FILE__, __LINE__);
@@ -179,12 +176,14 @@ int weft__cuda_copy(weft__stream *s, void *dst, const void *src, size_t n,
       [WEFT__COPY_D2D] = cudaMemcpyDeviceToDevice,
       [WEFT__COPY_H2H] = cudaMemcpyHostToHost,
   };
-  WEFT__CUDA_CHECK(cudaMemcpyAsync, dst, src, n, kinds[kind], stream_of(s));
+  WEFT__CUDA_CHECK(cudaMemcpyAsync, dst, src, n, kinds[kind],
+                   weft__cuda_stream_of(s));
   return 0;
 }
 
 int weft__cuda_memset(weft__stream *s, void *dst, int value, size_t n) {
-  WEFT__CUDA_ON_DEV(s->hdr.dev, cudaMemsetAsync, dst, value, n, stream_of(s));
+  WEFT__CUDA_ON_DEV(s->hdr.dev, cudaMemsetAsync, dst, value, n,
+                    weft__cuda_stream_of(s));
   return 0;
 }
 
@@ -195,7 +194,7 @@ __attribute__((cold, noinline)) static int
 launch_failed(weft__stream *s, const weft_kernel *k, dim3 g, dim3 bl,
               size_t shmem, void **args, cudaError_t e) {
   if (weft__cuda_device_was_stale(s->hdr.dev, e)) {
-    e = cudaLaunchKernel(k->cuda, g, bl, args, shmem, stream_of(s));
+    e = cudaLaunchKernel(k->cuda, g, bl, args, shmem, weft__cuda_stream_of(s));
     if (e == cudaSuccess)
       return 0;
   }
@@ -221,7 +220,8 @@ int weft__cuda_launch(weft__stream *s, const weft_kernel *k, weft_dim3 grid,
   bl.x = block.x;
   bl.y = block.y;
   bl.z = block.z;
-  cudaError_t e = cudaLaunchKernel(k->cuda, g, bl, args, shmem, stream_of(s));
+  cudaError_t e =
+      cudaLaunchKernel(k->cuda, g, bl, args, shmem, weft__cuda_stream_of(s));
   if (__builtin_expect(e == cudaSuccess, 1))
     return 0;
   return launch_failed(s, k, g, bl, shmem, args, e);
@@ -237,7 +237,7 @@ int weft__cuda_device_alloc(weft__stream *s, size_t n, void **out) {
   void *p;
   if (device_of(s)->pools) {
     /* From the default pool of the stream's device, kept cached at open. */
-    WEFT__CUDA_CHECK(cudaMallocAsync, &p, n, stream_of(s));
+    WEFT__CUDA_CHECK(cudaMallocAsync, &p, n, weft__cuda_stream_of(s));
   } else {
     int rc = weft__cuda_use_device(s->hdr.dev, NULL);
     if (rc)
@@ -252,7 +252,7 @@ int weft__cuda_device_free(weft__stream *s, void *p) {
   /* cudaFree waits for the whole device, which over-fulfils the
    * stream-ordered contract on devices without pools. */
   if (device_of(s)->pools)
-    WEFT__CUDA_CHECK(cudaFreeAsync, p, stream_of(s));
+    WEFT__CUDA_CHECK(cudaFreeAsync, p, weft__cuda_stream_of(s));
   else
     WEFT__CUDA_CHECK(cudaFree, p);
   return 0;
