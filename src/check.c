@@ -541,6 +541,13 @@ void weft__check_cuda_call(weft__checker *k, const char *name, const char *what,
 void weft__check_implicit_sync(weft__checker *k, weft__exec *x,
                                const char *call, const char *what,
                                uint64_t ns) {
+  /* It costs overlap only while another task is alive to be stalled (one
+   * finishing counts: its stream's work may still run). The lone task
+   * that sets up its buffers, a root task before it spawns, waits for
+   * nothing but its own stream; reporting it would bury the findings
+   * that matter. */
+  if (atomic_load(&x->rt->nlive) <= 1)
+    return;
   char who[WHO];
   who_of(x, who, sizeof who);
   pthread_mutex_lock(&k->lock);

@@ -94,7 +94,8 @@ void weft__check_cuda_call(weft__checker *k, const char *name, const char *what,
                            uint64_t ns, int default_stream);
 
 /* A call that synchronises more than its caller's stream, made from a
- * task (x): reported with how long it took (ns; 0 if not measured). */
+ * task (x): reported with how long it took (ns; 0 if not measured), if
+ * another task is alive. */
 void weft__check_implicit_sync(weft__checker *k, weft__exec *x,
                                const char *call, const char *what, uint64_t ns);
 

@@ -8,8 +8,8 @@
  * memset. Twins: weft_task_after, a join before the second spawn, an event
  * waited on, a parameter marked read-only (weft_kernel.reads), two tasks
  * replaying one graph (replays of a graph are ordered). Implicit
- * synchronisation: weft_device_sync from a task; its twin from a plain
- * thread. With checking off nothing is reported. Each case runs in a
+ * synchronisation: weft_device_sync from a task while another is alive;
+ * its twins from the only task alive and from a plain thread. With checking off nothing is reported. Each case runs in a
  * fresh runtime, its findings written to a file of the test's. The racing tasks
  * meet after their operations (each holds its stream until the other has
  * queued): a task that ended first would hand its stream to the next, and one
@@ -35,6 +35,7 @@ typedef struct world {
   weft_kernel reads_0; /* copy_int without its read-only mark */
   int meet;            /* racing tasks wait for each other (meet()) */
   int arrived;
+  int synced;          /* set when the device-syncer is done */
 } world;
 
 static world W;
@@ -134,6 +135,16 @@ static void device_sync_task(void *arg) {
   (void)arg;
   CHECK_OK(weft_memset(W.buf, 0, N * sizeof(int)));
   CHECK_OK(weft_device_sync());
+  tt_add(&W.synced, 1);
+}
+
+/* Alive until the device-syncer is done: a task the sync could stall. */
+static void bystander_task(void *arg) {
+  (void)arg;
+  CHECK_OK(weft_memset(W.other, 0, N * sizeof(int)));
+  while (!tt_load(&W.synced))
+    weft_yield();
+  CHECK_OK(weft_sync());
 }
 
 /* ---- the cases ---- */
@@ -211,6 +222,14 @@ static void graph_against_memset(void) {
 }
 
 static void sync_in_task(void) {
+  W.synced = 0;
+  weft_task *b = spawn(bystander_task, "bystander");
+  CHECK_OK(weft_task_join(spawn(device_sync_task, "device-syncer")));
+  CHECK_OK(weft_task_join(b));
+}
+
+/* No other task to stall: nothing lost, nothing reported. */
+static void sync_in_lone_task(void) {
   CHECK_OK(weft_task_join(spawn(device_sync_task, "device-syncer")));
 }
 
@@ -304,6 +323,7 @@ int main(void) {
          "'replayer'", "'setter'");
   expect("weft_device_sync from a task", sync_in_task, 0, "'device-syncer'",
          NULL);
+  silent("weft_device_sync from the only task alive", sync_in_lone_task, 0);
   silent("weft_device_sync from a plain thread", sync_on_thread, 0);
   char out[8192];
   W.meet = 1;

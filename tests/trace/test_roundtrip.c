@@ -196,19 +196,24 @@ static void clamped_calls(void) {
 /* A finding of weft check is an instant event in the trace (cat
  * weft_check), which the reader counts and the checker's rules accept. */
 static float *shared_buf;
-static int met;
+static int met, synced;
 static void racer(void *arg) {
   (void)arg;
   CHECK_OK(weft_memset(shared_buf, 0, N * sizeof(float)));
   __atomic_add_fetch(&met, 1, __ATOMIC_ACQ_REL);
   while (__atomic_load_n(&met, __ATOMIC_ACQUIRE) < 2)
     weft_yield(); /* both hold their streams: no stream order between */
+  while (!__atomic_load_n(&synced, __ATOMIC_ACQUIRE))
+    weft_yield(); /* alive, so that the syncer's wait could stall us */
   CHECK_OK(weft_sync());
 }
 
 static void syncer(void *arg) {
   (void)arg;
+  while (__atomic_load_n(&met, __ATOMIC_ACQUIRE) < 2)
+    weft_yield();
   CHECK_OK(weft_device_sync()); /* an implicit sync: reported with its time */
+  __atomic_store_n(&synced, 1, __ATOMIC_RELEASE);
 }
 
 static void checked_findings(void) {
@@ -233,13 +238,12 @@ static void checked_findings(void) {
   CHECK_OK(weft_init(&rt, &o));
   CHECK_OK(weft_device_alloc(N * sizeof(float), (void **)&shared_buf));
   CHECK_OK(weft_sync());
-  weft_task *a, *b;
+  weft_task *a, *b, *sy;
   CHECK_OK(weft_task_spawn(rt, &a, racer, NULL, NULL));
   CHECK_OK(weft_task_spawn(rt, &b, racer, NULL, NULL));
+  CHECK_OK(weft_task_spawn(rt, &sy, syncer, NULL, NULL));
   CHECK_OK(weft_task_join(a));
   CHECK_OK(weft_task_join(b));
-  weft_task *sy;
-  CHECK_OK(weft_task_spawn(rt, &sy, syncer, NULL, NULL));
   CHECK_OK(weft_task_join(sy));
   CHECK_OK(weft_device_free(shared_buf));
   CHECK_OK(weft_sync());
