@@ -5,7 +5,8 @@
  * Reported from a task: calls that wait for the whole device (cudaMalloc,
  * cudaFree, cudaMallocHost, cudaHostAlloc, cudaFreeHost, synchronous
  * cudaMemcpy/cudaMemcpy2D/cudaMemset, cudaDeviceSynchronize, cache
- * configuration changes), and work queued on the legacy default stream
+ * configuration changes, a cudaMemcpyAsync to or from pageable host memory,
+ * which holds the thread), and work queued on the legacy default stream
  * (stream 0), which weft_sync does not wait for and which serialises with
  * every blocking stream. weft's own calls of these (a pinned-cache miss,
  * weft_device_sync, cuBLAS's workspace) are either reported at weft's level
@@ -68,6 +69,25 @@ static const struct {
 };
 #define NWATCHED (sizeof watched / sizeof watched[0])
 
+/* Whether p is host memory CUDA has not page-locked: a copy from or to it
+ * holds the calling thread (device to pageable returns only once the copy
+ * is done). cudaPointerGetAttributes is not watched, so asking raises no
+ * callback of ours. */
+static int pageable(const void *p) {
+  struct cudaPointerAttributes a;
+  if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 1;
+  }
+  return a.type == cudaMemoryTypeUnregistered;
+}
+
+static const char pageable_copy[] =
+    "with pageable host memory cudaMemcpyAsync holds the thread (to "
+    "pageable memory until the copy is done), and so every task of this "
+    "worker; weft_copy stages pageable copies through pinned buffers and "
+    "suspends only the task";
+
 /* The stream a watched asynchronous call was given. */
 static cudaStream_t stream_arg(CUpti_CallbackId id, const void *params) {
   switch (id) {
@@ -94,12 +114,19 @@ static void CUPTIAPI on_call(void *arg, CUpti_CallbackDomain domain,
   for (size_t i = 0; i < NWATCHED; i++) {
     if (watched[i].id != id)
       continue;
+    uint64_t ns = weft__trace_now() - *cd->correlationData;
     if (watched[i].kind == DEFAULT_STREAM) {
       cudaStream_t s = stream_arg(id, cd->functionParams);
-      if (s != NULL && s != cudaStreamLegacy)
+      if (s != NULL && s != cudaStreamLegacy) {
+        const cudaMemcpyAsync_v3020_params *c = cd->functionParams;
+        if (id == CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020 &&
+            cd->functionReturnValue &&
+            *(const cudaError_t *)cd->functionReturnValue == cudaSuccess &&
+            (pageable(c->src) || pageable(c->dst)))
+          weft__check_cuda_call(arg, cd->functionName, pageable_copy, ns, 0);
         return;
+      }
     }
-    uint64_t ns = weft__trace_now() - *cd->correlationData;
     weft__check_cuda_call(arg, cd->functionName, watched[i].what,
                           watched[i].kind == SYNC ? ns : 0,
                           watched[i].kind == DEFAULT_STREAM);

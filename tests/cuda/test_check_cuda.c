@@ -1,11 +1,12 @@
-/* weft check's CUDA side: raw CUDA runtime calls inside a task, seen
- * through CUPTI. A task's cudaMalloc and cudaDeviceSynchronize are
- * implicit synchronisations while another task is alive, a launch on the
- * legacy default stream is reported as such, each naming the task; the
- * twins (the synchronisations from the only task alive, the same calls
- * from the plain thread, a launch on weft_cuda_stream()) are silent, and so
- * are weft's own calls (weft_pinned_alloc hits, weft_cublas's workspace).
- * Skipped (77) without a CUDA device. */
+/* weft check's CUDA side: raw CUDA runtime calls inside a task, seen through
+ * CUPTI. A task's cudaMalloc and cudaDeviceSynchronize are implicit
+ * synchronisations while another task is alive, and so is a cudaMemcpyAsync
+ * from or to pageable memory on the task's own stream; a launch on the legacy
+ * default stream is reported as such, each naming the task; the twins (the
+ * synchronisations from the only task alive, the same calls from the plain
+ * thread, a launch and copies from pinned memory on weft_cuda_stream()) are
+ * silent, and so are weft's own calls (weft_pinned_alloc hits, weft_cublas's
+ * workspace). Skipped (77) without a CUDA device. */
 #include <cuda_runtime.h>
 #include <stdio.h>
 #include <string.h>
@@ -29,6 +30,22 @@ static void raw_calls_task(void *arg) {
   raw_done = 1;
 }
 
+/* cudaMemcpyAsync on the task's own stream, from pageable memory: it
+ * holds the thread. */
+static void pageable_copy_task(void *arg) {
+  (void)arg;
+  static char host[1 << 16];
+  void *d = NULL;
+  CHECK_OK(weft_device_alloc(sizeof host, &d));
+  CHECK(cudaMemcpyAsync(d, host, sizeof host, cudaMemcpyHostToDevice,
+                        weft_cuda_stream()) == cudaSuccess);
+  CHECK(cudaMemcpyAsync(host, d, sizeof host, cudaMemcpyDeviceToHost,
+                        weft_cuda_stream()) == cudaSuccess);
+  CHECK_OK(weft_sync());
+  CHECK_OK(weft_device_free(d));
+  raw_done = 1;
+}
+
 /* Alive while the task under test runs: a task its implicit
  * synchronisations could stall (with none, they are not reported). */
 static void bystander_task(void *arg) {
@@ -37,10 +54,22 @@ static void bystander_task(void *arg) {
     weft_yield();
 }
 
+/* The twins: a launch and copies from pinned memory on the task's stream
+ * (the pinned block allocated before the task). */
+static void *pinned_block;
+
 static void good_task(void *arg) {
   (void)arg;
   weft_test_nop_on(weft_cuda_stream());
+  void *d = NULL;
+  CHECK_OK(weft_device_alloc(4096, &d));
+  CHECK(cudaMemcpyAsync(d, pinned_block, 4096, cudaMemcpyHostToDevice,
+                        weft_cuda_stream()) == cudaSuccess);
+  CHECK(cudaMemcpyAsync(pinned_block, d, 4096, cudaMemcpyDeviceToHost,
+                        weft_cuda_stream()) == cudaSuccess);
   CHECK_OK(weft_sync());
+  CHECK_OK(weft_device_free(d));
+  raw_done = 1;
 }
 
 enum { IN_TASK, IN_LONE_TASK, ON_THREAD };
@@ -57,6 +86,7 @@ static size_t run(weft_task_fn fn, const char *name, char *out, size_t len,
   CHECK_OK(weft_init(&rt, &o));
   weft__checker *k = weft__runtime_backend(rt)->check;
   weft__check_set_output(k, f);
+  CHECK_OK(weft_pinned_alloc(4096, &pinned_block));
   if (where == ON_THREAD) {
     fn(NULL);
   } else {
@@ -74,6 +104,7 @@ static size_t run(weft_task_fn fn, const char *name, char *out, size_t len,
       CHECK_OK(weft_task_join(b));
   }
   size_t n = weft__check_findings(k);
+  CHECK_OK(weft_pinned_free(pinned_block));
   CHECK_OK(weft_shutdown(rt));
   rewind(f);
   size_t got = fread(out, 1, len - 1, f);
@@ -112,6 +143,12 @@ int main(void) {
   CHECK_MSG(n == 1 && strstr(out, "default stream: cudaLaunchKernel"),
             "the only task alive: %zu findings, not the default-stream "
             "launch alone: %s",
+            n, out);
+  n = run(pageable_copy_task, "pageable", out, sizeof out, IN_TASK);
+  CHECK_MSG(n == 2 && strstr(out, "implicit sync: cudaMemcpyAsync") &&
+                strstr(out, "'pageable'"),
+            "pageable cudaMemcpyAsync on the task's stream: %zu findings, "
+            "not the two copies: %s",
             n, out);
   CHECK_MSG(run(raw_calls_task, NULL, out, sizeof out, ON_THREAD) == 0,
             "raw calls from the plain thread reported: %s", out);

@@ -253,9 +253,9 @@ static void bad_extents(void) {
 }
 
 int main(void) {
-  /* Tests copies between every kind of memory, allocated by concurrent tasks: their pinned-cache misses are
-   * what weft check rightly reports as device-wide waits, so it stays off
-   * here even under WEFT_CHECK=1. */
+  /* Concurrent tasks allocate pinned buffers here on purpose; weft check
+   * rightly reports those cache misses as device-wide waits, so it stays
+   * off for this test even under WEFT_CHECK=1. */
   weft_runtime_opts o;
   weft_runtime_opts_init(&o);
   o.check = 0;

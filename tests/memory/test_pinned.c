@@ -389,9 +389,9 @@ int main(void) {
   CHECK_ERR(weft_pinned_alloc(16, &p), WEFT_ESTATE);
   CHECK(p == sentinel);
 
-  /* Tests the pinned cache itself, from concurrent tasks: their pinned-cache misses are
-   * what weft check rightly reports as device-wide waits, so it stays off
-   * here even under WEFT_CHECK=1. */
+  /* The pinned cache itself, used from concurrent tasks: weft check
+   * rightly reports its misses as device-wide waits, so it stays off for
+   * this test even under WEFT_CHECK=1. */
   weft_runtime_opts o;
   weft_runtime_opts_init(&o);
   o.check = 0;

@@ -8,12 +8,13 @@
  * memset. Twins: weft_task_after, a join before the second spawn, an event
  * waited on, a parameter marked read-only (weft_kernel.reads), two tasks
  * replaying one graph (replays of a graph are ordered). Implicit
- * synchronisation: weft_device_sync from a task while another is alive;
- * its twins from the only task alive and from a plain thread. With checking off nothing is reported. Each case runs in a
- * fresh runtime, its findings written to a file of the test's. The racing tasks
- * meet after their operations (each holds its stream until the other has
- * queued): a task that ended first would hand its stream to the next, and one
- * stream's work is ordered, so there would be no race to find. */
+ * synchronisation: weft_device_sync from a task while another is alive; its
+ * twins from the only task alive and from a plain thread. With checking off
+ * nothing is reported. Each case runs in a fresh runtime, its findings written
+ * to a file of the test's. The racing tasks meet after their operations (each
+ * holds its stream until the other has queued): a task that ended first would
+ * hand its stream to the next, and one stream's work is ordered, so there
+ * would be no race to find. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,7 +36,7 @@ typedef struct world {
   weft_kernel reads_0; /* copy_int without its read-only mark */
   int meet;            /* racing tasks wait for each other (meet()) */
   int arrived;
-  int synced;          /* set when the device-syncer is done */
+  int synced; /* set when the device-syncer is done */
 } world;
 
 static world W;
