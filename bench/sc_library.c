@@ -24,9 +24,12 @@ typedef struct toy {
 static _Thread_local toy toys[4];
 static _Thread_local int ntoys;
 
-static int toy_create(void *user, int dev, void **h) {
+static int toy_create(void *user, int dev, const void *key, size_t key_bytes,
+                      void **h) {
   (void)user;
   (void)dev;
+  (void)key;
+  (void)key_bytes;
   if (ntoys == 4)
     return 1;
   *h = &toys[ntoys++];
@@ -41,8 +44,10 @@ BENCH_OPAQUE static int toy_set_stream(void *user, void *h, void *stream) {
   return 0;
 }
 
-static const weft_library toy_lib = {sizeof toy_lib, "toy", toy_create,
-                                     toy_set_stream, NULL,  NULL};
+static const weft_library toy_lib = {.struct_size = sizeof toy_lib,
+                                     .name = "toy",
+                                     .create = toy_create,
+                                     .set_stream = toy_set_stream};
 
 enum { V_HIT, V_REBIND, V_RAW, V_CUBLAS, V_CUBLAS_RAW, NVARIANTS };
 

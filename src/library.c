@@ -1,57 +1,82 @@
-/* weft/library.h: handles of user-described libraries, cached per thread
- * and device, bound to the caller's stream.
+/* weft/library.h: handles of described libraries, cached per thread (or
+ * per stream) and device, bound to the caller's stream.
  *
  * The cache is a small table per thread; a slot belongs to one runtime
  * (its epoch), so a thread that outlives a runtime makes fresh handles for
  * the next. Every handle made is also in one registry, so that shutdown
- * destroys its runtime's handles whichever threads made them. */
+ * destroys its runtime's handles whichever threads made them, and so that
+ * a per_stream handle is found by its stream from any thread: for those
+ * the thread's slot is only a shortcut. */
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "caller.h"
 #include "error_internal.h"
 #include "scheduler.h"
 #include "weft/library.h"
 
-enum { SLOTS = 32 };
+/* 64 slots of 80 bytes a thread: a few libraries, each with a few keyed
+ * handles (cuFFT plans of a few shapes). */
+enum { SLOTS = 64 };
 
-typedef struct slot {
+/* What names a handle: its library, device, key and runtime, and for a
+ * per_stream library the stream it belongs to. */
+typedef struct ident {
   const weft_library *lib;
   int dev;
+  uint32_t key_bytes;
   uint64_t epoch;
+  void *owner; /* per_stream: the stream; else NULL */
+  unsigned char key[WEFT_LIBRARY_KEY_MAX];
+} ident;
+
+typedef struct slot {
+  ident id;
   void *handle;
   void *stream; /* the native stream it is bound to, or NULL */
 } slot;
 
 static _Thread_local slot slots[SLOTS];
+static _Thread_local unsigned next_evict; /* per_stream slots, round robin */
 
 typedef struct made {
-  const weft_library *lib;
+  ident id;
   void *handle;
-  uint64_t epoch;
 } made;
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static made *registry;
 static size_t nmade, cap;
 
-/* The calling thread's slot for (lib, dev, epoch), taking a free or stale
- * one if need be; NULL when all are taken. Not inlined: a task can resume
- * on another thread, and a thread-local address kept across that would
- * name the old thread's table. */
-__attribute__((noinline)) static slot *slot_for(const weft_library *lib,
-                                                int dev, uint64_t epoch) {
+static int same(const ident *a, const ident *b) {
+  return a->lib == b->lib && a->dev == b->dev && a->epoch == b->epoch &&
+         a->owner == b->owner && a->key_bytes == b->key_bytes &&
+         (a->key_bytes == 0 || memcmp(a->key, b->key, a->key_bytes) == 0);
+}
+
+/* The calling thread's slot for id, taking a free or stale one if need
+ * be (or, for a per_stream handle, one holding another per_stream handle:
+ * the registry keeps those); NULL when none can be had. Not inlined: a
+ * task can resume on another thread, and a thread-local address kept
+ * across that would name the old thread's table. */
+__attribute__((noinline)) static slot *slot_for(const ident *id) {
   slot *free_slot = NULL;
   for (int i = 0; i < SLOTS; i++) {
     slot *s = &slots[i];
-    if (s->lib == lib && s->dev == dev && s->epoch == epoch)
+    if (s->id.lib && same(&s->id, id))
       return s;
-    if (!free_slot && (!s->lib || s->epoch != epoch))
+    if (!free_slot && (!s->id.lib || s->id.epoch != id->epoch))
+      free_slot = s;
+  }
+  for (int i = 0; !free_slot && id->owner && i < SLOTS; i++) {
+    slot *s = &slots[next_evict++ % SLOTS];
+    if (s->id.owner)
       free_slot = s;
   }
   if (free_slot)
-    *free_slot = (slot){lib, dev, epoch, NULL, NULL};
+    *free_slot = (slot){*id, NULL, NULL};
   return free_slot;
 }
 
@@ -59,6 +84,8 @@ typedef struct create_call {
   const weft_library *lib;
   weft__backend *bk;
   int dev, rc;
+  const void *key;
+  size_t key_bytes;
   void *handle;
 } create_call;
 
@@ -66,10 +93,36 @@ static void create(void *arg) {
   create_call *c = arg;
   if (c->bk->ops->bind_device)
     c->bk->ops->bind_device(c->bk, c->dev);
-  c->rc = c->lib->create(c->lib->user, c->dev, &c->handle);
+  c->rc =
+      c->lib->create(c->lib->user, c->dev, c->key, c->key_bytes, &c->handle);
 }
 
-static int remember(const weft_library *lib, void *handle, uint64_t epoch) {
+/* A create or set_stream that returned status: WEFT_EDEVICE, with the
+ * library's own words for it when the description has them. */
+static int lib_fail(const weft_library *lib, const char *call, int status) {
+  const char *name = lib->name ? lib->name : "(unnamed library)";
+  const char *says = lib->describe ? lib->describe(status) : NULL;
+  return weft__err_raw(WEFT_EDEVICE, status,
+                       "weft_library_handle %s: %s returned %d%s%s", name, call,
+                       status, says ? ": " : "", says ? says : "");
+}
+
+static int too_many(const weft_library *lib) {
+  return weft__err(WEFT_ENOMEM,
+                   "weft_library_handle %s: more than %d handles (libraries, "
+                   "keys and devices) on one thread",
+                   lib->name ? lib->name : "(unnamed library)", SLOTS);
+}
+
+/* The registry's handle for id, or NULL; under the lock. */
+static void *made_find(const ident *id) {
+  for (size_t i = 0; i < nmade; i++)
+    if (same(&registry[i].id, id))
+      return registry[i].handle;
+  return NULL;
+}
+
+static int remember(const ident *id, void *handle) {
   pthread_mutex_lock(&lock);
   if (nmade == cap) {
     size_t nc = cap ? 2 * cap : 16;
@@ -81,16 +134,51 @@ static int remember(const weft_library *lib, void *handle, uint64_t epoch) {
     registry = v;
     cap = nc;
   }
-  registry[nmade++] = (made){lib, handle, epoch};
+  registry[nmade++] = (made){*id, handle};
   pthread_mutex_unlock(&lock);
   return 0;
 }
 
+/* Makes a handle for id on the thread's own stack, binds it to stream
+ * unless that is NULL, and registers it. */
+static int make(const ident *id, weft__backend *bk, const void *key,
+                void *stream, void **handle) {
+  const weft_library *lib = id->lib;
+  create_call cc = {lib, bk, id->dev, 0, key, id->key_bytes, NULL};
+  weft__call_on_thread_stack(create, &cc);
+  if (cc.rc)
+    return lib_fail(lib, "create", cc.rc);
+  int rc = stream ? lib->set_stream(lib->user, cc.handle, stream) : 0;
+  if (rc) {
+    if (lib->destroy)
+      lib->destroy(lib->user, cc.handle);
+    return lib_fail(lib, "set_stream", rc);
+  }
+  if (remember(id, cc.handle) != 0) {
+    if (lib->destroy)
+      lib->destroy(lib->user, cc.handle);
+    return weft__err(WEFT_ENOMEM, "weft_library_handle %s: out of memory",
+                     lib->name ? lib->name : "(unnamed library)");
+  }
+  *handle = cc.handle;
+  return 0;
+}
+
 int weft_library_handle(const weft_library *lib, void **handle) {
+  return weft_library_handle_keyed(lib, NULL, 0, handle);
+}
+
+int weft_library_handle_keyed(const weft_library *lib, const void *key,
+                              size_t key_bytes, void **handle) {
   if (!lib || !handle)
     return weft__err(WEFT_EINVAL, "weft_library_handle: %s is NULL",
                      lib ? "handle" : "lib");
   const char *name = lib->name ? lib->name : "(unnamed library)";
+  if (key_bytes > WEFT_LIBRARY_KEY_MAX || (key_bytes && !key))
+    return weft__err(WEFT_EINVAL,
+                     "weft_library_handle %s: a key of %zu bytes (at most "
+                     "%d, and not NULL)",
+                     name, key_bytes, WEFT_LIBRARY_KEY_MAX);
   if (lib->struct_size != sizeof *lib || !lib->create || !lib->set_stream)
     return weft__err(WEFT_EINVAL,
                      "weft_library_handle %s: the description needs "
@@ -103,45 +191,43 @@ int weft_library_handle(const weft_library *lib, void **handle) {
     return rc;
   weft__backend *bk = c.s->hdr.bk;
   void *stream = bk->ops->native_stream ? bk->ops->native_stream(c.s) : c.s;
-  slot *s = slot_for(lib, c.dev, c.epoch);
+  ident id = {
+      lib, c.dev, (uint32_t)key_bytes, c.epoch, lib->per_stream ? stream : NULL,
+      {0}};
+  if (key_bytes)
+    memcpy(id.key, key, key_bytes);
+  slot *s = slot_for(&id);
   if (!s)
-    return weft__err(WEFT_ENOMEM,
-                     "weft_library_handle %s: more than %d libraries and "
-                     "devices on one thread",
-                     name, SLOTS);
+    return too_many(lib);
   if (!s->handle) {
-    create_call cc = {lib, bk, c.dev, 0, NULL};
-    weft__call_on_thread_stack(create, &cc);
-    if (cc.rc)
-      return weft__err(WEFT_EDEVICE,
-                       "weft_library_handle %s: create returned %d", name,
-                       cc.rc);
-    if (remember(lib, cc.handle, c.epoch) != 0) {
-      if (lib->destroy)
-        lib->destroy(lib->user, cc.handle);
-      return weft__err(WEFT_ENOMEM, "weft_library_handle %s: out of memory",
-                       name);
+    void *h = NULL, *bound = NULL;
+    if (lib->per_stream) {
+      /* Found by its stream, bound to it once when made. The stream is
+       * leased to this task alone, so nobody else makes it meanwhile. */
+      pthread_mutex_lock(&lock);
+      h = made_find(&id);
+      pthread_mutex_unlock(&lock);
+      if (!h && (rc = make(&id, bk, key, stream, &h)) != 0)
+        return rc;
+      bound = stream;
+    } else if ((rc = make(&id, bk, key, NULL, &h)) != 0) {
+      return rc;
     }
     /* The task may have moved to another thread meanwhile: the handle is
      * that thread's now, unless it has one (ours is destroyed at
      * shutdown with the rest). */
-    s = slot_for(lib, c.dev, c.epoch);
+    s = slot_for(&id);
     if (!s)
-      return weft__err(WEFT_ENOMEM,
-                       "weft_library_handle %s: more than %d libraries and "
-                       "devices on one thread",
-                       name, SLOTS);
+      return too_many(lib);
     if (!s->handle) {
-      s->handle = cc.handle;
-      s->stream = NULL;
+      s->handle = h;
+      s->stream = bound;
     }
   }
   if (s->stream != stream) {
     rc = lib->set_stream(lib->user, s->handle, stream);
     if (rc)
-      return weft__err(WEFT_EDEVICE,
-                       "weft_library_handle %s: set_stream returned %d", name,
-                       rc);
+      return lib_fail(lib, "set_stream", rc);
     s->stream = stream;
   }
   *handle = s->handle;
@@ -153,12 +239,12 @@ void weft__library_release(weft_runtime *rt) {
   size_t keep = 0;
   for (size_t i = 0; i < nmade; i++) {
     made *m = &registry[i];
-    if (m->epoch != rt->epoch) {
+    if (m->id.epoch != rt->epoch) {
       registry[keep++] = *m;
       continue;
     }
-    if (m->lib->destroy)
-      m->lib->destroy(m->lib->user, m->handle);
+    if (m->id.lib->destroy)
+      m->id.lib->destroy(m->id.lib->user, m->handle);
   }
   nmade = keep;
   if (nmade == 0) {

@@ -3,23 +3,37 @@
  * returns a handle bound to the calling task's stream, as weft_cublas does
  * for cuBLAS:
  *
- *   static int make(void *user, int dev, void **h) {
- *     return cufftCreate((cufftHandle *)h) != CUFFT_SUCCESS; }   // etc.
+ *   static int make(void *user, int dev, const void *key, size_t n,
+ *                   void **h) {
+ *     return cusparseCreate((cusparseHandle_t *)h); }   // 0 on success
  *   static int bind(void *user, void *h, void *stream) {
- *     return cufftSetStream(*(cufftHandle *)h, stream) != CUFFT_SUCCESS; }
- *   static void drop(void *user, void *h) { ... }
- *   static const weft_library fft = {sizeof fft, "cufft", make, bind, drop};
+ *     return cusparseSetStream(h, stream); }
+ *   static void drop(void *user, void *h) { cusparseDestroy(h); }
+ *   static const weft_library sp = {.struct_size = sizeof sp,
+ *       .name = "mysparse", .create = make, .set_stream = bind,
+ *       .destroy = drop};
  *   ...in a task:
  *   void *h;
- *   if (weft_library_handle(&fft, &h) == 0) { ...use h on the task's stream }
+ *   if (weft_library_handle(&sp, &h) == 0) { ...use h on the task's stream }
+ *
+ * A library with many handles per thread told apart by what they are for
+ * (plans of different shapes) asks weft_library_handle_keyed with a key of
+ * up to WEFT_LIBRARY_KEY_MAX bytes, which create receives; the plain call
+ * is the key of 0 bytes. weft's own cuBLAS, cuBLASLt, cuFFT, cuRAND,
+ * cuSOLVER and cuSPARSE handles (weft/cuda.h, weft/cuda_libraries.h) are
+ * descriptions like these.
  *
  * Handles are cached per worker thread (or plain thread) and device, made
  * on first use on the thread's own stack (library set-up needs more stack
  * than a fiber has), re-bound only when the caller's stream differs from
  * the one the handle was last bound to, and destroyed at weft_shutdown. A
  * task may move between threads when it waits or yields, so it asks again
- * after that; two tasks never use one handle at the same time, since a
- * thread runs one task at a time.
+ * after that. A thread runs one task at a time, so no two tasks call into
+ * one handle at once; their GPU work may still run at once on their two
+ * streams, so a library whose handle carries device state (cuRAND's
+ * generator, a cuFFT plan's work area) asks for a handle per stream
+ * instead (per_stream), and one that needs per-stream state beside a
+ * shared handle keeps it itself, set in set_stream (cuBLAS's workspace).
  *
  * The stream passed to set_stream is the task's native stream: a
  * cudaStream_t on the CUDA backend, the host backend's stream object there
@@ -28,10 +42,13 @@
  * address keys the cache.
  *
  * Errors: WEFT_ESTATE (no runtime), WEFT_EINVAL (NULL lib or handle, a
- * description without create or set_stream, or a struct_size not
- * sizeof(weft_library)), WEFT_EDEVICE (create or set_stream returned
- * non-zero: the message has the value), WEFT_ENOMEM. Context: any task or
- * plain thread; never blocks the worker (creation runs on it, once). */
+ * description without create or set_stream, a struct_size not
+ * sizeof(weft_library), a key longer than WEFT_LIBRARY_KEY_MAX or NULL
+ * with a length), WEFT_EDEVICE (create or set_stream returned non-zero:
+ * the message has the value and what describe says of it), WEFT_ENOMEM
+ * (also: more than 64 handles on one thread). Context: any task or plain
+ * thread; blocks the worker only for a create (once per thread, device
+ * and key). */
 #ifndef WEFT_LIBRARY_H
 #define WEFT_LIBRARY_H
 
@@ -43,21 +60,37 @@
 extern "C" {
 #endif
 
+#define WEFT_LIBRARY_KEY_MAX 32
+
 typedef struct weft_library {
   size_t struct_size; /* sizeof(weft_library) */
   const char *name;   /* for messages */
-  /* Makes a handle for device dev (current on the calling thread); 0 or
+  /* Makes a handle for device dev (current on the calling thread) and the
+   * key it was asked for (NULL and 0 from weft_library_handle); 0, or
    * non-zero on failure. */
-  int (*create)(void *user, int dev, void **handle);
+  int (*create)(void *user, int dev, const void *key, size_t key_bytes,
+                void **handle);
   /* Binds the handle to stream; 0 or non-zero on failure. */
   int (*set_stream)(void *user, void *handle, void *stream);
   /* Frees the handle (at weft_shutdown, the device still open); may be
    * NULL. */
   void (*destroy)(void *user, void *handle);
   void *user; /* passed to the three */
+  /* The library's words for a status create or set_stream returned, for
+   * the error message; may be NULL. */
+  const char *(*describe)(int status);
+  /* 0: a handle per thread, moved between the streams of the tasks that
+   * run there. 1: a handle per stream, for libraries whose handles carry
+   * device state two streams must not share at once (cuRAND's generator
+   * state, a cuFFT plan's work area): a stream runs one task's work at a
+   * time, in order. Found from any thread; more handles, each bound
+   * once. */
+  int per_stream;
 } weft_library;
 
 WEFT_API int weft_library_handle(const weft_library *lib, void **handle);
+WEFT_API int weft_library_handle_keyed(const weft_library *lib, const void *key,
+                                       size_t key_bytes, void **handle);
 
 #ifdef __cplusplus
 }

@@ -2,11 +2,9 @@
  *
  * Creating a handle is expensive (cublasCreate took 16 ms the first time
  * and 70-150 us after on the H200) and cublasSetStream cheap (32 ns), so
- * each thread keeps one handle per device, made on first use, and moves it
- * to the caller's stream only when that changed. Tasks move between worker
- * threads, so a task asks again after it waited or yielded. The handles
- * are destroyed when the runtime shuts down; a thread notices a new
- * runtime by its epoch and makes fresh ones.
+ * each thread keeps one handle per device in weft/library.h's cache, made
+ * on first use and moved to the caller's stream only when that changed;
+ * this file is the cache's description of cuBLAS, plus the workspaces.
  *
  * Workspaces belong to streams, not handles. A thread's handle serves every
  * task that runs on the thread, each on its own stream, so one workspace
@@ -21,32 +19,24 @@
 #include <cublas_v2.h>
 #include <errno.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "caller.h"
 #include "check.h"
 #include "cuda_internal.h"
 #include "error_internal.h"
+#include "weft/library.h"
 
-#define MAX_DEVS 16
-
-typedef struct handle_slot {
-  uint64_t epoch; /* the runtime it belongs to */
+/* What the cache holds for cuBLAS: the handle and the device it serves,
+ * which set_stream needs to find the stream's workspace. */
+typedef struct cublas_entry {
   cublasHandle_t h;
-  cudaStream_t stream; /* the stream it is set to */
-} handle_slot;
+  int dev;
+} cublas_entry;
 
-static _Thread_local handle_slot tls[MAX_DEVS];
-
-/* Not inlined: a task can resume on another thread, and a thread-local
- * address cached across that would name the old thread's slot. */
-__attribute__((noinline)) static handle_slot *slot_for(int dev) {
-  return &tls[dev];
-}
-
-/* Every handle made, for destruction at shutdown, and every stream's
- * workspace (ptr NULL: cuBLAS's default, after a size of 0 or a failed
- * allocation, so that it is not tried again). */
+/* Every stream's workspace (ptr NULL: cuBLAS's default, after a size of 0
+ * or a failed allocation, so that it is not tried again). */
 typedef struct workspace {
   cudaStream_t stream;
   int dev;
@@ -55,8 +45,6 @@ typedef struct workspace {
 } workspace;
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static cublasHandle_t *all;
-static size_t nall, cap;
 static workspace *spaces;
 static size_t nspaces, spaces_cap;
 
@@ -68,38 +56,19 @@ static int cublas_fail(cublasStatus_t st, const char *call) {
                        cublasGetStatusString(st));
 }
 
-static int remember(cublasHandle_t h) {
-  pthread_mutex_lock(&lock);
-  if (nall == cap) {
-    size_t nc = cap ? cap * 2 : 16;
-    cublasHandle_t *v = realloc(all, nc * sizeof *v);
-    if (!v) {
-      pthread_mutex_unlock(&lock);
-      return WEFT_ENOMEM;
-    }
-    all = v;
-    cap = nc;
-  }
-  all[nall++] = h;
-  pthread_mutex_unlock(&lock);
-  return 0;
-}
+/* A failure of set_stream's own, re-reported by weft_cublas over the
+ * cache's generic message. set_stream runs in the calling task and
+ * nothing switches before the cache returns, so the thread is the
+ * task's. */
+static _Thread_local struct {
+  int code;
+  char message[256];
+} bind_error;
 
-typedef struct create_call {
-  int dev;
-  cublasHandle_t h;
-  cublasStatus_t st;
-} create_call;
-
-/* cublasCreate loads cuBLAS on first use and needs more stack than a
- * task's fiber has (it overflowed 64 KiB on the H200), so it runs on the
- * worker thread's own stack. */
-static void create(void *arg) {
-  create_call *c = arg;
-  weft__check_quiet++; /* cuBLAS's own set-up, once per thread */
-  c->st = weft__cuda_set_device(c->dev) == 0 ? cublasCreate(&c->h)
-                                             : CUBLAS_STATUS_NOT_INITIALIZED;
-  weft__check_quiet--;
+static void bind_failed(int code) {
+  bind_error.code = code;
+  snprintf(bind_error.message, sizeof bind_error.message, "%s",
+           weft_last_error_message());
 }
 
 /* The workspace size for dev, in bytes; -1 after reporting a bad
@@ -139,7 +108,7 @@ static int workspace_find(cudaStream_t cs, int dev, workspace *out) {
 }
 
 /* Finds or makes the workspace of stream cs on dev (the calling thread's
- * current device) and copies it to *out. Returns 0, or -1 with the error
+ * current device) and copies it to *out. Returns 0, or the error,
  * reported. */
 static int workspace_for(cudaStream_t cs, int dev, workspace *out) {
   pthread_mutex_lock(&lock);
@@ -151,7 +120,7 @@ static int workspace_for(cudaStream_t cs, int dev, workspace *out) {
    * adds the same one meanwhile; the allocation runs unlocked. */
   long long bytes = workspace_bytes(dev);
   if (bytes < 0)
-    return -1;
+    return WEFT_EINVAL;
   void *ptr = NULL;
   /* Once per stream for the runtime's life: deliberate, not reported. */
   weft__check_quiet++;
@@ -169,8 +138,7 @@ static int workspace_for(cudaStream_t cs, int dev, workspace *out) {
       pthread_mutex_unlock(&lock);
       if (ptr)
         cudaFree(ptr);
-      weft__err(WEFT_ENOMEM, "weft_cublas: out of memory");
-      return -1;
+      return weft__err(WEFT_ENOMEM, "weft_cublas: out of memory");
     }
     spaces = v;
     spaces_cap = nc;
@@ -180,6 +148,66 @@ static int workspace_for(cudaStream_t cs, int dev, workspace *out) {
   pthread_mutex_unlock(&lock);
   return 0;
 }
+
+/* cublasCreate loads cuBLAS on first use and needs more stack than a
+ * task's fiber has (it overflowed 64 KiB on the H200): the cache runs it
+ * on the thread's own stack, the device already current. */
+static int lib_create(void *user, int dev, const void *key, size_t key_bytes,
+                      void **handle) {
+  (void)user;
+  (void)key;
+  (void)key_bytes;
+  cublas_entry *e = malloc(sizeof *e);
+  if (!e)
+    return CUBLAS_STATUS_ALLOC_FAILED;
+  weft__check_quiet++; /* cuBLAS's own set-up, once per thread */
+  cublasStatus_t st = cublasCreate(&e->h);
+  weft__check_quiet--;
+  if (st != CUBLAS_STATUS_SUCCESS) {
+    free(e);
+    return (int)st;
+  }
+  e->dev = dev;
+  *handle = e;
+  return 0;
+}
+
+/* cublasSetStream puts the handle back on cuBLAS's default workspace, so
+ * the stream's own is set after it. */
+static int lib_set_stream(void *user, void *handle, void *stream) {
+  (void)user;
+  cublas_entry *e = handle;
+  workspace w;
+  int rc = workspace_for(stream, e->dev, &w);
+  if (rc != 0) {
+    bind_failed(rc);
+    return -1;
+  }
+  cublasStatus_t st = cublasSetStream(e->h, stream);
+  if (st == CUBLAS_STATUS_SUCCESS && w.ptr)
+    if ((st = cublasSetWorkspace(e->h, w.ptr, w.bytes)) !=
+        CUBLAS_STATUS_SUCCESS)
+      bind_failed(cublas_fail(st, "cublasSetWorkspace"));
+  return (int)st;
+}
+
+static void lib_destroy(void *user, void *handle) {
+  (void)user;
+  cublas_entry *e = handle;
+  cublasDestroy(e->h);
+  free(e);
+}
+
+static const char *lib_describe(int status) {
+  return status > 0 ? cublasGetStatusString((cublasStatus_t)status) : NULL;
+}
+
+static const weft_library cublas_lib = {.struct_size = sizeof cublas_lib,
+                                        .name = "cublas",
+                                        .create = lib_create,
+                                        .set_stream = lib_set_stream,
+                                        .destroy = lib_destroy,
+                                        .describe = lib_describe};
 
 /* The caller (weft__caller_get) and its CUDA stream, for call. Returns 0
  * or the error, reported. */
@@ -199,50 +227,16 @@ cublasHandle_t weft__cuda_cublas(void) {
   cudaStream_t cs = NULL;
   if (caller_cuda("weft_cublas", &me, &cs) != 0)
     return NULL;
-  if (me.dev >= MAX_DEVS) {
-    weft__err(WEFT_ENOTSUP, "weft_cublas: device %d (at most %d)", me.dev,
-              MAX_DEVS);
+  void *e;
+  bind_error.code = 0;
+  if (weft_library_handle(&cublas_lib, &e) != 0) {
+    if (bind_error.code) {
+      weft__err(bind_error.code, "%s", bind_error.message);
+      bind_error.code = 0;
+    }
     return NULL;
   }
-  handle_slot *slot = slot_for(me.dev);
-  if (slot->epoch != me.epoch || !slot->h) {
-    create_call c = {.dev = me.dev};
-    weft__call_on_thread_stack(create, &c);
-    if (c.st != CUBLAS_STATUS_SUCCESS) {
-      cublas_fail(c.st, "cublasCreate");
-      return NULL;
-    }
-    cublasHandle_t h = c.h;
-    /* The task may have moved thread during the call: the slot to fill is
-     * this thread's. If it already has a handle, that one is used; the
-     * new one stays remembered and goes at shutdown. */
-    slot = slot_for(me.dev);
-    if (remember(h) != 0) {
-      cublasDestroy(h);
-      weft__err(WEFT_ENOMEM, "weft_cublas: out of memory");
-      return NULL;
-    }
-    if (slot->epoch != me.epoch || !slot->h)
-      *slot = (handle_slot){me.epoch, h, NULL};
-  }
-  if (slot->stream != cs) {
-    workspace w;
-    if (workspace_for(cs, me.dev, &w) != 0)
-      return NULL;
-    slot->stream = NULL; /* until both calls succeeded */
-    cublasStatus_t st = cublasSetStream(slot->h, cs);
-    if (st != CUBLAS_STATUS_SUCCESS) {
-      cublas_fail(st, "cublasSetStream");
-      return NULL;
-    }
-    if (w.ptr && (st = cublasSetWorkspace(slot->h, w.ptr, w.bytes)) !=
-                     CUBLAS_STATUS_SUCCESS) {
-      cublas_fail(st, "cublasSetWorkspace");
-      return NULL;
-    }
-    slot->stream = cs;
-  }
-  return slot->h;
+  return ((cublas_entry *)e)->h;
 }
 
 int weft__cuda_cublas_workspace(void **ptr, size_t *bytes) {
@@ -268,13 +262,8 @@ int weft__cuda_cublas_workspace(void **ptr, size_t *bytes) {
 void weft__cuda_cublas_release(weft__backend *b) {
   (void)b;
   pthread_mutex_lock(&lock);
-  for (size_t i = 0; i < nall; i++)
-    cublasDestroy(all[i]);
-  free(all);
-  all = NULL;
-  nall = cap = 0;
   /* The streams were drained before the libraries are released; cudaFree
-   * would wait for them anyway. */
+   * would wait for them anyway. The handles went with the cache's. */
   for (size_t i = 0; i < nspaces; i++)
     if (spaces[i].ptr && weft__cuda_set_device(spaces[i].dev) == 0)
       cudaFree(spaces[i].ptr);

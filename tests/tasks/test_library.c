@@ -3,8 +3,8 @@
  * create needs more stack than a fiber has), bound to each caller's stream
  * and re-bound only when the stream changed, the same handle for tasks
  * that run on one thread, fresh handles for a new runtime, every handle
- * destroyed at shutdown, and bad descriptions and failing creates
- * reported. */
+ * destroyed at shutdown, a handle per key, and bad descriptions, bad
+ * keys and failing creates reported (with the library's words). */
 #include <stdatomic.h>
 #include <string.h>
 
@@ -22,9 +22,15 @@ typedef struct fake_handle {
 static fake_handle handles[MAX_HANDLES];
 static atomic_int nhandles, creates, binds, destroys, fail_create;
 
-static int fake_create(void *user, int dev, void **h) {
+static char last_key[WEFT_LIBRARY_KEY_MAX + 1]; /* what create was asked */
+
+static int fake_create(void *user, int dev, const void *key, size_t key_bytes,
+                       void **h) {
   (void)user;
   (void)dev;
+  memset(last_key, 0, sizeof last_key);
+  if (key_bytes)
+    memcpy(last_key, key, key_bytes);
   if (atomic_load(&fail_create))
     return 42;
   /* 256 KiB of stack: past a 64 KiB fiber's guard page, so this runs on
@@ -58,8 +64,15 @@ static void fake_destroy(void *user, void *h) {
   atomic_fetch_add(&destroys, 1);
 }
 
-static const weft_library fake = {sizeof fake,     "fake",       fake_create,
-                                  fake_set_stream, fake_destroy, NULL};
+static const char *fake_describe(int status) {
+  return status == 42 ? "FAKE_STATUS_ANSWER" : NULL;
+}
+
+static const weft_library fake = {.struct_size = sizeof fake,
+                                  .name = "fake",
+                                  .create = fake_create,
+                                  .set_stream = fake_set_stream,
+                                  .destroy = fake_destroy};
 
 /* Asks twice in a row (one bind at most), yields, asks again. */
 static void task(void *arg) {
@@ -76,6 +89,34 @@ static void task(void *arg) {
   CHECK_OK(weft_library_handle(&fake, &h2));
   CHECK_MSG(((fake_handle *)h2)->stream == stream,
             "after a yield the handle is not bound to this task's stream");
+  CHECK_OK(weft_sync());
+}
+
+/* per_stream: a handle of the task's stream's own, the same before and
+ * after a yield (perhaps found from another thread), bound to that
+ * stream once. */
+static const weft_library per_stream_lib = {.struct_size =
+                                                sizeof per_stream_lib,
+                                            .name = "per-stream",
+                                            .create = fake_create,
+                                            .set_stream = fake_set_stream,
+                                            .destroy = fake_destroy,
+                                            .per_stream = 1};
+
+static void per_stream_task(void *arg) {
+  void **mine = arg;
+  void *h1, *h2;
+  CHECK_OK(weft_library_handle(&per_stream_lib, &h1));
+  fake_handle *f = h1;
+  void *stream = f->stream;
+  CHECK(stream != NULL && f->binds == 1);
+  weft_yield(); /* the other tasks ask meanwhile, on these two threads */
+  CHECK_OK(weft_library_handle(&per_stream_lib, &h2));
+  CHECK_MSG(h1 == h2, "a per_stream handle changed across a yield");
+  CHECK_MSG(f->stream == stream && f->binds == 1,
+            "a per_stream handle was bound to another stream (%d binds)",
+            f->binds);
+  *mine = h1;
   CHECK_OK(weft_sync());
 }
 
@@ -113,8 +154,12 @@ int main(void) {
   CHECK_ERR(weft_library_handle(&bad, &mine), WEFT_EINVAL);
   CHECK_ERR(weft_library_handle(NULL, &mine), WEFT_EINVAL);
   CHECK_ERR(weft_library_handle(&fake, NULL), WEFT_EINVAL);
-  static const weft_library other = {sizeof other,    "other",      fake_create,
-                                     fake_set_stream, fake_destroy, NULL};
+  static const weft_library other = {.struct_size = sizeof other,
+                                     .name = "other",
+                                     .create = fake_create,
+                                     .set_stream = fake_set_stream,
+                                     .destroy = fake_destroy,
+                                     .describe = fake_describe};
   atomic_store(&fail_create, 1);
   /* A task on a worker that has the handle needs no create; on one that
    * has none the create fails. Either way nothing is left half made. */
@@ -125,8 +170,37 @@ int main(void) {
   CHECK_MSG(frc == 0 || frc == WEFT_EDEVICE, "a failing create: %s",
             weft_err_name(frc));
   CHECK_ERR(weft_library_handle(&other, &mine), WEFT_EDEVICE);
-  CHECK(strstr(weft_last_error_message(), "create returned 42") != NULL);
+  CHECK_MSG(strstr(weft_last_error_message(),
+                   "create returned 42: FAKE_STATUS_ANSWER") != NULL,
+            "%s", weft_last_error_message());
   atomic_store(&fail_create, 0);
+
+  /* per_stream: tasks alive at once hold streams of their own, so each
+   * has a handle of its own, though they share two threads. */
+  enum { PS = 6 };
+  void *ps[PS];
+  weft_task *pt[PS];
+  for (int i = 0; i < PS; i++)
+    CHECK_OK(weft_task_spawn(rt, &pt[i], per_stream_task, &ps[i], NULL));
+  for (int i = 0; i < PS; i++)
+    CHECK_OK(weft_task_join(pt[i]));
+
+  /* Keys: a handle per key, made with that key; the same key finds it
+   * again; the plain call is a key of its own. */
+  void *k1, *k2, *k1b;
+  CHECK_OK(weft_library_handle_keyed(&fake, "shape-a", 7, &k1));
+  CHECK(strcmp(last_key, "shape-a") == 0);
+  CHECK_OK(weft_library_handle_keyed(&fake, "shape-b", 7, &k2));
+  CHECK(strcmp(last_key, "shape-b") == 0);
+  CHECK_OK(weft_library_handle_keyed(&fake, "shape-a", 7, &k1b));
+  CHECK(k1 != k2 && k1 == k1b && k1 != mine && k2 != mine);
+  CHECK_OK(weft_library_handle_keyed(&fake, "shape-a", 6, &k1b));
+  CHECK(k1b != k1); /* "shape-" is another key */
+  char big[WEFT_LIBRARY_KEY_MAX + 1] = {0};
+  CHECK_ERR(weft_library_handle_keyed(&fake, big, sizeof big, &k1b),
+            WEFT_EINVAL);
+  CHECK_ERR(weft_library_handle_keyed(&fake, NULL, 4, &k1b), WEFT_EINVAL);
+  made = atomic_load(&creates);
 
   tt_close(rt);
   CHECK_MSG(atomic_load(&destroys) == made,
