@@ -14,8 +14,8 @@
 
 #include "caller.h"
 #include "error_internal.h"
+#include "library_internal.h"
 #include "scheduler.h"
-#include "weft/library.h"
 
 /* 64 slots of 80 bytes a thread: a few libraries, each with a few keyed
  * handles (cuFFT plans of a few shapes). */
@@ -40,6 +40,7 @@ typedef struct slot {
 
 static _Thread_local slot slots[SLOTS];
 static _Thread_local unsigned next_evict; /* per_stream slots, round robin */
+static _Thread_local unsigned last_hit;   /* looked at first */
 
 typedef struct made {
   ident id;
@@ -62,11 +63,16 @@ static int same(const ident *a, const ident *b) {
  * task can resume on another thread, and a thread-local address kept
  * across that would name the old thread's table. */
 __attribute__((noinline)) static slot *slot_for(const ident *id) {
+  slot *last = &slots[last_hit % SLOTS];
+  if (last->id.lib && same(&last->id, id))
+    return last;
   slot *free_slot = NULL;
   for (int i = 0; i < SLOTS; i++) {
     slot *s = &slots[i];
-    if (s->id.lib && same(&s->id, id))
+    if (s->id.lib && same(&s->id, id)) {
+      last_hit = (unsigned)i;
       return s;
+    }
     if (!free_slot && (!s->id.lib || s->id.epoch != id->epoch))
       free_slot = s;
   }
@@ -75,9 +81,26 @@ __attribute__((noinline)) static slot *slot_for(const ident *id) {
     if (s->id.owner)
       free_slot = s;
   }
-  if (free_slot)
+  if (free_slot) {
     *free_slot = (slot){*id, NULL, NULL};
+    last_hit = (unsigned)(free_slot - slots);
+  }
   return free_slot;
+}
+
+/* The handle of the slot this thread found last, if it is the one asked
+ * for and bound to stream already: the common case (a task asking again),
+ * without building an ident. NULL otherwise. Not inlined, as slot_for. */
+__attribute__((noinline)) static void *
+last_hit_for(const weft_library *lib, int dev, uint64_t epoch, void *owner,
+             const void *key, size_t key_bytes, void *stream) {
+  const slot *s = &slots[last_hit % SLOTS];
+  if (s->id.lib == lib && s->handle && s->stream == stream &&
+      s->id.dev == dev && s->id.epoch == epoch && s->id.owner == owner &&
+      s->id.key_bytes == key_bytes &&
+      (key_bytes == 0 || memcmp(s->id.key, key, key_bytes) == 0))
+    return s->handle;
+  return NULL;
 }
 
 typedef struct create_call {
@@ -168,8 +191,9 @@ int weft_library_handle(const weft_library *lib, void **handle) {
   return weft_library_handle_keyed(lib, NULL, 0, handle);
 }
 
-int weft_library_handle_keyed(const weft_library *lib, const void *key,
-                              size_t key_bytes, void **handle) {
+/* The checks every entry makes; 0 or the error, reported. */
+static int valid(const weft_library *lib, const void *key, size_t key_bytes,
+                 void **handle) {
   if (!lib || !handle)
     return weft__err(WEFT_EINVAL, "weft_library_handle: %s is NULL",
                      lib ? "handle" : "lib");
@@ -185,15 +209,32 @@ int weft_library_handle_keyed(const weft_library *lib, const void *key,
                      "struct_size = sizeof(weft_library), create and "
                      "set_stream",
                      name);
+  return 0;
+}
+
+int weft_library_handle_keyed(const weft_library *lib, const void *key,
+                              size_t key_bytes, void **handle) {
+  int rc = valid(lib, key, key_bytes, handle);
   weft__caller c;
-  int rc = weft__caller_get("weft_library_handle", &c);
-  if (rc)
-    return rc;
+  if (rc == 0)
+    rc = weft__caller_get("weft_library_handle", &c);
+  return rc ? rc : weft__library_handle_for(&c, lib, key, key_bytes, handle);
+}
+
+int weft__library_handle_for(const weft__caller *caller,
+                             const weft_library *lib, const void *key,
+                             size_t key_bytes, void **handle) {
+  const weft__caller c = *caller;
+  int rc;
   weft__backend *bk = c.s->hdr.bk;
   void *stream = bk->ops->native_stream ? bk->ops->native_stream(c.s) : c.s;
-  ident id = {
-      lib, c.dev, (uint32_t)key_bytes, c.epoch, lib->per_stream ? stream : NULL,
-      {0}};
+  void *owner = lib->per_stream ? stream : NULL;
+  void *hit = last_hit_for(lib, c.dev, c.epoch, owner, key, key_bytes, stream);
+  if (hit) {
+    *handle = hit;
+    return 0;
+  }
+  ident id = {lib, c.dev, (uint32_t)key_bytes, c.epoch, owner, {0}};
   if (key_bytes)
     memcpy(id.key, key, key_bytes);
   slot *s = slot_for(&id);

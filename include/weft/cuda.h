@@ -41,7 +41,8 @@ WEFT_API cudaStream_t weft_cuda_stream(void);
 
 /* A cuBLAS handle whose stream is the calling task's (or thread's) stream,
  * so cuBLAS work lands in order with the task's other work and weft_sync()
- * waits for it. Handles are cached per thread and device (creation is
+ * waits for it (a description on weft/library.h's cache; weft/
+ * cuda_libraries.h has the toolkit's other libraries). Handles are cached per thread and device (creation is
  * expensive) and moved to the caller's stream only when it changed; they
  * are destroyed at weft_shutdown. A task that waits or yields may resume
  * on another thread: call weft_cublas() again afterwards rather than keep
@@ -61,9 +62,9 @@ WEFT_API cudaStream_t weft_cuda_stream(void);
  * streams that ever ran cuBLAS work at once. If the allocation fails,
  * that stream uses cuBLAS's default.
  * Errors: NULL, with WEFT_ESTATE (no runtime), WEFT_ENOTSUP (not the CUDA
- * backend, or device 16 or above), WEFT_EINVAL (WEFT_CUBLAS_WORKSPACE_KIB
- * not a number of KiB up to 2^30), WEFT_ENOMEM, WEFT_ENODEV or WEFT_EDEVICE
- * (cuBLAS failed), or a device error recorded.
+ * backend), WEFT_EINVAL (WEFT_CUBLAS_WORKSPACE_KIB not a number of KiB up
+ * to 2^30), WEFT_EDEVICE (cuBLAS failed: its status in the message),
+ * WEFT_ENOMEM, or a device error recorded.
  * Context: any thread; may switch (a thread's first call for a device runs
  * cublasCreate on the worker's own stack, and the task may resume on
  * another worker); blocks the worker for that cublasCreate and for the

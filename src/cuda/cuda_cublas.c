@@ -26,7 +26,7 @@
 #include "check.h"
 #include "cuda_internal.h"
 #include "error_internal.h"
-#include "weft/library.h"
+#include "library_internal.h"
 
 /* What the cache holds for cuBLAS: the handle and the device it serves,
  * which set_stream needs to find the stream's workspace. */
@@ -229,7 +229,7 @@ cublasHandle_t weft__cuda_cublas(void) {
     return NULL;
   void *e;
   bind_error.code = 0;
-  if (weft_library_handle(&cublas_lib, &e) != 0) {
+  if (weft__library_handle_for(&me, &cublas_lib, NULL, 0, &e) != 0) {
     if (bind_error.code) {
       weft__err(bind_error.code, "%s", bind_error.message);
       bind_error.code = 0;

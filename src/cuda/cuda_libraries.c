@@ -1,0 +1,299 @@
+/* weft/cuda_libraries.h: the toolkit's libraries as descriptions on the
+ * handle cache of weft/library.h (library.c), each compiled in when the
+ * build found it (WEFT_HAVE_<LIB>). Library set-up allocates device
+ * memory once per handle; that is deliberate, so weft check is told to
+ * look away meanwhile. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "caller.h"
+#include "check.h"
+#include "cuda_internal.h"
+#include "error_internal.h"
+#include "library_internal.h"
+#include "weft/cuda_libraries.h"
+
+/* Fetches lib's handle for key into *h, the caller refused unless it runs
+ * on the CUDA backend; 0 or the error. */
+static int fetch(const char *call, const weft_library *lib, const void *key,
+                 size_t key_bytes, void **h) {
+  *h = NULL;
+  weft__caller c;
+  int rc = weft__caller_get(call, &c);
+  if (rc)
+    return rc;
+  if (c.s->hdr.bk->ops->kind != WEFT_BACKEND_CUDA)
+    return weft__err(WEFT_ENOTSUP, "%s: the runtime uses the %s backend", call,
+                     c.s->hdr.bk->ops->name);
+  return weft__library_handle_for(&c, lib, key, key_bytes, h);
+}
+
+/* The handle of an unkeyed library, or NULL. */
+static void *fetch_handle(const char *call, const weft_library *lib) {
+  void *h;
+  return fetch(call, lib, NULL, 0, &h) == 0 ? h : NULL;
+}
+
+static int not_built(const char *call, const char *lib) {
+  return weft__err(WEFT_ENOTSUP, "%s: weft was built without %s", call, lib);
+}
+
+/* ---- cuBLASLt ---- */
+
+#if WEFT_HAVE_CUBLASLT
+static int lt_create(void *user, int dev, const void *key, size_t key_bytes,
+                     void **h) {
+  (void)user, (void)dev, (void)key, (void)key_bytes;
+  weft__check_quiet++;
+  int st = (int)cublasLtCreate((cublasLtHandle_t *)h);
+  weft__check_quiet--;
+  return st;
+}
+
+/* cuBLASLt takes its stream per call. */
+static int lt_set_stream(void *user, void *h, void *stream) {
+  (void)user, (void)h, (void)stream;
+  return 0;
+}
+
+static void lt_destroy(void *user, void *h) {
+  (void)user;
+  cublasLtDestroy(h);
+}
+
+static const char *lt_describe(int st) {
+  return cublasLtGetStatusString((cublasStatus_t)st);
+}
+
+static const weft_library lt_lib = {.struct_size = sizeof lt_lib,
+                                    .name = "cublasLt",
+                                    .create = lt_create,
+                                    .set_stream = lt_set_stream,
+                                    .destroy = lt_destroy,
+                                    .describe = lt_describe};
+#endif
+
+cublasLtHandle_t weft_cublaslt(void) {
+#if WEFT_HAVE_CUBLASLT
+  return fetch_handle("weft_cublaslt", &lt_lib);
+#else
+  not_built("weft_cublaslt", "cuBLASLt");
+  return NULL;
+#endif
+}
+
+/* ---- cuSPARSE ---- */
+
+#if WEFT_HAVE_CUSPARSE
+static int sp_create(void *user, int dev, const void *key, size_t key_bytes,
+                     void **h) {
+  (void)user, (void)dev, (void)key, (void)key_bytes;
+  weft__check_quiet++;
+  int st = (int)cusparseCreate((cusparseHandle_t *)h);
+  weft__check_quiet--;
+  return st;
+}
+
+static int sp_set_stream(void *user, void *h, void *stream) {
+  (void)user;
+  return (int)cusparseSetStream(h, stream);
+}
+
+static void sp_destroy(void *user, void *h) {
+  (void)user;
+  cusparseDestroy(h);
+}
+
+static const char *sp_describe(int st) {
+  return cusparseGetErrorString((cusparseStatus_t)st);
+}
+
+static const weft_library sp_lib = {.struct_size = sizeof sp_lib,
+                                    .name = "cusparse",
+                                    .create = sp_create,
+                                    .set_stream = sp_set_stream,
+                                    .destroy = sp_destroy,
+                                    .describe = sp_describe};
+#endif
+
+cusparseHandle_t weft_cusparse(void) {
+#if WEFT_HAVE_CUSPARSE
+  return fetch_handle("weft_cusparse", &sp_lib);
+#else
+  not_built("weft_cusparse", "cuSPARSE");
+  return NULL;
+#endif
+}
+
+/* ---- cuSOLVER (dense) ---- */
+
+#if WEFT_HAVE_CUSOLVER
+static int dn_create(void *user, int dev, const void *key, size_t key_bytes,
+                     void **h) {
+  (void)user, (void)dev, (void)key, (void)key_bytes;
+  weft__check_quiet++;
+  int st = (int)cusolverDnCreate((cusolverDnHandle_t *)h);
+  weft__check_quiet--;
+  return st;
+}
+
+static int dn_set_stream(void *user, void *h, void *stream) {
+  (void)user;
+  return (int)cusolverDnSetStream(h, stream);
+}
+
+static void dn_destroy(void *user, void *h) {
+  (void)user;
+  cusolverDnDestroy(h);
+}
+
+static const weft_library dn_lib = {.struct_size = sizeof dn_lib,
+                                    .name = "cusolverDn",
+                                    .create = dn_create,
+                                    .set_stream = dn_set_stream,
+                                    .destroy = dn_destroy,
+                                    .per_stream = 1};
+#endif
+
+cusolverDnHandle_t weft_cusolver_dn(void) {
+#if WEFT_HAVE_CUSOLVER
+  return fetch_handle("weft_cusolver_dn", &dn_lib);
+#else
+  not_built("weft_cusolver_dn", "cuSOLVER");
+  return NULL;
+#endif
+}
+
+/* ---- cuRAND ---- */
+
+#if WEFT_HAVE_CURAND
+static int rand_create(void *user, int dev, const void *key, size_t key_bytes,
+                       void **h) {
+  (void)user, (void)dev, (void)key, (void)key_bytes;
+  weft__check_quiet++;
+  int st = (int)curandCreateGenerator((curandGenerator_t *)h,
+                                      CURAND_RNG_PSEUDO_PHILOX4_32_10);
+  weft__check_quiet--;
+  return st;
+}
+
+static int rand_set_stream(void *user, void *h, void *stream) {
+  (void)user;
+  return (int)curandSetStream(h, stream);
+}
+
+static void rand_destroy(void *user, void *h) {
+  (void)user;
+  curandDestroyGenerator(h);
+}
+
+static const weft_library rand_lib = {.struct_size = sizeof rand_lib,
+                                      .name = "curand",
+                                      .create = rand_create,
+                                      .set_stream = rand_set_stream,
+                                      .destroy = rand_destroy,
+                                      .per_stream = 1};
+#endif
+
+curandGenerator_t weft_curand(unsigned long long seed,
+                              unsigned long long offset) {
+#if WEFT_HAVE_CURAND
+  curandGenerator_t g = fetch_handle("weft_curand", &rand_lib);
+  if (!g)
+    return NULL;
+  curandStatus_t st = curandSetPseudoRandomGeneratorSeed(g, seed);
+  if (st == CURAND_STATUS_SUCCESS)
+    st = curandSetGeneratorOffset(g, offset);
+  if (st != CURAND_STATUS_SUCCESS) {
+    weft__err_raw(WEFT_EDEVICE, (int)st,
+                  "weft_curand: setting seed and offset: curandStatus %d",
+                  (int)st);
+    return NULL;
+  }
+  return g;
+#else
+  (void)seed, (void)offset;
+  not_built("weft_curand", "cuRAND");
+  return NULL;
+#endif
+}
+
+/* ---- cuFFT ---- */
+
+#if WEFT_HAVE_CUFFT
+static int fft_create(void *user, int dev, const void *key, size_t key_bytes,
+                      void **h) {
+  (void)user, (void)dev, (void)key_bytes;
+  weft_fft_shape sh;
+  memcpy(&sh, key, sizeof sh);
+  cufftHandle *plan = malloc(sizeof *plan);
+  if (!plan)
+    return CUFFT_ALLOC_FAILED;
+  size_t work = 0;
+  weft__check_quiet++; /* the plan's work area, allocated once */
+  cufftResult r = cufftCreate(plan);
+  if (r == CUFFT_SUCCESS) {
+    r = cufftMakePlanMany(*plan, sh.rank, sh.n, NULL, 1, 0, NULL, 1, 0, sh.type,
+                          sh.batch, &work);
+    if (r != CUFFT_SUCCESS)
+      cufftDestroy(*plan);
+  }
+  weft__check_quiet--;
+  if (r != CUFFT_SUCCESS) {
+    free(plan);
+    return (int)r;
+  }
+  *h = plan;
+  return 0;
+}
+
+static int fft_set_stream(void *user, void *h, void *stream) {
+  (void)user;
+  return (int)cufftSetStream(*(cufftHandle *)h, stream);
+}
+
+static void fft_destroy(void *user, void *h) {
+  (void)user;
+  cufftDestroy(*(cufftHandle *)h);
+  free(h);
+}
+
+static const weft_library fft_lib = {.struct_size = sizeof fft_lib,
+                                     .name = "cufft",
+                                     .create = fft_create,
+                                     .set_stream = fft_set_stream,
+                                     .destroy = fft_destroy,
+                                     .per_stream = 1};
+#endif
+
+int weft_cufft_plan(const weft_fft_shape *shape, cufftHandle *plan) {
+  if (!shape || !plan)
+    return weft__err(WEFT_EINVAL, "weft_cufft_plan: NULL argument");
+  if (shape->rank < 1 || shape->rank > 3 || shape->batch < 1)
+    return weft__err(WEFT_EINVAL,
+                     "weft_cufft_plan: rank %d, batch %d (rank 1 to 3, "
+                     "batch 1 or more)",
+                     shape->rank, shape->batch);
+  /* The key: the shape with the unused sizes zeroed, so that what the
+   * caller left there does not split one shape into two plans. */
+  weft_fft_shape key;
+  memset(&key, 0, sizeof key);
+  key.rank = shape->rank;
+  key.type = shape->type;
+  key.batch = shape->batch;
+  for (int i = 0; i < shape->rank; i++) {
+    if (shape->n[i] < 1)
+      return weft__err(WEFT_EINVAL, "weft_cufft_plan: n[%d] = %d", i,
+                       shape->n[i]);
+    key.n[i] = shape->n[i];
+  }
+#if WEFT_HAVE_CUFFT
+  void *h;
+  int rc = fetch("weft_cufft_plan", &fft_lib, &key, sizeof key, &h);
+  if (rc == 0)
+    *plan = *(cufftHandle *)h;
+  return rc;
+#else
+  return not_built("weft_cufft_plan", "cuFFT");
+#endif
+}
