@@ -7,13 +7,23 @@
  * on every call (two tasks on one worker taking turns, so each call
  * re-binds). Baseline: the raw cost a program pays without weft, one
  * set_stream call per use, made directly. On CUDA also weft_cublas()
- * against cublasSetStream on a handle of one's own. ns per call; every
- * returned handle is checked to be the one the thread made. */
+ * against cublasSetStream on a handle of one's own, weft_cufft_plan
+ * against cufftSetStream on an own plan, and weft_curand (stream, seed and
+ * offset) against the three raw calls. ns per call; every returned handle
+ * is checked to be the one the thread made.
+ *
+ * Then seed 002's pattern with a cuRAND step: two tasks, each drawing
+ * RAND_N uniform floats through weft_curand and waiting with weft_sync,
+ * against the raw version, one thread with two streams and a generator
+ * each (made before timing), both synced; us per pair. */
 #include <stdlib.h>
 
 #include "bench.h"
 #ifdef WEFT_BENCH_CUDA
 #include "weft/cuda.h"
+#endif
+#ifdef WEFT_BENCH_FFT_RAND
+#include "weft/cuda_libraries.h"
 #endif
 
 typedef struct toy {
@@ -49,12 +59,28 @@ static const weft_library toy_lib = {.struct_size = sizeof toy_lib,
                                      .create = toy_create,
                                      .set_stream = toy_set_stream};
 
-enum { V_HIT, V_REBIND, V_RAW, V_CUBLAS, V_CUBLAS_RAW, NVARIANTS };
+enum {
+  V_HIT,
+  V_REBIND,
+  V_RAW,
+  V_CUBLAS,
+  V_CUBLAS_RAW,
+  V_FFT,
+  V_FFT_RAW,
+  V_RAND,
+  V_RAND_RAW,
+  V_PAIR,
+  V_PAIR_RAW,
+  NVARIANTS
+};
+
+enum { RAND_N = 1 << 22 };
 
 typedef struct lib_bench {
   bench_ctx *c;
   long n;
   bench_samples s[NVARIANTS];
+  weft_runtime *rt;
   int turn; /* the rebind variant's two tasks alternate on it */
   int ok;
 } lib_bench;
@@ -147,6 +173,136 @@ static void cublas_task(void *arg) {
 }
 #endif
 
+#ifdef WEFT_BENCH_FFT_RAND
+static const weft_fft_shape fft_shape = {
+    .rank = 1, .n = {4096}, .type = CUFFT_C2C, .batch = 16};
+
+/* weft_cufft_plan and weft_curand against their raw calls. */
+static void fft_rand_task(void *arg) {
+  lib_bench *b = arg;
+  cufftHandle want, p, raw_plan;
+  curandGenerator_t gen = weft_curand(1, 0), raw_gen;
+  if (weft_cufft_plan(&fft_shape, &want) != 0 || !gen) {
+    bench_fail(b->c, "weft_cufft_plan/weft_curand: %s",
+               weft_last_error_message());
+    return;
+  }
+  if (cufftPlan1d(&raw_plan, 4096, CUFFT_C2C, 16) != CUFFT_SUCCESS) {
+    bench_fail(b->c, "cufftPlan1d failed");
+    return;
+  }
+  if (curandCreateGenerator(&raw_gen, CURAND_RNG_PSEUDO_PHILOX4_32_10) !=
+      CURAND_STATUS_SUCCESS) {
+    cufftDestroy(raw_plan);
+    bench_fail(b->c, "curandCreateGenerator failed");
+    return;
+  }
+  cudaStream_t s = weft_cuda_stream();
+  for (int r = 0; r <= bench_repeat(b->c); r++) {
+    long wrong = 0;
+    uint64_t t0 = bench_now_ns();
+    for (long i = 0; i < b->n; i++)
+      wrong += weft_cufft_plan(&fft_shape, &p) != 0 || p != want;
+    uint64_t t1 = bench_now_ns();
+    for (long i = 0; i < b->n; i++)
+      cufftSetStream(raw_plan, s);
+    uint64_t t2 = bench_now_ns();
+    for (long i = 0; i < b->n; i++)
+      wrong += weft_curand((unsigned long long)i, 0) != gen;
+    uint64_t t3 = bench_now_ns();
+    for (long i = 0; i < b->n; i++) {
+      curandSetStream(raw_gen, s);
+      curandSetPseudoRandomGeneratorSeed(raw_gen, (unsigned long long)i);
+      curandSetGeneratorOffset(raw_gen, 0);
+    }
+    uint64_t t4 = bench_now_ns();
+    if (wrong) {
+      bench_fail(b->c, "weft_cufft_plan/weft_curand: %ld other handles", wrong);
+      break;
+    }
+    if (r > 0) {
+      double n = (double)b->n;
+      bench_samples_add(&b->s[V_FFT], (double)(t1 - t0) / n);
+      bench_samples_add(&b->s[V_FFT_RAW], (double)(t2 - t1) / n);
+      bench_samples_add(&b->s[V_RAND], (double)(t3 - t2) / n);
+      bench_samples_add(&b->s[V_RAND_RAW], (double)(t4 - t3) / n);
+    }
+  }
+  curandDestroyGenerator(raw_gen);
+  cufftDestroy(raw_plan);
+}
+
+typedef struct draw_job {
+  lib_bench *b;
+  float *out;
+  unsigned long long seed;
+} draw_job;
+
+static void draw_task(void *arg) {
+  draw_job *j = arg;
+  curandGenerator_t g = weft_curand(j->seed, 0);
+  if (!g || curandGenerateUniform(g, j->out, RAND_N) != CURAND_STATUS_SUCCESS ||
+      weft_sync() != 0)
+    bench_fail(j->b->c, "weft_curand draw: %s", weft_last_error_message());
+}
+
+/* The pair: two weft tasks against two raw streams, in turn. */
+static void pair_driver(void *arg) {
+  lib_bench *b = arg;
+  float *out[2] = {NULL, NULL};
+  cudaStream_t rs[2] = {NULL, NULL};
+  curandGenerator_t rg[2] = {NULL, NULL};
+  int ok = 1;
+  for (int i = 0; i < 2 && ok; i++)
+    ok = weft_device_alloc(RAND_N * sizeof(float), (void **)&out[i]) == 0 &&
+         cudaStreamCreateWithFlags(&rs[i], cudaStreamNonBlocking) ==
+             cudaSuccess &&
+         curandCreateGenerator(&rg[i], CURAND_RNG_PSEUDO_PHILOX4_32_10) ==
+             CURAND_STATUS_SUCCESS &&
+         curandSetStream(rg[i], rs[i]) == CURAND_STATUS_SUCCESS;
+  if (!ok)
+    bench_fail(b->c, "cuRAND pair set-up failed");
+  for (int r = 0; ok && r <= bench_repeat(b->c); r++) {
+    draw_job jobs[2];
+    weft_task *t[2];
+    uint64_t t0 = bench_now_ns();
+    for (int i = 0; i < 2; i++) {
+      jobs[i] = (draw_job){b, out[i], 7u + (unsigned)i};
+      if (weft_task_spawn(b->rt, &t[i], draw_task, &jobs[i], NULL) != 0)
+        ok = 0;
+    }
+    for (int i = 0; ok && i < 2; i++)
+      ok = weft_task_join(t[i]) == 0;
+    uint64_t t1 = bench_now_ns();
+    for (int i = 0; ok && i < 2; i++) {
+      ok =
+          curandSetPseudoRandomGeneratorSeed(rg[i], 7u + (unsigned)i) ==
+              CURAND_STATUS_SUCCESS &&
+          curandSetGeneratorOffset(rg[i], 0) == CURAND_STATUS_SUCCESS &&
+          curandGenerateUniform(rg[i], out[i], RAND_N) == CURAND_STATUS_SUCCESS;
+    }
+    for (int i = 0; ok && i < 2; i++)
+      ok = cudaStreamSynchronize(rs[i]) == cudaSuccess;
+    uint64_t t2 = bench_now_ns();
+    if (!ok)
+      bench_fail(b->c, "cuRAND pair: a step failed");
+    else if (r > 0) {
+      bench_samples_add(&b->s[V_PAIR], (double)(t1 - t0) / 1e3);
+      bench_samples_add(&b->s[V_PAIR_RAW], (double)(t2 - t1) / 1e3);
+    }
+  }
+  for (int i = 0; i < 2; i++) {
+    if (rg[i])
+      curandDestroyGenerator(rg[i]);
+    if (rs[i])
+      cudaStreamDestroy(rs[i]);
+    if (out[i])
+      weft_device_free(out[i]);
+  }
+  weft_sync();
+}
+#endif
+
 static int run(bench_ctx *c) {
   lib_bench *b = calloc(1, sizeof *b);
   if (!b)
@@ -158,6 +314,7 @@ static int run(bench_ctx *c) {
    * stacks. */
   int rc = bench_runtime_open_with(
       c, &(bench_rt_opts){.workers = 1, .stack_size = BENCH_CUBLAS_STACK}, &rt);
+  b->rt = rt;
   if (rc == 0)
     rc = bench_in_task(c, rt, hit_task, b);
   if (rc == 0) {
@@ -174,6 +331,12 @@ static int run(bench_ctx *c) {
   int cuda = bench_backend(c) == WEFT_BACKEND_CUDA;
   if (rc == 0 && cuda)
     rc = bench_in_task(c, rt, cublas_task, b);
+#ifdef WEFT_BENCH_FFT_RAND
+  if (rc == 0 && cuda)
+    rc = bench_in_task(c, rt, fft_rand_task, b);
+  if (rc == 0 && cuda)
+    rc = bench_in_task(c, rt, pair_driver, b);
+#endif
 #else
   int cuda = 0;
 #endif
@@ -206,6 +369,39 @@ static int run(bench_ctx *c) {
                         &b->s[V_CUBLAS], 0,
                         "from a task: the thread's handle on the task's "
                         "stream and its workspace");
+#ifdef WEFT_BENCH_FFT_RAND
+    bench_group(c);
+    if (rc == 0)
+      rc = bench_report(c, "raw cufftSetStream on an own plan", "ns",
+                        &b->s[V_FFT_RAW], BENCH_BASELINE,
+                        "the same stream every call");
+    if (rc == 0)
+      rc = bench_report(c, "weft_cufft_plan, made already", "ns", &b->s[V_FFT],
+                        0,
+                        "from a task: the stream's plan for a 4096-point "
+                        "C2C x 16 shape");
+    bench_group(c);
+    if (rc == 0)
+      rc = bench_report(c, "raw curandSetStream + seed + offset", "ns",
+                        &b->s[V_RAND_RAW], BENCH_BASELINE,
+                        "an own Philox generator");
+    if (rc == 0)
+      rc = bench_report(c, "weft_curand(seed, offset)", "ns", &b->s[V_RAND], 0,
+                        "from a task: the stream's generator, seed and "
+                        "offset set");
+    bench_group(c);
+    if (rc == 0)
+      rc = bench_report(c, "raw CUDA: 2 streams, a cuRAND draw each", "us",
+                        &b->s[V_PAIR_RAW], BENCH_BASELINE,
+                        "%d uniform floats per stream, own generators made "
+                        "before timing, both streams synced",
+                        RAND_N);
+    if (rc == 0)
+      rc = bench_report(c, "weft: 2 tasks, a weft_curand draw each", "us",
+                        &b->s[V_PAIR], 0,
+                        "spawned and joined by a driver task, weft_sync in "
+                        "each; seed 002's pattern with a cuRAND step");
+#endif
   }
   free(b);
   return rc;
