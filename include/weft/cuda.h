@@ -42,8 +42,9 @@ WEFT_API cudaStream_t weft_cuda_stream(void);
 /* A cuBLAS handle whose stream is the calling task's (or thread's) stream,
  * so cuBLAS work lands in order with the task's other work and weft_sync()
  * waits for it (a description on weft/library.h's cache; weft/
- * cuda_libraries.h has the toolkit's other libraries). Handles are cached per thread and device (creation is
- * expensive) and moved to the caller's stream only when it changed; they
+ * cuda_libraries.h has the toolkit's other libraries). Handles are cached
+ * per thread and device (creation is expensive) and moved to the caller's
+ * stream only when it changed; they
  * are destroyed at weft_shutdown. A task that waits or yields may resume
  * on another thread: call weft_cublas() again afterwards rather than keep
  * the handle. cuBLAS's first calls load the library and its kernels on
