@@ -88,21 +88,6 @@ __attribute__((noinline)) static slot *slot_for(const ident *id) {
   return free_slot;
 }
 
-/* The handle of the slot this thread found last, if it is the one asked
- * for and bound to stream already: the common case (a task asking again),
- * without building an ident. NULL otherwise. Not inlined, as slot_for. */
-__attribute__((noinline)) static void *
-last_hit_for(const weft_library *lib, int dev, uint64_t epoch, void *owner,
-             const void *key, size_t key_bytes, void *stream) {
-  const slot *s = &slots[last_hit % SLOTS];
-  if (s->id.lib == lib && s->handle && s->stream == stream &&
-      s->id.dev == dev && s->id.epoch == epoch && s->id.owner == owner &&
-      s->id.key_bytes == key_bytes &&
-      (key_bytes == 0 || memcmp(s->id.key, key, key_bytes) == 0))
-    return s->handle;
-  return NULL;
-}
-
 typedef struct create_call {
   const weft_library *lib;
   weft__backend *bk;
@@ -221,19 +206,17 @@ int weft_library_handle_keyed(const weft_library *lib, const void *key,
   return rc ? rc : weft__library_handle_for(&c, lib, key, key_bytes, handle);
 }
 
-int weft__library_handle_for(const weft__caller *caller,
-                             const weft_library *lib, const void *key,
-                             size_t key_bytes, void **handle) {
+/* Everything but the common case: finds or takes a slot, makes or finds
+ * the handle, binds it. Not inlined into weft__library_handle_for, so
+ * that the common case pays for none of its frame. */
+__attribute__((noinline)) static int handle_slow(const weft__caller *caller,
+                                                 const weft_library *lib,
+                                                 const void *key,
+                                                 size_t key_bytes, void *stream,
+                                                 void *owner, void **handle) {
   const weft__caller c = *caller;
   int rc;
   weft__backend *bk = c.s->hdr.bk;
-  void *stream = bk->ops->native_stream ? bk->ops->native_stream(c.s) : c.s;
-  void *owner = lib->per_stream ? stream : NULL;
-  void *hit = last_hit_for(lib, c.dev, c.epoch, owner, key, key_bytes, stream);
-  if (hit) {
-    *handle = hit;
-    return 0;
-  }
   ident id = {lib, c.dev, (uint32_t)key_bytes, c.epoch, owner, {0}};
   if (key_bytes)
     memcpy(id.key, key, key_bytes);
@@ -273,6 +256,25 @@ int weft__library_handle_for(const weft__caller *caller,
   }
   *handle = s->handle;
   return 0;
+}
+
+/* The common case, a task asking again on the thread and stream it asked
+ * on last: the slot found last, checked in place. Nothing here switches,
+ * so the thread-local address cannot go stale. */
+int weft__library_handle_for(const weft__caller *c, const weft_library *lib,
+                             const void *key, size_t key_bytes, void **handle) {
+  weft__backend *bk = c->s->hdr.bk;
+  void *stream = bk->ops->native_stream ? bk->ops->native_stream(c->s) : c->s;
+  void *owner = lib->per_stream ? stream : NULL;
+  const slot *s = &slots[last_hit % SLOTS];
+  if (s->id.lib == lib && s->handle && s->stream == stream &&
+      s->id.dev == c->dev && s->id.epoch == c->epoch && s->id.owner == owner &&
+      s->id.key_bytes == key_bytes &&
+      (key_bytes == 0 || memcmp(s->id.key, key, key_bytes) == 0)) {
+    *handle = s->handle;
+    return 0;
+  }
+  return handle_slow(c, lib, key, key_bytes, stream, owner, handle);
 }
 
 void weft__library_release(weft_runtime *rt) {

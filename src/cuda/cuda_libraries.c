@@ -177,9 +177,19 @@ static int rand_create(void *user, int dev, const void *key, size_t key_bytes,
   return st;
 }
 
+/* Called once, when the stream's generator is made (per_stream). The
+ * generator's first draw would allocate its state and wait for the whole
+ * device (cudaMalloc, cudaDeviceSynchronize: weft check saw both in every
+ * task's first draw); curandGenerateSeeds does that set-up here, once per
+ * stream, instead of in the middle of a task's work. */
 static int rand_set_stream(void *user, void *h, void *stream) {
   (void)user;
-  return (int)curandSetStream(h, stream);
+  curandStatus_t st = curandSetStream(h, stream);
+  weft__check_quiet++;
+  if (st == CURAND_STATUS_SUCCESS)
+    st = curandGenerateSeeds(h);
+  weft__check_quiet--;
+  return (int)st;
 }
 
 static void rand_destroy(void *user, void *h) {
