@@ -261,18 +261,32 @@ static void draw(unsigned long long seed, unsigned long long offset,
   CHECK_OK(weft_device_free(d));
 }
 
+/* With WEFT_TEST_VERBOSE set, each step is named on stderr as it starts,
+ * so that what else is printed there (weft check's findings) can be told
+ * apart by library. */
+static void step(const job *j, const char *what) {
+  if (getenv("WEFT_TEST_VERBOSE"))
+    fprintf(stderr, "task %d: %s\n", j->id, what);
+}
+
 static void lib_task(void *arg) {
   job *j = arg;
   uint64_t r = 1000u + (uint64_t)j->id;
+  step(j, "cuBLASLt");
   lt_gemm(j, &r);
   weft_yield();
+  step(j, "cuFFT");
   fft(j, &r);
   weft_yield();
+  step(j, "cuSOLVER");
   solve(j, &r);
   weft_yield();
+  step(j, "cuSPARSE");
   spmv(j, &r);
   weft_yield();
+  step(j, "cuRAND");
   draw(j->seed, 0, j->draws);
+  step(j, "done");
   j->ok = 1;
 }
 
