@@ -151,8 +151,9 @@ static int dn_set_stream(void *user, void *h, void *stream) {
   int lwork = 0;
   float *a = NULL;
   st = cusolverDnSpotrf_bufferSize(h, CUBLAS_FILL_MODE_LOWER, 1, a, 1, &lwork);
-  size_t bytes =
-      2 * sizeof(float) + sizeof(int) + (size_t)lwork * sizeof(float);
+  /* a[0] the matrix, a[1] the right-hand side, info after them, the
+   * workspace 256 bytes in, as aligned as cudaMalloc's own. */
+  size_t bytes = 256 + (size_t)lwork * sizeof(float);
   if (st == CUSOLVER_STATUS_SUCCESS &&
       cudaMalloc((void **)&a, bytes) != cudaSuccess) {
     (void)cudaGetLastError();
@@ -160,7 +161,7 @@ static int dn_set_stream(void *user, void *h, void *stream) {
   }
   if (st == CUSOLVER_STATUS_SUCCESS) {
     int *info = (int *)(a + 2);
-    float *work = a + 3;
+    float *work = a + 64;
     cudaMemsetAsync(a, 0, bytes, stream); /* info reports the zero pivot */
     st =
         cusolverDnSpotrf(h, CUBLAS_FILL_MODE_LOWER, 1, a, 1, work, lwork, info);
