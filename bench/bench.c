@@ -256,6 +256,8 @@ int bench_runtime_open_with(bench_ctx *c, const bench_rt_opts *o,
   opts.workers = o->workers;
   opts.stack_size = o->stack_size;
   opts.trace_path = o->trace_path ? o->trace_path : "";
+  if (o->no_check)
+    opts.check = 0;
   BENCH_TRY(c, weft_init(rt, &opts));
   return 0;
 }

@@ -160,6 +160,7 @@ typedef struct bench_rt_opts {
   int workers;            /* 0: one per core */
   size_t stack_size;      /* 0: weft's default */
   const char *trace_path; /* NULL: no trace (WEFT_TRACE is ignored) */
+  int no_check;           /* 1: weft check off, whatever WEFT_CHECK says */
 } bench_rt_opts;
 int bench_runtime_open_with(bench_ctx *c, const bench_rt_opts *o,
                             weft_runtime **rt);

@@ -137,43 +137,9 @@ static int dn_create(void *user, int dev, const void *key, size_t key_bytes,
   return st;
 }
 
-/* Called once, when the stream's handle is made (per_stream). A handle's
- * first factorisation waits for the whole device (cudaDeviceSynchronize:
- * weft check saw one in every task's first Cholesky solve on the H200), so
- * a 1 x 1 potrf and potrs run here, once per stream, on scratch memory of
- * their own, instead of in the middle of a task's work. */
 static int dn_set_stream(void *user, void *h, void *stream) {
   (void)user;
-  cusolverStatus_t st = cusolverDnSetStream(h, stream);
-  if (st != CUSOLVER_STATUS_SUCCESS)
-    return (int)st;
-  weft__check_quiet++;
-  int lwork = 0;
-  float *a = NULL;
-  st = cusolverDnSpotrf_bufferSize(h, CUBLAS_FILL_MODE_LOWER, 1, a, 1, &lwork);
-  /* a[0] the matrix, a[1] the right-hand side, info after them, the
-   * workspace 256 bytes in, as aligned as cudaMalloc's own. */
-  size_t bytes = 256 + (size_t)lwork * sizeof(float);
-  if (st == CUSOLVER_STATUS_SUCCESS &&
-      cudaMalloc((void **)&a, bytes) != cudaSuccess) {
-    (void)cudaGetLastError();
-    st = CUSOLVER_STATUS_ALLOC_FAILED;
-  }
-  if (st == CUSOLVER_STATUS_SUCCESS) {
-    int *info = (int *)(a + 2);
-    float *work = a + 64;
-    cudaMemsetAsync(a, 0, bytes, stream); /* info reports the zero pivot */
-    st =
-        cusolverDnSpotrf(h, CUBLAS_FILL_MODE_LOWER, 1, a, 1, work, lwork, info);
-    if (st == CUSOLVER_STATUS_SUCCESS)
-      st = cusolverDnSpotrs(h, CUBLAS_FILL_MODE_LOWER, 1, 1, a, 1, a + 1, 1,
-                            info);
-    cudaStreamSynchronize(stream);
-  }
-  if (a)
-    cudaFree(a);
-  weft__check_quiet--;
-  return (int)st;
+  return (int)cusolverDnSetStream(h, stream);
 }
 
 static void dn_destroy(void *user, void *h) {
