@@ -178,10 +178,11 @@ static int rand_create(void *user, int dev, const void *key, size_t key_bytes,
 }
 
 /* Called once, when the stream's generator is made (per_stream). The
- * generator's first draw would allocate its state and wait for the whole
- * device (cudaMalloc, cudaDeviceSynchronize: weft check saw both in every
- * task's first draw); curandGenerateSeeds does that set-up here, once per
- * stream, instead of in the middle of a task's work. */
+ * generator's first draw would allocate its state (a cudaMalloc, which
+ * weft check saw in every task's first draw on the H200, and no longer
+ * after this); curandGenerateSeeds does that here, once per stream. Each
+ * new seed still costs a device-wide wait in the next draw (the header
+ * says so). */
 static int rand_set_stream(void *user, void *h, void *stream) {
   (void)user;
   curandStatus_t st = curandSetStream(h, stream);
