@@ -456,6 +456,14 @@ static int extent_of(weft__backend *b, const void *p, size_t n,
   return 0;
 }
 
+size_t weft__device_alloc_size(weft__backend *b, const void *p) {
+  weft__alloc_info info;
+  pthread_mutex_lock(&b->lock);
+  int found = weft__ptrmap_get(b->allocs, p, &info);
+  pthread_mutex_unlock(&b->lock);
+  return found && info.kind == ALLOC_DEVICE ? info.size : 0;
+}
+
 int weft__check_extent(weft__backend *b, const void *dst, const void *src,
                        size_t n, const char *call) {
   pthread_mutex_lock(&b->lock); /* one lookup of the registry for both */

@@ -245,6 +245,8 @@ int weft__event_elapsed(weft__event *start, weft__event *end, float *ms);
  * run past its end; else WEFT_EINVAL, reported for call. (A pointer inside
  * an allocation is not looked up: the registry is keyed by the pointers it
  * handed out.) */
+/* The size of the live device allocation p starts, or 0. */
+size_t weft__device_alloc_size(weft__backend *b, const void *p);
 int weft__check_extent(weft__backend *b, const void *dst, const void *src,
                        size_t n, const char *call);
 int weft__copy(weft__stream *s, void *dst, const void *src, size_t n,

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "dataflow.h"
 #include "scheduler.h"
 
 /* ---- the runtime plain threads use ----
@@ -83,6 +84,7 @@ int weft__runtime_unregister(weft_runtime *rt) {
 static void exec_free(weft__exec *x) {
   free(x->pending);
   free(x->first_msg);
+  weft__flow_free(x->flow);
   weft__check_exec_gone(NULL, x);
   free(x);
 }

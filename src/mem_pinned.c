@@ -231,6 +231,14 @@ static weft__pin_block *block_of(weft__pinned_cache *c, const void *p) {
   return &k->blocks[((const char *)p - k->base) / bs];
 }
 
+size_t weft__pinned_cache_size(weft__pinned_cache *c, const void *p) {
+  pthread_mutex_lock(&c->lock);
+  weft__pin_block *b = block_of(c, p);
+  size_t n = b && b->ptr == p && b->in_use ? b->size : 0;
+  pthread_mutex_unlock(&c->lock);
+  return n;
+}
+
 int weft__pinned_cache_free(weft__pinned_cache *c, void *p) {
   if (!p)
     return 0;

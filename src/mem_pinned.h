@@ -73,6 +73,8 @@ int weft__pinned_cache_init(weft__pinned_cache *c, weft_runtime *rt);
 void weft__pinned_cache_fini(weft__pinned_cache *c);
 int weft__pinned_cache_alloc(weft__pinned_cache *c, size_t n, void **out);
 int weft__pinned_cache_free(weft__pinned_cache *c, void *p);
+/* The size of the live block p starts, or 0. */
+size_t weft__pinned_cache_size(weft__pinned_cache *c, const void *p);
 /* Notes that stream s reads or writes [p, p + n) if it lies in a cached
  * block; returns 1 if it does (the memory is pinned), else 0. */
 int weft__pinned_cache_use(weft__pinned_cache *c, const void *p, size_t n,

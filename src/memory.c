@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "dataflow.h"
 #include "scheduler.h"
 #include "trace.h"
 #include "weft/memory.h"
@@ -258,7 +259,11 @@ int weft_device_free(void *ptr) {
    * another thread) before this call returns. */
   if (ptr && c.s->hdr.bk->check)
     weft__check_dealloc(c.s->hdr.bk->check, ptr);
+  size_t size =
+      ptr && c.x->flow ? weft__device_alloc_size(c.s->hdr.bk, ptr) : 0;
   rc = weft__device_free(c.s, ptr);
+  if (rc == 0 && size) /* a new allocation there is new data */
+    weft__flow_forget(c.x, ptr, size);
   return rc;
 }
 
@@ -300,8 +305,13 @@ int weft_pinned_free(void *ptr) {
                                    "capture");
   if (rc == 0 && ptr && x->rt->bk->check) /* before: see weft_device_free */
     weft__check_dealloc(x->rt->bk->check, ptr);
+  size_t size = rc == 0 && ptr && x->flow
+                    ? weft__pinned_cache_size(&x->rt->pinned, ptr)
+                    : 0;
   if (rc == 0)
     rc = weft__pinned_cache_free(&x->rt->pinned, ptr);
+  if (rc == 0 && size)
+    weft__flow_forget(x, ptr, size);
   return rc;
 }
 

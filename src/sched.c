@@ -16,6 +16,7 @@
 #include <sys/prctl.h>
 #endif
 
+#include "dataflow.h"
 #include "nvtx.h"
 #include "scheduler.h"
 #include "trace.h"
@@ -153,6 +154,8 @@ static weft_task *find_task(weft__worker *w) {
 static void task_entry(void *arg) {
   weft__fiber_started();
   weft_task *t = arg;
+  if (t->flow_deps || t->flow_host) /* declared data: follow first */
+    weft__flow_enter(t);
   t->fn(t->arg);
   /* Copies into pageable memory the task queued finish before it does. */
   if (t->x.npending) {

@@ -38,6 +38,7 @@ struct weft__exec {
   int npending, cap_pending;
   struct weft__exec *next;   /* runtime's list of plain-thread contexts */
   struct weft__vc *check_vc; /* weft check: what it has seen (check.c) */
+  struct weft__flow *flow;   /* its spawns' declared data (dataflow.c) */
   atomic_int dead;           /* a plain thread's, after its runtime shut down */
 };
 
@@ -83,6 +84,11 @@ struct weft_task {
   uint64_t ready_ns;
   uint8_t ready_why; /* WEFT__TR_READY_* */
   uint8_t yielded;   /* last suspended by weft_yield (sched.c's busy_poll) */
+  /* Declared data (dataflow.c): the earlier tasks to follow before fn
+   * runs, and whether to wait for their GPU work on the host too. */
+  weft_task **flow_deps;
+  uint32_t nflow_deps;
+  uint8_t flow_host;
 };
 
 /* Run queue (runq.c): two priority levels, each with two ends. */

@@ -91,10 +91,18 @@ int weft_task_after(weft_task *h) {
   if (rc0)
     return rc0;
   weft_task *other = (weft_task *)weft__handle_obj(h);
-  if (other == weft__task_self())
+  weft_runtime *rt = x->rt;
+  if (other == weft__task_self()) {
+    /* A stale handle may name this task's object, recycled: that task
+     * completed long ago, and following it is nothing to do. */
+    pthread_mutex_lock(&rt->lock);
+    int live = weft__handle_live(h, &other->hdr);
+    pthread_mutex_unlock(&rt->lock);
+    if (!live)
+      return 0;
     return weft__err(WEFT_ESTATE, "weft_task_after: a task cannot follow "
                                   "itself");
-  weft_runtime *rt = x->rt;
+  }
   pthread_mutex_lock(&rt->lock);
   int live = still_live(h, other);
   int foreign = live && other->x.rt != rt;

@@ -6,6 +6,7 @@
 #include <time.h>
 
 #include "check.h"
+#include "dataflow.h"
 #include "scheduler.h"
 #include "trace.h"
 
@@ -49,6 +50,10 @@ static void task_free(weft_runtime *rt, weft_task *t) {
     t->all_next->all_prev = t->all_prev;
   free(t->x.pending);
   free(t->x.first_msg);
+  free(t->flow_deps);
+  t->flow_deps = NULL;
+  weft__flow_free(t->x.flow);
+  t->x.flow = NULL;
   weft__check_exec_gone(rt->bk->check, &t->x);
   weft__pool_put(&rt->tasks, &t->hdr);
 }
@@ -97,6 +102,20 @@ int weft_task_spawn(weft_runtime *rt, weft_task **task, weft_task_fn fn,
                      (int)opts.priority);
   if (opts.device < 0 || opts.device >= rt->bk->ndev)
     return weft__err(WEFT_ENODEV, "weft_task_spawn: no device %d", opts.device);
+  int vrc =
+      weft__flow_validate(opts.accesses, opts.naccesses, "weft_task_spawn");
+  if (vrc)
+    return vrc;
+  /* Declarations are ordered in their spawner's record. */
+  weft__exec *spawner = NULL;
+  if (opts.naccesses) {
+    spawner = weft__exec_get("weft_task_spawn");
+    if (!spawner)
+      return weft__exec_get_failed();
+    if (spawner->rt != rt)
+      return weft__err(WEFT_EINVAL, "weft_task_spawn: accesses declared by a "
+                                    "task or thread of another runtime");
+  }
 
   pthread_mutex_lock(&rt->lock);
   if (rt->closing) {
@@ -131,6 +150,26 @@ int weft_task_spawn(weft_runtime *rt, weft_task **task, weft_task_fn fn,
   else
     *task = (weft_task *)weft__handle_of(&t->hdr);
   t->x.check_vc = NULL;
+  t->x.flow = NULL;
+  t->flow_deps = NULL;
+  t->nflow_deps = 0;
+  t->flow_host = 0;
+  if (spawner) {
+    int host = 0;
+    if (weft__flow_declare(spawner, (weft_task *)weft__handle_of(&t->hdr),
+                           opts.accesses, opts.naccesses, &t->flow_deps,
+                           &t->nflow_deps, &host) != 0) {
+      /* Nothing was recorded and nothing ran: the task goes unseen. */
+      pthread_mutex_lock(&rt->lock);
+      task_free(rt, t);
+      atomic_fetch_sub(&rt->nlive, 1);
+      pthread_cond_broadcast(&rt->done_cv);
+      pthread_mutex_unlock(&rt->lock);
+      return weft__err(WEFT_ENOMEM, "weft_task_spawn: out of memory for its "
+                                    "declared accesses");
+    }
+    t->flow_host = (uint8_t)host;
+  }
   if (rt->bk->check) /* the child starts with what its spawner has seen */
     weft__check_spawn(rt->bk->check, weft__exec_self(), &t->x);
   weft__mark_ready(t, WEFT__TR_READY_SPAWN);

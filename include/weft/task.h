@@ -8,6 +8,7 @@
 #define WEFT_TASK_H
 
 #include "common.h"
+#include "dataflow.h"
 #include "runtime.h"
 
 WEFT_BEGIN_DECLS
@@ -27,6 +28,11 @@ typedef struct weft_task_opts {
   const char *name;       /* copied (31 bytes kept); for traces and errors */
   weft_priority priority; /* default WEFT_PRIORITY_NORMAL */
   int device;             /* device of the task's stream; default 0 */
+  /* What the task reads and writes, for ordering it after the earlier
+   * tasks of its spawner that conflict (weft/dataflow.h); copied at
+   * spawn. Default none: no ordering. */
+  const weft_access *accesses;
+  size_t naccesses;
 } weft_task_opts;
 
 /* Fills *opts with the defaults; NULL is ignored.
@@ -38,7 +44,10 @@ WEFT_API void weft_task_opts_init(weft_task_opts *opts);
  * may be NULL to detach at once. The fiber stack is taken when the task
  * first runs; if none can be had, fn never runs and the join returns
  * WEFT_ENOMEM.
- * Errors: WEFT_EINVAL (rt or fn NULL, bad opts->struct_size or priority),
+ * Errors: WEFT_EINVAL (rt or fn NULL, bad opts->struct_size or priority,
+ * an access with a NULL pointer, no bytes, bytes past the end of memory,
+ * or a mode not WEFT_READ, WEFT_WRITE or WEFT_RW with WEFT_ACCESS_HOST
+ * only beside WEFT_READ; accesses NULL with naccesses > 0),
  * WEFT_ENODEV (bad device), WEFT_ENOMEM, WEFT_ESTATE (the runtime is
  * shutting down: weft_shutdown is waiting).
  * Context: any thread; never blocks. */

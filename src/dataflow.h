@@ -1,0 +1,39 @@
+/* Declared data (weft/dataflow.h): each spawner's record of who last wrote
+ * and who has read each byte range since, and the ordering it implies. */
+#ifndef WEFT__DATAFLOW_H
+#define WEFT__DATAFLOW_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "weft/dataflow.h"
+#include "weft/task.h"
+
+typedef struct weft__flow weft__flow;
+struct weft__exec;
+
+/* 0, or WEFT_EINVAL for a bad access (reported as call's). */
+int weft__flow_validate(const weft_access *a, size_t n, const char *call);
+
+/* Records the accesses a[0..n) of the task whose handle is self, spawned
+ * by x, and returns in *deps (malloc'd; NULL when none) the handles of the
+ * earlier tasks it must follow, and in *host whether its host code waits
+ * for their work. All or nothing: 0, or WEFT_ENOMEM with the record as it
+ * was. The accesses were validated. */
+int weft__flow_declare(struct weft__exec *x, weft_task *self,
+                       const weft_access *a, size_t n, weft_task ***deps,
+                       uint32_t *ndeps, int *host);
+
+/* Before a task's function runs: follows its earlier tasks (and frees the
+ * list). Errors go to the task (its join reports them). */
+void weft__flow_enter(weft_task *t);
+
+/* Memory at [p, p + n) was freed by x: its data ends in x's record. */
+void weft__flow_forget(struct weft__exec *x, const void *p, size_t n);
+
+/* The ranges x's record holds (for tests). */
+size_t weft__flow_ranges(const struct weft__exec *x);
+
+void weft__flow_free(weft__flow *f);
+
+#endif

@@ -1,0 +1,323 @@
+/* Declared data (weft/dataflow.h) on every backend.
+ *
+ * Random programs: thousands of tasks over a few dozen device buffers,
+ * each task copying a random sub-range of one buffer onto a sub-range of
+ * another (or of itself) and running x = x * a + b over what it wrote,
+ * declaring exactly what it reads and writes; run with the declarations
+ * and joined at the end, then run again one task at a time (spawn, join),
+ * and the buffers compared bit for bit. Tasks yield at random, so they
+ * interleave and migrate between workers. Then the edge cases: a task
+ * whose host code reads pinned memory an earlier task's GPU work wrote
+ * (WEFT_ACCESS_HOST), readers left to run side by side, tasks spawned by a
+ * task ordered among themselves, freed memory leaving the record, the
+ * record's size bounded by the ranges and not by the tasks, and bad
+ * declarations refused with nothing spawned. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "task_common.h"
+#include "weft_internal.h"
+
+enum { NBUF = 24, LEN = 256 };
+
+typedef struct step {
+  int src, dst;        /* buffers; src < 0: no copy */
+  int soff, doff, len; /* elements */
+  float a, b;          /* x = x * a + b over dst[doff, doff + len) */
+  int yield;
+} step;
+
+static float *bufs[NBUF];
+
+static void axpb(float *x, int n, float a, float b) {
+  void *args[] = {&x, &n, &a, &b};
+  unsigned blocks = (unsigned)((n + TEST_THREADS - 1) / TEST_THREADS);
+  CHECK_OK(weft_launch(&tk.axpb, WEFT_DIM1(blocks), WEFT_DIM1(TEST_THREADS), 0,
+                       args));
+}
+
+static void step_task(void *arg) {
+  const step *s = arg;
+  float *dst = bufs[s->dst] + s->doff;
+  if (s->yield)
+    weft_yield();
+  if (s->src >= 0)
+    CHECK_OK(
+        weft_copy(dst, bufs[s->src] + s->soff, (size_t)s->len * sizeof(float)));
+  if (s->yield > 1)
+    weft_yield();
+  axpb(dst, s->len, s->a, s->b);
+}
+
+static void make_program(step *p, int n, uint64_t seed) {
+  static const float as[] = {-1.0f, 0.5f, 1.0f, 2.0f};
+  for (int i = 0; i < n; i++) {
+    step *s = &p[i];
+    s->len = tt_rand_range(&seed, 1, LEN / 2);
+    s->dst = tt_rand_range(&seed, 0, NBUF - 1);
+    s->doff = tt_rand_range(&seed, 0, LEN - s->len);
+    s->src = tt_rand(&seed) % 4 == 0 ? -1 : tt_rand_range(&seed, 0, NBUF - 1);
+    s->soff = tt_rand_range(&seed, 0, LEN - s->len);
+    if (s->src == s->dst)
+      s->soff = s->doff; /* a copy onto itself: the same range, read too */
+    s->a = as[tt_rand(&seed) % 4];
+    s->b = (float)tt_rand_range(&seed, -3, 3);
+    s->yield = (int)(tt_rand(&seed) % 5 == 0) + (int)(tt_rand(&seed) % 7 == 0);
+  }
+}
+
+/* A copy from pageable memory reads it until weft_sync: a row each. */
+static void reset_buffers(void) {
+  static float init[NBUF][LEN];
+  for (int b = 0; b < NBUF; b++) {
+    for (int i = 0; i < LEN; i++)
+      init[b][i] = (float)((b * 7 + i) % 13 - 6);
+    CHECK_OK(weft_copy(bufs[b], init[b], sizeof init[b]));
+  }
+  CHECK_OK(weft_sync());
+}
+
+static void snapshot(float *out) {
+  for (int b = 0; b < NBUF; b++)
+    CHECK_OK(weft_copy(out + (size_t)b * LEN, bufs[b], LEN * sizeof(float)));
+  CHECK_OK(weft_sync());
+}
+
+static weft_task_opts declared(const step *s, weft_access acc[2]) {
+  weft_task_opts o;
+  weft_task_opts_init(&o);
+  size_t n = (size_t)s->len * sizeof(float);
+  acc[0] = (weft_access){bufs[s->dst] + s->doff, n, WEFT_RW};
+  o.accesses = acc;
+  o.naccesses = 1;
+  if (s->src >= 0 && s->src != s->dst) {
+    acc[1] = (weft_access){bufs[s->src] + s->soff, n, WEFT_READ};
+    o.naccesses = 2;
+  }
+  return o;
+}
+
+/* The program with declarations, every task in flight at once; then one
+ * task at a time; the buffers must agree bit for bit. */
+static void random_program(weft_runtime *rt, int n, uint64_t seed) {
+  step *p = malloc((size_t)n * sizeof *p);
+  weft_task **t = malloc((size_t)n * sizeof *t);
+  float *flow = malloc(NBUF * LEN * sizeof(float));
+  float *seq = malloc(NBUF * LEN * sizeof(float));
+  CHECK(p && t && flow && seq);
+  make_program(p, n, seed);
+
+  reset_buffers();
+  for (int i = 0; i < n; i++) {
+    weft_access acc[2];
+    weft_task_opts o = declared(&p[i], acc);
+    CHECK_OK(weft_task_spawn(rt, &t[i], step_task, &p[i], &o));
+  }
+  for (int i = 0; i < n; i++)
+    CHECK_OK(weft_task_join(t[i]));
+  snapshot(flow);
+  size_t ranges = weft__flow_ranges(weft__exec_self());
+
+  reset_buffers();
+  for (int i = 0; i < n; i++) {
+    CHECK_OK(weft_task_spawn(rt, &t[i], step_task, &p[i], NULL));
+    CHECK_OK(weft_task_join(t[i]));
+  }
+  snapshot(seq);
+  for (int i = 0; i < NBUF * LEN; i++)
+    CHECK_MSG(memcmp(&flow[i], &seq[i], sizeof(float)) == 0,
+              "%d tasks, seed %llu: buffer %d [%d] = %g with declarations, "
+              "%g one at a time",
+              n, (unsigned long long)seed, i / LEN, i % LEN, (double)flow[i],
+              (double)seq[i]);
+  /* The record holds ranges, not history: at most two boundaries an
+   * access, within the buffers' bytes. */
+  CHECK_MSG(ranges <= (size_t)NBUF * LEN, "%zu ranges after %d tasks", ranges,
+            n);
+  free(p);
+  free(t);
+  free(flow);
+  free(seq);
+}
+
+/* ---- WEFT_ACCESS_HOST: the host code sees what the GPU wrote ---- */
+
+static float *dev_x, *pin_x;
+static int host_saw_ok;
+
+static void gpu_writer(void *arg) {
+  (void)arg;
+  /* Slow enough that a host read not waiting would see the old values. */
+  for (int k = 0; k < 50; k++)
+    axpb(dev_x, LEN, 1.0f, 1.0f);
+  CHECK_OK(weft_copy(pin_x, dev_x, LEN * sizeof(float)));
+}
+
+static void host_reader(void *arg) {
+  (void)arg;
+  int ok = 1;
+  for (int i = 0; i < LEN; i++)
+    ok &= pin_x[i] == 50.0f;
+  host_saw_ok = ok;
+}
+
+static void host_access(weft_runtime *rt) {
+  CHECK_OK(weft_device_alloc(LEN * sizeof(float), (void **)&dev_x));
+  CHECK_OK(weft_pinned_alloc(LEN * sizeof(float), (void **)&pin_x));
+  CHECK_OK(weft_memset(dev_x, 0, LEN * sizeof(float)));
+  memset(pin_x, 0, LEN * sizeof(float));
+  CHECK_OK(weft_sync());
+  weft_access w[] = {{dev_x, LEN * sizeof(float), WEFT_RW},
+                     {pin_x, LEN * sizeof(float), WEFT_WRITE}};
+  weft_access r[] = {
+      {pin_x, LEN * sizeof(float), WEFT_READ | WEFT_ACCESS_HOST}};
+  weft_task_opts o;
+  weft_task_opts_init(&o);
+  o.accesses = w;
+  o.naccesses = 2;
+  weft_task *a, *b;
+  CHECK_OK(weft_task_spawn(rt, &a, gpu_writer, NULL, &o));
+  o.accesses = r;
+  o.naccesses = 1;
+  CHECK_OK(weft_task_spawn(rt, &b, host_reader, NULL, &o));
+  CHECK_OK(weft_task_join(b));
+  CHECK_OK(weft_task_join(a));
+  CHECK_MSG(host_saw_ok, "a WEFT_ACCESS_HOST reader saw pinned memory before "
+                         "the writer's GPU work finished");
+  /* Freed memory leaves the record (a new allocation there is new data). */
+  size_t before = weft__flow_ranges(weft__exec_self());
+  CHECK_OK(weft_device_free(dev_x));
+  CHECK_OK(weft_pinned_free(pin_x));
+  CHECK_OK(weft_sync());
+  size_t after = weft__flow_ranges(weft__exec_self());
+  CHECK_MSG(after + 2 <= before, "%zu ranges before the frees, %zu after",
+            before, after);
+}
+
+/* ---- readers run side by side ---- */
+
+static int readers_in;
+
+static void reader(void *arg) {
+  (void)arg;
+  tt_add(&readers_in, 1);
+  /* Both readers must be in at once: one waiting for the other would
+   * never see 2. */
+  while (tt_load(&readers_in) < 2)
+    weft_yield();
+}
+
+static void concurrent_readers(weft_runtime *rt) {
+  weft_access r[] = {{bufs[0], 64, WEFT_READ}};
+  weft_task_opts o;
+  weft_task_opts_init(&o);
+  o.accesses = r;
+  o.naccesses = 1;
+  weft_task *a, *b;
+  readers_in = 0;
+  CHECK_OK(weft_task_spawn(rt, &a, reader, NULL, &o));
+  CHECK_OK(weft_task_spawn(rt, &b, reader, NULL, &o));
+  CHECK_OK(weft_task_join(a));
+  CHECK_OK(weft_task_join(b));
+}
+
+/* ---- a task's children are ordered among themselves ---- */
+
+static void nested_parent(void *arg) {
+  weft_runtime *rt = arg;
+  int n = tt_quick() ? 200 : 1000;
+  step *p = malloc((size_t)n * sizeof *p);
+  weft_task **t = malloc((size_t)n * sizeof *t);
+  CHECK(p && t);
+  make_program(p, n, 99);
+  for (int i = 0; i < n; i++) {
+    weft_access acc[2];
+    weft_task_opts o = declared(&p[i], acc);
+    CHECK_OK(weft_task_spawn(rt, &t[i], step_task, &p[i], &o));
+  }
+  for (int i = 0; i < n; i++)
+    CHECK_OK(weft_task_join(t[i]));
+  free(p);
+  free(t);
+}
+
+static void nested(weft_runtime *rt) {
+  float *flow = malloc(NBUF * LEN * sizeof(float));
+  float *seq = malloc(NBUF * LEN * sizeof(float));
+  CHECK(flow && seq);
+  reset_buffers();
+  weft_task *t;
+  CHECK_OK(weft_task_spawn(rt, &t, nested_parent, rt, NULL));
+  CHECK_OK(weft_task_join(t));
+  snapshot(flow);
+  int n = tt_quick() ? 200 : 1000;
+  step *p = malloc((size_t)n * sizeof *p);
+  CHECK(p != NULL);
+  make_program(p, n, 99);
+  reset_buffers();
+  for (int i = 0; i < n; i++) {
+    CHECK_OK(weft_task_spawn(rt, &t, step_task, &p[i], NULL));
+    CHECK_OK(weft_task_join(t));
+  }
+  snapshot(seq);
+  CHECK_MSG(memcmp(flow, seq, NBUF * LEN * sizeof(float)) == 0,
+            "a task's children with declarations differ from the same "
+            "steps one at a time");
+  free(p);
+  free(flow);
+  free(seq);
+}
+
+/* ---- bad declarations ---- */
+
+static void nothing(void *arg) { (void)arg; }
+
+static void bad_input(weft_runtime *rt) {
+  weft_task_opts o;
+  weft_task_opts_init(&o);
+  weft_task *t;
+  weft_access bad[] = {{NULL, 4, WEFT_READ},
+                       {bufs[0], 0, WEFT_READ},
+                       {bufs[0], 4, 0},
+                       {bufs[0], 4, 8},
+                       {bufs[0], 4, WEFT_WRITE | WEFT_ACCESS_HOST},
+                       {(void *)(uintptr_t)-16, 64, WEFT_READ}};
+  weft_task_stats before = {.struct_size = sizeof before};
+  CHECK_OK(weft_task_stats_get(rt, &before));
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    o.accesses = &bad[i];
+    o.naccesses = 1;
+    t = (weft_task *)1;
+    CHECK_ERR(weft_task_spawn(rt, &t, nothing, NULL, &o), WEFT_EINVAL);
+    CHECK(strstr(weft_last_error_message(), "access 0") != NULL);
+  }
+  o.accesses = NULL;
+  o.naccesses = 1;
+  CHECK_ERR(weft_task_spawn(rt, &t, nothing, NULL, &o), WEFT_EINVAL);
+  weft_task_stats after = {.struct_size = sizeof after};
+  CHECK_OK(weft_task_stats_get(rt, &after));
+  CHECK_MSG(after.live == before.live, "a refused spawn left a task");
+  CHECK(t == (weft_task *)1); /* and handed out no handle */
+}
+
+int main(void) {
+  weft_runtime_opts ro;
+  weft_runtime_opts_init(&ro);
+  ro.workers = 4;
+  weft_runtime *rt = tt_open(&ro);
+  for (int b = 0; b < NBUF; b++)
+    CHECK_OK(weft_device_alloc(LEN * sizeof(float), (void **)&bufs[b]));
+  random_program(rt, 1000, 1);
+  random_program(rt, tt_quick() ? 2000 : 20000, 2);
+  random_program(rt, 3000, 3);
+  host_access(rt);
+  concurrent_readers(rt);
+  nested(rt);
+  bad_input(rt);
+  for (int b = 0; b < NBUF; b++)
+    CHECK_OK(weft_device_free(bufs[b]));
+  tt_close(rt);
+  puts("ok");
+  return 0;
+}
