@@ -68,6 +68,11 @@ struct weft__checker {
    * longer reported (a lost ordering would be a false one). */
   int broken;
   FILE *out; /* stderr, or what a test set (weft__check_set_output) */
+  /* Per stream, the last tick seen completed (a sync that found its work
+   * done): work that completed cannot overlap what is queued after, so
+   * this stands in for the clock of a task freed before it was followed
+   * (weft__check_after, weft__check_joined). */
+  weft__vc completed;
 };
 
 /* ---- vector clocks ---- */
@@ -228,6 +233,7 @@ void weft__check_free(weft__checker *k) {
     free(k->allocs[i].acc);
   for (size_t i = 0; i < k->nevents; i++)
     free(k->events[i].vc.c);
+  free(k->completed.c);
   free(k->streams);
   free(k->allocs);
   free(k->events);
@@ -341,6 +347,45 @@ static void check_access(weft__checker *k, tracked *t, const access *a,
   t->acc[t->nacc++] = *a;
 }
 
+/* Whether x's declarations cover [lo, hi) with access good enough for a
+ * write (or a read). */
+static int declared(const weft__exec *x, uintptr_t lo, uintptr_t hi,
+                    int write) {
+  uintptr_t p = lo;
+  while (p < hi) {
+    uintptr_t next = p;
+    for (uint32_t i = 0; i < x->ndecl; i++) {
+      const weft_access *d = &x->decl[i];
+      uintptr_t dlo = (uintptr_t)d->ptr, dhi = dlo + d->bytes;
+      unsigned need = write ? WEFT_WRITE : WEFT_READ | WEFT_WRITE;
+      if ((d->mode & need) && dlo <= p && p < dhi && dhi > next)
+        next = dhi;
+    }
+    if (next == p)
+      return 0;
+    p = next;
+  }
+  return 1;
+}
+
+/* A task with declarations (weft/dataflow.h) touching tracked memory
+ * beyond them: the ordering weft made from them does not cover it. Lock
+ * held. */
+static void check_declared(weft__checker *k, const weft__exec *x,
+                           const tracked *t, const access *a) {
+  if (!x || !x->ndecl || declared(x, a->lo, a->hi, a->write))
+    return;
+  finding(k, "undeclared", 0,
+          "%s %s%s%s %s bytes %" PRIuPTR "..%" PRIuPTR " of %s memory at %p "
+          "(%" PRIuPTR " bytes), which its declared accesses do not cover%s; "
+          "declare it (weft_task_opts.accesses), or weft orders nothing for "
+          "it",
+          a->who, a->call, a->kernel ? " " : "", a->kernel ? a->kernel : "",
+          verb(a->write), a->lo - t->base, a->hi - t->base,
+          t->pinned ? "pinned" : "device", (void *)t->base, t->end - t->base,
+          a->write ? " for writing" : "");
+}
+
 /* Lock held. */
 static void op_locked(weft__checker *k, weft__stream *s, stream_state *st,
                       const char *call, const char *kernel,
@@ -372,6 +417,7 @@ static void op_locked(weft__checker *k, weft__stream *s, stream_state *st,
                 .kernel = kernel};
     snprintf(a.who, sizeof a.who, "%s",
              st->owner[0] ? st->owner : "a plain thread");
+    check_declared(k, weft__exec_self(), t, &a);
     check_access(k, t, &a, &st->vc);
   }
 }
@@ -434,6 +480,11 @@ void weft__check_synced(weft__checker *k, weft__exec *x, weft__stream *s) {
   weft__vc *v = exec_vc(k, x);
   if (st && v)
     vc_join(k, v, &st->vc);
+  if (st && vc_reserve(&k->completed, s->id + 1) == 0) {
+    uint32_t t = vc_get(&st->vc, s->id);
+    if (t > k->completed.c[s->id])
+      k->completed.c[s->id] = t;
+  }
   pthread_mutex_unlock(&k->lock);
 }
 
@@ -455,11 +506,18 @@ void weft__check_spawn(weft__checker *k, weft__exec *parent,
   pthread_mutex_unlock(&k->lock);
 }
 
+/* What x learns from done's completion: its clock, or, once its task was
+ * freed (joined by someone else) and the clock with it, what has
+ * completed on every stream by now. */
+static const weft__vc *completion_of(weft__checker *k, const weft__exec *done) {
+  return done && done->check_vc ? done->check_vc : &k->completed;
+}
+
 void weft__check_joined(weft__checker *k, weft__exec *x, weft__exec *done) {
   pthread_mutex_lock(&k->lock);
   weft__vc *v = exec_vc(k, x);
   if (v)
-    vc_join(k, v, done->check_vc);
+    vc_join(k, v, completion_of(k, done));
   pthread_mutex_unlock(&k->lock);
 }
 
@@ -467,7 +525,7 @@ void weft__check_after(weft__checker *k, weft__stream *s, weft__exec *done) {
   pthread_mutex_lock(&k->lock);
   stream_state *st = stream_of(k, s);
   if (st)
-    vc_join(k, &st->vc, done->check_vc);
+    vc_join(k, &st->vc, completion_of(k, done));
   pthread_mutex_unlock(&k->lock);
 }
 

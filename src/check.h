@@ -72,7 +72,10 @@ void weft__check_event_synced(weft__checker *k, weft__exec *x, weft__event *e);
 /* child starts with what parent (NULL: nothing) has seen. */
 void weft__check_spawn(weft__checker *k, weft__exec *parent, weft__exec *child);
 /* x now knows everything done knew at its end (a join); or stream s is
- * ordered after it (weft_task_after). */
+ * ordered after it (weft_task_after). done NULL, or a task already freed
+ * (its clock with it): a task that completed, whose knowledge stands in
+ * for what has completed on every stream by now (work that completed
+ * cannot overlap what is queued after it). */
 void weft__check_joined(weft__checker *k, weft__exec *x, weft__exec *done);
 void weft__check_after(weft__checker *k, weft__stream *s, weft__exec *done);
 /* Frees x's clock (a context going away). */

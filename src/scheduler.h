@@ -39,7 +39,11 @@ struct weft__exec {
   struct weft__exec *next;   /* runtime's list of plain-thread contexts */
   struct weft__vc *check_vc; /* weft check: what it has seen (check.c) */
   struct weft__flow *flow;   /* its spawns' declared data (dataflow.c) */
-  atomic_int dead;           /* a plain thread's, after its runtime shut down */
+  /* Under weft check: the task's own declared accesses, which its GPU
+   * operations on tracked memory must keep within (check.c). */
+  weft_access *decl;
+  uint32_t ndecl;
+  atomic_int dead; /* a plain thread's, after its runtime shut down */
 };
 
 typedef enum task_state {

@@ -97,6 +97,8 @@ int weft_task_after(weft_task *h) {
      * completed long ago, and following it is nothing to do. */
     pthread_mutex_lock(&rt->lock);
     int live = weft__handle_live(h, &other->hdr);
+    if (!live && rt->bk->check)
+      weft__check_joined(rt->bk->check, x, NULL);
     pthread_mutex_unlock(&rt->lock);
     if (!live)
       return 0;
@@ -106,11 +108,14 @@ int weft_task_after(weft_task *h) {
   pthread_mutex_lock(&rt->lock);
   int live = still_live(h, other);
   int foreign = live && other->x.rt != rt;
-  /* Completed, not yet joined: what it did is done, and known from now on
-   * (weft check; a task already joined or detached and gone is not). */
-  if (!live && rt->bk->check && weft__handle_live(h, &other->hdr) &&
-      other->x.rt == rt)
-    weft__check_joined(rt->bk->check, x, &other->x);
+  /* Completed: what it did is done, and known from now on (weft check;
+   * for a task already joined or detached and gone, what has completed
+   * by now stands in for its clock). */
+  if (!live && rt->bk->check)
+    weft__check_joined(rt->bk->check, x,
+                       weft__handle_live(h, &other->hdr) && other->x.rt == rt
+                           ? &other->x
+                           : NULL);
   pthread_mutex_unlock(&rt->lock);
   if (foreign)
     return weft__err(WEFT_EINVAL, "weft_task_after: task of another runtime");
@@ -127,12 +132,13 @@ int weft_task_after(weft_task *h) {
     /* end_ev lives until the task is finalized, which takes this lock. */
     if (still_live(h, other) && other->end_ev)
       rc = weft__stream_wait_event(s, other->end_ev);
-    if (rc == 0 && rt->bk->check)
-      weft__check_after(rt->bk->check, s, &other->x);
-  } else if (rt->bk->check && weft__handle_live(h, &other->hdr)) {
-    /* It completed while the stream was leased: done, and known. */
-    weft__check_after(rt->bk->check, s, &other->x);
   }
+  /* Followed, or completed meanwhile (while the stream was leased, or
+   * while this task waited for it to return): either way what it did is
+   * before what this stream does next. */
+  if (rc == 0 && rt->bk->check)
+    weft__check_after(rt->bk->check, s,
+                      weft__handle_live(h, &other->hdr) ? &other->x : NULL);
   pthread_mutex_unlock(&rt->lock);
   return rc;
 }

@@ -54,6 +54,9 @@ static void task_free(weft_runtime *rt, weft_task *t) {
   t->flow_deps = NULL;
   weft__flow_free(t->x.flow);
   t->x.flow = NULL;
+  free(t->x.decl);
+  t->x.decl = NULL;
+  t->x.ndecl = 0;
   weft__check_exec_gone(rt->bk->check, &t->x);
   weft__pool_put(&rt->tasks, &t->hdr);
 }
@@ -151,6 +154,8 @@ int weft_task_spawn(weft_runtime *rt, weft_task **task, weft_task_fn fn,
     *task = (weft_task *)weft__handle_of(&t->hdr);
   t->x.check_vc = NULL;
   t->x.flow = NULL;
+  t->x.decl = NULL;
+  t->x.ndecl = 0;
   t->flow_deps = NULL;
   t->nflow_deps = 0;
   t->flow_host = 0;
@@ -169,6 +174,15 @@ int weft_task_spawn(weft_runtime *rt, weft_task **task, weft_task_fn fn,
                                     "declared accesses");
     }
     t->flow_host = (uint8_t)host;
+    /* weft check holds the task's operations to them; without memory for
+     * the copy it checks nothing (fewer findings, never a false one). */
+    t->x.decl = NULL;
+    t->x.ndecl = 0;
+    if (rt->bk->check &&
+        (t->x.decl = malloc(opts.naccesses * sizeof *t->x.decl)) != NULL) {
+      memcpy(t->x.decl, opts.accesses, opts.naccesses * sizeof *t->x.decl);
+      t->x.ndecl = (uint32_t)opts.naccesses;
+    }
   }
   if (rt->bk->check) /* the child starts with what its spawner has seen */
     weft__check_spawn(rt->bk->check, weft__exec_self(), &t->x);

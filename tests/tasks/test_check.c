@@ -9,12 +9,14 @@
  * waited on, a parameter marked read-only (weft_kernel.reads), two tasks
  * replaying one graph (replays of a graph are ordered). Implicit
  * synchronisation: weft_device_sync from a task while another is alive; its
- * twins from the only task alive and from a plain thread. With checking off
- * nothing is reported. Each case runs in a fresh runtime, its findings written
- * to a file of the test's. The racing tasks meet after their operations (each
- * holds its stream until the other has queued): a task that ended first would
- * hand its stream to the next, and one stream's work is ordered, so there
- * would be no race to find. */
+ * twins from the only task alive and from a plain thread. Declared data
+ * (weft/dataflow.h): a write where a read was declared, and past the declared
+ * range; its twin declared in full. With checking off nothing is reported.
+ * Each case runs in a fresh runtime, its findings written to a file of the
+ * test's. The racing tasks meet after their operations (each holds its stream
+ * until the other has queued): a task that ended first would hand its stream
+ * to the next, and one stream's work is ordered, so there would be no race to
+ * find. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -148,6 +150,32 @@ static void bystander_task(void *arg) {
   CHECK_OK(weft_sync());
 }
 
+/* memset_task, which writes all of W.buf, declaring only mode on its
+ * first bytes bytes. */
+static void spawn_declared(const char *name, unsigned mode, size_t bytes) {
+  weft_access acc = {W.buf, bytes, mode};
+  weft_task_opts o;
+  weft_task_opts_init(&o);
+  o.name = name;
+  o.accesses = &acc;
+  o.naccesses = 1;
+  weft_task *t;
+  CHECK_OK(weft_task_spawn(W.rt, &t, memset_task, NULL, &o));
+  CHECK_OK(weft_task_join(t));
+}
+
+static void memset_declared_read(void) {
+  spawn_declared("declared-reader", WEFT_READ, N * sizeof(int));
+}
+
+static void memset_declared_half(void) {
+  spawn_declared("declared-half", WEFT_WRITE, N * sizeof(int) / 2);
+}
+
+static void memset_declared_write(void) {
+  spawn_declared("declared-writer", WEFT_RW, N * sizeof(int));
+}
+
 /* ---- the cases ---- */
 
 static void two_memsets(void) {
@@ -277,16 +305,20 @@ static size_t run(case_fn c, int check, char *out, size_t len) {
   return found;
 }
 
-static void expect(const char *name, case_fn c, int kind_race, const char *who1,
+enum { KIND_SYNC, KIND_RACE, KIND_UNDECLARED };
+
+static void expect(const char *name, case_fn c, int kind, const char *who1,
                    const char *who2) {
   char out[8192];
-  W.meet = kind_race;
+  W.meet = kind == KIND_RACE;
   W.arrived = 0;
   size_t n = run(c, 1, out, sizeof out);
   W.meet = 0;
   CHECK_MSG(n >= 1, "%s: no finding; findings: %s", name, out);
-  CHECK_MSG(strstr(out, kind_race ? "weft check: race:"
-                                  : "weft check: implicit sync:") != NULL,
+  CHECK_MSG(strstr(out, kind == KIND_RACE ? "weft check: race:"
+                        : kind == KIND_UNDECLARED
+                            ? "weft check: undeclared:"
+                            : "weft check: implicit sync:") != NULL,
             "%s: not the right kind of finding: %s", name, out);
   CHECK_MSG(strstr(out, who1) != NULL, "%s: '%s' not named: %s", name, who1,
             out);
@@ -310,21 +342,26 @@ int main(void) {
   test_kernels_init(&tk);
   W.reads_0 = tk.copy_int;
   W.reads_0.reads = 0;
-  expect("two memsets", two_memsets, 1, "'setter-a'", "'setter-b'");
+  expect("two memsets", two_memsets, KIND_RACE, "'setter-a'", "'setter-b'");
   silent("two memsets, weft_task_after", two_memsets_ordered, 0);
-  expect("kernel then copy", kernel_then_copy, 1, "'kernel-writer'",
+  expect("kernel then copy", kernel_then_copy, KIND_RACE, "'kernel-writer'",
          "'copier'");
   silent("kernel then copy, joined between", kernel_then_copy_joined, 0);
-  expect("two readers, unmarked", two_readers_unmarked, 1, "'reader-a'",
+  expect("two readers, unmarked", two_readers_unmarked, KIND_RACE, "'reader-a'",
          "'reader-b'");
   silent("two readers, marked read-only", two_readers_marked, 1);
   silent("an event waited on", event_ordered, 0);
   silent("two tasks replaying one graph", graph_two_replayers, 1);
-  expect("a graph replay against a memset", graph_against_memset, 1,
+  expect("a graph replay against a memset", graph_against_memset, KIND_RACE,
          "'replayer'", "'setter'");
-  expect("weft_device_sync from a task", sync_in_task, 0, "'device-syncer'",
-         NULL);
+  expect("weft_device_sync from a task", sync_in_task, KIND_SYNC,
+         "'device-syncer'", NULL);
   silent("weft_device_sync from the only task alive", sync_in_lone_task, 0);
+  expect("a write where a read was declared", memset_declared_read,
+         KIND_UNDECLARED, "'declared-reader'", NULL);
+  expect("a write past the declared half", memset_declared_half,
+         KIND_UNDECLARED, "'declared-half'", NULL);
+  silent("a write declared", memset_declared_write, 0);
   silent("weft_device_sync from a plain thread", sync_on_thread, 0);
   char out[8192];
   W.meet = 1;
