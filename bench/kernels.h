@@ -106,6 +106,26 @@ int seed_kernels_preload(const seed_kernels *k, weft_backend_kind backend);
 /* Blocks for n elements: one per SEED_THREADS, at most SEED_MAX_BLOCKS. */
 unsigned seed_blocks(unsigned long n);
 
+/* The tile operations of the dataflow scenario's Cholesky factorisation,
+ * host backend only (on CUDA the scenario calls cuSOLVER and cuBLAS, as
+ * StarPU's and CUDASTF's demonstrations do). Tiles are b x b, column-major,
+ * lower triangle; launch each with one block of one thread.
+ *
+ *   tile_potrf(a, b)          a = its Cholesky factor L (a = L L^T)
+ *   tile_trsm(l, a, b)        a = a L^-T
+ *   tile_syrk(a, c, b)        c -= a a^T
+ *   tile_gemm(a, bt, c, b)    c -= a bt^T */
+void tile_host_potrf(const weft_kernel_ctx *ctx, void **args);
+void tile_host_trsm(const weft_kernel_ctx *ctx, void **args);
+void tile_host_syrk(const weft_kernel_ctx *ctx, void **args);
+void tile_host_gemm(const weft_kernel_ctx *ctx, void **args);
+
+typedef struct tile_kernels {
+  weft_kernel potrf, trsm, syrk, gemm;
+} tile_kernels;
+
+void tile_kernels_init(tile_kernels *k);
+
 /* Threads per block of partial_reduce and divide_by; a power of two, since
  * the CUDA tree reduction halves it. */
 #define DEMO_THREADS 256

@@ -21,6 +21,7 @@
   X(priority)                                                                  \
   X(saturation)                                                                \
   X(graph)                                                                     \
+  X(dataflow)                                                                  \
   X(scale)                                                                     \
   X(trace)
 

@@ -1,0 +1,563 @@
+/* dataflow: a tiled Cholesky factorisation written once in sequential
+ * order with declared accesses (weft/dataflow.h), against the same
+ * algorithm ordered by hand with raw streams and events, and against one
+ * stream: the classic StarPU and CUDASTF demonstration.
+ *
+ * The matrix is n x n, symmetric positive definite (off-diagonal entries
+ * in [-1, 1], n + 1 on the diagonal), stored as T x T tiles of b x b,
+ * column-major, the lower triangle factored in place:
+ *   for k: potrf(A_kk)
+ *          for i > k: trsm(A_kk, A_ik)
+ *          for i > k: syrk(A_ik, A_ii); for k < j < i: gemm(A_ik, A_jk, A_ij)
+ * On CUDA the tile operations are cuSOLVER's potrf and cuBLAS's trsm, syrk
+ * and gemm (weft_cusolver_dn and weft_cublas in weft's tasks, handles of
+ * one's own per stream in the raw versions); on the host backend, the
+ * bench's tile kernels (kernels.h). Rows, wall clock from the first
+ * operation issued to the last one's completion:
+ * - raw, hand-ordered (baseline): S streams, each tile's operations on
+ *   the stream of its output tile, an event per tile recorded after each
+ *   write and waited for by every operation that reads or writes it;
+ * - raw, one stream: the operations in order;
+ * - weft: a task per tile operation, spawned in the loop's order by a
+ *   driver task with the tiles each reads and writes declared, no stream
+ *   or event written, then joined.
+ * GFLOP/s = n^3 / 3 per factorisation, in the notes. Check after every
+ * variant: 64 sampled entries of L L^T within 1e-3 relative of A. Targets:
+ * weft >= 0.98 x the hand-ordered throughput, >= 2 x one stream's where the
+ * DAG allows it. Then the bookkeeping: spawning a task that declares three
+ * tile accesses against spawning one that declares none, ns per spawn. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench.h"
+#include "kernels.h"
+#include "raw_api.h"
+#ifdef WEFT_BENCH_CUDA
+#include <cublas_v2.h>
+#include <cusolverDn.h>
+
+#include "weft/cuda.h"
+#include "weft/cuda_libraries.h"
+#endif
+
+enum { NS = 8, NSAMPLE = 64 };
+enum { V_HAND, V_ONE, V_WEFT, V_DECL, V_NODECL, NVARIANTS };
+enum { POTRF, TRSM, SYRK, GEMM };
+
+typedef struct chol chol;
+
+typedef struct op {
+  chol *ch;
+  int kind, i, j, k; /* writes A_ij (potrf: A_kk) */
+} op;
+
+struct chol {
+  bench_ctx *c;
+  weft_runtime *rt;
+  tile_kernels k;
+  unsigned b, T, n;
+  float *a0;    /* pinned: the matrix, tile-major, for every run */
+  float *tiles; /* device */
+  float *back;  /* pinned: the result read back */
+  op *ops;
+  size_t nops;
+  weft_task **handles;
+  raw_stream rs[NS];
+  raw_event *ev; /* per tile: its last write */
+  int *written;  /* per tile: ev recorded since the reset */
+#ifdef WEFT_BENCH_CUDA
+  int cuda;
+  cublasHandle_t blas[NS];
+  cusolverDnHandle_t sol[NS];
+  float *work[NS];
+  int *info[NS];
+  int lwork;
+#endif
+  bench_samples s[NVARIANTS];
+};
+
+static uint64_t lcg(uint64_t *s) {
+  *s = *s * 6364136223846793005ull + 1442695040888963407ull;
+  return *s >> 33;
+}
+
+static size_t tile_elems(const chol *ch) { return (size_t)ch->b * ch->b; }
+
+static float *tile(const chol *ch, unsigned i, unsigned j) {
+  return ch->tiles + ((size_t)i * ch->T + j) * tile_elems(ch);
+}
+
+/* The element (r, c) of the matrix in a tile-major buffer m. */
+static float *at(const chol *ch, float *m, unsigned r, unsigned c) {
+  unsigned b = ch->b;
+  return m + ((size_t)(r / b) * ch->T + c / b) * tile_elems(ch) +
+         (size_t)(c % b) * b + r % b;
+}
+
+/* The operations in the loop's order. */
+static size_t plan(chol *ch) {
+  size_t n = 0;
+  for (unsigned k = 0; k < ch->T; k++) {
+    ch->ops[n++] = (op){ch, POTRF, (int)k, (int)k, (int)k};
+    for (unsigned i = k + 1; i < ch->T; i++)
+      ch->ops[n++] = (op){ch, TRSM, (int)i, (int)k, (int)k};
+    for (unsigned i = k + 1; i < ch->T; i++) {
+      ch->ops[n++] = (op){ch, SYRK, (int)i, (int)i, (int)k};
+      for (unsigned j = k + 1; j < i; j++)
+        ch->ops[n++] = (op){ch, GEMM, (int)i, (int)j, (int)k};
+    }
+  }
+  return n;
+}
+
+/* The tiles o reads (in[0..*nin)); it writes A_ij. */
+static void inputs(const op *o, unsigned in[2][2], int *nin) {
+  *nin = 0;
+  if (o->kind == TRSM) {
+    in[(*nin)++][0] = (unsigned)o->k, in[0][1] = (unsigned)o->k;
+  } else if (o->kind == SYRK) {
+    in[0][0] = (unsigned)o->i, in[0][1] = (unsigned)o->k, *nin = 1;
+  } else if (o->kind == GEMM) {
+    in[0][0] = (unsigned)o->i, in[0][1] = (unsigned)o->k;
+    in[1][0] = (unsigned)o->j, in[1][1] = (unsigned)o->k;
+    *nin = 2;
+  }
+}
+
+/* ---- one tile operation, weft's way (s NULL) or raw on s ---- */
+
+#ifdef WEFT_BENCH_CUDA
+static int cuda_op(chol *ch, const op *o, cublasHandle_t h,
+                   cusolverDnHandle_t sol, float *work, int *info) {
+  int b = (int)ch->b;
+  float one = 1, minus = -1;
+  float *c = tile(ch, (unsigned)o->i, (unsigned)o->j);
+  float *aik = tile(ch, (unsigned)o->i, (unsigned)o->k);
+  int st = 0;
+  switch (o->kind) {
+  case POTRF:
+    st = (int)cusolverDnSpotrf(sol, CUBLAS_FILL_MODE_LOWER, b, c, b, work,
+                               ch->lwork, info);
+    break;
+  case TRSM:
+    st = (int)cublasStrsm(h, CUBLAS_SIDE_RIGHT, CUBLAS_FILL_MODE_LOWER,
+                          CUBLAS_OP_T, CUBLAS_DIAG_NON_UNIT, b, b, &one,
+                          tile(ch, (unsigned)o->k, (unsigned)o->k), b, c, b);
+    break;
+  case SYRK:
+    st = (int)cublasSsyrk(h, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_N, b, b, &minus,
+                          aik, b, &one, c, b);
+    break;
+  default:
+    st = (int)cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_T, b, b, b, &minus, aik, b,
+                          tile(ch, (unsigned)o->j, (unsigned)o->k), b, &one, c,
+                          b);
+  }
+  return st ? bench_fail(ch->c, "tile operation %d (%d,%d,%d): status %d",
+                         o->kind, o->i, o->j, o->k, st)
+            : 0;
+}
+#endif
+
+static int host_op(chol *ch, const op *o, raw_stream *s) {
+  unsigned b = ch->b;
+  float *c = tile(ch, (unsigned)o->i, (unsigned)o->j);
+  float *aik = tile(ch, (unsigned)o->i, (unsigned)o->k);
+  float *akk = tile(ch, (unsigned)o->k, (unsigned)o->k);
+  float *ajk = tile(ch, (unsigned)o->j, (unsigned)o->k);
+  const weft_kernel *k;
+  void *a1[] = {&c, &b}, *a2[] = {&akk, &c, &b}, *a3[] = {&aik, &c, &b},
+       *a4[] = {&aik, &ajk, &c, &b}, **args;
+  switch (o->kind) {
+  case POTRF:
+    k = &ch->k.potrf, args = a1;
+    break;
+  case TRSM:
+    k = &ch->k.trsm, args = a2;
+    break;
+  case SYRK:
+    k = &ch->k.syrk, args = a3;
+    break;
+  default:
+    k = &ch->k.gemm, args = a4;
+  }
+  if (s) {
+    RAW_TRY(ch->c, raw_launch(*s, k, WEFT_DIM1(1), WEFT_DIM1(1), args));
+    return 0;
+  }
+  int e = weft_launch(k, WEFT_DIM1(1), WEFT_DIM1(1), 0, args);
+  return e ? bench_fail_weft(ch->c, e, "weft_launch(tile)") : 0;
+}
+
+/* ---- weft ---- */
+
+static void op_task(void *arg) {
+  op *o = arg;
+  chol *ch = o->ch;
+#ifdef WEFT_BENCH_CUDA
+  if (ch->cuda) {
+    cublasHandle_t h = o->kind == POTRF ? NULL : weft_cublas();
+    cusolverDnHandle_t sol = o->kind == POTRF ? weft_cusolver_dn() : NULL;
+    if (o->kind == POTRF ? !sol : !h) {
+      bench_fail(ch->c, "weft_cublas/weft_cusolver_dn: %s",
+                 weft_last_error_message());
+      return;
+    }
+    float *work = NULL;
+    if (o->kind == POTRF) {
+      int e = weft_device_alloc(((size_t)ch->lwork + 64) * sizeof(float),
+                                (void **)&work);
+      if (e) {
+        bench_fail_weft(ch->c, e, "weft_device_alloc(potrf workspace)");
+        return;
+      }
+    }
+    if (cuda_op(ch, o, h, sol, work, work ? (int *)(work + ch->lwork) : NULL))
+      return;
+    if (work)
+      weft_device_free(work);
+    return;
+  }
+#endif
+  host_op(ch, o, NULL);
+}
+
+static weft_task_opts declared(const op *o, weft_access acc[3]) {
+  const chol *ch = o->ch;
+  size_t bytes = tile_elems(ch) * sizeof(float);
+  unsigned in[2][2];
+  int nin;
+  inputs(o, in, &nin);
+  for (int t = 0; t < nin; t++)
+    acc[t] = (weft_access){tile(ch, in[t][0], in[t][1]), bytes, WEFT_READ};
+  acc[nin] =
+      (weft_access){tile(ch, (unsigned)o->i, (unsigned)o->j), bytes, WEFT_RW};
+  weft_task_opts to;
+  weft_task_opts_init(&to);
+  to.name = "dataflow/tile";
+  to.accesses = acc;
+  to.naccesses = (size_t)nin + 1;
+  return to;
+}
+
+typedef struct driver_job {
+  chol *ch;
+  uint64_t ns;
+} driver_job;
+
+static void weft_driver(void *arg) {
+  driver_job *d = arg;
+  chol *ch = d->ch;
+  uint64_t t0 = bench_now_ns();
+  size_t spawned = 0;
+  for (; spawned < ch->nops; spawned++) {
+    weft_access acc[3];
+    weft_task_opts to = declared(&ch->ops[spawned], acc);
+    int e = weft_task_spawn(ch->rt, &ch->handles[spawned], op_task,
+                            &ch->ops[spawned], &to);
+    if (e) {
+      bench_fail_weft(ch->c, e, "weft_task_spawn");
+      break;
+    }
+  }
+  for (size_t i = 0; i < spawned; i++) {
+    int e = weft_task_join(ch->handles[i]);
+    if (e)
+      bench_fail_weft(ch->c, e, "weft_task_join");
+  }
+  d->ns = bench_now_ns() - t0;
+}
+
+/* ---- raw ---- */
+
+static int raw_run(chol *ch, int hand, uint64_t *ns) {
+  bench_ctx *c = ch->c;
+  memset(ch->written, 0, (size_t)ch->T * ch->T * sizeof *ch->written);
+  uint64_t t0 = bench_now_ns();
+  for (size_t n = 0; n < ch->nops; n++) {
+    const op *o = &ch->ops[n];
+    unsigned out = (unsigned)o->i * ch->T + (unsigned)o->j;
+    int si = hand ? (int)(out % NS) : 0;
+    raw_stream *s = &ch->rs[si];
+    if (hand) {
+      unsigned in[2][2];
+      int nin;
+      inputs(o, in, &nin);
+      for (int t = 0; t < nin; t++) {
+        unsigned ti = in[t][0] * ch->T + in[t][1];
+        if (ch->written[ti] && (int)(ti % NS) != si)
+          RAW_TRY(c, raw_stream_wait(*s, ch->ev[ti]));
+      }
+    }
+#ifdef WEFT_BENCH_CUDA
+    if (ch->cuda) {
+      if (cuda_op(ch, o, ch->blas[si], ch->sol[si], ch->work[si], ch->info[si]))
+        return BENCH_FAIL;
+    } else
+#endif
+        if (host_op(ch, o, s))
+      return BENCH_FAIL;
+    if (hand) {
+      RAW_TRY(c, raw_event_record(ch->ev[out], *s));
+      ch->written[out] = 1;
+    }
+  }
+  for (int i = 0; i < (hand ? NS : 1); i++)
+    RAW_TRY(c, raw_stream_sync(ch->rs[i]));
+  *ns = bench_now_ns() - t0;
+  return 0;
+}
+
+static int raw_open(chol *ch) {
+  bench_ctx *c = ch->c;
+  for (int i = 0; i < NS; i++)
+    RAW_TRY(c, raw_stream_create(ch->rt, 0, &ch->rs[i]));
+  size_t nt = (size_t)ch->T * ch->T;
+  ch->ev = calloc(nt, sizeof *ch->ev);
+  ch->written = calloc(nt, sizeof *ch->written);
+  if (!ch->ev || !ch->written)
+    return bench_fail(c, "out of memory");
+  for (size_t i = 0; i < nt; i++)
+    RAW_TRY(c, raw_event_create(ch->rt, 0, &ch->ev[i]));
+#ifdef WEFT_BENCH_CUDA
+  if (ch->cuda) {
+    for (int i = 0; i < NS; i++) {
+      if (cublasCreate(&ch->blas[i]) != CUBLAS_STATUS_SUCCESS ||
+          cublasSetStream(ch->blas[i], ch->rs[i].cs) != CUBLAS_STATUS_SUCCESS ||
+          cusolverDnCreate(&ch->sol[i]) != CUSOLVER_STATUS_SUCCESS ||
+          cusolverDnSetStream(ch->sol[i], ch->rs[i].cs) !=
+              CUSOLVER_STATUS_SUCCESS)
+        return bench_fail(c, "raw CUDA: cuBLAS/cuSOLVER set-up failed");
+    }
+    if (cusolverDnSpotrf_bufferSize(ch->sol[0], CUBLAS_FILL_MODE_LOWER,
+                                    (int)ch->b, ch->tiles, (int)ch->b,
+                                    &ch->lwork) != CUSOLVER_STATUS_SUCCESS)
+      return bench_fail(c, "cusolverDnSpotrf_bufferSize failed");
+    for (int i = 0; i < NS; i++) {
+      RAW_TRY(c, cudaMalloc((void **)&ch->work[i],
+                            (size_t)ch->lwork * sizeof(float)));
+      RAW_TRY(c, cudaMalloc((void **)&ch->info[i], sizeof(int)));
+    }
+  }
+#endif
+  return 0;
+}
+
+static void raw_close(chol *ch) {
+  for (int i = 0; i < NS; i++)
+    raw_stream_destroy(&ch->rs[i]);
+  if (ch->ev)
+    for (size_t i = 0; i < (size_t)ch->T * ch->T; i++)
+      raw_event_destroy(&ch->ev[i]);
+  free(ch->ev);
+  free(ch->written);
+#ifdef WEFT_BENCH_CUDA
+  for (int i = 0; ch->cuda && i < NS; i++) {
+    if (ch->blas[i])
+      cublasDestroy(ch->blas[i]);
+    if (ch->sol[i])
+      cusolverDnDestroy(ch->sol[i]);
+    cudaFree(ch->work[i]);
+    cudaFree(ch->info[i]);
+  }
+#endif
+}
+
+/* ---- set-up, checks ---- */
+
+static int reset(chol *ch) {
+  size_t bytes = (size_t)ch->T * ch->T * tile_elems(ch) * sizeof(float);
+  BENCH_TRY(ch->c, weft_copy(ch->tiles, ch->a0, bytes));
+  BENCH_TRY(ch->c, weft_sync());
+  return 0;
+}
+
+/* L L^T against A at NSAMPLE entries of the lower triangle. */
+static int check(chol *ch, const char *who) {
+  size_t bytes = (size_t)ch->T * ch->T * tile_elems(ch) * sizeof(float);
+  BENCH_TRY(ch->c, weft_copy(ch->back, ch->tiles, bytes));
+  BENCH_TRY(ch->c, weft_sync());
+  uint64_t seed = 77;
+  for (int s = 0; s < NSAMPLE; s++) {
+    unsigned r = (unsigned)(lcg(&seed) % ch->n);
+    unsigned c = (unsigned)(lcg(&seed) % (r + 1));
+    double sum = 0;
+    for (unsigned k = 0; k <= c; k++)
+      sum += (double)*at(ch, ch->back, r, k) * *at(ch, ch->back, c, k);
+    double want = *at(ch, ch->a0, r, c);
+    if (!(fabs(sum - want) <= 1e-3 * (fabs(want) + 1)))
+      return bench_fail(ch->c, "%s: (L L^T)[%u][%u] = %g, A has %g", who, r, c,
+                        sum, want);
+  }
+  return 0;
+}
+
+static int setup(chol *ch) {
+  size_t elems = (size_t)ch->T * ch->T * tile_elems(ch);
+  BENCH_TRY(ch->c, weft_pinned_alloc(elems * sizeof(float), (void **)&ch->a0));
+  BENCH_TRY(ch->c,
+            weft_pinned_alloc(elems * sizeof(float), (void **)&ch->back));
+  BENCH_TRY(ch->c,
+            weft_device_alloc(elems * sizeof(float), (void **)&ch->tiles));
+  memset(ch->a0, 0, elems * sizeof(float));
+  uint64_t seed = 12345;
+  for (unsigned c = 0; c < ch->n; c++)
+    for (unsigned r = c; r < ch->n; r++) {
+      float v = r == c ? (float)ch->n + 1
+                       : (float)(lcg(&seed) % 2001) / 1000.0f - 1.0f;
+      *at(ch, ch->a0, r, c) = v;
+      *at(ch, ch->a0, c, r) = v; /* the upper tiles are never read */
+    }
+  size_t maxops = (size_t)ch->T * ch->T * ch->T;
+  ch->ops = calloc(maxops, sizeof *ch->ops);
+  ch->handles = calloc(maxops, sizeof *ch->handles);
+  if (!ch->ops || !ch->handles)
+    return bench_fail(ch->c, "out of memory");
+  ch->nops = plan(ch);
+  return 0;
+}
+
+static void teardown(chol *ch) {
+  if (ch->tiles)
+    weft_device_free(ch->tiles);
+  if (ch->a0)
+    weft_pinned_free(ch->a0);
+  if (ch->back)
+    weft_pinned_free(ch->back);
+  weft_sync();
+  free(ch->ops);
+  free(ch->handles);
+}
+
+/* ---- the bookkeeping ---- */
+
+static void nothing(void *arg) { (void)arg; }
+
+static void spawn_cost(void *arg) {
+  chol *ch = arg;
+  long n = bench_size(ch->c, 20000, 2000);
+  weft_task **h = malloc((size_t)n * sizeof *h);
+  if (!h) {
+    bench_fail(ch->c, "out of memory");
+    return;
+  }
+  for (int r = 0; r <= bench_repeat(ch->c); r++)
+    for (int decl = 0; decl < 2; decl++) {
+      uint64_t t0 = bench_now_ns();
+      long i = 0;
+      for (; i < n; i++) {
+        const op *o = &ch->ops[(size_t)i % ch->nops];
+        weft_access acc[3];
+        weft_task_opts to = declared(o, acc);
+        if (!decl)
+          to.naccesses = 0;
+        if (weft_task_spawn(ch->rt, &h[i], nothing, NULL, &to) != 0) {
+          bench_fail(ch->c, "weft_task_spawn: %s", weft_last_error_message());
+          break;
+        }
+      }
+      uint64_t ns = bench_now_ns() - t0;
+      for (long j = 0; j < i; j++)
+        weft_task_join(h[j]);
+      if (r > 0)
+        bench_samples_add(&ch->s[decl ? V_DECL : V_NODECL],
+                          (double)ns / (double)n);
+    }
+  free(h);
+}
+
+static int run(bench_ctx *c) {
+  chol *ch = calloc(1, sizeof *ch);
+  if (!ch)
+    return bench_fail(c, "out of memory");
+  ch->c = c;
+  int rc = bench_runtime_open_with(
+      c, &(bench_rt_opts){.stack_size = BENCH_CUBLAS_STACK}, &ch->rt);
+  if (rc) {
+    free(ch);
+    return rc;
+  }
+  tile_kernels_init(&ch->k);
+#ifdef WEFT_BENCH_CUDA
+  ch->cuda = raw_on_cuda(ch->rt);
+#endif
+  int on_cuda = raw_on_cuda(ch->rt);
+  ch->b = (unsigned)(on_cuda ? bench_size(c, 512, 256) : bench_size(c, 48, 32));
+  ch->T = (unsigned)(on_cuda ? bench_size(c, 16, 8) : bench_size(c, 8, 6));
+  ch->n = ch->b * ch->T;
+  rc = setup(ch);
+  if (rc == 0)
+    rc = raw_open(ch);
+  for (int r = 0; rc == 0 && r <= bench_repeat(c); r++) {
+    uint64_t ns;
+    if ((rc = reset(ch)) || (rc = raw_run(ch, 1, &ns)) ||
+        (rc = check(ch, "raw hand-ordered")))
+      break;
+    if (r > 0)
+      bench_samples_add(&ch->s[V_HAND], (double)ns / 1e6);
+    if ((rc = reset(ch)) || (rc = raw_run(ch, 0, &ns)) ||
+        (rc = check(ch, "raw one stream")))
+      break;
+    if (r > 0)
+      bench_samples_add(&ch->s[V_ONE], (double)ns / 1e6);
+    driver_job d = {ch, 0};
+    if ((rc = reset(ch)) || (rc = bench_in_task(c, ch->rt, weft_driver, &d)))
+      break;
+    if (bench_failed(c) || (rc = check(ch, "weft")))
+      break;
+    if (r > 0)
+      bench_samples_add(&ch->s[V_WEFT], (double)d.ns / 1e6);
+  }
+  if (rc == 0 && !bench_failed(c))
+    rc = bench_in_task(c, ch->rt, spawn_cost, ch);
+  raw_close(ch);
+  teardown(ch);
+  if (bench_runtime_close(c, &ch->rt) || bench_failed(c))
+    rc = BENCH_FAIL;
+  if (rc == 0) {
+    double flop = (double)ch->n * ch->n * ch->n / 3.0;
+    double hand = bench_stats_of(&ch->s[V_HAND]).median;
+    double one = bench_stats_of(&ch->s[V_ONE]).median;
+    double weft = bench_stats_of(&ch->s[V_WEFT]).median;
+    rc = bench_report(c, "raw: hand-ordered, 8 streams + events", "ms",
+                      &ch->s[V_HAND], BENCH_BASELINE,
+                      "%.1f GFLOP/s; n = %u, %u x %u tiles of %u, %zu tile "
+                      "operations",
+                      flop / hand / 1e6, ch->n, ch->T, ch->T, ch->b, ch->nops);
+    if (rc == 0)
+      rc = bench_report(c, "raw: one stream", "ms", &ch->s[V_ONE], 0,
+                        "%.1f GFLOP/s; the operations in order",
+                        flop / one / 1e6);
+    if (rc == 0)
+      rc = bench_report(
+          c, "weft: a task per tile operation, declared", "ms", &ch->s[V_WEFT],
+          0,
+          "%.1f GFLOP/s: %.2f x the hand-ordered throughput, target >= 0.98 "
+          "(%s); %.2f x one stream's, target >= 2 (%s)",
+          flop / weft / 1e6, hand / weft,
+          hand / weft >= 0.98 ? "met" : "MISSED", one / weft,
+          one / weft >= 2 ? "met" : "MISSED");
+    bench_group(c);
+    if (rc == 0)
+      rc = bench_report(c, "spawn declaring nothing", "ns", &ch->s[V_NODECL],
+                        BENCH_BASELINE,
+                        "a no-op task from a task, joined later, untimed");
+    if (rc == 0)
+      rc = bench_report(c, "spawn declaring 3 tile accesses", "ns",
+                        &ch->s[V_DECL], 0,
+                        "%.0f ns per access beyond the plain spawn",
+                        (bench_stats_of(&ch->s[V_DECL]).median -
+                         bench_stats_of(&ch->s[V_NODECL]).median) /
+                            3);
+  }
+  free(ch);
+  return rc;
+}
+
+const bench_scenario bench_sc_dataflow = {
+    "dataflow",
+    "ordering from declared data: a tiled Cholesky factorisation in "
+    "sequential order with declared accesses, against the same ordered by "
+    "hand with streams and events, and one stream",
+    run};
