@@ -490,7 +490,7 @@ static int run(bench_ctx *c) {
   if (rc == 0)
     rc = raw_open(ch);
   for (int r = 0; rc == 0 && r <= bench_repeat(c); r++) {
-    uint64_t ns;
+    uint64_t ns = 0;
     if ((rc = reset(ch)) || (rc = raw_run(ch, 1, &ns)) ||
         (rc = check(ch, "raw hand-ordered")))
       break;
