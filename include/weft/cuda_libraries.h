@@ -15,9 +15,10 @@
  *     caller, per call).
  *   cuFFT, cuRAND, cuSOLVER: one per stream and device (cuFFT: and
  *     shape), because the handle carries device memory its kernels use (a
- *     plan's work area, a generator's state, cuSOLVER's internal cuBLAS
- *     workspace): two tasks' streams sharing one would let their kernels
- *     share it at once. A stream runs one task's work at a time, in order.
+ *     plan's work area, a generator's state; cuSOLVER's handle holds state
+ *     of its own, an internal cuBLAS handle among it): two tasks' streams
+ *     sharing one would let their kernels share it at once. A stream runs
+ *     one task's work at a time, in order.
  *
  * Each library is optional when weft is built: one the build did not find
  * is refused with WEFT_ENOTSUP ("weft was built without cuFFT").
