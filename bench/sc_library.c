@@ -71,8 +71,12 @@ enum {
   V_RAND_RAW,
   V_PAIR,
   V_PAIR_RAW,
+  V_COLD,
+  V_WARM,
   NVARIANTS
 };
+
+enum { BURST = 64 };
 
 enum { RAND_N = 1 << 22 };
 
@@ -170,6 +174,38 @@ static void cublas_task(void *arg) {
       bench_samples_add(&b->s[V_CUBLAS_RAW], (double)ns / (double)b->n);
   }
   cublasDestroy(raw);
+}
+#endif
+
+#ifdef WEFT_BENCH_CUDA
+static void first_cublas_task(void *arg) {
+  lib_bench *b = arg;
+  if (!weft_cublas())
+    bench_fail(b->c, "weft_cublas: %s", weft_last_error_message());
+}
+
+/* BURST fresh tasks on a fresh runtime, each making its first weft_cublas()
+ * call: us for the burst, spawned and joined from this thread. */
+static int first_calls(bench_ctx *c, lib_bench *b, int warm, int keep) {
+  weft_runtime *rt = NULL;
+  int rc = bench_runtime_open_with(
+      c, &(bench_rt_opts){.stack_size = BENCH_CUBLAS_STACK}, &rt);
+  if (rc == 0 && warm && weft_cublas_warm(rt) != 0)
+    rc = bench_fail(c, "weft_cublas_warm: %s", weft_last_error_message());
+  weft_task *t[BURST];
+  int spawned = 0;
+  uint64_t t0 = bench_now_ns();
+  for (; rc == 0 && spawned < BURST; spawned++)
+    if (weft_task_spawn(rt, &t[spawned], first_cublas_task, b, NULL) != 0)
+      rc = bench_fail(c, "weft_task_spawn: %s", weft_last_error_message());
+  for (int i = 0; i < spawned; i++)
+    weft_task_join(t[i]);
+  uint64_t ns = bench_now_ns() - t0;
+  if (bench_runtime_close(c, &rt))
+    rc = BENCH_FAIL;
+  if (rc == 0 && keep)
+    bench_samples_add(&b->s[warm ? V_WARM : V_COLD], (double)ns / 1e3);
+  return rc;
 }
 #endif
 
@@ -352,6 +388,10 @@ static int run(bench_ctx *c) {
   if (bench_runtime_close(c, &prt))
     rc = BENCH_FAIL;
 #endif
+  /* Each sample a fresh runtime, cold and warmed in turn. */
+  for (int r = 0; rc == 0 && cuda && r <= bench_repeat(c); r++)
+    for (int warm = 0; rc == 0 && warm < 2; warm++)
+      rc = first_calls(c, b, warm, r > 0);
 #else
   int cuda = 0;
 #endif
@@ -417,6 +457,18 @@ static int run(bench_ctx *c) {
                         "spawned and joined by a driver task, weft_sync in "
                         "each; seed 002's pattern with a cuRAND step");
 #endif
+    bench_group(c);
+    if (rc == 0)
+      rc = bench_report(c, "first weft_cublas() of 64 fresh tasks, cold", "us",
+                        &b->s[V_COLD], BENCH_BASELINE,
+                        "a fresh runtime each sample: every worker's first "
+                        "call makes its handle (and each stream its "
+                        "workspace)");
+    if (rc == 0)
+      rc = bench_report(c, "the same after weft_cublas_warm", "us",
+                        &b->s[V_WARM], 0,
+                        "handles made ahead on every worker, untimed; the "
+                        "streams' workspaces still made in the burst");
   }
   free(b);
   return rc;

@@ -277,6 +277,70 @@ int weft__library_handle_for(const weft__caller *c, const weft_library *lib,
   return handle_slow(c, lib, key, key_bytes, stream, owner, handle);
 }
 
+/* ---- made ahead ---- */
+
+typedef struct warm_job {
+  const weft_library *lib;
+  weft_runtime *rt;
+  int dev;
+  pthread_mutex_t lock;
+  int status; /* the first create that failed, or 0 */
+  int nomem;
+} warm_job;
+
+/* On one worker thread, its own stack: the thread's handle for (lib,
+ * dev), made unless it has one. */
+static void warm_here(void *arg) {
+  warm_job *j = arg;
+  ident id = {j->lib, j->dev, 0, j->rt->epoch, NULL, {0}};
+  slot *s = slot_for(&id);
+  if (s && s->handle)
+    return;
+  create_call cc = {j->lib, j->rt->bk, j->dev, 0, NULL, 0, NULL};
+  create(&cc);
+  int failed = cc.rc != 0, nomem = 0;
+  if (!failed && (!s || remember(&id, cc.handle) != 0)) {
+    if (j->lib->destroy)
+      j->lib->destroy(j->lib->user, cc.handle);
+    nomem = 1;
+  } else if (!failed) {
+    s->handle = cc.handle;
+    s->stream = NULL;
+  }
+  pthread_mutex_lock(&j->lock);
+  if (failed && !j->status)
+    j->status = cc.rc;
+  j->nomem |= nomem;
+  pthread_mutex_unlock(&j->lock);
+}
+
+int weft_library_warm(weft_runtime *rt, const weft_library *lib, int dev) {
+  if (!rt)
+    return weft__err(WEFT_EINVAL, "weft_library_warm: rt is NULL");
+  void *unused;
+  int rc = valid(lib, NULL, 0, &unused);
+  if (rc)
+    return rc;
+  if (lib->per_stream)
+    return weft__err(WEFT_EINVAL,
+                     "weft_library_warm %s: its handles are per stream, made "
+                     "with their stream",
+                     lib->name ? lib->name : "(unnamed library)");
+  if (dev < 0 || dev >= rt->bk->ndev)
+    return weft__err(WEFT_ENODEV, "weft_library_warm: no device %d", dev);
+  warm_job j = {.lib = lib, .rt = rt, .dev = dev};
+  if (pthread_mutex_init(&j.lock, NULL))
+    return weft__err(WEFT_ENOMEM, "weft_library_warm: out of memory");
+  weft__sched_each(rt, warm_here, &j);
+  pthread_mutex_destroy(&j.lock);
+  if (j.status)
+    return lib_fail(lib, "create", j.status);
+  if (j.nomem)
+    return weft__err(WEFT_ENOMEM, "weft_library_warm %s: out of memory",
+                     lib->name ? lib->name : "(unnamed library)");
+  return 0;
+}
+
 void weft__library_release(weft_runtime *rt) {
   pthread_mutex_lock(&lock);
   size_t keep = 0;

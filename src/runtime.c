@@ -50,10 +50,14 @@ static int rt_locks_init(weft_runtime *rt) {
     goto fail_park;
   if (pthread_mutex_init(&rt->wait_lock, NULL))
     goto fail_wait;
+  if (pthread_mutex_init(&rt->each_lock, NULL))
+    goto fail_each;
   if (weft__rq_init(&rt->inject))
     goto fail_inject;
   return 0;
 fail_inject:
+  pthread_mutex_destroy(&rt->each_lock);
+fail_each:
   pthread_mutex_destroy(&rt->wait_lock);
 fail_wait:
   pthread_mutex_destroy(&rt->park_lock);
@@ -67,6 +71,7 @@ fail_lock:
 
 static void rt_locks_fini(weft_runtime *rt) {
   weft__rq_fini(&rt->inject);
+  pthread_mutex_destroy(&rt->each_lock);
   pthread_mutex_destroy(&rt->wait_lock);
   pthread_mutex_destroy(&rt->park_lock);
   pthread_cond_destroy(&rt->done_cv);

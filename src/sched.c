@@ -499,6 +499,12 @@ static void *worker_main(void *arg) {
             "overflows its stack on this worker will not be named\n",
             w->index);
   while (!atomic_load(&rt->stop)) {
+    unsigned gen = atomic_load(&rt->each_gen);
+    if (gen != w->each_seen) { /* weft__sched_each */
+      w->each_seen = gen;
+      rt->each_fn(rt->each_arg);
+      atomic_fetch_sub(&rt->each_left, 1);
+    }
     weft_task *t = find_task(w);
     if (t) {
       search_end(w, 1);
@@ -573,6 +579,28 @@ static void on_completion(void *arg) {
 }
 
 static void stop_workers(weft_runtime *rt, int running);
+
+void weft__sched_each(weft_runtime *rt, void (*fn)(void *), void *arg) {
+  pthread_mutex_lock(&rt->each_lock);
+  rt->each_fn = fn;
+  rt->each_arg = arg;
+  atomic_store(&rt->each_left, rt->nworkers);
+  atomic_fetch_add(&rt->each_gen, 1);
+  /* Parked workers would see it at their next wake-up only. */
+  pthread_mutex_lock(&rt->park_lock);
+  while (rt->parked)
+    unpark(rt, &rt->parked, rt->parked);
+  pthread_mutex_unlock(&rt->park_lock);
+  while (atomic_load(&rt->each_left) > 0) {
+    if (weft__task_self()) {
+      weft_yield();
+    } else {
+      struct timespec ts = {0, 20000};
+      nanosleep(&ts, NULL);
+    }
+  }
+  pthread_mutex_unlock(&rt->each_lock);
+}
 
 int weft__sched_start(weft_runtime *rt) {
   int n = rt->opts.workers > 0 ? rt->opts.workers : default_workers();

@@ -143,7 +143,8 @@ struct weft__worker {
   pthread_cond_t park_cv;
   struct weft__worker *park_next;
   int parked, woken;
-  int searching; /* counted in rt->nsearching */
+  int searching;      /* counted in rt->nsearching */
+  unsigned each_seen; /* the last weft__sched_each run here */
 };
 
 typedef struct weft__ptrvec {
@@ -176,6 +177,12 @@ struct weft_runtime {
   atomic_uint_fast64_t busy_polled_ns; /* last poll between tasks */
   atomic_int sentinel; /* 1 while a parked worker keeps watch (sched.c) */
   atomic_long nlive;   /* spawned and not DONE; changed under lock */
+  /* weft__sched_each: a function every worker runs once between tasks. */
+  pthread_mutex_t each_lock; /* one at a time */
+  void (*each_fn)(void *);
+  void *each_arg;
+  atomic_uint each_gen;
+  atomic_int each_left;
 
   /* GPU wait set (wait.c): tasks suspended on an event, polled a batch at
    * a time from a cursor that goes round the list. */
@@ -238,6 +245,10 @@ int weft__runtime_is_open(weft_runtime *rt);
 
 /* sched.c */
 int weft__sched_start(weft_runtime *rt);
+/* Runs fn(arg) once on every worker thread, on its own stack, between
+ * tasks, and returns when all have (a task caller yields meanwhile, so its
+ * own worker gets to it). */
+void weft__sched_each(weft_runtime *rt, void (*fn)(void *), void *arg);
 void weft__sched_stop(weft_runtime *rt);
 /* Makes a task runnable: on the calling worker's queue, else injected. */
 void weft__sched_ready(weft_runtime *rt, weft_task *t);

@@ -15,6 +15,7 @@
 #include <cuda_runtime_api.h>
 
 #include "common.h"
+#include "runtime.h"
 
 WEFT_BEGIN_DECLS
 
@@ -71,6 +72,16 @@ WEFT_API cudaStream_t weft_cuda_stream(void);
  * another worker); blocks the worker for that cublasCreate and for the
  * cudaMalloc of a stream's workspace on its first call. */
 WEFT_API cublasHandle_t weft_cublas(void);
+
+/* Makes weft_cublas()'s handle on every worker thread of rt, for every
+ * device, now (weft_library_warm), so that no task's first weft_cublas()
+ * pays cublasCreate (70-150 us a thread on the H200, 16 ms for the
+ * process's first). The streams' workspaces are still made on each
+ * stream's first call. Errors: WEFT_EINVAL (NULL), WEFT_ENOTSUP (not the
+ * CUDA backend), WEFT_EDEVICE (cuBLAS failed), WEFT_ENOMEM. Context: a
+ * plain thread or a task; blocks until every worker has made its
+ * handles. */
+WEFT_API int weft_cublas_warm(weft_runtime *rt);
 
 /* The workspace weft_cublas() set up for the calling task's stream: *ptr
  * and *bytes, or NULL and 0 when the stream has none of its own (no

@@ -55,6 +55,7 @@
 #include <stddef.h>
 
 #include "weft/common.h"
+#include "weft/runtime.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -89,6 +90,19 @@ typedef struct weft_library {
 } weft_library;
 
 WEFT_API int weft_library_handle(const weft_library *lib, void **handle);
+
+/* Makes lib's handle for device dev on every worker thread of rt now, so
+ * that a task's first weft_library_handle on any worker is as cheap as
+ * its hundredth (creation is what costs: cublasCreate took 70-150 us a
+ * thread on the H200). Each worker makes its own between tasks, on its own
+ * stack; the call returns when all have. Handles made per stream
+ * (per_stream) and keyed handles are made with their stream or key, not
+ * here. Errors: WEFT_EINVAL (rt or lib NULL, a bad description, a
+ * per_stream library), WEFT_ENODEV (no device dev), WEFT_EDEVICE (a
+ * create failed; the other workers' handles stay), WEFT_ENOMEM. Context:
+ * a plain thread or a task (which yields until the workers are done). */
+WEFT_API int weft_library_warm(weft_runtime *rt, const weft_library *lib,
+                               int dev);
 WEFT_API int weft_library_handle_keyed(const weft_library *lib, const void *key,
                                        size_t key_bytes, void **handle);
 

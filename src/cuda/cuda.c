@@ -26,6 +26,8 @@ cudaError_t weft_cuda_last_error(void) {
 
 cublasHandle_t weft_cublas(void) { return weft__cuda_cublas(); }
 
+int weft_cublas_warm(weft_runtime *rt) { return weft__cuda_cublas_warm(rt); }
+
 int weft_cublas_workspace(void **ptr, size_t *bytes) {
   return weft__cuda_cublas_workspace(ptr, bytes);
 }

@@ -222,6 +222,18 @@ static int caller_cuda(const char *call, weft__caller *c, cudaStream_t *cs) {
   return 0;
 }
 
+int weft__cuda_cublas_warm(weft_runtime *rt) {
+  if (!rt)
+    return weft__err(WEFT_EINVAL, "weft_cublas_warm: rt is NULL");
+  if (weft_runtime_backend(rt) != WEFT_BACKEND_CUDA)
+    return weft__err(WEFT_ENOTSUP, "weft_cublas_warm: the runtime is not on "
+                                   "the CUDA backend");
+  int n = 0, rc = weft_device_count(rt, &n);
+  for (int dev = 0; rc == 0 && dev < n; dev++)
+    rc = weft_library_warm(rt, &cublas_lib, dev);
+  return rc;
+}
+
 cublasHandle_t weft__cuda_cublas(void) {
   weft__caller me;
   cudaStream_t cs = NULL;

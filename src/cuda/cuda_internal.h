@@ -7,6 +7,7 @@
 #include <cuda_runtime_api.h>
 
 #include "backend.h"
+#include "weft/runtime.h"
 
 /* What the backend keeps of one device: the properties that never change,
  * read once at open, and whether stream-ordered allocation works there. */
@@ -157,6 +158,7 @@ int weft__cuda_pinned_free(weft__backend *b, void *p);
 /* cuBLAS handles cached per thread (cuda_cublas.c): weft_cublas and
  * weft_cublas_workspace (weft/cuda.h, cuda.c) are these. */
 cublasHandle_t weft__cuda_cublas(void);
+int weft__cuda_cublas_warm(weft_runtime *rt);
 int weft__cuda_cublas_workspace(void **ptr, size_t *bytes);
 void weft__cuda_cublas_release(weft__backend *b);
 

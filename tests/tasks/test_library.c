@@ -3,8 +3,9 @@
  * create needs more stack than a fiber has), bound to each caller's stream
  * and re-bound only when the stream changed, the same handle for tasks
  * that run on one thread, fresh handles for a new runtime, every handle
- * destroyed at shutdown, a handle per key, and bad descriptions, bad
- * keys and failing creates reported (with the library's words). */
+ * destroyed at shutdown, a handle per key, handles per stream, handles
+ * made ahead on every worker (weft_library_warm), and bad descriptions,
+ * bad keys and failing creates reported (with the library's words). */
 #include <stdatomic.h>
 #include <string.h>
 
@@ -213,6 +214,30 @@ int main(void) {
   CHECK_OK(weft_task_join(t[0]));
   CHECK_OK(weft_library_handle(&fake, &mine));
   CHECK(!((fake_handle *)mine)->destroyed);
+  tt_close(rt);
+  CHECK_EQ_INT(atomic_load(&destroys), atomic_load(&creates));
+
+  /* Made ahead: a handle on each of 3 workers, none after, however many
+   * tasks ask; warming again makes none; what cannot be warmed says so. */
+  rt = tt_open_workers(3);
+  int before = atomic_load(&creates);
+  CHECK_OK(weft_library_warm(rt, &fake, 0));
+  CHECK_EQ_INT(atomic_load(&creates) - before, 3);
+  CHECK_OK(weft_library_warm(rt, &fake, 0));
+  CHECK_EQ_INT(atomic_load(&creates) - before, 3);
+  for (int i = 0; i < TASKS; i++)
+    CHECK_OK(weft_task_spawn(rt, &t[i], task, NULL, NULL));
+  for (int i = 0; i < TASKS; i++)
+    CHECK_OK(weft_task_join(t[i]));
+  CHECK_MSG(atomic_load(&creates) - before == 3,
+            "%d handles made after warming 3 workers",
+            atomic_load(&creates) - before);
+  CHECK_ERR(weft_library_warm(rt, &per_stream_lib, 0), WEFT_EINVAL);
+  CHECK_ERR(weft_library_warm(rt, &fake, 7), WEFT_ENODEV);
+  CHECK_ERR(weft_library_warm(NULL, &fake, 0), WEFT_EINVAL);
+  atomic_store(&fail_create, 1);
+  CHECK_ERR(weft_library_warm(rt, &other, 0), WEFT_EDEVICE);
+  atomic_store(&fail_create, 0);
   tt_close(rt);
   CHECK_EQ_INT(atomic_load(&destroys), atomic_load(&creates));
   puts("ok");
