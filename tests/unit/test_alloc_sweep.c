@@ -1,6 +1,7 @@
 /* The allocation-failure sweep: a program using most of weft (init with a
  * trace, pinned and device memory, copies from pinned and pageable memory,
- * launches, events, tasks, the pipelined map, sync, join, shutdown) is run
+ * launches, events, tasks, the pipelined map, tasks with declared data and
+ * a library handle, sync, join, shutdown) is run
  * once counting the allocations it makes (malloc, calloc, realloc,
  * posix_memalign, mmap, pthread_create: the library's objects are linked
  * with -Wl,--wrap for each), then once per k with the k-th of them failing.
@@ -111,6 +112,37 @@ static void task_fn(void *arg) {
   weft_sync();
 }
 
+/* Declared data: a chain of tasks writing one range, and a library handle
+ * (weft/library.h) of a library whose create allocates. */
+static int lib_create(void *user, int dev, const void *key, size_t key_bytes,
+                      void **h) {
+  (void)user, (void)dev, (void)key, (void)key_bytes;
+  *h = malloc(16);
+  return *h ? 0 : 1;
+}
+
+static int lib_bind(void *user, void *h, void *stream) {
+  (void)user, (void)h, (void)stream;
+  return 0;
+}
+
+static void lib_destroy(void *user, void *h) {
+  (void)user;
+  free(h);
+}
+
+static const weft_library sweep_lib = {.struct_size = sizeof sweep_lib,
+                                       .name = "sweep",
+                                       .create = lib_create,
+                                       .set_stream = lib_bind,
+                                       .destroy = lib_destroy};
+
+static void flow_fn(void *arg) {
+  void *h;
+  weft_library_handle(&sweep_lib, &h);
+  weft_memset(arg, 1, 4096);
+}
+
 /* Returns 0 when the run ended cleanly, whatever failed on the way. */
 static int program(const char *trace) {
   weft_runtime_opts o;
@@ -153,6 +185,20 @@ static int program(const char *trace) {
   for (int i = 0; i < 3; i++)
     if (tasks[i])
       weft_task_join(tasks[i]);
+  if (dev) {
+    weft_task *flow[4] = {0};
+    weft_access acc[] = {{dev, 4096, WEFT_RW},
+                         {(char *)dev + 8192, 64, WEFT_READ}};
+    weft_task_opts to;
+    weft_task_opts_init(&to);
+    to.accesses = acc;
+    to.naccesses = 2;
+    for (int i = 0; i < 4; i++)
+      weft_task_spawn(rt, &flow[i], flow_fn, dev, &to);
+    for (int i = 0; i < 4; i++)
+      if (flow[i])
+        weft_task_join(flow[i]);
+  }
   /* Give everything back, failures or not. */
   for (int i = 0; i < 3; i++)
     if (task_mem[i])
