@@ -83,6 +83,21 @@ static void copy_name(char *buf, size_t size, const char *name) {
   buf[n] = '\0';
 }
 
+/* "task-<id>", written by hand: snprintf cost a spawn ~400 instructions
+ * (2.5 % of a spawn-heavy run under callgrind), for a name rarely read. */
+static void default_name(char buf[32], uint64_t id) {
+  char digits[20];
+  int n = 0;
+  do {
+    digits[n++] = (char)('0' + id % 10);
+    id /= 10;
+  } while (id);
+  memcpy(buf, "task-", 5);
+  for (int i = 0; i < n; i++)
+    buf[5 + i] = digits[n - 1 - i];
+  buf[5 + n] = '\0';
+}
+
 int weft_task_spawn(weft_runtime *rt, weft_task **task, weft_task_fn fn,
                     void *arg, const weft_task_opts *user) {
   weft_task_opts opts;
@@ -145,7 +160,7 @@ int weft_task_spawn(weft_runtime *rt, weft_task **task, weft_task_fn fn,
   if (opts.name)
     copy_name(t->name, sizeof t->name, opts.name);
   else
-    snprintf(t->name, sizeof t->name, "task-%llu", (unsigned long long)t->id);
+    default_name(t->name, t->id);
   if (weft__trace_on_for(rt->bk))
     weft__trace_task_name(t->id, t->name);
   if (!task)
