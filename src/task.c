@@ -362,7 +362,10 @@ static void wake_waiters(weft_runtime *rt, weft_task *t, int ended) {
       pp = &w->next;
     }
   }
-  pthread_cond_broadcast(&rt->done_cv);
+  /* done_cv's sleepers: plain threads joining this task, and a shutdown
+   * waiting for the last task (both look under this lock). */
+  if (t->thread_waiters || rt->closing)
+    pthread_cond_broadcast(&rt->done_cv);
 }
 
 void weft__task_returned(weft_task *t) {
