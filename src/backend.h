@@ -83,6 +83,7 @@ enum {
 
 typedef struct weft__backend_config {
   int host_threads; /* host backend executor threads; 0 = default */
+  int host_devices; /* host backend devices, >= 1 */
 } weft__backend_config;
 
 struct weft__backend_ops {

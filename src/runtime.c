@@ -83,25 +83,29 @@ static void rt_locks_fini(weft_runtime *rt) {
  * wrong. 0 stays 0: the default (the cores). */
 #define MAX_THREADS 1024
 
-static int thread_count(const char *opt, const char *env, int *n) {
-  if (*n < 0 || *n > MAX_THREADS)
+static int count_opt(const char *opt, const char *env, int *n, int max) {
+  if (*n < 0 || *n > max)
     return weft__err(WEFT_EINVAL,
                      "weft_init: opts.%s = %d: 1 to %d, or 0 for "
                      "the default",
-                     opt, *n, MAX_THREADS);
+                     opt, *n, max);
   const char *e = getenv(env);
   if (*n > 0 || !e || !*e)
     return 0;
   char *end;
   errno = 0;
   long v = strtol(e, &end, 10);
-  if (errno || *e < '0' || *e > '9' || *end != '\0' || v < 1 || v > MAX_THREADS)
+  if (errno || *e < '0' || *e > '9' || *end != '\0' || v < 1 || v > max)
     return weft__err(WEFT_EINVAL,
                      "weft_init: %s='%s' is not a number from 1 "
                      "to %d",
-                     env, e, MAX_THREADS);
+                     env, e, max);
   *n = (int)v;
   return 0;
+}
+
+static int thread_count(const char *opt, const char *env, int *n) {
+  return count_opt(opt, env, n, MAX_THREADS);
 }
 
 /* The trace file must be writable: found now, not after the run, when the
@@ -140,6 +144,9 @@ int weft_init(weft_runtime **rtp, const weft_runtime_opts *user) {
   int rc0 = thread_count("workers", "WEFT_WORKERS", &opts.workers);
   if (rc0 == 0)
     rc0 = thread_count("host_threads", "WEFT_HOST_THREADS", &opts.host_threads);
+  if (rc0 == 0)
+    rc0 = count_opt("host_devices", "WEFT_HOST_DEVICES", &opts.host_devices,
+                    WEFT_HOST_DEVICES_MAX);
   int check = 0;
   if (rc0 == 0)
     rc0 = check_wanted(opts.check, &check);
@@ -161,10 +168,17 @@ int weft_init(weft_runtime **rtp, const weft_runtime_opts *user) {
   int rc = rt_locks_init(rt);
   if (rc)
     goto fail_locks;
-  weft__backend_config cfg = {.host_threads = opts.host_threads};
+  weft__backend_config cfg = {
+      .host_threads = opts.host_threads,
+      .host_devices = opts.host_devices > 0 ? opts.host_devices : 1};
   rc = weft__backend_open(opts.backend, 1, &cfg, &rt->bk);
   if (rc)
     goto fail_backend;
+  if (rt->bk->ndev > WEFT__MAX_DEVICES) {
+    rc = weft__err(WEFT_ENOTSUP, "weft_init: %d devices (at most %d)",
+                   rt->bk->ndev, WEFT__MAX_DEVICES);
+    goto fail_pools;
+  }
   rt->streams = calloc((size_t)rt->bk->ndev * 2, sizeof *rt->streams);
   rt->events = calloc((size_t)rt->bk->ndev, sizeof *rt->events);
   if (!rt->streams || !rt->events) {

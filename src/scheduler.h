@@ -152,6 +152,9 @@ typedef struct weft__ptrvec {
   size_t n, cap;
 } weft__ptrvec;
 
+/* Devices a runtime uses at most (weft_init refuses more). */
+#define WEFT__MAX_DEVICES 64
+
 struct weft_runtime {
   weft_runtime_opts opts;
   weft__backend *bk;
@@ -177,6 +180,9 @@ struct weft_runtime {
   atomic_uint_fast64_t busy_polled_ns; /* last poll between tasks */
   atomic_int sentinel; /* 1 while a parked worker keeps watch (sched.c) */
   atomic_long nlive;   /* spawned and not DONE; changed under lock */
+  /* Live tasks placed on each device, for WEFT_DEVICE_ANY (task.c). */
+  atomic_int dev_live[WEFT__MAX_DEVICES];
+  atomic_uint any_next;
   /* weft__sched_each: a function every worker runs once between tasks. */
   pthread_mutex_t each_lock; /* one at a time */
   void (*each_fn)(void *);

@@ -18,6 +18,7 @@ void weft_task_opts_init(weft_task_opts *opts) {
   memset(opts, 0, sizeof *opts);
   opts->struct_size = sizeof *opts;
   opts->priority = WEFT_PRIORITY_NORMAL;
+  opts->device = WEFT_DEVICE_INHERIT;
 }
 
 weft_task *weft_task_self(void) {
@@ -83,6 +84,33 @@ static void copy_name(char *buf, size_t size, const char *name) {
   buf[n] = '\0';
 }
 
+/* The device a task spawned with opts.device = want goes to. */
+static int place(weft_runtime *rt, int want) {
+  if (want >= 0)
+    return want;
+  if (want == WEFT_DEVICE_INHERIT) {
+    weft__exec *x = weft__exec_self();
+    return x && x->rt == rt ? x->dev : 0;
+  }
+  /* WEFT_DEVICE_ANY: the fewest live tasks, looking from a device that
+   * moves on by one each time, so that ties go round. */
+  int n = rt->bk->ndev, from = (int)(atomic_fetch_add(&rt->any_next, 1) % n);
+  int best = from, least = atomic_load(&rt->dev_live[from]);
+  for (int i = 1; i < n; i++) {
+    int d = (from + i) % n, live = atomic_load(&rt->dev_live[d]);
+    if (live < least) {
+      best = d;
+      least = live;
+    }
+  }
+  return best;
+}
+
+int weft_task_device(void) {
+  weft__exec *x = weft__exec_get("weft_task_device");
+  return x ? x->dev : weft__exec_get_failed();
+}
+
 /* "task-<id>", written by hand: snprintf cost a spawn ~400 instructions
  * (2.5 % of a spawn-heavy run under callgrind), for a name rarely read. */
 static void default_name(char buf[32], uint64_t id) {
@@ -118,8 +146,11 @@ int weft_task_spawn(weft_runtime *rt, weft_task **task, weft_task_fn fn,
       opts.priority != WEFT_PRIORITY_HIGH)
     return weft__err(WEFT_EINVAL, "weft_task_spawn: unknown priority %d",
                      (int)opts.priority);
-  if (opts.device < 0 || opts.device >= rt->bk->ndev)
+  if ((opts.device < 0 && opts.device != WEFT_DEVICE_INHERIT &&
+       opts.device != WEFT_DEVICE_ANY) ||
+      opts.device >= rt->bk->ndev)
     return weft__err(WEFT_ENODEV, "weft_task_spawn: no device %d", opts.device);
+  int dev = place(rt, opts.device);
   int vrc =
       weft__flow_validate(opts.accesses, opts.naccesses, "weft_task_spawn");
   if (vrc)
@@ -151,7 +182,8 @@ int weft_task_spawn(weft_runtime *rt, weft_task **task, weft_task_fn fn,
   pthread_mutex_unlock(&rt->lock);
 
   t->x.rt = rt;
-  t->x.dev = opts.device;
+  t->x.dev = dev;
+  atomic_fetch_add(&rt->dev_live[dev], 1);
   t->x.high = opts.priority == WEFT_PRIORITY_HIGH;
   t->x.is_task = 1;
   t->fn = fn;
@@ -183,6 +215,7 @@ int weft_task_spawn(weft_runtime *rt, weft_task **task, weft_task_fn fn,
       pthread_mutex_lock(&rt->lock);
       task_free(rt, t);
       atomic_fetch_sub(&rt->nlive, 1);
+      atomic_fetch_sub(&rt->dev_live[dev], 1);
       pthread_cond_broadcast(&rt->done_cv);
       pthread_mutex_unlock(&rt->lock);
       return weft__err(WEFT_ENOMEM, "weft_task_spawn: out of memory for its "
@@ -421,6 +454,7 @@ void weft__task_finalize(weft_task *t) {
   __atomic_store_n(&t->done, 1, __ATOMIC_RELEASE); /* see spin_for */
   wake_waiters(rt, t, 1);
   atomic_fetch_sub(&rt->nlive, 1);
+  atomic_fetch_sub(&rt->dev_live[t->x.dev], 1);
   if (t->detached)
     task_free(rt, t);
   pthread_mutex_unlock(&rt->lock);

@@ -9,6 +9,10 @@ WEFT_BEGIN_DECLS
 
 typedef struct weft_runtime weft_runtime;
 
+/* The most devices the host backend emulates (weft_runtime_opts.
+ * host_devices). */
+#define WEFT_HOST_DEVICES_MAX 16
+
 typedef struct weft_runtime_opts {
   size_t struct_size; /* sizeof(weft_runtime_opts), set by _opts_init */
   /* Which backend to open. WEFT_BACKEND_AUTO (the default) reads the
@@ -30,6 +34,11 @@ typedef struct weft_runtime_opts {
    * trace report` analyses it). NULL reads the environment variable
    * WEFT_TRACE; unset means no tracing. */
   const char *trace_path;
+  /* Host backend: devices it emulates, 1 to 16, each with its own
+   * streams, memory and device_sync (the executor threads are shared); 0
+   * means the environment variable WEFT_HOST_DEVICES (1 to 16) or, unset,
+   * 1. The CUDA backend has the devices it has. */
+  int host_devices;
   /* weft check (README, "Checking"): 1 reports implicit synchronisations
    * and races between tasks on stderr, 0 does not; -1 (the default) reads
    * the environment variable WEFT_CHECK (0 or 1; unset means 0). Off, it

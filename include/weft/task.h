@@ -16,6 +16,8 @@ WEFT_BEGIN_DECLS
 typedef struct weft_task weft_task;
 typedef void (*weft_task_fn)(void *arg);
 
+enum { WEFT_DEVICE_INHERIT = -1, WEFT_DEVICE_ANY = -2 };
+
 typedef enum weft_priority {
   WEFT_PRIORITY_NORMAL = 0,
   /* Runs before normal tasks on its worker and gets a stream of the
@@ -27,7 +29,11 @@ typedef struct weft_task_opts {
   size_t struct_size;     /* sizeof(weft_task_opts), set by _opts_init */
   const char *name;       /* copied (31 bytes kept); for traces and errors */
   weft_priority priority; /* default WEFT_PRIORITY_NORMAL */
-  int device;             /* device of the task's stream; default 0 */
+  /* The device the task's GPU work goes to: an ordinal, WEFT_DEVICE_INHERIT
+   * (the default: its spawner's device; device 0 from a plain thread that
+   * has none), or WEFT_DEVICE_ANY (weft picks the device with the fewest
+   * live tasks placed on it, ties going round in turn). */
+  int device;
   /* What the task reads and writes, for ordering it after the earlier
    * tasks of its spawner that conflict (weft/dataflow.h); copied at
    * spawn. Default none: no ordering. */
@@ -54,6 +60,12 @@ WEFT_API void weft_task_opts_init(weft_task_opts *opts);
 WEFT_API int weft_task_spawn(weft_runtime *rt, weft_task **task,
                              weft_task_fn fn, void *arg,
                              const weft_task_opts *opts);
+
+/* The device the calling task's GPU work goes to (weft_task_opts.device as
+ * placed), or a plain thread's (0 unless it said otherwise); a negative
+ * error if no runtime is open (WEFT_ESTATE).
+ * Context: any thread; never blocks. */
+WEFT_API int weft_task_device(void);
 
 /* Waits until the task's function returned and the GPU work it queued has
  * completed, then frees the task. In a task this yields; on a plain thread

@@ -1,4 +1,6 @@
-/* The host backend's lifetime and its one device. */
+/* The host backend's lifetime and its devices: one, or as many as
+ * weft_runtime_opts.host_devices asks, emulated with one executor pool
+ * between them (each device's streams, memory and device_sync its own). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +29,7 @@ int weft__host_open(weft__backend *b, const weft__backend_config *cfg) {
   /* device_info is read by the core right after open; the thread count
    * must be known first. */
   hb->nthreads = n;
+  hb->ndev = cfg->host_devices > 0 ? cfg->host_devices : 1;
   int rc = weft__host_exec_start(hb, n);
   if (rc)
     goto fail_exec;
@@ -54,7 +57,7 @@ void weft__host_close(weft__backend *b) {
 }
 
 int weft__host_device_count(weft__backend *b, int *count) {
-  *count = 1;
+  *count = weft__host_of(b)->ndev;
   return 0;
 }
 
@@ -64,8 +67,13 @@ int weft__host_device_info(weft__backend *b, int dev, weft_device_info *info) {
   long pages = sysconf(_SC_PHYS_PAGES);
   long avail = sysconf(_SC_AVPHYS_PAGES);
   memset(info, 0, sizeof *info);
-  snprintf(info->name, sizeof info->name, "host (%d executor threads)",
-           hb->nthreads);
+  if (hb->ndev > 1)
+    snprintf(info->name, sizeof info->name,
+             "host device %d of %d (%d executor threads shared)", dev, hb->ndev,
+             hb->nthreads);
+  else
+    snprintf(info->name, sizeof info->name, "host (%d executor threads)",
+             hb->nthreads);
   info->backend = WEFT_BACKEND_HOST;
   info->ordinal = dev;
   info->multiprocessors = hb->nthreads;
@@ -84,8 +92,8 @@ int weft__host_device_info(weft__backend *b, int dev, weft_device_info *info) {
 int weft__host_device_sync(weft__backend *b, int dev) {
   weft__host_backend *hb = weft__host_of(b);
   pthread_mutex_lock(&hb->mu);
-  uint64_t target = hb->submitted;
-  while (hb->completed < target)
+  uint64_t target = hb->dev_submitted[dev];
+  while (hb->dev_completed[dev] < target)
     pthread_cond_wait(&hb->progress, &hb->mu);
   pthread_mutex_unlock(&hb->mu);
   return 0;

@@ -50,6 +50,7 @@ static void op_done(weft__host_backend *hb, weft__host_stream *s,
   free(op);
   s->completed++;
   hb->completed++;
+  hb->dev_completed[s->base.hdr.dev]++;
 }
 
 /* Moves an idle-or-just-run stream forward: settles records, satisfied
@@ -124,6 +125,7 @@ void weft__host_enqueue(weft__host_stream *s, weft__host_op *op) {
   s->tail = op;
   s->submitted++;
   hb->submitted++;
+  hb->dev_submitted[s->base.hdr.dev]++;
   if (s->state == HOST_IDLE)
     settle(hb, advance(hb, s));
   pthread_mutex_unlock(&hb->mu);

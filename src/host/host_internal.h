@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "backend.h"
+#include "weft/runtime.h"
 
 /* Priorities 0 (least) .. -5 (greatest), as on current NVIDIA GPUs. */
 #define WEFT__HOST_PRIO_LEAST 0
@@ -117,8 +118,12 @@ typedef struct weft__host_backend {
   int stopping;
   int nthreads;
   pthread_t *threads;
-  uint64_t submitted, completed; /* over all streams, for device_sync */
-  void (*hook)(void *);          /* called when event records complete */
+  uint64_t submitted, completed; /* over all streams */
+  int ndev;                      /* emulated devices */
+  /* Per device, for device_sync (an op counts on its stream's device). */
+  uint64_t dev_submitted[WEFT_HOST_DEVICES_MAX];
+  uint64_t dev_completed[WEFT_HOST_DEVICES_MAX];
+  void (*hook)(void *); /* called when event records complete */
   void *hook_arg;
   /* "Device" memory freed by streams, kept for reuse as a GPU's
    * stream-ordered pool keeps it: fresh host memory costs a page fault per

@@ -79,7 +79,7 @@ static void spawn_options(void) {
   weft_task_opts_init(&o);
   CHECK_EQ_INT(o.struct_size, sizeof o);
   CHECK_EQ_INT(o.priority, WEFT_PRIORITY_NORMAL);
-  CHECK_EQ_INT(o.device, 0);
+  CHECK_EQ_INT(o.device, WEFT_DEVICE_INHERIT);
 
   CHECK_ERR(weft_task_spawn(NULL, &t, nothing, NULL, NULL), WEFT_EINVAL);
   CHECK_ERR(weft_task_spawn(rt, &t, NULL, NULL, NULL), WEFT_EINVAL);
@@ -91,7 +91,7 @@ static void spawn_options(void) {
   weft_task_opts_init(&o);
   o.device = 1000;
   CHECK_ERR(weft_task_spawn(rt, &t, nothing, NULL, &o), WEFT_ENODEV);
-  o.device = -1;
+  o.device = -3; /* neither an ordinal nor WEFT_DEVICE_INHERIT/ANY */
   CHECK_ERR(weft_task_spawn(rt, &t, nothing, NULL, &o), WEFT_ENODEV);
   CHECK(t == sentinel);
 
