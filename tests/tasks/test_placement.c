@@ -36,7 +36,6 @@ static void placed(void *arg) {
   CHECK_OK(weft_sync());
   p->stream_d = (int)weft__exec_self()->stream->hdr.dev;
   CHECK_OK(weft_device_free(d));
-  CHECK_OK(weft_device_sync());
   probe c = {0}, o = {0};
   weft_task *t;
   CHECK_OK(weft_task_spawn(weft__exec_self()->rt, &t, report, &c, NULL));
@@ -82,6 +81,7 @@ int main(void) {
     o.device = d;
     CHECK_OK(weft_task_spawn(rt, &t[d], placed, &p[d], &o));
   }
+  CHECK_OK(weft_device_sync()); /* device 0's, from the plain thread */
   for (int d = 0; d < ndev; d++) {
     CHECK_OK(weft_task_join(t[d]));
     CHECK_MSG(p[d].saw == d && p[d].stream_d == d,
