@@ -24,19 +24,24 @@ int weft_sync(void) {
     return rc;
   /* Nothing queued since the last sync saw the stream idle: no wait. */
   if (x->stream && x->unsynced) {
-    weft__event *ev;
-    rc = weft__event_pool_get(x->rt, x->dev, &ev);
-    if (rc == 0) {
-      rc = weft__event_record(ev, x->stream);
+    weft__event *ev = NULL;
+    int queued = weft__event_pool_get(x->rt, x->dev, &ev) == 0 &&
+                 weft__event_record(ev, x->stream) == 0;
+    if (queued) {
       /* Just recorded behind the task's work: a query now would almost
        * always say "pending" (a CUDA call, ~0.2 us); the poll will ask. */
-      if (rc == 0)
-        rc = weft__exec_wait_recorded(x, ev);
-      /* Only this exec queues on its stream, and it was waiting. */
-      if (rc == 0)
-        x->unsynced = 0;
-      weft__event_pool_put(x->rt, ev);
+      rc = weft__exec_wait_recorded(x, ev);
+    } else {
+      /* No event to wait on (out of memory): wait for the stream the
+       * blocking way, the worker with it, rather than return with the
+       * work still running. */
+      rc = weft__stream_sync(x->stream);
     }
+    /* Only this exec queues on its stream, and it was waiting. */
+    if (rc == 0)
+      x->unsynced = 0;
+    if (ev)
+      weft__event_pool_put(x->rt, ev);
     if (rc)
       weft__exec_fail(x, rc);
   }

@@ -14,8 +14,10 @@
  * Program order is spawn order, per spawner: the tasks one task (or one
  * plain thread) spawns with declarations are ordered among themselves;
  * tasks spawned by different spawners are not ordered by their
- * declarations (a task's children are ordered within it, and the task
- * holds its own declared data while they run). A task is ordered after the
+ * declarations. A task's children are ordered among themselves only: a
+ * task ordered after their parent follows the parent's own work, so a
+ * parent that spawns children on its declared data joins them before it
+ * returns. A task is ordered after the
  * last earlier writer of every byte it reads, and after the last writer
  * and every reader since of every byte it writes; readers of the same data
  * run concurrently. Ranges are byte ranges of any memory (device, pinned,
