@@ -497,6 +497,14 @@ void weft__check_event_synced(weft__checker *k, weft__exec *x, weft__event *e) {
   pthread_mutex_unlock(&k->lock);
 }
 
+void weft__check_thread_start(weft__checker *k, weft__exec *x) {
+  pthread_mutex_lock(&k->lock);
+  weft__vc *v = exec_vc(k, x);
+  if (v)
+    vc_join(k, v, &k->completed);
+  pthread_mutex_unlock(&k->lock);
+}
+
 void weft__check_spawn(weft__checker *k, weft__exec *parent,
                        weft__exec *child) {
   pthread_mutex_lock(&k->lock);

@@ -69,6 +69,11 @@ void weft__check_wait(weft__checker *k, weft__stream *s, weft__event *e);
 /* x has seen s's work up to now complete (a sync of s), or e's. */
 void weft__check_synced(weft__checker *k, weft__exec *x, weft__stream *s);
 void weft__check_event_synced(weft__checker *k, weft__exec *x, weft__event *e);
+/* A plain thread's new context x starts with what has completed by now:
+ * the thread that made it may have synced before, through an edge weft
+ * does not see (pthread_create), and completed work cannot overlap what
+ * the new thread queues. */
+void weft__check_thread_start(weft__checker *k, weft__exec *x);
 /* child starts with what parent (NULL: nothing) has seen. */
 void weft__check_spawn(weft__checker *k, weft__exec *parent, weft__exec *child);
 /* x now knows everything done knew at its end (a join); or stream s is

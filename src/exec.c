@@ -144,6 +144,8 @@ weft__exec *weft__exec_get(const char *call) {
     return NULL;
   }
   x->rt = rt;
+  if (rt->bk->check)
+    weft__check_thread_start(rt->bk->check, x);
   pthread_mutex_lock(&rt->lock);
   x->next = rt->threads;
   rt->threads = x;

@@ -1,8 +1,7 @@
-/* Ordering from declared data: a task spawned with the buffers it reads
- * and writes (weft_task_opts.accesses) is ordered after the earlier tasks
- * whose accesses conflict with its own, and weft does the ordering; the
- * program is written in sequential order and runs as concurrently as its
- * data allows.
+/* Ordering from declared data: a task spawned with the buffers it reads and
+ * writes (weft_task_opts.accesses) is ordered after the earlier tasks whose
+ * accesses conflict with its own, and weft does the ordering; the program is
+ * written in sequential order and runs as concurrently as its data allows.
  *
  *   weft_access acc[] = {{a, bytes, WEFT_READ}, {c, bytes, WEFT_RW}};
  *   weft_task_opts o;
@@ -11,33 +10,32 @@
  *   o.naccesses = 2;
  *   weft_task_spawn(rt, NULL, update_c, args, &o);
  *
- * Program order is spawn order, per spawner: the tasks one task (or one
- * plain thread) spawns with declarations are ordered among themselves;
- * tasks spawned by different spawners are not ordered by their
- * declarations. A task's children are ordered among themselves only: a
- * task ordered after their parent follows the parent's own work, so a
- * parent that spawns children on its declared data joins them before it
- * returns. A task is ordered after the
- * last earlier writer of every byte it reads, and after the last writer
- * and every reader since of every byte it writes; readers of the same data
- * run concurrently. Ranges are byte ranges of any memory (device, pinned,
- * or host memory that GPU work reads): a sub-range conflicts only with
- * what overlaps it.
+ * Program order is spawn order, per spawner: the tasks one task (or one plain
+ * thread) spawns with declarations are ordered among themselves; tasks spawned
+ * by different spawners are not ordered by their declarations. A task's
+ * children are ordered among themselves only: a task ordered after their
+ * parent follows the parent's own work, so a parent that spawns children on
+ * its declared data joins them before it returns. A task is ordered after the
+ * last earlier writer of every byte it reads, and after the last writer and
+ * every reader since of every byte it writes; readers of the same data run
+ * concurrently. Ranges are byte ranges of any memory (device, pinned, or host
+ * memory that GPU work reads): a sub-range conflicts only with what overlaps
+ * it.
  *
- * The ordering is on the GPU: before the task's function runs, its stream
- * is made to wait for the earlier tasks' GPU work (as weft_task_after
- * does, so the task's host code waits only until they have queued their
- * work, not until it ran). A task whose host code reads what earlier
- * tasks' GPU work wrote (pinned memory) adds WEFT_ACCESS_HOST to that
- * access, and its function starts only once that work completed.
+ * The ordering is on the GPU: before the task's function runs, its stream is
+ * made to wait for the earlier tasks' GPU work (as weft_task_after does, so
+ * the task's host code waits only until they have queued their work, not until
+ * it ran). A task whose host code reads what earlier tasks' GPU work wrote
+ * (pinned memory) adds WEFT_ACCESS_HOST to that access, and its function
+ * starts only once that work completed.
  *
  * Freeing memory (weft_device_free, weft_pinned_free) ends its data in the
- * freeing spawner's declarations: a new allocation at the same address is
- * new data. The spawner's own accesses are not tracked: it orders itself
- * after its children with joins, weft_task_after or weft_sync as usual.
- * Cost: per access, a binary search and the overlapped ranges' readers;
- * the bookkeeping grows with the distinct ranges and the readers since
- * each range's last write, not with the number of tasks spawned. */
+ * freeing spawner's declarations: a new allocation at the same address is new
+ * data. The spawner's own accesses are not tracked: it orders itself after its
+ * children with joins, weft_task_after or weft_sync as usual. Cost: per
+ * access, a binary search and the overlapped ranges' readers; the bookkeeping
+ * grows with the distinct ranges and the readers since each range's last
+ * write, not with the number of tasks spawned. */
 #ifndef WEFT_DATAFLOW_H
 #define WEFT_DATAFLOW_H
 
