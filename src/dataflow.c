@@ -236,7 +236,7 @@ int weft__flow_declare(weft__exec *x, weft_task *self, const weft_access *a,
   return 0;
 }
 
-void weft__flow_enter(weft_task *t) {
+int weft__flow_enter(weft_task *t) {
   weft_task **d = t->flow_deps;
   uint32_t n = t->nflow_deps;
   t->flow_deps = NULL;
@@ -249,6 +249,7 @@ void weft__flow_enter(weft_task *t) {
     rc = weft_sync();
   if (rc)
     weft__exec_fail(&t->x, rc);
+  return rc;
 }
 
 void weft__flow_forget(weft__exec *x, const void *p, size_t n) {

@@ -25,8 +25,9 @@ int weft__flow_declare(struct weft__exec *x, weft_task *self,
                        uint32_t *ndeps, int *host);
 
 /* Before a task's function runs: follows its earlier tasks (and frees the
- * list). Errors go to the task (its join reports them). */
-void weft__flow_enter(weft_task *t);
+ * list). 0, or the error, recorded as the task's (its join reports it):
+ * then the task could not be ordered and its function must not run. */
+int weft__flow_enter(weft_task *t);
 
 /* Memory at [p, p + n) was freed by x: its data ends in x's record. */
 void weft__flow_forget(struct weft__exec *x, const void *p, size_t n);

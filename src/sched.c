@@ -154,9 +154,11 @@ static weft_task *find_task(weft__worker *w) {
 static void task_entry(void *arg) {
   weft__fiber_started();
   weft_task *t = arg;
-  if (t->flow_deps || t->flow_host) /* declared data: follow first */
-    weft__flow_enter(t);
-  t->fn(t->arg);
+  /* Declared data: follow the earlier tasks first; one that cannot be
+   * followed (out of memory) leaves the function unrun and the join
+   * reporting why, rather than running it unordered. */
+  if (!(t->flow_deps || t->flow_host) || weft__flow_enter(t) == 0)
+    t->fn(t->arg);
   /* Copies into pageable memory the task queued finish before it does. */
   if (t->x.npending) {
     int rc = weft__exec_join_pending(&t->x);
