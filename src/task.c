@@ -420,8 +420,17 @@ void weft__task_returned(weft_task *t) {
         ev = NULL;
       }
     }
-    if (rc)
-      weft__exec_fail(&t->x, rc);
+    if (rc) {
+      /* No event to be told by (out of memory): wait for the stream here,
+       * the worker with it, so that the task is not seen done while its
+       * work runs (a task ordered after it would race that work). Its
+       * work is done then: nothing failed that the join should report. */
+      int s = weft__stream_sync(t->x.stream);
+      if (s)
+        weft__exec_fail(&t->x, s);
+      if (rt->bk->check)
+        weft__check_synced(rt->bk->check, &t->x, t->x.stream);
+    }
   } else if (q < 0) {
     weft__exec_fail(&t->x, q);
   }
