@@ -41,6 +41,10 @@ static void map_task(void *arg) {
     rc = weft_copy(din, j->in + i * j->in_chunk, j->in_chunk);
     if (!rc) {
       rc = j->fn(din, dout, i, j->user);
+      /* Stop the other streams first, before the message is written: each
+       * moment they do not see it they may start another chunk. */
+      if (rc)
+        atomic_store(j->stop, 1);
       /* A function that failed without a weft call saying why: say it, or
        * the message would be whatever failed last, elsewhere. */
       if (rc && weft__err_slot()->code != rc)
