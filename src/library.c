@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "caller.h"
+#include "check.h"
 #include "error_internal.h"
 #include "library_internal.h"
 #include "scheduler.h"
@@ -97,12 +98,16 @@ typedef struct create_call {
   void *handle;
 } create_call;
 
+/* A library's set-up (allocations, a device-wide sync) runs once per
+ * handle and is deliberate: weft check looks away meanwhile. */
 static void create(void *arg) {
   create_call *c = arg;
   if (c->bk->ops->bind_device)
     c->bk->ops->bind_device(c->bk, c->dev);
+  weft__check_quiet++;
   c->rc =
       c->lib->create(c->lib->user, c->dev, c->key, c->key_bytes, &c->handle);
+  weft__check_quiet--;
 }
 
 /* A create or set_stream that returned status: WEFT_EDEVICE, with the
@@ -296,21 +301,19 @@ static void warm_here(void *arg) {
   slot *s = slot_for(&id);
   if (s && s->handle)
     return;
-  create_call cc = {j->lib, j->rt->bk, j->dev, 0, NULL, 0, NULL};
-  create(&cc);
-  int failed = cc.rc != 0, nomem = 0;
-  if (!failed && (!s || remember(&id, cc.handle) != 0)) {
-    if (j->lib->destroy)
-      j->lib->destroy(j->lib->user, cc.handle);
-    nomem = 1;
-  } else if (!failed) {
-    s->handle = cc.handle;
+  /* Not in a task: make() creates right here, on this stack. */
+  void *h;
+  int rc = s ? make(&id, j->rt->bk, NULL, NULL, &h) : WEFT_ENOMEM;
+  if (rc == 0) {
+    s->handle = h;
     s->stream = NULL;
+    return;
   }
   pthread_mutex_lock(&j->lock);
-  if (failed && !j->status)
-    j->status = cc.rc;
-  j->nomem |= nomem;
+  if (rc == WEFT_ENOMEM)
+    j->nomem = 1;
+  else if (!j->status)
+    j->status = weft__err_slot()->raw; /* the library's own status */
   pthread_mutex_unlock(&j->lock);
 }
 

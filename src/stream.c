@@ -97,21 +97,15 @@ int weft_task_after(weft_task *h) {
     return rc0;
   weft_task *other = (weft_task *)weft__handle_obj(h);
   weft_runtime *rt = x->rt;
-  if (other == weft__task_self()) {
-    /* A stale handle may name this task's object, recycled: that task
-     * completed long ago, and following it is nothing to do. */
-    pthread_mutex_lock(&rt->lock);
-    int live = weft__handle_live(h, &other->hdr);
-    if (!live && rt->bk->check)
-      weft__check_joined(rt->bk->check, x, NULL);
+  pthread_mutex_lock(&rt->lock);
+  int live = still_live(h, other);
+  /* A stale handle may name this task's own object, recycled: that task
+   * completed long ago and is followed like any completed one below. */
+  if (live && other == weft__task_self()) {
     pthread_mutex_unlock(&rt->lock);
-    if (!live)
-      return 0;
     return weft__err(WEFT_ESTATE, "weft_task_after: a task cannot follow "
                                   "itself");
   }
-  pthread_mutex_lock(&rt->lock);
-  int live = still_live(h, other);
   int foreign = live && other->x.rt != rt;
   /* Completed: what it did is done, and known from now on (weft check;
    * for a task already joined or detached and gone, what has completed

@@ -1,8 +1,7 @@
 /* weft/cuda_libraries.h: the toolkit's libraries as descriptions on the
  * handle cache of weft/library.h (library.c), each compiled in when the
- * build found it (WEFT_HAVE_<LIB>). Library set-up allocates device
- * memory once per handle; that is deliberate, so weft check is told to
- * look away meanwhile. */
+ * build found it (WEFT_HAVE_<LIB>). The cache runs each create with weft
+ * check looking away (a handle's set-up is deliberate, once). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -44,9 +43,7 @@ static int not_built(const char *call, const char *lib) {
 static int lt_create(void *user, int dev, const void *key, size_t key_bytes,
                      void **h) {
   (void)user, (void)dev, (void)key, (void)key_bytes;
-  weft__check_quiet++;
   int st = (int)cublasLtCreate((cublasLtHandle_t *)h);
-  weft__check_quiet--;
   return st;
 }
 
@@ -88,9 +85,7 @@ cublasLtHandle_t weft_cublaslt(void) {
 static int sp_create(void *user, int dev, const void *key, size_t key_bytes,
                      void **h) {
   (void)user, (void)dev, (void)key, (void)key_bytes;
-  weft__check_quiet++;
   int st = (int)cusparseCreate((cusparseHandle_t *)h);
-  weft__check_quiet--;
   return st;
 }
 
@@ -131,9 +126,7 @@ cusparseHandle_t weft_cusparse(void) {
 static int dn_create(void *user, int dev, const void *key, size_t key_bytes,
                      void **h) {
   (void)user, (void)dev, (void)key, (void)key_bytes;
-  weft__check_quiet++;
   int st = (int)cusolverDnCreate((cusolverDnHandle_t *)h);
-  weft__check_quiet--;
   return st;
 }
 
@@ -170,10 +163,8 @@ cusolverDnHandle_t weft_cusolver_dn(void) {
 static int rand_create(void *user, int dev, const void *key, size_t key_bytes,
                        void **h) {
   (void)user, (void)dev, (void)key, (void)key_bytes;
-  weft__check_quiet++;
   int st = (int)curandCreateGenerator((curandGenerator_t *)h,
                                       CURAND_RNG_PSEUDO_PHILOX4_32_10);
-  weft__check_quiet--;
   return st;
 }
 
@@ -241,7 +232,6 @@ static int fft_create(void *user, int dev, const void *key, size_t key_bytes,
   if (!plan)
     return CUFFT_ALLOC_FAILED;
   size_t work = 0;
-  weft__check_quiet++; /* the plan's work area, allocated once */
   cufftResult r = cufftCreate(plan);
   if (r == CUFFT_SUCCESS) {
     r = cufftMakePlanMany(*plan, sh.rank, sh.n, NULL, 1, 0, NULL, 1, 0, sh.type,
@@ -249,7 +239,6 @@ static int fft_create(void *user, int dev, const void *key, size_t key_bytes,
     if (r != CUFFT_SUCCESS)
       cufftDestroy(*plan);
   }
-  weft__check_quiet--;
   if (r != CUFFT_SUCCESS) {
     free(plan);
     return (int)r;
