@@ -591,7 +591,9 @@ _Thread_local int weft__check_quiet;
 void weft__check_cuda_call(weft__checker *k, const char *name, const char *what,
                            uint64_t ns, int default_stream) {
   weft__exec *x = weft__exec_self();
-  if (!k || !x || !x->is_task)
+  /* CUPTI watches the whole process for the one runtime subscribed: a
+   * task of another runtime (one with weft check off) is not k's. */
+  if (!k || !x || !x->is_task || x->rt->bk->check != k)
     return;
   if (!default_stream) {
     weft__check_implicit_sync(k, x, name, what, ns);

@@ -203,7 +203,8 @@ weft__stack *weft__stack_get(weft__stack_pool *p) {
   if (--sl->nfree == 0)
     partial_remove(p, sl);
   p->nfree--;
-  p->live++;
+  if (++p->live > p->peak)
+    p->peak = p->live;
   pthread_mutex_unlock(&p->lock);
   s->next = NULL;
   /* A guarded stack needs no canary, and writing one would touch a page
@@ -211,6 +212,20 @@ weft__stack *weft__stack_get(weft__stack_pool *p) {
   if (!s->guarded)
     *(uint64_t *)s->lo = WEFT__STACK_CANARY;
   return s;
+}
+
+/* Free stacks kept before a fully free slab is unmapped: max_free, or as
+ * many as were ever live at once, up to KEEP_BYTES of address space. A
+ * program that runs bursts of thousands of tasks (a data-flow step) then
+ * maps, faults in and unmaps nothing after its first burst: with the
+ * count fixed at 1024, munmap's TLB shootdowns, mprotect and page faults
+ * took over half of a 6 000-task Cholesky's time (host backend, 1 MiB
+ * stacks). Lock held. */
+#define KEEP_BYTES ((size_t)16 << 30)
+static size_t keep_free(const weft__stack_pool *p) {
+  size_t cap = KEEP_BYTES / p->stride;
+  size_t keep = p->peak < cap ? p->peak : cap;
+  return keep > p->max_free ? keep : p->max_free;
 }
 
 void weft__stack_put(weft__stack_pool *p, weft__stack *s) {
@@ -222,7 +237,7 @@ void weft__stack_put(weft__stack_pool *p, weft__stack *s) {
   if (sl->nfree++ == 0)
     partial_add(p, sl);
   p->nfree++;
-  if (sl->nfree == sl->n && p->nfree - sl->n >= p->max_free) {
+  if (sl->nfree == sl->n && p->nfree - sl->n >= keep_free(p)) {
     slab_forget(p, sl);
     gone = sl;
   }

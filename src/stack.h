@@ -27,6 +27,7 @@ typedef struct weft__stack_pool {
   unsigned per_slab;
   size_t guard_budget; /* guarded stacks allowed at once (map count) */
   size_t live, guarded, unguarded; /* statistics */
+  size_t peak;                     /* most stacks live at once */
 } weft__stack_pool;
 
 /* At most this many guarded stacks per pool, whatever the map budget:

@@ -60,8 +60,11 @@ WEFT_API cudaStream_t weft_cuda_stream(void);
  * thread's handle queued them. Its size is NVIDIA's recommendation for
  * cublasSetWorkspace, 32 MiB on compute capability 9.0 and later and 4 MiB
  * before, or the environment variable WEFT_CUBLAS_WORKSPACE_KIB (KiB; 0
- * leaves cuBLAS its default workspace). Memory: that size times the
- * streams that ever ran cuBLAS work at once. If the allocation fails,
+ * leaves cuBLAS its default workspace). That size goes to a device's
+ * first 32 such streams; later streams (a data-flow program keeps
+ * thousands of tasks in flight, each on its own stream) get 256 KiB
+ * slices, 64 to a cudaMalloc. Memory: up to 32 x that size plus 256 KiB
+ * per further stream, held until weft_shutdown. If an allocation fails,
  * that stream uses cuBLAS's default.
  * Errors: NULL, with WEFT_ESTATE (no runtime), WEFT_ENOTSUP (not the CUDA
  * backend), WEFT_EINVAL (WEFT_CUBLAS_WORKSPACE_KIB not a number of KiB up
@@ -70,7 +73,8 @@ WEFT_API cudaStream_t weft_cuda_stream(void);
  * Context: any thread; may switch (a thread's first call for a device runs
  * cublasCreate on the worker's own stack, and the task may resume on
  * another worker); blocks the worker for that cublasCreate and for the
- * cudaMalloc of a stream's workspace on its first call. */
+ * cudaMalloc of a stream's workspace (or of a slab of slices) on its
+ * first call. */
 WEFT_API cublasHandle_t weft_cublas(void);
 
 /* Makes weft_cublas()'s handle on every worker thread of rt, for every

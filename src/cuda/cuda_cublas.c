@@ -15,7 +15,17 @@
  * on cuBLAS's default workspace, so the stream's own is set again after it.
  * Size: NVIDIA's recommendation for cublasSetWorkspace (32 MiB on compute
  * capability 9.x and later, 4 MiB before), or WEFT_CUBLAS_WORKSPACE_KIB;
- * 0 there leaves cuBLAS its own default. */
+ * 0 there leaves cuBLAS its own default.
+ *
+ * A stream per task means as many streams as tasks in flight: a data-flow
+ * program queues thousands at once. 32 MiB each ran the H200 out of memory
+ * at 6 000 streams, and the cudaMalloc per stream (serialised in the
+ * driver) cost more than the factorisation at 800. So the first
+ * FULL_STREAMS streams of a device get the full size, each its own
+ * allocation, and later ones a SLICE of a slab shared by SLAB_SLICES
+ * streams (one cudaMalloc per SLAB_SLICES streams): still a workspace per
+ * stream, never cuBLAS's default, which the streams of one handle would
+ * share. Each stream finds its own on its weft stream, in O(1). */
 #include <cublas_v2.h>
 #include <errno.h>
 #include <pthread.h>
@@ -27,6 +37,7 @@
 #include "cuda_internal.h"
 #include "error_internal.h"
 #include "library_internal.h"
+#include "scheduler.h"
 
 /* What the cache holds for cuBLAS: the handle and the device it serves,
  * which set_stream needs to find the stream's workspace. */
@@ -35,18 +46,48 @@ typedef struct cublas_entry {
   int dev;
 } cublas_entry;
 
-/* Every stream's workspace (ptr NULL: cuBLAS's default, after a size of 0
- * or a failed allocation, so that it is not tried again). */
-typedef struct workspace {
-  cudaStream_t stream;
+enum {
+  FULL_STREAMS = 32, /* per device, the recommended size each */
+  SLICE = 256 << 10, /* later streams' workspace, bytes (>= 16 KiB) */
+  SLAB_SLICES = 64,  /* slices per slab */
+};
+
+/* A runtime's workspace allocations, freed at its weft_shutdown, and per
+ * device the full workspaces handed out and the slab being sliced. Kept
+ * per backend: two runtimes may be open at once. All under the lock. */
+typedef struct block {
   int dev;
   void *ptr;
-  size_t bytes;
-} workspace;
+} block;
+
+typedef struct owner {
+  struct owner *next;
+  const weft__backend *bk;
+  block *blocks;
+  size_t nblocks, cap;
+  struct {
+    unsigned full;
+    char *slab;
+    unsigned sliced;
+  } dev[WEFT__MAX_DEVICES];
+} owner;
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static workspace *spaces;
-static size_t nspaces, spaces_cap;
+static owner *owners;
+
+/* bk's record, made if missing; NULL when out of memory. Under the lock. */
+static owner *owner_of(const weft__backend *bk) {
+  for (owner *o = owners; o; o = o->next)
+    if (o->bk == bk)
+      return o;
+  owner *o = calloc(1, sizeof *o);
+  if (o) {
+    o->bk = bk;
+    o->next = owners;
+    owners = o;
+  }
+  return o;
+}
 
 static int cublas_fail(cublasStatus_t st, const char *call) {
   int code = st == CUBLAS_STATUS_ALLOC_FAILED      ? WEFT_ENOMEM
@@ -57,9 +98,9 @@ static int cublas_fail(cublasStatus_t st, const char *call) {
 }
 
 /* A failure of set_stream's own, re-reported by weft_cublas over the
- * cache's generic message. set_stream runs in the calling task and
- * nothing switches before the cache returns, so the thread is the
- * task's. */
+ * cache's generic message. set_stream runs in the calling task after any
+ * switch inside the cache, so its thread is the one the cache returns
+ * on. */
 static _Thread_local struct {
   int code;
   char message[256];
@@ -69,6 +110,19 @@ static void bind_failed(int code) {
   bind_error.code = code;
   snprintf(bind_error.message, sizeof bind_error.message, "%s",
            weft_last_error_message());
+}
+
+/* Clears, and re-reports as the last error, the thread's bind_error. Not
+ * inlined: weft_cublas() may resume on another thread inside the cache,
+ * and a thread-local's address computed before that would be the old
+ * thread's. */
+static __attribute__((noinline)) void bind_clear(void) { bind_error.code = 0; }
+
+static __attribute__((noinline)) void bind_report(void) {
+  if (bind_error.code) {
+    weft__err(bind_error.code, "%s", bind_error.message);
+    bind_error.code = 0;
+  }
 }
 
 /* The workspace size for dev, in bytes; -1 after reporting a bad
@@ -97,55 +151,91 @@ static long long workspace_bytes(int dev) {
   return major >= 9 ? 32LL << 20 : 4LL << 20;
 }
 
-/* Looks up the workspace of stream cs on dev, under the lock. */
-static int workspace_find(cudaStream_t cs, int dev, workspace *out) {
-  for (size_t i = 0; i < nspaces; i++)
-    if (spaces[i].stream == cs && spaces[i].dev == dev) {
-      *out = spaces[i];
-      return 1;
-    }
+/* Keeps p (an allocation of dev) for release; under the lock. */
+static int keep_block(owner *o, int dev, void *p) {
+  if (o->nblocks == o->cap) {
+    size_t nc = o->cap ? o->cap * 2 : 16;
+    block *v = realloc(o->blocks, nc * sizeof *v);
+    if (!v)
+      return weft__err(WEFT_ENOMEM, "weft_cublas: out of memory");
+    o->blocks = v;
+    o->cap = nc;
+  }
+  o->blocks[o->nblocks++] = (block){dev, p};
   return 0;
 }
 
-/* Finds or makes the workspace of stream cs on dev (the calling thread's
- * current device) and copies it to *out. Returns 0, or the error,
- * reported. */
-static int workspace_for(cudaStream_t cs, int dev, workspace *out) {
-  pthread_mutex_lock(&lock);
-  int found = workspace_find(cs, dev, out);
-  pthread_mutex_unlock(&lock);
-  if (found)
+/* cudaMalloc of a workspace: once per stream (or slab) for the runtime's
+ * life, deliberate, so weft check looks away. NULL when it failed (out of
+ * memory: that stream falls back to cuBLAS's default). */
+static void *ws_malloc(size_t bytes) {
+  void *p = NULL;
+  weft__check_quiet++;
+  cudaError_t e = cudaMalloc(&p, bytes);
+  weft__check_quiet--;
+  if (e != cudaSuccess) {
+    cudaGetLastError();
+    p = NULL;
+  }
+  return p;
+}
+
+/* Makes the workspace of stream s on dev (the calling thread's current
+ * device) unless it has one. Returns 0, or the error, reported. Only the
+ * task leasing s calls this, so s's fields need no lock. */
+static int workspace_for(weft__cuda_stream *s, int dev) {
+  if (s->ws_made)
     return 0;
-  /* Only this stream's task asks for its workspace, so no other thread
-   * adds the same one meanwhile; the allocation runs unlocked. */
   long long bytes = workspace_bytes(dev);
   if (bytes < 0)
     return WEFT_EINVAL;
-  void *ptr = NULL;
-  /* Once per stream for the runtime's life: deliberate, not reported. */
-  weft__check_quiet++;
-  cudaError_t me = bytes > 0 ? cudaMalloc(&ptr, (size_t)bytes) : cudaSuccess;
-  weft__check_quiet--;
-  if (me != cudaSuccess) {
-    cudaGetLastError(); /* out of memory: fall back to cuBLAS's default */
-    ptr = NULL;
+  if (bytes == 0 || dev < 0 || dev >= WEFT__MAX_DEVICES) {
+    s->ws_made = 1; /* cuBLAS's default */
+    return 0;
   }
+  void *p = NULL;
+  size_t got = 0;
+  int rc = 0;
   pthread_mutex_lock(&lock);
-  if (nspaces == spaces_cap) {
-    size_t nc = spaces_cap ? spaces_cap * 2 : 16;
-    workspace *v = realloc(spaces, nc * sizeof *v);
-    if (!v) {
-      pthread_mutex_unlock(&lock);
-      if (ptr)
-        cudaFree(ptr);
-      return weft__err(WEFT_ENOMEM, "weft_cublas: out of memory");
-    }
-    spaces = v;
-    spaces_cap = nc;
+  owner *o = owner_of(s->base.hdr.bk);
+  if (!o) {
+    pthread_mutex_unlock(&lock);
+    return weft__err(WEFT_ENOMEM, "weft_cublas: out of memory");
   }
-  *out = (workspace){cs, dev, ptr, ptr ? (size_t)bytes : 0};
-  spaces[nspaces++] = *out;
+  if (o->dev[dev].full < FULL_STREAMS) {
+    o->dev[dev].full++;
+    pthread_mutex_unlock(&lock);
+    /* The large allocation runs unlocked. */
+    p = ws_malloc((size_t)bytes);
+    got = (size_t)bytes;
+    pthread_mutex_lock(&lock);
+    if (p && (rc = keep_block(o, dev, p)) != 0) {
+      cudaFree(p);
+      p = NULL;
+    }
+  } else {
+    size_t slice = (size_t)bytes < SLICE ? (size_t)bytes : SLICE;
+    if (!o->dev[dev].slab || o->dev[dev].sliced == SLAB_SLICES) {
+      /* Rare (one stream in SLAB_SLICES): the others wait meanwhile. */
+      char *slab = ws_malloc((size_t)SLICE * SLAB_SLICES);
+      if (slab && (rc = keep_block(o, dev, slab)) != 0) {
+        cudaFree(slab);
+        slab = NULL;
+      }
+      o->dev[dev].slab = slab;
+      o->dev[dev].sliced = 0;
+    }
+    if (o->dev[dev].slab) {
+      p = o->dev[dev].slab + (size_t)o->dev[dev].sliced++ * SLICE;
+      got = slice;
+    }
+  }
   pthread_mutex_unlock(&lock);
+  if (rc)
+    return rc;
+  s->ws = p;
+  s->ws_bytes = p ? got : 0;
+  s->ws_made = 1;
   return 0;
 }
 
@@ -175,15 +265,29 @@ static int lib_create(void *user, int dev, const void *key, size_t key_bytes,
 static int lib_set_stream(void *user, void *handle, void *stream) {
   (void)user;
   cublas_entry *e = handle;
-  workspace w;
-  int rc = workspace_for(stream, e->dev, &w);
+  /* The cache hands the native stream alone; the caller's weft stream
+   * holds the workspace. Looked up here, not passed down from
+   * weft_cublas(): the task may have resumed on another thread since. */
+  weft__caller me;
+  if (weft__caller_get("weft_cublas", &me) != 0) {
+    bind_failed(WEFT_ESTATE);
+    return -1;
+  }
+  weft__cuda_stream *s = (weft__cuda_stream *)me.s;
+  if (s->cs != stream) {
+    bind_failed(weft__err(WEFT_ESTATE, "weft_cublas: internal: the handle "
+                                       "is bound to another stream than the "
+                                       "caller's"));
+    return -1;
+  }
+  int rc = workspace_for(s, e->dev);
   if (rc != 0) {
     bind_failed(rc);
     return -1;
   }
   cublasStatus_t st = cublasSetStream(e->h, stream);
-  if (st == CUBLAS_STATUS_SUCCESS && w.ptr)
-    if ((st = cublasSetWorkspace(e->h, w.ptr, w.bytes)) !=
+  if (st == CUBLAS_STATUS_SUCCESS && s->ws)
+    if ((st = cublasSetWorkspace(e->h, s->ws, s->ws_bytes)) !=
         CUBLAS_STATUS_SUCCESS)
       bind_failed(cublas_fail(st, "cublasSetWorkspace"));
   return (int)st;
@@ -238,12 +342,9 @@ cublasHandle_t weft__cuda_cublas(void) {
   if (caller_cuda("weft_cublas", &me, &cs) != 0)
     return NULL;
   void *e;
-  bind_error.code = 0;
+  bind_clear();
   if (weft__library_handle_for(&me, &cublas_lib, NULL, 0, &e) != 0) {
-    if (bind_error.code) {
-      weft__err(bind_error.code, "%s", bind_error.message);
-      bind_error.code = 0;
-    }
+    bind_report();
     return NULL;
   }
   return ((cublas_entry *)e)->h;
@@ -259,26 +360,28 @@ int weft__cuda_cublas_workspace(void **ptr, size_t *bytes) {
   int rc = caller_cuda("weft_cublas_workspace", &c, &cs);
   if (rc)
     return rc;
-  workspace w;
-  pthread_mutex_lock(&lock);
-  if (workspace_find(cs, c.dev, &w)) {
-    *ptr = w.ptr;
-    *bytes = w.bytes;
-  }
-  pthread_mutex_unlock(&lock);
+  (void)cs;
+  const weft__cuda_stream *s = (const weft__cuda_stream *)c.s;
+  *ptr = s->ws;
+  *bytes = s->ws_bytes;
   return 0;
 }
 
 void weft__cuda_cublas_release(weft__backend *b) {
-  (void)b;
   pthread_mutex_lock(&lock);
   /* The streams were drained before the libraries are released; cudaFree
    * would wait for them anyway. The handles went with the cache's. */
-  for (size_t i = 0; i < nspaces; i++)
-    if (spaces[i].ptr && weft__cuda_set_device(spaces[i].dev) == 0)
-      cudaFree(spaces[i].ptr);
-  free(spaces);
-  spaces = NULL;
-  nspaces = spaces_cap = 0;
+  owner **pp = &owners;
+  while (*pp && (*pp)->bk != b)
+    pp = &(*pp)->next;
+  owner *o = *pp;
+  if (o) {
+    *pp = o->next;
+    for (size_t i = 0; i < o->nblocks; i++)
+      if (weft__cuda_set_device(o->blocks[i].dev) == 0)
+        cudaFree(o->blocks[i].ptr);
+    free(o->blocks);
+    free(o);
+  }
   pthread_mutex_unlock(&lock);
 }

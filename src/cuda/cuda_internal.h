@@ -26,6 +26,12 @@ typedef struct weft__cuda_backend {
 typedef struct weft__cuda_stream {
   weft__stream base;
   cudaStream_t cs;
+  /* weft_cublas()'s workspace for this stream (cuda_cublas.c), made on
+   * the stream's first call; only the task leasing the stream touches
+   * them. ws NULL with ws_made: cuBLAS's default. */
+  void *ws;
+  size_t ws_bytes;
+  int ws_made;
 } weft__cuda_stream;
 
 static inline cudaStream_t weft__cuda_stream_of(weft__stream *s) {

@@ -49,7 +49,11 @@ int weft__cuda_stream_init(weft__backend *b, weft__stream *s) {
    * cudaMemcpy or <<<>>> without a stream) must not serialise tasks. */
   WEFT__CUDA_CHECK(cudaStreamCreateWithPriority, &cs, cudaStreamNonBlocking,
                    s->priority);
-  ((weft__cuda_stream *)s)->cs = cs;
+  weft__cuda_stream *c = (weft__cuda_stream *)s;
+  c->cs = cs;
+  c->ws = NULL;
+  c->ws_bytes = 0;
+  c->ws_made = 0;
   return 0;
 }
 

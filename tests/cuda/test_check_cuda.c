@@ -4,9 +4,10 @@
  * from or to pageable memory on the task's own stream; a launch on the legacy
  * default stream is reported as such, each naming the task; the twins (the
  * synchronisations from the only task alive, the same calls from the plain
- * thread, a launch and copies from pinned memory on weft_cuda_stream()) are
- * silent, and so are weft's own calls (weft_pinned_alloc hits, weft_cublas's
- * workspace). Skipped (77) without a CUDA device. */
+ * thread, a launch and copies from pinned memory on weft_cuda_stream(), the
+ * same calls in another runtime that has weft check off) are silent, and so are
+ * weft's own calls (weft_pinned_alloc hits, weft_cublas's workspace). Skipped
+ * (77) without a CUDA device. */
 #include <cuda_runtime.h>
 #include <stdio.h>
 #include <string.h>
@@ -72,7 +73,10 @@ static void good_task(void *arg) {
   raw_done = 1;
 }
 
-enum { IN_TASK, IN_LONE_TASK, ON_THREAD };
+/* IN_OTHER_RUNTIME: the task and its bystander in a second runtime, one
+ * with weft check off, open beside the checked one (CUPTI sees the whole
+ * process; what it sees there is not the checked runtime's). */
+enum { IN_TASK, IN_LONE_TASK, ON_THREAD, IN_OTHER_RUNTIME };
 
 static size_t run(weft_task_fn fn, const char *name, char *out, size_t len,
                   int where) {
@@ -87,6 +91,13 @@ static size_t run(weft_task_fn fn, const char *name, char *out, size_t len,
   weft__checker *k = weft__runtime_backend(rt)->check;
   weft__check_set_output(k, f);
   CHECK_OK(weft_pinned_alloc(4096, &pinned_block));
+  weft_runtime *run_in = rt, *other = NULL;
+  if (where == IN_OTHER_RUNTIME) {
+    weft_runtime_opts oo = o;
+    oo.check = 0;
+    CHECK_OK(weft_init(&other, &oo));
+    run_in = other;
+  }
   if (where == ON_THREAD) {
     fn(NULL);
   } else {
@@ -95,14 +106,16 @@ static size_t run(weft_task_fn fn, const char *name, char *out, size_t len,
     to.name = name;
     weft_task *t, *b = NULL;
     raw_done = 0;
-    if (where == IN_TASK)
-      CHECK_OK(weft_task_spawn(rt, &b, bystander_task, NULL, NULL));
-    CHECK_OK(weft_task_spawn(rt, &t, fn, NULL, &to));
+    if (where != IN_LONE_TASK)
+      CHECK_OK(weft_task_spawn(run_in, &b, bystander_task, NULL, NULL));
+    CHECK_OK(weft_task_spawn(run_in, &t, fn, NULL, &to));
     CHECK_OK(weft_task_join(t));
     raw_done = 1;
     if (b)
       CHECK_OK(weft_task_join(b));
   }
+  if (other)
+    CHECK_OK(weft_shutdown(other));
   size_t n = weft__check_findings(k);
   CHECK_OK(weft_pinned_free(pinned_block));
   CHECK_OK(weft_shutdown(rt));
@@ -150,6 +163,11 @@ int main(void) {
             "pageable cudaMemcpyAsync on the task's stream: %zu findings, "
             "not the two copies: %s",
             n, out);
+  CHECK_MSG(
+      run(raw_calls_task, "raw-caller", out, sizeof out, IN_OTHER_RUNTIME) == 0,
+      "raw calls in a runtime without weft check reported by the "
+      "checked one: %s",
+      out);
   CHECK_MSG(run(raw_calls_task, NULL, out, sizeof out, ON_THREAD) == 0,
             "raw calls from the plain thread reported: %s", out);
   CHECK_MSG(run(good_task, "good", out, sizeof out, IN_TASK) == 0,
