@@ -20,7 +20,10 @@
  * - raw, one stream: the operations in order;
  * - weft: a task per tile operation, spawned in the loop's order by a
  *   driver task with the tiles each reads and writes declared, no stream
- *   or event written, then joined.
+ *   or event written, then joined;
+ * - weft, captured: the same loop inside weft_graph_begin/end (each spawn
+ *   a step of one graph, with the edges its declarations imply), captured
+ *   once; a replay is one weft_graph_launch and weft_sync.
  * GFLOP/s = n^3 / 3 per factorisation, in the notes. Check after every
  * variant: 64 sampled entries of L L^T within 1e-3 relative of A. Targets:
  * weft >= 0.98 x the hand-ordered throughput, >= 2 x one stream's where the
@@ -44,7 +47,7 @@
 #endif
 
 enum { NS = 8, NSAMPLE = 64 };
-enum { V_HAND, V_ONE, V_WEFT, V_DECL, V_NODECL, NVARIANTS };
+enum { V_HAND, V_ONE, V_WEFT, V_GRAPH, V_DECL, V_NODECL, NVARIANTS };
 enum { POTRF, TRSM, SYRK, GEMM };
 
 typedef struct chol chol;
@@ -75,7 +78,9 @@ struct chol {
   float *work[NS];
   int *info[NS];
   int lwork;
+  float *gwork; /* the captured potrf steps' workspaces, one per k */
 #endif
+  int capturing; /* the weft driver is capturing its steps as a graph */
   bench_samples s[NVARIANTS];
 };
 
@@ -207,6 +212,12 @@ static void op_task(void *arg) {
       return;
     }
     float *work = NULL;
+    if (o->kind == POTRF && ch->capturing) {
+      /* Nothing allocates inside a capture: each step its own. */
+      float *w = ch->gwork + (size_t)o->k * ((size_t)ch->lwork + 64);
+      cuda_op(ch, o, h, sol, w, (int *)(w + ch->lwork));
+      return;
+    }
     if (o->kind == POTRF) {
       int e = weft_device_alloc(((size_t)ch->lwork + 64) * sizeof(float),
                                 (void **)&work);
@@ -245,6 +256,7 @@ static weft_task_opts declared(const op *o, weft_access acc[3]) {
 typedef struct driver_job {
   chol *ch;
   uint64_t ns;
+  weft_graph *graph; /* capture: made here; replay: launched */
 } driver_job;
 
 static void weft_driver(void *arg) {
@@ -268,6 +280,42 @@ static void weft_driver(void *arg) {
       bench_fail_weft(ch->c, e, "weft_task_join");
   }
   d->ns = bench_now_ns() - t0;
+}
+
+/* The same loop inside a graph capture: each spawn a step, nothing run;
+ * the graph is d->graph. */
+static void capture_driver(void *arg) {
+  driver_job *d = arg;
+  chol *ch = d->ch;
+  int e = weft_graph_begin();
+  if (e) {
+    bench_fail_weft(ch->c, e, "weft_graph_begin");
+    return;
+  }
+  ch->capturing = 1;
+  for (size_t i = 0; i < ch->nops; i++) {
+    weft_access acc[3];
+    weft_task_opts to = declared(&ch->ops[i], acc);
+    if ((e = weft_task_spawn(ch->rt, NULL, op_task, &ch->ops[i], &to)) != 0)
+      break;
+  }
+  ch->capturing = 0;
+  int end = weft_graph_end(&d->graph);
+  if (e || end)
+    bench_fail_weft(ch->c, e ? e : end,
+                    e ? "weft_task_spawn (captured)" : "weft_graph_end");
+}
+
+/* One replay of d->graph, waited for. */
+static void replay_driver(void *arg) {
+  driver_job *d = arg;
+  uint64_t t0 = bench_now_ns();
+  int e = weft_graph_launch(d->graph);
+  if (e == 0)
+    e = weft_sync();
+  d->ns = bench_now_ns() - t0;
+  if (e)
+    bench_fail_weft(d->ch->c, e, "weft_graph_launch");
 }
 
 /* ---- raw ---- */
@@ -401,6 +449,24 @@ static int setup(chol *ch) {
             weft_pinned_alloc(elems * sizeof(float), (void **)&ch->back));
   BENCH_TRY(ch->c,
             weft_device_alloc(elems * sizeof(float), (void **)&ch->tiles));
+#ifdef WEFT_BENCH_CUDA
+  if (ch->cuda) {
+    /* The potrf workspace size, asked of a handle of its own. */
+    cusolverDnHandle_t h;
+    if (cusolverDnCreate(&h) != CUSOLVER_STATUS_SUCCESS)
+      return bench_fail(ch->c, "cusolverDnCreate failed");
+    cusolverStatus_t st =
+        cusolverDnSpotrf_bufferSize(h, CUBLAS_FILL_MODE_LOWER, (int)ch->b,
+                                    ch->tiles, (int)ch->b, &ch->lwork);
+    cusolverDnDestroy(h);
+    if (st != CUSOLVER_STATUS_SUCCESS)
+      return bench_fail(ch->c, "cusolverDnSpotrf_bufferSize failed");
+    BENCH_TRY(ch->c,
+              weft_device_alloc((size_t)ch->T * ((size_t)ch->lwork + 64) *
+                                    sizeof(float),
+                                (void **)&ch->gwork));
+  }
+#endif
   memset(ch->a0, 0, elems * sizeof(float));
   uint64_t seed = 12345;
   for (unsigned c = 0; c < ch->n; c++)
@@ -426,6 +492,10 @@ static void teardown(chol *ch) {
     weft_pinned_free(ch->a0);
   if (ch->back)
     weft_pinned_free(ch->back);
+#ifdef WEFT_BENCH_CUDA
+  if (ch->gwork)
+    weft_device_free(ch->gwork);
+#endif
   weft_sync();
   free(ch->ops);
   free(ch->handles);
@@ -507,6 +577,10 @@ static int factor(bench_ctx *c, weft_runtime *rt, size sz, int sized,
   int rc = setup(ch);
   if (rc == 0)
     rc = raw_open(ch);
+  driver_job g = {ch, 0, NULL};
+  if (rc == 0 && (rc = bench_in_task(c, ch->rt, capture_driver, &g)) == 0 &&
+      bench_failed(c))
+    rc = BENCH_FAIL;
   for (int r = 0; rc == 0 && r <= bench_repeat(c); r++) {
     uint64_t ns = 0;
     if ((rc = reset(ch)) || (rc = raw_run(ch, 1, &ns)) ||
@@ -519,14 +593,22 @@ static int factor(bench_ctx *c, weft_runtime *rt, size sz, int sized,
       break;
     if (r > 0)
       bench_samples_add(&ch->s[V_ONE], (double)ns / 1e6);
-    driver_job d = {ch, 0};
+    driver_job d = {ch, 0, NULL};
     if ((rc = reset(ch)) || (rc = bench_in_task(c, ch->rt, weft_driver, &d)))
       break;
     if (bench_failed(c) || (rc = check(ch, "weft")))
       break;
     if (r > 0)
       bench_samples_add(&ch->s[V_WEFT], (double)d.ns / 1e6);
+    if ((rc = reset(ch)) || (rc = bench_in_task(c, ch->rt, replay_driver, &g)))
+      break;
+    if (bench_failed(c) || (rc = check(ch, "weft graph replay")))
+      break;
+    if (r > 0)
+      bench_samples_add(&ch->s[V_GRAPH], (double)g.ns / 1e6);
   }
+  if (g.graph && weft_graph_destroy(g.graph) != 0 && rc == 0)
+    rc = bench_fail(c, "weft_graph_destroy: %s", weft_last_error_message());
   if (rc == 0 && bookkeeping && !bench_failed(c))
     rc = bench_in_task(c, ch->rt, spawn_cost, ch);
   raw_close(ch);
@@ -539,6 +621,7 @@ static int factor(bench_ctx *c, weft_runtime *rt, size sz, int sized,
     double hand = bench_stats_of(&ch->s[V_HAND]).median;
     double one = bench_stats_of(&ch->s[V_ONE]).median;
     double weft = bench_stats_of(&ch->s[V_WEFT]).median;
+    double graph = bench_stats_of(&ch->s[V_GRAPH]).median;
     rc = bench_report(
         c,
         label(buf, sizeof buf, "raw: hand-ordered, 8 streams + events", ch,
@@ -562,6 +645,16 @@ static int factor(bench_ctx *c, weft_runtime *rt, size sz, int sized,
           flop / weft / 1e6, hand / weft,
           hand / weft >= 0.98 ? "met" : "MISSED", one / weft,
           one / weft >= 2 ? "met" : "MISSED");
+    if (rc == 0)
+      rc = bench_report(
+          c,
+          label(buf, sizeof buf, "weft: the same captured, one replay", ch,
+                sized),
+          "ms", &ch->s[V_GRAPH], 0,
+          "%.1f GFLOP/s: %.2f x the hand-ordered throughput; the loop "
+          "captured once as one graph of steps, each replay one "
+          "weft_graph_launch + weft_sync",
+          flop / graph / 1e6, hand / graph);
     bench_group(c);
   }
   if (rc == 0 && bookkeeping) {

@@ -45,6 +45,7 @@ typedef struct weft__capture {
    * again at every replay (check.h). */
   struct weft__check_span *spans;
   size_t nspans, cap_spans;
+  struct weft__steps *steps; /* data-flow steps inside it (graph.c) */
 } weft__capture;
 
 /* A backend's stream struct starts with this. */
@@ -188,6 +189,11 @@ struct weft__backend_ops {
   int (*graph_launch)(weft__stream *s, void *g);
   void (*graph_counts)(void *g, size_t *ops, size_t *kernels, size_t *copies);
   void (*graph_destroy)(weft__backend *b, void *g);
+  /* 1: other streams may join a capture (an event recorded on it and
+   * waited for there), and the captured graph keeps their branches and
+   * the edges between them (CUDA). 0: a capture is one stream's list, and
+   * a data-flow step inside it runs on that stream (the host backend). */
+  int capture_forks;
 
   int (*device_alloc)(weft__stream *s, size_t n, void **out);
   int (*device_free)(weft__stream *s, void *p);

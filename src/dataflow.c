@@ -20,9 +20,9 @@
 #include "weft/stream.h"
 
 typedef struct range {
-  uintptr_t lo, hi; /* [lo, hi) */
-  weft_task *writer;
-  weft_task **readers;
+  uintptr_t lo, hi;   /* [lo, hi) */
+  const void *writer; /* identities: task handles, or a capture's steps */
+  const void **readers;
   uint32_t nreaders, cap;
 } range;
 
@@ -97,7 +97,7 @@ static int cut(weft__flow *f, uintptr_t p) {
     return 0;
   range *r = &f->r[i];
   /* With room for one more reader, as fill() leaves every range. */
-  weft_task **copy = malloc((r->nreaders + 1) * sizeof *copy);
+  const void **copy = malloc((r->nreaders + 1) * sizeof *copy);
   if (!copy)
     return WEFT_ENOMEM;
   memcpy(copy, r->readers, r->nreaders * sizeof *copy);
@@ -130,7 +130,7 @@ static int fill(weft__flow *f, uintptr_t lo, uintptr_t hi) {
     range *r = &f->r[i];
     if (r->nreaders == r->cap) {
       uint32_t nc = r->cap ? 2 * r->cap : 4;
-      weft_task **v = realloc(r->readers, nc * sizeof *v);
+      const void **v = realloc(r->readers, nc * sizeof *v);
       if (!v)
         return WEFT_ENOMEM;
       r->readers = v;
@@ -143,8 +143,8 @@ static int fill(weft__flow *f, uintptr_t lo, uintptr_t hi) {
 }
 
 /* Adds t to the list d[0..*n) unless there already (or self). */
-static void add_dep(weft_task **d, uint32_t *n, weft_task *t,
-                    const weft_task *self) {
+static void add_dep(const void **d, uint32_t *n, const void *t,
+                    const void *self) {
   if (!t || t == self)
     return;
   for (uint32_t i = 0; i < *n; i++)
@@ -168,15 +168,14 @@ static void merge(weft__flow *f, uintptr_t lo, uintptr_t hi) {
   f->n -= j - i;
 }
 
-int weft__flow_declare(weft__exec *x, weft_task *self, const weft_access *a,
-                       size_t n, weft_task ***deps, uint32_t *ndeps,
-                       int *host) {
+int weft__flow_note(weft__flow **fp, const void *self, const weft_access *a,
+                    size_t n, const void ***deps, uint32_t *ndeps, int *host) {
   *deps = NULL;
   *ndeps = 0;
   *host = 0;
-  if (!x->flow && !(x->flow = calloc(1, sizeof *x->flow)))
+  if (!*fp && !(*fp = calloc(1, sizeof **fp)))
     return WEFT_ENOMEM;
-  weft__flow *f = x->flow;
+  weft__flow *f = *fp;
   /* Phase 1: every boundary first, then gaps and room; the record still
    * says what it said. */
   size_t bound = 0;
@@ -195,7 +194,7 @@ int weft__flow_declare(weft__exec *x, weft_task *self, const weft_access *a,
     for (size_t k = first_after(f, lo); k < f->n && f->r[k].lo < hi; k++)
       bound += 1 + f->r[k].nreaders;
   }
-  weft_task **d = bound ? malloc(bound * sizeof *d) : NULL;
+  const void **d = bound ? malloc(bound * sizeof *d) : NULL;
   if (bound && !d)
     return WEFT_ENOMEM;
   /* Phase 2: what to follow, then the record; nothing allocates. Reads
@@ -236,15 +235,21 @@ int weft__flow_declare(weft__exec *x, weft_task *self, const weft_access *a,
   return 0;
 }
 
+int weft__flow_declare(weft__exec *x, weft_task *self, const weft_access *a,
+                       size_t n, const void ***deps, uint32_t *ndeps,
+                       int *host) {
+  return weft__flow_note(&x->flow, self, a, n, deps, ndeps, host);
+}
+
 int weft__flow_enter(weft_task *t) {
-  weft_task **d = t->flow_deps;
+  const void **d = t->flow_deps;
   uint32_t n = t->nflow_deps;
   t->flow_deps = NULL;
   t->nflow_deps = 0;
   int rc = 0;
   for (uint32_t i = 0; i < n && rc == 0; i++)
-    rc = weft_task_after(d[i]);
-  free(d);
+    rc = weft_task_after((weft_task *)d[i]);
+  free((void *)d);
   if (rc == 0 && t->flow_host)
     rc = weft_sync();
   if (rc)

@@ -21,8 +21,13 @@ int weft__flow_validate(const weft_access *a, size_t n, const char *call);
  * for their work. All or nothing: 0, or WEFT_ENOMEM with the record as it
  * was. The accesses were validated. */
 int weft__flow_declare(struct weft__exec *x, weft_task *self,
-                       const weft_access *a, size_t n, weft_task ***deps,
+                       const weft_access *a, size_t n, const void ***deps,
                        uint32_t *ndeps, int *host);
+
+/* The same in record *fp (made if NULL) for any identity self: a graph
+ * capture's steps (graph.c) use their own record. */
+int weft__flow_note(weft__flow **fp, const void *self, const weft_access *a,
+                    size_t n, const void ***deps, uint32_t *ndeps, int *host);
 
 /* Before a task's function runs: follows its earlier tasks (and frees the
  * list). 0, or the error, recorded as the task's (its join reports it):

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "dataflow.h"
 #include "error_internal.h"
 #include "ptrmap.h"
 #include "scheduler.h"
@@ -42,6 +43,249 @@ int weft__refuse_in_capture(const weft__exec *x, const char *call,
                    "%s inside a graph capture: %s; end the capture first "
                    "(weft_graph_end)",
                    call, why);
+}
+
+/* ---- data-flow steps inside a capture ----
+ *
+ * A task spawned with declared accesses while its spawner captures is a
+ * step of the graph: its function runs at once, inline, and what it
+ * issues is recorded. The steps keep a declared-data record of their own
+ * (dataflow.c), so a step follows the earlier steps its data depends on.
+ * Where the backend lets other streams join a capture (CUDA), each step
+ * runs on a branch: the branch of a step it follows if that step is the
+ * branch's last (stream order is then the edge), else a new one forked
+ * from the capturing stream; the other steps it follows are events
+ * recorded after them and waited for on its branch, which CUDA turns into
+ * the graph's edges. Every branch is joined back before the capture ends.
+ * Without forks (the host backend) the steps run on the capturing stream
+ * in program order, which every declared order allows. */
+
+typedef struct branch {
+  weft__stream *s;
+  uint32_t tail; /* the last step on it */
+} branch;
+
+typedef struct weft__steps {
+  weft__flow *flow;
+  branch *br;
+  size_t nbr, cap_br;
+  weft__event **ends; /* per step: recorded after it, on its branch */
+  uint32_t *on;       /* per step: its branch */
+  size_t n, cap;
+  int in_step; /* a step's function is running */
+} weft__steps;
+
+/* A stream from x's pool for a branch; x keeps its own. */
+static int branch_lease(weft__exec *x, weft__stream **out) {
+  weft__stream *origin = x->stream;
+  x->stream = NULL;
+  int rc = weft__exec_lease(x, out);
+  x->stream = origin;
+  return rc;
+}
+
+static void branch_release(weft__exec *x, weft__stream *s) {
+  weft__stream *origin = x->stream;
+  x->stream = s;
+  weft__exec_release_stream(x);
+  x->stream = origin;
+}
+
+/* An event recorded on s now, or NULL with the error in *rc. The
+ * backend's own record and wait: the public calls refuse a capturing
+ * stream, and these are the capture's edges, which weft check sees as
+ * the graph's spans at each replay instead. */
+static weft__event *mark(weft_runtime *rt, weft__stream *s, int *rc) {
+  weft__event *e = NULL;
+  *rc = weft__event_pool_get(rt, s->hdr.dev, &e);
+  if (*rc == 0 && (*rc = s->hdr.bk->ops->event_record(e, s)) != 0) {
+    weft__event_pool_put(rt, e);
+    e = NULL;
+  }
+  return e;
+}
+
+static int edge(weft__stream *s, weft__event *e) {
+  return s->hdr.bk->ops->stream_wait_event(s, e);
+}
+
+/* A new branch forked from x's capturing stream, its index in *b. */
+static int branch_new(weft__exec *x, weft__steps *st, size_t *b) {
+  if (st->nbr == st->cap_br) {
+    size_t nc = st->cap_br ? 2 * st->cap_br : 8;
+    branch *v = realloc(st->br, nc * sizeof *v);
+    if (!v)
+      return weft__err(WEFT_ENOMEM, "weft_task_spawn: out of memory");
+    st->br = v;
+    st->cap_br = nc;
+  }
+  weft__stream *s = NULL;
+  int rc = branch_lease(x, &s);
+  if (rc)
+    return rc;
+  weft__event *fork = mark(x->rt, x->stream, &rc);
+  if (fork) {
+    rc = edge(s, fork);
+    weft__event_pool_put(x->rt, fork);
+  }
+  if (rc) {
+    branch_release(x, s);
+    return rc;
+  }
+  s->capture = x->stream->capture;
+  st->br[st->nbr] = (branch){s, 0};
+  *b = st->nbr++;
+  return 0;
+}
+
+/* A step's failure: the capture makes no graph. */
+static int step_fail(weft__capture *cap, int rc) {
+  if (!cap->failed)
+    cap->failed = rc;
+  return rc;
+}
+
+int weft__graph_step(weft__exec *x, weft_task_fn fn, void *arg,
+                     const weft_access *a, size_t n) {
+  weft__stream *origin = x->stream;
+  weft__capture *cap = origin->capture;
+  weft_runtime *rt = x->rt;
+  weft__steps *st = cap->steps;
+  if (st && st->in_step)
+    return step_fail(cap, weft__err(WEFT_ESTATE,
+                                    "weft_task_spawn: a step of a graph "
+                                    "capture declared accesses of its own "
+                                    "(steps do not nest)"));
+  for (size_t i = 0; i < n; i++)
+    if (a[i].mode & WEFT_ACCESS_HOST)
+      return step_fail(
+          cap, weft__err(WEFT_ESTATE,
+                         "weft_task_spawn: access %zu has WEFT_ACCESS_HOST "
+                         "inside a graph capture: a step's host code runs "
+                         "while the graph is recorded, before any of its "
+                         "work has run",
+                         i));
+  if (!st && !(st = cap->steps = calloc(1, sizeof *st)))
+    return step_fail(cap,
+                     weft__err(WEFT_ENOMEM, "weft_task_spawn: out of memory"));
+  if (st->n == st->cap) {
+    size_t nc = st->cap ? 2 * st->cap : 64;
+    weft__event **e = realloc(st->ends, nc * sizeof *e);
+    if (e)
+      st->ends = e;
+    uint32_t *on = e ? realloc(st->on, nc * sizeof *on) : NULL;
+    if (on)
+      st->on = on;
+    if (!e || !on)
+      return step_fail(
+          cap, weft__err(WEFT_ENOMEM, "weft_task_spawn: out of memory"));
+    st->cap = nc;
+  }
+  uint32_t id = (uint32_t)st->n + 1;
+  const void **deps = NULL;
+  uint32_t nd = 0;
+  int host = 0;
+  if (weft__flow_note(&st->flow, (const void *)(uintptr_t)id, a, n, &deps, &nd,
+                      &host) != 0)
+    return step_fail(cap,
+                     weft__err(WEFT_ENOMEM, "weft_task_spawn: out of memory"));
+  weft__stream *s = origin;
+  size_t b = SIZE_MAX;
+  int rc = 0;
+  if (origin->hdr.bk->ops->capture_forks) {
+    for (uint32_t k = 0; k < nd && b == SIZE_MAX; k++) {
+      uint32_t d = (uint32_t)(uintptr_t)deps[k];
+      if (st->br[st->on[d - 1]].tail == d)
+        b = st->on[d - 1];
+    }
+    if (b == SIZE_MAX)
+      rc = branch_new(x, st, &b);
+    if (rc == 0)
+      s = st->br[b].s;
+    for (uint32_t k = 0; k < nd && rc == 0; k++) {
+      uint32_t d = (uint32_t)(uintptr_t)deps[k];
+      if (st->on[d - 1] != b)
+        rc = edge(s, st->ends[d - 1]);
+    }
+  }
+  free((void *)deps);
+  if (rc)
+    return step_fail(cap, rc);
+  /* The function runs as the spawner, on the step's branch, with the
+   * step's accesses as the declarations weft check holds it to. */
+  weft_access *decl = x->decl;
+  uint32_t ndecl = x->ndecl;
+  if (rt->bk->check) {
+    x->decl = (weft_access *)a;
+    x->ndecl = (uint32_t)n;
+  }
+  x->stream = s;
+  st->in_step = 1;
+  fn(arg);
+  st->in_step = 0;
+  x->stream = origin;
+  x->decl = decl;
+  x->ndecl = ndecl;
+  st->on[id - 1] = b == SIZE_MAX ? 0 : (uint32_t)b;
+  st->ends[id - 1] = NULL;
+  st->n = id;
+  if (b != SIZE_MAX) {
+    st->ends[id - 1] = mark(rt, s, &rc);
+    st->br[b].tail = id;
+  }
+  return rc ? step_fail(cap, rc) : 0;
+}
+
+/* Joins every branch back into x's capturing stream, which CUDA requires
+ * of every stream that joined a capture before it ends. The first error,
+ * or 0. */
+static int steps_join(weft__exec *x, weft__capture *cap) {
+  weft__steps *st = cap->steps;
+  int rc = 0;
+  for (size_t i = 0; st && i < st->nbr; i++) {
+    int r = 0;
+    weft__event *e = mark(x->rt, st->br[i].s, &r);
+    if (e) {
+      r = edge(x->stream, e);
+      weft__event_pool_put(x->rt, e);
+    }
+    if (r && !rc)
+      rc = r;
+  }
+  return rc;
+}
+
+/* After the capture ended (until then a branch is still capturing, and
+ * another task must not lease it): the branches go back to the pool, the
+ * steps' events and record are freed. */
+static void steps_free(weft__exec *x, weft__capture *cap) {
+  weft__steps *st = cap->steps;
+  if (!st)
+    return;
+  for (size_t i = 0; i < st->nbr; i++) {
+    st->br[i].s->capture = NULL;
+    branch_release(x, st->br[i].s);
+  }
+  for (size_t i = 0; i < st->n; i++)
+    if (st->ends[i])
+      weft__event_pool_put(x->rt, st->ends[i]);
+  weft__flow_free(st->flow);
+  free(st->br);
+  free(st->ends);
+  free(st->on);
+  free(st);
+  cap->steps = NULL;
+}
+
+/* 0, or WEFT_ESTATE reported for call when a step's function is running
+ * (the capture cannot end from inside one of its steps). */
+static int refuse_in_step(const weft__capture *cap, const char *call) {
+  if (cap->steps && cap->steps->in_step)
+    return weft__err(WEFT_ESTATE,
+                     "%s inside a data-flow step of the capture: the step "
+                     "must return first",
+                     call);
+  return 0;
 }
 
 static void capture_free(weft__capture *c) {
@@ -150,8 +394,12 @@ static int take_refs(weft_runtime *rt, const weft__capture *cap,
 static int end_capture(weft__exec *x, weft__capture *cap, void **impl,
                        const char *call) {
   weft__stream *s = x->stream;
+  int joined = steps_join(x, cap);
   s->capture = NULL;
   int rc = s->hdr.bk->ops->capture_end(s, impl);
+  steps_free(x, cap);
+  if (rc == 0 && joined && !cap->failed)
+    cap->failed = joined;
   if (rc == 0 && cap->failed)
     rc = weft__err(cap->failed,
                    "%s: a call inside the capture failed (%s), so no graph "
@@ -169,6 +417,9 @@ int weft_graph_end(weft_graph **out) {
   weft__capture *cap = open_capture(x, "weft_graph_end");
   if (!cap)
     return WEFT_ESTATE;
+  int rs = refuse_in_step(cap, "weft_graph_end");
+  if (rs)
+    return rs;
   weft_runtime *rt = x->rt;
   const struct weft__backend_ops *ops = rt->bk->ops;
   void *impl = NULL;
@@ -232,6 +483,8 @@ int weft_graph_update(weft_graph *g) {
   weft__capture *cap = open_capture(x, "weft_graph_update");
   if (!cap)
     return WEFT_ESTATE;
+  if ((rc = refuse_in_step(cap, "weft_graph_update")) != 0)
+    return rc;
   void *impl = g->impl;
   rc = end_capture(x, cap, &impl, "weft_graph_update");
   graph_ref *refs = NULL;
@@ -319,9 +572,11 @@ void weft__graph_drop_capture(weft__exec *x, const char *why) {
     return;
   weft__capture *cap = s->capture;
   void *impl = NULL;
+  steps_join(x, cap);
   s->capture = NULL;
   if (s->hdr.bk->ops->capture_end(s, &impl) == 0 && impl)
     s->hdr.bk->ops->graph_destroy(s->hdr.bk, impl);
+  steps_free(x, cap);
   capture_free(cap);
   weft__exec_fail(x, weft__err(WEFT_ESTATE,
                                "weft_graph_begin: the capture was never ended "

@@ -90,7 +90,7 @@ struct weft_task {
   uint8_t yielded;   /* last suspended by weft_yield (sched.c's busy_poll) */
   /* Declared data (dataflow.c): the earlier tasks to follow before fn
    * runs, and whether to wait for their GPU work on the host too. */
-  weft_task **flow_deps;
+  const void **flow_deps; /* task handles (dataflow.c) */
   uint32_t nflow_deps;
   uint8_t flow_host;
 };
@@ -306,6 +306,12 @@ void weft__library_release(weft_runtime *rt);
  * graph: the public calls that wait or allocate check it first. */
 int weft__refuse_in_capture(const weft__exec *x, const char *call,
                             const char *why);
+/* Runs fn(arg) at once as a data-flow step of the graph x's stream is
+ * capturing, ordered by its accesses a[0..n) after the earlier steps
+ * (graph.c explains how). 0, or the error, reported; the capture then
+ * makes no graph. */
+int weft__graph_step(weft__exec *x, weft_task_fn fn, void *arg,
+                     const weft_access *a, size_t n);
 /* Ends and drops a capture x left open (why: for the message), failing x
  * with WEFT_ESTATE so that its join or next weft_sync says so. */
 void weft__graph_drop_capture(weft__exec *x, const char *why);

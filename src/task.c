@@ -51,7 +51,7 @@ static void task_free(weft_runtime *rt, weft_task *t) {
     t->all_next->all_prev = t->all_prev;
   free(t->x.pending);
   free(t->x.first_msg);
-  free(t->flow_deps);
+  free((void *)t->flow_deps);
   t->flow_deps = NULL;
   weft__flow_free(t->x.flow);
   t->x.flow = NULL;
@@ -164,6 +164,17 @@ int weft_task_spawn(weft_runtime *rt, weft_task **task, weft_task_fn fn,
     if (spawner->rt != rt)
       return weft__err(WEFT_EINVAL, "weft_task_spawn: accesses declared by a "
                                     "task or thread of another runtime");
+    /* Inside a graph capture: a step of the graph, run now (graph.c). */
+    if (spawner->stream && spawner->stream->capture) {
+      if (task)
+        *task = NULL;
+      if (dev != spawner->dev)
+        return weft__err(WEFT_EINVAL,
+                         "weft_task_spawn: a step of a graph capture runs on "
+                         "the capture's device %d, not %d",
+                         spawner->dev, dev);
+      return weft__graph_step(spawner, fn, arg, opts.accesses, opts.naccesses);
+    }
   }
 
   pthread_mutex_lock(&rt->lock);

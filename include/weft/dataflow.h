@@ -37,7 +37,19 @@
  * children with joins, weft_task_after or weft_sync as usual. Cost: per
  * access, a binary search and the overlapped ranges' readers; the bookkeeping
  * grows with the distinct ranges and the readers since each range's last
- * write, not with the number of tasks spawned. */
+ * write, not with the number of tasks spawned.
+ *
+ * Inside a graph capture (weft/graph.h) a spawn with declarations is a
+ * step of the graph, not a task: its function runs at once, in the
+ * spawner (on the capture's stream, or on CUDA a branch of it), and its
+ * GPU work is recorded, ordered after the earlier steps of the same
+ * capture that its accesses conflict with; *task is set to NULL (there is
+ * nothing to join). A replay of the graph then runs every step with those
+ * edges in one launch. The capture's rules hold in a step (nothing waits
+ * or allocates), WEFT_ACCESS_HOST and a step spawning steps are refused
+ * with WEFT_ESTATE, and any refusal or failure makes weft_graph_end
+ * return the error with no graph. Steps are ordered among themselves, not
+ * with the spawner's tasks outside the capture. */
 #ifndef WEFT_DATAFLOW_H
 #define WEFT_DATAFLOW_H
 

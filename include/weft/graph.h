@@ -36,7 +36,11 @@
  * it captures: the capture belongs to its stream, not to a thread (CUDA's
  * relaxed capture mode, since weft, not the thread, enforces the rules).
  * A task that returns with a capture open loses it, and its join reports
- * WEFT_ESTATE.
+ * WEFT_ESTATE. A task spawned inside a capture with declared accesses
+ * (weft/dataflow.h) is a step of the graph: run at once, recorded, and
+ * ordered by its data; on CUDA the steps run on branches of the capture
+ * and the graph keeps the edges between them, so a replay runs them
+ * concurrently where their data allows.
  *
  * A graph keeps pointers, not data: the buffers it was recorded with are
  * the ones every replay reads and writes. Device and pinned memory that a

@@ -49,14 +49,16 @@ WEFT_API void weft_task_opts_init(weft_task_opts *opts);
  * must be passed to weft_task_join or weft_task_detach exactly once; task
  * may be NULL to detach at once. The fiber stack is taken when the task
  * first runs; if none can be had, fn never runs and the join returns
- * WEFT_ENOMEM.
+ * WEFT_ENOMEM. With accesses, from a caller capturing a graph, fn runs at
+ * once as a step of the graph and *task is set to NULL (weft/dataflow.h).
  * Errors: WEFT_EINVAL (rt or fn NULL, bad opts->struct_size or priority,
  * an access with a NULL pointer, no bytes, bytes past the end of memory,
  * or a mode not WEFT_READ, WEFT_WRITE or WEFT_RW with WEFT_ACCESS_HOST
  * only beside WEFT_READ; accesses NULL with naccesses > 0),
  * WEFT_ENODEV (bad device), WEFT_ENOMEM, WEFT_ESTATE (the runtime is
- * shutting down: weft_shutdown is waiting).
- * Context: any thread; never blocks. */
+ * shutting down: weft_shutdown is waiting; in a capture, a step refused),
+ * WEFT_EINVAL (in a capture, a step placed on another device).
+ * Context: any thread; never blocks (a step runs fn, which may yield). */
 WEFT_API int weft_task_spawn(weft_runtime *rt, weft_task **task,
                              weft_task_fn fn, void *arg,
                              const weft_task_opts *opts);

@@ -281,6 +281,7 @@ const struct weft__backend_ops weft__cuda_ops = {
     .graph_launch = weft__cuda_graph_launch,
     .graph_counts = weft__cuda_graph_counts,
     .graph_destroy = weft__cuda_graph_destroy,
+    .capture_forks = 1,
 
     .stream_init = weft__cuda_stream_init,
     .stream_fini = weft__cuda_stream_fini,

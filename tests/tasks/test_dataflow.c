@@ -11,7 +11,11 @@
  * (WEFT_ACCESS_HOST), readers left to run side by side, tasks spawned by a
  * task ordered among themselves, freed memory leaving the record, the
  * record's size bounded by the ranges and not by the tasks, and bad
- * declarations refused with nothing spawned. */
+ * declarations refused with nothing spawned. Captured: the same random
+ * programs spawned inside a graph capture become one graph of steps,
+ * which runs nothing until replayed and then matches the program run
+ * one task at a time, replay for replay; what a capture refuses of its
+ * steps. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +24,9 @@
 #include "weft_internal.h"
 
 enum { NBUF = 24, LEN = 256 };
+
+static void nothing_step(void *arg) { (void)arg; }
+static weft_runtime *the_rt;
 
 typedef struct step {
   int src, dst;        /* buffers; src < 0: no copy */
@@ -139,6 +146,114 @@ static void random_program(weft_runtime *rt, int n, uint64_t seed) {
   free(t);
   free(flow);
   free(seq);
+}
+
+/* ---- captured: the program as one graph, replayed ---- */
+
+/* The program spawned inside a graph capture: each spawn a step, run at
+ * once, its work recorded, no handle given; nothing runs until a replay.
+ * Replayed `replays` times, against the program run that many times one
+ * task at a time, bit for bit. */
+static void captured_program(weft_runtime *rt, int n, uint64_t seed,
+                             int replays) {
+  step *p = malloc((size_t)n * sizeof *p);
+  weft_task **t = malloc((size_t)n * sizeof *t);
+  float *init = malloc(NBUF * LEN * sizeof(float));
+  float *flow = malloc(NBUF * LEN * sizeof(float));
+  float *seq = malloc(NBUF * LEN * sizeof(float));
+  CHECK(p && t && init && flow && seq);
+  make_program(p, n, seed);
+
+  reset_buffers();
+  snapshot(init);
+  weft_graph *g = NULL;
+  CHECK_OK(weft_graph_begin());
+  for (int i = 0; i < n; i++) {
+    weft_access acc[2];
+    weft_task_opts o = declared(&p[i], acc);
+    t[i] = (weft_task *)1;
+    CHECK_OK(weft_task_spawn(rt, &t[i], step_task, &p[i], &o));
+    CHECK_MSG(t[i] == NULL, "a step inside a capture handed out a handle");
+  }
+  CHECK_OK(weft_graph_end(&g));
+  snapshot(flow);
+  CHECK_MSG(memcmp(flow, init, NBUF * LEN * sizeof(float)) == 0,
+            "the captured steps ran before any replay");
+  weft_graph_info info;
+  CHECK_OK(weft_graph_get_info(g, &info));
+  CHECK_MSG(info.kernels == (size_t)n, "%zu kernels in the graph, want %d",
+            info.kernels, n);
+  for (int r = 0; r < replays; r++)
+    CHECK_OK(weft_graph_launch(g));
+  snapshot(flow);
+  CHECK_OK(weft_graph_destroy(g));
+
+  reset_buffers();
+  for (int r = 0; r < replays; r++)
+    for (int i = 0; i < n; i++) {
+      CHECK_OK(weft_task_spawn(rt, &t[i], step_task, &p[i], NULL));
+      CHECK_OK(weft_task_join(t[i]));
+    }
+  snapshot(seq);
+  for (int i = 0; i < NBUF * LEN; i++)
+    CHECK_MSG(memcmp(&flow[i], &seq[i], sizeof(float)) == 0,
+              "%d steps captured, %d replays, seed %llu: buffer %d [%d] = %g "
+              "replayed, %g one task at a time",
+              n, replays, (unsigned long long)seed, i / LEN, i % LEN,
+              (double)flow[i], (double)seq[i]);
+  free(p);
+  free(t);
+  free(init);
+  free(flow);
+  free(seq);
+}
+
+static void end_inside(void *arg) {
+  weft_graph *g = NULL;
+  *(int *)arg = weft_graph_end(&g);
+}
+
+static void spawn_inside(void *arg) {
+  weft_access acc = {bufs[1], 16, WEFT_READ};
+  weft_task_opts o;
+  weft_task_opts_init(&o);
+  o.accesses = &acc;
+  o.naccesses = 1;
+  *(int *)arg = weft_task_spawn(the_rt, NULL, nothing_step, NULL, &o);
+}
+
+/* What a capture refuses of its steps; each refusal makes the capture
+ * end without a graph. */
+static void captured_refusals(weft_runtime *rt) {
+  weft_access acc = {bufs[0], 64, WEFT_READ | WEFT_ACCESS_HOST};
+  weft_task_opts o;
+  weft_task_opts_init(&o);
+  o.accesses = &acc;
+  o.naccesses = 1;
+  weft_graph *g = NULL;
+  CHECK_OK(weft_graph_begin());
+  CHECK_ERR(weft_task_spawn(rt, NULL, nothing_step, NULL, &o), WEFT_ESTATE);
+  CHECK_ERR(weft_graph_end(&g), WEFT_ESTATE);
+  CHECK(g == NULL);
+
+  acc.mode = WEFT_RW;
+  int inner = 0;
+  CHECK_OK(weft_graph_begin());
+  CHECK_OK(weft_task_spawn(rt, NULL, end_inside, &inner, &o));
+  CHECK_MSG(inner == WEFT_ESTATE, "weft_graph_end inside a step: %d", inner);
+  CHECK_OK(weft_task_spawn(rt, NULL, spawn_inside, &inner, &o));
+  CHECK_MSG(inner == WEFT_ESTATE, "a step declaring a step: %d", inner);
+  CHECK_ERR(weft_graph_end(&g), WEFT_ESTATE);
+  CHECK(g == NULL);
+
+  /* Undeclared spawns inside a capture are tasks as before. */
+  CHECK_OK(weft_graph_begin());
+  weft_task *plain = NULL;
+  CHECK_OK(weft_task_spawn(rt, &plain, nothing_step, NULL, NULL));
+  CHECK(plain != NULL);
+  CHECK_OK(weft_task_join(plain));
+  CHECK_OK(weft_graph_end(&g));
+  CHECK_OK(weft_graph_destroy(g));
 }
 
 /* ---- WEFT_ACCESS_HOST: the host code sees what the GPU wrote ---- */
@@ -306,11 +421,15 @@ int main(void) {
   weft_runtime_opts_init(&ro);
   ro.workers = 4;
   weft_runtime *rt = tt_open(&ro);
+  the_rt = rt;
   for (int b = 0; b < NBUF; b++)
     CHECK_OK(weft_device_alloc(LEN * sizeof(float), (void **)&bufs[b]));
   random_program(rt, 1000, 1);
   random_program(rt, tt_quick() ? 2000 : 20000, 2);
   random_program(rt, 3000, 3);
+  captured_program(rt, 500, 4, 3);
+  captured_program(rt, tt_quick() ? 1000 : 5000, 5, 2);
+  captured_refusals(rt);
   host_access(rt);
   concurrent_readers(rt);
   nested(rt);
