@@ -544,6 +544,34 @@ static int no_implementation(const char *call, const weft_kernel *k,
                    call, name, b->ops->name);
 }
 
+/* With several devices: WEFT_EINVAL, reported, if a pointer argument is
+ * the start of a device allocation of another device than s's (weft
+ * enables no peer access: on CUDA the kernel would fault, and the host
+ * backend refuses it the same way); else 0. Not looked up with one
+ * device, so a single-GPU launch pays nothing. */
+static int foreign_args(weft__stream *s, const weft_kernel *k, void **args,
+                        const char *name) {
+  weft__backend *b = s->hdr.bk;
+  for (unsigned i = 0; i < k->nargs; i++) {
+    if (k->arg_size[i] != sizeof(void *))
+      continue;
+    const void *p = *(void *const *)args[i];
+    weft__alloc_info info;
+    pthread_mutex_lock(&b->lock);
+    int mine = p && weft__ptrmap_get(b->allocs, p, &info) &&
+               info.kind == WEFT__ALLOC_DEVICE;
+    pthread_mutex_unlock(&b->lock);
+    if (mine && info.dev != s->hdr.dev)
+      return weft__err(WEFT_EINVAL,
+                       "weft_launch %s: parameter %u is memory of device %d, "
+                       "and the kernel runs on device %d (weft enables no "
+                       "peer access: weft_copy it to device %d first, or run "
+                       "the task there)",
+                       name, i, info.dev, s->hdr.dev, s->hdr.dev);
+  }
+  return 0;
+}
+
 int weft__launch(weft__stream *s, const weft_kernel *k, weft_dim3 grid,
                  weft_dim3 block, size_t shmem, void **args) {
   CHECK_STREAM(s, "weft_launch");
@@ -591,6 +619,8 @@ int weft__launch(weft__stream *s, const weft_kernel *k, weft_dim3 grid,
     return weft__err(WEFT_EINVAL,
                      "weft_launch %s: grid y and z must be at most 65535",
                      name);
+  if (b->ndev > 1 && (rc = foreign_args(s, k, args, name)) != 0)
+    return rc;
   if (s->capture) /* pointer-sized arguments may be buffers */
     for (unsigned i = 0; i < k->nargs; i++)
       if (k->arg_size[i] == sizeof(void *))

@@ -189,6 +189,10 @@ struct weft__backend_ops {
   int (*graph_launch)(weft__stream *s, void *g);
   void (*graph_counts)(void *g, size_t *ops, size_t *kernels, size_t *copies);
   void (*graph_destroy)(weft__backend *b, void *g);
+  /* Optional (absent: every pair direct, as the host backend's emulated
+   * devices are): whether copies between dev and peer (dev != peer, both
+   * valid) go device to device. */
+  int (*device_peer)(weft__backend *b, int dev, int peer, int *direct);
   /* 1: other streams may join a capture (an event recorded on it and
    * waited for there), and the captured graph keeps their branches and
    * the edges between them (CUDA). 0: a capture is one stream's list, and

@@ -339,6 +339,19 @@ int weft_device_count(weft_runtime *rt, int *count) {
   return 0;
 }
 
+int weft_device_peer(weft_runtime *rt, int dev, int peer, int *direct) {
+  if (!rt || !direct)
+    return weft__err(WEFT_EINVAL, "weft_device_peer: NULL argument");
+  int bad = dev < 0 || dev >= rt->bk->ndev ? dev : peer;
+  if (bad < 0 || bad >= rt->bk->ndev)
+    return weft__err(WEFT_ENODEV, "weft_device_peer: no device %d", bad);
+  if (dev == peer || !rt->bk->ops->device_peer) {
+    *direct = 1;
+    return 0;
+  }
+  return rt->bk->ops->device_peer(rt->bk, dev, peer, direct);
+}
+
 int weft_device_get_info(weft_runtime *rt, int dev, weft_device_info *info) {
   if (!rt || !info)
     return weft__err(WEFT_EINVAL, "weft_device_get_info: NULL argument");

@@ -1,5 +1,5 @@
-/* weft info: which backends this build has, which one opens, and what each
- * of its devices is. */
+/* weft info: which backends this build has, which one opens, what each of
+ * its devices is, and how copies go between them. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -94,6 +94,23 @@ int cmd_info(cli_global *g, int argc, char **argv) {
     rc = weft_device_get_info(rt, d, &info);
     if (rc == 0)
       print_device(&info);
+  }
+  /* How copies between each pair of devices go. */
+  if (rc == 0 && ndev > 1) {
+    printf("\ncopies between devices (D: device to device, S: staged through "
+           "host memory)\n      ");
+    for (int p = 0; p < ndev; p++)
+      printf(" %3d", p);
+    putchar('\n');
+    for (int d = 0; rc == 0 && d < ndev; d++) {
+      printf("  %3d ", d);
+      for (int p = 0; rc == 0 && p < ndev; p++) {
+        int direct = 0;
+        rc = weft_device_peer(rt, d, p, &direct);
+        printf("   %s", d == p ? "-" : direct ? "D" : "S");
+      }
+      putchar('\n');
+    }
   }
   int status = CLI_OK;
   if (rc != 0)

@@ -101,6 +101,16 @@ WEFT_API int weft_device_count(weft_runtime *rt, int *count);
 WEFT_API int weft_device_get_info(weft_runtime *rt, int dev,
                                   weft_device_info *info);
 
+/* Whether a weft_copy between memory of devices dev and peer goes device to
+ * device (*direct = 1: CUDA peer access is possible between them, or the
+ * host backend's emulated devices, whose memory is the host's) or is
+ * staged through host memory by the driver (0). Either way such copies
+ * work; a kernel is never given another device's memory (weft_launch
+ * refuses it). dev == peer: 1.
+ * Errors: WEFT_EINVAL (NULL argument), WEFT_ENODEV (no such device),
+ * device errors. Context: any thread; never blocks. */
+WEFT_API int weft_device_peer(weft_runtime *rt, int dev, int peer, int *direct);
+
 WEFT_END_DECLS
 
 #endif

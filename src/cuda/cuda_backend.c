@@ -239,6 +239,17 @@ static int cuda_device_info(weft__backend *base, int dev,
 
 static void *native_stream(weft__stream *s) { return weft__cuda_stream_of(s); }
 
+static int cuda_device_peer(weft__backend *base, int dev, int peer,
+                            int *direct) {
+  (void)base;
+  int can = 0;
+  cudaError_t e = cudaDeviceCanAccessPeer(&can, dev, peer);
+  if (e != cudaSuccess)
+    return weft__cuda_error(e, "cudaDeviceCanAccessPeer", __FILE__, __LINE__);
+  *direct = can != 0;
+  return 0;
+}
+
 static int cuda_device_sync(weft__backend *base, int dev) {
   (void)base;
   /* Not the cached set: with a stale cache this would wait for the wrong
@@ -282,6 +293,7 @@ const struct weft__backend_ops weft__cuda_ops = {
     .graph_counts = weft__cuda_graph_counts,
     .graph_destroy = weft__cuda_graph_destroy,
     .capture_forks = 1,
+    .device_peer = cuda_device_peer,
 
     .stream_init = weft__cuda_stream_init,
     .stream_fini = weft__cuda_stream_fini,
