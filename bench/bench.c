@@ -58,6 +58,7 @@ typedef struct bench_row {
   char *series;
   double x;
   int ref;
+  int skipped; /* bench_skip: no samples, the reason in notes */
 } bench_row;
 
 typedef struct failure {
@@ -166,23 +167,16 @@ static char *dup_str(const char *s) {
   return d;
 }
 
-int bench_report(bench_ctx *c, const char *variant, const char *unit,
-                 const bench_samples *s, unsigned flags, const char *notes,
-                 ...) {
-  if (s->n == 0)
-    return bench_fail(c, "%s: no samples to report", variant);
-  char text[512] = "";
-  if (notes) {
-    va_list ap;
-    va_start(ap, notes);
-    vsnprintf(text, sizeof text, notes, ap);
-    va_end(ap);
-  }
+/* A new row, filled but for its samples; NULL after bench_fail. */
+static bench_row *add_row(bench_ctx *c, const char *variant, const char *unit,
+                          const char *text) {
   if (c->nrows == c->cap) {
     size_t cap = c->cap ? 2 * c->cap : 32;
     bench_row *v = realloc(c->rows, cap * sizeof *v);
-    if (!v)
-      return bench_fail(c, "out of memory");
+    if (!v) {
+      bench_fail(c, "out of memory");
+      return NULL;
+    }
     c->rows = v;
     c->cap = cap;
   }
@@ -204,16 +198,50 @@ int bench_report(bench_ctx *c, const char *variant, const char *unit,
     free(r->unit);
     free(r->notes);
     free(r->series);
-    return bench_fail(c, "out of memory");
+    bench_fail(c, "out of memory");
+    return NULL;
   }
-  r->st = bench_stats_of(s);
-  r->nsamples = s->n;
   r->group = c->group;
-  r->baseline = (flags & BENCH_BASELINE) != 0;
   r->peer_key = c->peer_key;
   r->peer_side = c->peer_side;
   c->peer_key = c->peer_side = NULL;
   c->nrows++;
+  return r;
+}
+
+int bench_report(bench_ctx *c, const char *variant, const char *unit,
+                 const bench_samples *s, unsigned flags, const char *notes,
+                 ...) {
+  if (s->n == 0)
+    return bench_fail(c, "%s: no samples to report", variant);
+  char text[512] = "";
+  if (notes) {
+    va_list ap;
+    va_start(ap, notes);
+    vsnprintf(text, sizeof text, notes, ap);
+    va_end(ap);
+  }
+  bench_row *r = add_row(c, variant, unit, text);
+  if (!r)
+    return BENCH_FAIL;
+  r->st = bench_stats_of(s);
+  r->nsamples = s->n;
+  r->baseline = (flags & BENCH_BASELINE) != 0;
+  return 0;
+}
+
+int bench_skip(bench_ctx *c, const char *variant, const char *unit,
+               const char *why, ...) {
+  char text[512] = "skipped: ";
+  va_list ap;
+  va_start(ap, why);
+  vsnprintf(text + strlen(text), sizeof text - strlen(text), why, ap);
+  va_end(ap);
+  c->chart = NULL; /* a skipped row draws nothing */
+  bench_row *r = add_row(c, variant, unit, text);
+  if (!r)
+    return BENCH_FAIL;
+  r->skipped = 1;
   return 0;
 }
 
@@ -258,6 +286,7 @@ int bench_runtime_open_with(bench_ctx *c, const bench_rt_opts *o,
   opts.trace_path = o->trace_path ? o->trace_path : "";
   if (o->no_check)
     opts.check = 0;
+  opts.host_devices = o->host_devices;
   BENCH_TRY(c, weft_init(rt, &opts));
   return 0;
 }
@@ -361,6 +390,12 @@ static void print_row(FILE *f, const bench_row *r) {
   fmt_num(med, sizeof med, r->st.median);
   fmt_num(lo, sizeof lo, r->st.min);
   fmt_num(hi, sizeof hi, r->st.max);
+  if (r->skipped) {
+    fprintf(f, "%-*s %-*s %*s %*s   %*s %-*s %*s  %s\n", W_SC, r->scenario,
+            W_VAR, r->variant, W_NUM, "skipped", W_NUM, "", W_NUM, "", W_UNIT,
+            r->unit, W_RATIO, "-", r->notes);
+    return;
+  }
   if (r->baseline)
     snprintf(ratio, sizeof ratio, "baseline");
   else if (r->has_ratio)
@@ -377,7 +412,7 @@ static void print_row(FILE *f, const bench_row *r) {
 static void compute_ratios(bench_row *rows, size_t n) {
   for (size_t i = 0; i < n; i++) {
     rows[i].has_ratio = 0;
-    for (size_t j = 0; j < n; j++) {
+    for (size_t j = 0; j < n && !rows[i].skipped; j++) {
       if (!rows[j].baseline || rows[j].group != rows[i].group ||
           strcmp(rows[j].unit, rows[i].unit) != 0)
         continue;
@@ -422,12 +457,17 @@ static int write_json(const bench_ctx *c, const char *path) {
     json_write_string(f, r->scenario);
     fprintf(f, ", \"variant\": ");
     json_write_string(f, r->variant);
-    fprintf(f, ", \"median\": ");
-    json_num(f, r->st.median);
-    fprintf(f, ", \"min\": ");
-    json_num(f, r->st.min);
-    fprintf(f, ", \"max\": ");
-    json_num(f, r->st.max);
+    if (r->skipped) {
+      fprintf(f, ", \"median\": null, \"min\": null, \"max\": null, "
+                 "\"skipped\": true");
+    } else {
+      fprintf(f, ", \"median\": ");
+      json_num(f, r->st.median);
+      fprintf(f, ", \"min\": ");
+      json_num(f, r->st.min);
+      fprintf(f, ", \"max\": ");
+      json_num(f, r->st.max);
+    }
     fprintf(f, ", \"unit\": ");
     json_write_string(f, r->unit);
     fprintf(f, ", \"ratio\": ");

@@ -98,6 +98,13 @@ int bench_report(bench_ctx *c, const char *variant, const char *unit,
                  const bench_samples *s, unsigned flags, const char *notes, ...)
     __attribute__((format(printf, 6, 7)));
 
+/* Adds a row for a variant this run cannot measure (one device where it
+ * needs two), with the reason (printf format) as its notes: printed as
+ * "skipped", written to the JSON with null figures and "skipped": true,
+ * no ratio, no chart point. Returns 0 or BENCH_FAIL (out of memory). */
+int bench_skip(bench_ctx *c, const char *variant, const char *unit,
+               const char *why, ...) __attribute__((format(printf, 4, 5)));
+
 /* Marks the next row reported as one side of a measurement that the
  * PyTorch peers (bench/peers/) make too: key names it within the scenario
  * (e.g. "non_blocking"), side is "weft" or "raw". The JSON carries both,
@@ -161,6 +168,7 @@ typedef struct bench_rt_opts {
   size_t stack_size;      /* 0: weft's default */
   const char *trace_path; /* NULL: no trace (WEFT_TRACE is ignored) */
   int no_check;           /* 1: weft check off, whatever WEFT_CHECK says */
+  int host_devices;       /* the host backend's devices; 0: its default */
 } bench_rt_opts;
 int bench_runtime_open_with(bench_ctx *c, const bench_rt_opts *o,
                             weft_runtime **rt);

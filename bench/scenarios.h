@@ -22,6 +22,7 @@
   X(saturation)                                                                \
   X(graph)                                                                     \
   X(dataflow)                                                                  \
+  X(multigpu)                                                                  \
   X(scale)                                                                     \
   X(trace)
 
