@@ -19,9 +19,10 @@ typedef struct weft_runtime_opts {
    * environment variable WEFT_BACKEND (auto|host|cuda) and, for auto, picks
    * CUDA when a device is present. */
   weft_backend_kind backend;
-  /* Host backend: number of executor threads, 1 to 1024; 0 means the
-   * environment variable WEFT_HOST_THREADS (1 to 1024) or, unset,
-   * max(2, CPU cores). */
+  /* Host backend: executor threads per emulated device, 1 to 1024; 0
+   * means the environment variable WEFT_HOST_THREADS (1 to 1024) or,
+   * unset, the CPU cores shared out between the devices, at least 2 each
+   * (max(2, cores) with one device). */
   int host_threads;
   /* Worker threads that run tasks, 1 to 1024; 0 means the environment
    * variable WEFT_WORKERS (1 to 1024) or, unset, the number of CPU cores. */

@@ -1,6 +1,6 @@
 /* The host backend's lifetime and its devices: one, or as many as
- * weft_runtime_opts.host_devices asks, emulated with one executor pool
- * between them (each device's streams, memory and device_sync its own). */
+ * weft_runtime_opts.host_devices asks, each with executor threads of its
+ * own (and its own streams, memory and device_sync). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,34 +17,40 @@ static int default_threads(void) {
   return cores > 2 ? (int)cores : 2;
 }
 
+static void conds_destroy(weft__host_backend *hb, int n) {
+  for (int d = 0; d < n; d++)
+    pthread_cond_destroy(&hb->work[d]);
+}
+
 int weft__host_open(weft__backend *b, const weft__backend_config *cfg) {
   weft__host_backend *hb = weft__host_of(b);
-  int n = cfg->host_threads > 0 ? cfg->host_threads : default_threads();
+  hb->ndev = cfg->host_devices > 0 ? cfg->host_devices : 1;
+  /* Threads per device: as asked, else the cores shared out between the
+   * devices, at least two each. */
+  int n =
+      cfg->host_threads > 0 ? cfg->host_threads : default_threads() / hb->ndev;
+  if (n < 1 || (cfg->host_threads <= 0 && n < 2))
+    n = cfg->host_threads > 0 ? 1 : 2;
   if (pthread_mutex_init(&hb->mu, NULL) != 0)
     return weft__err(WEFT_ENOMEM, "host backend: pthread_mutex_init failed");
-  if (pthread_cond_init(&hb->work, NULL) != 0)
-    goto fail_work;
-  if (pthread_cond_init(&hb->progress, NULL) != 0)
-    goto fail_progress;
+  int made = 0;
+  while (made < hb->ndev && pthread_cond_init(&hb->work[made], NULL) == 0)
+    made++;
+  if (made < hb->ndev || pthread_cond_init(&hb->progress, NULL) != 0) {
+    conds_destroy(hb, made);
+    pthread_mutex_destroy(&hb->mu);
+    return weft__err(WEFT_ENOMEM, "host backend: pthread_cond_init failed");
+  }
   /* device_info is read by the core right after open; the thread count
    * must be known first. */
   hb->nthreads = n;
-  hb->ndev = cfg->host_devices > 0 ? cfg->host_devices : 1;
   int rc = weft__host_exec_start(hb, n);
-  if (rc)
-    goto fail_exec;
-  return 0;
-
-fail_exec:
-  pthread_cond_destroy(&hb->progress);
-  pthread_mutex_destroy(&hb->mu);
-  pthread_cond_destroy(&hb->work);
+  if (rc) {
+    pthread_cond_destroy(&hb->progress);
+    conds_destroy(hb, hb->ndev);
+    pthread_mutex_destroy(&hb->mu);
+  }
   return rc;
-fail_progress:
-  pthread_cond_destroy(&hb->work);
-fail_work:
-  pthread_mutex_destroy(&hb->mu);
-  return weft__err(WEFT_ENOMEM, "host backend: pthread_cond_init failed");
 }
 
 void weft__host_close(weft__backend *b) {
@@ -52,7 +58,7 @@ void weft__host_close(weft__backend *b) {
   weft__host_exec_stop(hb);
   weft__host_cache_drain(hb);
   pthread_cond_destroy(&hb->progress);
-  pthread_cond_destroy(&hb->work);
+  conds_destroy(hb, hb->ndev);
   pthread_mutex_destroy(&hb->mu);
 }
 
@@ -69,7 +75,7 @@ int weft__host_device_info(weft__backend *b, int dev, weft_device_info *info) {
   memset(info, 0, sizeof *info);
   if (hb->ndev > 1)
     snprintf(info->name, sizeof info->name,
-             "host device %d of %d (%d executor threads shared)", dev, hb->ndev,
+             "host device %d of %d (%d executor threads)", dev, hb->ndev,
              hb->nthreads);
   else
     snprintf(info->name, sizeof info->name, "host (%d executor threads)",

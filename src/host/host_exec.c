@@ -88,9 +88,10 @@ static int advance(weft__host_backend *hb, weft__host_stream *s) {
     } else if (op->kind == HOP_FREE) {
       weft__host_block_release(hb, op->u.ptr);
     } else {
+      int dev = s->base.hdr.dev;
       s->state = HOST_READY;
-      queue_push(&hb->ready[s->level], s);
-      pthread_cond_signal(&hb->work);
+      queue_push(&hb->ready[dev][s->level], s);
+      pthread_cond_signal(&hb->work[dev]);
       return recorded;
     }
     s->head = op->next;
@@ -194,25 +195,33 @@ static void trace_op(weft__host_stream *s, const weft__host_op *op,
 
 /* Highest priority level first; FIFO within a level, and a stream goes to
  * the back of its level after each operation, so equal streams share. */
-static weft__host_stream *pick(weft__host_backend *hb) {
+static weft__host_stream *pick(weft__host_backend *hb, int dev) {
   for (int l = WEFT__HOST_LEVELS - 1; l >= 0; l--) {
-    weft__host_stream *s = queue_pop(&hb->ready[l]);
+    weft__host_stream *s = queue_pop(&hb->ready[dev][l]);
     if (s)
       return s;
   }
   return NULL;
 }
 
+/* What an executor thread is given: its backend and device. */
+typedef struct host_executor {
+  weft__host_backend *hb;
+  int dev;
+} host_executor;
+
 static void *executor(void *arg) {
-  weft__host_backend *hb = arg;
+  const host_executor *me = arg;
+  weft__host_backend *hb = me->hb;
+  int dev = me->dev;
   weft__trace_thread_name("host executor");
   pthread_mutex_lock(&hb->mu);
   for (;;) {
-    weft__host_stream *s = pick(hb);
+    weft__host_stream *s = pick(hb, dev);
     if (!s) {
       if (hb->stopping)
         break;
-      pthread_cond_wait(&hb->work, &hb->mu);
+      pthread_cond_wait(&hb->work[dev], &hb->mu);
       continue;
     }
     weft__host_op *op = s->head;
@@ -237,29 +246,43 @@ static void *executor(void *arg) {
 }
 
 int weft__host_exec_start(weft__host_backend *hb, int nthreads) {
-  hb->threads = calloc((size_t)nthreads, sizeof *hb->threads);
-  if (!hb->threads)
+  int total = nthreads * hb->ndev;
+  hb->threads = calloc((size_t)total, sizeof *hb->threads);
+  hb->exec = calloc((size_t)hb->ndev, sizeof *hb->exec);
+  if (!hb->threads || !hb->exec) {
+    free(hb->threads);
+    free(hb->exec);
+    hb->threads = NULL;
+    hb->exec = NULL;
     return weft__err(WEFT_ENOMEM, "host backend: out of memory");
-  for (int i = 0; i < nthreads; i++) {
-    if (pthread_create(&hb->threads[i], NULL, executor, hb) != 0) {
-      hb->nthreads = i;
+  }
+  hb->nthreads = nthreads;
+  hb->nstarted = 0;
+  for (int d = 0; d < hb->ndev; d++)
+    hb->exec[d] = (host_executor){hb, d};
+  for (int i = 0; i < total; i++) {
+    if (pthread_create(&hb->threads[i], NULL, executor,
+                       &hb->exec[i / nthreads]) != 0) {
       weft__host_exec_stop(hb);
       return weft__err(WEFT_ENOMEM,
                        "host backend: cannot start executor thread %d", i);
     }
+    hb->nstarted = i + 1;
   }
-  hb->nthreads = nthreads;
   return 0;
 }
 
 void weft__host_exec_stop(weft__host_backend *hb) {
   pthread_mutex_lock(&hb->mu);
   hb->stopping = 1;
-  pthread_cond_broadcast(&hb->work);
+  for (int d = 0; d < hb->ndev; d++)
+    pthread_cond_broadcast(&hb->work[d]);
   pthread_mutex_unlock(&hb->mu);
-  for (int i = 0; i < hb->nthreads; i++)
+  for (int i = 0; i < hb->nstarted; i++)
     pthread_join(hb->threads[i], NULL);
   free(hb->threads);
+  free(hb->exec);
   hb->threads = NULL;
-  hb->nthreads = 0;
+  hb->exec = NULL;
+  hb->nstarted = 0;
 }

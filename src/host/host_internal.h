@@ -109,15 +109,21 @@ typedef struct host_queue {
 typedef struct weft__host_backend {
   struct weft__backend base;
   pthread_mutex_t mu;
-  pthread_cond_t work;     /* executors wait here for ready streams */
+  /* Each emulated device has executor threads of its own, so that one
+   * device's work (a kernel spinning on a flag) never holds up
+   * another's, as on separate GPUs: its ready streams and the condition
+   * its threads wait on. */
+  pthread_cond_t work[WEFT_HOST_DEVICES_MAX];
   pthread_cond_t progress; /* syncs wait here; broadcast on completions */
-  host_queue ready[WEFT__HOST_LEVELS];
+  host_queue ready[WEFT_HOST_DEVICES_MAX][WEFT__HOST_LEVELS];
   /* Streams whose wait was satisfied by a record that just completed,
    * still to be moved on (linked through link). */
   weft__host_stream *released;
   int stopping;
-  int nthreads;
-  pthread_t *threads;
+  int nthreads;       /* per device */
+  int nstarted;       /* threads running, for stop */
+  pthread_t *threads; /* nthreads x ndev, device by device */
+  struct host_executor *exec;
   uint64_t submitted, completed; /* over all streams */
   int ndev;                      /* emulated devices */
   /* Per device, for device_sync (an op counts on its stream's device). */
