@@ -264,6 +264,8 @@ static const char *dir_name(int copy) {
     return WEFT_TRF_DIR_DTOD;
   case WEFT__TR_HTOH:
     return WEFT_TRF_DIR_HTOH;
+  case WEFT__TR_PTOP:
+    return WEFT_TRF_DIR_PTOP;
   }
   return WEFT_TRF_DIR_OTHER;
 }

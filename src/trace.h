@@ -36,6 +36,7 @@ enum { /* copy directions, as CUPTI numbers them */
        WEFT__TR_DTOH = 2,
        WEFT__TR_DTOD = 8,
        WEFT__TR_HTOH = 9,
+       WEFT__TR_PTOP = 10, /* between two devices' memory */
 };
 
 /* Why a task was made ready, for the runtime-latency figures: its next run

@@ -99,6 +99,7 @@
 #define WEFT_TRF_DIR_DTOH "DtoH"
 #define WEFT_TRF_DIR_DTOD "DtoD"
 #define WEFT_TRF_DIR_HTOH "HtoH"
+#define WEFT_TRF_DIR_PTOP "PtoP"   /* device to another device, as Kineto */
 #define WEFT_TRF_DIR_OTHER "other" /* peer-to-peer, arrays, unknown */
 /* Read only: the spellings of other tools. */
 #define WEFT_TRF_DIR_HTOD_ALT "H2D"

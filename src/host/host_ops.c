@@ -175,12 +175,15 @@ static void trace_api(uint64_t t0, uint64_t corr, uint64_t task,
 }
 
 /* Host memory is all one here; for the trace, a pointer the core
- * registered as a device allocation is "device". */
-static int is_device(weft__backend *b, const void *p) {
+ * registered as a device allocation is that device's: the device whose
+ * allocation starts at p, or -1. */
+static int device_of(weft__backend *b, const void *p) {
   weft__alloc_info info;
   pthread_mutex_lock(&b->lock);
   int dev =
-      weft__ptrmap_get(b->allocs, p, &info) && info.kind == WEFT__ALLOC_DEVICE;
+      weft__ptrmap_get(b->allocs, p, &info) && info.kind == WEFT__ALLOC_DEVICE
+          ? info.dev
+          : -1;
   pthread_mutex_unlock(&b->lock);
   return dev;
 }
@@ -194,12 +197,14 @@ static uint8_t copy_dir(weft__backend *b, void *dst, const void *src,
     return WEFT__TR_HTOD;
   case WEFT__COPY_D2H:
     return WEFT__TR_DTOH;
-  case WEFT__COPY_D2D:
-    return WEFT__TR_DTOD;
-  case WEFT__COPY_H2H:
-    return WEFT__TR_HTOH;
-  default:
-    return dirs[is_device(b, src)][is_device(b, dst)];
+  default: { /* H2H too: the core cannot tell device memory here */
+    int from = device_of(b, src), to = device_of(b, dst);
+    if (from >= 0 && to >= 0 && from != to)
+      return WEFT__TR_PTOP;
+    if (kind == WEFT__COPY_D2D)
+      return WEFT__TR_DTOD;
+    return dirs[from >= 0][to >= 0];
+  }
   }
 }
 

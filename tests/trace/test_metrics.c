@@ -238,8 +238,9 @@ static void test_devices(void) {
   CHECK_EQ_INT(a.devices[1].device, 1);
   CHECK_NEAR(a.devices[1].non_compute, 10);
   CHECK_NEAR(a.devices[1].start, 5);
-  /* Peer copies are "other", not DtoD. */
-  CHECK_EQ_INT(a.copies[TRACE_COPY_OTHER].count, 1);
+  /* Peer copies have a row of their own (PtoP), not DtoD's or other's. */
+  CHECK_EQ_INT(a.copies[TRACE_COPY_PTOP].count, 1);
+  CHECK_EQ_INT(a.copies[TRACE_COPY_OTHER].count, 0);
   CHECK_EQ_INT(a.copies[TRACE_COPY_DTOD].count, 0);
   trace_analysis_free(&a);
   trace_model_free(&m);

@@ -12,7 +12,9 @@
  * devices in the header, a launch arrow (ac2g flow) per GPU op, and slices
  * that nest on every CPU lane. A graph's replays are cudaGraphLaunch calls
  * whose ops carry the graph's id and share the call's correlation, with
- * one arrow per replay, and the report counts them. */
+ * one arrow per replay, and the report counts them. With two emulated
+ * devices, each device's operations are on its own lanes and a copy
+ * between the devices' memory is a PtoP copy. */
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -264,8 +266,83 @@ static void checked_findings(void) {
   unlink(path);
 }
 
+/* ---- two emulated devices: a lane per device, a copy between them ---- */
+
+static float *dev0_buf;
+
+static void dev0_fill(void *arg) {
+  (void)arg;
+  CHECK_OK(weft_device_alloc(N * sizeof(float), (void **)&dev0_buf));
+  CHECK_OK(weft_memset(dev0_buf, 0, N * sizeof(float)));
+  CHECK_OK(weft_sync());
+}
+
+static void dev1_copy(void *arg) {
+  (void)arg;
+  float *mine;
+  CHECK_OK(weft_device_alloc(N * sizeof(float), (void **)&mine));
+  CHECK_OK(weft_copy(mine, dev0_buf, N * sizeof(float)));
+  CHECK_OK(weft_sync());
+  CHECK_OK(weft_device_free(mine));
+}
+
+static void dev0_free(void *arg) {
+  (void)arg;
+  CHECK_OK(weft_device_free(dev0_buf));
+}
+
+static void on(weft_runtime *rt, int dev, weft_task_fn fn) {
+  weft_task_opts to;
+  weft_task_opts_init(&to);
+  to.device = dev;
+  weft_task *t;
+  CHECK_OK(weft_task_spawn(rt, &t, fn, NULL, &to));
+  CHECK_OK(weft_task_join(t));
+}
+
+/* Each device's operations on lanes of that device, and the copy from
+ * device 0's memory to device 1's written as PtoP (Kineto's name), which
+ * the report counts in its own row. */
+static void two_devices(void) {
+  char path[] = "/tmp/weft-twodev-XXXXXX";
+  int fd = mkstemp(path);
+  CHECK(fd >= 0);
+  close(fd);
+  weft_runtime_opts o;
+  weft_runtime_opts_init(&o);
+  o.backend = WEFT_BACKEND_HOST;
+  o.host_devices = 2;
+  o.trace_path = path;
+  weft_runtime *rt;
+  CHECK_OK(weft_init(&rt, &o));
+  on(rt, 0, dev0_fill);
+  on(rt, 1, dev1_copy);
+  on(rt, 0, dev0_free);
+  CHECK_OK(weft_shutdown(rt));
+  trace_model m;
+  trace_error err;
+  CHECK_MSG(trace_model_load_file(&m, path, &err) == 0, "%s", err.message);
+  size_t ptop = 0, memsets_on_0 = 0;
+  for (size_t i = 0; i < m.nops; i++) {
+    const trace_op *op = &m.ops[i];
+    if (op->kind == TRACE_OP_MEMCPY && op->copy == TRACE_COPY_PTOP) {
+      ptop++;
+      CHECK_MSG(m.gpu_lanes[op->lane].device == 1,
+                "the copy into device 1's memory is on device %lld's lane",
+                (long long)m.gpu_lanes[op->lane].device);
+    }
+    if (op->kind == TRACE_OP_MEMSET)
+      memsets_on_0 += m.gpu_lanes[op->lane].device == 0;
+  }
+  CHECK_MSG(ptop == 1, "%zu PtoP copies in the trace, want 1", ptop);
+  CHECK_EQ_INT((int)memsets_on_0, 1);
+  trace_model_free(&m);
+  unlink(path);
+}
+
 int main(void) {
   clamped_calls();
+  two_devices();
   checked_findings();
   char path[] = "/tmp/weft-roundtrip-XXXXXX";
   int fd = mkstemp(path);

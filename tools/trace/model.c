@@ -39,6 +39,7 @@ const char *trace_copy_dir_name(trace_copy_dir dir) {
       [TRACE_COPY_DTOH] = WEFT_TRF_DIR_DTOH,
       [TRACE_COPY_DTOD] = WEFT_TRF_DIR_DTOD,
       [TRACE_COPY_HTOH] = WEFT_TRF_DIR_HTOH,
+      [TRACE_COPY_PTOP] = WEFT_TRF_DIR_PTOP,
       [TRACE_COPY_OTHER] = WEFT_TRF_DIR_OTHER};
   return (unsigned)dir < TRACE_COPY_NDIRS ? names[dir] : "?";
 }

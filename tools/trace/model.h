@@ -33,7 +33,8 @@ typedef enum trace_copy_dir {
   TRACE_COPY_DTOH,
   TRACE_COPY_DTOD,
   TRACE_COPY_HTOH,
-  TRACE_COPY_OTHER, /* peer-to-peer, arrays, or unknown */
+  TRACE_COPY_PTOP,  /* from one device's memory to another's */
+  TRACE_COPY_OTHER, /* arrays, or unknown */
   TRACE_COPY_NDIRS
 } trace_copy_dir;
 

@@ -53,6 +53,7 @@ static int op_color(const trace_op *op) {
     return op->copy == TRACE_COPY_HTOD   ? C_HTOD
            : op->copy == TRACE_COPY_DTOH ? C_DTOH
            : op->copy == TRACE_COPY_DTOD ? C_DTOD
+           : op->copy == TRACE_COPY_PTOP ? C_DTOD
                                          : C_COPY_OTHER;
   case TRACE_OP_MEMSET:
     return C_MEMSET;
