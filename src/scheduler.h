@@ -74,6 +74,9 @@ struct weft_task {
   int thread_waiters;        /* plain threads in weft_task_join */
   weft__event *end_ev;       /* recorded on return when work is pending */
   weft__event *wait_ev;      /* what a suspended task waits for */
+  /* Or, with wait_ev NULL, a test the poll calls (weft_wait_until). */
+  int (*wait_test)(void *arg);
+  void *wait_arg;
   int wait_rc;
   int wait_for_end; /* in waiters: 1 = until DONE, 0 = until returned */
   int detached;     /* frees itself when DONE */

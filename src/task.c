@@ -217,6 +217,7 @@ int weft_task_spawn(weft_runtime *rt, weft_task **task, weft_task_fn fn,
   t->flow_deps = NULL;
   t->nflow_deps = 0;
   t->flow_host = 0;
+  t->wait_test = NULL;
   if (spawner) {
     int host = 0;
     if (weft__flow_declare(spawner, (weft_task *)weft__handle_of(&t->hdr),
@@ -452,6 +453,7 @@ void weft__task_returned(weft_task *t) {
   if (ev) {
     t->state = TASK_FINISHING;
     t->wait_ev = ev;
+    t->wait_test = NULL;
   }
   pthread_mutex_unlock(&rt->lock);
   if (!ev) {

@@ -63,6 +63,19 @@ WEFT_API int weft_task_spawn(weft_runtime *rt, weft_task **task,
                              weft_task_fn fn, void *arg,
                              const weft_task_opts *opts);
 
+/* Waits until test(arg) returns something other than WEFT_EAGAIN, and
+ * returns that (0 for done, or the caller's own error code). From a task
+ * it suspends: the runtime calls test from the poll loop that watches the
+ * GPU, in batches, on whichever worker polls (never two calls at once for
+ * one wait), and the worker runs other tasks meanwhile; so a task waiting
+ * for something outside weft (an MPI request, weft/mpi.h) frees its worker
+ * as a GPU wait does. On a plain thread it calls test again and again,
+ * sleeping 1 to 100 us between calls. test must neither block nor switch
+ * (no weft calls that wait), and may run on any thread.
+ * Errors: test's, WEFT_EINVAL (test NULL), WEFT_ESTATE (no runtime).
+ * Context: a task or plain thread of a runtime; may switch. */
+WEFT_API int weft_wait_until(int (*test)(void *arg), void *arg);
+
 /* The device the calling task's GPU work goes to (weft_task_opts.device as
  * placed), or a plain thread's (0 unless it said otherwise); a negative
  * error if no runtime is open (WEFT_ESTATE).

@@ -1,0 +1,78 @@
+/* weft_wait_until on every backend: a task waiting on a test of its own
+ * frees its worker (with one worker, the task that makes the test true
+ * runs meanwhile); hundreds wait at once and each wakes when its own test
+ * is done; the test's own return value comes back, and is not taken for a
+ * failure of the task; a plain thread waits by calling the test; a NULL
+ * test is refused. */
+#include <stdio.h>
+
+#include "task_common.h"
+
+enum { MANY = 500, ANSWER = 42 };
+
+static int flags[MANY];
+static int woke[MANY];
+
+static int flag_set(void *arg) {
+  return tt_load((const int *)arg) ? 0 : WEFT_EAGAIN;
+}
+
+static void waiter(void *arg) {
+  int i = (int)(intptr_t)arg;
+  CHECK_OK(weft_wait_until(flag_set, &flags[i]));
+  CHECK(tt_load(&flags[i]) == 1);
+  tt_store(&woke[i], 1);
+}
+
+/* Sets the flags one by one, yielding between them, from the same worker. */
+static void releaser(void *arg) {
+  int n = (int)(intptr_t)arg;
+  for (int i = n - 1; i >= 0; i--) {
+    tt_store(&flags[i], 1);
+    weft_yield();
+  }
+}
+
+static int answer(void *arg) {
+  int *calls = arg;
+  return ++*calls < 3 ? WEFT_EAGAIN : ANSWER;
+}
+
+static void answering(void *arg) {
+  int calls = 0;
+  *(int *)arg = weft_wait_until(answer, &calls);
+}
+
+int main(void) {
+  weft_runtime_opts ro;
+  weft_runtime_opts_init(&ro);
+  ro.workers = 1;
+  weft_runtime *rt = tt_open(&ro);
+
+  /* One worker: the waiters suspend, the releaser runs. */
+  weft_task *t[MANY + 1];
+  for (int i = 0; i < MANY; i++)
+    CHECK_OK(weft_task_spawn(rt, &t[i], waiter, (void *)(intptr_t)i, NULL));
+  CHECK_OK(
+      weft_task_spawn(rt, &t[MANY], releaser, (void *)(intptr_t)MANY, NULL));
+  for (int i = 0; i <= MANY; i++)
+    CHECK_OK(weft_task_join(t[i]));
+  for (int i = 0; i < MANY; i++)
+    CHECK_MSG(woke[i], "waiter %d never woke", i);
+
+  /* The test's own value, and no failure of the task. */
+  int got = 0;
+  weft_task *a;
+  CHECK_OK(weft_task_spawn(rt, &a, answering, &got, NULL));
+  CHECK_OK(weft_task_join(a));
+  CHECK_EQ_INT(got, ANSWER);
+
+  /* A plain thread calls the test itself. */
+  int calls = 0;
+  CHECK_EQ_INT(weft_wait_until(answer, &calls), ANSWER);
+  CHECK_EQ_INT(calls, 3);
+  CHECK_ERR(weft_wait_until(NULL, NULL), WEFT_EINVAL);
+  tt_close(rt);
+  puts("ok");
+  return 0;
+}
