@@ -64,3 +64,11 @@ int weft__err_raw(int code, int raw, const char *fmt, ...) {
 const char *weft_last_error_message(void) { return weft__err_slot()->msg; }
 
 int weft_last_error_raw(void) { return weft__err_slot()->raw; }
+
+int weft_error_set(int code, int raw, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  record(code, raw, fmt ? fmt : "(no message)", ap);
+  va_end(ap);
+  return code;
+}

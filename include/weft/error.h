@@ -102,6 +102,15 @@ WEFT_API const char *weft_last_error_message(void);
  * Errors: none. Context: any thread; never blocks. */
 WEFT_API int weft_last_error_raw(void);
 
+/* Records a failure as weft's own calls do, for libraries built on weft
+ * (weft/mpi.h): weft_last_error_message() then returns the formatted text
+ * (printf format) and weft_last_error_raw() raw (the library's own code,
+ * or 0). Returns code, so that `return weft_error_set(...)` reports and
+ * fails in one.
+ * Errors: none. Context: any thread; never blocks. */
+WEFT_API int weft_error_set(int code, int raw, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
 WEFT_END_DECLS
 
 #endif

@@ -1,0 +1,66 @@
+/* MPI requests that a task waits for the way it waits for the GPU: the
+ * weft::mpi component (built when CMake finds an MPI, WEFT_WITH_MPI; link
+ * weft::mpi, or pkg-config weft-mpi). It needs the MPI compiler wrapper's
+ * include path, and an MPI initialised by the program before any of these
+ * calls (MPI_Init_thread; weft neither initialises nor finalises MPI).
+ *
+ *   MPI_Request r[2];
+ *   MPI_Irecv(in, n, MPI_FLOAT, left, tag, MPI_COMM_WORLD, &r[0]);
+ *   MPI_Isend(out, n, MPI_FLOAT, right, tag, MPI_COMM_WORLD, &r[1]);
+ *   weft_mpi_waitall(2, r, MPI_STATUSES_IGNORE);   // the task suspends
+ *
+ * From a task the waits suspend it: the runtime tests the requests from
+ * the poll loop that watches the GPU (weft_wait_until), in batches, and
+ * the worker runs other tasks meanwhile. On a plain thread they test in a
+ * loop with short sleeps.
+ *
+ * Thread levels (MPI_Query_thread): with MPI_THREAD_MULTIPLE every call is
+ * free. With MPI_THREAD_SERIALIZED weft makes its own MPI calls under
+ * weft_mpi_lock(), and a task must hold it around its own MPI calls too
+ * (weft_mpi_lock / weft_mpi_unlock), since tasks on different workers
+ * would otherwise call MPI at once; the poll skips a test while the lock
+ * is taken. With MPI_THREAD_FUNNELED or SINGLE only the thread that
+ * initialised MPI may call it, and tasks run on weft's workers: a wait
+ * from a task is refused (WEFT_ENOTSUP), one from that thread works.
+ *
+ * Errors (every wait): WEFT_EINVAL (NULL requests with n > 0, n < 0, NULL
+ * index), WEFT_ESTATE (MPI not initialised, or finalised; no runtime),
+ * WEFT_ENOTSUP (a task's wait below MPI_THREAD_SERIALIZED), WEFT_EIO (an
+ * MPI call returned an error, which needs the communicator's error handler
+ * set to MPI_ERRORS_RETURN: the message has MPI's words, and
+ * weft_last_error_raw() its code). Context: a task or plain thread of a
+ * runtime; may switch. */
+#ifndef WEFT_MPI_H
+#define WEFT_MPI_H
+
+#include <mpi.h>
+
+#include "weft/common.h"
+
+WEFT_BEGIN_DECLS
+
+/* Waits until *req completes (MPI_Test); status may be MPI_STATUS_IGNORE. */
+WEFT_API int weft_mpi_wait(MPI_Request *req, MPI_Status *status);
+
+/* Waits until all n requests complete (MPI_Testall); statuses may be
+ * MPI_STATUSES_IGNORE. n == 0 returns at once. */
+WEFT_API int weft_mpi_waitall(int n, MPI_Request reqs[], MPI_Status statuses[]);
+
+/* Waits until one of the n requests completes (MPI_Testany): its index in
+ * *index, or MPI_UNDEFINED when none is active. */
+WEFT_API int weft_mpi_waitany(int n, MPI_Request reqs[], int *index,
+                              MPI_Status *status);
+
+/* The thread level weft found (MPI_Query_thread) in *provided.
+ * Errors: WEFT_EINVAL (NULL), WEFT_ESTATE (MPI not initialised). */
+WEFT_API int weft_mpi_thread_level(int *provided);
+
+/* Serialises MPI calls below MPI_THREAD_MULTIPLE (a mutex; free to call at
+ * any level). Blocks the thread, not only the task, while another holds
+ * it: keep the critical section to the MPI call. */
+WEFT_API void weft_mpi_lock(void);
+WEFT_API void weft_mpi_unlock(void);
+
+WEFT_END_DECLS
+
+#endif

@@ -1,0 +1,240 @@
+/* weft/mpi.h under mpiexec, every rank on the host backend with one
+ * worker thread, so that a wait that blocked its thread would stop every
+ * other task of the rank:
+ * - a ring: TASKS tasks per rank, each sending to its right neighbour and
+ *   receiving from its left with its own tag, all waiting at once, every
+ *   value checked;
+ * - a late sender: rank 0 sends 100 ms late; on every other rank the
+ *   waiting task is suspended meanwhile and another task of the same
+ *   worker counts its yields (more than zero when the message lands);
+ * - collectives from tasks: each task an MPI_Iallreduce on a communicator
+ *   of its own (duplicated beforehand, so their order cannot differ
+ *   between ranks), waited for with weft_mpi_wait;
+ * - weft_mpi_waitany over two receives, twice;
+ * - an MPI error returned to the waiting task (MPI_ERRORS_RETURN, a
+ *   receive truncated), with MPI's words in the message;
+ * - the same waits from the plain thread, and bad arguments refused. */
+#include <mpi.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "check.h"
+#include "weft.h"
+#include "weft/mpi.h"
+
+enum { TASKS = 64, COMMS = 8, LATE_MS = 100 };
+
+static int rank, size;
+
+/* ---- the ring ---- */
+
+typedef struct ring_job {
+  int tag;
+  int out, in;
+} ring_job;
+
+static void ring_task(void *arg) {
+  ring_job *j = arg;
+  int right = (rank + 1) % size, left = (rank + size - 1) % size;
+  j->out = rank * 1000 + j->tag;
+  j->in = -1;
+  MPI_Request r[2];
+  MPI_Irecv(&j->in, 1, MPI_INT, left, j->tag, MPI_COMM_WORLD, &r[0]);
+  MPI_Isend(&j->out, 1, MPI_INT, right, j->tag, MPI_COMM_WORLD, &r[1]);
+  CHECK_OK(weft_mpi_waitall(2, r, MPI_STATUSES_IGNORE));
+  CHECK_MSG(j->in == left * 1000 + j->tag, "rank %d tag %d: got %d", rank,
+            j->tag, j->in);
+}
+
+static void ring(weft_runtime *rt) {
+  static ring_job jobs[TASKS];
+  weft_task *t[TASKS];
+  for (int i = 0; i < TASKS; i++) {
+    jobs[i].tag = i;
+    CHECK_OK(weft_task_spawn(rt, &t[i], ring_task, &jobs[i], NULL));
+  }
+  for (int i = 0; i < TASKS; i++)
+    CHECK_OK(weft_task_join(t[i]));
+}
+
+/* ---- a late sender ---- */
+
+static atomic_int arrived, yields_meanwhile;
+
+static void late_receiver(void *arg) {
+  (void)arg;
+  int v = 0;
+  MPI_Request r;
+  MPI_Irecv(&v, 1, MPI_INT, 0, 777, MPI_COMM_WORLD, &r);
+  CHECK_OK(weft_mpi_wait(&r, MPI_STATUS_IGNORE));
+  CHECK_EQ_INT(v, 4242);
+  atomic_store(&arrived, 1);
+}
+
+static void counter(void *arg) {
+  (void)arg;
+  while (!atomic_load(&arrived)) {
+    atomic_fetch_add(&yields_meanwhile, 1);
+    weft_yield();
+  }
+}
+
+static void late_sender(weft_runtime *rt) {
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (rank == 0) {
+    struct timespec ts = {0, LATE_MS * 1000000L};
+    nanosleep(&ts, NULL);
+    int v = 4242;
+    for (int r = 1; r < size; r++)
+      MPI_Send(&v, 1, MPI_INT, r, 777, MPI_COMM_WORLD);
+    return;
+  }
+  weft_task *w, *c;
+  CHECK_OK(weft_task_spawn(rt, &w, late_receiver, NULL, NULL));
+  CHECK_OK(weft_task_spawn(rt, &c, counter, NULL, NULL));
+  CHECK_OK(weft_task_join(w));
+  CHECK_OK(weft_task_join(c));
+  CHECK_MSG(atomic_load(&yields_meanwhile) > 0,
+            "rank %d: nothing else ran while a task waited %d ms for a "
+            "message",
+            rank, LATE_MS);
+}
+
+/* ---- collectives from tasks ---- */
+
+typedef struct coll_job {
+  MPI_Comm comm;
+  int mine, sum;
+} coll_job;
+
+static void allreduce_task(void *arg) {
+  coll_job *j = arg;
+  MPI_Request r;
+  MPI_Iallreduce(&j->mine, &j->sum, 1, MPI_INT, MPI_SUM, j->comm, &r);
+  CHECK_OK(weft_mpi_wait(&r, MPI_STATUS_IGNORE));
+}
+
+static void collectives(weft_runtime *rt) {
+  coll_job jobs[COMMS];
+  weft_task *t[COMMS];
+  for (int i = 0; i < COMMS; i++) {
+    MPI_Comm_dup(MPI_COMM_WORLD, &jobs[i].comm);
+    jobs[i].mine = rank + i;
+    jobs[i].sum = -1;
+  }
+  for (int i = 0; i < COMMS; i++)
+    CHECK_OK(weft_task_spawn(rt, &t[i], allreduce_task, &jobs[i], NULL));
+  for (int i = 0; i < COMMS; i++) {
+    CHECK_OK(weft_task_join(t[i]));
+    int want = size * (size - 1) / 2 + size * i;
+    CHECK_MSG(jobs[i].sum == want, "allreduce %d: %d, want %d", i, jobs[i].sum,
+              want);
+    MPI_Comm_free(&jobs[i].comm);
+  }
+}
+
+/* ---- waitany, an error, the plain thread ---- */
+
+static void any_task(void *arg) {
+  (void)arg;
+  int left = (rank + size - 1) % size, right = (rank + 1) % size;
+  int in[2] = {-1, -1}, out[2] = {rank, rank + 100};
+  MPI_Request r[2], s[2];
+  MPI_Irecv(&in[0], 1, MPI_INT, left, 10, MPI_COMM_WORLD, &r[0]);
+  MPI_Irecv(&in[1], 1, MPI_INT, left, 11, MPI_COMM_WORLD, &r[1]);
+  MPI_Isend(&out[1], 1, MPI_INT, right, 11, MPI_COMM_WORLD, &s[1]);
+  MPI_Isend(&out[0], 1, MPI_INT, right, 10, MPI_COMM_WORLD, &s[0]);
+  int seen = 0;
+  for (int k = 0; k < 2; k++) {
+    int index = -1;
+    CHECK_OK(weft_mpi_waitany(2, r, &index, MPI_STATUS_IGNORE));
+    CHECK(index == 0 || index == 1);
+    seen |= 1 << index;
+  }
+  CHECK_EQ_INT(seen, 3);
+  CHECK(in[0] == left && in[1] == left + 100);
+  int index = 0;
+  CHECK_OK(weft_mpi_waitany(2, r, &index, MPI_STATUS_IGNORE));
+  CHECK_EQ_INT(index, MPI_UNDEFINED); /* none active any more */
+  CHECK_OK(weft_mpi_waitall(2, s, MPI_STATUSES_IGNORE));
+}
+
+/* A receive of one int that gets two: truncation, returned to the task. */
+static void error_task(void *arg) {
+  MPI_Comm comm = *(MPI_Comm *)arg;
+  int left = (rank + size - 1) % size, right = (rank + 1) % size;
+  int in = 0, out[2] = {1, 2};
+  MPI_Request r, s;
+  MPI_Irecv(&in, 1, MPI_INT, left, 5, comm, &r);
+  MPI_Isend(out, 2, MPI_INT, right, 5, comm, &s);
+  CHECK_ERR(weft_mpi_wait(&r, MPI_STATUS_IGNORE), WEFT_EIO);
+  CHECK_MSG(strstr(weft_last_error_message(), "weft_mpi_wait: MPI error") &&
+                weft_last_error_raw() != 0,
+            "the message: %s", weft_last_error_message());
+  CHECK_OK(weft_mpi_wait(&s, MPI_STATUS_IGNORE));
+}
+
+static void errors(weft_runtime *rt) {
+  MPI_Comm comm;
+  MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+  MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+  weft_task *t;
+  CHECK_OK(weft_task_spawn(rt, &t, error_task, &comm, NULL));
+  CHECK_OK(weft_task_join(t)); /* the task's own error, not its failure */
+  MPI_Comm_free(&comm);
+}
+
+static void plain_thread(void) {
+  int right = (rank + 1) % size, left = (rank + size - 1) % size;
+  int in = -1, out = rank;
+  MPI_Request r[2];
+  MPI_Irecv(&in, 1, MPI_INT, left, 99, MPI_COMM_WORLD, &r[0]);
+  MPI_Isend(&out, 1, MPI_INT, right, 99, MPI_COMM_WORLD, &r[1]);
+  CHECK_OK(weft_mpi_waitall(2, r, MPI_STATUSES_IGNORE));
+  CHECK_EQ_INT(in, left);
+  CHECK_OK(weft_mpi_waitall(0, NULL, MPI_STATUSES_IGNORE));
+  CHECK_ERR(weft_mpi_wait(NULL, MPI_STATUS_IGNORE), WEFT_EINVAL);
+  CHECK_ERR(weft_mpi_waitall(-1, r, MPI_STATUSES_IGNORE), WEFT_EINVAL);
+  CHECK_ERR(weft_mpi_waitall(2, NULL, MPI_STATUSES_IGNORE), WEFT_EINVAL);
+  CHECK_ERR(weft_mpi_waitany(2, r, NULL, MPI_STATUS_IGNORE), WEFT_EINVAL);
+  CHECK_ERR(weft_mpi_thread_level(NULL), WEFT_EINVAL);
+  int level = -1;
+  CHECK_OK(weft_mpi_thread_level(&level));
+  CHECK_EQ_INT(level, MPI_THREAD_MULTIPLE);
+}
+
+int main(int argc, char **argv) {
+  int provided = 0;
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  if (provided < MPI_THREAD_MULTIPLE) {
+    if (rank == 0)
+      printf("this MPI gives thread level %d, not MULTIPLE: skipped\n",
+             provided);
+    MPI_Finalize();
+    return 77;
+  }
+  weft_runtime_opts o;
+  weft_runtime_opts_init(&o);
+  o.backend = WEFT_BACKEND_HOST;
+  o.workers = 1;
+  weft_runtime *rt;
+  CHECK_OK(weft_init(&rt, &o));
+  ring(rt);
+  late_sender(rt);
+  collectives(rt);
+  weft_task *t;
+  CHECK_OK(weft_task_spawn(rt, &t, any_task, NULL, NULL));
+  CHECK_OK(weft_task_join(t));
+  errors(rt);
+  plain_thread();
+  CHECK_OK(weft_shutdown(rt));
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (rank == 0)
+    printf("ok: %d ranks\n", size);
+  MPI_Finalize();
+  return 0;
+}
