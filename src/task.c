@@ -126,6 +126,21 @@ static void default_name(char buf[32], uint64_t id) {
   buf[5 + n] = '\0';
 }
 
+/* Under weft check, the caller's context for the happens-before of a spawn
+ * or join: a plain thread that has made no weft call yet has none, and
+ * its clock would be lost between joining one task and spawning the next
+ * (two tasks on two devices' streams then looked unordered). Made here,
+ * outside rt->lock; NULL when the thread's runtime is another. */
+static weft__exec *checked_self(weft_runtime *rt, const char *call) {
+  weft__exec *x = weft__exec_self();
+  if (!x) {
+    x = weft__exec_get(call);
+    if (x && x->rt != rt)
+      x = NULL;
+  }
+  return x;
+}
+
 int weft_task_spawn(weft_runtime *rt, weft_task **task, weft_task_fn fn,
                     void *arg, const weft_task_opts *user) {
   weft_task_opts opts;
@@ -245,7 +260,8 @@ int weft_task_spawn(weft_runtime *rt, weft_task **task, weft_task_fn fn,
     }
   }
   if (rt->bk->check) /* the child starts with what its spawner has seen */
-    weft__check_spawn(rt->bk->check, weft__exec_self(), &t->x);
+    weft__check_spawn(rt->bk->check, checked_self(rt, "weft_task_spawn"),
+                      &t->x);
   weft__mark_ready(t, WEFT__TR_READY_SPAWN);
   weft__sched_ready(rt, t);
   return 0;
@@ -341,6 +357,7 @@ int weft_task_join(weft_task *h) {
                      "(a task joins tasks of its own runtime; a plain thread "
                      "may join any)",
                      t->name);
+  weft__exec *me = rt->bk->check ? checked_self(rt, "weft_task_join") : NULL;
   pthread_mutex_lock(&rt->lock);
   if (t->handle_gone) {
     pthread_mutex_unlock(&rt->lock);
@@ -351,8 +368,8 @@ int weft_task_join(weft_task *h) {
   }
   t->handle_gone = 1;
   weft__task_wait_for(rt, t, 1);
-  if (rt->bk->check)
-    weft__check_joined(rt->bk->check, weft__exec_self(), &t->x);
+  if (me)
+    weft__check_joined(rt->bk->check, me, &t->x);
   rc = t->x.first_err;
   if (rc) /* hand the task's failure detail to the joiner */
     weft__err_raw(rc, t->x.first_raw, "task '%s': %s", t->name,

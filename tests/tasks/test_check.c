@@ -17,6 +17,7 @@
  * until the other has queued): a task that ended first would hand its stream
  * to the next, and one stream's work is ordered, so there would be no race to
  * find. */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -269,6 +270,39 @@ static void sync_on_thread(void) {
 
 /* Runs c in a fresh runtime (check on or off) with its findings going to a
  * file; returns the findings and fills out with what was printed. */
+/* Joined, then spawned, from a thread that makes no other weft call: the
+ * join and the spawn order the writer before the reader, which runs on
+ * another stream (a holder task keeps the writer's). */
+static int holding, released;
+
+static void holder_task(void *arg) {
+  (void)arg;
+  CHECK_OK(weft_memset(W.other, 0, N * sizeof(int)));
+  tt_store(&holding, 1);
+  while (!tt_load(&released))
+    weft_yield();
+  CHECK_OK(weft_sync());
+}
+
+static void *fresh_thread(void *arg) {
+  (void)arg;
+  CHECK_OK(weft_task_join(spawn(memset_task, "setter")));
+  weft_task *h = spawn(holder_task, "holder");
+  while (!tt_load(&holding))
+    tt_sleep_ms(1);
+  CHECK_OK(weft_task_join(spawn(copy_out_task, "copier")));
+  tt_store(&released, 1);
+  CHECK_OK(weft_task_join(h));
+  return NULL;
+}
+
+static void joined_from_fresh_thread(void) {
+  holding = released = 0;
+  pthread_t th;
+  CHECK(pthread_create(&th, NULL, fresh_thread, NULL) == 0);
+  CHECK(pthread_join(th, NULL) == 0);
+}
+
 static size_t run(case_fn c, int check, char *out, size_t len) {
   FILE *f = tmpfile(); /* the findings; failures still go to stderr */
   CHECK(f != NULL);
@@ -347,6 +381,8 @@ int main(void) {
   expect("kernel then copy", kernel_then_copy, KIND_RACE, "'kernel-writer'",
          "'copier'");
   silent("kernel then copy, joined between", kernel_then_copy_joined, 0);
+  silent("joined, then spawned, from a thread new to weft",
+         joined_from_fresh_thread, 0);
   expect("two readers, unmarked", two_readers_unmarked, KIND_RACE, "'reader-a'",
          "'reader-b'");
   silent("two readers, marked read-only", two_readers_marked, 1);
