@@ -202,8 +202,15 @@ int weft_init(weft_runtime **rtp, const weft_runtime_opts *user) {
     goto fail_pinned;
   }
   const char *trace = opts.trace_path ? opts.trace_path : getenv("WEFT_TRACE");
+  char ranked[4096];
   if (trace && *trace) {
-    rc = trace_path_ok(trace);
+    rc = weft__trace_rank_path(trace, ranked, sizeof ranked);
+    if (rc)
+      weft__err(rc, "weft_init: the trace path '%s' is too long", trace);
+    else
+      trace = ranked;
+    if (rc == 0)
+      rc = trace_path_ok(trace);
     if (rc == 0)
       rc = weft__trace_open(trace, rt->bk->ops->name, rt->bk, rt->bk->info,
                             rt->bk->ndev);

@@ -39,6 +39,7 @@ static struct {
   pthread_mutex_t lock;
   char *path;
   char backend[16];
+  int rank, world_size;   /* from the MPI launcher, else 0 and 1 */
   weft_device_info *devs; /* the traced runtime's devices */
   int ndev;
   atomic_uint_fast64_t epoch; /* a new trace invalidates thread buffers */
@@ -193,6 +194,67 @@ void weft__trace_thread_name(const char *name) {
   pthread_mutex_unlock(&T.lock);
 }
 
+/* The process's rank and the job's size as an MPI launcher sets them
+ * (Open MPI, PMIx, MPICH's PMI, Slurm), else 0 and 1: read from the
+ * environment, so that the core needs no MPI. */
+static long env_number(const char *const names[], long fallback) {
+  for (int i = 0; names[i]; i++) {
+    const char *v = getenv(names[i]);
+    char *end;
+    if (v && *v) {
+      long n = strtol(v, &end, 10);
+      if (*end == '\0' && n >= 0 && n < (1L << 30))
+        return n;
+    }
+  }
+  return fallback;
+}
+
+void weft__trace_rank(int *rank, int *size) {
+  static const char *const ranks[] = {"OMPI_COMM_WORLD_RANK", "PMIX_RANK",
+                                      "PMI_RANK", "SLURM_PROCID", NULL};
+  static const char *const sizes[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE",
+                                      "SLURM_NTASKS", NULL};
+  *rank = (int)env_number(ranks, 0);
+  *size = (int)env_number(sizes, 1);
+  if (*size < *rank + 1)
+    *size = *rank + 1;
+}
+
+int weft__trace_rank_path(const char *path, char *out, size_t len) {
+  int rank, size;
+  weft__trace_rank(&rank, &size);
+  size_t o = 0;
+  int marked = 0;
+  for (const char *p = path; *p; p++) {
+    int n;
+    if (p[0] == '%' && p[1] == 'r') {
+      n = snprintf(out + o, o < len ? len - o : 0, "%d", rank);
+      p++;
+      marked = 1;
+    } else {
+      n = 1;
+      if (o + 1 < len)
+        out[o] = *p;
+    }
+    o += (size_t)n;
+  }
+  if (o >= len)
+    return WEFT_ERANGE;
+  out[o] = '\0';
+  if (marked || size <= 1)
+    return 0;
+  /* Several ranks and no %r: each its own file, -rankN before .json. */
+  char tail[16] = "";
+  size_t keep = o;
+  if (o >= 5 && strcmp(out + o - 5, ".json") == 0) {
+    keep = o - 5;
+    strcpy(tail, ".json");
+  }
+  int n = snprintf(out + keep, len - keep, "-rank%d%s", rank, tail);
+  return n < 0 || (size_t)n >= len - keep ? WEFT_ERANGE : 0;
+}
+
 int weft__trace_open(const char *path, const char *backend, void *owner,
                      const weft_device_info *devs, int ndev) {
   pthread_mutex_lock(&T.lock);
@@ -214,6 +276,7 @@ int weft__trace_open(const char *path, const char *backend, void *owner,
     memcpy(T.devs, devs, (size_t)ndev * sizeof *devs);
   T.ndev = ndev > 0 ? ndev : 0;
   snprintf(T.backend, sizeof T.backend, "%s", backend);
+  weft__trace_rank(&T.rank, &T.world_size);
   T.epoch++;
   atomic_store(&T.next_lane, 0);
   atomic_store(&T.dropped, 0);
@@ -441,9 +504,10 @@ static void write_meta(FILE *f, const char *what, long pid, int64_t tid,
 
 /* HTA finds a file's rank with the pattern "rank":\s+(\d+), a space
  * included, and the GPU's model in deviceProperties, as Kineto writes
- * them; one process is rank 0. */
+ * them; a process outside an MPI job is rank 0 of 1. */
 static void write_devices(FILE *f) {
-  fprintf(f, "\"distributedInfo\": {\"rank\": 0, \"world_size\": 1},\n");
+  fprintf(f, "\"distributedInfo\": {\"rank\": %d, \"world_size\": %d},\n",
+          T.rank, T.world_size);
   fprintf(f, "\"deviceProperties\": [");
   for (int d = 0; d < T.ndev; d++) {
     const weft_device_info *i = &T.devs[d];

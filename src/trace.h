@@ -91,6 +91,14 @@ extern _Thread_local uint64_t weft__trace_task;
 /* Starts recording to path the work of owner (a backend), named backend in
  * the file, whose ndev devices devs describes (copied). WEFT_EBUSY if
  * another runtime traces. */
+/* The rank and job size an MPI launcher gave this process (environment:
+ * Open MPI, PMIx, PMI, Slurm), else 0 and 1. */
+void weft__trace_rank(int *rank, int *size);
+/* The trace file of this rank: path with every %r replaced by the rank;
+ * in a job of several ranks a path without %r gets -rankN before a .json
+ * ending (or at its end). 0, or WEFT_ERANGE when out is too small. */
+int weft__trace_rank_path(const char *path, char *out, size_t len);
+
 int weft__trace_open(const char *path, const char *backend, void *owner,
                      const weft_device_info *devs, int ndev);
 /* Writes the file and stops recording. Every thread that recorded must

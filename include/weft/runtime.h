@@ -33,10 +33,13 @@ typedef struct weft_runtime_opts {
   /* Records a trace of every GPU operation, task run and wait, written at
    * weft_shutdown as Chrome Trace Event JSON (Perfetto opens it; `weft
    * trace report` analyses it). NULL reads the environment variable
-   * WEFT_TRACE; unset means no tracing. */
+   * WEFT_TRACE; unset means no tracing. In an MPI job (the launcher's
+   * rank variables) the file records the rank, %r in the path is replaced
+   * by it, and without %r each rank writes path-rankN (before a .json
+   * ending), so that ranks never share a file. */
   const char *trace_path;
   /* Host backend: devices it emulates, 1 to 16, each with its own
-   * streams, memory and device_sync (the executor threads are shared); 0
+   * streams, memory, executor threads and device_sync; 0
    * means the environment variable WEFT_HOST_DEVICES (1 to 16) or, unset,
    * 1. The CUDA backend has the devices it has. */
   int host_devices;

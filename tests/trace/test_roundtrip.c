@@ -14,7 +14,9 @@
  * whose ops carry the graph's id and share the call's correlation, with
  * one arrow per replay, and the report counts them. With two emulated
  * devices, each device's operations are on its own lanes and a copy
- * between the devices' memory is a PtoP copy. */
+ * between the devices' memory is a PtoP copy. In an MPI job (the
+ * launcher's variables) each rank writes its own file, its rank in the
+ * header. */
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -340,8 +342,57 @@ static void two_devices(void) {
   unlink(path);
 }
 
+/* ---- ranks: a trace file per rank, its rank in the header ---- */
+
+static void traced_once(const char *path) {
+  weft_runtime_opts o;
+  weft_runtime_opts_init(&o);
+  o.backend = WEFT_BACKEND_HOST;
+  o.trace_path = path;
+  weft_runtime *rt;
+  CHECK_OK(weft_init(&rt, &o));
+  CHECK_OK(weft_shutdown(rt));
+}
+
+/* As Open MPI's launcher sets them for rank 2 of 4: %r is replaced, a
+ * path without it gets -rank2 before .json, and the file says rank 2 of
+ * 4 in distributedInfo (HTA's way to tell ranks apart). Alone, the path
+ * is kept and the rank is 0 of 1. */
+static void ranks(void) {
+  char out[256];
+  CHECK_OK(weft__trace_rank_path("t.json", out, sizeof out));
+  CHECK(strcmp(out, "t.json") == 0);
+  CHECK_OK(weft__trace_rank_path("t%r.json", out, sizeof out));
+  CHECK(strcmp(out, "t0.json") == 0);
+  setenv("OMPI_COMM_WORLD_RANK", "2", 1);
+  setenv("OMPI_COMM_WORLD_SIZE", "4", 1);
+  CHECK_OK(weft__trace_rank_path("t.json", out, sizeof out));
+  CHECK_MSG(strcmp(out, "t-rank2.json") == 0, "%s", out);
+  CHECK_OK(weft__trace_rank_path("trace", out, sizeof out));
+  CHECK(strcmp(out, "trace-rank2") == 0);
+  CHECK_OK(weft__trace_rank_path("r%r/t.json", out, sizeof out));
+  CHECK(strcmp(out, "r2/t.json") == 0);
+  CHECK_ERR(weft__trace_rank_path("t.json", out, 8), WEFT_ERANGE);
+  char dir[] = "/tmp/weft-ranks-XXXXXX";
+  CHECK(mkdtemp(dir) != NULL);
+  char path[300], file[300];
+  snprintf(path, sizeof path, "%s/t.json", dir);
+  traced_once(path);
+  snprintf(file, sizeof file, "%s/t-rank2.json", dir);
+  char *text = slurp(file);
+  CHECK_MSG(text && strstr(text, "\"distributedInfo\": {\"rank\": 2, "
+                                 "\"world_size\": 4}"),
+            "%s: no rank 2 of 4 in its header", file);
+  free(text);
+  unlink(file);
+  unsetenv("OMPI_COMM_WORLD_RANK");
+  unsetenv("OMPI_COMM_WORLD_SIZE");
+  rmdir(dir);
+}
+
 int main(void) {
   clamped_calls();
+  ranks();
   two_devices();
   checked_findings();
   char path[] = "/tmp/weft-roundtrip-XXXXXX";
