@@ -2,8 +2,11 @@
  * Chrome Trace Event JSON) and prints what happened on the GPU, or draws it
  * as an SVG timeline. docs/TRACE.md explains the numbers. Needs no device
  * and no runtime. */
+#include <dirent.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli.h"
 #include "trace/analysis.h"
@@ -32,6 +35,126 @@ static int write_svg(const char *path, const trace_model *m,
   return CLI_OK;
 }
 
+/* ---- several files: one per rank ---- */
+
+enum { MAX_FILES = 1024 };
+
+static int cmp_str(const void *a, const void *b) {
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The .json files of directory dir, sorted, appended to files[*n]. */
+static int add_dir(const char *dir, char **files, int *n) {
+  DIR *d = opendir(dir);
+  if (!d)
+    return cli_fail("trace", "cannot read the directory %s", dir);
+  int first = *n, rc = CLI_OK;
+  struct dirent *e;
+  while (rc == CLI_OK && (e = readdir(d)) != NULL) {
+    size_t len = strlen(e->d_name);
+    if (len < 6 || strcmp(e->d_name + len - 5, ".json") != 0)
+      continue;
+    if (*n == MAX_FILES) {
+      rc = cli_fail("trace", "%s: more than %d trace files", dir, MAX_FILES);
+      break;
+    }
+    size_t sz = strlen(dir) + len + 2;
+    char *path = malloc(sz);
+    if (!path) {
+      rc = cli_fail("trace", "out of memory");
+      break;
+    }
+    snprintf(path, sz, "%s/%s", dir, e->d_name);
+    files[(*n)++] = path;
+  }
+  closedir(d);
+  qsort(files + first, (size_t)(*n - first), sizeof *files, cmp_str);
+  if (rc == CLI_OK && *n == first)
+    rc = cli_fail("trace", "%s: no .json trace files in it", dir);
+  return rc;
+}
+
+/* What the totals table keeps of one rank's report. */
+typedef struct rank_row {
+  const char *file;
+  int64_t rank;
+  double span, busy, wait;
+  size_t tasks, waits;
+} rank_row;
+
+/* Each file's report under its rank, then a table of every rank and the
+ * total: the multi-rank reading HTA does of a directory of traces. */
+static int report_ranks(char **files, int n, long top) {
+  rank_row *rows = calloc((size_t)n, sizeof *rows);
+  if (!rows)
+    return cli_fail("trace", "out of memory");
+  int rc = CLI_OK;
+  for (int i = 0; i < n && rc == CLI_OK; i++) {
+    trace_model model;
+    trace_error err;
+    if (trace_model_load_file(&model, files[i], &err) != 0) {
+      trace_model_free(&model);
+      rc = cli_fail("trace", "%s: %s", files[i], err.message);
+      break;
+    }
+    trace_analysis an;
+    if (trace_analyze(&model, &an) != 0) {
+      trace_model_free(&model);
+      rc = cli_fail("trace", "%s: out of memory analysing", files[i]);
+      break;
+    }
+    rank_row *r = &rows[i];
+    r->file = files[i];
+    r->rank = model.rank;
+    r->span = an.all.span;
+    r->busy = an.all.busy;
+    r->tasks = an.ntasks;
+    for (size_t t = 0; t < an.ntasks; t++) {
+      r->wait += an.tasks[t].wait;
+      r->waits += an.tasks[t].waits;
+    }
+    if (model.rank >= 0)
+      printf("==== rank %lld: %s\n", (long long)model.rank, files[i]);
+    else
+      printf("==== no rank in the header: %s\n", files[i]);
+    trace_report_opts o = {.source = files[i], .top = (int)top};
+    if (trace_report_print(stdout, &model, &an, &o) != 0)
+      rc = cli_fail("trace", "writing the report failed");
+    putchar('\n');
+    trace_analysis_free(&an);
+    trace_model_free(&model);
+  }
+  if (rc == CLI_OK) {
+    double span = 0, busy = 0, wait = 0;
+    size_t tasks = 0, waits = 0;
+    printf("==== every rank: GPU time and the tasks' waits (GPU, joins, "
+           "messages)\n");
+    printf("  %6s %12s %12s %7s %14s %7s %7s  %s\n", "rank", "span ms",
+           "busy ms", "busy %", "task wait ms", "waits", "tasks", "file");
+    for (int i = 0; i < n; i++) {
+      const rank_row *r = &rows[i];
+      char rk[24];
+      snprintf(rk, sizeof rk, r->rank >= 0 ? "%lld" : "-", (long long)r->rank);
+      printf("  %6s %12.3f %12.3f %7.1f %14.3f %7zu %7zu  %s\n", rk,
+             r->span / 1e3, r->busy / 1e3,
+             r->span > 0 ? 100.0 * r->busy / r->span : 0.0, r->wait / 1e3,
+             r->waits, r->tasks, r->file);
+      span = r->span > span ? r->span : span;
+      busy += r->busy;
+      wait += r->wait;
+      tasks += r->tasks;
+      waits += r->waits;
+    }
+    printf("  %6s %12.3f %12.3f %7s %14.3f %7zu %7zu  (span: the longest "
+           "rank's)\n",
+           "all", span / 1e3, busy / 1e3, "", wait / 1e3, waits, tasks);
+    if (fflush(stdout))
+      rc = cli_fail("trace", "writing the report failed");
+  }
+  free(rows);
+  return rc;
+}
+
 int cmd_trace(cli_global *g, int argc, char **argv) {
   (void)g;
   if (argc < 2)
@@ -50,7 +173,8 @@ int cmd_trace(cli_global *g, int argc, char **argv) {
                            sub);
 
   const char *file = NULL, *out = NULL, *v;
-  int json = 0;
+  static char *files[MAX_FILES];
+  int nfiles = 0, json = 0, listed = 0;
   long top = 10, width = TRACE_SVG_DEFAULT_WIDTH;
   for (int i = 2; i < argc; i++) {
     const char *arg = argv[i];
@@ -84,12 +208,33 @@ int cmd_trace(cli_global *g, int argc, char **argv) {
         return CLI_USAGE;
       continue;
     }
-    if ((arg[0] == '-' && arg[1] != '\0') || file) /* "-" is stdin */
+    if (arg[0] == '-' && arg[1] != '\0') /* "-" is stdin */
       return cli_bad_arg("trace", arg);
+    /* report takes several files or directories, one per rank */
+    struct stat st;
+    if (report && strcmp(arg, "-") != 0 && stat(arg, &st) == 0 &&
+        S_ISDIR(st.st_mode)) {
+      int r = add_dir(arg, files, &nfiles);
+      if (r != CLI_OK)
+        return r;
+      listed = 2;
+      continue;
+    }
+    if (file && !report)
+      return cli_bad_arg("trace", arg);
+    if (nfiles == MAX_FILES)
+      return cli_usage_error("more than %d trace files", MAX_FILES);
+    files[nfiles++] = (char *)arg;
+    listed++;
     file = arg;
   }
-  if (!file)
+  if (!file && nfiles == 0)
     return cli_usage_error("'trace %s' needs a trace FILE", sub);
+  if (listed > 1) {
+    if (json)
+      return cli_usage_error("'trace report --json' reads one file at a time");
+    return report_ranks(files, nfiles, top);
+  }
   if (svg && !out)
     return cli_usage_error("'trace svg' needs -o OUT.svg");
 

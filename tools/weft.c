@@ -42,11 +42,14 @@ static const cli_command commands[] = {
      "                (default 7, or 3 with --quick)\n"
      "  SCENARIO      run only these (default: all, in --list order)\n"},
     {"trace", cmd_trace,
-     "report FILE [--json] [--top N] | svg FILE -o OUT.svg [--width PX] | "
+     "report FILE... [--json] [--top N] | svg FILE -o OUT.svg [--width PX] | "
      "check FILE",
      "analyse a trace file (weft's or PyTorch's): overlap, idle, launches",
      "  report FILE   GPU time breakdown, kernel/copy overlap, idle gaps per\n"
-     "                stream, top kernels, copies, launch delays, tasks\n"
+     "                stream, top kernels, copies, launch delays, tasks;\n"
+     "                several FILEs or a directory of .json files (one per\n"
+     "                MPI rank): each one's report, then every rank and the\n"
+     "                total, with the tasks' wait time\n"
      "  --json        print the report as JSON (schema weft-trace-report/1)\n"
      "  --top N       rows of the kernel and task tables (default 10)\n"
      "  svg FILE      draw the trace as an SVG timeline\n"

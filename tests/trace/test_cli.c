@@ -1,5 +1,6 @@
 /* `weft trace report` and `weft trace svg` from the command line: output,
- * exit codes (0 success, 1 failure, 2 usage) and one-line errors.
+ * exit codes (0 success, 1 failure, 2 usage) and one-line errors; several
+ * files (or a directory of them) reported per rank and in total.
  * Arguments: the weft binary and the folder of sample traces. */
 #include <sys/wait.h>
 #include <unistd.h>
@@ -75,7 +76,8 @@ int main(int argc, char **argv) {
   one_line_error("weft: unknown 'trace' subcommand");
   CHECK_EQ_INT(run("trace report"), 2);
   one_line_error("weft: 'trace report' needs a trace FILE");
-  CHECK_EQ_INT(run("trace report a.json b.json"), 2);
+  CHECK_EQ_INT(run("trace svg a.json b.json -o x.svg"), 2);
+  CHECK_EQ_INT(run("trace check a.json b.json"), 2);
   CHECK_EQ_INT(run("trace report --frob a.json"), 2);
   one_line_error("weft: unknown option '--frob'");
   CHECK_EQ_INT(run("trace svg a.json"), 2);
@@ -86,6 +88,8 @@ int main(int argc, char **argv) {
 
   /* Failures: 1, one line naming the file and what went wrong. */
   CHECK_EQ_INT(run("trace report missing.json"), 1);
+  one_line_error("weft trace: missing.json: cannot open");
+  CHECK_EQ_INT(run("trace report missing.json other.json"), 1);
   one_line_error("weft trace: missing.json: cannot open");
   FILE *f = fopen(strcat(strcpy(args, dir), "/bad.json"), "w");
   CHECK(f != NULL);
@@ -103,6 +107,27 @@ int main(int argc, char **argv) {
   CHECK_EQ_INT(run(args), 1);
   CHECK(strstr(slurp("out.txt"), "rank:") != NULL);
   CHECK(strstr(slurp("out.txt"), "flows:") != NULL);
+  one_line_error("weft trace: ");
+
+  /* Several files, one per rank: each file's report, then every rank's
+   * row and the total; a directory of them reads the same; --json takes
+   * one file; an empty directory is an error. */
+  snprintf(args, sizeof args,
+           "trace report '%s/two_streams.json' '%s/weft_tasks.json'", data,
+           data);
+  CHECK_EQ_INT(run(args), 0);
+  CHECK_HAS(slurp("out.txt"), "==== every rank:");
+  CHECK_HAS(slurp("out.txt"), "two_streams.json");
+  CHECK_HAS(slurp("out.txt"), "  all ");
+  snprintf(args, sizeof args, "trace report '%s'", data);
+  CHECK_EQ_INT(run(args), 0);
+  CHECK_HAS(slurp("out.txt"), "pytorch_sample.json");
+  CHECK_HAS(slurp("out.txt"), "==== every rank:");
+  snprintf(args, sizeof args,
+           "trace report --json '%s/two_streams.json' '%s/weft_tasks.json'",
+           data, data);
+  CHECK_EQ_INT(run(args), 2);
+  CHECK_EQ_INT(run("trace report ."), 1); /* dir: out.txt and err.txt only */
   one_line_error("weft trace: ");
 
   /* An endless input is refused once past the limit, in one line. */
