@@ -335,6 +335,13 @@ int weft_shutdown(weft_runtime *rt) {
   return rc ? rc : trc;
 }
 
+weft_runtime *weft_runtime_current(void) {
+  weft__exec *x = weft__exec_self();
+  if (!x)
+    x = weft__exec_get("weft_runtime_current");
+  return x ? x->rt : NULL;
+}
+
 weft_backend_kind weft_runtime_backend(const weft_runtime *rt) {
   return rt ? rt->bk->ops->kind : WEFT_BACKEND_AUTO;
 }

@@ -51,6 +51,30 @@ WEFT_API int weft_mpi_waitall(int n, MPI_Request reqs[], MPI_Status statuses[]);
 WEFT_API int weft_mpi_waitany(int n, MPI_Request reqs[], int *index,
                               MPI_Status *status);
 
+/* A message from (to) weft device memory or any host memory, in the
+ * caller's stream order: the send goes out once the GPU work the caller
+ * queued before it has completed (it may have written buf), and the
+ * receive lands before the GPU work queued after it (the data is copied
+ * in on the caller's stream). Both return when the message is done, the
+ * task suspended meanwhile (weft_mpi_wait). Where the data must move
+ * through the host (the CUDA backend with an MPI that is not CUDA-aware,
+ * MPIX_Query_cuda_support), it is staged through weft's pinned cache;
+ * with a CUDA-aware MPI, or on the host backend (whose device memory is
+ * host memory), MPI reads and writes buf itself. WEFT_MPI_STAGE=1 stages
+ * always (to test that path anywhere).
+ * Errors: those of the waits, WEFT_EINVAL (buf NULL with count > 0, count
+ * < 0), WEFT_ENOMEM (no staging memory), device errors. */
+WEFT_API int weft_mpi_send(const void *buf, int count, MPI_Datatype type,
+                           int dest, int tag, MPI_Comm comm);
+WEFT_API int weft_mpi_recv(void *buf, int count, MPI_Datatype type, int source,
+                           int tag, MPI_Comm comm, MPI_Status *status);
+
+/* Whether weft_mpi_send and weft_mpi_recv stage through pinned memory on
+ * this runtime (1) or hand buf to MPI (0), in *staged.
+ * Errors: WEFT_EINVAL (NULL), WEFT_ESTATE (MPI not initialised, no
+ * runtime). */
+WEFT_API int weft_mpi_staged(int *staged);
+
 /* The thread level weft found (MPI_Query_thread) in *provided.
  * Errors: WEFT_EINVAL (NULL), WEFT_ESTATE (MPI not initialised). */
 WEFT_API int weft_mpi_thread_level(int *provided);

@@ -94,6 +94,13 @@ WEFT_API int weft_shutdown(weft_runtime *rt);
  * Errors: none. Context: any thread; never blocks. */
 WEFT_API weft_backend_kind weft_runtime_backend(const weft_runtime *rt);
 
+/* The runtime the calling task belongs to, or the one a plain thread's
+ * weft calls use (the first it used while that is open, else the newest
+ * open); NULL when none is open.
+ * Errors: NULL, with WEFT_ESTATE recorded. Context: any thread; never
+ * blocks. */
+WEFT_API weft_runtime *weft_runtime_current(void);
+
 /* Number of devices of the runtime's backend (the host backend has one).
  * Errors: WEFT_EINVAL (NULL argument). Context: any thread; never blocks. */
 WEFT_API int weft_device_count(weft_runtime *rt, int *count);

@@ -5,8 +5,15 @@
 #include "weft/mpi.h"
 
 #include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "weft.h"
+#if defined(OPEN_MPI) && defined(__has_include)
+#if __has_include(<mpi-ext.h>)
+#include <mpi-ext.h> /* MPIX_Query_cuda_support */
+#endif
+#endif
 
 static pthread_mutex_t mpi_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -117,4 +124,128 @@ int weft_mpi_waitany(int n, MPI_Request reqs[], int *index,
   mpi_wait w = {
       .kind = ANY, .n = n, .reqs = reqs, .status = status, .index = index};
   return wait_for(&w, "weft_mpi_waitany");
+}
+
+/* ---- messages in stream order ---- */
+
+/* Whether MPI itself can read and write CUDA device memory. */
+static int cuda_aware(void) {
+#if defined(MPIX_CUDA_AWARE_SUPPORT) && MPIX_CUDA_AWARE_SUPPORT
+  return MPIX_Query_cuda_support() == 1;
+#else
+  return 0;
+#endif
+}
+
+/* 1 when messages go through pinned staging: the CUDA backend without a
+ * CUDA-aware MPI, or WEFT_MPI_STAGE=1. */
+static int staging(void) {
+  const char *force = getenv("WEFT_MPI_STAGE");
+  if (force && strcmp(force, "1") == 0)
+    return 1;
+  /* The caller's runtime decides: its backend is what buf belongs to. */
+  weft_runtime *rt = weft_runtime_current();
+  return rt && weft_runtime_backend(rt) == WEFT_BACKEND_CUDA && !cuda_aware();
+}
+
+int weft_mpi_staged(int *staged) {
+  if (!staged)
+    return weft_error_set(WEFT_EINVAL, 0, "weft_mpi_staged: NULL");
+  int level;
+  int rc = mpi_state("weft_mpi_staged", &level);
+  if (rc == 0 && !weft_runtime_current())
+    rc = weft_error_set(WEFT_ESTATE, 0, "weft_mpi_staged: no runtime");
+  if (rc == 0)
+    *staged = staging();
+  return rc;
+}
+
+/* The message's bytes, or -1 after reporting a bad argument. */
+static long long message_bytes(const void *buf, int count, MPI_Datatype type,
+                               const char *call) {
+  if (count < 0 || (count > 0 && !buf)) {
+    weft_error_set(WEFT_EINVAL, 0, "%s: %d elements at %p", call, count, buf);
+    return -1;
+  }
+  int size = 0;
+  MPI_Type_size(type, &size);
+  return (long long)count * size;
+}
+
+int weft_mpi_send(const void *buf, int count, MPI_Datatype type, int dest,
+                  int tag, MPI_Comm comm) {
+  long long bytes = message_bytes(buf, count, type, "weft_mpi_send");
+  if (bytes < 0)
+    return WEFT_EINVAL;
+  int level, rc = mpi_state("weft_mpi_send", &level);
+  if (rc)
+    return rc;
+  void *stage = NULL;
+  const void *from = buf;
+  if (bytes > 0 && staging()) {
+    if ((rc = weft_pinned_alloc((size_t)bytes, &stage)) != 0)
+      return rc;
+    rc = weft_copy(stage, buf, (size_t)bytes);
+    from = stage;
+  }
+  /* What the caller queued before (buf's writers, the staging copy) is
+   * done before MPI reads: the task suspends, its worker runs others. */
+  if (rc == 0)
+    rc = weft_sync();
+  if (rc == 0) {
+    MPI_Request r;
+    if (level < MPI_THREAD_MULTIPLE)
+      weft_mpi_lock();
+    int e = MPI_Isend(from, count, type, dest, tag, comm, &r);
+    if (level < MPI_THREAD_MULTIPLE)
+      weft_mpi_unlock();
+    rc = e == MPI_SUCCESS ? weft_mpi_wait(&r, MPI_STATUS_IGNORE)
+                          : weft_error_set(WEFT_EIO, e,
+                                           "weft_mpi_send: MPI_Isend: MPI "
+                                           "error %d",
+                                           e);
+  }
+  if (stage)
+    weft_pinned_free(stage);
+  return rc;
+}
+
+int weft_mpi_recv(void *buf, int count, MPI_Datatype type, int source, int tag,
+                  MPI_Comm comm, MPI_Status *status) {
+  long long bytes = message_bytes(buf, count, type, "weft_mpi_recv");
+  if (bytes < 0)
+    return WEFT_EINVAL;
+  int level, rc = mpi_state("weft_mpi_recv", &level);
+  if (rc)
+    return rc;
+  void *stage = NULL, *into = buf;
+  if (bytes > 0 && staging()) {
+    if ((rc = weft_pinned_alloc((size_t)bytes, &stage)) != 0)
+      return rc;
+    into = stage;
+  } else {
+    /* MPI writes buf itself: after the GPU work queued before, which
+     * may still read it. */
+    rc = weft_sync();
+  }
+  if (rc == 0) {
+    MPI_Request r;
+    if (level < MPI_THREAD_MULTIPLE)
+      weft_mpi_lock();
+    int e = MPI_Irecv(into, count, type, source, tag, comm, &r);
+    if (level < MPI_THREAD_MULTIPLE)
+      weft_mpi_unlock();
+    rc = e == MPI_SUCCESS ? weft_mpi_wait(&r, status)
+                          : weft_error_set(WEFT_EIO, e,
+                                           "weft_mpi_recv: MPI_Irecv: MPI "
+                                           "error %d",
+                                           e);
+  }
+  /* In stream order: the copy in is queued before the caller's next GPU
+   * work; the pinned cache keeps the block until that copy has run. */
+  if (rc == 0 && stage)
+    rc = weft_copy(buf, stage, (size_t)bytes);
+  if (stage)
+    weft_pinned_free(stage);
+  return rc;
 }

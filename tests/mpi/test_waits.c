@@ -13,10 +13,14 @@
  * - weft_mpi_waitany over two receives, twice;
  * - an MPI error returned to the waiting task (MPI_ERRORS_RETURN, a
  *   receive truncated), with MPI's words in the message;
+ * - device memory sent and received in stream order (weft_mpi_send after
+ *   a queued memset, weft_mpi_recv before a queued copy out), directly
+ *   and staged through pinned memory;
  * - the same waits from the plain thread, and bad arguments refused. */
 #include <mpi.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -135,6 +139,67 @@ static void collectives(weft_runtime *rt) {
   }
 }
 
+/* ---- device memory in messages, in stream order ---- */
+
+enum { DEV_INTS = 1 << 16 }; /* 256 KiB: past the eager limit */
+
+static void device_sender(void *arg) {
+  (void)arg;
+  int *d;
+  size_t bytes = DEV_INTS * sizeof(int);
+  CHECK_OK(weft_device_alloc(bytes, (void **)&d));
+  /* Queued, not waited for: the send must go out after it. */
+  CHECK_OK(weft_memset(d, rank + 1, bytes));
+  CHECK_OK(weft_mpi_send(d, DEV_INTS, MPI_INT, (rank + 1) % size, 31,
+                         MPI_COMM_WORLD));
+  CHECK_OK(weft_device_free(d));
+}
+
+static void device_receiver(void *arg) {
+  (void)arg;
+  int left = (rank + size - 1) % size;
+  int *d, *host;
+  size_t bytes = DEV_INTS * sizeof(int);
+  CHECK_OK(weft_device_alloc(bytes, (void **)&d));
+  CHECK_OK(weft_pinned_alloc(bytes, (void **)&host));
+  MPI_Status st;
+  CHECK_OK(weft_mpi_recv(d, DEV_INTS, MPI_INT, left, 31, MPI_COMM_WORLD, &st));
+  CHECK_EQ_INT(st.MPI_SOURCE, left);
+  /* Queued after the receive's copy in, on the same stream. */
+  CHECK_OK(weft_copy(host, d, bytes));
+  CHECK_OK(weft_sync());
+  const unsigned char *b = (const unsigned char *)host;
+  for (size_t i = 0; i < bytes; i += 4093)
+    CHECK_MSG(b[i] == (unsigned char)(left + 1), "byte %zu: %u, want %d", i,
+              b[i], left + 1);
+  CHECK_OK(weft_pinned_free(host));
+  CHECK_OK(weft_device_free(d));
+}
+
+/* Twice: MPI on the buffers themselves (the host backend's device memory
+ * is host memory), then staged through pinned memory (WEFT_MPI_STAGE=1,
+ * the path of the CUDA backend without a CUDA-aware MPI). */
+static void device_messages(weft_runtime *rt) {
+  for (int staged = 0; staged < 2; staged++) {
+    if (staged)
+      setenv("WEFT_MPI_STAGE", "1", 1);
+    int s = -1;
+    CHECK_OK(weft_mpi_staged(&s));
+    CHECK_EQ_INT(s, staged);
+    weft_task *a, *b;
+    CHECK_OK(weft_task_spawn(rt, &a, device_sender, NULL, NULL));
+    CHECK_OK(weft_task_spawn(rt, &b, device_receiver, NULL, NULL));
+    CHECK_OK(weft_task_join(a));
+    CHECK_OK(weft_task_join(b));
+    MPI_Barrier(MPI_COMM_WORLD);
+  }
+  unsetenv("WEFT_MPI_STAGE");
+  CHECK_ERR(weft_mpi_send(NULL, 4, MPI_INT, 0, 0, MPI_COMM_WORLD), WEFT_EINVAL);
+  CHECK_ERR(weft_mpi_recv(NULL, -1, MPI_INT, 0, 0, MPI_COMM_WORLD, NULL),
+            WEFT_EINVAL);
+  CHECK_ERR(weft_mpi_staged(NULL), WEFT_EINVAL);
+}
+
 /* ---- waitany, an error, the plain thread ---- */
 
 static void any_task(void *arg) {
@@ -230,6 +295,7 @@ int main(int argc, char **argv) {
   CHECK_OK(weft_task_spawn(rt, &t, any_task, NULL, NULL));
   CHECK_OK(weft_task_join(t));
   errors(rt);
+  device_messages(rt);
   plain_thread();
   CHECK_OK(weft_shutdown(rt));
   MPI_Barrier(MPI_COMM_WORLD);
