@@ -285,6 +285,7 @@ int weft_shutdown(weft_runtime *rt) {
     return weft__err(WEFT_ESTATE, "weft_shutdown: called from a task");
   pthread_mutex_lock(&rt->lock);
   rt->closing = 1;
+  atomic_store(&rt->cancel_waits, 1);
   while (atomic_load(&rt->nlive) > 0)
     pthread_cond_wait(&rt->done_cv, &rt->lock);
   pthread_mutex_unlock(&rt->lock);
@@ -294,6 +295,7 @@ int weft_shutdown(weft_runtime *rt) {
   if (user_objects(rt, what, sizeof what) > 0) {
     pthread_mutex_lock(&rt->lock);
     rt->closing = 0;
+    atomic_store(&rt->cancel_waits, 0);
     pthread_mutex_unlock(&rt->lock);
     return weft__err(WEFT_EBUSY, "weft_shutdown: still live: %s", what);
   }

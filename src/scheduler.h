@@ -77,6 +77,7 @@ struct weft_task {
   /* Or, with wait_ev NULL, a test the poll calls (weft_wait_until). */
   int (*wait_test)(void *arg);
   void *wait_arg;
+  int wait_cancelled; /* its weft_wait_until was ended by weft_shutdown */
   int wait_rc;
   int wait_for_end; /* in waiters: 1 = until DONE, 0 = until returned */
   int detached;     /* frees itself when DONE */
@@ -205,6 +206,10 @@ struct weft_runtime {
   pthread_cond_t done_cv; /* a task ended: thread joiners and shutdown */
   weft__pool tasks;
   int closing;
+  /* weft_shutdown began: weft_wait_until's waits end with WEFT_ESTATE,
+   * since what they wait for is outside weft and may never come (wait.c).
+   * Atomic: the poll reads it without the lock. */
+  atomic_int cancel_waits;
   atomic_uint_fast64_t next_id;
   weft__ptrvec *streams; /* [dev * 2 + high] free streams */
   weft__ptrvec *events;  /* [dev] free sync events */

@@ -58,8 +58,16 @@ int weft_wait_until(int (*test)(void *arg), void *arg) {
   t->wait_ev = NULL;
   t->wait_test = test;
   t->wait_arg = arg;
+  t->wait_cancelled = 0;
   rc = suspend_waiting(x, t);
   t->wait_test = NULL;
+  if (t->wait_cancelled) {
+    t->wait_cancelled = 0;
+    return weft__err(WEFT_ESTATE,
+                     "weft_wait_until: weft_shutdown began while the task "
+                     "waited, and what it waited for is not done (an MPI "
+                     "request is still active: cancel or free it)");
+  }
   return rc;
 }
 
@@ -105,6 +113,10 @@ int weft__wait_poll(weft_runtime *rt, int batch) {
     looked++;
     int rc =
         t->wait_test ? t->wait_test(t->wait_arg) : ops->event_query(t->wait_ev);
+    if (rc == WEFT_EAGAIN && t->wait_test && atomic_load(&rt->cancel_waits)) {
+      rc = WEFT_ESTATE; /* weft_shutdown: no waiting on for the outside */
+      t->wait_cancelled = 1;
+    }
     if (rc == WEFT_EAGAIN) {
       pp = &t->next;
       continue;

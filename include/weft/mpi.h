@@ -24,7 +24,9 @@
  * from a task is refused (WEFT_ENOTSUP), one from that thread works.
  *
  * Errors (every wait): WEFT_EINVAL (NULL requests with n > 0, n < 0, NULL
- * index), WEFT_ESTATE (MPI not initialised, or finalised; no runtime),
+ * index), WEFT_ESTATE (MPI not initialised, or finalised; no runtime;
+ * weft_shutdown began while a task waited: the request is still active,
+ * to cancel or free),
  * WEFT_ENOTSUP (a task's wait below MPI_THREAD_SERIALIZED), WEFT_EIO (an
  * MPI call returned an error, which needs the communicator's error handler
  * set to MPI_ERRORS_RETURN: the message has MPI's words, and

@@ -16,7 +16,9 @@
  * - device memory sent and received in stream order (weft_mpi_send after
  *   a queued memset, weft_mpi_recv before a queued copy out), directly
  *   and staged through pinned memory;
- * - the same waits from the plain thread, and bad arguments refused. */
+ * - the same waits from the plain thread, and bad arguments refused;
+ * - weft_shutdown with a receive still waited for: the wait ends with
+ *   WEFT_ESTATE and the task cancels the request. */
 #include <mpi.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -270,6 +272,27 @@ static void plain_thread(void) {
   CHECK_EQ_INT(level, MPI_THREAD_MULTIPLE);
 }
 
+/* A receive nobody sends: weft_shutdown ends the wait (WEFT_ESTATE), and
+ * the task cancels the request, so nothing is left active. */
+static atomic_int orphan_rc, orphan_cancelled;
+
+static void orphan_task(void *arg) {
+  (void)arg;
+  static int v;
+  MPI_Request r;
+  MPI_Irecv(&v, 1, MPI_INT, MPI_ANY_SOURCE, 999, MPI_COMM_WORLD, &r);
+  int rc = weft_mpi_wait(&r, MPI_STATUS_IGNORE);
+  atomic_store(&orphan_rc, rc);
+  if (rc == WEFT_ESTATE) {
+    MPI_Status st;
+    MPI_Cancel(&r);
+    MPI_Wait(&r, &st);
+    int cancelled = 0;
+    MPI_Test_cancelled(&st, &cancelled);
+    atomic_store(&orphan_cancelled, cancelled);
+  }
+}
+
 int main(int argc, char **argv) {
   int provided = 0;
   MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
@@ -297,7 +320,12 @@ int main(int argc, char **argv) {
   errors(rt);
   device_messages(rt);
   plain_thread();
+  weft_task *orphan;
+  CHECK_OK(weft_task_spawn(rt, &orphan, orphan_task, NULL, NULL));
+  CHECK_OK(weft_task_detach(orphan));
   CHECK_OK(weft_shutdown(rt));
+  CHECK_EQ_INT(atomic_load(&orphan_rc), WEFT_ESTATE);
+  CHECK_EQ_INT(atomic_load(&orphan_cancelled), 1);
   MPI_Barrier(MPI_COMM_WORLD);
   if (rank == 0)
     printf("ok: %d ranks\n", size);

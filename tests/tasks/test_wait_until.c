@@ -3,8 +3,10 @@
  * runs meanwhile); hundreds wait at once and each wakes when its own test
  * is done; the test's own return value comes back, and is not taken for a
  * failure of the task; a plain thread waits by calling the test; a NULL
- * test is refused. */
+ * test is refused; and a wait that would never end is ended by
+ * weft_shutdown with WEFT_ESTATE. */
 #include <stdio.h>
+#include <string.h>
 
 #include "task_common.h"
 
@@ -43,6 +45,20 @@ static void answering(void *arg) {
   *(int *)arg = weft_wait_until(answer, &calls);
 }
 
+static int never(void *arg) {
+  tt_store((int *)arg, 1);
+  return WEFT_EAGAIN;
+}
+
+static int never_waiting, never_rc;
+static char never_msg[256];
+
+static void never_task(void *arg) {
+  (void)arg;
+  never_rc = weft_wait_until(never, &never_waiting);
+  snprintf(never_msg, sizeof never_msg, "%s", weft_last_error_message());
+}
+
 int main(void) {
   weft_runtime_opts ro;
   weft_runtime_opts_init(&ro);
@@ -72,7 +88,18 @@ int main(void) {
   CHECK_EQ_INT(weft_wait_until(answer, &calls), ANSWER);
   CHECK_EQ_INT(calls, 3);
   CHECK_ERR(weft_wait_until(NULL, NULL), WEFT_EINVAL);
+
+  /* A wait for something that never comes does not hold weft_shutdown
+   * for ever: it ends with WEFT_ESTATE, saying so. */
+  weft_task *orphan;
+  CHECK_OK(weft_task_spawn(rt, &orphan, never_task, NULL, NULL));
+  CHECK_OK(weft_task_detach(orphan));
+  while (!tt_load(&never_waiting))
+    tt_sleep_ms(1);
   tt_close(rt);
+  CHECK_EQ_INT(never_rc, WEFT_ESTATE);
+  CHECK_MSG(strstr(never_msg, "weft_shutdown began") != NULL, "message: %s",
+            never_msg);
   puts("ok");
   return 0;
 }
