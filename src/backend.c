@@ -552,24 +552,26 @@ static int no_implementation(const char *call, const weft_kernel *k,
 static int foreign_args(weft__stream *s, const weft_kernel *k, void **args,
                         const char *name) {
   weft__backend *b = s->hdr.bk;
-  for (unsigned i = 0; i < k->nargs; i++) {
+  unsigned bad = k->nargs;
+  weft__alloc_info info = {0};
+  pthread_mutex_lock(&b->lock); /* once for all the arguments */
+  for (unsigned i = 0; i < k->nargs && bad == k->nargs; i++) {
     if (k->arg_size[i] != sizeof(void *))
       continue;
     const void *p = *(void *const *)args[i];
-    weft__alloc_info info;
-    pthread_mutex_lock(&b->lock);
-    int mine = p && weft__ptrmap_get(b->allocs, p, &info) &&
-               info.kind == WEFT__ALLOC_DEVICE;
-    pthread_mutex_unlock(&b->lock);
-    if (mine && info.dev != s->hdr.dev)
-      return weft__err(WEFT_EINVAL,
-                       "weft_launch %s: parameter %u is memory of device %d, "
-                       "and the kernel runs on device %d (weft enables no "
-                       "peer access: weft_copy it to device %d first, or run "
-                       "the task there)",
-                       name, i, info.dev, s->hdr.dev, s->hdr.dev);
+    if (p && weft__ptrmap_get(b->allocs, p, &info) &&
+        info.kind == WEFT__ALLOC_DEVICE && info.dev != s->hdr.dev)
+      bad = i;
   }
-  return 0;
+  pthread_mutex_unlock(&b->lock);
+  if (bad == k->nargs)
+    return 0;
+  return weft__err(WEFT_EINVAL,
+                   "weft_launch %s: parameter %u is memory of device %d, and "
+                   "the kernel runs on device %d (weft enables no peer "
+                   "access: weft_copy it to device %d first, or run the task "
+                   "there)",
+                   name, bad, info.dev, s->hdr.dev, s->hdr.dev);
 }
 
 int weft__launch(weft__stream *s, const weft_kernel *k, weft_dim3 grid,

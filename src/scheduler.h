@@ -74,7 +74,8 @@ struct weft_task {
   int thread_waiters;        /* plain threads in weft_task_join */
   weft__event *end_ev;       /* recorded on return when work is pending */
   weft__event *wait_ev;      /* what a suspended task waits for */
-  /* Or, with wait_ev NULL, a test the poll calls (weft_wait_until). */
+  /* Or a test the poll calls instead: set only inside weft_wait_until,
+   * NULL otherwise (from spawn on). */
   int (*wait_test)(void *arg);
   void *wait_arg;
   int wait_cancelled; /* its weft_wait_until was ended by weft_shutdown */

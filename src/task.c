@@ -470,7 +470,6 @@ void weft__task_returned(weft_task *t) {
   if (ev) {
     t->state = TASK_FINISHING;
     t->wait_ev = ev;
-    t->wait_test = NULL;
   }
   pthread_mutex_unlock(&rt->lock);
   if (!ev) {

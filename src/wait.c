@@ -29,7 +29,6 @@ int weft__exec_wait_recorded(weft__exec *x, weft__event *ev) {
     return weft__event_sync(ev);
   weft_task *t = (weft_task *)((char *)x - offsetof(weft_task, x));
   t->wait_ev = ev;
-  t->wait_test = NULL;
   return suspend_waiting(x, t);
 }
 

@@ -39,13 +39,6 @@
 #include "library_internal.h"
 #include "scheduler.h"
 
-/* What the cache holds for cuBLAS: the handle and the device it serves,
- * which set_stream needs to find the stream's workspace. */
-typedef struct cublas_entry {
-  cublasHandle_t h;
-  int dev;
-} cublas_entry;
-
 enum {
   FULL_STREAMS = 32, /* per device, the recommended size each */
   SLICE = 256 << 10, /* later streams' workspace, bytes (>= 16 KiB) */
@@ -180,12 +173,13 @@ static void *ws_malloc(size_t bytes) {
   return p;
 }
 
-/* Makes the workspace of stream s on dev (the calling thread's current
- * device) unless it has one. Returns 0, or the error, reported. Only the
- * task leasing s calls this, so s's fields need no lock. */
-static int workspace_for(weft__cuda_stream *s, int dev) {
+/* Makes the workspace of stream s (on its device, the calling thread's
+ * current one) unless it has one. Returns 0, or the error, reported. Only
+ * the task leasing s calls this, so s's fields need no lock. */
+static int workspace_for(weft__cuda_stream *s) {
   if (s->ws_made)
     return 0;
+  int dev = s->base.hdr.dev;
   long long bytes = workspace_bytes(dev);
   if (bytes < 0)
     return WEFT_EINVAL;
@@ -247,47 +241,38 @@ static int lib_create(void *user, int dev, const void *key, size_t key_bytes,
   (void)user;
   (void)key;
   (void)key_bytes;
-  cublas_entry *e = malloc(sizeof *e);
-  if (!e)
-    return CUBLAS_STATUS_ALLOC_FAILED;
-  cublasStatus_t st = cublasCreate(&e->h);
-  if (st != CUBLAS_STATUS_SUCCESS) {
-    free(e);
-    return (int)st;
-  }
-  e->dev = dev;
-  *handle = e;
-  return 0;
+  (void)dev; /* current already */
+  cublasHandle_t h;
+  cublasStatus_t st = cublasCreate(&h);
+  if (st == CUBLAS_STATUS_SUCCESS)
+    *handle = h;
+  return (int)st;
 }
 
 /* cublasSetStream puts the handle back on cuBLAS's default workspace, so
  * the stream's own is set after it. */
 static int lib_set_stream(void *user, void *handle, void *stream) {
   (void)user;
-  cublas_entry *e = handle;
+  cublasHandle_t h = handle;
   /* The cache hands the native stream alone; the caller's weft stream
    * holds the workspace. Looked up here, not passed down from
    * weft_cublas(): the task may have resumed on another thread since. */
-  weft__caller me;
-  if (weft__caller_get("weft_cublas", &me) != 0) {
-    bind_failed(WEFT_ESTATE);
-    return -1;
-  }
-  weft__cuda_stream *s = (weft__cuda_stream *)me.s;
-  if (s->cs != stream) {
+  weft__exec *x = weft__exec_self();
+  weft__cuda_stream *s = x ? (weft__cuda_stream *)x->stream : NULL;
+  if (!s || s->cs != stream) {
     bind_failed(weft__err(WEFT_ESTATE, "weft_cublas: internal: the handle "
                                        "is bound to another stream than the "
                                        "caller's"));
     return -1;
   }
-  int rc = workspace_for(s, e->dev);
+  int rc = workspace_for(s);
   if (rc != 0) {
     bind_failed(rc);
     return -1;
   }
-  cublasStatus_t st = cublasSetStream(e->h, stream);
+  cublasStatus_t st = cublasSetStream(h, stream);
   if (st == CUBLAS_STATUS_SUCCESS && s->ws)
-    if ((st = cublasSetWorkspace(e->h, s->ws, s->ws_bytes)) !=
+    if ((st = cublasSetWorkspace(h, s->ws, s->ws_bytes)) !=
         CUBLAS_STATUS_SUCCESS)
       bind_failed(cublas_fail(st, "cublasSetWorkspace"));
   return (int)st;
@@ -295,9 +280,7 @@ static int lib_set_stream(void *user, void *handle, void *stream) {
 
 static void lib_destroy(void *user, void *handle) {
   (void)user;
-  cublas_entry *e = handle;
-  cublasDestroy(e->h);
-  free(e);
+  cublasDestroy(handle);
 }
 
 static const char *lib_describe(int status) {
@@ -347,7 +330,7 @@ cublasHandle_t weft__cuda_cublas(void) {
     bind_report();
     return NULL;
   }
-  return ((cublas_entry *)e)->h;
+  return e;
 }
 
 int weft__cuda_cublas_workspace(void **ptr, size_t *bytes) {

@@ -172,6 +172,25 @@ static long long message_bytes(const void *buf, int count, MPI_Datatype type,
   return (long long)count * size;
 }
 
+/* Posts the send (recv 0) or receive of buf, under the lock below
+ * MPI_THREAD_MULTIPLE, and waits for it (weft_mpi_wait). */
+static int post_and_wait(int level, int recv, void *buf, int count,
+                         MPI_Datatype type, int peer, int tag, MPI_Comm comm,
+                         MPI_Status *status) {
+  MPI_Request r;
+  if (level < MPI_THREAD_MULTIPLE)
+    weft_mpi_lock();
+  int e = recv ? MPI_Irecv(buf, count, type, peer, tag, comm, &r)
+               : MPI_Isend(buf, count, type, peer, tag, comm, &r);
+  if (level < MPI_THREAD_MULTIPLE)
+    weft_mpi_unlock();
+  if (e != MPI_SUCCESS)
+    return weft_error_set(WEFT_EIO, e, "%s: %s: MPI error %d",
+                          recv ? "weft_mpi_recv" : "weft_mpi_send",
+                          recv ? "MPI_Irecv" : "MPI_Isend", e);
+  return weft_mpi_wait(&r, status);
+}
+
 int weft_mpi_send(const void *buf, int count, MPI_Datatype type, int dest,
                   int tag, MPI_Comm comm) {
   long long bytes = message_bytes(buf, count, type, "weft_mpi_send");
@@ -192,19 +211,9 @@ int weft_mpi_send(const void *buf, int count, MPI_Datatype type, int dest,
    * done before MPI reads: the task suspends, its worker runs others. */
   if (rc == 0)
     rc = weft_sync();
-  if (rc == 0) {
-    MPI_Request r;
-    if (level < MPI_THREAD_MULTIPLE)
-      weft_mpi_lock();
-    int e = MPI_Isend(from, count, type, dest, tag, comm, &r);
-    if (level < MPI_THREAD_MULTIPLE)
-      weft_mpi_unlock();
-    rc = e == MPI_SUCCESS ? weft_mpi_wait(&r, MPI_STATUS_IGNORE)
-                          : weft_error_set(WEFT_EIO, e,
-                                           "weft_mpi_send: MPI_Isend: MPI "
-                                           "error %d",
-                                           e);
-  }
+  if (rc == 0) /* MPI only reads it */
+    rc = post_and_wait(level, 0, (void *)from, count, type, dest, tag, comm,
+                       MPI_STATUS_IGNORE);
   if (stage)
     weft_pinned_free(stage);
   return rc;
@@ -228,19 +237,8 @@ int weft_mpi_recv(void *buf, int count, MPI_Datatype type, int source, int tag,
      * may still read it. */
     rc = weft_sync();
   }
-  if (rc == 0) {
-    MPI_Request r;
-    if (level < MPI_THREAD_MULTIPLE)
-      weft_mpi_lock();
-    int e = MPI_Irecv(into, count, type, source, tag, comm, &r);
-    if (level < MPI_THREAD_MULTIPLE)
-      weft_mpi_unlock();
-    rc = e == MPI_SUCCESS ? weft_mpi_wait(&r, status)
-                          : weft_error_set(WEFT_EIO, e,
-                                           "weft_mpi_recv: MPI_Irecv: MPI "
-                                           "error %d",
-                                           e);
-  }
+  if (rc == 0)
+    rc = post_and_wait(level, 1, into, count, type, source, tag, comm, status);
   /* In stream order: the copy in is queued before the caller's next GPU
    * work; the pinned cache keeps the block until that copy has run. */
   if (rc == 0 && stage)

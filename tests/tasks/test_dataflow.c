@@ -105,6 +105,28 @@ static weft_task_opts declared(const step *s, weft_access acc[2]) {
   return o;
 }
 
+/* The reference: the program rounds times over, one task at a time from
+ * fresh buffers, into seq. */
+static void one_at_a_time(weft_runtime *rt, step *p, int n, int rounds,
+                          float *seq) {
+  reset_buffers();
+  for (int r = 0; r < rounds; r++)
+    for (int i = 0; i < n; i++) {
+      weft_task *t;
+      CHECK_OK(weft_task_spawn(rt, &t, step_task, &p[i], NULL));
+      CHECK_OK(weft_task_join(t));
+    }
+  snapshot(seq);
+}
+
+/* got against the reference, bit for bit; what names the run. */
+static void same_bits(const float *got, const float *seq, const char *what) {
+  for (int i = 0; i < NBUF * LEN; i++)
+    CHECK_MSG(memcmp(&got[i], &seq[i], sizeof(float)) == 0,
+              "%s: buffer %d [%d] = %g, %g one task at a time", what, i / LEN,
+              i % LEN, (double)got[i], (double)seq[i]);
+}
+
 /* The program with declarations, every task in flight at once; then one
  * task at a time; the buffers must agree bit for bit. */
 static void random_program(weft_runtime *rt, int n, uint64_t seed) {
@@ -126,18 +148,11 @@ static void random_program(weft_runtime *rt, int n, uint64_t seed) {
   snapshot(flow);
   size_t ranges = weft__flow_ranges(weft__exec_self());
 
-  reset_buffers();
-  for (int i = 0; i < n; i++) {
-    CHECK_OK(weft_task_spawn(rt, &t[i], step_task, &p[i], NULL));
-    CHECK_OK(weft_task_join(t[i]));
-  }
-  snapshot(seq);
-  for (int i = 0; i < NBUF * LEN; i++)
-    CHECK_MSG(memcmp(&flow[i], &seq[i], sizeof(float)) == 0,
-              "%d tasks, seed %llu: buffer %d [%d] = %g with declarations, "
-              "%g one at a time",
-              n, (unsigned long long)seed, i / LEN, i % LEN, (double)flow[i],
-              (double)seq[i]);
+  one_at_a_time(rt, p, n, 1, seq);
+  char what[96];
+  snprintf(what, sizeof what, "%d tasks with declarations, seed %llu", n,
+           (unsigned long long)seed);
+  same_bits(flow, seq, what);
   /* The record holds ranges, not history: at most two boundaries an
    * access, within the buffers' bytes. */
   CHECK_MSG(ranges <= (size_t)NBUF * LEN, "%zu ranges after %d tasks", ranges,
@@ -188,19 +203,11 @@ static void captured_program(weft_runtime *rt, int n, uint64_t seed,
   snapshot(flow);
   CHECK_OK(weft_graph_destroy(g));
 
-  reset_buffers();
-  for (int r = 0; r < replays; r++)
-    for (int i = 0; i < n; i++) {
-      CHECK_OK(weft_task_spawn(rt, &t[i], step_task, &p[i], NULL));
-      CHECK_OK(weft_task_join(t[i]));
-    }
-  snapshot(seq);
-  for (int i = 0; i < NBUF * LEN; i++)
-    CHECK_MSG(memcmp(&flow[i], &seq[i], sizeof(float)) == 0,
-              "%d steps captured, %d replays, seed %llu: buffer %d [%d] = %g "
-              "replayed, %g one task at a time",
-              n, replays, (unsigned long long)seed, i / LEN, i % LEN,
-              (double)flow[i], (double)seq[i]);
+  one_at_a_time(rt, p, n, replays, seq);
+  char what[96];
+  snprintf(what, sizeof what, "%d steps captured, %d replays, seed %llu", n,
+           replays, (unsigned long long)seed);
+  same_bits(flow, seq, what);
   free(p);
   free(t);
   free(init);

@@ -159,11 +159,16 @@ static void check_nesting(const trace_model *m) {
  * an API call's end inside the task slice that follows it on its thread
  * (a poller's query, between two tasks), or past the end of the slice that
  * holds it. Both must be written nested. */
-static void clamped_calls(void) {
-  char path[] = "/tmp/weft-clamp-XXXXXX";
-  int fd = mkstemp(path);
+/* Creates the empty file tmpl names (mkstemp's XXXXXX filled in). */
+static void make_temp(char *tmpl) {
+  int fd = mkstemp(tmpl);
   CHECK(fd >= 0);
   close(fd);
+}
+
+static void clamped_calls(void) {
+  char path[] = "/tmp/weft-clamp-XXXXXX";
+  make_temp(path);
   static int owner;
   weft_device_info dev = {0};
   CHECK_OK(weft__trace_open(path, "host", &owner, &dev, 1));
@@ -222,9 +227,7 @@ static void syncer(void *arg) {
 
 static void checked_findings(void) {
   char path[] = "/tmp/weft-checked-XXXXXX";
-  int fd = mkstemp(path);
-  CHECK(fd >= 0);
-  close(fd);
+  make_temp(path);
   weft_runtime_opts o;
   weft_runtime_opts_init(&o);
   o.backend = WEFT_BACKEND_HOST;
@@ -307,9 +310,7 @@ static void on(weft_runtime *rt, int dev, weft_task_fn fn) {
  * the report counts in its own row. */
 static void two_devices(void) {
   char path[] = "/tmp/weft-twodev-XXXXXX";
-  int fd = mkstemp(path);
-  CHECK(fd >= 0);
-  close(fd);
+  make_temp(path);
   weft_runtime_opts o;
   weft_runtime_opts_init(&o);
   o.backend = WEFT_BACKEND_HOST;
@@ -396,9 +397,7 @@ int main(void) {
   two_devices();
   checked_findings();
   char path[] = "/tmp/weft-roundtrip-XXXXXX";
-  int fd = mkstemp(path);
-  CHECK(fd >= 0);
-  close(fd);
+  make_temp(path);
   test_kernels_init(&tk);
   bad_name = tk.axpb;
   bad_name.name = "axpb-caf\xe9";
