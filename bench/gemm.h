@@ -22,20 +22,44 @@
 extern "C" {
 #endif
 
-/* Queues c = a · b on the calling task's (or thread's) stream. Returns 0,
- * or BENCH_FAIL after bench_fail with the reason. */
-int bench_gemm(bench_ctx *c, const seed_kernels *k, unsigned n, const float *a,
-               const float *b, float *out);
+/* Queues out = a · b on the calling task's (or thread's) stream, for a
+ * rows x n and b n x n (out rows x n). Returns 0, or BENCH_FAIL after
+ * bench_fail with the reason. */
+int bench_gemm_rows(bench_ctx *c, const seed_kernels *k, unsigned rows,
+                    unsigned n, const float *a, const float *b, float *out);
 
-/* The launch of the host matmul kernel for n x n: one block per row. */
-weft_dim3 seed_matmul_grid(unsigned n);
+/* The square case, n x n. */
+static inline int bench_gemm(bench_ctx *c, const seed_kernels *k, unsigned n,
+                             const float *a, const float *b, float *out) {
+  return bench_gemm_rows(c, k, n, n, a, b, out);
+}
+
+/* The launch of the host matmul kernel for rows of c: one block per row. */
+weft_dim3 seed_matmul_grid(unsigned rows);
 
 #ifdef WEFT_BENCH_CUDA
-/* c = a · b through handle h, on whatever stream h is set to. cuBLAS is
- * column-major: a row-major matrix is its transpose, so c^T = b^T · a^T is
- * one plain SGEMM with the operands swapped. */
-cublasStatus_t bench_sgemm(cublasHandle_t h, unsigned n, const float *a,
-                           const float *b, float *out);
+/* out = a · b through handle h, on whatever stream h is set to. cuBLAS is
+ * column-major: a row-major matrix is its transpose, so out^T = b^T · a^T
+ * is one plain SGEMM with the operands swapped. */
+cublasStatus_t bench_sgemm_rows(cublasHandle_t h, unsigned rows, unsigned n,
+                                const float *a, const float *b, float *out);
+
+/* Returns BENCH_FAIL from the enclosing function, after bench_fail, if a
+ * cuBLAS call of a raw baseline fails; RAW_TRY's counterpart. */
+#define BLAS_TRY(c, call)                                                      \
+  do {                                                                         \
+    cublasStatus_t st_ = (call);                                               \
+    if (st_ != CUBLAS_STATUS_SUCCESS)                                          \
+      return bench_fail((c), "raw CUDA: %s: %s: %s (line %d)", #call,          \
+                        cublasGetStatusName(st_), cublasGetStatusString(st_),  \
+                        __LINE__);                                             \
+  } while (0)
+
+static inline cublasStatus_t bench_sgemm(cublasHandle_t h, unsigned n,
+                                         const float *a, const float *b,
+                                         float *out) {
+  return bench_sgemm_rows(h, n, n, a, b, out);
+}
 #endif
 
 /* The reference for checks: sum_k a[i][k] * b[k][j], in double. */

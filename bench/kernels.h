@@ -18,10 +18,11 @@
  * The kernels of the seeds' experiments (copies, priority, tasks,
  * saturation), for both backends. float data, row-major.
  *
- *   matmul(a, b, c, n)        c = a · b for n x n matrices; host backend
+ *   matmul(a, b, c, n, rows)  c = a · b for a rows x n, b n x n (so c is
+ *                             rows x n; rows = n: square); host backend
  *                             only: on CUDA the scenarios call cuBLAS
  *                             (bench_gemm), as the seeds' torch.matmul and
- *                             CUDA.jl's mul! do. Launch with grid n (one
+ *                             CUDA.jl's mul! do. Launch with grid rows (one
  *                             block per row of c), any block size.
  *   cube(in, out, n)          out[i] = in[i]^3: seed 001's torch.pow(m, 3)
  *   sine(x, n)                x[i] = sin(x[i]) in place: seed 002's

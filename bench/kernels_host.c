@@ -103,9 +103,10 @@ void seed_host_matmul(const weft_kernel_ctx *ctx, void **args) {
   const float *b = *(const float *const *)args[1];
   float *c = *(float *const *)args[2];
   unsigned n = *(const unsigned *)args[3];
+  unsigned rows = *(const unsigned *)args[4];
   /* Rows block_idx.x, block_idx.x + grid, ...; i-k-j order keeps the
    * inner loop on contiguous memory. */
-  for (unsigned i = ctx->block_idx.x; i < n; i += ctx->grid_dim.x) {
+  for (unsigned i = ctx->block_idx.x; i < rows; i += ctx->grid_dim.x) {
     float *ci = c + (unsigned long)i * n;
     for (unsigned j = 0; j < n; j++)
       ci[j] = 0.0f;
@@ -157,7 +158,7 @@ void seed_kernels_init(seed_kernels *k) {
       .matmul = {.host = seed_host_matmul,
                  .name = "seed_matmul",
                  WEFT_KERNEL_ARGS(const float *, const float *, float *,
-                                  unsigned),
+                                  unsigned, unsigned),
                  .reads = WEFT_ARG_READ(0) | WEFT_ARG_READ(1)},
       .cube = {.cuda = WEFT_CUDA_KERNEL(seed_cube),
                .host = seed_host_cube,

@@ -49,19 +49,40 @@ static inline int raw_on_cuda(weft_runtime *rt) {
 /* 1 if s is a CUDA stream (then s.cs is it). */
 static inline int raw_is_cuda(raw_stream s) { return s.hs == NULL; }
 
-static inline int raw_stream_create(weft_runtime *rt, int priority,
-                                    raw_stream *s) {
+/* Makes device (weft's numbering, which is CUDA's) the calling thread's
+ * current one, as raw CUDA code does before it issues work for a device:
+ * cudaSetDevice on CUDA, nothing on the host backend (its streams know
+ * their device). */
+static inline int raw_set_device(weft_runtime *rt, int device) {
+#ifdef WEFT_BENCH_CUDA
+  if (raw_on_cuda(rt))
+    return cudaSetDevice(device);
+#endif
+  (void)rt;
+  (void)device;
+  return 0;
+}
+
+/* A non-blocking stream on the given device; the calling thread's current
+ * device is that one afterwards. */
+static inline int raw_stream_create_on(weft_runtime *rt, int device,
+                                       int priority, raw_stream *s) {
   *s = (raw_stream){0};
 #ifdef WEFT_BENCH_CUDA
   if (raw_on_cuda(rt)) {
-    int e = cudaSetDevice(0);
+    int e = cudaSetDevice(device);
     if (e)
       return e;
     return cudaStreamCreateWithPriority(&s->cs, cudaStreamNonBlocking,
                                         priority);
   }
 #endif
-  return weft_host_stream_create(rt, priority, &s->hs);
+  return weft_host_stream_create(rt, device, priority, &s->hs);
+}
+
+static inline int raw_stream_create(weft_runtime *rt, int priority,
+                                    raw_stream *s) {
+  return raw_stream_create_on(rt, 0, priority, s);
 }
 
 /* Waits for the stream's work, then frees it. */
@@ -122,15 +143,26 @@ static inline int raw_copy(raw_stream s, void *dst, const void *src, size_t n,
   return weft_host_copy(s.hs, dst, src, n);
 }
 
-static inline int raw_event_create(weft_runtime *rt, int timing,
-                                   raw_event *ev) {
+/* An event of the given device, recorded on its streams only; the
+ * calling thread's current device is that one afterwards. */
+static inline int raw_event_create_on(weft_runtime *rt, int device,
+                                      int timing, raw_event *ev) {
   *ev = (raw_event){0};
 #ifdef WEFT_BENCH_CUDA
-  if (raw_on_cuda(rt))
+  if (raw_on_cuda(rt)) {
+    int e = cudaSetDevice(device);
+    if (e)
+      return e;
     return cudaEventCreateWithFlags(&ev->ce, timing ? cudaEventDefault
                                                     : cudaEventDisableTiming);
+  }
 #endif
-  return weft_host_event_create(rt, timing, &ev->he);
+  return weft_host_event_create(rt, device, timing, &ev->he);
+}
+
+static inline int raw_event_create(weft_runtime *rt, int timing,
+                                   raw_event *ev) {
+  return raw_event_create_on(rt, 0, timing, ev);
 }
 
 static inline int raw_event_destroy(raw_event *ev) {

@@ -481,7 +481,7 @@ static int raw_run(raw_copies *x, const bench_copies_set *s, int blocking) {
     }
 #endif
     float *out = s->c[i];
-    void *args[] = {&a, &a, &out, &n};
+    void *args[] = {&a, &a, &out, &n, &n};
     RAW_TRY(c, raw_launch(x->s[S_MM], &x->k.matmul, seed_matmul_grid(n),
                           WEFT_DIM1(1), args));
   }

@@ -173,19 +173,6 @@ static void driver(void *arg) {
 
 /* ---- the raw baseline ---- */
 
-#ifdef WEFT_BENCH_CUDA
-/* Returns BENCH_FAIL from the enclosing function, after bench_fail, if a
- * cuBLAS call fails; RAW_TRY's counterpart. */
-#define BLAS_TRY(c, call)                                                      \
-  do {                                                                         \
-    cublasStatus_t st_ = (call);                                               \
-    if (st_ != CUBLAS_STATUS_SUCCESS)                                          \
-      return bench_fail((c), "raw CUDA: %s: %s: %s (line %d)", #call,          \
-                        cublasGetStatusName(st_), cublasGetStatusString(st_),  \
-                        __LINE__);                                             \
-  } while (0)
-#endif
-
 /* Makes the raw streams before any timing: flood and short at priority 0
  * (what a stream made without a priority gets on CUDA, the least of the
  * range on current GPUs and on the host backend), high at the device's
@@ -250,7 +237,7 @@ static int raw_run(prio_bench *pb, prio_mode m, prio_times *t) {
     }
 #endif
     /* Launches copy their arguments when queued, so locals will do. */
-    void *args[] = {&a, &b, &out, &n};
+    void *args[] = {&a, &b, &out, &n, &n};
     RAW_TRY(c, raw_launch(pb->raw_flood, &pb->k.matmul, seed_matmul_grid(n),
                           WEFT_DIM1(1), args));
   }

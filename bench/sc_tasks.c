@@ -182,7 +182,7 @@ static int raw_iteration(tasks_bench *tb, int runs, int nstreams) {
     } else
 #endif
     {
-      void *mm_args[] = {&a, &b, &out, &n};
+      void *mm_args[] = {&a, &b, &out, &n, &n};
       RAW_TRY(c, raw_launch(s, &tb->k.matmul, seed_matmul_grid(n), WEFT_DIM1(1),
                             mm_args));
     }

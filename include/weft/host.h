@@ -27,11 +27,12 @@ WEFT_BEGIN_DECLS
 typedef struct weft_host_stream weft_host_stream;
 typedef struct weft_host_event weft_host_event;
 
-/* A stream on rt's device 0 at the given priority (0: normal; see
+/* A stream on rt's device (0 .. weft_device_count - 1; each emulated
+ * device has its own executor) at the given priority (0: normal; see
  * weft_device_info for the range). Errors: WEFT_ENOTSUP when rt is not on
- * the host backend, WEFT_ENOMEM. */
-WEFT_API int weft_host_stream_create(weft_runtime *rt, int priority,
-                                     weft_host_stream **out);
+ * the host backend, WEFT_ENODEV, WEFT_ENOMEM. */
+WEFT_API int weft_host_stream_create(weft_runtime *rt, int device,
+                                     int priority, weft_host_stream **out);
 /* Waits for the stream's work, then frees it; sets *s to NULL. */
 WEFT_API int weft_host_stream_destroy(weft_host_stream **s);
 /* Blocks until the stream's work is done; the first failure among it. */
@@ -46,9 +47,11 @@ WEFT_API int weft_host_launch(weft_host_stream *s, const weft_kernel *k,
 WEFT_API int weft_host_copy(weft_host_stream *s, void *dst, const void *src,
                             size_t n);
 
-/* An event; timing: weft_host_event_elapsed_ms may use it. Errors:
- * WEFT_ENOTSUP when rt is not on the host backend, WEFT_ENOMEM. */
-WEFT_API int weft_host_event_create(weft_runtime *rt, int timing,
+/* An event of rt's device, recorded on that device's streams only (as
+ * CUDA's events are; any device's streams may wait for it); timing:
+ * weft_host_event_elapsed_ms may use it. Errors: WEFT_ENOTSUP when rt is
+ * not on the host backend, WEFT_ENODEV, WEFT_ENOMEM. */
+WEFT_API int weft_host_event_create(weft_runtime *rt, int device, int timing,
                                     weft_host_event **out);
 WEFT_API int weft_host_event_destroy(weft_host_event **ev);
 WEFT_API int weft_host_event_record(weft_host_event *ev, weft_host_stream *s);

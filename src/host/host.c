@@ -21,15 +21,27 @@ static int host_backend(weft_runtime *rt, const char *call,
   return 0;
 }
 
-int weft_host_stream_create(weft_runtime *rt, int priority,
-                            weft_host_stream **out) {
-  weft__backend *b = NULL;
-  int rc = host_backend(rt, "weft_host_stream_create", &b);
+/* The backend of rt, which must be the host backend, with device in range
+ * and out not NULL. */
+static int host_maker(weft_runtime *rt, int device, const void *out,
+                      const char *call, weft__backend **b) {
+  int rc = host_backend(rt, call, b);
   if (rc)
     return rc;
   if (!out)
-    return weft__err(WEFT_EINVAL, "weft_host_stream_create: out is NULL");
-  return weft__stream_create(b, 0, priority, (weft__stream **)out);
+    return weft__err(WEFT_EINVAL, "%s: out is NULL", call);
+  if (device < 0 || device >= (*b)->ndev)
+    return weft__err(WEFT_ENODEV, "%s: no device %d (the runtime has %d)",
+                     call, device, (*b)->ndev);
+  return 0;
+}
+
+int weft_host_stream_create(weft_runtime *rt, int device, int priority,
+                            weft_host_stream **out) {
+  weft__backend *b = NULL;
+  int rc = host_maker(rt, device, out, "weft_host_stream_create", &b);
+  return rc ? rc
+            : weft__stream_create(b, device, priority, (weft__stream **)out);
 }
 
 int weft_host_stream_destroy(weft_host_stream **s) {
@@ -88,16 +100,13 @@ int weft_host_copy(weft_host_stream *s, void *dst, const void *src, size_t n) {
   return weft__copy(S(s), dst, src, n, WEFT__COPY_DEFAULT);
 }
 
-int weft_host_event_create(weft_runtime *rt, int timing,
+int weft_host_event_create(weft_runtime *rt, int device, int timing,
                            weft_host_event **out) {
   weft__backend *b = NULL;
-  int rc = host_backend(rt, "weft_host_event_create", &b);
-  if (rc)
-    return rc;
-  if (!out)
-    return weft__err(WEFT_EINVAL, "weft_host_event_create: out is NULL");
-  return weft__event_create(b, 0, timing ? WEFT__EVENT_TIMING : 0,
-                            (weft__event **)out);
+  int rc = host_maker(rt, device, out, "weft_host_event_create", &b);
+  return rc ? rc
+            : weft__event_create(b, device, timing ? WEFT__EVENT_TIMING : 0,
+                                 (weft__event **)out);
 }
 
 int weft_host_event_destroy(weft_host_event **ev) {
