@@ -1,8 +1,9 @@
 /* A 2-D heat stencil (Jacobi) split over MPI ranks by rows: each rank's
- * interior is updated by a task while another task exchanges the halo
- * rows with the neighbours, against the plain MPI version (a blocking
- * MPI_Sendrecv, then the whole update) in the same run. Both must agree
- * bit for bit with one rank computing the whole grid.
+ * interior is updated by a task while a task per halo row sends it from,
+ * or receives it into, device memory (weft_mpi_send / weft_mpi_recv),
+ * against the plain MPI version (rows staged through pinned memory by
+ * hand, a blocking MPI_Sendrecv, then the whole update) in the same run.
+ * Both must agree bit for bit with one rank computing the whole grid.
  *
  *   mpirun -np 4 ./mpi_stencil [N] [ITERATIONS]
  *
@@ -86,9 +87,10 @@ typedef struct block {
 
 static size_t row_bytes(void) { return (size_t)N * sizeof(float); }
 
-/* The halo exchange: my first and last rows out, the neighbours' in, into
- * top and bot. Blocking MPI_Sendrecv, or requests a task waits for. */
-static int exchange(block *b, int blocking) {
+/* The plain version's halo exchange: my first and last rows out through
+ * pinned staging, the neighbours' in, into top and bot, with blocking
+ * MPI_Sendrecv. */
+static int exchange(block *b) {
   size_t rb = row_bytes();
   int up = rank - 1, down = rank + 1, rc;
   if ((rc = weft_copy(b->send_up, b->cur, rb)) ||
@@ -96,31 +98,12 @@ static int exchange(block *b, int blocking) {
       (rc = weft_sync()))
     return rc;
   int cnt = (int)N;
-  if (blocking) {
-    MPI_Sendrecv(b->send_up, cnt, MPI_FLOAT, up >= 0 ? up : MPI_PROC_NULL, 0,
-                 b->recv_down, cnt, MPI_FLOAT,
-                 down < size ? down : MPI_PROC_NULL, 0, MPI_COMM_WORLD,
-                 MPI_STATUS_IGNORE);
-    MPI_Sendrecv(b->send_down, cnt, MPI_FLOAT,
-                 down < size ? down : MPI_PROC_NULL, 1, b->recv_up, cnt,
-                 MPI_FLOAT, up >= 0 ? up : MPI_PROC_NULL, 1, MPI_COMM_WORLD,
-                 MPI_STATUS_IGNORE);
-  } else {
-    MPI_Request r[4];
-    int nr = 0;
-    if (up >= 0) {
-      MPI_Isend(b->send_up, cnt, MPI_FLOAT, up, 0, MPI_COMM_WORLD, &r[nr++]);
-      MPI_Irecv(b->recv_up, cnt, MPI_FLOAT, up, 1, MPI_COMM_WORLD, &r[nr++]);
-    }
-    if (down < size) {
-      MPI_Isend(b->send_down, cnt, MPI_FLOAT, down, 1, MPI_COMM_WORLD,
-                &r[nr++]);
-      MPI_Irecv(b->recv_down, cnt, MPI_FLOAT, down, 0, MPI_COMM_WORLD,
-                &r[nr++]);
-    }
-    if ((rc = weft_mpi_waitall(nr, r, MPI_STATUSES_IGNORE)) != 0)
-      return rc;
-  }
+  MPI_Sendrecv(b->send_up, cnt, MPI_FLOAT, up >= 0 ? up : MPI_PROC_NULL, 0,
+               b->recv_down, cnt, MPI_FLOAT, down < size ? down : MPI_PROC_NULL,
+               0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+  MPI_Sendrecv(b->send_down, cnt, MPI_FLOAT, down < size ? down : MPI_PROC_NULL,
+               1, b->recv_up, cnt, MPI_FLOAT, up >= 0 ? up : MPI_PROC_NULL, 1,
+               MPI_COMM_WORLD, MPI_STATUS_IGNORE);
   if (up >= 0 && (rc = weft_copy(b->top, b->recv_up, rb)))
     return rc;
   if (down < size && (rc = weft_copy(b->bot, b->recv_down, rb)))
@@ -146,7 +129,7 @@ static double now(void) {
 
 static int plain_step(block *b) {
   double t0 = now();
-  int rc = exchange(b, 1);
+  int rc = exchange(b);
   comm_s += now() - t0;
   if (!rc)
     rc = launch_rows(b->top, b->cur, b->bot, b->next, 0, n);
@@ -158,39 +141,64 @@ static int plain_step(block *b) {
 
 typedef struct job {
   block *b;
+  float *row;   /* a message's device memory: the row sent or received */
+  int peer, tag;
+  int send;     /* 1: send row; 0: receive into row, then update edge */
+  unsigned edge; /* the row of mine that a received halo row completes */
   int rc;
 } job;
 
-static void interior_task(void *arg) { /* rows that need no halo */
+/* The rows that need no halo row from a neighbour: all but the first (if
+ * there is a rank above) and the last (if there is one below). */
+static void interior_task(void *arg) {
   job *j = arg;
-  j->rc = launch_rows(NULL, j->b->cur, NULL, j->b->next, 1, n - 1);
+  unsigned lo = rank > 0 ? 1 : 0, hi = rank + 1 < size ? n - 1 : n;
+  j->rc = launch_rows(j->b->top, j->b->cur, j->b->bot, j->b->next, lo, hi);
 }
 
-static void halo_task(void *arg) {
+/* One halo row, straight from or into device memory: weft_mpi_send and
+ * weft_mpi_recv order it with the task's stream (staging it through
+ * pinned memory where MPI cannot reach the device), and the task suspends
+ * while the message is in flight. A received row's edge row is updated
+ * next on the same stream, so nothing waits for the other messages. */
+static void message_task(void *arg) {
   job *j = arg;
-  j->rc = exchange(j->b, 0);
+  block *b = j->b;
+  if (j->send) {
+    j->rc = weft_mpi_send(j->row, (int)N, MPI_FLOAT, j->peer, j->tag,
+                          MPI_COMM_WORLD);
+    return;
+  }
+  j->rc = weft_mpi_recv(j->row, (int)N, MPI_FLOAT, j->peer, j->tag,
+                        MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+  if (!j->rc)
+    j->rc = launch_rows(b->top, b->cur, b->bot, b->next, j->edge, j->edge + 1);
 }
 
 static int weft_step(weft_runtime *rt, block *b) {
-  job ji = {b, 0}, jh = {b, 0};
-  weft_task *ti, *th;
-  int rc = weft_task_spawn(rt, &ti, interior_task, &ji, NULL);
-  if (rc)
-    return rc;
-  if ((rc = weft_task_spawn(rt, &th, halo_task, &jh, NULL)) != 0) {
-    weft_task_join(ti);
-    return rc;
+  job jobs[5];
+  int nj = 0;
+  jobs[nj++] = (job){.b = b};
+  if (rank > 0) { /* my first row up (tag 0); the row above mine down (1) */
+    jobs[nj++] = (job){b, b->cur, rank - 1, 0, 1, 0, 0};
+    jobs[nj++] = (job){b, b->top, rank - 1, 1, 0, 0, 0};
   }
-  int r1 = weft_task_join(ti), r2 = weft_task_join(th);
-  rc = r1 ? r1 : r2 ? r2 : ji.rc ? ji.rc : jh.rc;
-  /* The first and last rows, now that the halos are in (after the joins:
-   * stream-ordered after both tasks' work). */
-  if (!rc)
-    rc = launch_rows(b->top, b->cur, b->bot, b->next, 0, 1);
-  if (!rc && n > 1)
-    rc = launch_rows(b->top, b->cur, b->bot, b->next, n - 1, n);
-  if (!rc)
-    rc = weft_sync();
+  if (rank + 1 < size) {
+    jobs[nj++] = (job){b, b->cur + (size_t)(n - 1) * N, rank + 1, 1, 1, 0, 0};
+    jobs[nj++] = (job){b, b->bot, rank + 1, 0, 0, n - 1, 0};
+  }
+  weft_task *t[5];
+  int spawned = 0, rc = 0;
+  for (int i = 0; i < nj && !rc; i++)
+    if ((rc = weft_task_spawn(rt, &t[i], i ? message_task : interior_task,
+                              &jobs[i], NULL)) == 0)
+      spawned++;
+  /* A join waits for the task's GPU work too: every row of next is done. */
+  for (int i = 0; i < spawned; i++) {
+    int r = weft_task_join(t[i]);
+    if (!rc)
+      rc = r ? r : jobs[i].rc;
+  }
   swap(b);
   return rc;
 }

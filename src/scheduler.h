@@ -201,6 +201,9 @@ struct weft_runtime {
   weft_task *waits;
   weft_task **wait_cursor; /* &rt->waits or &(a waiting task)->next */
   atomic_int nwaits;
+  /* Of which waits for a test (weft_wait_until): no backend reports
+   * their completion, so the poller must look for it (sched.c). */
+  atomic_int ntests;
 
   /* Task lifecycle, stream and event pools, thread contexts. */
   pthread_mutex_t lock;

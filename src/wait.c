@@ -58,7 +58,9 @@ int weft_wait_until(int (*test)(void *arg), void *arg) {
   t->wait_test = test;
   t->wait_arg = arg;
   t->wait_cancelled = 0;
+  atomic_fetch_add(&x->rt->ntests, 1);
   rc = suspend_waiting(x, t);
+  atomic_fetch_sub(&x->rt->ntests, 1);
   t->wait_test = NULL;
   if (t->wait_cancelled) {
     t->wait_cancelled = 0;
