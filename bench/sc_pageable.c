@@ -17,13 +17,16 @@
  * Before each run the destination is overwritten; after it, every byte is
  * compared with the source. Target: weft from pageable >= 0.8 x raw pinned
  * bandwidth, with a small time in the call. */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "bench.h"
 #include "raw_api.h"
 
 enum { V_PINNED, V_WEFT, V_PAGEABLE, NVARIANTS };
+enum { MC_THREADS_MAX = 64 };
 
 typedef struct pageable_bench {
   bench_ctx *c;
@@ -39,6 +42,10 @@ typedef struct pageable_bench {
   int record;    /* weft_run: add the run's samples */
   int rc;        /* weft_run's result */
   bench_samples gbs[NVARIANTS], call_ms[NVARIANTS];
+  /* The staging floor: host memcpy between the pageable and the pinned
+   * buffer, [0] one thread, [1] a thread per core, this direction. */
+  bench_samples floor[2];
+  int threads;
 } pageable_bench;
 
 /* xorshift64*: reproducible random bytes. */
@@ -129,6 +136,45 @@ static int timed_copy(pageable_bench *p, int v, int record) {
   return 0;
 }
 
+/* ---- the floor: what memcpy alone reaches on this machine ---- */
+
+typedef struct mc_job {
+  unsigned char *dst;
+  const unsigned char *src;
+  size_t n;
+} mc_job;
+
+static void *mc_thread(void *arg) {
+  mc_job *j = arg;
+  memcpy(j->dst, j->src, j->n);
+  return NULL;
+}
+
+/* Copies the pageable buffer into the pinned one (to the device: what
+ * staging does first) or back, split over t threads; GB/s. */
+static double memcpy_gbs(pageable_bench *p, int t) {
+  pthread_t th[MC_THREADS_MAX];
+  int started[MC_THREADS_MAX] = {0};
+  mc_job jobs[MC_THREADS_MAX];
+  size_t part = (p->n / (size_t)t + 4095) & ~(size_t)4095;
+  uint64_t t0 = bench_now_ns();
+  for (int i = 0; i < t; i++) {
+    size_t off = (size_t)i * part;
+    size_t n = off >= p->n ? 0 : p->n - off < part ? p->n - off : part;
+    jobs[i] = p->to_device ? (mc_job){p->chk + off, p->page + off, n}
+                           : (mc_job){p->page + off, p->chk + off, n};
+    /* The last part here; one that cannot get a thread too. */
+    started[i] = i + 1 < t &&
+                 pthread_create(&th[i], NULL, mc_thread, &jobs[i]) == 0;
+    if (!started[i])
+      mc_thread(&jobs[i]);
+  }
+  for (int i = 0; i < t; i++)
+    if (started[i])
+      pthread_join(th[i], NULL);
+  return (double)p->n / (double)(bench_now_ns() - t0);
+}
+
 static void weft_run(void *arg) {
   pageable_bench *p = arg;
   p->rc = timed_copy(p, V_WEFT, p->record);
@@ -144,7 +190,13 @@ static int measure(pageable_bench *p) {
     BENCH_TRY(c, weft_copy(p->dev, p->ref, p->n));
     BENCH_TRY(c, weft_sync());
   }
-  for (int r = 0; r <= bench_repeat(c); r++)
+  p->floor[0].n = p->floor[1].n = 0;
+  for (int r = 0; r <= bench_repeat(c); r++) {
+    for (int f = 0; f < 2; f++) {
+      double g = memcpy_gbs(p, f ? p->threads : 1);
+      if (r > 0)
+        bench_samples_add(&p->floor[f], g);
+    }
     for (int v = 0; v < NVARIANTS; v++) {
       if (v == V_WEFT) {
         p->record = r > 0;
@@ -155,6 +207,7 @@ static int measure(pageable_bench *p) {
         return BENCH_FAIL;
       }
     }
+  }
   return 0;
 }
 
@@ -188,6 +241,18 @@ static int report(pageable_bench *p) {
     rc = bench_report(c, names[V_PAGEABLE], "GB/s", &p->gbs[V_PAGEABLE], 0,
                       "from a plain thread; in the call %.3f ms (median)",
                       bench_stats_of(&p->call_ms[V_PAGEABLE]).median);
+  for (int f = 0; rc == 0 && f < 2; f++) {
+    char name[80];
+    snprintf(name, sizeof name, "host memcpy %s pinned, %d thread%s",
+             p->to_device ? "pageable to" : "to pageable from",
+             f ? p->threads : 1, f && p->threads > 1 ? "s" : "");
+    rc = bench_report(
+        c, name, "GB/s", &p->floor[f], 0,
+        "the staging floor: the same buffers, memcpy alone%s; weft reached "
+        "%.2f x it",
+        f ? " split over a thread per core" : "",
+        weft / bench_stats_of(&p->floor[f]).median);
+  }
   static const char *const call_notes[NVARIANTS] = {
       "queues the copy",
       "H2D: returns once its chunks are staged; D2H: once queued",
@@ -250,6 +315,8 @@ static int run(bench_ctx *c) {
     return bench_fail(c, "out of memory");
   p->c = c;
   p->n = (size_t)bench_size(c, 256L << 20, 16L << 20);
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  p->threads = cores < 1 ? 1 : cores > MC_THREADS_MAX ? MC_THREADS_MAX : (int)cores;
   int rc = bench_runtime_open(c, 0, &p->rt);
   if (rc == 0)
     rc = raw_open(p);

@@ -7,14 +7,19 @@
  * stream. A copy from or to pageable memory would make CUDA block the
  * calling thread (a 512 MiB pageable cudaMemcpyAsync held the host for all
  * 58.7 ms on the H200, at 8.5 GB/s against 55 GB/s pinned), so it is staged
- * through pinned blocks in 4 MiB chunks:
- * - host to device: tasks copy the chunks into pinned blocks in parallel
- *   on the workers; the caller queues each chunk's transfer on its stream
- *   as soon as that chunk is staged, so transfers overlap the staging;
- * - device to host: the transfers into pinned blocks are queued on the
- *   caller's stream at once, each followed by a task that waits for its
- *   chunk (suspended, polled like any GPU wait) and copies it out; the
- *   caller's next weft_sync() joins those tasks.
+ * through pinned blocks in 4 MiB chunks, a ring of blocks per copy
+ * (reused once their transfer is done; sizes at ring_chunks), so a
+ * copy of any size holds a bounded amount of pinned memory:
+ * - host to device: helper tasks copy chunks into the ring's blocks in
+ *   parallel on the workers, at most a ring ahead of the transfers, in
+ *   chunk order; the caller queues each chunk's transfer on its stream as
+ *   soon as that chunk is staged, so transfers overlap the staging, and
+ *   returns once every chunk is staged (the source may then change);
+ * - device to host: the transfers into the ring's blocks are queued on the
+ *   caller's stream, each followed by a helper task that waits for its
+ *   chunk (suspended, polled like any GPU wait) and copies it out; a copy
+ *   larger than the ring holds the caller until each further chunk's block
+ *   is free again; the caller's next weft_sync() joins the helpers.
  * Either way the caller's stream orders the transfers among its other work,
  * and no thread blocks on the device. */
 #include <stdlib.h>
@@ -28,12 +33,33 @@
 
 #define CHUNK ((size_t)4 << 20)
 
+/* Blocks in a copy's ring (weft_runtime_opts.stage_chunks, or by
+ * default as follows). To the device: two per worker, so that every
+ * worker can stage one while another's waits for its transfer; 8 to 32
+ * (32 to 128 MiB). From the device: 64 (256 MiB): a copy up to that size
+ * returns at once, and a larger one waits, the caller suspended, for each
+ * further chunk's block (ordering forbids queuing those transfers later
+ * from elsewhere: the caller's next work on the source must follow
+ * them). */
+static size_t ring_chunks(const weft_runtime *rt, int to_device) {
+  if (rt->opts.stage_chunks > 0) /* weft_init validated it: 2 to 256 */
+    return (size_t)rt->opts.stage_chunks;
+  if (!to_device)
+    return 64;
+  size_t r = 2 * (size_t)rt->nworkers;
+  return r < 8 ? 8 : r > 32 ? 32 : r;
+}
+
 typedef struct stage_job {
   weft_runtime *rt;
   char *host;   /* pageable side */
   char *pinned; /* staging block */
   size_t n;
-  weft__event *ready; /* device to host: the chunk's transfer finished */
+  /* Host to device: the previous transfer out of this block, to wait for
+   * before overwriting it (NULL: none). Device to host: this chunk's
+   * transfer into the block. */
+  weft__event *ev;
+  int last_use; /* device to host: no later chunk reuses the block */
   int rc;
 } stage_job;
 
@@ -49,17 +75,20 @@ static int spawn_helper(weft__exec *x, weft_task **t, weft_task_fn fn,
 
 static void stage_in(void *arg) {
   stage_job *j = arg;
+  if (j->ev && (j->rc = weft__exec_wait_event(weft__exec_self(), j->ev)) != 0)
+    return;
   memcpy(j->pinned, j->host, j->n);
 }
 
 static void stage_out(void *arg) {
   stage_job *j = arg;
   weft__exec *x = weft__exec_self();
-  j->rc = weft__exec_wait_event(x, j->ready);
+  j->rc = weft__exec_wait_event(x, j->ev);
   if (j->rc == 0)
     memcpy(j->host, j->pinned, j->n);
-  weft__event_pool_put(j->rt, j->ready);
-  weft__pinned_cache_free(&j->rt->pinned, j->pinned);
+  weft__event_pool_put(j->rt, j->ev);
+  if (j->last_use)
+    weft__pinned_cache_free(&j->rt->pinned, j->pinned);
   free(j);
 }
 
@@ -68,6 +97,28 @@ static void release_block(weft__exec *x, weft__stream *s, void *block,
                           size_t n) {
   weft__pinned_cache_use(&x->rt->pinned, block, n, s);
   weft__pinned_cache_free(&x->rt->pinned, block);
+}
+
+/* The ring of a host-to-device copy: slot k serves chunks k, k + r, ... */
+typedef struct ring_in {
+  stage_job *jobs;    /* [r]: the chunk a slot stages now */
+  weft_task **tasks;  /* [r]: its helper, NULL when none runs */
+  weft__event **done; /* [r]: recorded after the slot's last transfer */
+  char **blocks;      /* [r] */
+  size_t r;
+} ring_in;
+
+/* Starts staging chunk i of src (n bytes in all) into its slot. */
+static int start_in(weft__exec *x, ring_in *g, const char *src, size_t n,
+                    size_t i) {
+  size_t k = i % g->r, off = i * CHUNK;
+  stage_job *j = &g->jobs[k];
+  *j = (stage_job){.rt = x->rt,
+                   .host = (char *)src + off,
+                   .pinned = g->blocks[k],
+                   .n = n - off < CHUNK ? n - off : CHUNK,
+                   .ev = g->done[k]};
+  return spawn_helper(x, &g->tasks[k], stage_in, j);
 }
 
 static int staged_in(weft__exec *x, weft__stream *s, char *dst, const char *src,
@@ -84,35 +135,54 @@ static int staged_in(weft__exec *x, weft__stream *s, char *dst, const char *src,
     release_block(x, s, b, n);
     return rc;
   }
-  stage_job *jobs = calloc(nchunks, sizeof *jobs);
-  weft_task **tasks = calloc(nchunks, sizeof *tasks);
-  int rc = jobs && tasks ? 0 : weft__err(WEFT_ENOMEM, "weft_copy: no memory");
+  ring_in g = {.r = nchunks < ring_chunks(rt, 1) ? nchunks
+                                                 : ring_chunks(rt, 1)};
+  g.jobs = calloc(g.r, sizeof *g.jobs);
+  g.tasks = calloc(g.r, sizeof *g.tasks);
+  g.done = calloc(g.r, sizeof *g.done);
+  g.blocks = calloc(g.r, sizeof *g.blocks);
+  int rc = g.jobs && g.tasks && g.done && g.blocks
+               ? 0
+               : weft__err(WEFT_ENOMEM, "weft_copy: no memory");
+  for (size_t k = 0; !rc && k < g.r; k++)
+    rc = weft__pinned_cache_alloc(&rt->pinned, CHUNK, (void **)&g.blocks[k]);
   size_t started = 0;
-  for (; !rc && started < nchunks; started++) {
-    stage_job *j = &jobs[started];
-    size_t off = started * CHUNK;
-    j->n = n - off < CHUNK ? n - off : CHUNK;
-    j->host = (char *)src + off;
-    rc = weft__pinned_cache_alloc(&rt->pinned, j->n, (void **)&j->pinned);
-    if (!rc)
-      rc = spawn_helper(x, &tasks[started], stage_in, j);
-    if (rc && j->pinned)
-      weft__pinned_cache_free(&rt->pinned, j->pinned);
-    if (rc)
-      break;
-  }
-  /* In chunk order: wait for the chunk's staging, queue its transfer.
-   * After a failure the started tasks are still joined and their blocks
+  while (!rc && started < g.r && (rc = start_in(x, &g, src, n, started)) == 0)
+    started++;
+  /* In chunk order: wait for the chunk's staging, queue its transfer and
+   * an event after it, start the chunk that reuses the slot. After a
+   * failure the helpers running are still joined and every block is
    * released, so nothing leaks; the transfers already queued stay. */
-  for (size_t i = 0; i < started; i++) {
-    weft_task_join(tasks[i]);
+  for (size_t i = 0; g.tasks && i < nchunks && g.tasks[i % g.r]; i++) {
+    size_t k = i % g.r;
+    int jr = weft_task_join(g.tasks[k]);
+    g.tasks[k] = NULL;
     if (!rc)
-      rc = weft__copy(s, dst + i * CHUNK, jobs[i].pinned, jobs[i].n,
+      rc = jr ? jr : g.jobs[k].rc;
+    if (!rc)
+      rc = weft__copy(s, dst + i * CHUNK, g.blocks[k], g.jobs[k].n,
                       WEFT__COPY_H2D);
-    release_block(x, s, jobs[i].pinned, jobs[i].n);
+    if (!rc && started < nchunks) {
+      if (!g.done[k])
+        rc = weft__event_pool_get(rt, x->dev, &g.done[k]);
+      if (!rc)
+        rc = weft__event_record(g.done[k], s);
+      if (!rc)
+        rc = start_in(x, &g, src, n, started);
+      if (!rc)
+        started++;
+    }
   }
-  free(jobs);
-  free(tasks);
+  for (size_t k = 0; k < g.r && g.blocks; k++) {
+    if (g.done && g.done[k])
+      weft__event_pool_put(rt, g.done[k]);
+    if (g.blocks[k])
+      release_block(x, s, g.blocks[k], CHUNK);
+  }
+  free(g.jobs);
+  free(g.tasks);
+  free(g.done);
+  free(g.blocks);
   return rc;
 }
 
@@ -129,44 +199,83 @@ static int pending_add(weft__exec *x, weft_task *t) {
   return 0;
 }
 
+/* Chunk i of a device-to-host copy into block b: its transfer, an event
+ * after it, and the helper that waits for it and copies it out (freeing
+ * b if last_use). On failure b is left to the caller. */
+static int chunk_out(weft__exec *x, weft__stream *s, char *dst,
+                     const char *src, size_t n, size_t i, char *b,
+                     int last_use, weft_task **helper) {
+  weft_runtime *rt = x->rt;
+  size_t off = i * CHUNK;
+  stage_job *j = calloc(1, sizeof *j);
+  if (!j)
+    return weft__err(WEFT_ENOMEM, "weft_copy: no memory");
+  *j = (stage_job){.rt = rt,
+                   .host = dst + off,
+                   .pinned = b,
+                   .n = n - off < CHUNK ? n - off : CHUNK,
+                   .last_use = last_use};
+  int rc = weft__copy(s, b, src + off, j->n, WEFT__COPY_D2H);
+  if (!rc)
+    weft__pinned_cache_use(&rt->pinned, b, j->n, s);
+  if (!rc)
+    rc = weft__event_pool_get(rt, x->dev, &j->ev);
+  if (!rc && (rc = weft__event_record(j->ev, s)) != 0)
+    weft__event_pool_put(rt, j->ev);
+  if (!rc && (rc = spawn_helper(x, helper, stage_out, j)) != 0)
+    weft__event_pool_put(rt, j->ev);
+  if (rc)
+    free(j);
+  return rc;
+}
+
 static int staged_out(weft__exec *x, weft__stream *s, char *dst,
                       const char *src, size_t n) {
   weft_runtime *rt = x->rt;
-  for (size_t off = 0; off < n; off += CHUNK) {
-    stage_job *j = calloc(1, sizeof *j);
-    if (!j)
-      return weft__err(WEFT_ENOMEM, "weft_copy: no memory");
-    j->rt = rt;
-    j->n = n - off < CHUNK ? n - off : CHUNK;
-    j->host = dst + off;
-    int rc = weft__pinned_cache_alloc(&rt->pinned, j->n, (void **)&j->pinned);
-    if (!rc)
-      rc = weft__copy(s, j->pinned, src + off, j->n, WEFT__COPY_D2H);
-    if (!rc)
-      weft__pinned_cache_use(&rt->pinned, j->pinned, j->n, s);
-    if (!rc)
-      rc = weft__event_pool_get(rt, x->dev, &j->ready);
-    if (!rc) {
-      rc = weft__event_record(j->ready, s);
-      if (rc)
-        weft__event_pool_put(rt, j->ready);
+  size_t nchunks = (n + CHUNK - 1) / CHUNK, r = ring_chunks(rt, 0);
+  if (r > nchunks)
+    r = nchunks;
+  char **blocks = calloc(r, sizeof *blocks);
+  weft_task **helpers = calloc(r, sizeof *helpers);
+  int rc =
+      blocks && helpers ? 0 : weft__err(WEFT_ENOMEM, "weft_copy: no memory");
+  size_t i = 0;
+  for (; !rc && i < nchunks; i++) {
+    size_t k = i % r;
+    if (helpers[k]) {
+      /* The slot's block is free once its helper copied it out: the one
+       * wait on the caller, only for copies larger than the ring. */
+      int jr = weft_task_join(helpers[k]);
+      helpers[k] = NULL;
+      if (jr) {
+        rc = jr;
+        break;
+      }
+    } else if ((rc = weft__pinned_cache_alloc(
+                    &rt->pinned, nchunks == 1 ? n : CHUNK,
+                    (void **)&blocks[k])) != 0) {
+      break;
     }
-    weft_task *t = NULL;
-    if (!rc) {
-      rc = spawn_helper(x, &t, stage_out, j);
-      if (rc)
-        weft__event_pool_put(rt, j->ready);
-    }
-    if (rc) {
-      if (j->pinned)
-        weft__pinned_cache_free(&rt->pinned, j->pinned);
-      free(j);
-      return rc;
-    }
-    if (pending_add(x, t) != 0)
-      weft_task_join(t); /* cannot remember it: finish it now */
+    int last = i + r >= nchunks;
+    rc = chunk_out(x, s, dst, src, n, i, blocks[k], last, &helpers[k]);
+    if (!rc && last)
+      blocks[k] = NULL; /* its helper frees it */
   }
-  return 0;
+  /* Done: the helpers still running (one per slot, each freeing its
+   * block) finish at the caller's next weft_sync. Failed: they finish
+   * here, and the blocks still the copy's are freed. */
+  for (size_t k = 0; k < r && helpers; k++) {
+    if (!helpers[k])
+      continue;
+    if (rc || pending_add(x, helpers[k]) != 0)
+      weft_task_join(helpers[k]);
+  }
+  for (size_t k = 0; k < r && blocks; k++)
+    if (blocks[k])
+      weft__pinned_cache_free(&rt->pinned, blocks[k]);
+  free(blocks);
+  free(helpers);
+  return rc;
 }
 
 int weft__exec_join_pending(weft__exec *x) {

@@ -15,13 +15,22 @@ WEFT_BEGIN_DECLS
  * threads, so the copy stays asynchronous and, once the pinned cache holds
  * the staging blocks, neither the caller's thread nor a worker blocks on the
  * device; a pageable destination is written by helper tasks that the
- * caller's next weft_sync() waits for. bytes 0 does nothing.
+ * caller's next weft_sync() waits for. One copy holds at most
+ * weft_runtime_opts.stage_chunks blocks (by default 8 to 32 to the device,
+ * 2 per worker, and 64 from it), reusing each once its transfer is done:
+ * from a pageable source the call returns once every chunk is staged, and
+ * a copy larger than its blocks also waits for its earlier chunks'
+ * transfers (behind the work queued before it on the stream); to a
+ * pageable destination it returns at once, unless larger than its blocks:
+ * then it waits until all but that many chunks are out. bytes 0 does
+ * nothing.
  * Errors: WEFT_ESTATE (no runtime; or, while the runtime shuts down, a
  * helper task refused), WEFT_EINVAL (dst or src NULL), WEFT_ENOMEM (staging
  * blocks included), device errors.
  * Context: any thread; may switch (a pageable source of more than 4 MiB:
- * the call joins the tasks that stage it); blocks the worker on CUDA when a
- * staging block misses the pinned cache (see weft_pinned_alloc). */
+ * the call joins the tasks that stage it; a copy larger than its blocks);
+ * blocks the worker on CUDA when a staging block misses the pinned cache
+ * (see weft_pinned_alloc). */
 WEFT_API int weft_copy(void *dst, const void *src, size_t bytes);
 
 /* Queues setting bytes of dst to value on the current stream. bytes 0

@@ -48,6 +48,13 @@ typedef struct weft_runtime_opts {
    * the environment variable WEFT_CHECK (0 or 1; unset means 0). Off, it
    * costs nothing. */
   int check;
+  /* Pinned staging of a copy from or to pageable memory (weft_copy): the
+   * 4 MiB blocks one copy may hold, 2 to 256, reused as its transfers
+   * finish; 0 means the environment variable WEFT_STAGE_CHUNKS (2 to 256)
+   * or, unset, two per worker (8 to 32) to the device and 64 from it. A
+   * copy to pageable memory larger than its blocks holds the caller
+   * (suspended) until the rest fits. */
+  int stage_chunks;
 } weft_runtime_opts;
 
 /* Fills *opts with the defaults; NULL is ignored.

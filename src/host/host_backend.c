@@ -25,6 +25,8 @@ static void conds_destroy(weft__host_backend *hb, int n) {
 int weft__host_open(weft__backend *b, const weft__backend_config *cfg) {
   weft__host_backend *hb = weft__host_of(b);
   hb->ndev = cfg->host_devices > 0 ? cfg->host_devices : 1;
+  const char *pg = getenv("WEFT_HOST_PAGEABLE");
+  hb->pageable = pg && strcmp(pg, "1") == 0;
   /* Threads per device: as asked, else the cores shared out between the
    * devices, at least two each. */
   int n =

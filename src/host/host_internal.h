@@ -126,6 +126,9 @@ typedef struct weft__host_backend {
   struct host_executor *exec;
   uint64_t submitted, completed; /* over all streams */
   int ndev;                      /* emulated devices */
+  /* WEFT_HOST_PAGEABLE=1: ptr_kind tells memory apart as CUDA would, so
+   * that the core's staging of pageable copies runs here (tests). */
+  int pageable;
   /* Per device, for device_sync (an op counts on its stream's device). */
   uint64_t dev_submitted[WEFT_HOST_DEVICES_MAX];
   uint64_t dev_completed[WEFT_HOST_DEVICES_MAX];

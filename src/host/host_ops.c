@@ -388,6 +388,24 @@ static int pinned_free(weft__backend *b, void *p) {
   return 0;
 }
 
+/* Host memory is all one here and nothing needs staging: every pointer
+ * is as good as pinned. With WEFT_HOST_PAGEABLE=1 (for tests of the
+ * core's staging, memory.c) memory is told apart as CUDA would: the start
+ * of a device allocation is device memory, of a pinned one pinned, the
+ * rest pageable (interior pointers too, which only changes the path a
+ * copy takes, never its result). */
+static int ptr_kind(weft__backend *b, const void *p) {
+  if (!weft__host_of(b)->pageable)
+    return WEFT__MEM_PINNED;
+  weft__alloc_info info;
+  pthread_mutex_lock(&b->lock);
+  int found = weft__ptrmap_get(b->allocs, p, &info);
+  pthread_mutex_unlock(&b->lock);
+  if (!found)
+    return WEFT__MEM_PAGEABLE;
+  return info.kind == WEFT__ALLOC_DEVICE ? WEFT__MEM_DEVICE : WEFT__MEM_PINNED;
+}
+
 const struct weft__backend_ops weft__host_ops = {
     .kind = WEFT_BACKEND_HOST,
     .name = "host",
@@ -412,6 +430,7 @@ const struct weft__backend_ops weft__host_ops = {
     .event_sync = event_sync,
     .event_elapsed = event_elapsed,
     .copy = copy,
+    .ptr_kind = ptr_kind,
     .memset = memset_op,
     .launch = launch,
     .capture_begin = weft__host_capture_begin,

@@ -293,6 +293,23 @@ static void env_checks(void) {
   weft_runtime_opts_init(&o);
   o.host_threads = 1025;
   CHECK_ERR(weft_init(&rt, &o), WEFT_EINVAL);
+  /* The staging blocks of a pageable copy: 2 to 256. */
+  static const char *const bad_chunks[] = {"1", "257", "abc", "-3"};
+  for (size_t i = 0; i < sizeof bad_chunks / sizeof bad_chunks[0]; i++) {
+    CHECK(setenv("WEFT_STAGE_CHUNKS", bad_chunks[i], 1) == 0);
+    CHECK_ERR(weft_init(&rt, NULL), WEFT_EINVAL);
+    CHECK(strstr(weft_last_error_message(), "WEFT_STAGE_CHUNKS") != NULL);
+  }
+  CHECK(unsetenv("WEFT_STAGE_CHUNKS") == 0);
+  weft_runtime_opts_init(&o);
+  o.stage_chunks = 257;
+  CHECK_ERR(weft_init(&rt, &o), WEFT_EINVAL);
+  CHECK(strstr(weft_last_error_message(), "stage_chunks") != NULL);
+  o.stage_chunks = 1;
+  CHECK_ERR(weft_init(&rt, &o), WEFT_EINVAL);
+  o.stage_chunks = 2;
+  rt = tt_open(&o);
+  tt_close(rt);
   /* A valid value is used; the option wins over the variable. */
   CHECK(setenv("WEFT_WORKERS", "3", 1) == 0);
   rt = tt_open(NULL);
