@@ -20,7 +20,12 @@
  * - same priority: flood and short work on two streams of the default
  *   priority;
  * - high priority: the short work on a stream of the device's greatest
- *   priority (weft: a task spawned with WEFT_PRIORITY_HIGH).
+ *   priority (weft: a task spawned with WEFT_PRIORITY_HIGH);
+ * - weft only, high priority with priority-aware admission at depth 1, 2
+ *   and 4 (weft_runtime_set_admission for the run): the flood task keeps
+ *   that many operations in flight while the short task lives; their
+ *   notes give the flood's time against the flood alone (its own row,
+ *   last). Target: <= 1.05 x.
  * Raw is one thread with streams made before timing, issuing the flood
  * first and then the short work, in the seed's order, written against
  * raw_api.h: on CUDA the CUDA runtime and cuBLAS by hand, three
@@ -59,10 +64,24 @@ typedef enum prio_mode {
   PRIO_ALONE, /* the short work only */
   PRIO_SAME,  /* flood, then short work at the same priority */
   PRIO_HIGH,  /* flood, then short work at the greatest priority */
+  PRIO_FLOOD, /* the flood only: its own time, for the admission rows */
+  /* weft only: PRIO_HIGH with priority-aware admission at depth 1, 2, 4
+   * (weft_runtime_set_admission for the run). */
+  PRIO_ADMIT1,
+  PRIO_ADMIT2,
+  PRIO_ADMIT4,
   NMODES
 } prio_mode;
 
-#define TARGET_HIGH 1.2 /* x the short work alone */
+static int admit_depth(prio_mode m) {
+  return m == PRIO_ADMIT1 ? 1 : m == PRIO_ADMIT2 ? 2 : m == PRIO_ADMIT4 ? 4 : 0;
+}
+static int has_short(prio_mode m) { return m != PRIO_FLOOD; }
+static int has_flood(prio_mode m) { return m != PRIO_ALONE; }
+static int is_high(prio_mode m) { return m == PRIO_HIGH || admit_depth(m); }
+
+#define TARGET_HIGH 1.2   /* x the short work alone */
+#define TARGET_FLOOD 1.05 /* x the flood alone, under admission */
 
 /* The work. Matrices are n x n floats, row-major, in device memory.
  * Flood operation i (of nflood): flood_out[i % RING] = in[i % RING] .
@@ -155,20 +174,26 @@ static void driver(void *arg) {
   weft_task_opts_init(&so);
   fo.name = "priority/flood";
   so.name = "priority/short";
-  so.priority =
-      pb->mode == PRIO_HIGH ? WEFT_PRIORITY_HIGH : WEFT_PRIORITY_NORMAL;
-  int e;
+  so.priority = is_high(pb->mode) ? WEFT_PRIORITY_HIGH : WEFT_PRIORITY_NORMAL;
+  int e = weft_runtime_set_admission(pb->rt, admit_depth(pb->mode));
+  if (e) {
+    bench_fail_weft(pb->c, e, "weft_runtime_set_admission");
+    return;
+  }
   pb->t_short = pb->t_flood = 0;
   pb->t0 = bench_now_ns();
-  if (pb->mode != PRIO_ALONE &&
+  if (has_flood(pb->mode) &&
       (e = weft_task_spawn(pb->rt, &flood, flood_task, pb, &fo)) != 0)
     bench_fail_weft(pb->c, e, "weft_task_spawn(flood)");
-  else if ((e = weft_task_spawn(pb->rt, &shrt, short_task, pb, &so)) != 0)
+  else if (has_short(pb->mode) &&
+           (e = weft_task_spawn(pb->rt, &shrt, short_task, pb, &so)) != 0)
     bench_fail_weft(pb->c, e, "weft_task_spawn(short)");
   if (shrt && (e = weft_task_join(shrt)) != 0)
     bench_fail_weft(pb->c, e, "weft_task_join(short)");
   if (flood && (e = weft_task_join(flood)) != 0)
     bench_fail_weft(pb->c, e, "weft_task_join(flood)");
+  if ((e = weft_runtime_set_admission(pb->rt, 0)) != 0)
+    bench_fail_weft(pb->c, e, "weft_runtime_set_admission");
 }
 
 /* ---- the raw baseline ---- */
@@ -227,7 +252,7 @@ static int raw_run(prio_bench *pb, prio_mode m, prio_times *t) {
   unsigned long nn = (unsigned long)n * n;
   raw_stream st = m == PRIO_HIGH ? pb->raw_high : pb->raw_short;
   uint64_t t0 = bench_now_ns();
-  for (int i = 0; m != PRIO_ALONE && i < s->nflood; i++) {
+  for (int i = 0; has_flood(m) && i < s->nflood; i++) {
     const float *a = s->in[i % RING], *b = s->in[(i + 1) % RING];
     float *out = s->flood_out[i % RING];
 #ifdef WEFT_BENCH_CUDA
@@ -241,7 +266,7 @@ static int raw_run(prio_bench *pb, prio_mode m, prio_times *t) {
     RAW_TRY(c, raw_launch(pb->raw_flood, &pb->k.matmul, seed_matmul_grid(n),
                           WEFT_DIM1(1), args));
   }
-  for (int j = 0; j < s->nshort; j++) {
+  for (int j = 0; has_short(m) && j < s->nshort; j++) {
     const float *in = s->in[j];
     float *out = s->short_out + (size_t)j * nn;
     void *args[] = {&in, &out, &nn};
@@ -249,9 +274,9 @@ static int raw_run(prio_bench *pb, prio_mode m, prio_times *t) {
                           WEFT_DIM1(SEED_THREADS), args));
   }
   RAW_TRY(c, raw_stream_sync(st));
-  t->short_ms = (double)(bench_now_ns() - t0) / 1e6;
+  t->short_ms = has_short(m) ? (double)(bench_now_ns() - t0) / 1e6 : 0;
   t->flood_ms = 0;
-  if (m != PRIO_ALONE) {
+  if (has_flood(m)) {
     RAW_TRY(c, raw_stream_sync(pb->raw_flood));
     t->flood_ms = (double)(bench_now_ns() - t0) / 1e6;
   }
@@ -381,22 +406,23 @@ static int check_flood(prio_bench *pb, const char *what) {
   return 0;
 }
 
-static int check(prio_bench *pb, int flooded, const char *what) {
+static int check(prio_bench *pb, prio_mode m, const char *what) {
   bench_ctx *c = pb->c;
   BENCH_TRY(
       c, weft_copy(pb->short_h, pb->short_d, (size_t)pb->set.nshort * pb->mat));
-  if (flooded)
+  if (has_flood(m))
     BENCH_TRY(c, weft_copy(pb->flood_h, pb->flood_d, RING * pb->mat));
   BENCH_TRY(c, weft_sync());
-  if (check_short(pb, what))
+  if (has_short(m) && check_short(pb, what))
     return BENCH_FAIL;
-  return flooded ? check_flood(pb, what) : 0;
+  return has_flood(m) ? check_flood(pb, what) : 0;
 }
 
 /* ---- running ---- */
 
-static const char *const mode_name[NMODES] = {"alone", "same priority",
-                                              "high priority"};
+static const char *const mode_name[NMODES] = {
+    "alone",          "same priority", "high priority", "flood alone",
+    "admission 1",    "admission 2",   "admission 4"};
 
 static int run_once(prio_bench *pb, int side, prio_mode m, int record) {
   bench_ctx *c = pb->c;
@@ -413,10 +439,10 @@ static int run_once(prio_bench *pb, int side, prio_mode m, int record) {
     pb->mode = m;
     if (bench_in_task(c, pb->rt, driver, pb) || bench_failed(c))
       return BENCH_FAIL;
-    t.short_ms = (double)(pb->t_short - pb->t0) / 1e6;
-    t.flood_ms = m == PRIO_ALONE ? 0 : (double)(pb->t_flood - pb->t0) / 1e6;
+    t.short_ms = has_short(m) ? (double)(pb->t_short - pb->t0) / 1e6 : 0;
+    t.flood_ms = has_flood(m) ? (double)(pb->t_flood - pb->t0) / 1e6 : 0;
   }
-  if (check(pb, m != PRIO_ALONE, what))
+  if (check(pb, m, what))
     return BENCH_FAIL;
   if (record) {
     bench_samples_add(&pb->s[side][m], t.short_ms);
@@ -429,7 +455,8 @@ static int measure(prio_bench *pb) {
   for (int r = 0; r <= bench_repeat(pb->c); r++)
     for (int side = 0; side < NSIDES; side++)
       for (int m = 0; m < NMODES; m++)
-        if (run_once(pb, side, (prio_mode)m, r > 0))
+        if ((side == SIDE_WEFT || !admit_depth((prio_mode)m)) &&
+            run_once(pb, side, (prio_mode)m, r > 0))
           return BENCH_FAIL;
   return 0;
 }
@@ -507,6 +534,31 @@ static int report_weft(prio_bench *pb, const char *size) {
         "%.1f ms",
         TARGET_HIGH, ratio, ratio <= TARGET_HIGH ? "met" : "MISSED",
         pb->info.priority_greatest, median(&f[PRIO_HIGH]));
+  double flood_alone = median(&f[PRIO_FLOOD]);
+  static const prio_mode admitted[] = {PRIO_ADMIT1, PRIO_ADMIT2, PRIO_ADMIT4};
+  for (int i = 0; rc == 0 && i < 3; i++) {
+    prio_mode m = admitted[i];
+    char name[96];
+    snprintf(name, sizeof name,
+             "weft: beside a flood task, short task HIGH, admission %d",
+             admit_depth(m));
+    double r = alone > 0 ? median(&s[m]) / alone : 0;
+    double fr = flood_alone > 0 ? median(&f[m]) / flood_alone : 0;
+    rc = bench_report(
+        c, name, "ms", &s[m], 0,
+        "target <= %.1f x alone: %.2f x (%s); the flood task held to %d "
+        "operation%s in flight while the short task lives; flood done at "
+        "%.1f ms, %.2f x alone (target <= %.2f: %s)",
+        TARGET_HIGH, r, r <= TARGET_HIGH ? "met" : "MISSED", admit_depth(m),
+        admit_depth(m) == 1 ? "" : "s", median(&f[m]), fr, TARGET_FLOOD,
+        fr <= TARGET_FLOOD ? "met" : "MISSED");
+  }
+  bench_group(c);
+  if (rc == 0)
+    rc = bench_report(c, "weft: flood task alone", "ms", &f[PRIO_FLOOD],
+                      BENCH_BASELINE,
+                      "the flood's own time, until its weft_sync returns: "
+                      "what the admission rows' flood is compared with");
   return rc;
 }
 

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "admission.h"
 #include "check.h"
 #include "dataflow.h"
 #include "scheduler.h"
@@ -177,6 +178,12 @@ int weft__caller_get(const char *call, weft__caller *c) {
     return weft__exec_get_failed();
   int rc = weft__exec_stream(x, &c->s);
   if (rc)
+    return rc;
+  weft_runtime *rt = x->rt;
+  if (atomic_load_explicit(&rt->admission, memory_order_relaxed) &&
+      x->is_task && !x->high &&
+      atomic_load_explicit(&rt->nhigh_live, memory_order_relaxed) > 0 &&
+      (rc = weft__admit(x, c->s)) != 0)
     return rc;
   if (x->rt->bk->check)
     weft__check_issue(x->rt->bk->check, x, c->s);

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "admission.h"
 #include "backend.h"
 #include "check.h"
 #include "error_internal.h"
@@ -18,6 +19,7 @@ void weft_runtime_opts_init(weft_runtime_opts *opts) {
   opts->struct_size = sizeof *opts;
   opts->backend = WEFT_BACKEND_AUTO;
   opts->check = -1;
+  opts->admission = -1;
 }
 
 /* opts.check, or WEFT_CHECK for -1: 0 or 1, else WEFT_EINVAL reported. */
@@ -39,6 +41,34 @@ static int check_wanted(int opt, int *on) {
   }
   return weft__err(WEFT_EINVAL, "weft_init: WEFT_CHECK='%s' is not 0 or 1",
                    env);
+}
+
+/* opts.admission, or WEFT_ADMISSION for -1: 0 (off) to
+ * WEFT__ADMISSION_MAX, else WEFT_EINVAL reported. */
+static int admission_wanted(int opt, int *depth) {
+  if (opt >= 0 && opt <= WEFT__ADMISSION_MAX) {
+    *depth = opt;
+    return 0;
+  }
+  if (opt != -1)
+    return weft__err(WEFT_EINVAL,
+                     "weft_init: admission %d is not -1, 0 (off) or a depth "
+                     "of 1 to %d",
+                     opt, WEFT__ADMISSION_MAX);
+  const char *env = getenv("WEFT_ADMISSION");
+  *depth = 0;
+  if (!env || !*env)
+    return 0;
+  char *end;
+  errno = 0;
+  long v = strtol(env, &end, 10);
+  if (errno || *env < '0' || *env > '9' || *end || v > WEFT__ADMISSION_MAX)
+    return weft__err(WEFT_EINVAL,
+                     "weft_init: WEFT_ADMISSION='%s' is not 0 (off) or a "
+                     "depth of 1 to %d",
+                     env, WEFT__ADMISSION_MAX);
+  *depth = (int)v;
+  return 0;
 }
 
 static int rt_locks_init(weft_runtime *rt) {
@@ -155,9 +185,11 @@ int weft_init(weft_runtime **rtp, const weft_runtime_opts *user) {
                     "weft_init: stage_chunks (or WEFT_STAGE_CHUNKS) is 1: a "
                     "copy's staging needs 2 to 256 blocks, or 0 for the "
                     "default");
-  int check = 0;
+  int check = 0, admission = 0;
   if (rc0 == 0)
     rc0 = check_wanted(opts.check, &check);
+  if (rc0 == 0)
+    rc0 = admission_wanted(opts.admission, &admission);
   if (rc0)
     return rc0;
   if (opts.stack_size == 0)
@@ -173,6 +205,7 @@ int weft_init(weft_runtime **rtp, const weft_runtime_opts *user) {
   if (!rt)
     return weft__err(WEFT_ENOMEM, "weft_init: out of memory");
   rt->opts = opts;
+  atomic_init(&rt->admission, admission);
   int rc = rt_locks_init(rt);
   if (rc)
     goto fail_locks;
@@ -383,4 +416,19 @@ int weft_device_get_info(weft_runtime *rt, int dev, weft_device_info *info) {
     return weft__err(WEFT_ENODEV, "weft_device_get_info: no device %d", dev);
   /* Free memory changes; everything else was read at open. */
   return rt->bk->ops->device_info(rt->bk, dev, info);
+}
+
+int weft_runtime_set_admission(weft_runtime *rt, int depth) {
+  if (!rt)
+    return weft__err(WEFT_EINVAL, "weft_runtime_set_admission: rt is NULL");
+  if (depth < 0 || depth > WEFT__ADMISSION_MAX)
+    return weft__err(WEFT_EINVAL,
+                     "weft_runtime_set_admission: depth %d is not 0 (off) or "
+                     "1 to %d",
+                     depth, WEFT__ADMISSION_MAX);
+  if (!weft__runtime_is_open(rt))
+    return weft__err(WEFT_EHANDLE, "weft_runtime_set_admission: not an open "
+                                   "runtime");
+  atomic_store(&rt->admission, depth);
+  return 0;
 }

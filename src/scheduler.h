@@ -43,6 +43,9 @@ struct weft__exec {
    * operations on tracked memory must keep within (check.c). */
   weft_access *decl;
   uint32_t ndecl;
+  /* Priority-aware admission (admission.c): what a normal-priority task
+   * has in flight; NULL until the policy first holds it. */
+  struct weft__admission *adm;
   atomic_int dead; /* a plain thread's, after its runtime shut down */
 };
 
@@ -185,6 +188,10 @@ struct weft_runtime {
   atomic_uint_fast64_t busy_polled_ns; /* last poll between tasks */
   atomic_int sentinel; /* 1 while a parked worker keeps watch (sched.c) */
   atomic_long nlive;   /* spawned and not DONE; changed under lock */
+  /* Priority-aware admission (admission.h): the depth, 0 for off, and the
+   * high-priority tasks spawned and not DONE. */
+  atomic_int admission;
+  atomic_int nhigh_live;
   /* Live tasks placed on each device, for WEFT_DEVICE_ANY (task.c). */
   atomic_int dev_live[WEFT__MAX_DEVICES];
   atomic_uint any_next;

@@ -6,6 +6,7 @@
 #include <time.h>
 
 #include "check.h"
+#include "admission.h"
 #include "dataflow.h"
 #include "scheduler.h"
 #include "trace.h"
@@ -211,6 +212,9 @@ int weft_task_spawn(weft_runtime *rt, weft_task **task, weft_task_fn fn,
   t->x.dev = dev;
   atomic_fetch_add(&rt->dev_live[dev], 1);
   t->x.high = opts.priority == WEFT_PRIORITY_HIGH;
+  t->x.adm = NULL;
+  if (t->x.high) /* before it can run: admission holds others from now */
+    atomic_fetch_add(&rt->nhigh_live, 1);
   t->x.is_task = 1;
   t->fn = fn;
   t->arg = arg;
@@ -243,6 +247,8 @@ int weft_task_spawn(weft_runtime *rt, weft_task **task, weft_task_fn fn,
       task_free(rt, t);
       atomic_fetch_sub(&rt->nlive, 1);
       atomic_fetch_sub(&rt->dev_live[dev], 1);
+      if (opts.priority == WEFT_PRIORITY_HIGH)
+        atomic_fetch_sub(&rt->nhigh_live, 1);
       pthread_cond_broadcast(&rt->done_cv);
       pthread_mutex_unlock(&rt->lock);
       return weft__err(WEFT_ENOMEM, "weft_task_spawn: out of memory for its "
@@ -433,6 +439,7 @@ static void wake_waiters(weft_runtime *rt, weft_task *t, int ended) {
 void weft__task_returned(weft_task *t) {
   weft_runtime *rt = t->x.rt;
   weft__event *ev = NULL;
+  weft__admission_free(&t->x);
   weft__graph_drop_capture(&t->x, "the task returned");
   /* Work still queued on the stream: the task completes when it does. */
   int q = t->x.stream && t->x.unsynced ? weft__stream_query(t->x.stream) : 0;
@@ -493,6 +500,8 @@ void weft__task_finalize(weft_task *t) {
   wake_waiters(rt, t, 1);
   atomic_fetch_sub(&rt->nlive, 1);
   atomic_fetch_sub(&rt->dev_live[t->x.dev], 1);
+  if (t->x.high)
+    atomic_fetch_sub(&rt->nhigh_live, 1);
   if (t->detached)
     task_free(rt, t);
   pthread_mutex_unlock(&rt->lock);

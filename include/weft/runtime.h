@@ -55,6 +55,17 @@ typedef struct weft_runtime_opts {
    * copy to pageable memory larger than its blocks holds the caller
    * (suspended) until the rest fits. */
   int stage_chunks;
+  /* Priority-aware admission: while any WEFT_PRIORITY_HIGH task lives, a
+   * normal-priority task keeps at most this many of its operations queued
+   * and unfinished on its stream, and its next operation waits (the task
+   * suspended, never a thread) until the oldest finishes or no high task
+   * is left; so a high task's work meets at most that much of others'
+   * ahead of it on the device, where stream priority alone orders only
+   * blocks not yet started. 1 to 64; 0 is off; -1 (the default) reads the
+   * environment variable WEFT_ADMISSION (0 to 64; unset means off). The
+   * cost: the held tasks' throughput while high tasks live, and an event
+   * recorded per operation then. */
+  int admission;
 } weft_runtime_opts;
 
 /* Fills *opts with the defaults; NULL is ignored.
@@ -107,6 +118,13 @@ WEFT_API weft_backend_kind weft_runtime_backend(const weft_runtime *rt);
  * Errors: NULL, with WEFT_ESTATE recorded. Context: any thread; never
  * blocks. */
 WEFT_API weft_runtime *weft_runtime_current(void);
+
+/* Sets rt's priority-aware admission depth from now on
+ * (weft_runtime_opts.admission: 1 to 64, 0 off); a task held by it sees
+ * the change at once (0 releases it).
+ * Errors: WEFT_EINVAL (rt NULL, depth out of range), WEFT_EHANDLE (rt not
+ * open). Context: any thread or task; never blocks. */
+WEFT_API int weft_runtime_set_admission(weft_runtime *rt, int depth);
 
 /* Number of devices of the runtime's backend (the host backend has one).
  * Errors: WEFT_EINVAL (NULL argument). Context: any thread; never blocks. */

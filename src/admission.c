@@ -1,0 +1,90 @@
+/* Priority-aware admission: see admission.h. A task's record is a ring of
+ * events, each recorded on its stream at an operation and covering every
+ * operation before it; the oldest unfinished ones are what it has in
+ * flight. */
+#include "admission.h"
+
+#include <stdlib.h>
+
+#include "scheduler.h"
+#include "weft/task.h"
+
+struct weft__admission {
+  weft__event *ev[WEFT__ADMISSION_MAX + 1];
+  unsigned head, n;
+  int issued; /* an operation was queued since the last event */
+};
+
+static weft__event **slot(weft__admission *a, unsigned i) {
+  return &a->ev[(a->head + i) % (WEFT__ADMISSION_MAX + 1)];
+}
+
+static void pop(weft_runtime *rt, weft__admission *a) {
+  weft__event_pool_put(rt, *slot(a, 0));
+  a->head = (a->head + 1) % (WEFT__ADMISSION_MAX + 1);
+  a->n--;
+}
+
+typedef struct held {
+  weft_runtime *rt;
+  weft__event *oldest;
+} held;
+
+/* The wait ends when the oldest operation in flight is done, or when no
+ * high-priority task is left to make room for. */
+static int room(void *arg) {
+  held *h = arg;
+  if (atomic_load(&h->rt->nhigh_live) == 0 ||
+      atomic_load(&h->rt->admission) == 0)
+    return 0;
+  int rc = weft__event_query(h->oldest);
+  return rc == WEFT_EAGAIN ? WEFT_EAGAIN : rc;
+}
+
+int weft__admit(weft__exec *x, weft__stream *s) {
+  weft_runtime *rt = x->rt;
+  if (s->capture) /* a capture records, it runs nothing now */
+    return 0;
+  weft__admission *a = x->adm;
+  /* Without memory for the record the task is admitted unheld: holding
+   * less is never wrong, only slower for the high task. */
+  if (!a && !(a = x->adm = calloc(1, sizeof *a)))
+    return 0;
+  while (a->n && weft__event_query(*slot(a, 0)) == 0)
+    pop(rt, a);
+  if (a->issued && a->n < WEFT__ADMISSION_MAX + 1) {
+    weft__event *ev;
+    if (weft__event_pool_get(rt, x->dev, &ev) == 0) {
+      if (weft__event_record(ev, s) == 0) {
+        *slot(a, a->n) = ev;
+        a->n++;
+        a->issued = 0;
+      } else {
+        weft__event_pool_put(rt, ev);
+      }
+    }
+  }
+  int depth;
+  while ((depth = atomic_load(&rt->admission)) > 0 &&
+         a->n >= (unsigned)depth && atomic_load(&rt->nhigh_live) > 0) {
+    held h = {rt, *slot(a, 0)};
+    int rc = weft_wait_until(room, &h);
+    if (rc)
+      return rc;
+    if (weft__event_query(h.oldest) != 0)
+      break; /* released: no high task is left, or the policy is off */
+    pop(rt, a);
+  }
+  a->issued = 1;
+  return 0;
+}
+
+void weft__admission_free(weft__exec *x) {
+  weft__admission *a = x->adm;
+  if (!a)
+    return;
+  while (a->n)
+    pop(x->rt, a);
+  free(a);
+  x->adm = NULL;
+}

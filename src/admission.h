@@ -1,0 +1,30 @@
+/* Priority-aware admission (weft_runtime_opts.admission): while any
+ * high-priority task lives, a normal-priority task keeps at most `depth`
+ * of its operations queued and unfinished on its stream; its next one
+ * waits, the task suspended, until the oldest finishes or no high task is
+ * left. Stream priority orders only the blocks waiting to start, so a
+ * normal task that queued hundreds of kernels first keeps the device's
+ * queue full ahead of the high task's work; holding the rest on the host
+ * leaves the device little of it to finish first. */
+#ifndef WEFT__ADMISSION_H
+#define WEFT__ADMISSION_H
+
+#include "backend.h"
+
+struct weft__exec;
+
+/* The most operations in flight the policy can be given. */
+#define WEFT__ADMISSION_MAX 64
+
+typedef struct weft__admission weft__admission;
+
+/* Before x queues an operation on s (weft__caller_get, which checked that
+ * the policy is on, x a normal-priority task and a high one alive): notes
+ * what x queued since its last operation and, past the depth, waits. 0,
+ * or the wait's error. */
+int weft__admit(struct weft__exec *x, weft__stream *s);
+
+/* The task's record goes back (its events to the pool) when it returns. */
+void weft__admission_free(struct weft__exec *x);
+
+#endif
