@@ -241,14 +241,49 @@ int weft__flow_declare(weft__exec *x, weft_task *self, const weft_access *a,
   return weft__flow_note(&x->flow, self, a, n, deps, ndeps, host);
 }
 
+/* Follows the earlier tasks d[0..n) as weft_task_after follows each
+ * (stream.c: the stream waits for a task's end event once it returned),
+ * under one hold of the runtime's lock and one stream lease for them all;
+ * weft check's bookkeeping is weft_task_after's own. */
+static int follow_all(weft_task *t, const void **d, uint32_t n) {
+  weft_runtime *rt = t->x.rt;
+  int rc = 0;
+  if (rt->bk->check) {
+    for (uint32_t i = 0; i < n && rc == 0; i++)
+      rc = weft_task_after((weft_task *)d[i]);
+    return rc;
+  }
+  weft__stream *s = NULL;
+  pthread_mutex_lock(&rt->lock);
+  for (uint32_t i = 0; i < n && rc == 0; i++) {
+    const weft_task *h = d[i];
+    weft_task *other = (weft_task *)weft__handle_obj(h);
+    if (!weft__task_live(h, other))
+      continue; /* completed: already ordered */
+    if (!s) { /* leased outside the lock, which the lease takes */
+      pthread_mutex_unlock(&rt->lock);
+      rc = weft__exec_stream(&t->x, &s);
+      pthread_mutex_lock(&rt->lock);
+      if (rc)
+        break;
+      if (!weft__task_live(h, other))
+        continue;
+    }
+    weft__task_wait_for(rt, other, 0);
+    /* end_ev lives until the task is finalized, which takes this lock. */
+    if (weft__task_live(h, other) && other->end_ev)
+      rc = weft__stream_wait_event(s, other->end_ev);
+  }
+  pthread_mutex_unlock(&rt->lock);
+  return rc;
+}
+
 int weft__flow_enter(weft_task *t) {
   const void **d = t->flow_deps;
   uint32_t n = t->nflow_deps;
   t->flow_deps = NULL;
   t->nflow_deps = 0;
-  int rc = 0;
-  for (uint32_t i = 0; i < n && rc == 0; i++)
-    rc = weft_task_after((weft_task *)d[i]);
+  int rc = n ? follow_all(t, d, n) : 0;
   free((void *)d);
   if (rc == 0 && t->flow_host)
     rc = weft_sync();

@@ -295,6 +295,11 @@ weft_task *weft__task_of(const weft_task *h, const char *call, int *rc);
  * (until_end 0) or completes (1); on a plain thread, blocks. Returns with
  * the lock held. */
 void weft__task_wait_for(weft_runtime *rt, weft_task *other, int until_end);
+/* 1 if handle h still names a live task, other (its object; rt->lock
+ * held). A handle joined or detached since names a task that completed:
+ * its object is dead or already someone else's (pool.h's generations
+ * tell). */
+int weft__task_live(const weft_task *h, const weft_task *other);
 
 /* memory.c: joins x's pending staging tasks; their first error. */
 int weft__exec_join_pending(weft__exec *x);

@@ -77,12 +77,10 @@ int weft_device_sync(void) {
   return rc ? weft__exec_fail(x, rc) : 0;
 }
 
-/* 1 if h still names a live task, other (rt->lock held). A handle joined
- * or detached since names a task that completed: its object is dead or
- * already someone else's (pool.h's generations tell). */
-static int still_live(const weft_task *h, const weft_task *other) {
+int weft__task_live(const weft_task *h, const weft_task *other) {
   return weft__handle_live(h, &other->hdr) && !other->done;
 }
+#define still_live weft__task_live
 
 int weft_task_after(weft_task *h) {
   if (!h)
