@@ -189,8 +189,8 @@ static int raw_panel(mgg *g, int d, int p) {
 #ifdef WEFT_BENCH_CUDA
   if (g->cuda) {
     BLAS_TRY(g->c, cublasSetStream(g->blas[d], s.cs));
-    BLAS_TRY(g->c, bench_sgemm_rows(g->blas[d], g->rows, g->n, da, g->db[d],
-                                    dc));
+    BLAS_TRY(g->c,
+             bench_sgemm_rows(g->blas[d], g->rows, g->n, da, g->db[d], dc));
   } else
 #endif
   {
@@ -287,8 +287,10 @@ static int report(mgg *g) {
                         flop / raw1 / 1e6, g->n, NPANELS, g->rows);
   if (rc == 0)
     rc = bench_report(c, "gemm weft: a task per panel, device 0", "ms",
-                      &g->s[G_WEFT_ONE], 0, "%.0f GFLOP/s; the one-device "
-                      "reference", flop / weft1 / 1e6);
+                      &g->s[G_WEFT_ONE], 0,
+                      "%.0f GFLOP/s; the one-device "
+                      "reference",
+                      flop / weft1 / 1e6);
   static const char *const names[] = {
       "gemm raw: panel p on device p % D", "gemm weft: panel p on device p % D",
       "gemm weft: a task per panel, WEFT_DEVICE_ANY"};
@@ -332,9 +334,9 @@ int multigpu_gemm(bench_ctx *c, weft_runtime *rt, int ndev) {
   if (rc == 0)
     rc = seed_kernels_preload(&g->k, weft_runtime_backend(rt));
   for (int r = 0; rc == 0 && r <= bench_repeat(c); r++) {
-    static const char *const who[G_N] = {
-        "raw, device 0", "weft, device 0", "raw, p % D", "weft, p % D",
-        "weft, WEFT_DEVICE_ANY"};
+    static const char *const who[G_N] = {"raw, device 0", "weft, device 0",
+                                         "raw, p % D", "weft, p % D",
+                                         "weft, WEFT_DEVICE_ANY"};
     for (int v = 0; v < G_N && rc == 0; v++) {
       if (ndev == 1 && v >= G_RAW_SPREAD)
         break;
@@ -342,8 +344,11 @@ int multigpu_gemm(bench_ctx *c, weft_runtime *rt, int ndev) {
       memset(g->out, 0xff, (size_t)g->n * g->n * sizeof(float)); /* NaN */
       rc = v == G_RAW_ONE      ? raw_run(g, 1, &ns)
            : v == G_RAW_SPREAD ? raw_run(g, ndev, &ns)
-           : weft_run(g, v == G_WEFT_ONE ? 0 : v == G_WEFT_SPREAD ? 1 : 2,
-                      &ns);
+                               : weft_run(g,
+                                          v == G_WEFT_ONE      ? 0
+                                          : v == G_WEFT_SPREAD ? 1
+                                                               : 2,
+                                          &ns);
       if (rc == 0)
         rc = check(g, who[v]);
       if (rc == 0 && r > 0)

@@ -145,8 +145,8 @@ static inline int raw_copy(raw_stream s, void *dst, const void *src, size_t n,
 
 /* An event of the given device, recorded on its streams only; the
  * calling thread's current device is that one afterwards. */
-static inline int raw_event_create_on(weft_runtime *rt, int device,
-                                      int timing, raw_event *ev) {
+static inline int raw_event_create_on(weft_runtime *rt, int device, int timing,
+                                      raw_event *ev) {
   *ev = (raw_event){0};
 #ifdef WEFT_BENCH_CUDA
   if (raw_on_cuda(rt)) {

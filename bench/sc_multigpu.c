@@ -368,8 +368,7 @@ static int run(bench_ctx *c) {
   for (int d = 0; rc == 0 && d < m->ndev; d++)
     for (int i = 0; rc == 0 && i < NARRAYS; i++)
       if ((rc = raw_stream_create_on(m->rt, d, 0, &m->rs[d][i])) != 0)
-        rc = bench_fail(c, "raw_stream_create_on(device %d) failed: %d", d,
-                        rc);
+        rc = bench_fail(c, "raw_stream_create_on(device %d) failed: %d", d, rc);
   if (rc == 0 && (rc = raw_set_device(m->rt, 0)) != 0)
     rc = bench_fail(c, "raw_set_device(0) failed: %d", rc);
   for (int r = 0; rc == 0 && r <= bench_repeat(c); r++) {

@@ -164,8 +164,8 @@ static double memcpy_gbs(pageable_bench *p, int t) {
     jobs[i] = p->to_device ? (mc_job){p->chk + off, p->page + off, n}
                            : (mc_job){p->page + off, p->chk + off, n};
     /* The last part here; one that cannot get a thread too. */
-    started[i] = i + 1 < t &&
-                 pthread_create(&th[i], NULL, mc_thread, &jobs[i]) == 0;
+    started[i] =
+        i + 1 < t && pthread_create(&th[i], NULL, mc_thread, &jobs[i]) == 0;
     if (!started[i])
       mc_thread(&jobs[i]);
   }
@@ -316,7 +316,9 @@ static int run(bench_ctx *c) {
   p->c = c;
   p->n = (size_t)bench_size(c, 256L << 20, 16L << 20);
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
-  p->threads = cores < 1 ? 1 : cores > MC_THREADS_MAX ? MC_THREADS_MAX : (int)cores;
+  p->threads = cores < 1                ? 1
+               : cores > MC_THREADS_MAX ? MC_THREADS_MAX
+                                        : (int)cores;
   int rc = bench_runtime_open(c, 0, &p->rt);
   if (rc == 0)
     rc = raw_open(p);

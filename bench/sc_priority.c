@@ -421,8 +421,8 @@ static int check(prio_bench *pb, prio_mode m, const char *what) {
 /* ---- running ---- */
 
 static const char *const mode_name[NMODES] = {
-    "alone",          "same priority", "high priority", "flood alone",
-    "admission 1",    "admission 2",   "admission 4"};
+    "alone",       "same priority", "high priority", "flood alone",
+    "admission 1", "admission 2",   "admission 4"};
 
 static int run_once(prio_bench *pb, int side, prio_mode m, int record) {
   bench_ctx *c = pb->c;

@@ -141,9 +141,9 @@ static int plain_step(block *b) {
 
 typedef struct job {
   block *b;
-  float *row;   /* a message's device memory: the row sent or received */
+  float *row; /* a message's device memory: the row sent or received */
   int peer, tag;
-  int send;     /* 1: send row; 0: receive into row, then update edge */
+  int send;      /* 1: send row; 0: receive into row, then update edge */
   unsigned edge; /* the row of mine that a received halo row completes */
   int rc;
 } job;

@@ -65,8 +65,8 @@ int weft__admit(weft__exec *x, weft__stream *s) {
     }
   }
   int depth;
-  while ((depth = atomic_load(&rt->admission)) > 0 &&
-         a->n >= (unsigned)depth && atomic_load(&rt->nhigh_live) > 0) {
+  while ((depth = atomic_load(&rt->admission)) > 0 && a->n >= (unsigned)depth &&
+         atomic_load(&rt->nhigh_live) > 0) {
     held h = {rt, *slot(a, 0)};
     int rc = weft_wait_until(room, &h);
     if (rc)

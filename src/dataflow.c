@@ -260,7 +260,7 @@ static int follow_all(weft_task *t, const void **d, uint32_t n) {
     weft_task *other = (weft_task *)weft__handle_obj(h);
     if (!weft__task_live(h, other))
       continue; /* completed: already ordered */
-    if (!s) { /* leased outside the lock, which the lease takes */
+    if (!s) {   /* leased outside the lock, which the lease takes */
       pthread_mutex_unlock(&rt->lock);
       rc = weft__exec_stream(&t->x, &s);
       pthread_mutex_lock(&rt->lock);

@@ -135,8 +135,8 @@ static int staged_in(weft__exec *x, weft__stream *s, char *dst, const char *src,
     release_block(x, s, b, n);
     return rc;
   }
-  ring_in g = {.r = nchunks < ring_chunks(rt, 1) ? nchunks
-                                                 : ring_chunks(rt, 1)};
+  ring_in g = {.r =
+                   nchunks < ring_chunks(rt, 1) ? nchunks : ring_chunks(rt, 1)};
   g.jobs = calloc(g.r, sizeof *g.jobs);
   g.tasks = calloc(g.r, sizeof *g.tasks);
   g.done = calloc(g.r, sizeof *g.done);
@@ -202,9 +202,9 @@ static int pending_add(weft__exec *x, weft_task *t) {
 /* Chunk i of a device-to-host copy into block b: its transfer, an event
  * after it, and the helper that waits for it and copies it out (freeing
  * b if last_use). On failure b is left to the caller. */
-static int chunk_out(weft__exec *x, weft__stream *s, char *dst,
-                     const char *src, size_t n, size_t i, char *b,
-                     int last_use, weft_task **helper) {
+static int chunk_out(weft__exec *x, weft__stream *s, char *dst, const char *src,
+                     size_t n, size_t i, char *b, int last_use,
+                     weft_task **helper) {
   weft_runtime *rt = x->rt;
   size_t off = i * CHUNK;
   stage_job *j = calloc(1, sizeof *j);
@@ -251,9 +251,9 @@ static int staged_out(weft__exec *x, weft__stream *s, char *dst,
         rc = jr;
         break;
       }
-    } else if ((rc = weft__pinned_cache_alloc(
-                    &rt->pinned, nchunks == 1 ? n : CHUNK,
-                    (void **)&blocks[k])) != 0) {
+    } else if ((rc = weft__pinned_cache_alloc(&rt->pinned,
+                                              nchunks == 1 ? n : CHUNK,
+                                              (void **)&blocks[k])) != 0) {
       break;
     }
     int last = i + r >= nchunks;

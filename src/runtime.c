@@ -178,8 +178,8 @@ int weft_init(weft_runtime **rtp, const weft_runtime_opts *user) {
     rc0 = count_opt("host_devices", "WEFT_HOST_DEVICES", &opts.host_devices,
                     WEFT_HOST_DEVICES_MAX);
   if (rc0 == 0)
-    rc0 = count_opt("stage_chunks", "WEFT_STAGE_CHUNKS", &opts.stage_chunks,
-                    256);
+    rc0 =
+        count_opt("stage_chunks", "WEFT_STAGE_CHUNKS", &opts.stage_chunks, 256);
   if (rc0 == 0 && opts.stage_chunks == 1)
     rc0 = weft__err(WEFT_EINVAL,
                     "weft_init: stage_chunks (or WEFT_STAGE_CHUNKS) is 1: a "

@@ -5,8 +5,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "check.h"
 #include "admission.h"
+#include "check.h"
 #include "dataflow.h"
 #include "scheduler.h"
 #include "trace.h"

@@ -31,8 +31,8 @@ typedef struct weft_host_event weft_host_event;
  * device has its own executor) at the given priority (0: normal; see
  * weft_device_info for the range). Errors: WEFT_ENOTSUP when rt is not on
  * the host backend, WEFT_ENODEV, WEFT_ENOMEM. */
-WEFT_API int weft_host_stream_create(weft_runtime *rt, int device,
-                                     int priority, weft_host_stream **out);
+WEFT_API int weft_host_stream_create(weft_runtime *rt, int device, int priority,
+                                     weft_host_stream **out);
 /* Waits for the stream's work, then frees it; sets *s to NULL. */
 WEFT_API int weft_host_stream_destroy(weft_host_stream **s);
 /* Blocks until the stream's work is done; the first failure among it. */

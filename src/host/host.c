@@ -31,8 +31,8 @@ static int host_maker(weft_runtime *rt, int device, const void *out,
   if (!out)
     return weft__err(WEFT_EINVAL, "%s: out is NULL", call);
   if (device < 0 || device >= (*b)->ndev)
-    return weft__err(WEFT_ENODEV, "%s: no device %d (the runtime has %d)",
-                     call, device, (*b)->ndev);
+    return weft__err(WEFT_ENODEV, "%s: no device %d (the runtime has %d)", call,
+                     device, (*b)->ndev);
   return 0;
 }
 

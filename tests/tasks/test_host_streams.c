@@ -87,8 +87,8 @@ int main(void) {
   int *flag = &gate[0], *state = &gate[1];
   void *spin[] = {&flag, &state, &timeout};
   CHECK_OK(weft_host_event_record(t0, s[0]));
-  CHECK_OK(weft_host_launch(s[0], &tk.spin_until, WEFT_DIM1(1), WEFT_DIM1(1),
-                            spin));
+  CHECK_OK(
+      weft_host_launch(s[0], &tk.spin_until, WEFT_DIM1(1), WEFT_DIM1(1), spin));
   axpb(s[0], x, 2.0f, 1.0f);
   CHECK_OK(weft_host_event_record(ev, s[0]));
   CHECK_OK(weft_host_event_record(t1, s[0]));
