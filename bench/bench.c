@@ -541,12 +541,16 @@ static int run_one(bench_ctx *c, const bench_scenario *sc, FILE *out) {
   c->failed = 0;
   c->err[0] = '\0';
   size_t first = c->nrows;
+  uint64_t t0 = bench_now_ns();
   int rc = sc->run(c);
   if (rc == 0 && bench_failed(c))
     rc = BENCH_FAIL; /* a task failed but the scenario went on */
   compute_ratios(c->rows + first, c->nrows - first);
   for (size_t i = first; i < c->nrows; i++)
     print_row(out, &c->rows[i]);
+  /* How long each took: what plans a time-limited run of a few. */
+  fprintf(out, "%-*s (%.1f s)\n", W_SC, sc->name,
+          (double)(bench_now_ns() - t0) / 1e9);
   fflush(out);
   if (rc == 0)
     return 0;
