@@ -22,8 +22,11 @@
 #include <weft/mpi.h>
 
 /* The update of rows [r0, r1) of a rank's n x cols block `mid` into `out`,
- * columns 1 .. cols-2 (0 and cols-1 are fixed): row -1 is `top` and row n
- * is `bot` (NULL where the rows updated do not need them). */
+ * which points at row r0 of the result, columns 1 .. cols-2 (0 and cols-1
+ * are fixed): row -1 is `top` and row n is `bot` (NULL where the rows
+ * updated do not need them). `out` starts at the rows written, so that
+ * tasks updating different rows at once name different memory (weft check
+ * takes a pointer argument for the element it points at). */
 WEFT_CUDA_KERNEL_DECL(stencil_rows);
 
 typedef struct rows_args {
@@ -45,13 +48,13 @@ static void rows_host(const weft_kernel_ctx *k, void **args) {
     if (r >= r1)
       return;
     if (c == 0 || c == cols - 1) {
-      out[(size_t)r * cols + c] = 0;
+      out[(size_t)(r - r0) * cols + c] = 0;
       continue;
     }
     const float *up = r == 0 ? top : mid + (size_t)(r - 1) * cols;
     const float *down = r == n - 1 ? bot : mid + (size_t)(r + 1) * cols;
     const float *me = mid + (size_t)r * cols;
-    out[(size_t)r * cols + c] =
+    out[(size_t)(r - r0) * cols + c] =
         0.25f * (up[c] + down[c] + me[c - 1] + me[c + 1]);
   }
 }
@@ -72,6 +75,7 @@ static int launch_rows(const float *top, const float *mid, const float *bot,
   if (r1 <= r0)
     return 0;
   unsigned cols = N;
+  out += (size_t)r0 * N;
   void *args[] = {&top, &mid, &bot, &out, &cols, &n, &r0, &r1};
   unsigned long long total = (unsigned long long)(r1 - r0) * N;
   return weft_launch(&rows_kernel, WEFT_DIM1((unsigned)((total + 255) / 256)),

@@ -10,13 +10,13 @@ extern "C" __global__ void stencil_rows(const float *top, const float *mid,
   if (r >= r1)
     return;
   if (c == 0 || c == cols - 1) {
-    out[(size_t)r * cols + c] = 0;
+    out[(size_t)(r - r0) * cols + c] = 0;
     return;
   }
   const float *up = r == 0 ? top : mid + (size_t)(r - 1) * cols;
   const float *down = r == n - 1 ? bot : mid + (size_t)(r + 1) * cols;
   const float *me = mid + (size_t)r * cols;
-  out[(size_t)r * cols + c] = __fmul_rn(
+  out[(size_t)(r - r0) * cols + c] = __fmul_rn(
       0.25f,
       __fadd_rn(__fadd_rn(__fadd_rn(up[c], down[c]), me[c - 1]), me[c + 1]));
 }
