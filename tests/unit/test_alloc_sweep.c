@@ -1,6 +1,7 @@
 /* The allocation-failure sweep: a program using most of weft (init with a
  * trace, pinned and device memory, copies from pinned and pageable memory,
- * launches, events, tasks, the pipelined map, tasks with declared data and
+ * launches, events, tasks (normal ones held by priority-aware admission
+ * beside a high one), the pipelined map, tasks with declared data and
  * a library handle, sync, join, shutdown) is run
  * once counting the allocations it makes (malloc, calloc, realloc,
  * posix_memalign, mmap, pthread_create: the library's objects are linked
@@ -153,6 +154,7 @@ static int program(const char *trace) {
   o.workers = 2;
   o.host_threads = 2;
   o.trace_path = trace;
+  o.admission = 1; /* the first of the three tasks below is high priority */
   weft_runtime *rt;
   if (weft_init(&rt, &o) != 0)
     return 0; /* refused: nothing to give back */
@@ -182,7 +184,10 @@ static int program(const char *trace) {
   for (int i = 0; i < 3; i++)
     if (weft_pinned_alloc(N * sizeof(float), (void **)&task_mem[i]) == 0) {
       memset(task_mem[i], 0, N * sizeof(float));
-      weft_task_spawn(rt, &tasks[i], task_fn, task_mem[i], NULL);
+      weft_task_opts to;
+      weft_task_opts_init(&to);
+      to.priority = i == 0 ? WEFT_PRIORITY_HIGH : WEFT_PRIORITY_NORMAL;
+      weft_task_spawn(rt, &tasks[i], task_fn, task_mem[i], &to);
     }
   for (int i = 0; i < 3; i++)
     if (tasks[i])
