@@ -50,7 +50,7 @@ static size_t ring_chunks(const weft_runtime *rt, int to_device) {
   return r < 8 ? 8 : r > 32 ? 32 : r;
 }
 
-typedef struct stage_job {
+typedef struct weft__stage_job {
   weft_runtime *rt;
   char *host;   /* pageable side */
   char *pinned; /* staging block */
@@ -61,6 +61,11 @@ typedef struct stage_job {
   weft__event *ev;
   int last_use; /* device to host: no later chunk reuses the block */
   int rc;
+  /* Device to host: the helper, and whether it ran (a helper that could
+   * not start, with no memory for its stack, never does: whoever joins it
+   * then gives back what it would have). */
+  weft_task *helper;
+  int ran;
 } stage_job;
 
 static int spawn_helper(weft__exec *x, weft_task **t, weft_task_fn fn,
@@ -80,16 +85,34 @@ static void stage_in(void *arg) {
   memcpy(j->pinned, j->host, j->n);
 }
 
+/* Gives back a device-to-host chunk's event, and its block on the block's
+ * last use. */
+static void out_done(stage_job *j) {
+  weft__event_pool_put(j->rt, j->ev);
+  if (j->last_use)
+    weft__pinned_cache_free(&j->rt->pinned, j->pinned);
+}
+
 static void stage_out(void *arg) {
   stage_job *j = arg;
   weft__exec *x = weft__exec_self();
   j->rc = weft__exec_wait_event(x, j->ev);
   if (j->rc == 0)
     memcpy(j->host, j->pinned, j->n);
-  weft__event_pool_put(j->rt, j->ev);
-  if (j->last_use)
-    weft__pinned_cache_free(&j->rt->pinned, j->pinned);
+  out_done(j);
+  j->ran = 1;
+}
+
+/* Joins a device-to-host chunk's helper and frees its job: the helper's
+ * failure, or the chunk's. */
+static int finish_out(stage_job *j) {
+  int rc = weft_task_join(j->helper);
+  if (!j->ran)
+    out_done(j);
+  if (!rc)
+    rc = j->rc;
   free(j);
+  return rc;
 }
 
 /* Frees the staging block once the stream has passed the transfer. */
@@ -186,25 +209,26 @@ static int staged_in(weft__exec *x, weft__stream *s, char *dst, const char *src,
   return rc;
 }
 
-static int pending_add(weft__exec *x, weft_task *t) {
+static int pending_add(weft__exec *x, stage_job *j) {
   if (x->npending == x->cap_pending) {
     int cap = x->cap_pending ? x->cap_pending * 2 : 16;
-    weft_task **v = realloc(x->pending, (size_t)cap * sizeof *v);
+    stage_job **v = realloc(x->pending, (size_t)cap * sizeof *v);
     if (!v)
       return WEFT_ENOMEM;
     x->pending = v;
     x->cap_pending = cap;
   }
-  x->pending[x->npending++] = t;
+  x->pending[x->npending++] = j;
   return 0;
 }
 
 /* Chunk i of a device-to-host copy into block b: its transfer, an event
  * after it, and the helper that waits for it and copies it out (freeing
- * b if last_use). On failure b is left to the caller. */
+ * b if last_use), in *job (finish_out joins it). On failure b is left to
+ * the caller. */
 static int chunk_out(weft__exec *x, weft__stream *s, char *dst, const char *src,
                      size_t n, size_t i, char *b, int last_use,
-                     weft_task **helper) {
+                     stage_job **job) {
   weft_runtime *rt = x->rt;
   size_t off = i * CHUNK;
   stage_job *j = calloc(1, sizeof *j);
@@ -222,11 +246,14 @@ static int chunk_out(weft__exec *x, weft__stream *s, char *dst, const char *src,
     rc = weft__event_pool_get(rt, x->dev, &j->ev);
   if (!rc && (rc = weft__event_record(j->ev, s)) != 0)
     weft__event_pool_put(rt, j->ev);
-  if (!rc && (rc = spawn_helper(x, helper, stage_out, j)) != 0)
+  if (!rc && (rc = spawn_helper(x, &j->helper, stage_out, j)) != 0)
     weft__event_pool_put(rt, j->ev);
-  if (rc)
+  if (rc) {
     free(j);
-  return rc;
+    return rc;
+  }
+  *job = j;
+  return 0;
 }
 
 static int staged_out(weft__exec *x, weft__stream *s, char *dst,
@@ -236,7 +263,7 @@ static int staged_out(weft__exec *x, weft__stream *s, char *dst,
   if (r > nchunks)
     r = nchunks;
   char **blocks = calloc(r, sizeof *blocks);
-  weft_task **helpers = calloc(r, sizeof *helpers);
+  stage_job **helpers = calloc(r, sizeof *helpers);
   int rc =
       blocks && helpers ? 0 : weft__err(WEFT_ENOMEM, "weft_copy: no memory");
   size_t i = 0;
@@ -245,7 +272,7 @@ static int staged_out(weft__exec *x, weft__stream *s, char *dst,
     if (helpers[k]) {
       /* The slot's block is free once its helper copied it out: the one
        * wait on the caller, only for copies larger than the ring. */
-      int jr = weft_task_join(helpers[k]);
+      int jr = finish_out(helpers[k]);
       helpers[k] = NULL;
       if (jr) {
         rc = jr;
@@ -268,7 +295,7 @@ static int staged_out(weft__exec *x, weft__stream *s, char *dst,
     if (!helpers[k])
       continue;
     if (rc || pending_add(x, helpers[k]) != 0)
-      weft_task_join(helpers[k]);
+      finish_out(helpers[k]);
   }
   for (size_t k = 0; k < r && blocks; k++)
     if (blocks[k])
@@ -281,7 +308,7 @@ static int staged_out(weft__exec *x, weft__stream *s, char *dst,
 int weft__exec_join_pending(weft__exec *x) {
   int rc = 0;
   for (int i = 0; i < x->npending; i++) {
-    int r = weft_task_join(x->pending[i]);
+    int r = finish_out(x->pending[i]);
     if (!rc)
       rc = r;
   }

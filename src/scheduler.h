@@ -32,9 +32,10 @@ struct weft__exec {
   char *first_msg; /* its message (malloc'd: failures are rare) */
   int is_task;
   weft__errinfo errinfo; /* weft_last_error_message() while it runs */
-  /* Helper tasks finishing this exec's staged copies to pageable memory;
-   * joined by weft_sync and when a task returns. */
-  struct weft_task **pending;
+  /* The chunks of this exec's staged copies to pageable memory whose
+   * helper tasks still run (memory.c); joined by weft_sync and when a task
+   * returns. */
+  struct weft__stage_job **pending;
   int npending, cap_pending;
   struct weft__exec *next;   /* runtime's list of plain-thread contexts */
   struct weft__vc *check_vc; /* weft check: what it has seen (check.c) */
