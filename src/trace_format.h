@@ -55,6 +55,10 @@
 #define WEFT_TRF_CAT_RUNTIME "cuda_runtime" /* an API call */
 #define WEFT_TRF_CAT_TASK "task"            /* a run slice of a weft task */
 #define WEFT_TRF_CAT_WAIT "weft_wait"       /* a weft task waiting */
+/* Its name says for what: the GPU (weft_sync, an event), or a test of
+ * weft_wait_until (something outside weft: an MPI message). */
+#define WEFT_TRF_WAIT_GPU "wait: GPU"
+#define WEFT_TRF_WAIT_EXTERNAL "wait: weft_wait_until"
 /* A weft check finding: an instant event ("ph":"i", thread-scoped), name
  * the kind ("race", "implicit sync"), args.message the line printed. */
 #define WEFT_TRF_CAT_CHECK "weft_check"

@@ -6,11 +6,13 @@
 
 #include "scheduler.h"
 #include "trace.h"
+#include "trace_format.h"
 
 /* Suspends task t in the wait set until its wait_ev or wait_test is
  * done; returns the outcome. */
 static int suspend_waiting(weft__exec *x, weft_task *t) {
   uint64_t t0 = weft__trace_on_for(x->rt->bk) ? weft__trace_now() : 0;
+  const char *what = t->wait_test ? WEFT_TRF_WAIT_EXTERNAL : WEFT_TRF_WAIT_GPU;
   t->state = TASK_SUSPENDED;
   weft__sched_suspend(t, AFTER_WAIT);
   if (t0) {
@@ -18,7 +20,8 @@ static int suspend_waiting(weft__exec *x, weft_task *t) {
                          .end = weft__trace_now(),
                          .task = t->id,
                          .lane = weft__trace_thread_lane(),
-                         .kind = WEFT__TR_WAIT};
+                         .kind = WEFT__TR_WAIT,
+                         .name = what};
     weft__trace_emit(&r);
   }
   return t->wait_rc;

@@ -80,6 +80,7 @@ typedef struct rank_row {
   int64_t rank;
   double span, busy, wait;
   size_t tasks, waits;
+  double outside; /* of wait: for something outside weft (MPI) */
 } rank_row;
 
 /* Each file's report under its rank, then a table of every rank and the
@@ -112,6 +113,7 @@ static int report_ranks(char **files, int n, long top) {
     for (size_t t = 0; t < an.ntasks; t++) {
       r->wait += an.tasks[t].wait;
       r->waits += an.tasks[t].waits;
+      r->outside += an.tasks[t].ext_wait;
     }
     if (model.rank >= 0)
       printf("==== rank %lld: %s\n", (long long)model.rank, files[i]);
@@ -125,29 +127,32 @@ static int report_ranks(char **files, int n, long top) {
     trace_model_free(&model);
   }
   if (rc == CLI_OK) {
-    double span = 0, busy = 0, wait = 0;
+    double span = 0, busy = 0, wait = 0, outside = 0;
     size_t tasks = 0, waits = 0;
-    printf("==== every rank: GPU time and the tasks' waits (GPU, joins, "
-           "messages)\n");
-    printf("  %6s %12s %12s %7s %14s %7s %7s  %s\n", "rank", "span ms",
-           "busy ms", "busy %", "task wait ms", "waits", "tasks", "file");
+    printf("==== every rank: GPU time and the tasks' waits (for the GPU, "
+           "and outside weft: weft_wait_until, MPI messages)\n");
+    printf("  %6s %12s %12s %7s %14s %12s %7s %7s  %s\n", "rank", "span ms",
+           "busy ms", "busy %", "task wait ms", "outside ms", "waits", "tasks",
+           "file");
     for (int i = 0; i < n; i++) {
       const rank_row *r = &rows[i];
       char rk[24];
       snprintf(rk, sizeof rk, r->rank >= 0 ? "%lld" : "-", (long long)r->rank);
-      printf("  %6s %12.3f %12.3f %7.1f %14.3f %7zu %7zu  %s\n", rk,
+      printf("  %6s %12.3f %12.3f %7.1f %14.3f %12.3f %7zu %7zu  %s\n", rk,
              r->span / 1e3, r->busy / 1e3,
              r->span > 0 ? 100.0 * r->busy / r->span : 0.0, r->wait / 1e3,
-             r->waits, r->tasks, r->file);
+             r->outside / 1e3, r->waits, r->tasks, r->file);
       span = r->span > span ? r->span : span;
       busy += r->busy;
       wait += r->wait;
+      outside += r->outside;
       tasks += r->tasks;
       waits += r->waits;
     }
-    printf("  %6s %12.3f %12.3f %7s %14.3f %7zu %7zu  (span: the longest "
-           "rank's)\n",
-           "all", span / 1e3, busy / 1e3, "", wait / 1e3, waits, tasks);
+    printf("  %6s %12.3f %12.3f %7s %14.3f %12.3f %7zu %7zu  (span: the "
+           "longest rank's)\n",
+           "all", span / 1e3, busy / 1e3, "", wait / 1e3, outside / 1e3, waits,
+           tasks);
     if (fflush(stdout))
       rc = cli_fail("trace", "writing the report failed");
   }

@@ -251,7 +251,7 @@ static void test_tasks(void) {
   trace_analysis a;
   load_data("weft_tasks.json", &m, &a);
   CHECK_EQ_INT(m.count[TRACE_OP_TASK], 4);
-  CHECK_EQ_INT(m.count[TRACE_OP_WAIT], 1);
+  CHECK_EQ_INT(m.count[TRACE_OP_WAIT], 2);
   CHECK_EQ_INT(m.nthreads, 2);
   char label[64];
   trace_thread_label(&m, &m.threads[0], label, sizeof label);
@@ -265,6 +265,7 @@ static void test_tasks(void) {
   CHECK_EQ_INT(t->slices, 2);
   CHECK_NEAR(t->run, 20);
   CHECK_NEAR(t->wait, 20);
+  CHECK_NEAR(t->ext_wait, 0); /* "wait: GPU" */
   CHECK_EQ_INT(t->gpu_ops, 2);
   CHECK_NEAR(t->gpu, 16);
   CHECK_EQ_INT(t->nstreams, 1);
@@ -282,6 +283,9 @@ static void test_tasks(void) {
   CHECK_EQ_INT(t->task, 3);
   CHECK_NEAR(t->gpu, 0);
   CHECK_EQ_INT(t->nstreams, 0);
+  /* "wait: weft_wait_until": a wait for something outside weft. */
+  CHECK_NEAR(t->wait, 7);
+  CHECK_NEAR(t->ext_wait, 7);
 
   /* Copy directions from args.direction. */
   CHECK_EQ_INT(a.copies[TRACE_COPY_HTOD].count, 1);

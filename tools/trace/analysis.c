@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "sort.h"
+#include "trace_format.h"
 
 /* ---- interval sets ---------------------------------------------------------
  */
@@ -403,6 +404,8 @@ static int tasks(const trace_model *m, trace_analysis *a) {
       } else if (op->kind == TRACE_OP_WAIT) {
         t->waits++;
         t->wait += op->dur;
+        if (!strcmp(trace_model_str(m, op->name), WEFT_TRF_WAIT_EXTERNAL))
+          t->ext_wait += op->dur;
       } else if (trace_op_is_gpu(op)) {
         t->gpu_ops++;
         t->gpu += op->dur;

@@ -105,6 +105,9 @@ typedef struct trace_task_stats {
   double run;    /* their total time */
   double wait;   /* total time of its "weft_wait" spans */
   size_t waits;
+  /* Of which for something outside weft (weft_wait_until: an MPI
+   * message): the span named WEFT_TRF_WAIT_EXTERNAL. */
+  double ext_wait;
   size_t gpu_ops;
   double gpu;                  /* sum of its GPU ops' durations */
   size_t streams_at, nstreams; /* its lanes: task_streams[streams_at ...] */

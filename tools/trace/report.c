@@ -252,17 +252,20 @@ static void text_report(FILE *f, const trace_model *m, const trace_analysis *a,
   if (a->ntasks) {
     size_t top = a->ntasks < (size_t)o->top ? a->ntasks : (size_t)o->top;
     fprintf(f, "\ntasks (%zu of %zu, by GPU time)\n", top, a->ntasks);
-    fprintf(f, "  %8s  %-20s %7s %10s %10s %10s %7s  %s\n", "task", "name",
-            "slices", "run ms", "wait ms", "GPU ms", "GPU ops", "streams");
+    fprintf(f, "  %8s  %-20s %7s %10s %10s %10s %10s %7s  %s\n", "task", "name",
+            "slices", "run ms", "wait ms", "outside ms", "GPU ms", "GPU ops",
+            "streams");
     for (size_t i = 0; i < top; i++) {
       const trace_task_stats *t = &a->tasks[i];
       const char *name = trace_model_str(m, t->name);
       fprintf(f, "  %8lld  ", (long long)t->task);
       put_name(f, name, 20);
       size_t shown = strlen(name) > 20 ? 20 : strlen(name);
-      fprintf(f, "%*s %7zu %10s %10s %10s %7zu  ", (int)(20 - shown), "",
+      char v[32];
+      fprintf(f, "%*s %7zu %10s %10s %10s %10s %7zu  ", (int)(20 - shown), "",
               t->slices, ms(x, sizeof x, t->run), ms(y, sizeof y, t->wait),
-              ms(z, sizeof z, t->gpu), t->gpu_ops);
+              ms(v, sizeof v, t->ext_wait), ms(z, sizeof z, t->gpu),
+              t->gpu_ops);
       for (size_t k = 0; k < t->nstreams && k < 4; k++) {
         const trace_gpu_lane *ln =
             &m->gpu_lanes[a->task_streams[t->streams_at + k]];
@@ -527,6 +530,8 @@ static void json_report(FILE *f, const trace_model *m, const trace_analysis *a,
     json_us(f, "run_us", t->run);
     fprintf(f, ", \"waits\": %zu, ", t->waits);
     json_us(f, "wait_us", t->wait);
+    fprintf(f, ", ");
+    json_us(f, "outside_wait_us", t->ext_wait);
     fprintf(f, ", \"gpu_ops\": %zu, ", t->gpu_ops);
     json_us(f, "gpu_us", t->gpu);
     fprintf(f, ", \"streams\": [");
