@@ -233,4 +233,11 @@ int bench_run(const bench_opts *o);
 int bench_launch_rounds(bench_ctx *c, const weft_kernel *tick, long batches,
                         int batch, bench_samples *s, unsigned *ran);
 
+/* The same loop as raw code writes it, from the calling plain thread: the
+ * launches on a raw stream of rt (raw_api.h), each batch drained by a
+ * stream sync, untimed. */
+int bench_raw_launch_rounds(bench_ctx *c, weft_runtime *rt,
+                            const weft_kernel *tick, long batches, int batch,
+                            bench_samples *s, unsigned *ran);
+
 #endif

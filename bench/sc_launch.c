@@ -13,7 +13,6 @@
 
 #include "bench.h"
 #include "kernels.h"
-#include "raw_api.h"
 
 enum { BATCH = 256 };
 
@@ -28,16 +27,6 @@ static long total_launches(launcher *l) {
   return l->batches * BATCH * (bench_repeat(l->c) + 1);
 }
 
-static int check_count(launcher *l, unsigned *counter, const char *who) {
-  unsigned got = 0;
-  if (bench_fetch(l->c, &got, counter, sizeof got))
-    return BENCH_FAIL;
-  if ((long)got != total_launches(l))
-    return bench_fail(l->c, "%s: the kernel ran %u times, expected %ld", who,
-                      got, total_launches(l));
-  return 0;
-}
-
 static int weft_rounds(launcher *l) {
   unsigned ran = 0;
   int rc =
@@ -50,47 +39,13 @@ static int weft_rounds(launcher *l) {
 
 static void launch_task(void *arg) { weft_rounds(arg); }
 
-/* The repeats of the baseline on stream s: each batch's BATCH launches
- * queued and timed, then the stream synchronised, untimed. */
-static int raw_batches(launcher *l, raw_stream s, unsigned *counter) {
-  bench_ctx *c = l->c;
-  void *args[] = {&counter};
-  for (int r = 0; r <= bench_repeat(c); r++) {
-    uint64_t ns = 0;
-    for (long b = 0; b < l->batches; b++) {
-      uint64_t t0 = bench_now_ns();
-      for (int i = 0; i < BATCH; i++)
-        RAW_TRY(c, raw_launch(s, &l->k.tick, WEFT_DIM1(1), WEFT_DIM1(1), args));
-      ns += bench_now_ns() - t0;
-      RAW_TRY(c, raw_stream_sync(s));
-    }
-    if (r > 0)
-      bench_samples_add(&l->s, (double)ns / 1e3 / (double)(l->batches * BATCH));
-  }
-  return 0;
-}
-
 static int raw_rounds(launcher *l, weft_runtime *rt) {
-  bench_ctx *c = l->c;
-  raw_stream s;
-  RAW_TRY(c, raw_stream_create(rt, 0, &s));
-  unsigned *counter = NULL;
-  int rc = 0, e;
-  if ((e = weft_device_alloc(sizeof *counter, (void **)&counter)) != 0 ||
-      (e = weft_memset(counter, 0, sizeof *counter)) != 0 ||
-      (e = weft_sync()) != 0)
-    rc = bench_fail_weft(c, e, "counter setup");
-  if (rc == 0)
-    rc = raw_batches(l, s, counter);
-  if (rc == 0)
-    rc = check_count(l, counter, "raw");
-  /* Destroying the stream waits for it, before the counter is freed. */
-  if ((e = raw_stream_destroy(&s)) != 0 && rc == 0)
-    rc = raw_fail(c, e, "raw_stream_destroy", __LINE__);
-  if (counter && (e = weft_device_free(counter)) != 0 && rc == 0)
-    rc = bench_fail_weft(c, e, "weft_device_free");
-  if ((e = weft_sync()) != 0 && rc == 0)
-    rc = bench_fail_weft(c, e, "weft_sync");
+  unsigned ran = 0;
+  int rc = bench_raw_launch_rounds(l->c, rt, &l->k.tick, l->batches, BATCH,
+                                   &l->s, &ran);
+  if (rc == 0 && (long)ran != total_launches(l))
+    rc = bench_fail(l->c, "raw: the kernel ran %u times, expected %ld", ran,
+                    total_launches(l));
   return rc;
 }
 

@@ -12,13 +12,25 @@
  * resume); on the host backend the backend's executor records each operation
  * itself. Checks: the counter equals the number of launches in both
  * runtimes, and the trace written at weft_shutdown holds exactly one
- * kernel record per launch. Target: <= 5 % overhead. */
+ * kernel record per launch. Target: <= 5 % overhead.
+ *
+ * Then CUPTI's own floor (CUDA only): the raw launch loop (cudaLaunchKernel
+ * from a plain thread, bench_raw_launch_rounds) without CUPTI and with
+ * CUPTI's activity API recording the kinds weft's tracer asks for (kernels,
+ * copies, memsets, runtime calls, external correlations) into buffers that
+ * are only counted: what any CUPTI-based tracer pays per launch, so that
+ * weft's row shows its own cost above it. Check: one kernel record per
+ * launch. */
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "bench.h"
 #include "kernels.h"
+
+#ifdef WEFT_BENCH_CUDA
+#include <cupti.h>
+#endif
 
 enum { BATCH = 256 };
 
@@ -28,7 +40,8 @@ typedef struct trace_bench {
   long batches;
   unsigned got; /* the counter after the rounds */
   bench_samples s[2];
-  int traced; /* the runtime being measured */
+  int traced;            /* the runtime being measured */
+  bench_samples bare[2]; /* raw launches: [0] no CUPTI, [1] bare CUPTI */
 } trace_bench;
 
 static long total_launches(trace_bench *t) {
@@ -67,6 +80,116 @@ static int measure(trace_bench *t, const char *path) {
   if (bench_runtime_close(c, &rt))
     rc = BENCH_FAIL;
   return rc;
+}
+
+/* ---- CUPTI's own floor ---- */
+
+#ifdef WEFT_BENCH_CUDA
+static const CUpti_ActivityKind bare_kinds[] = {
+    CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
+    CUPTI_ACTIVITY_KIND_MEMSET, CUPTI_ACTIVITY_KIND_RUNTIME,
+    CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION};
+static long bare_kernels; /* kernel records delivered */
+
+static void CUPTIAPI bare_requested(uint8_t **buf, size_t *size,
+                                    size_t *max_records) {
+  *buf = aligned_alloc(8, (size_t)8 << 20);
+  *size = *buf ? (size_t)8 << 20 : 0;
+  *max_records = 0;
+}
+
+static void CUPTIAPI bare_completed(CUcontext ctx, uint32_t stream,
+                                    uint8_t *buf, size_t size, size_t valid) {
+  (void)ctx, (void)stream, (void)size;
+  CUpti_Activity *a = NULL;
+  while (cuptiActivityGetNextRecord(buf, valid, &a) == CUPTI_SUCCESS)
+    if (a->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)
+      __atomic_fetch_add(&bare_kernels, 1, __ATOMIC_RELAXED);
+  free(buf);
+}
+
+/* CUPTI on (recording into counted buffers) or off around the raw rounds,
+ * in a runtime that does not trace. */
+static int bare_cupti(trace_bench *t, weft_runtime *rt, int on) {
+  bench_ctx *c = t->c;
+  size_t enabled = 0;
+  if (on) {
+    bare_kernels = 0;
+    CUptiResult r =
+        cuptiActivityRegisterCallbacks(bare_requested, bare_completed);
+    for (; r == CUPTI_SUCCESS &&
+           enabled < sizeof bare_kinds / sizeof bare_kinds[0];
+         enabled++)
+      r = cuptiActivityEnable(bare_kinds[enabled]);
+    if (r != CUPTI_SUCCESS) {
+      const char *msg = "?";
+      cuptiGetResultString(r, &msg);
+      while (enabled-- > 0)
+        cuptiActivityDisable(bare_kinds[enabled]);
+      return bench_fail(c, "CUPTI: %s", msg);
+    }
+  }
+  unsigned ran = 0;
+  int rc = bench_raw_launch_rounds(c, rt, &t->k.tick, t->batches, BATCH,
+                                   &t->bare[on], &ran);
+  if (on) {
+    cuptiActivityFlushAll(1);
+    while (enabled-- > 0)
+      cuptiActivityDisable(bare_kinds[enabled]);
+    cuptiActivityFlushAll(1);
+  }
+  if (rc == 0 && (long)ran != total_launches(t))
+    rc = bench_fail(c, "raw: the kernel ran %u times, expected %ld", ran,
+                    total_launches(t));
+  if (rc == 0 && on && bare_kernels != total_launches(t))
+    rc = bench_fail(c,
+                    "bare CUPTI delivered %ld kernel records for %ld "
+                    "launches",
+                    bare_kernels, total_launches(t));
+  return rc;
+}
+#endif
+
+/* The raw rounds without CUPTI, with it, and without it again (pooled);
+ * then the rows. On the host backend the rows are skipped. */
+static int floor_rows(trace_bench *t) {
+  bench_ctx *c = t->c;
+  bench_group(c);
+  static const char *const names[2] = {
+      "raw cudaLaunchKernel, no CUPTI",
+      "raw cudaLaunchKernel, bare CUPTI activity"};
+  if (bench_backend(c) != WEFT_BACKEND_CUDA) {
+    int rc = bench_skip(c, names[0], "us", "CUPTI is CUDA only");
+    return rc ? rc : bench_skip(c, names[1], "us", "CUPTI is CUDA only");
+  }
+#ifdef WEFT_BENCH_CUDA
+  weft_runtime *rt = NULL;
+  int rc = bench_runtime_open_with(c, &(bench_rt_opts){.no_check = 1}, &rt);
+  for (int pass = 0; rc == 0 && pass < 3; pass++)
+    rc = bare_cupti(t, rt, pass == 1);
+  if (bench_runtime_close(c, &rt))
+    rc = BENCH_FAIL;
+  if (rc)
+    return rc;
+  double raw = bench_stats_of(&t->bare[0]).median;
+  double bare = bench_stats_of(&t->bare[1]).median;
+  double w0 = bench_stats_of(&t->s[0]).median;
+  double w1 = bench_stats_of(&t->s[1]).median;
+  rc = bench_report(c, names[0], "us", &t->bare[0], BENCH_BASELINE,
+                    "from a plain thread, before and after the CUPTI run; "
+                    "batches of %d, synced untimed",
+                    BATCH);
+  if (rc == 0)
+    rc = bench_report(c, names[1], "us", &t->bare[1], 0,
+                      "%+.1f %% (%+.3f us a launch): CUPTI's own cost with "
+                      "weft's record kinds, buffers only counted; weft's "
+                      "tracer above it: %+.3f us a launch",
+                      raw > 0 ? 100 * (bare / raw - 1) : 0, bare - raw,
+                      (w1 - w0) - (bare - raw));
+  return rc;
+#else
+  return 0;
+#endif
 }
 
 /* Counts the trace's kernel records (one JSON event a line) and reads the
@@ -156,6 +279,8 @@ static int run(bench_ctx *c) {
             : "host backend: executor records (CUPTI is CUDA only)",
         kernels, (double)bytes / (1 << 20), dropped);
   }
+  if (rc == 0)
+    rc = floor_rows(t);
   free(t);
   return rc;
 }
