@@ -31,11 +31,13 @@ typedef struct held {
 } held;
 
 /* The wait ends when the oldest operation in flight is done, or when no
- * high-priority task is left to make room for. */
+ * high-priority task is left to make room for, the policy is off, or
+ * weft_shutdown began (which would otherwise end the wait as a failure:
+ * holding is only ever a matter of speed). */
 static int room(void *arg) {
   held *h = arg;
   if (atomic_load(&h->rt->nhigh_live) == 0 ||
-      atomic_load(&h->rt->admission) == 0)
+      atomic_load(&h->rt->admission) == 0 || atomic_load(&h->rt->cancel_waits))
     return 0;
   int rc = weft__event_query(h->oldest);
   return rc == WEFT_EAGAIN ? WEFT_EAGAIN : rc;
