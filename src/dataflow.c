@@ -169,7 +169,8 @@ static void merge(weft__flow *f, uintptr_t lo, uintptr_t hi) {
 }
 
 int weft__flow_note(weft__flow **fp, const void *self, const weft_access *a,
-                    size_t n, const void ***deps, uint32_t *ndeps, int *host) {
+                    size_t n, const void **buf, const void ***deps,
+                    uint32_t *ndeps, int *host) {
   *deps = NULL;
   *ndeps = 0;
   *host = 0;
@@ -194,8 +195,8 @@ int weft__flow_note(weft__flow **fp, const void *self, const weft_access *a,
     for (size_t k = first_after(f, lo); k < f->n && f->r[k].lo < hi; k++)
       bound += 1 + f->r[k].nreaders;
   }
-  const void **d = bound ? malloc(bound * sizeof *d) : NULL;
-  if (bound && !d)
+  const void **d = bound <= WEFT__FLOW_INLINE ? buf : malloc(bound * sizeof *d);
+  if (!d)
     return WEFT_ENOMEM;
   /* Phase 2: what to follow, then the record; nothing allocates. Reads
    * first, so that a task reading and writing one range does not count
@@ -227,7 +228,8 @@ int weft__flow_note(weft__flow **fp, const void *self, const weft_access *a,
         merge(f, lo, hi);
     }
   if (nd == 0) {
-    free(d);
+    if (d != buf)
+      free(d);
     d = NULL;
   }
   *deps = d;
@@ -236,9 +238,9 @@ int weft__flow_note(weft__flow **fp, const void *self, const weft_access *a,
 }
 
 int weft__flow_declare(weft__exec *x, weft_task *self, const weft_access *a,
-                       size_t n, const void ***deps, uint32_t *ndeps,
-                       int *host) {
-  return weft__flow_note(&x->flow, self, a, n, deps, ndeps, host);
+                       size_t n, const void **buf, const void ***deps,
+                       uint32_t *ndeps, int *host) {
+  return weft__flow_note(&x->flow, self, a, n, buf, deps, ndeps, host);
 }
 
 /* Follows the earlier tasks d[0..n) as weft_task_after follows each
@@ -284,7 +286,8 @@ int weft__flow_enter(weft_task *t) {
   t->flow_deps = NULL;
   t->nflow_deps = 0;
   int rc = n ? follow_all(t, d, n) : 0;
-  free((void *)d);
+  if (d != t->flow_inline)
+    free((void *)d);
   if (rc == 0 && t->flow_host)
     rc = weft_sync();
   if (rc)

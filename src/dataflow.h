@@ -15,19 +15,26 @@ struct weft__exec;
 /* 0, or WEFT_EINVAL for a bad access (reported as call's). */
 int weft__flow_validate(const weft_access *a, size_t n, const char *call);
 
+/* Room for this many dependencies in the caller's own buffer: the usual
+ * count (a tile operation's two inputs and its output), so a spawn
+ * allocates no list for them. */
+#define WEFT__FLOW_INLINE 4
+
 /* Records the accesses a[0..n) of the task whose handle is self, spawned
- * by x, and returns in *deps (malloc'd; NULL when none) the handles of the
- * earlier tasks it must follow, and in *host whether its host code waits
- * for their work. All or nothing: 0, or WEFT_ENOMEM with the record as it
+ * by x, and returns in *deps the handles of the earlier tasks it must
+ * follow (NULL when none; buf, which has room for WEFT__FLOW_INLINE, when
+ * they fit; else malloc'd), and in *host whether its host code waits for
+ * their work. All or nothing: 0, or WEFT_ENOMEM with the record as it
  * was. The accesses were validated. */
 int weft__flow_declare(struct weft__exec *x, weft_task *self,
-                       const weft_access *a, size_t n, const void ***deps,
-                       uint32_t *ndeps, int *host);
+                       const weft_access *a, size_t n, const void **buf,
+                       const void ***deps, uint32_t *ndeps, int *host);
 
 /* The same in record *fp (made if NULL) for any identity self: a graph
  * capture's steps (graph.c) use their own record. */
 int weft__flow_note(weft__flow **fp, const void *self, const weft_access *a,
-                    size_t n, const void ***deps, uint32_t *ndeps, int *host);
+                    size_t n, const void **buf, const void ***deps,
+                    uint32_t *ndeps, int *host);
 
 /* Before a task's function runs: follows its earlier tasks (and frees the
  * list). 0, or the error, recorded as the task's (its join reports it):

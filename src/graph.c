@@ -182,11 +182,11 @@ int weft__graph_step(weft__exec *x, weft_task_fn fn, void *arg,
     st->cap = nc;
   }
   uint32_t id = (uint32_t)st->n + 1;
-  const void **deps = NULL;
+  const void *buf[WEFT__FLOW_INLINE], **deps = NULL;
   uint32_t nd = 0;
   int host = 0;
-  if (weft__flow_note(&st->flow, (const void *)(uintptr_t)id, a, n, &deps, &nd,
-                      &host) != 0)
+  if (weft__flow_note(&st->flow, (const void *)(uintptr_t)id, a, n, buf, &deps,
+                      &nd, &host) != 0)
     return step_fail(cap,
                      weft__err(WEFT_ENOMEM, "weft_task_spawn: out of memory"));
   weft__stream *s = origin;
@@ -208,7 +208,8 @@ int weft__graph_step(weft__exec *x, weft_task_fn fn, void *arg,
         rc = edge(s, st->ends[d - 1]);
     }
   }
-  free((void *)deps);
+  if (deps != buf)
+    free((void *)deps);
   if (rc)
     return step_fail(cap, rc);
   /* The function runs as the spawner, on the step's branch, with the

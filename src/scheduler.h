@@ -8,6 +8,7 @@
 
 #include "backend.h"
 #include "caller.h"
+#include "dataflow.h"
 #include "error_internal.h"
 #include "fiber.h"
 #include "mem_pinned.h"
@@ -99,7 +100,8 @@ struct weft_task {
   uint8_t yielded;   /* last suspended by weft_yield (sched.c's busy_poll) */
   /* Declared data (dataflow.c): the earlier tasks to follow before fn
    * runs, and whether to wait for their GPU work on the host too. */
-  const void **flow_deps; /* task handles (dataflow.c) */
+  const void **flow_deps; /* task handles: flow_inline, or malloc'd */
+  const void *flow_inline[WEFT__FLOW_INLINE];
   uint32_t nflow_deps;
   uint8_t flow_host;
 };

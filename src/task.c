@@ -52,7 +52,8 @@ static void task_free(weft_runtime *rt, weft_task *t) {
     t->all_next->all_prev = t->all_prev;
   free(t->x.pending);
   free(t->x.first_msg);
-  free((void *)t->flow_deps);
+  if (t->flow_deps != t->flow_inline)
+    free((void *)t->flow_deps);
   t->flow_deps = NULL;
   weft__flow_free(t->x.flow);
   t->x.flow = NULL;
@@ -240,8 +241,8 @@ int weft_task_spawn(weft_runtime *rt, weft_task **task, weft_task_fn fn,
   if (spawner) {
     int host = 0;
     if (weft__flow_declare(spawner, (weft_task *)weft__handle_of(&t->hdr),
-                           opts.accesses, opts.naccesses, &t->flow_deps,
-                           &t->nflow_deps, &host) != 0) {
+                           opts.accesses, opts.naccesses, t->flow_inline,
+                           &t->flow_deps, &t->nflow_deps, &host) != 0) {
       /* Nothing was recorded and nothing ran: the task goes unseen. */
       pthread_mutex_lock(&rt->lock);
       task_free(rt, t);
