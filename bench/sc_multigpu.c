@@ -350,8 +350,10 @@ static int run(bench_ctx *c) {
   if (!m)
     return bench_fail(c, "out of memory");
   m->c = c;
-  int rc =
-      bench_runtime_open_with(c, &(bench_rt_opts){.host_devices = 4}, &m->rt);
+  /* Deep stacks: the SGEMM's tasks call cuBLAS (multigpu_gemm.c). */
+  int rc = bench_runtime_open_with(
+      c, &(bench_rt_opts){.host_devices = 4, .stack_size = BENCH_CUBLAS_STACK},
+      &m->rt);
   if (rc) {
     free(m);
     return rc;
