@@ -312,6 +312,30 @@ int bench_in_task(bench_ctx *c, weft_runtime *rt, weft_task_fn fn, void *arg) {
   return 0;
 }
 
+int bench_tasks_on(bench_ctx *c, weft_runtime *rt, int n, weft_task_fn fn,
+                   void *jobs, size_t job_size, const int *dev) {
+  weft_task *t[BENCH_TASKS_MAX];
+  if (n > BENCH_TASKS_MAX)
+    return bench_fail(c, "bench_tasks_on: %d tasks (at most %d)", n,
+                      BENCH_TASKS_MAX);
+  int spawned = 0, rc = 0;
+  for (; spawned < n; spawned++) {
+    weft_task_opts o;
+    weft_task_opts_init(&o);
+    o.device = dev[spawned];
+    int e = weft_task_spawn(rt, &t[spawned], fn,
+                            (char *)jobs + (size_t)spawned * job_size, &o);
+    if (e) {
+      rc = bench_fail_weft(c, e, "weft_task_spawn");
+      break;
+    }
+  }
+  for (int i = 0; i < spawned; i++)
+    if (weft_task_join(t[i]) != 0 && rc == 0)
+      rc = bench_fail(c, "weft_task_join: %s", weft_last_error_message());
+  return rc ? rc : bench_failed(c) ? BENCH_FAIL : 0;
+}
+
 int bench_fetch(bench_ctx *c, void *dst, const void *src, size_t n) {
   /* Through pinned memory: the plainest copy there is, so that a check
    * does not depend on how weft stages copies to pageable memory. */

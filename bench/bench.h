@@ -182,6 +182,14 @@ int bench_runtime_close(bench_ctx *c, weft_runtime **rt);
  * Returns 0 or BENCH_FAIL (spawn or join failed). */
 int bench_in_task(bench_ctx *c, weft_runtime *rt, weft_task_fn fn, void *arg);
 
+/* Spawns n (at most BENCH_TASKS_MAX) tasks of rt, task i running
+ * fn(jobs + i * job_size) on device dev[i] (job_size 0: the same job for
+ * all), and joins them all. Returns 0 or BENCH_FAIL (after bench_fail, or
+ * when a task failed the scenario). */
+#define BENCH_TASKS_MAX 64
+int bench_tasks_on(bench_ctx *c, weft_runtime *rt, int n, weft_task_fn fn,
+                   void *jobs, size_t job_size, const int *dev);
+
 /* Copies n bytes of device memory at src to host memory at dst on the
  * calling task's (or thread's) stream, after the work queued there, and
  * waits. For result checks. Returns 0 or BENCH_FAIL. */

@@ -88,23 +88,10 @@ static void dev_buffers(void *arg) {
 
 static int on_every_device(mgg *g, int free) {
   dev_job j = {g, free};
-  weft_task *t[MULTIGPU_MAXDEV];
-  int spawned = 0, rc = 0;
-  for (int d = 0; d < g->ndev; d++) {
-    weft_task_opts o;
-    weft_task_opts_init(&o);
-    o.device = d;
-    int e = weft_task_spawn(g->rt, &t[d], dev_buffers, &j, &o);
-    if (e) {
-      rc = bench_fail_weft(g->c, e, "weft_task_spawn");
-      break;
-    }
-    spawned++;
-  }
-  for (int d = 0; d < spawned; d++)
-    if (weft_task_join(t[d]) != 0 && rc == 0)
-      rc = bench_fail(g->c, "weft_task_join: %s", weft_last_error_message());
-  return rc ? rc : bench_failed(g->c) ? BENCH_FAIL : 0;
+  int dev[MULTIGPU_MAXDEV];
+  for (int d = 0; d < g->ndev; d++)
+    dev[d] = d;
+  return bench_tasks_on(g->c, g->rt, g->ndev, dev_buffers, &j, 0, dev);
 }
 
 static int raw_open(mgg *g) {
@@ -249,28 +236,18 @@ static void panel_task(void *arg) {
 /* placement: 0 device 0, 1 panel p on p % D, 2 WEFT_DEVICE_ANY. */
 static int weft_run(mgg *g, int placement, uint64_t *ns) {
   panel_job jobs[NPANELS];
-  weft_task *t[NPANELS];
-  int spawned = 0, rc = 0;
-  uint64_t t0 = bench_now_ns();
+  int dev[NPANELS];
   for (int p = 0; p < NPANELS; p++) {
     jobs[p] = (panel_job){g, p};
-    weft_task_opts o;
-    weft_task_opts_init(&o);
-    o.device = placement == 0   ? 0
-               : placement == 1 ? p % g->ndev
-                                : WEFT_DEVICE_ANY;
-    int e = weft_task_spawn(g->rt, &t[p], panel_task, &jobs[p], &o);
-    if (e) {
-      rc = bench_fail_weft(g->c, e, "weft_task_spawn");
-      break;
-    }
-    spawned++;
+    dev[p] = placement == 0   ? 0
+             : placement == 1 ? p % g->ndev
+                              : WEFT_DEVICE_ANY;
   }
-  for (int p = 0; p < spawned; p++)
-    if (weft_task_join(t[p]) != 0 && rc == 0)
-      rc = bench_fail(g->c, "weft_task_join: %s", weft_last_error_message());
+  uint64_t t0 = bench_now_ns();
+  int rc =
+      bench_tasks_on(g->c, g->rt, NPANELS, panel_task, jobs, sizeof *jobs, dev);
   *ns = bench_now_ns() - t0;
-  return rc ? rc : bench_failed(g->c) ? BENCH_FAIL : 0;
+  return rc;
 }
 
 /* ---- the rows ---- */

@@ -107,22 +107,10 @@ static void dev_buffers(void *arg) {
 
 /* Runs fn(job) once on every device, each a task placed there. */
 static int on_every_device(mg *m, weft_task_fn fn, void *job) {
-  weft_task *t[MAXDEV];
-  int spawned = 0, rc = 0;
-  for (int d = 0; d < m->ndev; d++) {
-    weft_task_opts o;
-    weft_task_opts_init(&o);
-    o.device = d;
-    if (weft_task_spawn(m->rt, &t[d], fn, job, &o) != 0) {
-      rc = bench_fail_weft(m->c, WEFT_ENOMEM, "weft_task_spawn");
-      break;
-    }
-    spawned++;
-  }
-  for (int d = 0; d < spawned; d++)
-    if (weft_task_join(t[d]) != 0 && rc == 0)
-      rc = bench_fail(m->c, "weft_task_join: %s", weft_last_error_message());
-  return rc ? rc : bench_failed(m->c) ? BENCH_FAIL : 0;
+  int dev[MAXDEV];
+  for (int d = 0; d < m->ndev; d++)
+    dev[d] = d;
+  return bench_tasks_on(m->c, m->rt, m->ndev, fn, job, 0, dev);
 }
 
 static int setup(mg *m) {
@@ -236,28 +224,18 @@ static void array_task(void *arg) {
 /* placement: 0 all on device 0, 1 WEFT_DEVICE_ANY, 2 array i on i % D. */
 static int weft_run(mg *m, int placement, uint64_t *ns) {
   array_job jobs[NARRAYS];
-  weft_task *t[NARRAYS];
-  uint64_t t0 = bench_now_ns();
-  int spawned = 0;
+  int dev[NARRAYS];
   for (int i = 0; i < NARRAYS; i++) {
     jobs[i] = (array_job){m, i};
-    weft_task_opts o;
-    weft_task_opts_init(&o);
-    o.device = placement == 0   ? 0
-               : placement == 1 ? WEFT_DEVICE_ANY
-                                : i % m->ndev;
-    if (weft_task_spawn(m->rt, &t[i], array_task, &jobs[i], &o) != 0)
-      break;
-    spawned++;
+    dev[i] = placement == 0   ? 0
+             : placement == 1 ? WEFT_DEVICE_ANY
+                              : i % m->ndev;
   }
-  int rc = spawned < NARRAYS ? bench_fail(m->c, "weft_task_spawn: %s",
-                                          weft_last_error_message())
-                             : 0;
-  for (int i = 0; i < spawned; i++)
-    if (weft_task_join(t[i]) != 0 && rc == 0)
-      rc = bench_fail(m->c, "weft_task_join: %s", weft_last_error_message());
+  uint64_t t0 = bench_now_ns();
+  int rc =
+      bench_tasks_on(m->c, m->rt, NARRAYS, array_task, jobs, sizeof *jobs, dev);
   *ns = bench_now_ns() - t0;
-  return rc ? rc : bench_failed(m->c) ? BENCH_FAIL : 0;
+  return rc;
 }
 
 /* ---- the peer copy, from a task on device 1 ---- */

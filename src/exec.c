@@ -185,11 +185,11 @@ int weft__caller_get(const char *call, weft__caller *c) {
       atomic_load_explicit(&rt->nhigh_live, memory_order_relaxed) > 0 &&
       (rc = weft__admit(x, c->s)) != 0)
     return rc;
-  if (x->rt->bk->check)
-    weft__check_issue(x->rt->bk->check, x, c->s);
+  if (rt->bk->check)
+    weft__check_issue(rt->bk->check, x, c->s);
   c->x = x;
   c->dev = x->dev;
-  c->epoch = x->rt->epoch;
+  c->epoch = rt->epoch;
   return 0;
 }
 

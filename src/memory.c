@@ -61,9 +61,9 @@ typedef struct weft__stage_job {
   weft__event *ev;
   int last_use; /* device to host: no later chunk reuses the block */
   int rc;
-  /* Device to host: the helper, and whether it ran (a helper that could
-   * not start, with no memory for its stack, never does: whoever joins it
-   * then gives back what it would have). */
+  /* The helper staging the chunk; device to host: and whether it ran (a
+   * helper that could not start, with no memory for its stack, never
+   * does: whoever joins it then gives back what it would have). */
   weft_task *helper;
   int ran;
 } stage_job;
@@ -122,26 +122,16 @@ static void release_block(weft__exec *x, weft__stream *s, void *block,
   weft__pinned_cache_free(&x->rt->pinned, block);
 }
 
-/* The ring of a host-to-device copy: slot k serves chunks k, k + r, ... */
-typedef struct ring_in {
-  stage_job *jobs;    /* [r]: the chunk a slot stages now */
-  weft_task **tasks;  /* [r]: its helper, NULL when none runs */
-  weft__event **done; /* [r]: recorded after the slot's last transfer */
-  char **blocks;      /* [r] */
-  size_t r;
-} ring_in;
-
-/* Starts staging chunk i of src (n bytes in all) into its slot. */
-static int start_in(weft__exec *x, ring_in *g, const char *src, size_t n,
+/* Starts staging chunk i of src (n bytes in all) into ring slot j, whose
+ * block and event (after the block's last transfer; NULL before the
+ * first) stay the slot's. */
+static int start_in(weft__exec *x, stage_job *j, const char *src, size_t n,
                     size_t i) {
-  size_t k = i % g->r, off = i * CHUNK;
-  stage_job *j = &g->jobs[k];
-  *j = (stage_job){.rt = x->rt,
-                   .host = (char *)src + off,
-                   .pinned = g->blocks[k],
-                   .n = n - off < CHUNK ? n - off : CHUNK,
-                   .ev = g->done[k]};
-  return spawn_helper(x, &g->tasks[k], stage_in, j);
+  size_t off = i * CHUNK;
+  j->host = (char *)src + off;
+  j->n = n - off < CHUNK ? n - off : CHUNK;
+  j->rc = 0;
+  return spawn_helper(x, &j->helper, stage_in, j);
 }
 
 static int staged_in(weft__exec *x, weft__stream *s, char *dst, const char *src,
@@ -158,54 +148,48 @@ static int staged_in(weft__exec *x, weft__stream *s, char *dst, const char *src,
     release_block(x, s, b, n);
     return rc;
   }
-  ring_in g = {.r =
-                   nchunks < ring_chunks(rt, 1) ? nchunks : ring_chunks(rt, 1)};
-  g.jobs = calloc(g.r, sizeof *g.jobs);
-  g.tasks = calloc(g.r, sizeof *g.tasks);
-  g.done = calloc(g.r, sizeof *g.done);
-  g.blocks = calloc(g.r, sizeof *g.blocks);
-  int rc = g.jobs && g.tasks && g.done && g.blocks
-               ? 0
-               : weft__err(WEFT_ENOMEM, "weft_copy: no memory");
-  for (size_t k = 0; !rc && k < g.r; k++)
-    rc = weft__pinned_cache_alloc(&rt->pinned, CHUNK, (void **)&g.blocks[k]);
+  /* The ring: slot k serves chunks k, k + r, ... */
+  size_t r = nchunks < ring_chunks(rt, 1) ? nchunks : ring_chunks(rt, 1);
+  stage_job *slot = calloc(r, sizeof *slot);
+  int rc = slot ? 0 : weft__err(WEFT_ENOMEM, "weft_copy: no memory");
+  for (size_t k = 0; !rc && k < r; k++) {
+    slot[k].rt = rt;
+    rc = weft__pinned_cache_alloc(&rt->pinned, CHUNK, (void **)&slot[k].pinned);
+  }
   size_t started = 0;
-  while (!rc && started < g.r && (rc = start_in(x, &g, src, n, started)) == 0)
+  while (!rc && started < r &&
+         (rc = start_in(x, &slot[started], src, n, started)) == 0)
     started++;
   /* In chunk order: wait for the chunk's staging, queue its transfer and
    * an event after it, start the chunk that reuses the slot. After a
    * failure the helpers running are still joined and every block is
    * released, so nothing leaks; the transfers already queued stay. */
-  for (size_t i = 0; g.tasks && i < nchunks && g.tasks[i % g.r]; i++) {
-    size_t k = i % g.r;
-    int jr = weft_task_join(g.tasks[k]);
-    g.tasks[k] = NULL;
+  for (size_t i = 0; slot && i < nchunks && slot[i % r].helper; i++) {
+    stage_job *j = &slot[i % r];
+    int jr = weft_task_join(j->helper);
+    j->helper = NULL;
     if (!rc)
-      rc = jr ? jr : g.jobs[k].rc;
+      rc = jr ? jr : j->rc;
     if (!rc)
-      rc = weft__copy(s, dst + i * CHUNK, g.blocks[k], g.jobs[k].n,
-                      WEFT__COPY_H2D);
-    if (!rc && started < nchunks) {
-      if (!g.done[k])
-        rc = weft__event_pool_get(rt, x->dev, &g.done[k]);
+      rc = weft__copy(s, dst + i * CHUNK, j->pinned, j->n, WEFT__COPY_H2D);
+    if (!rc && started < nchunks) { /* chunk started = i + r: this slot */
+      if (!j->ev)
+        rc = weft__event_pool_get(rt, x->dev, &j->ev);
       if (!rc)
-        rc = weft__event_record(g.done[k], s);
+        rc = weft__event_record(j->ev, s);
       if (!rc)
-        rc = start_in(x, &g, src, n, started);
+        rc = start_in(x, j, src, n, started);
       if (!rc)
         started++;
     }
   }
-  for (size_t k = 0; k < g.r && g.blocks; k++) {
-    if (g.done && g.done[k])
-      weft__event_pool_put(rt, g.done[k]);
-    if (g.blocks[k])
-      release_block(x, s, g.blocks[k], CHUNK);
+  for (size_t k = 0; slot && k < r; k++) {
+    if (slot[k].ev)
+      weft__event_pool_put(rt, slot[k].ev);
+    if (slot[k].pinned)
+      release_block(x, s, slot[k].pinned, CHUNK);
   }
-  free(g.jobs);
-  free(g.tasks);
-  free(g.done);
-  free(g.blocks);
+  free(slot);
   return rc;
 }
 

@@ -80,7 +80,6 @@ int weft_device_sync(void) {
 int weft__task_live(const weft_task *h, const weft_task *other) {
   return weft__handle_live(h, &other->hdr) && !other->done;
 }
-#define still_live weft__task_live
 
 int weft_task_after(weft_task *h) {
   if (!h)
@@ -96,7 +95,7 @@ int weft_task_after(weft_task *h) {
   weft_task *other = (weft_task *)weft__handle_obj(h);
   weft_runtime *rt = x->rt;
   pthread_mutex_lock(&rt->lock);
-  int live = still_live(h, other);
+  int live = weft__task_live(h, other);
   /* A stale handle may name this task's own object, recycled: that task
    * completed long ago and is followed like any completed one below. */
   if (live && other == weft__task_self()) {
@@ -124,10 +123,10 @@ int weft_task_after(weft_task *h) {
   if (rc)
     return rc;
   pthread_mutex_lock(&rt->lock);
-  if (still_live(h, other)) {
+  if (weft__task_live(h, other)) {
     weft__task_wait_for(rt, other, 0);
     /* end_ev lives until the task is finalized, which takes this lock. */
-    if (still_live(h, other) && other->end_ev)
+    if (weft__task_live(h, other) && other->end_ev)
       rc = weft__stream_wait_event(s, other->end_ev);
   }
   /* Followed, or completed meanwhile (while the stream was leased, or

@@ -55,6 +55,15 @@ static void normal_work(void *arg) {
   CHECK_OK(weft_sync());
 }
 
+/* Waits, from the test's thread, until j has queued n launches (10 s at
+ * most: a task held for ever fails the test instead of hanging it). */
+static void wait_issued(job *j, int n) {
+  int64_t until = tt_now_ns() + 10 * 1000000000LL;
+  while (tt_load(&j->issued) < n && tt_now_ns() < until)
+    tt_sleep_ms(1);
+  CHECK_EQ_INT(tt_load(&j->issued), n);
+}
+
 static float expected(int ops) {
   float v = 1.0f;
   for (int i = 0; i < ops; i++)
@@ -115,10 +124,7 @@ static void held_then_released(int depth) {
     CHECK_OK(weft_task_join(high));
   }
   /* Everything queued, behind the gate that is still closed. */
-  int64_t until = tt_now_ns() + 10 * 1000000000LL;
-  while (tt_load(&j.issued) < OPS && tt_now_ns() < until)
-    tt_sleep_ms(1);
-  CHECK_EQ_INT(tt_load(&j.issued), OPS);
+  wait_issued(&j, OPS);
   CHECK_EQ_INT(tt_gate_state(&gate), TEST_SPIN_STARTED);
   tt_gate_open(&gate);
   CHECK_OK(weft_task_join(normal));
@@ -186,10 +192,7 @@ static void set_at_run_time(void) {
   tt_sleep_ms(30);
   CHECK_EQ_INT(tt_load(&j.issued), 0); /* depth 1: the gate alone */
   CHECK_OK(weft_runtime_set_admission(rt, 0));
-  int64_t until = tt_now_ns() + 10 * 1000000000LL;
-  while (tt_load(&j.issued) < OPS && tt_now_ns() < until)
-    tt_sleep_ms(1);
-  CHECK_EQ_INT(tt_load(&j.issued), OPS);
+  wait_issued(&j, OPS);
   tt_gate_open(&gate);
   CHECK_OK(weft_task_join(normal));
   check_x(j.x, OPS);
