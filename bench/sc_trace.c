@@ -40,8 +40,11 @@ typedef struct trace_bench {
   long batches;
   unsigned got; /* the counter after the rounds */
   bench_samples s[2];
-  int traced;            /* the runtime being measured */
-  bench_samples bare[2]; /* raw launches: [0] no CUPTI, [1] bare CUPTI */
+  int traced; /* the runtime being measured */
+  /* Raw launches: [0] no CUPTI, [1] bare CUPTI, [2] bare CUPTI with an
+   * external correlation id pushed, as weft pushes a task's id around its
+   * run slices (CUPTI then writes one more record per API call). */
+  bench_samples bare[3];
 } trace_bench;
 
 static long total_launches(trace_bench *t) {
@@ -109,9 +112,11 @@ static void CUPTIAPI bare_completed(CUcontext ctx, uint32_t stream,
 }
 
 /* CUPTI on (recording into counted buffers) or off around the raw rounds,
- * in a runtime that does not trace. */
-static int bare_cupti(trace_bench *t, weft_runtime *rt, int on) {
+ * in a runtime that does not trace; mode 0 off, 1 on, 2 on with an
+ * external id pushed on this thread for the rounds. */
+static int bare_cupti(trace_bench *t, weft_runtime *rt, int mode) {
   bench_ctx *c = t->c;
+  int on = mode != 0;
   size_t enabled = 0;
   if (on) {
     bare_kernels = 0;
@@ -130,8 +135,16 @@ static int bare_cupti(trace_bench *t, weft_runtime *rt, int on) {
     }
   }
   unsigned ran = 0;
+  if (mode == 2)
+    cuptiActivityPushExternalCorrelationId(
+        CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, 1);
   int rc = bench_raw_launch_rounds(c, rt, &t->k.tick, t->batches, BATCH,
-                                   &t->bare[on], &ran);
+                                   &t->bare[mode], &ran);
+  if (mode == 2) {
+    uint64_t id;
+    cuptiActivityPopExternalCorrelationId(
+        CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, &id);
+  }
   if (on) {
     cuptiActivityFlushAll(1);
     while (enabled-- > 0)
@@ -155,24 +168,29 @@ static int bare_cupti(trace_bench *t, weft_runtime *rt, int on) {
 static int floor_rows(trace_bench *t) {
   bench_ctx *c = t->c;
   bench_group(c);
-  static const char *const names[2] = {
+  static const char *const names[3] = {
       "raw cudaLaunchKernel, no CUPTI",
-      "raw cudaLaunchKernel, bare CUPTI activity"};
+      "raw cudaLaunchKernel, bare CUPTI activity",
+      "raw cudaLaunchKernel, bare CUPTI + external id"};
   if (bench_backend(c) != WEFT_BACKEND_CUDA) {
-    int rc = bench_skip(c, names[0], "us", "CUPTI is CUDA only");
-    return rc ? rc : bench_skip(c, names[1], "us", "CUPTI is CUDA only");
+    int rc = 0;
+    for (int i = 0; i < 3 && rc == 0; i++)
+      rc = bench_skip(c, names[i], "us", "CUPTI is CUDA only");
+    return rc;
   }
 #ifdef WEFT_BENCH_CUDA
   weft_runtime *rt = NULL;
   int rc = bench_runtime_open_with(c, &(bench_rt_opts){.no_check = 1}, &rt);
-  for (int pass = 0; rc == 0 && pass < 3; pass++)
-    rc = bare_cupti(t, rt, pass == 1);
+  static const int modes[] = {0, 1, 2, 0};
+  for (int pass = 0; rc == 0 && pass < 4; pass++)
+    rc = bare_cupti(t, rt, modes[pass]);
   if (bench_runtime_close(c, &rt))
     rc = BENCH_FAIL;
   if (rc)
     return rc;
   double raw = bench_stats_of(&t->bare[0]).median;
   double bare = bench_stats_of(&t->bare[1]).median;
+  double ext = bench_stats_of(&t->bare[2]).median;
   double w0 = bench_stats_of(&t->s[0]).median;
   double w1 = bench_stats_of(&t->s[1]).median;
   rc = bench_report(c, names[0], "us", &t->bare[0], BENCH_BASELINE,
@@ -186,6 +204,13 @@ static int floor_rows(trace_bench *t) {
                       "tracer above it: %+.3f us a launch",
                       raw > 0 ? 100 * (bare / raw - 1) : 0, bare - raw,
                       (w1 - w0) - (bare - raw));
+  if (rc == 0)
+    rc = bench_report(c, names[2], "us", &t->bare[2], 0,
+                      "%+.1f %% (%+.3f us a launch): the same with an "
+                      "external id pushed, as weft does around a task's run "
+                      "(a record more per API call); weft above it: %+.3f us",
+                      raw > 0 ? 100 * (ext / raw - 1) : 0, ext - raw,
+                      (w1 - w0) - (ext - raw));
   return rc;
 #else
   return 0;
