@@ -304,8 +304,10 @@ static int matches(block *b, const float *want, const char *who) {
 /* Rounds of both versions; the figures printed are their medians. */
 #define ROUNDS 3
 
+/* The middle of three. */
+_Static_assert(ROUNDS == 3, "median() takes three rounds");
 static double median(const double *x) {
-  double a = x[0], b = x[1], c = x[2]; /* ROUNDS == 3 */
+  double a = x[0], b = x[1], c = x[2];
   return a < b ? (b < c ? b : (a < c ? c : a)) : (a < c ? a : (b < c ? c : b));
 }
 
