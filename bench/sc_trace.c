@@ -163,8 +163,9 @@ static int bare_cupti(trace_bench *t, weft_runtime *rt, int mode) {
 }
 #endif
 
-/* The raw rounds without CUPTI, with it, and without it again (pooled);
- * then the rows. On the host backend the rows are skipped. */
+/* The raw rounds without CUPTI, with it, with it and an external id, and
+ * without it again (pooled); then the rows. On the host backend the rows
+ * are skipped. */
 static int floor_rows(trace_bench *t) {
   bench_ctx *c = t->c;
   bench_group(c);
@@ -179,38 +180,34 @@ static int floor_rows(trace_bench *t) {
     return rc;
   }
 #ifdef WEFT_BENCH_CUDA
+  static const char *const what[3] = {
+      NULL, "CUPTI's own cost with weft's record kinds, buffers only counted",
+      "the same with an external id pushed, as weft does around a task's "
+      "run (a record more per API call)"};
   weft_runtime *rt = NULL;
   int rc = bench_runtime_open_with(c, &(bench_rt_opts){.no_check = 1}, &rt);
   static const int modes[] = {0, 1, 2, 0};
-  for (int pass = 0; rc == 0 && pass < 4; pass++)
+  for (size_t pass = 0; rc == 0 && pass < sizeof modes / sizeof *modes; pass++)
     rc = bare_cupti(t, rt, modes[pass]);
   if (bench_runtime_close(c, &rt))
     rc = BENCH_FAIL;
   if (rc)
     return rc;
   double raw = bench_stats_of(&t->bare[0]).median;
-  double bare = bench_stats_of(&t->bare[1]).median;
-  double ext = bench_stats_of(&t->bare[2]).median;
   double w0 = bench_stats_of(&t->s[0]).median;
   double w1 = bench_stats_of(&t->s[1]).median;
   rc = bench_report(c, names[0], "us", &t->bare[0], BENCH_BASELINE,
                     "from a plain thread, before and after the CUPTI run; "
                     "batches of %d, synced untimed",
                     BATCH);
-  if (rc == 0)
-    rc = bench_report(c, names[1], "us", &t->bare[1], 0,
-                      "%+.1f %% (%+.3f us a launch): CUPTI's own cost with "
-                      "weft's record kinds, buffers only counted; weft's "
-                      "tracer above it: %+.3f us a launch",
-                      raw > 0 ? 100 * (bare / raw - 1) : 0, bare - raw,
-                      (w1 - w0) - (bare - raw));
-  if (rc == 0)
-    rc = bench_report(c, names[2], "us", &t->bare[2], 0,
-                      "%+.1f %% (%+.3f us a launch): the same with an "
-                      "external id pushed, as weft does around a task's run "
-                      "(a record more per API call); weft above it: %+.3f us",
-                      raw > 0 ? 100 * (ext / raw - 1) : 0, ext - raw,
-                      (w1 - w0) - (ext - raw));
+  for (int m = 1; rc == 0 && m < 3; m++) {
+    double v = bench_stats_of(&t->bare[m]).median;
+    rc = bench_report(c, names[m], "us", &t->bare[m], 0,
+                      "%+.1f %% (%+.3f us a launch): %s; weft's tracer above "
+                      "it: %+.3f us a launch",
+                      raw > 0 ? 100 * (v / raw - 1) : 0, v - raw, what[m],
+                      (w1 - w0) - (v - raw));
+  }
   return rc;
 #else
   return 0;

@@ -228,8 +228,7 @@ int weft__flow_note(weft__flow **fp, const void *self, const weft_access *a,
         merge(f, lo, hi);
     }
   if (nd == 0) {
-    if (d != buf)
-      free(d);
+    weft__flow_deps_free(d, buf);
     d = NULL;
   }
   *deps = d;
@@ -286,8 +285,7 @@ int weft__flow_enter(weft_task *t) {
   t->flow_deps = NULL;
   t->nflow_deps = 0;
   int rc = n ? follow_all(t, d, n) : 0;
-  if (d != t->flow_inline)
-    free((void *)d);
+  weft__flow_deps_free(d, t->flow_inline);
   if (rc == 0 && t->flow_host)
     rc = weft_sync();
   if (rc)

@@ -5,6 +5,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 #include "weft/dataflow.h"
 #include "weft/task.h"
@@ -35,6 +36,13 @@ int weft__flow_declare(struct weft__exec *x, weft_task *self,
 int weft__flow_note(weft__flow **fp, const void *self, const weft_access *a,
                     size_t n, const void **buf, const void ***deps,
                     uint32_t *ndeps, int *host);
+
+/* Frees a dependency list that weft__flow_declare or weft__flow_note
+ * returned, unless it is the caller's buf. */
+static inline void weft__flow_deps_free(const void **deps, const void **buf) {
+  if (deps != buf)
+    free((void *)deps);
+}
 
 /* Before a task's function runs: follows its earlier tasks (and frees the
  * list). 0, or the error, recorded as the task's (its join reports it):

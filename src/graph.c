@@ -208,8 +208,7 @@ int weft__graph_step(weft__exec *x, weft_task_fn fn, void *arg,
         rc = edge(s, st->ends[d - 1]);
     }
   }
-  if (deps != buf)
-    free((void *)deps);
+  weft__flow_deps_free(deps, buf);
   if (rc)
     return step_fail(cap, rc);
   /* The function runs as the spawner, on the step's branch, with the

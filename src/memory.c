@@ -247,17 +247,16 @@ static int staged_out(weft__exec *x, weft__stream *s, char *dst,
   if (r > nchunks)
     r = nchunks;
   char **blocks = calloc(r, sizeof *blocks);
-  stage_job **helpers = calloc(r, sizeof *helpers);
-  int rc =
-      blocks && helpers ? 0 : weft__err(WEFT_ENOMEM, "weft_copy: no memory");
+  stage_job **jobs = calloc(r, sizeof *jobs);
+  int rc = blocks && jobs ? 0 : weft__err(WEFT_ENOMEM, "weft_copy: no memory");
   size_t i = 0;
   for (; !rc && i < nchunks; i++) {
     size_t k = i % r;
-    if (helpers[k]) {
+    if (jobs[k]) {
       /* The slot's block is free once its helper copied it out: the one
        * wait on the caller, only for copies larger than the ring. */
-      int jr = finish_out(helpers[k]);
-      helpers[k] = NULL;
+      int jr = finish_out(jobs[k]);
+      jobs[k] = NULL;
       if (jr) {
         rc = jr;
         break;
@@ -268,24 +267,24 @@ static int staged_out(weft__exec *x, weft__stream *s, char *dst,
       break;
     }
     int last = i + r >= nchunks;
-    rc = chunk_out(x, s, dst, src, n, i, blocks[k], last, &helpers[k]);
+    rc = chunk_out(x, s, dst, src, n, i, blocks[k], last, &jobs[k]);
     if (!rc && last)
       blocks[k] = NULL; /* its helper frees it */
   }
   /* Done: the helpers still running (one per slot, each freeing its
    * block) finish at the caller's next weft_sync. Failed: they finish
    * here, and the blocks still the copy's are freed. */
-  for (size_t k = 0; k < r && helpers; k++) {
-    if (!helpers[k])
+  for (size_t k = 0; k < r && jobs; k++) {
+    if (!jobs[k])
       continue;
-    if (rc || pending_add(x, helpers[k]) != 0)
-      finish_out(helpers[k]);
+    if (rc || pending_add(x, jobs[k]) != 0)
+      finish_out(jobs[k]);
   }
   for (size_t k = 0; k < r && blocks; k++)
     if (blocks[k])
       weft__pinned_cache_free(&rt->pinned, blocks[k]);
   free(blocks);
-  free(helpers);
+  free(jobs);
   return rc;
 }
 

@@ -52,8 +52,7 @@ static void task_free(weft_runtime *rt, weft_task *t) {
     t->all_next->all_prev = t->all_prev;
   free(t->x.pending);
   free(t->x.first_msg);
-  if (t->flow_deps != t->flow_inline)
-    free((void *)t->flow_deps);
+  weft__flow_deps_free(t->flow_deps, t->flow_inline);
   t->flow_deps = NULL;
   weft__flow_free(t->x.flow);
   t->x.flow = NULL;
