@@ -334,7 +334,8 @@ int weft__event_create(weft__backend *b, int dev, unsigned flags,
     return rc;
   if (!out)
     return weft__err(WEFT_EINVAL, "weft_event_create: out is NULL");
-  if (flags & ~(unsigned)(WEFT__EVENT_TIMING | WEFT__EVENT_BLOCKING))
+  if (flags & ~(unsigned)(WEFT__EVENT_TIMING | WEFT__EVENT_BLOCKING |
+                          WEFT__EVENT_POLLED))
     return weft__err(WEFT_EINVAL, "weft_event_create: unknown flags 0x%x",
                      flags);
   pthread_mutex_lock(&b->lock);

@@ -59,6 +59,9 @@ struct weft__stream {
 enum {
   WEFT__EVENT_TIMING = 1u << 0,   /* elapsed time can be read */
   WEFT__EVENT_BLOCKING = 1u << 1, /* event_sync sleeps rather than spins */
+  /* Queried again and again by the wait set: the backend may make its
+   * queries cheap at some cost to its records (CUDA: cuda_flags.c). */
+  WEFT__EVENT_POLLED = 1u << 2,
 };
 
 /* A backend's event struct starts with this. */

@@ -269,8 +269,10 @@ int weft__event_pool_get(weft_runtime *rt, int dev, weft__event **out) {
   weft__event *e = vec_pop(&rt->events[dev]);
   pthread_mutex_unlock(&rt->lock);
   if (!e) {
-    /* Blocking sync: a plain thread waiting on it sleeps, not spins. */
-    int rc = weft__event_create(rt->bk, dev, WEFT__EVENT_BLOCKING, &e);
+    /* Blocking sync: a plain thread waiting on it sleeps, not spins.
+     * Polled: tasks wait for it in the wait set. */
+    int rc = weft__event_create(rt->bk, dev,
+                                WEFT__EVENT_BLOCKING | WEFT__EVENT_POLLED, &e);
     if (rc)
       return rc;
     pthread_mutex_lock(&rt->lock);

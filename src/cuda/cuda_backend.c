@@ -188,6 +188,10 @@ static int cuda_open(weft__backend *base, const weft__backend_config *cfg) {
     free(devs);
     return rc;
   }
+  if ((rc = weft__cuda_flags_open(b)) != 0) {
+    free(devs);
+    return rc;
+  }
   b->ndev = n;
   b->devs = devs;
   return 0;
@@ -202,6 +206,7 @@ static void cuda_close(weft__backend *base) {
   for (int d = 0; d < b->ndev; d++)
     if (b->devs[d].pools)
       (void)cudaMemPoolTrimTo(b->devs[d].pool, 0);
+  weft__cuda_flags_close(b);
   free(b->devs);
   b->devs = NULL;
   b->ndev = 0;

@@ -20,10 +20,20 @@ typedef struct cuda_graph {
   size_t nodes, kernels, copies;
 } cuda_graph;
 
-int weft__cuda_capture_begin(weft__stream *s) {
+static int begin_capture(weft__stream *s) {
   WEFT__CUDA_ON_DEV(s->hdr.dev, cudaStreamBeginCapture, weft__cuda_stream_of(s),
                     cudaStreamCaptureModeRelaxed);
   return 0;
+}
+
+int weft__cuda_capture_begin(weft__stream *s) {
+  weft__cuda_backend *b = (weft__cuda_backend *)s->hdr.bk;
+  /* Counted before it begins: no flag write may land in it. */
+  atomic_fetch_add(&b->captures, 1);
+  int rc = begin_capture(s);
+  if (rc)
+    atomic_fetch_sub(&b->captures, 1);
+  return rc;
 }
 
 /* What the captured graph holds, for weft_graph_get_info. */
@@ -55,6 +65,7 @@ int weft__cuda_capture_end(weft__stream *s, void **out) {
   /* Ends the capture even when rc says the device could not be made
    * current: the stream must not stay capturing. */
   cudaError_t e = cudaStreamEndCapture(weft__cuda_stream_of(s), &graph);
+  atomic_fetch_sub(&((weft__cuda_backend *)s->hdr.bk)->captures, 1);
   if (e != cudaSuccess) {
     if (graph)
       cudaGraphDestroy(graph);

@@ -5,6 +5,7 @@
 
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
+#include <stdatomic.h>
 
 #include "backend.h"
 #include "weft/runtime.h"
@@ -20,7 +21,12 @@ typedef struct weft__cuda_device {
 typedef struct weft__cuda_backend {
   struct weft__backend base;
   int ndev;
-  weft__cuda_device *devs; /* ndev entries */
+  weft__cuda_device *devs;        /* ndev entries */
+  struct weft__cuda_flags *flags; /* completion flags (cuda_flags.c) */
+  /* Graph captures under way (cuda_graph.c): while any is, a stream that
+   * joined one through an event wait may be capturing without weft
+   * knowing which, so no completion flag is written (cuda_flags.c). */
+  atomic_int captures;
 } weft__cuda_backend;
 
 typedef struct weft__cuda_stream {
@@ -41,7 +47,28 @@ static inline cudaStream_t weft__cuda_stream_of(weft__stream *s) {
 typedef struct weft__cuda_event {
   weft__event base;
   cudaEvent_t ev;
+  /* Its completion flag (cuda_flags.c), WEFT__EVENT_POLLED events only:
+   * the host word, its device address, the latest record's value, and
+   * whether that record armed it. */
+  uint32_t *flag;
+  unsigned long long flag_dev;
+  uint32_t value;
+  int armed;
+  unsigned misses; /* flag reads that saw it pending */
 } weft__cuda_event;
+
+/* ---- completion flags (cuda_flags.c) ---- */
+
+int weft__cuda_flags_open(weft__cuda_backend *b);
+void weft__cuda_flags_close(weft__cuda_backend *b);
+/* Gives e a flag, or none (e->flag NULL) when flags are unavailable. */
+void weft__cuda_flag_take(weft__cuda_backend *b, weft__cuda_event *e);
+void weft__cuda_flag_give(weft__cuda_backend *b, weft__cuda_event *e);
+/* After e's record on s: queues the flag's write behind it. */
+void weft__cuda_flag_arm(weft__cuda_backend *b, weft__cuda_event *e,
+                         weft__stream *s);
+/* An armed flag: 1 done, 0 pending, -1 pending but ask CUDA now. */
+int weft__cuda_flag_query(weft__cuda_event *e);
 
 /* ---- errors (cuda_error.c) ---- */
 

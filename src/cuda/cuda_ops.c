@@ -98,12 +98,19 @@ int weft__cuda_event_init(weft__backend *b, weft__event *e) {
   if (rc)
     return rc;
   WEFT__CUDA_CHECK(cudaEventCreateWithFlags, &ev, flags);
-  ((weft__cuda_event *)e)->ev = ev;
+  weft__cuda_event *c = (weft__cuda_event *)e;
+  c->ev = ev;
+  c->flag = NULL;
+  c->armed = 0;
+  c->misses = 0;
+  if (e->flags & WEFT__EVENT_POLLED)
+    weft__cuda_flag_take((weft__cuda_backend *)b, c);
   return 0;
 }
 
 int weft__cuda_event_fini(weft__event *e) {
   /* Like streams, a pending event is released once it completes. */
+  weft__cuda_flag_give((weft__cuda_backend *)e->hdr.bk, (weft__cuda_event *)e);
   WEFT__CUDA_CHECK(cudaEventDestroy, event_of(e));
   return 0;
 }
@@ -111,10 +118,19 @@ int weft__cuda_event_fini(weft__event *e) {
 int weft__cuda_event_record(weft__event *e, weft__stream *s) {
   WEFT__CUDA_ON_DEV(s->hdr.dev, cudaEventRecord, event_of(e),
                     weft__cuda_stream_of(s));
+  weft__cuda_event *c = (weft__cuda_event *)e;
+  if (c->flag)
+    weft__cuda_flag_arm((weft__cuda_backend *)s->hdr.bk, c, s);
   return 0;
 }
 
 int weft__cuda_event_query(weft__event *e) {
+  weft__cuda_event *c = (weft__cuda_event *)e;
+  if (c->armed) {
+    int f = weft__cuda_flag_query(c);
+    if (f >= 0)
+      return f ? 0 : WEFT_EAGAIN;
+  }
   /* An event never recorded answers cudaSuccess, i.e. complete. */
   return query_result(cudaEventQuery(event_of(e)), "cudaEventQuery", __LINE__);
 }

@@ -1,0 +1,102 @@
+/* Thousands of tasks in the GPU wait set at once, none let go early.
+ *
+ * A gate task closes a gate (a kernel spinning until the test opens it)
+ * and records an event behind it. Then N tasks (3000; 600 in quick and
+ * sanitizer builds) each order their stream after that event, queue
+ * x[i] = x[i] * 1 + (i + 1) and weft_sync. Once all N are inside
+ * weft_sync, the test waits a little and checks that no sync has
+ * returned: the work cannot have run, so a wait that ended would be a
+ * completion reported too early (on CUDA, a completion flag read wrong:
+ * more waits than the first slab of flags holds, slots handed on from
+ * one event to the next, src/cuda/cuda_flags.c). Then the gate opens, every
+ * task must return, and every element must hold its value. Three rounds,
+ * so that the second and third reuse the first one's events and flags. */
+#include <stdlib.h>
+
+#include "task_common.h"
+
+enum { ROUNDS = 3 };
+
+static int n;
+static float *x;       /* device, n elements */
+static weft_event *ev; /* recorded behind the closed gate */
+static tt_gate gate;
+static int recorded, entered, left;
+
+static void gate_task(void *arg) {
+  (void)arg;
+  tt_gate_launch(&gate);
+  CHECK_OK(weft_event_record(ev));
+  tt_store(&recorded, 1);
+}
+
+static void waiter(void *arg) {
+  int i = (int)(intptr_t)arg;
+  CHECK_OK(weft_event_wait(ev));
+  float *d = x + i;
+  int one = 1;
+  float a = 1.0f, b = (float)(i + 1);
+  void *args[] = {&d, &one, &a, &b};
+  CHECK_OK(weft_launch(&tk.axpb, WEFT_DIM1(1), WEFT_DIM1(1), 0, args));
+  tt_add(&entered, 1);
+  CHECK_OK(weft_sync());
+  tt_add(&left, 1);
+}
+
+/* Waits from the main thread until *p reaches want, or fails. */
+static void wait_count(const int *p, int want, const char *what) {
+  int64_t end = tt_now_ns() + 60LL * 1000000000LL;
+  while (tt_load(p) < want) {
+    CHECK_MSG(tt_now_ns() < end, "%s: %d of %d after 60 s", what, tt_load(p),
+              want);
+    tt_sleep_ms(1);
+  }
+}
+
+int main(void) {
+  n = tt_quick() ? 600 : 3000;
+  weft_runtime *rt = tt_open_workers(4);
+  weft_task **h = calloc((size_t)n, sizeof *h);
+  float *host = calloc((size_t)n, sizeof *host);
+  CHECK(h && host);
+  tt_gate_init(&gate);
+  CHECK_OK(weft_event_create(&ev));
+  CHECK_OK(weft_device_alloc((size_t)n * sizeof(float), (void **)&x));
+  CHECK_OK(weft_memset(x, 0, (size_t)n * sizeof(float)));
+  CHECK_OK(weft_sync());
+
+  for (int round = 1; round <= ROUNDS; round++) {
+    tt_store(&recorded, 0);
+    tt_store(&entered, 0);
+    tt_store(&left, 0);
+    weft_task *g;
+    CHECK_OK(weft_task_spawn(rt, &g, gate_task, NULL, NULL));
+    wait_count(&recorded, 1, "the gate's record");
+    for (int i = 0; i < n; i++)
+      CHECK_OK(weft_task_spawn(rt, &h[i], waiter, (void *)(intptr_t)i, NULL));
+    wait_count(&entered, n, "tasks inside weft_sync");
+    tt_sleep_ms(20);
+    CHECK_MSG(tt_load(&left) == 0,
+              "round %d: %d of %d syncs returned with the gate closed", round,
+              tt_load(&left), n);
+    tt_gate_open(&gate);
+    for (int i = 0; i < n; i++)
+      CHECK_OK(weft_task_join(h[i]));
+    CHECK_OK(weft_task_join(g));
+    CHECK_EQ_INT(tt_load(&left), n);
+  }
+
+  CHECK_OK(weft_copy(host, x, (size_t)n * sizeof(float)));
+  CHECK_OK(weft_sync());
+  for (int i = 0; i < n; i++)
+    CHECK_MSG(host[i] == (float)ROUNDS * (float)(i + 1),
+              "x[%d] = %g, expected %g", i, (double)host[i],
+              (double)ROUNDS * (i + 1));
+  CHECK_OK(weft_device_free(x));
+  CHECK_OK(weft_event_destroy(&ev));
+  tt_gate_fini(&gate);
+  free(h);
+  free(host);
+  tt_close(rt);
+  return 0;
+}
