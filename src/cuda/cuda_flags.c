@@ -1,37 +1,46 @@
-/* Completion flags: a host word the GPU writes behind an event's record,
- * so that the wait set learns of a completion by reading memory instead
- * of asking the driver.
+/* Completion flags (opt-in, WEFT_CUDA_FLAGS=1): a host word the GPU writes
+ * with an event's record, so that the wait set learns of a completion by
+ * reading memory instead of asking the driver.
  *
  * Why: a cudaEventQuery costs 1.3 us on the H200 and takes driver locks
  * that launches on other threads need (an empty launch 3.95 us alone, 4.65
  * us beside a thread querying events, docs/NOTES.md). The poller queries
  * every waiting event over and over while tasks on other workers launch,
- * so seed 002's tasks paid for it on their critical path. With a flag, a
+ * so seed 002's tasks pay for it on their critical path. With a flag, a
  * poll is a load from pinned memory; the record pays one
  * cuStreamWriteValue32 more (behind the work, off the GPU's critical path).
+ * Opt-in until a GPU run has passed the suite with it (docs/NOTES.md).
  *
  * Only events that the wait set polls get a flag (WEFT__EVENT_POLLED, the
  * runtime's pool). A flag says "done" when it holds the value of the
  * event's latest record: the GPU writes it after everything queued before
  * on the stream (the write's default fence makes that work's results
- * visible first). Slots are reused across events, each continuing from
- * its slot's last value, so a late write of an earlier owner never equals
- * a later owner's value; it can at worst hide one, which the query below
- * recovers from by asking CUDA every FALLBACK_EVERY misses. That query is
- * also what reports a GPU failure, after which no flag is ever written.
+ * visible first), just before the event itself, so that an event CUDA
+ * calls complete always has its flag written. Slots are reused across
+ * events, each continuing from its slot's last value, so a late write of
+ * an earlier owner never equals a later owner's value; it can at worst
+ * hide one, which the query recovers from by asking CUDA every
+ * FALLBACK_EVERY misses. That query is also what reports a GPU failure,
+ * after which no flag is ever written.
+ *
+ * The slots are one block of pinned memory made at open: making more
+ * later (cudaHostAlloc) would wait for the device, inside a task. Events
+ * beyond them go without a flag and are queried as before.
  *
  * cuStreamWriteValue32 is a driver API call: its address comes from the
  * runtime (cudaGetDriverEntryPointByVersion), so weft needs no -lcuda.
- * Where the call is missing or fails, or while weft captures the stream
+ * Where the call is missing or fails, or while weft captures a stream
  * into a graph, the record leaves its flag unarmed and queries ask CUDA. */
 #include <cuda.h>
 #include <stdlib.h>
+#include <string.h>
 
-#include "check.h"
 #include "cuda_internal.h"
 #include "error_internal.h"
 
-enum { SLAB_SLOTS = 1024, FALLBACK_EVERY = 64 };
+/* 64 KiB of pinned memory; a task waits on at most one event at a time,
+ * so this covers 16 384 tasks waiting at once. */
+enum { SLOTS = 16384, FALLBACK_EVERY = 64 };
 
 typedef CUresult (*write_value_fn)(CUstream, CUdeviceptr, cuuint32_t,
                                    unsigned int);
@@ -39,37 +48,56 @@ typedef CUresult (*write_value_fn)(CUstream, CUdeviceptr, cuuint32_t,
 struct weft__cuda_flags {
   pthread_mutex_t lock;
   write_value_fn write_value; /* NULL: no flags, queries ask CUDA */
-  void **slabs;               /* pinned, mapped: SLAB_SLOTS words each */
-  size_t nslabs;
-  /* Free slots and the value each was left at. */
-  struct free_slot {
-    uint32_t *word;
-    CUdeviceptr dev;
-    uint32_t value;
-  } * free;
-  size_t nfree, cap_free;
+  uint32_t *words;            /* SLOTS, pinned and mapped */
+  CUdeviceptr dev;            /* their address on the GPU */
+  /* Free slots (indices into words) and the value each was left at. */
+  uint32_t free[SLOTS];
+  uint32_t value[SLOTS];
+  size_t nfree;
 };
 
-static int grow(struct weft__cuda_flags *f);
+/* The slots, or 0 without them (no flags). */
+static int make_slots(struct weft__cuda_flags *f) {
+  void *p, *dev;
+  /* Portable: any device's stream may write them. Mapped: the GPU can. */
+  if (cudaHostAlloc(&p, SLOTS * sizeof(uint32_t),
+                    cudaHostAllocPortable | cudaHostAllocMapped) !=
+      cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  if (cudaHostGetDevicePointer(&dev, p, 0) != cudaSuccess) {
+    (void)cudaGetLastError();
+    (void)cudaFreeHost(p);
+    return 0;
+  }
+  f->words = p;
+  f->dev = (CUdeviceptr)dev;
+  for (uint32_t i = 0; i < SLOTS; i++) {
+    f->words[i] = 0;
+    f->value[i] = 0;
+    f->free[i] = SLOTS - 1 - i;
+  }
+  f->nfree = SLOTS;
+  return 1;
+}
 
 int weft__cuda_flags_open(weft__cuda_backend *b) {
   struct weft__cuda_flags *f = calloc(1, sizeof *f);
   if (!f)
     return weft__err(WEFT_ENOMEM, "cuda: cannot allocate the flag table");
   pthread_mutex_init(&f->lock, NULL);
+  const char *on = getenv("WEFT_CUDA_FLAGS");
   void *fn = NULL;
   enum cudaDriverEntryPointQueryResult found;
-  /* Any failure to find it only means slower polls. */
-  if (cudaGetDriverEntryPointByVersion("cuStreamWriteValue32", &fn, 12000,
+  /* Any failure only means the queries of before. */
+  if (on && strcmp(on, "1") == 0 &&
+      cudaGetDriverEntryPointByVersion("cuStreamWriteValue32", &fn, 12000,
                                        cudaEnableDefault,
                                        &found) == cudaSuccess &&
-      found == cudaDriverEntryPointSuccess)
+      found == cudaDriverEntryPointSuccess && make_slots(f))
     f->write_value = (write_value_fn)fn;
   (void)cudaGetLastError();
-  /* The first slab now, outside any task: most programs never need a
-   * second. Without it, no flags. */
-  if (f->write_value && grow(f) != 0)
-    f->write_value = NULL;
   b->flags = f;
   return 0;
 }
@@ -78,56 +106,11 @@ void weft__cuda_flags_close(weft__cuda_backend *b) {
   struct weft__cuda_flags *f = b->flags;
   if (!f)
     return;
-  for (size_t i = 0; i < f->nslabs; i++)
-    (void)cudaFreeHost(f->slabs[i]);
-  free(f->slabs);
-  free(f->free);
+  if (f->words)
+    (void)cudaFreeHost(f->words);
   pthread_mutex_destroy(&f->lock);
   free(f);
   b->flags = NULL;
-}
-
-/* A new slab's slots onto the free list; under f->lock. 0, or -1 when
- * memory is short (the event then goes without a flag). */
-static int grow(struct weft__cuda_flags *f) {
-  /* Room for every slot there will be: all may be given back at once. */
-  size_t total = (f->nslabs + 1) * SLAB_SLOTS;
-  if (total > f->cap_free) {
-    size_t cap = f->cap_free ? f->cap_free * 2 : SLAB_SLOTS;
-    while (cap < total)
-      cap *= 2;
-    struct free_slot *p = realloc(f->free, cap * sizeof *p);
-    if (!p)
-      return -1;
-    f->free = p;
-    f->cap_free = cap;
-  }
-  void **slabs = realloc(f->slabs, (f->nslabs + 1) * sizeof *slabs);
-  if (!slabs)
-    return -1;
-  f->slabs = slabs;
-  /* Portable: any device's stream may write it. Mapped: the GPU can. */
-  void *slab;
-  if (cudaHostAlloc(&slab, SLAB_SLOTS * sizeof(uint32_t),
-                    cudaHostAllocPortable | cudaHostAllocMapped) !=
-      cudaSuccess) {
-    (void)cudaGetLastError();
-    return -1;
-  }
-  void *dev;
-  if (cudaHostGetDevicePointer(&dev, slab, 0) != cudaSuccess) {
-    (void)cudaGetLastError();
-    (void)cudaFreeHost(slab);
-    return -1;
-  }
-  f->slabs[f->nslabs++] = slab;
-  uint32_t *words = slab;
-  for (size_t i = 0; i < SLAB_SLOTS; i++) {
-    words[i] = 0;
-    f->free[f->nfree++] = (struct free_slot){
-        words + i, (CUdeviceptr)dev + i * sizeof(uint32_t), 0};
-  }
-  return 0;
 }
 
 void weft__cuda_flag_take(weft__cuda_backend *b, weft__cuda_event *e) {
@@ -137,20 +120,11 @@ void weft__cuda_flag_take(weft__cuda_backend *b, weft__cuda_event *e) {
   if (!f || !f->write_value)
     return;
   pthread_mutex_lock(&f->lock);
-  /* Growing waits for the device (cudaHostAlloc) and may happen inside
-   * a task, when more events wait at once than ever before: weft's own
-   * call, not one for weft check to report. */
-  int ok = f->nfree > 0;
-  if (!ok) {
-    weft__check_quiet++;
-    ok = grow(f) == 0;
-    weft__check_quiet--;
-  }
-  if (ok) {
-    struct free_slot s = f->free[--f->nfree];
-    e->flag = s.word;
-    e->flag_dev = s.dev;
-    e->value = s.value;
+  if (f->nfree > 0) {
+    uint32_t i = f->free[--f->nfree];
+    e->flag = f->words + i;
+    e->flag_dev = f->dev + i * sizeof(uint32_t);
+    e->value = f->value[i];
   }
   pthread_mutex_unlock(&f->lock);
 }
@@ -159,18 +133,22 @@ void weft__cuda_flag_give(weft__cuda_backend *b, weft__cuda_event *e) {
   struct weft__cuda_flags *f = b->flags;
   if (!e->flag)
     return;
+  uint32_t i = (uint32_t)(e->flag - f->words);
   pthread_mutex_lock(&f->lock);
-  /* The list has room for every slot ever made (grow). */
-  f->free[f->nfree++] = (struct free_slot){e->flag, e->flag_dev, e->value};
+  f->value[i] = e->value;
+  f->free[f->nfree++] = i;
   pthread_mutex_unlock(&f->lock);
   e->flag = NULL;
+  e->armed = 0;
 }
 
 void weft__cuda_flag_arm(weft__cuda_backend *b, weft__cuda_event *e,
                          weft__stream *s) {
   e->armed = 0;
-  /* During a capture the write could be recorded into the graph. */
-  if (atomic_load_explicit(&b->captures, memory_order_relaxed))
+  /* During a capture the write could be recorded into the graph. The
+   * driver call acts on the current device's context. */
+  if (atomic_load_explicit(&b->captures, memory_order_relaxed) ||
+      weft__cuda_set_device(s->hdr.dev) != 0)
     return;
   uint32_t v = e->value + 1;
   if (b->flags->write_value(weft__cuda_stream_of(s), e->flag_dev, v, 0) ==

@@ -116,11 +116,14 @@ int weft__cuda_event_fini(weft__event *e) {
 }
 
 int weft__cuda_event_record(weft__event *e, weft__stream *s) {
-  WEFT__CUDA_ON_DEV(s->hdr.dev, cudaEventRecord, event_of(e),
-                    weft__cuda_stream_of(s));
+  /* The flag's write goes first: once CUDA calls the event complete, the
+   * flag is written too, so that a query after cudaEventSynchronize (the
+   * pinned cache's last reclaim) never reads a stale "pending". */
   weft__cuda_event *c = (weft__cuda_event *)e;
   if (c->flag)
     weft__cuda_flag_arm((weft__cuda_backend *)s->hdr.bk, c, s);
+  WEFT__CUDA_ON_DEV(s->hdr.dev, cudaEventRecord, event_of(e),
+                    weft__cuda_stream_of(s));
   return 0;
 }
 

@@ -6,11 +6,13 @@
  * x[i] = x[i] * 1 + (i + 1) and weft_sync. Once all N are inside
  * weft_sync, the test waits a little and checks that no sync has
  * returned: the work cannot have run, so a wait that ended would be a
- * completion reported too early (on CUDA, a completion flag read wrong:
- * more waits than the first slab of flags holds, slots handed on from
- * one event to the next, src/cuda/cuda_flags.c). Then the gate opens, every
+ * completion reported too early (with CUDA's completion flags on, a flag
+ * read wrong: slots handed on from one event to the next, values that
+ * must not repeat, src/cuda/cuda_flags.c). Then the gate opens, every
  * task must return, and every element must hold its value. Three rounds,
- * so that the second and third reuse the first one's events and flags. */
+ * so that the second and third reuse the first one's events and flags;
+ * all of it twice, on a runtime as configured and on one opened with
+ * WEFT_CUDA_FLAGS=1 (completion flags on; nothing to the host backend). */
 #include <stdlib.h>
 
 #include "task_common.h"
@@ -53,8 +55,8 @@ static void wait_count(const int *p, int want, const char *what) {
   }
 }
 
-int main(void) {
-  n = tt_quick() ? 600 : 3000;
+/* Three rounds on a runtime of its own. */
+static void run(void) {
   weft_runtime *rt = tt_open_workers(4);
   weft_task **h = calloc((size_t)n, sizeof *h);
   float *host = calloc((size_t)n, sizeof *host);
@@ -79,6 +81,9 @@ int main(void) {
     CHECK_MSG(tt_load(&left) == 0,
               "round %d: %d of %d syncs returned with the gate closed", round,
               tt_load(&left), n);
+    CHECK_MSG(tt_gate_state(&gate) != TEST_SPIN_TIMED_OUT,
+              "round %d: the gate timed out before all %d tasks waited", round,
+              n);
     tt_gate_open(&gate);
     for (int i = 0; i < n; i++)
       CHECK_OK(weft_task_join(h[i]));
@@ -98,5 +103,12 @@ int main(void) {
   free(h);
   free(host);
   tt_close(rt);
+}
+
+int main(void) {
+  n = tt_quick() ? 600 : 3000;
+  run();
+  setenv("WEFT_CUDA_FLAGS", "1", 1);
+  run();
   return 0;
 }
