@@ -38,8 +38,8 @@
 #include "cuda_internal.h"
 #include "error_internal.h"
 
-/* 64 KiB of pinned memory; a task waits on at most one event at a time,
- * so this covers 16 384 tasks waiting at once. */
+/* 64 KiB of pinned memory: a flag for each of the first 16 384 pool
+ * events (the pool keeps as many as were ever in use at once). */
 enum { SLOTS = 16384, FALLBACK_EVERY = 64 };
 
 typedef CUresult (*write_value_fn)(CUstream, CUdeviceptr, cuuint32_t,
@@ -47,9 +47,9 @@ typedef CUresult (*write_value_fn)(CUstream, CUdeviceptr, cuuint32_t,
 
 struct weft__cuda_flags {
   pthread_mutex_t lock;
-  write_value_fn write_value; /* NULL: no flags, queries ask CUDA */
-  uint32_t *words;            /* SLOTS, pinned and mapped */
-  CUdeviceptr dev;            /* their address on the GPU */
+  write_value_fn write_value;
+  uint32_t *words; /* SLOTS, pinned and mapped */
+  CUdeviceptr dev; /* their address on the GPU */
   /* Free slots (indices into words) and the value each was left at. */
   uint32_t free[SLOTS];
   uint32_t value[SLOTS];
@@ -83,21 +83,26 @@ static int make_slots(struct weft__cuda_flags *f) {
 }
 
 int weft__cuda_flags_open(weft__cuda_backend *b) {
+  b->flags = NULL;
+  const char *on = getenv("WEFT_CUDA_FLAGS");
+  if (!on || strcmp(on, "1") != 0)
+    return 0;
   struct weft__cuda_flags *f = calloc(1, sizeof *f);
   if (!f)
     return weft__err(WEFT_ENOMEM, "cuda: cannot allocate the flag table");
-  pthread_mutex_init(&f->lock, NULL);
-  const char *on = getenv("WEFT_CUDA_FLAGS");
   void *fn = NULL;
   enum cudaDriverEntryPointQueryResult found;
   /* Any failure only means the queries of before. */
-  if (on && strcmp(on, "1") == 0 &&
-      cudaGetDriverEntryPointByVersion("cuStreamWriteValue32", &fn, 12000,
+  if (cudaGetDriverEntryPointByVersion("cuStreamWriteValue32", &fn, 12000,
                                        cudaEnableDefault,
-                                       &found) == cudaSuccess &&
-      found == cudaDriverEntryPointSuccess && make_slots(f))
-    f->write_value = (write_value_fn)fn;
-  (void)cudaGetLastError();
+                                       &found) != cudaSuccess ||
+      found != cudaDriverEntryPointSuccess || !make_slots(f)) {
+    (void)cudaGetLastError();
+    free(f);
+    return 0;
+  }
+  pthread_mutex_init(&f->lock, NULL);
+  f->write_value = (write_value_fn)fn;
   b->flags = f;
   return 0;
 }
@@ -106,8 +111,7 @@ void weft__cuda_flags_close(weft__cuda_backend *b) {
   struct weft__cuda_flags *f = b->flags;
   if (!f)
     return;
-  if (f->words)
-    (void)cudaFreeHost(f->words);
+  (void)cudaFreeHost(f->words);
   pthread_mutex_destroy(&f->lock);
   free(f);
   b->flags = NULL;
@@ -117,7 +121,7 @@ void weft__cuda_flag_take(weft__cuda_backend *b, weft__cuda_event *e) {
   struct weft__cuda_flags *f = b->flags;
   e->flag = NULL;
   e->armed = 0;
-  if (!f || !f->write_value)
+  if (!f)
     return;
   pthread_mutex_lock(&f->lock);
   if (f->nfree > 0) {

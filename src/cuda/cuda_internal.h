@@ -22,7 +22,7 @@ typedef struct weft__cuda_backend {
   struct weft__backend base;
   int ndev;
   weft__cuda_device *devs;        /* ndev entries */
-  struct weft__cuda_flags *flags; /* completion flags (cuda_flags.c) */
+  struct weft__cuda_flags *flags; /* completion flags, NULL: off */
   /* Graph captures under way (cuda_graph.c): while any is, a stream that
    * joined one through an event wait may be capturing without weft
    * knowing which, so no completion flag is written (cuda_flags.c). */
