@@ -28,7 +28,7 @@
  * beyond them go without a flag and are queried as before.
  *
  * cuStreamWriteValue32 is a driver API call: its address comes from the
- * runtime (cudaGetDriverEntryPointByVersion), so weft needs no -lcuda.
+ * runtime (cudaGetDriverEntryPoint), so weft needs no -lcuda.
  * Where the call is missing or fails, or while weft captures a stream
  * into a graph, the record leaves its flag unarmed and queries ask CUDA. */
 #include <cuda.h>
@@ -82,6 +82,33 @@ static int make_slots(struct weft__cuda_flags *f) {
   return 1;
 }
 
+/* The driver's cuStreamWriteValue32, or NULL. The runtime's lookup took a
+ * version from 12.5 on and a status from 12.0 on. */
+static write_value_fn find_write_value(void) {
+  void *fn = NULL;
+#if CUDART_VERSION >= 12050
+  enum cudaDriverEntryPointQueryResult found;
+  cudaError_t e = cudaGetDriverEntryPointByVersion(
+      "cuStreamWriteValue32", &fn, 12000, cudaEnableDefault, &found);
+  if (e == cudaSuccess && found != cudaDriverEntryPointSuccess)
+    fn = NULL;
+#elif CUDART_VERSION >= 12000
+  enum cudaDriverEntryPointQueryResult found;
+  cudaError_t e = cudaGetDriverEntryPoint("cuStreamWriteValue32", &fn,
+                                          cudaEnableDefault, &found);
+  if (e == cudaSuccess && found != cudaDriverEntryPointSuccess)
+    fn = NULL;
+#else
+  cudaError_t e =
+      cudaGetDriverEntryPoint("cuStreamWriteValue32", &fn, cudaEnableDefault);
+#endif
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();
+    fn = NULL;
+  }
+  return (write_value_fn)fn;
+}
+
 int weft__cuda_flags_open(weft__cuda_backend *b) {
   b->flags = NULL;
   const char *on = getenv("WEFT_CUDA_FLAGS");
@@ -90,19 +117,13 @@ int weft__cuda_flags_open(weft__cuda_backend *b) {
   struct weft__cuda_flags *f = calloc(1, sizeof *f);
   if (!f)
     return weft__err(WEFT_ENOMEM, "cuda: cannot allocate the flag table");
-  void *fn = NULL;
-  enum cudaDriverEntryPointQueryResult found;
   /* Any failure only means the queries of before. */
-  if (cudaGetDriverEntryPointByVersion("cuStreamWriteValue32", &fn, 12000,
-                                       cudaEnableDefault,
-                                       &found) != cudaSuccess ||
-      found != cudaDriverEntryPointSuccess || !make_slots(f)) {
-    (void)cudaGetLastError();
+  f->write_value = find_write_value();
+  if (!f->write_value || !make_slots(f)) {
     free(f);
     return 0;
   }
   pthread_mutex_init(&f->lock, NULL);
-  f->write_value = (write_value_fn)fn;
   b->flags = f;
   return 0;
 }

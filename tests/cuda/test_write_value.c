@@ -59,10 +59,15 @@ int main(void) {
     return 77;
   }
   void *fn = NULL;
+#if CUDART_VERSION >= 12050
   enum cudaDriverEntryPointQueryResult found;
   CUDA_OK(cudaGetDriverEntryPointByVersion("cuStreamWriteValue32", &fn, 12000,
                                            cudaEnableDefault, &found));
-  CHECK(found == cudaDriverEntryPointSuccess && fn);
+#else
+  CUDA_OK(
+      cudaGetDriverEntryPoint("cuStreamWriteValue32", &fn, cudaEnableDefault));
+#endif
+  CHECK(fn != NULL);
   write_value = (write_value_fn)fn;
   void *p, *d;
   CUDA_OK(cudaHostAlloc(&p, 64, cudaHostAllocPortable | cudaHostAllocMapped));
