@@ -63,6 +63,10 @@ int main(void) {
   enum cudaDriverEntryPointQueryResult found;
   CUDA_OK(cudaGetDriverEntryPointByVersion("cuStreamWriteValue32", &fn, 12000,
                                            cudaEnableDefault, &found));
+#elif CUDART_VERSION >= 12000
+  enum cudaDriverEntryPointQueryResult found;
+  CUDA_OK(cudaGetDriverEntryPoint("cuStreamWriteValue32", &fn,
+                                  cudaEnableDefault, &found));
 #else
   CUDA_OK(
       cudaGetDriverEntryPoint("cuStreamWriteValue32", &fn, cudaEnableDefault));
