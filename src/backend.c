@@ -436,6 +436,11 @@ int weft__event_elapsed(weft__event *start, weft__event *end, float *ms) {
   if (start->hdr.bk != end->hdr.bk)
     return weft__err(WEFT_EINVAL,
                      "weft_event_elapsed_ms: events of different backends");
+  /* Two devices' clocks are not one timeline. */
+  if (start->hdr.dev != end->hdr.dev)
+    return weft__err(WEFT_EINVAL,
+                     "weft_event_elapsed_ms: events of devices %d and %d",
+                     start->hdr.dev, end->hdr.dev);
   return start->hdr.bk->ops->event_elapsed(start, end, ms);
 }
 

@@ -129,8 +129,8 @@ struct weft__backend_ops {
   /* 0 when complete, else WEFT_EAGAIN. */
   int (*event_query)(weft__event *e);
   int (*event_sync)(weft__event *e);
-  /* Both recorded, completed and timing-enabled (checked by the core except
-   * completion: WEFT_EAGAIN when either is still pending). */
+  /* Both recorded, completed, timing-enabled and of one device (checked by
+   * the core except completion: WEFT_EAGAIN when either is pending). */
   int (*event_elapsed)(weft__event *start, weft__event *end, float *ms);
 
   int (*copy)(weft__stream *s, void *dst, const void *src, size_t n,

@@ -1,6 +1,7 @@
 /* Error names, texts and the per-thread (per-task) failure detail. */
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "error_internal.h"
 
@@ -37,11 +38,16 @@ weft__errinfo *weft__err_slot(void) {
   return weft__err_cur ? weft__err_cur : &thread_err;
 }
 
+/* Formats into a buffer of its own first: the arguments may include the
+ * message being replaced (weft_last_error_message(), wrapped by a caller
+ * with more context), which vsnprintf must not read while writing. */
 static int record(int code, int raw, const char *fmt, va_list ap) {
   weft__errinfo *e = weft__err_slot();
+  char msg[sizeof e->msg];
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  memcpy(e->msg, msg, sizeof msg);
   e->code = code;
   e->raw = raw;
-  vsnprintf(e->msg, sizeof e->msg, fmt, ap);
   return code;
 }
 

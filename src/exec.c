@@ -60,6 +60,15 @@ int weft__runtime_is_open(weft_runtime *rt) {
   return i < nopen;
 }
 
+int weft__runtime_check(weft_runtime *rt, const char *call) {
+  if (!rt)
+    return weft__err(WEFT_EINVAL, "%s: rt is NULL", call);
+  if (!weft__runtime_is_open(rt))
+    return weft__err(WEFT_EHANDLE,
+                     "%s: not an open runtime (already shut down?)", call);
+  return 0;
+}
+
 int weft__runtime_unregister(weft_runtime *rt) {
   int found = 0;
   pthread_mutex_lock(&global_lock);

@@ -318,10 +318,11 @@ static void warm_here(void *arg) {
 }
 
 int weft_library_warm(weft_runtime *rt, const weft_library *lib, int dev) {
-  if (!rt)
-    return weft__err(WEFT_EINVAL, "weft_library_warm: rt is NULL");
+  int rc = weft__runtime_check(rt, "weft_library_warm");
+  if (rc)
+    return rc;
   void *unused;
-  int rc = valid(lib, NULL, 0, &unused);
+  rc = valid(lib, NULL, 0, &unused);
   if (rc)
     return rc;
   if (lib->per_stream)

@@ -34,6 +34,12 @@ static void map_task(void *arg) {
     rc = weft_device_alloc(j->out_chunk, &dout);
   else if (!rc)
     dout = din;
+  /* The message names the call the user made. */
+  if (rc)
+    weft__err(rc,
+              "weft_map_chunks: a chunk's device buffers (%zu and %zu "
+              "bytes): %s",
+              j->in_chunk, j->out_chunk, weft_last_error_message());
   for (size_t i = (size_t)j->first; !rc && i < j->nchunks;
        i += (size_t)j->depth) {
     if (atomic_load(j->stop))

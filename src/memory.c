@@ -435,8 +435,11 @@ int weft_pinned_free(void *ptr) {
 }
 
 int weft_mem_stats_get(weft_runtime *rt, weft_mem_stats *out) {
-  if (!rt || !out)
-    return weft__err(WEFT_EINVAL, "weft_mem_stats_get: NULL argument");
+  int rc = weft__runtime_check(rt, "weft_mem_stats_get");
+  if (rc)
+    return rc;
+  if (!out)
+    return weft__err(WEFT_EINVAL, "weft_mem_stats_get: out is NULL");
   if (out->struct_size < sizeof *out)
     return weft__err(WEFT_EINVAL, "weft_mem_stats_get: set out->struct_size "
                                   "to sizeof(weft_mem_stats)");
@@ -458,8 +461,9 @@ int weft_mem_stats_get(weft_runtime *rt, weft_mem_stats *out) {
 }
 
 int weft_mem_trim(weft_runtime *rt) {
-  if (!rt)
-    return weft__err(WEFT_EINVAL, "weft_mem_trim: rt is NULL");
+  int rc0 = weft__runtime_check(rt, "weft_mem_trim");
+  if (rc0)
+    return rc0;
   weft__checker *k = rt->bk->check;
   weft__exec *x = k ? weft__exec_self() : NULL;
   uint64_t t0 = x && x->is_task && rt->bk->ops->kind == WEFT_BACKEND_CUDA

@@ -26,6 +26,12 @@ weft__obj *weft__pool_get(weft__pool *p, size_t size) {
 
 void weft__pool_put(weft__pool *p, weft__obj *o) {
   o->magic = WEFT__MAGIC_DEAD;
+  p->live--;
+  if (o->gen == UINT16_MAX) {
+    o->pool_next = p->retired;
+    p->retired = o;
+    return;
+  }
   o->pool_next = NULL;
   if (p->tail)
     p->tail->pool_next = o;
@@ -33,7 +39,6 @@ void weft__pool_put(weft__pool *p, weft__obj *o) {
     p->head = o;
   p->tail = o;
   p->nfree++;
-  p->live--;
 }
 
 void weft__pool_drain(weft__pool *p) {
@@ -44,4 +49,9 @@ void weft__pool_drain(weft__pool *p) {
   }
   p->tail = NULL;
   p->nfree = 0;
+  while (p->retired) {
+    weft__obj *o = p->retired;
+    p->retired = o->pool_next;
+    free(o);
+  }
 }

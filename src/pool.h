@@ -26,6 +26,9 @@ typedef struct weft__pool {
   weft__obj *head, *tail;
   size_t nfree;
   size_t live;
+  /* Objects whose generation has run out: a 65 537th life would give
+   * their first life's handles back. Never reused, freed by the drain. */
+  weft__obj *retired;
 } weft__pool;
 
 /* A zeroed object of size bytes (magic 0) whose gen is one past its last

@@ -113,29 +113,31 @@ static void rt_locks_fini(weft_runtime *rt) {
  * wrong. 0 stays 0: the default (the cores). */
 #define MAX_THREADS 1024
 
-static int count_opt(const char *opt, const char *env, int *n, int max) {
-  if (*n < 0 || *n > max)
+/* opts.<opt> (0: the default) or else the environment's env: min to max. */
+static int count_opt(const char *opt, const char *env, int *n, int min,
+                     int max) {
+  if (*n < 0 || (*n > 0 && *n < min) || *n > max)
     return weft__err(WEFT_EINVAL,
-                     "weft_init: opts.%s = %d: 1 to %d, or 0 for "
+                     "weft_init: opts.%s = %d: %d to %d, or 0 for "
                      "the default",
-                     opt, *n, max);
+                     opt, *n, min, max);
   const char *e = getenv(env);
   if (*n > 0 || !e || !*e)
     return 0;
   char *end;
   errno = 0;
   long v = strtol(e, &end, 10);
-  if (errno || *e < '0' || *e > '9' || *end != '\0' || v < 1 || v > max)
+  if (errno || *e < '0' || *e > '9' || *end != '\0' || v < min || v > max)
     return weft__err(WEFT_EINVAL,
-                     "weft_init: %s='%s' is not a number from 1 "
+                     "weft_init: %s='%s' is not a number from %d "
                      "to %d",
-                     env, e, max);
+                     env, e, min, max);
   *n = (int)v;
   return 0;
 }
 
 static int thread_count(const char *opt, const char *env, int *n) {
-  return count_opt(opt, env, n, MAX_THREADS);
+  return count_opt(opt, env, n, 1, MAX_THREADS);
 }
 
 /* The trace file must be writable: found now, not after the run, when the
@@ -175,16 +177,12 @@ int weft_init(weft_runtime **rtp, const weft_runtime_opts *user) {
   if (rc0 == 0)
     rc0 = thread_count("host_threads", "WEFT_HOST_THREADS", &opts.host_threads);
   if (rc0 == 0)
-    rc0 = count_opt("host_devices", "WEFT_HOST_DEVICES", &opts.host_devices,
+    rc0 = count_opt("host_devices", "WEFT_HOST_DEVICES", &opts.host_devices, 1,
                     WEFT_HOST_DEVICES_MAX);
+  /* A copy's staging needs two blocks: one fills while one moves. */
   if (rc0 == 0)
-    rc0 =
-        count_opt("stage_chunks", "WEFT_STAGE_CHUNKS", &opts.stage_chunks, 256);
-  if (rc0 == 0 && opts.stage_chunks == 1)
-    rc0 = weft__err(WEFT_EINVAL,
-                    "weft_init: stage_chunks (or WEFT_STAGE_CHUNKS) is 1: a "
-                    "copy's staging needs 2 to 256 blocks, or 0 for the "
-                    "default");
+    rc0 = count_opt("stage_chunks", "WEFT_STAGE_CHUNKS", &opts.stage_chunks, 2,
+                    256);
   int check = 0, admission = 0;
   if (rc0 == 0)
     rc0 = check_wanted(opts.check, &check);
@@ -311,8 +309,9 @@ static size_t user_objects(weft_runtime *rt, char *what, size_t len) {
   size_t graphs = rt->ngraphs;
   pthread_mutex_unlock(&rt->lock);
   snprintf(what, len,
-           "%zu events, %zu device and %zu pinned allocations, %zu graphs", ev,
-           c.device_allocs, p.blocks_in_use, graphs);
+           "%zu events, %zu streams (weft_host_stream), %zu device and %zu "
+           "pinned allocations, %zu graphs",
+           ev, st, c.device_allocs, p.blocks_in_use, graphs);
   return ev + st + c.device_allocs + p.blocks_in_use + graphs;
 }
 
@@ -386,19 +385,26 @@ weft_runtime *weft_runtime_current(void) {
 }
 
 weft_backend_kind weft_runtime_backend(const weft_runtime *rt) {
-  return rt ? rt->bk->ops->kind : WEFT_BACKEND_AUTO;
+  return rt && weft__runtime_is_open((weft_runtime *)rt) ? rt->bk->ops->kind
+                                                         : WEFT_BACKEND_AUTO;
 }
 
 int weft_device_count(weft_runtime *rt, int *count) {
-  if (!rt || !count)
-    return weft__err(WEFT_EINVAL, "weft_device_count: NULL argument");
+  int rc = weft__runtime_check(rt, "weft_device_count");
+  if (rc)
+    return rc;
+  if (!count)
+    return weft__err(WEFT_EINVAL, "weft_device_count: count is NULL");
   *count = rt->bk->ndev;
   return 0;
 }
 
 int weft_device_peer(weft_runtime *rt, int dev, int peer, int *direct) {
-  if (!rt || !direct)
-    return weft__err(WEFT_EINVAL, "weft_device_peer: NULL argument");
+  int rc = weft__runtime_check(rt, "weft_device_peer");
+  if (rc)
+    return rc;
+  if (!direct)
+    return weft__err(WEFT_EINVAL, "weft_device_peer: direct is NULL");
   int bad = dev < 0 || dev >= rt->bk->ndev ? dev : peer;
   if (bad < 0 || bad >= rt->bk->ndev)
     return weft__err(WEFT_ENODEV, "weft_device_peer: no device %d", bad);
@@ -410,8 +416,11 @@ int weft_device_peer(weft_runtime *rt, int dev, int peer, int *direct) {
 }
 
 int weft_device_get_info(weft_runtime *rt, int dev, weft_device_info *info) {
-  if (!rt || !info)
-    return weft__err(WEFT_EINVAL, "weft_device_get_info: NULL argument");
+  int rc = weft__runtime_check(rt, "weft_device_get_info");
+  if (rc)
+    return rc;
+  if (!info)
+    return weft__err(WEFT_EINVAL, "weft_device_get_info: info is NULL");
   if (dev < 0 || dev >= rt->bk->ndev)
     return weft__err(WEFT_ENODEV, "weft_device_get_info: no device %d", dev);
   /* Free memory changes; everything else was read at open. */

@@ -270,6 +270,10 @@ static inline int weft__exec_get_failed(void) { return weft__err_slot()->code; }
 int weft__runtime_register(weft_runtime *rt);
 int weft__runtime_unregister(weft_runtime *rt);
 int weft__runtime_is_open(weft_runtime *rt);
+/* 0 when rt is an open runtime, else WEFT_EINVAL (NULL) or WEFT_EHANDLE
+ * (never opened, or shut down: its memory is gone, so nothing of it is
+ * read), with a message naming call. */
+int weft__runtime_check(weft_runtime *rt, const char *call);
 
 /* sched.c */
 int weft__sched_start(weft_runtime *rt);

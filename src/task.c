@@ -149,6 +149,13 @@ int weft_task_spawn(weft_runtime *rt, weft_task **task, weft_task_fn fn,
   if (!rt || !fn)
     return weft__err(WEFT_EINVAL, "weft_task_spawn: %s is NULL",
                      rt ? "fn" : "rt");
+  /* A task of rt proves rt open; anyone else pays for the lookup. */
+  weft_task *self = weft__task_self();
+  if (!self || self->x.rt != rt) {
+    int orc = weft__runtime_check(rt, "weft_task_spawn");
+    if (orc)
+      return orc;
+  }
   if (user) {
     if (user->struct_size < offsetof(weft_task_opts, name) + sizeof(char *) ||
         user->struct_size > sizeof opts)
@@ -182,14 +189,17 @@ int weft_task_spawn(weft_runtime *rt, weft_task **task, weft_task_fn fn,
                                     "task or thread of another runtime");
     /* Inside a graph capture: a step of the graph, run now (graph.c). */
     if (spawner->stream && spawner->stream->capture) {
-      if (task)
-        *task = NULL;
       if (dev != spawner->dev)
         return weft__err(WEFT_EINVAL,
                          "weft_task_spawn: a step of a graph capture runs on "
                          "the capture's device %d, not %d",
                          spawner->dev, dev);
-      return weft__graph_step(spawner, fn, arg, opts.accesses, opts.naccesses);
+      int src =
+          weft__graph_step(spawner, fn, arg, opts.accesses, opts.naccesses);
+      /* A failed call leaves *task as it was (weft/error.h). */
+      if (src == 0 && task)
+        *task = NULL;
+      return src;
     }
   }
 
@@ -227,8 +237,6 @@ int weft_task_spawn(weft_runtime *rt, weft_task **task, weft_task_fn fn,
     weft__trace_task_name(t->id, t->name);
   if (!task)
     t->handle_gone = t->detached = 1;
-  else
-    *task = (weft_task *)weft__handle_of(&t->hdr);
   t->x.check_vc = NULL;
   t->x.flow = NULL;
   t->x.decl = NULL;
@@ -268,6 +276,9 @@ int weft_task_spawn(weft_runtime *rt, weft_task **task, weft_task_fn fn,
   if (rt->bk->check) /* the child starts with what its spawner has seen */
     weft__check_spawn(rt->bk->check, checked_self(rt, "weft_task_spawn"),
                       &t->x);
+  /* Only now: a failed spawn leaves *task as it was (weft/error.h). */
+  if (task)
+    *task = (weft_task *)weft__handle_of(&t->hdr);
   weft__mark_ready(t, WEFT__TR_READY_SPAWN);
   weft__sched_ready(rt, t);
   return 0;
@@ -510,8 +521,11 @@ void weft__task_finalize(weft_task *t) {
 }
 
 int weft_task_stats_get(weft_runtime *rt, weft_task_stats *out) {
-  if (!rt || !out)
-    return weft__err(WEFT_EINVAL, "weft_task_stats_get: NULL argument");
+  int rc = weft__runtime_check(rt, "weft_task_stats_get");
+  if (rc)
+    return rc;
+  if (!out)
+    return weft__err(WEFT_EINVAL, "weft_task_stats_get: out is NULL");
   if (out->struct_size != sizeof *out)
     return weft__err(WEFT_EINVAL, "weft_task_stats_get: set out->struct_size "
                                   "to sizeof(weft_task_stats)");

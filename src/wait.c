@@ -71,8 +71,8 @@ int weft_wait_until(int (*test)(void *arg), void *arg) {
     t->wait_cancelled = 0;
     return weft__err(WEFT_ESTATE,
                      "weft_wait_until: weft_shutdown began while the task "
-                     "waited, and what it waited for is not done (an MPI "
-                     "request is still active: cancel or free it)");
+                     "waited, and its test still said WEFT_EAGAIN (what it "
+                     "waits for, an MPI request say, is still active)");
   }
   return rc;
 }

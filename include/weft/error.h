@@ -10,7 +10,12 @@
  *   a CUDA error that destroyed the context, or WEFT_ENOMEM, WEFT_EINVAL,
  *   WEFT_EHANDLE, WEFT_ENODEV or WEFT_ENOTSUP where CUDA's error means that;
  * - a call that works on the current stream leases it on first use, which
- *   can fail with WEFT_ENOMEM or a device error.
+ *   can fail with WEFT_ENOMEM or a device error;
+ * - every call taking a weft_runtime * returns WEFT_EHANDLE for one that
+ *   is not open (never opened, or shut down) and WEFT_EINVAL for NULL
+ *   (weft_runtime_backend answers WEFT_BACKEND_AUTO). The handles of a
+ *   runtime's tasks and events die with it: after weft_shutdown they must
+ *   not be used (they are not checked: their memory is gone).
  *
  * A failed call changes nothing: outputs stay untouched and nothing leaks.
  * The exceptions:

@@ -25,8 +25,10 @@ WEFT_BEGIN_DECLS
  * then it waits until all but that many chunks are out. bytes 0 does
  * nothing.
  * Errors: WEFT_ESTATE (no runtime; or, while the runtime shuts down, a
- * helper task refused), WEFT_EINVAL (dst or src NULL), WEFT_ENOMEM (staging
- * blocks included), device errors.
+ * helper task refused), WEFT_EINVAL (dst or src NULL; bytes past the end
+ * of memory, or of a device allocation that dst or src is the start of:
+ * a pointer inside an allocation is not looked up, keeping it in bounds is
+ * the caller's), WEFT_ENOMEM (staging blocks included), device errors.
  * Context: any thread; may switch (a pageable source of more than 4 MiB:
  * the call joins the tasks that stage it; a copy larger than its blocks);
  * blocks the worker on CUDA when a staging block misses the pinned cache
@@ -35,8 +37,9 @@ WEFT_API int weft_copy(void *dst, const void *src, size_t bytes);
 
 /* Queues setting bytes of dst to value on the current stream. bytes 0
  * does nothing.
- * Errors: WEFT_ESTATE (no runtime), WEFT_EINVAL (dst NULL), WEFT_ENOMEM,
- * device errors. Context: any thread; never blocks. */
+ * Errors: WEFT_ESTATE (no runtime), WEFT_EINVAL (dst NULL; bytes past
+ * the end as for weft_copy), WEFT_ENOMEM, device errors.
+ * Context: any thread; never blocks. */
 WEFT_API int weft_memset(void *dst, int value, size_t bytes);
 
 /* Allocates device memory ordered on the current stream: usable at once by

@@ -108,7 +108,8 @@ WEFT_API int weft_init(weft_runtime **rt, const weft_runtime_opts *opts);
  * every task has completed, and when tracing for a device-wide sync. */
 WEFT_API int weft_shutdown(weft_runtime *rt);
 
-/* The backend the runtime opened; WEFT_BACKEND_AUTO for NULL.
+/* The backend the runtime opened; WEFT_BACKEND_AUTO for NULL or a runtime
+ * not open.
  * Errors: none. Context: any thread; never blocks. */
 WEFT_API weft_backend_kind weft_runtime_backend(const weft_runtime *rt);
 

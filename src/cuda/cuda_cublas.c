@@ -308,8 +308,9 @@ static int caller_cuda(const char *call, weft__caller *c, cudaStream_t *cs) {
 }
 
 int weft__cuda_cublas_warm(weft_runtime *rt) {
-  if (!rt)
-    return weft__err(WEFT_EINVAL, "weft_cublas_warm: rt is NULL");
+  int rc0 = weft__runtime_check(rt, "weft_cublas_warm");
+  if (rc0)
+    return rc0;
   if (weft_runtime_backend(rt) != WEFT_BACKEND_CUDA)
     return weft__err(WEFT_ENOTSUP, "weft_cublas_warm: the runtime is not on "
                                    "the CUDA backend");

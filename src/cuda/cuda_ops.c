@@ -144,12 +144,6 @@ int weft__cuda_event_sync(weft__event *e) {
 }
 
 int weft__cuda_event_elapsed(weft__event *start, weft__event *end, float *ms) {
-  /* CUDA answers cudaErrorInvalidResourceHandle for events of two devices,
-   * which would read as a destroyed handle; say what is wrong instead. */
-  if (start->hdr.dev != end->hdr.dev)
-    return weft__err(WEFT_EINVAL,
-                     "weft_event_elapsed_ms: events of devices %d and %d",
-                     start->hdr.dev, end->hdr.dev);
   float t;
   /* cudaErrorNotReady (either event pending) becomes WEFT_EAGAIN. */
   WEFT__CUDA_CHECK(cudaEventElapsedTime, &t, event_of(start), event_of(end));

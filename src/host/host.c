@@ -12,8 +12,9 @@
 
 static int host_backend(weft_runtime *rt, const char *call,
                         weft__backend **out) {
-  if (!rt)
-    return weft__err(WEFT_EINVAL, "%s: rt is NULL", call);
+  int rc = weft__runtime_check(rt, call);
+  if (rc)
+    return rc;
   if (rt->bk->ops->kind != WEFT_BACKEND_HOST)
     return weft__err(WEFT_ENOTSUP, "%s: the runtime uses the %s backend", call,
                      rt->bk->ops->name);

@@ -290,13 +290,14 @@ static int launch(weft__stream *s, const weft_kernel *k, weft_dim3 grid,
 
 /* "Device" memory is host memory. Sizes beyond physical memory are refused
  * up front, as a GPU refuses more than it has. */
-static int host_alloc(weft__backend *b, size_t n, size_t align, void **out,
-                      const char *call) {
-  if (n > b->info[0].memory_total)
+static int host_alloc(weft__backend *b, size_t n, size_t extra, size_t align,
+                      void **out, const char *call) {
+  /* The caller's n, not n + extra (weft's own header), in the messages. */
+  if (n > b->info[0].memory_total || n > SIZE_MAX - extra)
     return weft__err(WEFT_ENOMEM, "%s: %zu bytes exceed the %zu of memory",
                      call, n, b->info[0].memory_total);
   void *p = NULL;
-  if (posix_memalign(&p, align, n) != 0)
+  if (posix_memalign(&p, align, n + extra) != 0)
     return weft__err(WEFT_ENOMEM, "%s: cannot allocate %zu bytes", call, n);
   *out = p;
   return 0;
@@ -340,14 +341,8 @@ static int device_alloc(weft__stream *s, size_t n, void **out) {
   }
   pthread_mutex_unlock(&hb->mu);
   if (!b) {
-    /* The header is added to n: refuse sizes it would wrap around. */
-    if (n > SIZE_MAX - WEFT__HOST_BLOCK_HDR)
-      return weft__err(WEFT_ENOMEM,
-                       "weft_device_alloc: %zu bytes exceed the "
-                       "memory",
-                       n);
     void *p = NULL;
-    int rc = host_alloc(s->hdr.bk, n + WEFT__HOST_BLOCK_HDR, 256, &p,
+    int rc = host_alloc(s->hdr.bk, n, WEFT__HOST_BLOCK_HDR, 256, &p,
                         "weft_device_alloc");
     if (rc)
       return rc;
@@ -380,7 +375,7 @@ static int device_free(weft__stream *s, void *p) {
 }
 
 static int pinned_alloc(weft__backend *b, size_t n, void **out) {
-  return host_alloc(b, n, 64, out, "weft_pinned_alloc");
+  return host_alloc(b, n, 0, 64, out, "weft_pinned_alloc");
 }
 
 static int pinned_free(weft__backend *b, void *p) {

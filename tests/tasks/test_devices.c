@@ -171,6 +171,14 @@ static void wait_task(void *arg) {
   CHECK_OK(weft_sync());
 }
 
+/* An event on this task's device, recorded and complete. */
+static void make_event_task(void *arg) {
+  weft_event **ev = arg;
+  CHECK_OK(weft_event_create(ev));
+  CHECK_OK(weft_event_record(*ev));
+  CHECK_OK(weft_event_sync(*ev));
+}
+
 static void event_across(weft_runtime *rt, int rdev, int wdev) {
   event_job j = {0};
   tt_gate_init(&j.gate);
@@ -187,6 +195,17 @@ static void event_across(weft_runtime *rt, int rdev, int wdev) {
   CHECK_OK(weft_task_join(w));
   CHECK_OK(weft_task_join(rec));
   CHECK_EQ_INT(*j.out, 7);
+  /* Two devices' events make no interval. */
+  if (rdev != wdev) {
+    weft_event *other = NULL;
+    weft_task *o = spawn_on(rt, wdev, make_event_task, &other);
+    CHECK_OK(weft_task_join(o));
+    float ms = -1.0f;
+    CHECK_ERR(weft_event_elapsed_ms(j.ev, other, &ms), WEFT_EINVAL);
+    CHECK(ms == -1.0f);
+    CHECK(strstr(weft_last_error_message(), "devices") != NULL);
+    CHECK_OK(weft_event_destroy(&other));
+  }
   CHECK_OK(weft_event_destroy(&j.ev));
   CHECK_OK(weft_pinned_free(j.out));
   tt_gate_fini(&j.gate);

@@ -249,6 +249,13 @@ static void busy_objects(void) {
   CHECK_ERR(weft_shutdown(rt), WEFT_EBUSY);
   CHECK_OK(weft_device_free(d));
   CHECK_OK(weft_sync());
+  /* The host backend's own streams count too, and the message says so. */
+  weft_host_stream *hs = NULL;
+  if (weft_host_stream_create(rt, 0, 0, &hs) == 0) {
+    CHECK_ERR(weft_shutdown(rt), WEFT_EBUSY);
+    CHECK(strstr(weft_last_error_message(), "1 streams") != NULL);
+    CHECK_OK(weft_host_stream_destroy(&hs));
+  }
   check_works(rt);
   tt_close(rt);
 }
@@ -299,6 +306,7 @@ static void env_checks(void) {
     CHECK(setenv("WEFT_STAGE_CHUNKS", bad_chunks[i], 1) == 0);
     CHECK_ERR(weft_init(&rt, NULL), WEFT_EINVAL);
     CHECK(strstr(weft_last_error_message(), "WEFT_STAGE_CHUNKS") != NULL);
+    CHECK(strstr(weft_last_error_message(), "2 to 256") != NULL);
   }
   CHECK(unsetenv("WEFT_STAGE_CHUNKS") == 0);
   weft_runtime_opts_init(&o);
@@ -307,6 +315,7 @@ static void env_checks(void) {
   CHECK(strstr(weft_last_error_message(), "stage_chunks") != NULL);
   o.stage_chunks = 1;
   CHECK_ERR(weft_init(&rt, &o), WEFT_EINVAL);
+  CHECK(strstr(weft_last_error_message(), "2 to 256") != NULL);
   o.stage_chunks = 2;
   rt = tt_open(&o);
   tt_close(rt);
@@ -336,6 +345,8 @@ static void env_checks(void) {
   }
 }
 
+static void noop(void *arg) { (void)arg; }
+
 /* A trace file that cannot be written fails weft_init, not the shutdown
  * after the run; a second shutdown of a handle is refused. */
 static void init_and_shutdown_checks(void) {
@@ -351,6 +362,27 @@ static void init_and_shutdown_checks(void) {
   tt_close(rt);
   CHECK_ERR(weft_shutdown(rt), WEFT_EHANDLE);
   CHECK(strstr(weft_last_error_message(), "not an open runtime") != NULL);
+  /* Every call taking the runtime refuses it once shut down, before
+   * reading any of its (freed) memory; the sanitizer builds would see a
+   * read. No runtime is opened in between, so none can have its address. */
+  int n = 0, direct = 0;
+  weft_device_info info;
+  weft_task *t = NULL;
+  weft_mem_stats ms = {.struct_size = sizeof ms};
+  weft_task_stats ts = {.struct_size = sizeof ts};
+  CHECK_ERR(weft_task_spawn(rt, &t, noop, NULL, NULL), WEFT_EHANDLE);
+  CHECK(t == NULL);
+  CHECK(strstr(weft_last_error_message(), "weft_task_spawn") != NULL);
+  CHECK_ERR(weft_device_count(rt, &n), WEFT_EHANDLE);
+  CHECK_ERR(weft_device_get_info(rt, 0, &info), WEFT_EHANDLE);
+  CHECK_ERR(weft_device_peer(rt, 0, 0, &direct), WEFT_EHANDLE);
+  CHECK_ERR(weft_mem_stats_get(rt, &ms), WEFT_EHANDLE);
+  CHECK_ERR(weft_mem_trim(rt), WEFT_EHANDLE);
+  CHECK_ERR(weft_task_stats_get(rt, &ts), WEFT_EHANDLE);
+  CHECK_ERR(weft_runtime_set_admission(rt, 1), WEFT_EHANDLE);
+  CHECK(weft_runtime_backend(rt) == WEFT_BACKEND_AUTO);
+  weft_host_stream *hs = NULL;
+  CHECK_ERR(weft_host_stream_create(rt, 0, 0, &hs), WEFT_EHANDLE);
   int not_a_runtime = 0;
   CHECK_ERR(weft_shutdown((weft_runtime *)&not_a_runtime), WEFT_EHANDLE);
 }

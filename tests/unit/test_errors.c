@@ -1,6 +1,7 @@
 /* Error codes: names and texts for every code from the one X-macro list,
  * fallbacks for unknown codes, and the per-thread failure detail. */
 #include <pthread.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "check.h"
@@ -54,6 +55,17 @@ int main(void) {
   CHECK_ERR(weft_backend_parse("gpu", &(weft_backend_kind){0}), WEFT_EINVAL);
   CHECK_MSG(strstr(weft_last_error_message(), "gpu") != NULL, "message: %s",
             weft_last_error_message());
+
+  /* A new message may quote the one it replaces, as a library wrapping
+   * weft's failure does. */
+  char want[600];
+  snprintf(want, sizeof want, "mylib: %s", weft_last_error_message());
+  CHECK_EQ_INT(
+      weft_error_set(WEFT_EIO, 0, "mylib: %s", weft_last_error_message()),
+      WEFT_EIO);
+  CHECK_MSG(strcmp(weft_last_error_message(), want) == 0,
+            "message: '%s', want '%s'", weft_last_error_message(), want);
+  CHECK_ERR(weft_backend_parse("gpu", &(weft_backend_kind){0}), WEFT_EINVAL);
 
   /* The detail is per thread. */
   const char *other = NULL;
