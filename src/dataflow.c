@@ -245,38 +245,59 @@ int weft__flow_declare(weft__exec *x, weft_task *self, const weft_access *a,
 /* Follows the earlier tasks d[0..n) as weft_task_after follows each
  * (stream.c: the stream waits for a task's end event once it returned),
  * under one hold of the runtime's lock and one stream lease for them all;
- * weft check's bookkeeping is weft_task_after's own. */
-static int follow_all(weft_task *t, const void **d, uint32_t n) {
+ * weft check's bookkeeping is weft_task_after's own. It cannot fail:
+ * where the stream cannot be leased or made to wait (out of memory, a
+ * device error), the task waits on the host until that earlier task has
+ * completed instead. A task that ran unordered would break the order of
+ * every task after it, which follows it alone. */
+static void follow_all(weft_task *t, const void **d, uint32_t n) {
   weft_runtime *rt = t->x.rt;
-  int rc = 0;
   if (rt->bk->check) {
-    for (uint32_t i = 0; i < n && rc == 0; i++)
-      rc = weft_task_after((weft_task *)d[i]);
-    return rc;
+    for (uint32_t i = 0; i < n; i++)
+      if (weft_task_after((weft_task *)d[i]) != 0) {
+        const weft_task *h = d[i];
+        weft_task *other = (weft_task *)weft__handle_obj(h);
+        pthread_mutex_lock(&rt->lock);
+        if (weft__task_live(h, other))
+          weft__task_wait_for(rt, other, 1);
+        pthread_mutex_unlock(&rt->lock);
+      }
+    return;
   }
   weft__stream *s = NULL;
+  int on_host = 0; /* no stream: wait for completions on the host */
   pthread_mutex_lock(&rt->lock);
-  for (uint32_t i = 0; i < n && rc == 0; i++) {
+  for (uint32_t i = 0; i < n; i++) {
     const weft_task *h = d[i];
     weft_task *other = (weft_task *)weft__handle_obj(h);
     if (!weft__task_live(h, other))
-      continue; /* completed: already ordered */
-    if (!s) {   /* leased outside the lock, which the lease takes */
+      continue;           /* completed: already ordered */
+    if (!s && !on_host) { /* leased outside the lock, which the lease takes */
       pthread_mutex_unlock(&rt->lock);
-      rc = weft__exec_stream(&t->x, &s);
+      on_host = weft__exec_stream(&t->x, &s) != 0;
       pthread_mutex_lock(&rt->lock);
-      if (rc)
-        break;
       if (!weft__task_live(h, other))
         continue;
     }
-    weft__task_wait_for(rt, other, 0);
+    weft__task_wait_for(rt, other, on_host);
     /* end_ev lives until the task is finalized, which takes this lock. */
-    if (weft__task_live(h, other) && other->end_ev)
-      rc = weft__stream_wait_event(s, other->end_ev);
+    if (!on_host && weft__task_live(h, other) && other->end_ev &&
+        weft__stream_wait_event(s, other->end_ev) != 0)
+      weft__task_wait_for(rt, other, 1);
   }
   pthread_mutex_unlock(&rt->lock);
-  return rc;
+}
+
+int weft__flow_deps_done(weft_task *t) {
+  weft_runtime *rt = t->x.rt;
+  int done = 1;
+  pthread_mutex_lock(&rt->lock);
+  for (uint32_t i = 0; i < t->nflow_deps && done; i++) {
+    const weft_task *h = t->flow_deps[i];
+    done = !weft__task_live(h, (weft_task *)weft__handle_obj(h));
+  }
+  pthread_mutex_unlock(&rt->lock);
+  return done;
 }
 
 int weft__flow_enter(weft_task *t) {
@@ -284,10 +305,10 @@ int weft__flow_enter(weft_task *t) {
   uint32_t n = t->nflow_deps;
   t->flow_deps = NULL;
   t->nflow_deps = 0;
-  int rc = n ? follow_all(t, d, n) : 0;
+  if (n)
+    follow_all(t, d, n);
   weft__flow_deps_free(d, t->flow_inline);
-  if (rc == 0 && t->flow_host)
-    rc = weft_sync();
+  int rc = t->flow_host ? weft_sync() : 0;
   if (rc)
     weft__exec_fail(&t->x, rc);
   return rc;

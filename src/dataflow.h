@@ -45,9 +45,16 @@ static inline void weft__flow_deps_free(const void **deps, const void **buf) {
 }
 
 /* Before a task's function runs: follows its earlier tasks (and frees the
- * list). 0, or the error, recorded as the task's (its join reports it):
- * then the task could not be ordered and its function must not run. */
+ * list), on the device or, when that fails, on the host. With
+ * WEFT_ACCESS_HOST it then waits for them on the host too: 0, or that
+ * wait's error, recorded as the task's (its join reports it), and then
+ * its function must not run. */
 int weft__flow_enter(weft_task *t);
+
+/* 1 when every task that t follows has completed, its GPU work too (the
+ * scheduler's test for a task that cannot start: it ends only after
+ * them, or the tasks that follow it would not be ordered after them). */
+int weft__flow_deps_done(weft_task *t);
 
 /* Memory at [p, p + n) was freed by x: its data ends in x's record. */
 void weft__flow_forget(struct weft__exec *x, const void *p, size_t n);

@@ -250,12 +250,35 @@ static void help_if_needed(weft__worker *w) {
     wake_if_needed(w->rt);
 }
 
+/* The wait of a task that could not start until the tasks it follows
+ * have completed (run_task). */
+static int deps_done_test(void *arg) {
+  return weft__flow_deps_done(arg) ? 0 : WEFT_EAGAIN;
+}
+
 static void run_task(weft__worker *w, weft_task *t) {
+  if (t->wait_test == deps_done_test) { /* back from that wait */
+    t->wait_test = NULL;
+    atomic_fetch_sub(&w->rt->ntests, 1);
+  }
   if (!t->fiber.stack) {
     weft__stack *s = weft__stack_get(&w->rt->stacks);
     if (!s || weft__fiber_make(&t->fiber, s, task_entry, t) != 0) {
       if (s)
         weft__stack_put(&w->rt->stacks, s);
+      /* Declared data: the tasks after this one follow it alone, so it
+       * may end only once those it follows have. It waits for them in the
+       * wait set (no stack needed), then tries for a stack again. */
+      if (t->flow_deps && !weft__flow_deps_done(t)) {
+        t->wait_ev = NULL;
+        t->wait_test = deps_done_test;
+        t->wait_arg = t;
+        t->wait_cancelled = 0;
+        atomic_fetch_add(&w->rt->ntests, 1);
+        t->state = TASK_SUSPENDED;
+        weft__wait_add(w->rt, t);
+        return;
+      }
       /* The task cannot start: it ends at once, reporting why. */
       t->x.first_err = weft__err(
           WEFT_ENOMEM, "weft: no memory for the stack of task '%s'", t->name);

@@ -6,7 +6,9 @@
  * index and a scratch buffer standing in for shared memory; it does the work
  * of all the block's threads itself. Both receive the same argument array,
  * laid out as cudaLaunchKernel's kernelParams: args[i] points at the value of
- * parameter i. */
+ * parameter i. The host function runs on one of the backend's executor
+ * threads, as device code does on the GPU: it must not call weft (a
+ * weft_sync there would wait for the very stream it runs on). */
 #ifndef WEFT_KERNEL_H
 #define WEFT_KERNEL_H
 

@@ -2,9 +2,15 @@
  * tasks suspended side by side keep their own stacks intact; and a task
  * that overflows its stack dies by SIGSEGV with a message naming the
  * overflow (checked in a child process; skipped under the sanitizers,
- * which install their own SIGSEGV handlers). */
+ * which install their own SIGSEGV handlers). And a task with declared data
+ * that finds no memory for a stack ends only after the tasks it follows
+ * have (the tasks after it follow it alone): with the address space capped
+ * (RLIMIT_AS, in a child process, on the host backend, not under the
+ * sanitizers, whose shadow memory the cap would break), B waits for A,
+ * runs once A's stack is free, and C, after B, runs after both. */
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -157,6 +163,109 @@ static void overflow(weft_task_fn fn, size_t guards) {
             "no overflow message on stderr: '%s'", out);
 }
 
+/* ---- no stack: ordered all the same ---- */
+
+static char *nostack_buf;
+static int a_running, f_running, release_a, release_f;
+static int a_done, b_ran, c_ran, c_saw_a, c_saw_b;
+
+static void hold_a(void *arg) {
+  (void)arg;
+  tt_store(&a_running, 1);
+  while (!tt_load(&release_a))
+    weft_yield();
+  tt_store(&a_done, 1);
+}
+
+static void hold_f(void *arg) {
+  (void)arg;
+  tt_store(&f_running, 1);
+  while (!tt_load(&release_f))
+    weft_yield();
+}
+
+static void after_b(void *arg) {
+  (void)arg;
+  tt_store(&b_ran, 1);
+}
+
+static void after_c(void *arg) {
+  (void)arg;
+  tt_store(&c_saw_a, tt_load(&a_done));
+  tt_store(&c_saw_b, tt_load(&b_ran));
+  tt_store(&c_ran, 1);
+}
+
+static size_t address_space(void) {
+  FILE *f = fopen("/proc/self/statm", "r");
+  unsigned long pages = 0;
+  CHECK(f && fscanf(f, "%lu", &pages) == 1);
+  fclose(f);
+  return (size_t)pages * (size_t)sysconf(_SC_PAGESIZE);
+}
+
+static void nostack_child(void) {
+  weft_runtime_opts o;
+  weft_runtime_opts_init(&o);
+  o.workers = 2;
+  o.stack_size = 256u << 20; /* a mapping each: a cap stops the next */
+  weft_runtime *rt = tt_open(&o);
+  if (weft_runtime_backend(rt) != WEFT_BACKEND_HOST) {
+    tt_close(rt);
+    exit(0); /* the CUDA driver's own mappings need room the cap takes */
+  }
+  CHECK_OK(weft_device_alloc(64, (void **)&nostack_buf));
+  weft_access rw = {nostack_buf, 64, WEFT_RW};
+  weft_task_opts to;
+  weft_task_opts_init(&to);
+  to.accesses = &rw;
+  to.naccesses = 1;
+  weft_task *a, *f, *b, *c;
+  CHECK_OK(weft_task_spawn(rt, &a, hold_a, NULL, &to));
+  CHECK_OK(weft_task_spawn(rt, &f, hold_f, NULL, NULL));
+  tt_wait_flag(&a_running, 10000, "A running");
+  tt_wait_flag(&f_running, 10000, "F running");
+  struct rlimit old, cap;
+  CHECK(getrlimit(RLIMIT_AS, &old) == 0);
+  cap = old;
+  cap.rlim_cur = address_space() + (32u << 20);
+  CHECK(setrlimit(RLIMIT_AS, &cap) == 0);
+  CHECK_OK(weft_task_spawn(rt, &b, after_b, NULL, &to));
+  CHECK_OK(weft_task_spawn(rt, &c, after_c, NULL, &to));
+  tt_sleep_ms(20);
+  CHECK(!tt_load(&b_ran) && !tt_load(&c_ran));
+  tt_store(&release_f, 1); /* a stack is free, A still runs */
+  CHECK_OK(weft_task_join(f));
+  tt_sleep_ms(20);
+  CHECK_MSG(!tt_load(&b_ran) && !tt_load(&c_ran),
+            "B ran %d, C ran %d before A ended", tt_load(&b_ran),
+            tt_load(&c_ran));
+  tt_store(&release_a, 1);
+  CHECK_OK(weft_task_join(a));
+  CHECK_OK(weft_task_join(b));
+  CHECK_OK(weft_task_join(c));
+  CHECK(tt_load(&c_ran) && tt_load(&c_saw_a) && tt_load(&c_saw_b));
+  CHECK(setrlimit(RLIMIT_AS, &old) == 0);
+  CHECK_OK(weft_device_free(nostack_buf));
+  CHECK_OK(weft_sync());
+  tt_close(rt);
+  exit(0);
+}
+
+static void no_stack_ordered(void) {
+  fflush(NULL);
+  pid_t pid = fork();
+  CHECK(pid >= 0);
+  if (pid == 0)
+    nostack_child();
+  int status = 0;
+  CHECK(waitpid(pid, &status, 0) == pid);
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 77)
+    return;
+  CHECK_MSG(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+            "the no-stack child failed (status %d)", status);
+}
+
 int main(void) {
   /* Before any runtime: fork from a single-threaded process. */
   if (TT_SANITIZED)
@@ -166,6 +275,7 @@ int main(void) {
     overflow(jump_task, SIZE_MAX);     /* one frame past the guard page */
     overflow(overflow_task, 0);        /* the same without guard pages */
     overflow(jump_task, 0);
+    no_stack_ordered();
   }
   big_stacks(0, 32 * 1024, 16);            /* default 64 KiB */
   big_stacks(1024 * 1024, 768 * 1024, 16); /* 1 MiB */
