@@ -28,16 +28,19 @@ static void pop(weft_runtime *rt, weft__admission *a) {
 typedef struct held {
   weft_runtime *rt;
   weft__event *oldest;
+  unsigned inflight; /* operations in flight when it was held */
 } held;
 
 /* The wait ends when the oldest operation in flight is done, or when no
- * high-priority task is left to make room for, the policy is off, or
- * weft_shutdown began (which would otherwise end the wait as a failure:
- * holding is only ever a matter of speed). */
+ * high-priority task is left to make room for, the policy is off or its
+ * depth raised above what is in flight, or weft_shutdown began (which
+ * would otherwise end the wait as a failure: holding is only ever a
+ * matter of speed). */
 static int room(void *arg) {
   held *h = arg;
-  if (atomic_load(&h->rt->nhigh_live) == 0 ||
-      atomic_load(&h->rt->admission) == 0 || atomic_load(&h->rt->cancel_waits))
+  int depth = atomic_load(&h->rt->admission);
+  if (atomic_load(&h->rt->nhigh_live) == 0 || depth == 0 ||
+      (unsigned)depth > h->inflight || atomic_load(&h->rt->cancel_waits))
     return 0;
   int rc = weft__event_query(h->oldest);
   return rc == WEFT_EAGAIN ? WEFT_EAGAIN : rc;
@@ -69,12 +72,12 @@ int weft__admit(weft__exec *x, weft__stream *s) {
   int depth;
   while ((depth = atomic_load(&rt->admission)) > 0 && a->n >= (unsigned)depth &&
          atomic_load(&rt->nhigh_live) > 0) {
-    held h = {rt, *slot(a, 0)};
+    held h = {rt, *slot(a, 0), a->n};
     int rc = weft_wait_until(room, &h);
     if (rc)
       return rc;
     if (weft__event_query(h.oldest) != 0)
-      break; /* released: no high task is left, or the policy is off */
+      break; /* released: no high task left, the policy off or deeper */
     pop(rt, a);
   }
   a->issued = 1;

@@ -55,6 +55,7 @@ typedef struct seen_race {
 
 struct weft__checker {
   pthread_mutex_t lock;
+  const void *owner;     /* the backend: findings go into its trace only */
   stream_state *streams; /* by stream id */
   uint32_t nstreams;
   tracked *allocs; /* sorted by base, disjoint */
@@ -192,7 +193,7 @@ static void finding(weft__checker *k, const char *kind, uint64_t ns,
   va_end(ap);
   k->findings++;
   fprintf(k->out, "weft check: %s: %s\n", kind, msg);
-  if (atomic_load_explicit(&weft__trace_on, memory_order_relaxed)) {
+  if (weft__trace_on_for(k->owner)) {
     uint64_t now = weft__trace_now();
     weft__trace_rec r = {.start = ns && ns < now ? now - ns : now,
                          .end = now,
@@ -207,7 +208,7 @@ static void finding(weft__checker *k, const char *kind, uint64_t ns,
 
 /* ---- the checker ---- */
 
-weft__checker *weft__check_new(void) {
+weft__checker *weft__check_new(const void *owner) {
   weft__checker *k = calloc(1, sizeof *k);
   if (!k || pthread_mutex_init(&k->lock, NULL) != 0) {
     free(k);
@@ -215,6 +216,7 @@ weft__checker *weft__check_new(void) {
     return NULL;
   }
   k->out = stderr;
+  k->owner = owner;
   return k;
 }
 

@@ -41,8 +41,9 @@ typedef struct weft__check_span {
   int write;
 } weft__check_span;
 
-/* NULL on ENOMEM (reported). */
-weft__checker *weft__check_new(void);
+/* For the runtime of backend owner, whose trace (if it traces) gets the
+ * findings. NULL on ENOMEM (reported). */
+weft__checker *weft__check_new(const void *owner);
 /* Prints the summary line if there were findings. */
 void weft__check_free(weft__checker *k);
 size_t weft__check_findings(const weft__checker *k);

@@ -9,6 +9,7 @@
  * the thread's slot is only a shortcut. */
 #include <pthread.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -161,6 +162,11 @@ static int make(const ident *id, weft__backend *bk, const void *key,
   weft__call_on_thread_stack(create, &cc);
   if (cc.rc)
     return lib_fail(lib, "create", cc.rc);
+  if (!cc.handle)
+    return weft__err(WEFT_EDEVICE,
+                     "weft_library_handle %s: create returned 0 and no "
+                     "handle",
+                     lib->name ? lib->name : "(unnamed library)");
   int rc = stream ? lib->set_stream(lib->user, cc.handle, stream) : 0;
   if (rc) {
     if (lib->destroy)
@@ -289,8 +295,9 @@ typedef struct warm_job {
   weft_runtime *rt;
   int dev;
   pthread_mutex_t lock;
-  int status; /* the first create that failed, or 0 */
-  int nomem;
+  int rc;        /* the first failure, or 0 */
+  int raw;       /* its library status */
+  char msg[512]; /* and its message, from the worker that saw it */
 } warm_job;
 
 /* On one worker thread, its own stack: the thread's handle for (lib,
@@ -310,10 +317,12 @@ static void warm_here(void *arg) {
     return;
   }
   pthread_mutex_lock(&j->lock);
-  if (rc == WEFT_ENOMEM)
-    j->nomem = 1;
-  else if (!j->status)
-    j->status = weft__err_slot()->raw; /* the library's own status */
+  if (!j->rc) {
+    j->rc = rc;
+    j->raw = weft__err_slot()->raw; /* the library's own status */
+    snprintf(j->msg, sizeof j->msg, "%s",
+             s ? weft_last_error_message() : "out of memory");
+  }
   pthread_mutex_unlock(&j->lock);
 }
 
@@ -337,11 +346,9 @@ int weft_library_warm(weft_runtime *rt, const weft_library *lib, int dev) {
     return weft__err(WEFT_ENOMEM, "weft_library_warm: out of memory");
   weft__sched_each(rt, warm_here, &j);
   pthread_mutex_destroy(&j.lock);
-  if (j.status)
-    return lib_fail(lib, "create", j.status);
-  if (j.nomem)
-    return weft__err(WEFT_ENOMEM, "weft_library_warm %s: out of memory",
-                     lib->name ? lib->name : "(unnamed library)");
+  if (j.rc)
+    return weft__err_raw(j.rc, j.raw, "weft_library_warm %s: on a worker: %s",
+                         lib->name ? lib->name : "(unnamed library)", j.msg);
   return 0;
 }
 

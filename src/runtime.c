@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "admission.h"
 #include "backend.h"
@@ -141,8 +142,10 @@ static int thread_count(const char *opt, const char *env, int *n) {
 }
 
 /* The trace file must be writable: found now, not after the run, when the
- * runtime is already gone. The tracer writes it at shutdown. */
-static int trace_path_ok(const char *path) {
+ * runtime is already gone. The tracer writes it at shutdown. *created
+ * says whether this made the file, for a failed weft_init to remove. */
+static int trace_path_ok(const char *path, int *created) {
+  *created = access(path, F_OK) != 0;
   FILE *f = fopen(path, "a");
   if (!f)
     return weft__err(WEFT_EIO,
@@ -224,7 +227,7 @@ int weft_init(weft_runtime **rtp, const weft_runtime_opts *user) {
     rc = weft__err(WEFT_ENOMEM, "weft_init: out of memory");
     goto fail_pools;
   }
-  if (check && !(rt->bk->check = weft__check_new())) {
+  if (check && !(rt->bk->check = weft__check_new(rt->bk))) {
     rc = WEFT_ENOMEM;
     goto fail_pools;
   }
@@ -242,6 +245,7 @@ int weft_init(weft_runtime **rtp, const weft_runtime_opts *user) {
   }
   const char *trace = opts.trace_path ? opts.trace_path : getenv("WEFT_TRACE");
   char ranked[4096];
+  int trace_created = 0;
   if (trace && *trace) {
     rc = weft__trace_rank_path(trace, ranked, sizeof ranked);
     if (rc)
@@ -249,7 +253,7 @@ int weft_init(weft_runtime **rtp, const weft_runtime_opts *user) {
     else
       trace = ranked;
     if (rc == 0)
-      rc = trace_path_ok(trace);
+      rc = trace_path_ok(trace, &trace_created);
     if (rc == 0)
       rc = weft__trace_open(trace, rt->bk->ops->name, rt->bk, rt->bk->info,
                             rt->bk->ndev);
@@ -278,6 +282,8 @@ fail_sched:
     weft__trace_close();
   }
 fail_trace:
+  if (trace_created) /* a failed call leaves no file behind */
+    unlink(trace);
   weft__pinned_cache_fini(&rt->pinned);
 fail_pinned:
   weft__stack_pool_fini(&rt->stacks);

@@ -103,11 +103,13 @@ int weft_task_after(weft_task *h) {
     return weft__err(WEFT_ESTATE, "weft_task_after: a task cannot follow "
                                   "itself");
   }
-  int foreign = live && other->x.rt != rt;
+  /* Another runtime's, running or completed but not yet joined: the same
+   * answer either way (a joined one is gone and cannot be told apart). */
+  int foreign = weft__handle_live(h, &other->hdr) && other->x.rt != rt;
   /* Completed: what it did is done, and known from now on (weft check;
    * for a task already joined or detached and gone, what has completed
    * by now stands in for its clock). */
-  if (!live && rt->bk->check)
+  if (!live && !foreign && rt->bk->check)
     weft__check_joined(rt->bk->check, x,
                        weft__handle_live(h, &other->hdr) && other->x.rt == rt
                            ? &other->x

@@ -45,7 +45,8 @@
  * description without create or set_stream, a struct_size not
  * sizeof(weft_library), a key longer than WEFT_LIBRARY_KEY_MAX or NULL
  * with a length), WEFT_EDEVICE (create or set_stream returned non-zero:
- * the message has the value and what describe says of it), WEFT_ENOMEM
+ * the message has the value and what describe says of it; or create
+ * returned 0 with a NULL handle), WEFT_ENOMEM
  * (also: more than 64 handles on one thread). Context: any task or plain
  * thread; blocks the worker only for a create (once per thread, device
  * and key). */
@@ -68,7 +69,8 @@ typedef struct weft_library {
   const char *name;   /* for messages */
   /* Makes a handle for device dev (current on the calling thread) and the
    * key it was asked for (NULL and 0 from weft_library_handle); 0, or
-   * non-zero on failure. */
+   * non-zero on failure. The handle must not be NULL (NULL is refused as
+   * a failure: it would name no handle to keep). */
   int (*create)(void *user, int dev, const void *key, size_t key_bytes,
                 void **handle);
   /* Binds the handle to stream; 0 or non-zero on failure. */

@@ -178,7 +178,8 @@ static void no_deadlock(void) {
 }
 
 /* weft_runtime_set_admission: turned on for a runtime opened without it,
- * then off while a task is held, which releases it. */
+ * raised while a task is held, which lets it queue up to the new depth,
+ * then off, which releases it. */
 static void set_at_run_time(void) {
   weft_runtime *rt = open_with(0);
   CHECK_OK(weft_runtime_set_admission(rt, 1));
@@ -191,6 +192,11 @@ static void set_at_run_time(void) {
   tt_gate_wait_started(&gate);
   tt_sleep_ms(30);
   CHECK_EQ_INT(tt_load(&j.issued), 0); /* depth 1: the gate alone */
+  /* Deeper: the held task queues up to the new depth at once. */
+  CHECK_OK(weft_runtime_set_admission(rt, 3));
+  wait_issued(&j, 2); /* the gate and two more */
+  tt_sleep_ms(30);
+  CHECK_EQ_INT(tt_load(&j.issued), 2);
   CHECK_OK(weft_runtime_set_admission(rt, 0));
   wait_issued(&j, OPS);
   tt_gate_open(&gate);

@@ -125,6 +125,13 @@ static void per_stream_task(void *arg) {
   CHECK_OK(weft_sync());
 }
 
+static int null_create(void *user, int dev, const void *key, size_t key_bytes,
+                       void **h) {
+  (void)user, (void)dev, (void)key, (void)key_bytes;
+  *h = NULL;
+  return 0;
+}
+
 static void failing_task(void *arg) {
   int *rc = arg;
   void *h;
@@ -189,6 +196,18 @@ int main(void) {
                    "create returned 42: FAKE_STATUS_ANSWER") != NULL,
             "%s", weft_last_error_message());
   atomic_store(&fail_create, 0);
+  /* A create that says yes and makes nothing is a failure, not a handle
+   * to make again at every call. */
+  static const weft_library nothing = {.struct_size = sizeof nothing,
+                                       .name = "nothing",
+                                       .create = null_create,
+                                       .set_stream = fake_set_stream};
+  CHECK_ERR(weft_library_handle(&nothing, &mine), WEFT_EDEVICE);
+  CHECK(strstr(weft_last_error_message(), "no handle") != NULL);
+  CHECK_ERR(weft_library_warm(rt, &nothing, 0), WEFT_EDEVICE);
+  CHECK_MSG(strstr(weft_last_error_message(), "weft_library_warm nothing") !=
+                NULL,
+            "%s", weft_last_error_message());
 
   /* per_stream: tasks alive at once hold streams of their own, so each
    * has a handle of its own, though they share two threads. */

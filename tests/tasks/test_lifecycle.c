@@ -4,7 +4,9 @@
  * working on afterwards), and init/shutdown refused inside a task. */
 #include <pthread.h>
 #include <sched.h>
+#include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "task_common.h"
 #include "weft_internal.h"
@@ -357,6 +359,20 @@ static void init_and_shutdown_checks(void) {
   CHECK_ERR(weft_init(&rt, &o), WEFT_EIO);
   CHECK(strstr(weft_last_error_message(), "nonexistent-weft-dir") != NULL);
   CHECK(rt == NULL);
+  /* One runtime traces at a time; the refused one leaves no file. */
+  char pa[64], pb[64];
+  snprintf(pa, sizeof pa, "/tmp/weft-lifecycle-%d-a.json", (int)getpid());
+  snprintf(pb, sizeof pb, "/tmp/weft-lifecycle-%d-b.json", (int)getpid());
+  unlink(pb);
+  o.trace_path = pa;
+  weft_runtime *traced = tt_open(&o);
+  o.trace_path = pb;
+  CHECK_ERR(weft_init(&rt, &o), WEFT_EBUSY);
+  CHECK(rt == NULL);
+  CHECK_MSG(access(pb, F_OK) != 0, "the refused weft_init left %s", pb);
+  tt_close(traced);
+  CHECK(access(pa, F_OK) == 0);
+  unlink(pa);
   CHECK_ERR(weft_sync(), WEFT_ESTATE); /* nothing was opened */
   rt = tt_open(NULL);
   tt_close(rt);
@@ -401,6 +417,11 @@ static void cross_joiner(void *arg) {
   c->rc = weft_task_join(c->other);
 }
 
+static void cross_follower(void *arg) {
+  cross *c = arg;
+  c->rc = weft_task_after(c->other);
+}
+
 static void cross_runtime_join(void) {
   weft_runtime *a = tt_open_workers(2);
   weft_runtime *b = tt_open_workers(2);
@@ -410,6 +431,17 @@ static void cross_runtime_join(void) {
   CHECK_OK(weft_task_spawn(a, &ta, cross_joiner, &c, NULL));
   CHECK_OK(weft_task_join(ta));
   CHECK(c.rc == WEFT_EINVAL);
+  /* Following it is refused too, even once it has completed (it is not
+   * joined yet, so its runtime is known). */
+  while (!tt_task_done(tb))
+    tt_sleep_ms(1);
+  c.rc = 0;
+  CHECK_OK(weft_task_spawn(a, &ta, cross_follower, &c, NULL));
+  CHECK_OK(weft_task_join(ta));
+  CHECK_MSG(c.rc == WEFT_EINVAL,
+            "weft_task_after of another runtime's "
+            "completed task: %d",
+            c.rc);
   CHECK_OK(weft_task_join(tb)); /* the handle is still the plain thread's */
   tt_close(b);
   tt_close(a);

@@ -37,6 +37,13 @@ static void test_fields(void) {
   fails(EV("{\"ph\":\"X\",\"cat\":\"task\",\"name\":\"t\",\"ts\":1,\"dur\":1,"
            "\"args\":{\"weft_ready_by\":4,\"weft_ready_delay_us\":3}}"),
         "args.\"weft_ready_by\" must be a string");
+  /* weft check's stall, summed over findings: bounded like durations. */
+  fails(EV("{\"ph\":\"i\",\"cat\":\"weft_check\",\"name\":\"implicit sync\","
+           "\"ts\":1,\"args\":{\"stall_us\":1e308}}"),
+        "\"stall_us\" must be a duration in [0, 1e15]");
+  fails(EV("{\"ph\":\"i\",\"cat\":\"weft_check\",\"name\":\"implicit sync\","
+           "\"ts\":1,\"args\":{\"stall_us\":-1}}"),
+        "\"stall_us\" must be a duration in [0, 1e15]");
   fails(EV("{\"name\":\"k\",\"ts\":1,\"dur\":1}"), "event without \"ph\"");
   fails(EV("{\"ph\":\"X\",\"ts\":1,\"dur\":1}"), "without \"name\"");
   fails(EV("{\"ph\":\"X\",\"name\":\"k\",\"dur\":1}"), "without \"ts\"");

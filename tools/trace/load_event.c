@@ -555,7 +555,12 @@ int trace_load_event(trace_loader *L, size_t offset) {
     L->m->check_syncs += strcmp(kind, "implicit sync") == 0;
     if (check_arg(L, &e.stall))
       return -1;
-    if (e.stall.present && e.stall.num > 0)
+    /* Bounded as durations are, so that the sum stays finite. */
+    if (e.stall.present && !(e.stall.num >= 0 && e.stall.num <= TRACE_MAX_TIME))
+      return trace_json_fail(&L->j, e.stall.offset,
+                             "args.\"" WEFT_TRF_ARG_STALL_US "\" must be a "
+                             "duration in [0, 1e15]");
+    if (e.stall.present)
       L->m->check_stall_us += e.stall.num;
     return 0;
   }
