@@ -349,6 +349,18 @@ static void env_checks(void) {
 
 static void noop(void *arg) { (void)arg; }
 
+/* Alive until *arg is set: a task that a device-wide wait would stall. */
+static void bystander(void *arg) {
+  while (!tt_load(arg))
+    weft_yield();
+}
+
+/* Waits for the whole device while another task is alive: a finding. */
+static void device_syncer(void *arg) {
+  (void)arg;
+  CHECK_OK(weft_device_sync());
+}
+
 /* A trace file that cannot be written fails weft_init, not the shutdown
  * after the run; a second shutdown of a handle is refused. */
 static void init_and_shutdown_checks(void) {
@@ -370,8 +382,34 @@ static void init_and_shutdown_checks(void) {
   CHECK_ERR(weft_init(&rt, &o), WEFT_EBUSY);
   CHECK(rt == NULL);
   CHECK_MSG(access(pb, F_OK) != 0, "the refused weft_init left %s", pb);
+  /* Another runtime's weft check findings stay out of the file. */
+  weft_runtime_opts co;
+  weft_runtime_opts_init(&co);
+  co.check = 1;
+  weft_runtime *checked = tt_open(&co);
+  FILE *quiet = fopen("/dev/null", "w");
+  CHECK(quiet != NULL);
+  weft__check_set_output(weft__runtime_backend(checked)->check, quiet);
+  int stop = 0;
+  weft_task *by, *syncer;
+  CHECK_OK(weft_task_spawn(checked, &by, bystander, &stop, NULL));
+  CHECK_OK(weft_task_spawn(checked, &syncer, device_syncer, NULL, NULL));
+  CHECK_OK(weft_task_join(syncer));
+  tt_store(&stop, 1);
+  CHECK_OK(weft_task_join(by));
+  CHECK(weft__check_findings(weft__runtime_backend(checked)->check) >= 1);
+  tt_close(checked);
+  fclose(quiet);
   tt_close(traced);
   CHECK(access(pa, F_OK) == 0);
+  FILE *tf = fopen(pa, "r");
+  CHECK(tf != NULL);
+  static char text[1 << 20];
+  size_t got = fread(text, 1, sizeof text - 1, tf);
+  text[got] = '\0';
+  fclose(tf);
+  CHECK_MSG(strstr(text, "weft_check") == NULL,
+            "another runtime's weft check finding is in %s", pa);
   unlink(pa);
   CHECK_ERR(weft_sync(), WEFT_ESTATE); /* nothing was opened */
   rt = tt_open(NULL);
