@@ -1,9 +1,12 @@
 /* weft bench: runs the benchmark scenarios of bench/ and prints their
  * table. This file only reads the options and picks the backend; the
  * runner, the scenarios, the JSON writer and the charts are in bench/. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "bench.h"
 #include "cli.h"
@@ -64,7 +67,30 @@ static int parse_args(cli_global *g, int argc, char **argv, bench_args *a) {
   return CLI_OK;
 }
 
+/* Where the results go must take them: found before the run, not after
+ * minutes of it. A file made to find out is removed again. */
+static int outputs_ok(const bench_args *a) {
+  if (a->json) {
+    int existed = access(a->json, F_OK) == 0;
+    FILE *f = fopen(a->json, "a");
+    if (!f)
+      return cli_fail("bench", "cannot write %s: %s", a->json, strerror(errno));
+    fclose(f);
+    if (!existed)
+      unlink(a->json);
+  }
+  struct stat st;
+  if (a->plot && stat(a->plot, &st) == 0 &&
+      (!S_ISDIR(st.st_mode) || access(a->plot, W_OK) != 0))
+    return cli_fail("bench", "cannot draw charts into %s: %s", a->plot,
+                    S_ISDIR(st.st_mode) ? strerror(errno) : "not a directory");
+  return CLI_OK;
+}
+
 static int run(cli_global *g, const bench_args *a) {
+  int ok = outputs_ok(a);
+  if (ok != CLI_OK)
+    return ok;
   /* Resolve auto once, here, so that every scenario's runtime opens the
    * same backend and the header can say why CUDA was passed over. */
   weft_runtime *rt;

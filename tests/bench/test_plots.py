@@ -3,7 +3,8 @@
 host backend and checks each SVG: well-formed XML, every coordinate a
 finite number inside the canvas, one line per series with a point per
 batch size or task count, one bar per variant and the floor as a dashed
-line. Also checks that an unwritable DIR fails with a message.
+line. Also checks that an unwritable DIR, a DIR that is a file and an
+unwritable --json fail with a message, the last two before any run.
 
 usage: test_plots.py WEFT_BINARY WORK_DIR"""
 import math
@@ -106,6 +107,23 @@ def main():
                        capture_output=True, text=True, env=env, timeout=300)
     if r.returncode != 1 or bad not in r.stderr:
         fail(f"--plot {bad}: exit {r.returncode}, stderr {r.stderr!r}")
+    # A file where the directory should be, and a JSON file that cannot be
+    # written: refused before anything runs (no row printed), saying why.
+    afile = os.path.join(work, "plots-a-file")
+    with open(afile, "w") as f:
+        f.write("x")
+    for args, why in (
+        (["--plot", afile], "not a directory"),
+        (["--json", "/proc/weft-no-such-dir/rows.json"],
+         "No such file or directory"),
+    ):
+        r = subprocess.run([weft, "bench", "--quick", *args, "spawn"],
+                           capture_output=True, text=True, env=env,
+                           timeout=300)
+        if r.returncode != 1 or why not in r.stderr or "spawn " in r.stdout:
+            fail(f"{args}: exit {r.returncode}, stderr {r.stderr!r}, "
+                 f"stdout {r.stdout[-200:]!r}")
+    os.unlink(afile)
     print("ok")
 
 
