@@ -129,7 +129,7 @@ static int read_arg(trace_loader *L, const trace_json_token *t, arg *a,
   switch (arg_keys[k].type) {
   case ARG_INT:
     a->bad = as_integer(t, &a->v) != 0;
-    a->want = "an integer";
+    a->want = "an integer between -2^63 and 2^63";
     break;
   case ARG_NUM:
     a->bad = t->type != TRACE_JSON_NUMBER;
