@@ -37,9 +37,19 @@ typedef struct tracked {
   size_t nacc;
 } tracked;
 
+/* A stream passes from task to task (weft's pool), and its own order
+ * holds only within one holder's use of it, a lease: the next holder is
+ * ordered after the earlier one's work only by what it knows (a join,
+ * weft_task_after, an event, a sync), or weft check would miss every race
+ * between two tasks that happened to get the same stream one after the
+ * other. So each stream keeps the tick its lease began at and how far
+ * into its own earlier ticks the holder is ordered. */
 typedef struct stream_state {
   weft__vc vc;
   char owner[WHO];
+  uint32_t lease_at;  /* its own tick when this lease began */
+  uint32_t known_own; /* its own ticks before that the lease is after */
+  int dev;            /* its device, for device-wide syncs */
 } stream_state;
 
 typedef struct event_vc {
@@ -131,6 +141,18 @@ static weft__vc *exec_vc(weft__checker *k, weft__exec *x) {
   return x->check_vc;
 }
 
+/* st's clock joins src (st is the stream with id sid): what its lease
+ * is ordered after, its own earlier ticks included. */
+static void stream_join(weft__checker *k, stream_state *st, uint32_t sid,
+                        const weft__vc *src) {
+  if (!src)
+    return;
+  vc_join(k, &st->vc, src);
+  uint32_t own = vc_get(src, sid);
+  if (own > st->known_own)
+    st->known_own = own;
+}
+
 static stream_state *stream_of(weft__checker *k, const weft__stream *s) {
   if (s->id >= k->nstreams) {
     uint32_t n = k->nstreams ? k->nstreams : 16;
@@ -145,6 +167,7 @@ static stream_state *stream_of(weft__checker *k, const weft__stream *s) {
     k->streams = v;
     k->nstreams = n;
   }
+  k->streams[s->id].dev = s->hdr.dev;
   return &k->streams[s->id];
 }
 
@@ -254,11 +277,30 @@ size_t weft__check_findings(const weft__checker *k) {
   return k ? k->findings : 0;
 }
 
+void weft__check_lease(weft__checker *k, weft__stream *s) {
+  pthread_mutex_lock(&k->lock);
+  stream_state *st = stream_of(k, s);
+  if (st) {
+    /* What the stream knew through its earlier holders is theirs, not
+     * this one's; its own ticks go on counting. */
+    uint32_t own = vc_get(&st->vc, s->id);
+    if (st->vc.n)
+      memset(st->vc.c, 0, st->vc.n * sizeof *st->vc.c);
+    if (vc_reserve(&st->vc, s->id + 1) != 0)
+      broke(k);
+    else
+      st->vc.c[s->id] = own;
+    st->lease_at = own;
+    st->known_own = 0;
+  }
+  pthread_mutex_unlock(&k->lock);
+}
+
 void weft__check_issue(weft__checker *k, weft__exec *x, weft__stream *s) {
   pthread_mutex_lock(&k->lock);
   stream_state *st = stream_of(k, s);
   if (st) {
-    vc_join(k, &st->vc, exec_vc(k, x));
+    stream_join(k, st, s->id, exec_vc(k, x));
     who_of(x, st->owner, sizeof st->owner);
   }
   pthread_mutex_unlock(&k->lock);
@@ -307,14 +349,18 @@ static const char *verb(int write) { return write ? "writes" : "reads"; }
 /* Checks access a (on a's stream, whose clock is vc) against t's history,
  * then records it, dropping what it supersedes. Lock held. */
 static void check_access(weft__checker *k, tracked *t, const access *a,
-                         const weft__vc *vc) {
+                         const stream_state *st) {
   size_t keep = 0;
   for (size_t i = 0; i < t->nacc; i++) {
     access *b = &t->acc[i];
-    int before = vc_get(vc, b->stream) >= b->tick;
+    /* On a's own stream: ordered within the lease, and before it as far
+     * as the lease is known to follow; on others, by the clock. */
+    int before = b->stream == a->stream
+                     ? b->tick > st->lease_at || b->tick <= st->known_own
+                     : vc_get(&st->vc, b->stream) >= b->tick;
     int overlap = b->lo < a->hi && a->lo < b->hi;
-    if (b->stream != a->stream && overlap && (a->write || b->write) &&
-        !before && !k->broken && !seen_before(k, t->base, a->who, b->who)) {
+    if (overlap && (a->write || b->write) && !before && !k->broken &&
+        !seen_before(k, t->base, a->who, b->who)) {
       k->races++;
       finding(k, "race", 0,
               "%s %s%s%s %s bytes %" PRIuPTR "..%" PRIuPTR
@@ -420,7 +466,7 @@ static void op_locked(weft__checker *k, weft__stream *s, stream_state *st,
     snprintf(a.who, sizeof a.who, "%s",
              st->owner[0] ? st->owner : "a plain thread");
     check_declared(k, weft__exec_self(), t, &a);
-    check_access(k, t, &a, &st->vc);
+    check_access(k, t, &a, st);
   }
 }
 
@@ -442,8 +488,8 @@ void weft__check_replay(weft__checker *k, weft__stream *s,
   if (!*gvc && !(*gvc = calloc(1, sizeof **gvc)))
     broke(k);
   if (st) {
-    if (*gvc)
-      vc_join(k, &st->vc, *gvc); /* after the graph's previous replay */
+    if (*gvc) /* after the graph's previous replay */
+      stream_join(k, st, s->id, *gvc);
     op_locked(k, s, st, "weft_graph_launch", NULL, spans, n);
     if (*gvc)
       vc_copy(k, *gvc, &st->vc);
@@ -472,7 +518,7 @@ void weft__check_wait(weft__checker *k, weft__stream *s, weft__event *e) {
   stream_state *st = stream_of(k, s);
   event_vc *ev = event_of(k, e, 0);
   if (st && ev)
-    vc_join(k, &st->vc, &ev->vc);
+    stream_join(k, st, s->id, &ev->vc);
   pthread_mutex_unlock(&k->lock);
 }
 
@@ -486,6 +532,26 @@ void weft__check_synced(weft__checker *k, weft__exec *x, weft__stream *s) {
     uint32_t t = vc_get(&st->vc, s->id);
     if (t > k->completed.c[s->id])
       k->completed.c[s->id] = t;
+  }
+  pthread_mutex_unlock(&k->lock);
+}
+
+void weft__check_device_synced(weft__checker *k, weft__exec *x, int dev) {
+  pthread_mutex_lock(&k->lock);
+  weft__vc *v = exec_vc(k, x);
+  if (v && vc_reserve(v, k->nstreams) == 0 &&
+      vc_reserve(&k->completed, k->nstreams) == 0) {
+    for (uint32_t i = 0; i < k->nstreams; i++) {
+      if (k->streams[i].dev != dev)
+        continue;
+      uint32_t t = vc_get(&k->streams[i].vc, i);
+      if (t > v->c[i])
+        v->c[i] = t;
+      if (t > k->completed.c[i])
+        k->completed.c[i] = t;
+    }
+  } else if (v) {
+    broke(k);
   }
   pthread_mutex_unlock(&k->lock);
 }
@@ -535,7 +601,7 @@ void weft__check_after(weft__checker *k, weft__stream *s, weft__exec *done) {
   pthread_mutex_lock(&k->lock);
   stream_state *st = stream_of(k, s);
   if (st)
-    vc_join(k, &st->vc, completion_of(k, done));
+    stream_join(k, st, s->id, completion_of(k, done));
   pthread_mutex_unlock(&k->lock);
 }
 

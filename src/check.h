@@ -50,6 +50,9 @@ size_t weft__check_findings(const weft__checker *k);
 /* Where findings go (NULL: stderr); for tests, which read them back. */
 void weft__check_set_output(weft__checker *k, FILE *out);
 
+/* s was leased from the pool by a new holder: ordered after its earlier
+ * holders' work only by what the new one learns (see check.c). */
+void weft__check_lease(weft__checker *k, weft__stream *s);
 /* Context x (NULL: none known) issues an operation on s: s is ordered
  * after what x has seen, and x's task becomes s's owner for messages. */
 void weft__check_issue(weft__checker *k, weft__exec *x, weft__stream *s);
@@ -70,6 +73,8 @@ void weft__check_wait(weft__checker *k, weft__stream *s, weft__event *e);
 /* x has seen s's work up to now complete (a sync of s), or e's. */
 void weft__check_synced(weft__checker *k, weft__exec *x, weft__stream *s);
 void weft__check_event_synced(weft__checker *k, weft__exec *x, weft__event *e);
+/* x waited for all of device dev's streams: it is after all their work. */
+void weft__check_device_synced(weft__checker *k, weft__exec *x, int dev);
 /* A plain thread's new context x starts with what has completed by now:
  * the thread that made it may have synced before, through an edge weft
  * does not see (pthread_create), and completed work cannot overlap what

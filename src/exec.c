@@ -251,6 +251,8 @@ int weft__exec_lease(weft__exec *x, weft__stream **out) {
     rt->pooled_streams++;
     pthread_mutex_unlock(&rt->lock);
   }
+  if (rt->bk->check)
+    weft__check_lease(rt->bk->check, s);
   x->stream = s;
   *out = s;
   return 0;

@@ -68,6 +68,8 @@ int weft_device_sync(void) {
   weft__checker *k = x->rt->bk->check;
   uint64_t t0 = k ? weft__trace_now() : 0;
   rc = weft__device_sync(x->rt->bk, x->dev);
+  if (k && rc == 0)
+    weft__check_device_synced(k, x, x->dev);
   if (k && x->is_task)
     weft__check_implicit_sync(k, x, "weft_device_sync",
                               "it waits for every stream of the device, "

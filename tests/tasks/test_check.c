@@ -186,6 +186,19 @@ static void two_memsets(void) {
   CHECK_OK(weft_task_join(b));
 }
 
+/* One after the other: the second task leases the stream the first gave
+ * back, so this run ordered them by stream order, yet nothing in the
+ * program does: another run could give them two streams at once. */
+static void two_memsets_in_turn(void) {
+  W.meet = 0;
+  weft_task *a = spawn(memset_task, "setter-a");
+  while (!tt_task_done(a))
+    tt_sleep_ms(1);
+  weft_task *b = spawn(memset_task, "setter-b");
+  CHECK_OK(weft_task_join(a));
+  CHECK_OK(weft_task_join(b));
+}
+
 static void two_memsets_ordered(void) {
   W.first = spawn(memset_task, "setter-a");
   weft_task *b = spawn(after_memset_task, "setter-b");
@@ -378,6 +391,8 @@ int main(void) {
   W.reads_0.reads = 0;
   expect("two memsets", two_memsets, KIND_RACE, "'setter-a'", "'setter-b'");
   silent("two memsets, weft_task_after", two_memsets_ordered, 0);
+  expect("two memsets in turn, one stream", two_memsets_in_turn, KIND_RACE,
+         "'setter-a'", "'setter-b'");
   expect("kernel then copy", kernel_then_copy, KIND_RACE, "'kernel-writer'",
          "'copier'");
   silent("kernel then copy, joined between", kernel_then_copy_joined, 0);

@@ -238,8 +238,13 @@ static void returns_with_work(int joiner_is_task) {
   CHECK_EQ_INT(seen, -1);
   if (joiner_is_task)
     CHECK_OK(weft_task_join(jt));
-  else
+  else {
     CHECK(pthread_join(th, NULL) == 0);
+    /* weft does not see pthread_join: without this, the next round's
+     * task (spawned from here) writing the same memory would be a race to
+     * weft check, whatever stream it gets. */
+    CHECK_OK(weft_device_sync());
+  }
   CHECK_OK(lo.join_rc);
   CHECK_MSG(lo.seen_at_join == 42,
             "right after join the task's output was %d, not 42",
