@@ -152,7 +152,12 @@ int cli_parse_long(const char *flag, const char *text, long lo, long hi,
   char *end;
   errno = 0;
   long v = strtol(text, &end, 10);
-  if (errno || end == text || *end != '\0')
+  if (end == text || *end != '\0')
+    return cli_usage_error("option '%s': '%s' is not a number", flag, text);
+  if (errno == ERANGE)
+    return cli_usage_error("option '%s': %s is out of range (%ld-%ld)", flag,
+                           text, lo, hi);
+  if (errno)
     return cli_usage_error("option '%s': '%s' is not a number", flag, text);
   if (v < lo || v > hi)
     return cli_usage_error("option '%s': %ld is out of range (%ld-%ld)", flag,

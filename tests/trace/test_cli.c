@@ -84,6 +84,9 @@ int main(int argc, char **argv) {
   one_line_error("weft: 'trace svg' needs -o OUT.svg");
   CHECK_EQ_INT(run("trace svg a.json -o x.svg --width 10"), 2);
   CHECK_EQ_INT(run("trace report --top 0 a.json"), 2);
+  CHECK_EQ_INT(run("trace report --top 99999999999999999999 a.json"), 2);
+  one_line_error("weft: option '--top': 99999999999999999999 is out of "
+                 "range");
   CHECK_EQ_INT(run("trace svg a.json --json -o x.svg"), 2);
 
   /* Failures: 1, one line naming the file and what went wrong. */
