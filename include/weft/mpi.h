@@ -65,7 +65,12 @@ WEFT_API int weft_mpi_waitany(int n, MPI_Request reqs[], int *index,
  * host memory), MPI reads and writes buf itself. WEFT_MPI_STAGE=1 stages
  * always (to test that path anywhere).
  * Errors: those of the waits, WEFT_EINVAL (buf NULL with count > 0, count
- * < 0), WEFT_ENOMEM (no staging memory), device errors. */
+ * < 0, a datatype whose size MPI cannot give), WEFT_ENOMEM (no staging
+ * memory), device errors. Below MPI_THREAD_SERIALIZED a task's call is
+ * refused before anything is posted. The request is weft's: when
+ * weft_shutdown ends a task's wait, a receive is cancelled (WEFT_ESTATE;
+ * 0 if its message came meanwhile) and a send is waited for to its end,
+ * so that MPI touches buf no more once the call returns. */
 WEFT_API int weft_mpi_send(const void *buf, int count, MPI_Datatype type,
                            int dest, int tag, MPI_Comm comm);
 WEFT_API int weft_mpi_recv(void *buf, int count, MPI_Datatype type, int source,

@@ -71,13 +71,10 @@ static int test(void *arg) {
   return flag ? 0 : WEFT_EAGAIN;
 }
 
-static int wait_for(mpi_wait *w, const char *call) {
-  int level = 0;
-  int rc = mpi_state(call, &level);
-  if (rc)
-    return rc;
-  int in_task = weft_task_self() != NULL;
-  if (in_task && level < MPI_THREAD_SERIALIZED)
+/* 0 when the caller may call MPI at this thread level: a task runs on
+ * weft's workers, so below MPI_THREAD_SERIALIZED it may not. */
+static int level_ok(int level, const char *call) {
+  if (weft_task_self() && level < MPI_THREAD_SERIALIZED)
     return weft_error_set(
         WEFT_ENOTSUP, 0,
         "%s from a task: MPI gave %s, so only the thread that initialised "
@@ -86,14 +83,31 @@ static int wait_for(mpi_wait *w, const char *call) {
         call,
         level == MPI_THREAD_FUNNELED ? "MPI_THREAD_FUNNELED"
                                      : "MPI_THREAD_SINGLE");
+  return 0;
+}
+
+/* MPI's words for error code e. */
+static const char *mpi_words(int e, char words[MPI_MAX_ERROR_STRING]) {
+  int len = 0;
+  words[0] = '\0';
+  if (MPI_Error_string(e, words, &len) != MPI_SUCCESS)
+    words[0] = '\0';
+  return words;
+}
+
+static int wait_for(mpi_wait *w, const char *call) {
+  int level = 0;
+  int rc = mpi_state(call, &level);
+  if (rc == 0)
+    rc = level_ok(level, call);
+  if (rc)
+    return rc;
   w->serial = level < MPI_THREAD_MULTIPLE;
   rc = weft_wait_until(test, w);
   if (rc == WEFT_EIO) {
-    char words[MPI_MAX_ERROR_STRING] = "";
-    int len = 0;
-    MPI_Error_string(w->err, words, &len);
+    char words[MPI_MAX_ERROR_STRING];
     return weft_error_set(WEFT_EIO, w->err, "%s: MPI error %d: %s", call,
-                          w->err, words);
+                          w->err, mpi_words(w->err, words));
   }
   return rc;
 }
@@ -160,7 +174,8 @@ int weft_mpi_staged(int *staged) {
   return rc;
 }
 
-/* The message's bytes, or -1 after reporting a bad argument. */
+/* The message's bytes, or -1 after reporting a bad argument. MPI must be
+ * initialised (MPI_Type_size aborts the job otherwise). */
 static long long message_bytes(const void *buf, int count, MPI_Datatype type,
                                const char *call) {
   if (count < 0 || (count > 0 && !buf)) {
@@ -168,7 +183,14 @@ static long long message_bytes(const void *buf, int count, MPI_Datatype type,
     return -1;
   }
   int size = 0;
-  MPI_Type_size(type, &size);
+  int e = MPI_Type_size(type, &size);
+  if (e != MPI_SUCCESS || size == MPI_UNDEFINED || size < 0) {
+    char words[MPI_MAX_ERROR_STRING];
+    weft_error_set(WEFT_EINVAL, e, "%s: the datatype's size is %s", call,
+                   e != MPI_SUCCESS ? mpi_words(e, words)
+                                    : "more than an int holds");
+    return -1;
+  }
   return (long long)count * size;
 }
 
@@ -177,6 +199,12 @@ static long long message_bytes(const void *buf, int count, MPI_Datatype type,
 static int post_and_wait(int level, int recv, void *buf, int count,
                          MPI_Datatype type, int peer, int tag, MPI_Comm comm,
                          MPI_Status *status) {
+  const char *call = recv ? "weft_mpi_recv" : "weft_mpi_send";
+  /* Refused before anything is posted: a request posted and then not
+   * waited for would go on writing buf (or be lost). */
+  int rc = level_ok(level, call);
+  if (rc)
+    return rc;
   MPI_Request r;
   if (level < MPI_THREAD_MULTIPLE)
     weft_mpi_lock();
@@ -184,21 +212,50 @@ static int post_and_wait(int level, int recv, void *buf, int count,
                : MPI_Isend(buf, count, type, peer, tag, comm, &r);
   if (level < MPI_THREAD_MULTIPLE)
     weft_mpi_unlock();
-  if (e != MPI_SUCCESS)
-    return weft_error_set(WEFT_EIO, e, "%s: %s: MPI error %d",
-                          recv ? "weft_mpi_recv" : "weft_mpi_send",
-                          recv ? "MPI_Irecv" : "MPI_Isend", e);
-  return weft_mpi_wait(&r, status);
+  if (e != MPI_SUCCESS) {
+    char words[MPI_MAX_ERROR_STRING];
+    return weft_error_set(WEFT_EIO, e, "%s: %s: MPI error %d: %s", call,
+                          recv ? "MPI_Irecv" : "MPI_Isend", e,
+                          mpi_words(e, words));
+  }
+  MPI_Status st;
+  rc = weft_mpi_wait(&r, status ? status : &st);
+  if (rc == WEFT_ESTATE && r != MPI_REQUEST_NULL) {
+    /* weft_shutdown ended the wait with the request active, and the
+     * caller has no request to cancel: a receive is cancelled (or, if
+     * its message came meanwhile, completed), a send waited for, so
+     * that MPI touches buf no more once this returns. */
+    if (level < MPI_THREAD_MULTIPLE)
+      weft_mpi_lock();
+    if (recv)
+      MPI_Cancel(&r);
+    MPI_Wait(&r, &st);
+    int cancelled = 0;
+    if (recv)
+      MPI_Test_cancelled(&st, &cancelled);
+    if (level < MPI_THREAD_MULTIPLE)
+      weft_mpi_unlock();
+    if (!cancelled) {
+      if (status)
+        *status = st;
+      return 0;
+    }
+    return weft_error_set(WEFT_ESTATE, 0,
+                          "%s: weft_shutdown began while the message was "
+                          "awaited; the receive was cancelled",
+                          call);
+  }
+  return rc;
 }
 
 int weft_mpi_send(const void *buf, int count, MPI_Datatype type, int dest,
                   int tag, MPI_Comm comm) {
-  long long bytes = message_bytes(buf, count, type, "weft_mpi_send");
-  if (bytes < 0)
-    return WEFT_EINVAL;
   int level, rc = mpi_state("weft_mpi_send", &level);
   if (rc)
     return rc;
+  long long bytes = message_bytes(buf, count, type, "weft_mpi_send");
+  if (bytes < 0)
+    return WEFT_EINVAL;
   void *stage = NULL;
   const void *from = buf;
   if (bytes > 0 && staging()) {
@@ -221,12 +278,12 @@ int weft_mpi_send(const void *buf, int count, MPI_Datatype type, int dest,
 
 int weft_mpi_recv(void *buf, int count, MPI_Datatype type, int source, int tag,
                   MPI_Comm comm, MPI_Status *status) {
-  long long bytes = message_bytes(buf, count, type, "weft_mpi_recv");
-  if (bytes < 0)
-    return WEFT_EINVAL;
   int level, rc = mpi_state("weft_mpi_recv", &level);
   if (rc)
     return rc;
+  long long bytes = message_bytes(buf, count, type, "weft_mpi_recv");
+  if (bytes < 0)
+    return WEFT_EINVAL;
   void *stage = NULL, *into = buf;
   if (bytes > 0 && staging()) {
     if ((rc = weft_pinned_alloc((size_t)bytes, &stage)) != 0)

@@ -18,7 +18,9 @@
  *   and staged through pinned memory;
  * - the same waits from the plain thread, and bad arguments refused;
  * - weft_shutdown with a receive still waited for: the wait ends with
- *   WEFT_ESTATE and the task cancels the request. */
+ *   WEFT_ESTATE and the task cancels the request; a weft_mpi_recv, whose
+ *   request is weft's, is cancelled by weft;
+ * - a send to a rank that does not exist: WEFT_EIO with MPI's words. */
 #include <mpi.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -243,6 +245,19 @@ static void error_task(void *arg) {
   CHECK_OK(weft_mpi_wait(&s, MPI_STATUS_IGNORE));
 }
 
+/* A send to a rank that does not exist: refused at the post, with MPI's
+ * own words for why. */
+static void bad_rank_task(void *arg) {
+  MPI_Comm comm = *(MPI_Comm *)arg;
+  int v = 1;
+  CHECK_ERR(weft_mpi_send(&v, 1, MPI_INT, size, 0, comm), WEFT_EIO);
+  char words[MPI_MAX_ERROR_STRING];
+  int len = 0;
+  MPI_Error_string(weft_last_error_raw(), words, &len);
+  CHECK_MSG(len > 0 && strstr(weft_last_error_message(), words) != NULL,
+            "the message: %s", weft_last_error_message());
+}
+
 static void errors(weft_runtime *rt) {
   MPI_Comm comm;
   MPI_Comm_dup(MPI_COMM_WORLD, &comm);
@@ -250,6 +265,8 @@ static void errors(weft_runtime *rt) {
   weft_task *t;
   CHECK_OK(weft_task_spawn(rt, &t, error_task, &comm, NULL));
   CHECK_OK(weft_task_join(t)); /* the task's own error, not its failure */
+  CHECK_OK(weft_task_spawn(rt, &t, bad_rank_task, &comm, NULL));
+  CHECK_OK(weft_task_join(t));
   MPI_Comm_free(&comm);
 }
 
@@ -293,6 +310,20 @@ static void orphan_task(void *arg) {
   }
 }
 
+/* The same through weft_mpi_recv, which holds the request itself: the
+ * shutdown's wait ends with it cancelled, so MPI writes nothing later. */
+static atomic_int orphan_recv_rc;
+
+static void orphan_recv_task(void *arg) {
+  (void)arg;
+  static int v;
+  int rc = weft_mpi_recv(&v, 1, MPI_INT, MPI_ANY_SOURCE, 998, MPI_COMM_WORLD,
+                         MPI_STATUS_IGNORE);
+  if (rc == WEFT_ESTATE && !strstr(weft_last_error_message(), "cancelled"))
+    rc = -1000; /* the message does not say what became of the receive */
+  atomic_store(&orphan_recv_rc, rc);
+}
+
 int main(int argc, char **argv) {
   int provided = 0;
   MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
@@ -323,8 +354,11 @@ int main(int argc, char **argv) {
   weft_task *orphan;
   CHECK_OK(weft_task_spawn(rt, &orphan, orphan_task, NULL, NULL));
   CHECK_OK(weft_task_detach(orphan));
+  CHECK_OK(weft_task_spawn(rt, &orphan, orphan_recv_task, NULL, NULL));
+  CHECK_OK(weft_task_detach(orphan));
   CHECK_OK(weft_shutdown(rt));
   CHECK_EQ_INT(atomic_load(&orphan_rc), WEFT_ESTATE);
+  CHECK_EQ_INT(atomic_load(&orphan_recv_rc), WEFT_ESTATE);
   CHECK_EQ_INT(atomic_load(&orphan_cancelled), 1);
   MPI_Barrier(MPI_COMM_WORLD);
   if (rank == 0)
