@@ -346,8 +346,8 @@ static int seen_before(weft__checker *k, uintptr_t base, const char *a,
 
 static const char *verb(int write) { return write ? "writes" : "reads"; }
 
-/* Checks access a (on a's stream, whose clock is vc) against t's history,
- * then records it, dropping what it supersedes. Lock held. */
+/* Checks access a (on stream st, with its clock and lease) against t's
+ * history, then records it, dropping what it supersedes. Lock held. */
 static void check_access(weft__checker *k, tracked *t, const access *a,
                          const stream_state *st) {
   size_t keep = 0;

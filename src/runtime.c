@@ -145,7 +145,7 @@ static int thread_count(const char *opt, const char *env, int *n) {
  * runtime is already gone. The tracer writes it at shutdown. *created
  * says whether this made the file, for a failed weft_init to remove. */
 static int trace_path_ok(const char *path, int *created) {
-  *created = access(path, F_OK) != 0;
+  int existed = access(path, F_OK) == 0;
   FILE *f = fopen(path, "a");
   if (!f)
     return weft__err(WEFT_EIO,
@@ -153,6 +153,7 @@ static int trace_path_ok(const char *path, int *created) {
                      "%s",
                      path, strerror(errno));
   fclose(f);
+  *created = !existed;
   return 0;
 }
 

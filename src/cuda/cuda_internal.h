@@ -64,7 +64,8 @@ void weft__cuda_flags_close(weft__cuda_backend *b);
 /* Gives e a flag, or none (e->flag NULL) when flags are unavailable. */
 void weft__cuda_flag_take(weft__cuda_backend *b, weft__cuda_event *e);
 void weft__cuda_flag_give(weft__cuda_backend *b, weft__cuda_event *e);
-/* After e's record on s: queues the flag's write behind it. */
+/* Just before e's record on s: queues the flag's write, the record to
+ * follow it (so that a complete event has its flag written). */
 void weft__cuda_flag_arm(weft__cuda_backend *b, weft__cuda_event *e,
                          weft__stream *s);
 /* An armed flag: 1 done, 0 pending, -1 pending but ask CUDA now. */
