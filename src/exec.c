@@ -305,6 +305,27 @@ void weft__event_pool_put(weft_runtime *rt, weft__event *e) {
   pthread_mutex_unlock(&rt->lock);
 }
 
+int weft__pools_fill(weft_runtime *rt, int n) {
+  for (int d = 0; d < rt->bk->ndev; d++) {
+    weft__ptrvec *v = &rt->streams[d * 2];
+    int prio = rt->bk->info[d].priority_least;
+    for (int i = 0; i < n; i++) {
+      weft__stream *s;
+      int rc = weft__stream_create(rt->bk, d, prio, &s);
+      if (rc == 0 && vec_push(v, s) != 0) {
+        weft__stream_destroy(&s);
+        rc = weft__err(WEFT_ENOMEM, "weft_init: out of memory");
+      }
+      if (rc) {
+        weft__pools_drain(rt);
+        return rc;
+      }
+      rt->pooled_streams++;
+    }
+  }
+  return 0;
+}
+
 void weft__pools_drain(weft_runtime *rt) {
   for (int d = 0; d < rt->bk->ndev; d++) {
     for (int h = 0; h < 2; h++) {

@@ -187,6 +187,8 @@ int weft_init(weft_runtime **rtp, const weft_runtime_opts *user) {
   if (rc0 == 0)
     rc0 = count_opt("stage_chunks", "WEFT_STAGE_CHUNKS", &opts.stage_chunks, 2,
                     256);
+  if (rc0 == 0)
+    rc0 = count_opt("streams", "WEFT_STREAMS", &opts.streams, 1, 65536);
   int check = 0, admission = 0;
   if (rc0 == 0)
     rc0 = check_wanted(opts.check, &check);
@@ -228,6 +230,9 @@ int weft_init(weft_runtime **rtp, const weft_runtime_opts *user) {
     rc = weft__err(WEFT_ENOMEM, "weft_init: out of memory");
     goto fail_pools;
   }
+  rc = weft__pools_fill(rt, opts.streams > 0 ? opts.streams : 32);
+  if (rc)
+    goto fail_pools;
   if (check && !(rt->bk->check = weft__check_new(rt->bk))) {
     rc = WEFT_ENOMEM;
     goto fail_pools;
@@ -289,8 +294,12 @@ fail_trace:
 fail_pinned:
   weft__stack_pool_fini(&rt->stacks);
 fail_pools:
-  free(rt->streams);
-  free(rt->events);
+  if (rt->streams && rt->events) {
+    weft__pools_drain(rt); /* the streams made ahead too */
+  } else {
+    free(rt->streams);
+    free(rt->events);
+  }
   if (rt->bk->check && rt->bk->ops->check_stop)
     rt->bk->ops->check_stop(rt->bk);
   weft__check_free(rt->bk->check);

@@ -366,6 +366,10 @@ int weft__exec_fail(weft__exec *x, int rc);
 int weft__event_pool_get(weft_runtime *rt, int dev, weft__event **out);
 void weft__event_pool_put(weft_runtime *rt, weft__event *e);
 void weft__exec_threads_release(weft_runtime *rt);
+/* Makes n streams of normal priority per device into the pools (n from
+ * opts.streams), so that tasks lease them without a driver call; on
+ * failure drains the pools, as weft__pools_drain. */
+int weft__pools_fill(weft_runtime *rt, int n);
 void weft__pools_drain(weft_runtime *rt);
 
 static inline void weft__cpu_relax(void) {

@@ -321,6 +321,32 @@ static void env_checks(void) {
   o.stage_chunks = 2;
   rt = tt_open(&o);
   tt_close(rt);
+  /* Streams made at weft_init: 1 to 65536 per device, 32 by default. */
+  static const char *const bad_streams[] = {"0", "65537", "abc", "-1"};
+  for (size_t i = 0; i < sizeof bad_streams / sizeof bad_streams[0]; i++) {
+    CHECK(setenv("WEFT_STREAMS", bad_streams[i], 1) == 0);
+    CHECK_ERR(weft_init(&rt, NULL), WEFT_EINVAL);
+    CHECK(strstr(weft_last_error_message(), "WEFT_STREAMS") != NULL);
+    CHECK(strstr(weft_last_error_message(), "1 to 65536") != NULL);
+  }
+  CHECK(setenv("WEFT_STREAMS", "5", 1) == 0);
+  rt = tt_open(NULL);
+  CHECK_EQ_INT((int)rt->pooled_streams, 5 * rt->bk->ndev);
+  tt_close(rt);
+  CHECK(unsetenv("WEFT_STREAMS") == 0);
+  weft_runtime_opts_init(&o);
+  o.streams = 65537;
+  CHECK_ERR(weft_init(&rt, &o), WEFT_EINVAL);
+  CHECK(strstr(weft_last_error_message(), "streams") != NULL);
+  o.streams = -2;
+  CHECK_ERR(weft_init(&rt, &o), WEFT_EINVAL);
+  rt = tt_open(NULL);
+  CHECK_EQ_INT((int)rt->pooled_streams, 32 * rt->bk->ndev);
+  tt_close(rt);
+  o.streams = 300;
+  rt = tt_open(&o);
+  CHECK_EQ_INT((int)rt->pooled_streams, 300 * rt->bk->ndev);
+  tt_close(rt);
   /* A valid value is used; the option wins over the variable. */
   CHECK(setenv("WEFT_WORKERS", "3", 1) == 0);
   rt = tt_open(NULL);
