@@ -59,7 +59,7 @@ int weft__admit(weft__exec *x, weft__stream *s) {
     pop(rt, a);
   if (a->issued && a->n < WEFT__ADMISSION_MAX + 1) {
     weft__event *ev;
-    if (weft__event_pool_get(rt, x->dev, &ev) == 0) {
+    if (weft__event_pool_get(rt, x->dev, 0, &ev) == 0) {
       if (weft__event_record(ev, s) == 0) {
         *slot(a, a->n) = ev;
         a->n++;

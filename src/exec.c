@@ -275,15 +275,20 @@ void weft__exec_release_stream(weft__exec *x) {
   pthread_mutex_unlock(&rt->lock);
 }
 
-int weft__event_pool_get(weft_runtime *rt, int dev, weft__event **out) {
+int weft__event_pool_get(weft_runtime *rt, int dev, int blocking,
+                         weft__event **out) {
+  blocking = blocking != 0;
   pthread_mutex_lock(&rt->lock);
-  weft__event *e = vec_pop(&rt->events[dev]);
+  weft__event *e = vec_pop(&rt->events[dev * 2 + blocking]);
   pthread_mutex_unlock(&rt->lock);
   if (!e) {
-    /* Blocking sync: a plain thread waiting on it sleeps, not spins.
-     * Polled: tasks wait for it in the wait set. */
-    int rc = weft__event_create(rt->bk, dev,
-                                WEFT__EVENT_BLOCKING | WEFT__EVENT_POLLED, &e);
+    /* Polled: tasks wait for it in the wait set. Blocking sync only where
+     * a plain thread will wait on it (it sleeps, not spins): CUDA made
+     * about 448 such events pending behind running work, the next record
+     * waited for that work (docs/NOTES.md). */
+    int rc = weft__event_create(
+        rt->bk, dev, WEFT__EVENT_POLLED | (blocking ? WEFT__EVENT_BLOCKING : 0),
+        &e);
     if (rc)
       return rc;
     pthread_mutex_lock(&rt->lock);
@@ -296,7 +301,8 @@ int weft__event_pool_get(weft_runtime *rt, int dev, weft__event **out) {
 
 void weft__event_pool_put(weft_runtime *rt, weft__event *e) {
   pthread_mutex_lock(&rt->lock);
-  if (vec_push(&rt->events[e->hdr.dev], e) != 0) {
+  int blocking = (e->flags & WEFT__EVENT_BLOCKING) != 0;
+  if (vec_push(&rt->events[e->hdr.dev * 2 + blocking], e) != 0) {
     rt->pooled_events--;
     pthread_mutex_unlock(&rt->lock);
     weft__event_destroy(&e);
@@ -335,10 +341,12 @@ void weft__pools_drain(weft_runtime *rt) {
         weft__stream_destroy(&s);
       free(v->v);
     }
-    weft__event *e;
-    while ((e = vec_pop(&rt->events[d])) != NULL)
-      weft__event_destroy(&e);
-    free(rt->events[d].v);
+    for (int b = 0; b < 2; b++) {
+      weft__event *e;
+      while ((e = vec_pop(&rt->events[d * 2 + b])) != NULL)
+        weft__event_destroy(&e);
+      free(rt->events[d * 2 + b].v);
+    }
   }
   free(rt->streams);
   free(rt->events);

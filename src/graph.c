@@ -97,7 +97,7 @@ static void branch_release(weft__exec *x, weft__stream *s) {
  * the graph's spans at each replay instead. */
 static weft__event *mark(weft_runtime *rt, weft__stream *s, int *rc) {
   weft__event *e = NULL;
-  *rc = weft__event_pool_get(rt, s->hdr.dev, &e);
+  *rc = weft__event_pool_get(rt, s->hdr.dev, 0, &e);
   if (*rc == 0 && (*rc = s->hdr.bk->ops->event_record(e, s)) != 0) {
     weft__event_pool_put(rt, e);
     e = NULL;

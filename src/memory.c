@@ -174,7 +174,7 @@ static int staged_in(weft__exec *x, weft__stream *s, char *dst, const char *src,
       rc = weft__copy(s, dst + i * CHUNK, j->pinned, j->n, WEFT__COPY_H2D);
     if (!rc && started < nchunks) { /* chunk started = i + r: this slot */
       if (!j->ev)
-        rc = weft__event_pool_get(rt, x->dev, &j->ev);
+        rc = weft__event_pool_get(rt, x->dev, 0, &j->ev);
       if (!rc)
         rc = weft__event_record(j->ev, s);
       if (!rc)
@@ -227,7 +227,7 @@ static int chunk_out(weft__exec *x, weft__stream *s, char *dst, const char *src,
   if (!rc)
     weft__pinned_cache_use(&rt->pinned, b, j->n, s);
   if (!rc)
-    rc = weft__event_pool_get(rt, x->dev, &j->ev);
+    rc = weft__event_pool_get(rt, x->dev, 0, &j->ev);
   if (!rc && (rc = weft__event_record(j->ev, s)) != 0)
     weft__event_pool_put(rt, j->ev);
   if (!rc && (rc = spawn_helper(x, &j->helper, stage_out, j)) != 0)

@@ -225,7 +225,7 @@ int weft_init(weft_runtime **rtp, const weft_runtime_opts *user) {
     goto fail_pools;
   }
   rt->streams = calloc((size_t)rt->bk->ndev * 2, sizeof *rt->streams);
-  rt->events = calloc((size_t)rt->bk->ndev, sizeof *rt->events);
+  rt->events = calloc((size_t)rt->bk->ndev * 2, sizeof *rt->events);
   if (!rt->streams || !rt->events) {
     rc = weft__err(WEFT_ENOMEM, "weft_init: out of memory");
     goto fail_pools;

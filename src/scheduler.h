@@ -226,7 +226,7 @@ struct weft_runtime {
   atomic_int cancel_waits;
   atomic_uint_fast64_t next_id;
   weft__ptrvec *streams; /* [dev * 2 + high] free streams */
-  weft__ptrvec *events;  /* [dev] free sync events */
+  weft__ptrvec *events;  /* [dev * 2 + blocking] free sync events */
   size_t pooled_streams; /* leased or free, made by the runtime */
   size_t pooled_events;
   weft__exec *threads; /* plain-thread contexts */
@@ -363,7 +363,10 @@ static inline int weft__exec_stream(weft__exec *x, weft__stream **out) {
 void weft__exec_release_stream(weft__exec *x);
 /* Records a failure of a GPU operation against x and returns rc. */
 int weft__exec_fail(weft__exec *x, int rc);
-int weft__event_pool_get(weft_runtime *rt, int dev, weft__event **out);
+/* A pooled event of device dev; blocking: one a plain thread will wait on
+ * with weft__event_sync (it sleeps there), else one polled by tasks. */
+int weft__event_pool_get(weft_runtime *rt, int dev, int blocking,
+                         weft__event **out);
 void weft__event_pool_put(weft_runtime *rt, weft__event *e);
 void weft__exec_threads_release(weft_runtime *rt);
 /* Makes n streams of normal priority per device into the pools (n from

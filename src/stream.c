@@ -25,7 +25,7 @@ int weft_sync(void) {
   /* Nothing queued since the last sync saw the stream idle: no wait. */
   if (x->stream && x->unsynced) {
     weft__event *ev = NULL;
-    int queued = weft__event_pool_get(x->rt, x->dev, &ev) == 0 &&
+    int queued = weft__event_pool_get(x->rt, x->dev, !x->is_task, &ev) == 0 &&
                  weft__event_record(ev, x->stream) == 0;
     if (queued) {
       /* Just recorded behind the task's work: a query now would almost

@@ -459,7 +459,7 @@ void weft__task_returned(weft_task *t) {
   if (q == 0 && t->x.stream && rt->bk->check)
     weft__check_synced(rt->bk->check, &t->x, t->x.stream);
   if (q == WEFT_EAGAIN) {
-    int rc = weft__event_pool_get(rt, t->x.dev, &ev);
+    int rc = weft__event_pool_get(rt, t->x.dev, 0, &ev);
     if (rc == 0) {
       rc = weft__event_record(ev, t->x.stream);
       if (rc) {
