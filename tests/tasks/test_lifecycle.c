@@ -555,6 +555,46 @@ static void two_runtimes(void) {
   CHECK_ERR(weft_sync(), WEFT_ESTATE);
 }
 
+static void memset_sync(void *arg) {
+  CHECK_OK(weft_memset(arg, 3, 4096));
+  CHECK_OK(weft_sync());
+}
+
+/* Counts the free events of rt's device 0 in one pool, checking that each
+ * asks for blocking sync exactly when the pool is the blocking one. */
+static int pooled(weft_runtime *rt, int blocking) {
+  weft__ptrvec *v = &rt->events[blocking];
+  for (size_t i = 0; i < v->n; i++) {
+    weft__event *e = v->v[i];
+    CHECK_MSG(((e->flags & WEFT__EVENT_BLOCKING) != 0) == blocking,
+              "a %s pool's event %s blocking sync",
+              blocking ? "blocking" : "polled", blocking ? "lacks" : "has");
+  }
+  return (int)v->n;
+}
+
+/* A plain thread's weft_sync waits on an event with blocking sync (it
+ * sleeps in the driver); a task's on a polled one without (CUDA holds
+ * only some hundreds of blocking-sync events pending, docs/NOTES.md). */
+static void event_pools(void) {
+  weft_runtime *rt = tt_open_workers(2);
+  char *buf;
+  CHECK_OK(weft_pinned_alloc(4096, (void **)&buf));
+  int polled0 = pooled(rt, 0);
+  CHECK_OK(weft_memset(buf, 1, 4096));
+  CHECK_OK(weft_sync());
+  CHECK_EQ_INT(pooled(rt, 1), 1);
+  CHECK_EQ_INT(pooled(rt, 0), polled0);
+  weft_task *t;
+  CHECK_OK(weft_task_spawn(rt, &t, memset_sync, buf, NULL));
+  CHECK_OK(weft_task_join(t));
+  CHECK(pooled(rt, 0) > polled0);
+  CHECK_EQ_INT(pooled(rt, 1), 1);
+  CHECK(buf[0] == 3 && buf[4095] == 3);
+  CHECK_OK(weft_pinned_free(buf));
+  tt_close(rt);
+}
+
 static void stats_task(void *arg) {
   weft_task_stats st = {.struct_size = sizeof st};
   CHECK_OK(weft_task_stats_get(arg, &st));
@@ -587,6 +627,7 @@ int main(void) {
   init_and_shutdown_checks();
   cross_runtime_join();
   two_runtimes();
+  event_pools();
   task_stats();
   no_runtime_calls();
   bad_options();
