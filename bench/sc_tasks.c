@@ -13,7 +13,12 @@
  *   spawns two tasks, each one run then weft_sync, and joins them; the
  *   tasks name no stream, weft gives each its own;
  * - raw 8 streams (baseline of the second group) and weft 8 tasks: the
- *   same with 8 runs, to see whether more tasks keep overlapping.
+ *   same with 8 runs, to see whether more tasks keep overlapping;
+ * - raw 2 and 8 threads (no target): a thread per run, each with its own
+ *   stream (and cuBLAS handle), started by a barrier, the run and a stream
+ *   sync, then a barrier: hand-written threads issuing at once, as weft's
+ *   tasks on their workers do. What the driver charges concurrent issue
+ *   and the barrier's wake-ups shows here, apart from weft's own costs.
  * Raw means the CUDA runtime and cuBLAS (one handle, cublasSetStream) on
  * CUDA, the host backend's own entry points on the host backend; raw
  * streams are made before timing, as a pool would keep them.
@@ -27,6 +32,7 @@
  * double on the CPU. Target: weft N tasks <= 1.05 x raw N streams (the tasks
  * overlap as the hand-made streams do), for N = 2 and 8. */
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -39,17 +45,35 @@ enum { NT = 8, NSAMPLE = 32 };
 
 #define TOLERANCE 1e-3
 
-enum { V_RAW1, V_RAW2, V_WEFT1, V_WEFT2, V_RAW8, V_WEFT8, NVARIANTS };
+enum {
+  V_RAW1,
+  V_RAW2,
+  V_WEFT1,
+  V_WEFT2,
+  V_RAW8,
+  V_WEFT8,
+  V_THR2,
+  V_THR8,
+  NVARIANTS
+};
 
-static const char *const what[NVARIANTS] = {"raw serial",    "raw 2 streams",
-                                            "weft serial",   "weft 2 tasks",
-                                            "raw 8 streams", "weft 8 tasks"};
-/* Runs per iteration, and streams or tasks they spread over (weft serial
- * runs in the driver task itself: 0 tasks). */
-static const int nruns[NVARIANTS] = {2, 2, 2, 2, NT, NT};
-static const int nspread[NVARIANTS] = {1, 2, 0, 2, NT, NT};
+static const char *const what[NVARIANTS] = {
+    "raw serial",    "raw 2 streams", "weft serial",   "weft 2 tasks",
+    "raw 8 streams", "weft 8 tasks",  "raw 2 threads", "raw 8 threads"};
+/* Runs per iteration, and streams, tasks or threads they spread over (weft
+ * serial runs in the driver task itself: 0 tasks). */
+static const int nruns[NVARIANTS] = {2, 2, 2, 2, NT, NT, 2, NT};
+static const int nspread[NVARIANTS] = {1, 2, 0, 2, NT, NT, 2, NT};
 
 typedef struct tasks_bench tasks_bench;
+
+/* One thread of the raw threads variants: run k on stream k. */
+typedef struct raw_thread {
+  tasks_bench *tb;
+  int k;
+  int failed; /* bench_fail was called from the thread */
+  pthread_t th;
+} raw_thread;
 
 typedef struct run_job {
   tasks_bench *tb;
@@ -73,9 +97,19 @@ struct tasks_bench {
   raw_stream streams[NT];
   int nstreams;
 #ifdef WEFT_BENCH_CUDA
-  cublasHandle_t blas;  /* NULL until made */
-  cudaStream_t blas_on; /* the stream blas is set to */
+  cublasHandle_t blas;    /* NULL until made */
+  cudaStream_t blas_on;   /* the stream blas is set to */
+  cublasHandle_t own[NT]; /* the threads': own[k] on stream k */
 #endif
+  /* The raw threads variants: start and end of each iteration. */
+  pthread_barrier_t start, end;
+  int quit; /* read by the threads after start */
+  /* Set once every thread is made (1), or when one could not be (-1): the
+   * threads enter the barriers only after 1. */
+  pthread_mutex_t go_lock;
+  pthread_cond_t go_cond;
+  int go;
+  raw_thread thr[NT];
   /* The weft variants' driver: its parameter and result. */
   int ntasks; /* 0: the runs in the driver itself */
   uint64_t ns;
@@ -194,6 +228,103 @@ static int raw_iteration(tasks_bench *tb, int runs, int nstreams) {
   return 0;
 }
 
+/* Run k on stream k from the calling thread, then a blocking sync of it:
+ * on CUDA through the thread's own cuBLAS handle, already on the stream. */
+static int raw_thread_run(raw_thread *t) {
+  tasks_bench *tb = t->tb;
+  bench_ctx *c = tb->c;
+  unsigned n = tb->n;
+  unsigned long nn = (unsigned long)n * n;
+  const float *a = tb->a, *b = tb->b;
+  float *out = tb->out[t->k];
+  raw_stream s = tb->streams[t->k];
+  void *sine_args[] = {&out, &nn};
+#ifdef WEFT_BENCH_CUDA
+  if (raw_is_cuda(s)) {
+    cublasStatus_t st = bench_sgemm(tb->own[t->k], n, a, b, out);
+    if (st != CUBLAS_STATUS_SUCCESS)
+      return bench_fail(c, "raw CUDA thread %d: bench_sgemm: %s", t->k,
+                        cublasGetStatusString(st));
+  } else
+#endif
+  {
+    void *mm_args[] = {&a, &b, &out, &n, &n};
+    RAW_TRY(c, raw_launch(s, &tb->k.matmul, seed_matmul_grid(n), WEFT_DIM1(1),
+                          mm_args));
+  }
+  RAW_TRY(c, raw_launch(s, &tb->k.sine, WEFT_DIM1(seed_blocks(nn)),
+                        WEFT_DIM1(SEED_THREADS), sine_args));
+  RAW_TRY(c, raw_stream_sync(s));
+  return 0;
+}
+
+/* A raw thread: an iteration between each start and end barrier, until
+ * quit; after a failure it only keeps the barriers. */
+static void *raw_thread_main(void *arg) {
+  raw_thread *t = arg;
+  tasks_bench *tb = t->tb;
+  pthread_mutex_lock(&tb->go_lock);
+  while (tb->go == 0)
+    pthread_cond_wait(&tb->go_cond, &tb->go_lock);
+  int go = tb->go;
+  pthread_mutex_unlock(&tb->go_lock);
+  if (go < 0)
+    return NULL;
+  for (;;) {
+    pthread_barrier_wait(&tb->start);
+    if (__atomic_load_n(&tb->quit, __ATOMIC_ACQUIRE))
+      return NULL;
+    if (!t->failed && raw_thread_run(t))
+      t->failed = 1;
+    pthread_barrier_wait(&tb->end);
+  }
+}
+
+/* Times tb->iters iterations of nthreads raw threads, in ns (0 after a
+ * failure, reported). The threads and barriers are made untimed. */
+static uint64_t raw_threads_time(tasks_bench *tb, int nthreads) {
+  bench_ctx *c = tb->c;
+  if (pthread_barrier_init(&tb->start, NULL, (unsigned)nthreads + 1) ||
+      pthread_barrier_init(&tb->end, NULL, (unsigned)nthreads + 1)) {
+    bench_fail(c, "pthread_barrier_init failed");
+    return 0;
+  }
+  tb->quit = 0;
+  tb->go = 0;
+  int made = 0;
+  for (; made < nthreads; made++) {
+    tb->thr[made] = (raw_thread){.tb = tb, .k = made};
+    if (pthread_create(&tb->thr[made].th, NULL, raw_thread_main,
+                       &tb->thr[made]) != 0)
+      break;
+  }
+  pthread_mutex_lock(&tb->go_lock);
+  tb->go = made == nthreads ? 1 : -1;
+  pthread_cond_broadcast(&tb->go_cond);
+  pthread_mutex_unlock(&tb->go_lock);
+  uint64_t ns = 0;
+  if (made == nthreads) {
+    uint64_t t0 = bench_now_ns();
+    for (int it = 0; it < tb->iters; it++) {
+      pthread_barrier_wait(&tb->start);
+      pthread_barrier_wait(&tb->end);
+    }
+    ns = bench_now_ns() - t0;
+    __atomic_store_n(&tb->quit, 1, __ATOMIC_RELEASE);
+    pthread_barrier_wait(&tb->start);
+  } else {
+    bench_fail(c, "pthread_create failed for raw thread %d", made);
+  }
+  for (int i = 0; i < made; i++)
+    pthread_join(tb->thr[i].th, NULL);
+  pthread_barrier_destroy(&tb->start);
+  pthread_barrier_destroy(&tb->end);
+  for (int i = 0; i < made; i++)
+    if (tb->thr[i].failed)
+      ns = 0;
+  return ns;
+}
+
 static int raw_open(tasks_bench *tb) {
   for (; tb->nstreams < NT; tb->nstreams++)
     RAW_TRY(tb->c, raw_stream_create(tb->rt, 0, &tb->streams[tb->nstreams]));
@@ -206,6 +337,19 @@ static int raw_open(tasks_bench *tb) {
                         cublasGetStatusString(st));
     }
     tb->blas_on = NULL; /* a new handle works on the legacy default stream */
+    for (int k = 0; k < NT; k++) {
+      st = cublasCreate(&tb->own[k]);
+      if (st == CUBLAS_STATUS_SUCCESS &&
+          (st = cublasSetStream(tb->own[k], tb->streams[k].cs)) !=
+              CUBLAS_STATUS_SUCCESS) {
+        cublasDestroy(tb->own[k]);
+      }
+      if (st != CUBLAS_STATUS_SUCCESS) {
+        tb->own[k] = NULL;
+        return bench_fail(tb->c, "raw CUDA: cublasCreate (thread %d): %s", k,
+                          cublasGetStatusString(st));
+      }
+    }
   }
 #endif
   return 0;
@@ -221,6 +365,10 @@ static void raw_close(tasks_bench *tb) {
   if (tb->blas) /* waits for the whole device, which is idle by now */
     cublasDestroy(tb->blas);
   tb->blas = NULL;
+  for (int k = 0; k < NT; k++)
+    if (tb->own[k])
+      cublasDestroy(tb->own[k]);
+  memset(tb->own, 0, sizeof tb->own);
 #endif
 }
 
@@ -279,6 +427,9 @@ static int sample(tasks_bench *tb, int v, double *us) {
     if (bench_in_task(c, tb->rt, driver, tb) || bench_failed(c))
       return BENCH_FAIL;
     ns = tb->ns;
+  } else if (v == V_THR2 || v == V_THR8) {
+    if ((ns = raw_threads_time(tb, nspread[v])) == 0)
+      return BENCH_FAIL;
   } else {
     uint64_t t0 = bench_now_ns();
     for (int it = 0; it < tb->iters; it++)
@@ -305,6 +456,25 @@ static int measure(tasks_bench *tb) {
 static const bench_chart chart = {
     "tasks", "seed 002: SGEMM + sine runs, weft tasks against raw streams",
     NULL, 0};
+
+/* The raw threads row of a group: against the same group's one-thread
+ * streams and weft's tasks. */
+static int report_threads(tasks_bench *tb, int v, int streams, int tasks,
+                          const double *med) {
+  bench_ctx *c = tb->c;
+  char name[64];
+  snprintf(name, sizeof name, "%s: %d threads, a stream each",
+           raw_label(tb->rt), nspread[v]);
+  bench_plot(c, &chart, name, 0);
+  return bench_report(
+      c, name, "us", &tb->s[v], 0,
+      "%.2f x raw %d streams from 1 thread, weft %d tasks %.2f x this; a "
+      "thread per run (own stream%s), a barrier before and after each "
+      "iteration: hand-written threads issuing at once, as tasks on their "
+      "workers do",
+      med[v] / med[streams], nspread[v], nspread[v], med[tasks] / med[v],
+      bench_backend(c) == WEFT_BACKEND_CUDA ? " and cuBLAS handle" : "");
+}
 
 static int report(tasks_bench *tb) {
   bench_ctx *c = tb->c;
@@ -349,6 +519,8 @@ static int report(tasks_bench *tb) {
         "streams (%s)",
         tb->n, med[V_WEFT2] <= 1.02 * med[V_RAW2] ? "met" : "MISSED");
   }
+  if (rc == 0)
+    rc = report_threads(tb, V_THR2, V_RAW2, V_WEFT2, med);
   if (rc)
     return rc;
 
@@ -370,6 +542,8 @@ static int report(tasks_bench *tb) {
         "target <= 1.02 x raw %d streams (%s)",
         tb->n, NT, med[V_WEFT8] <= 1.02 * med[V_RAW8] ? "met" : "MISSED");
   }
+  if (rc == 0)
+    rc = report_threads(tb, V_THR8, V_RAW8, V_WEFT8, med);
   return rc;
 }
 
@@ -440,6 +614,8 @@ static int run(bench_ctx *c) {
     return bench_fail(c, "out of memory");
   int cuda = bench_backend(c) == WEFT_BACKEND_CUDA;
   tb->c = c;
+  pthread_mutex_init(&tb->go_lock, NULL);
+  pthread_cond_init(&tb->go_cond, NULL);
   tb->n = (unsigned)(cuda ? bench_size(c, 1024, 512) : bench_size(c, 96, 64));
   tb->iters = cuda ? 20 : 3;
   seed_kernels_init(&tb->k);
@@ -464,6 +640,8 @@ static int run(bench_ctx *c) {
     rc = BENCH_FAIL;
   if (rc == 0)
     rc = report(tb);
+  pthread_mutex_destroy(&tb->go_lock);
+  pthread_cond_destroy(&tb->go_cond);
   free(tb);
   return rc;
 }

@@ -96,8 +96,9 @@ def main():
         fail("normalize: the floor line is not labelled")
     tasks = load(os.path.join(out, "tasks.svg"))
     bars = [e for e in tasks.iter(NS + "rect") if e.get("fill") != "white"]
-    if len(bars) != 6:
-        fail(f"tasks: {len(bars)} bars, want 6")
+    # 1 and 2 streams, 1 and 2 tasks, 2 threads; 8 streams, tasks, threads
+    if len(bars) != 8:
+        fail(f"tasks: {len(bars)} bars, want 8")
     for name in want:
         load(os.path.join(out, name + ".svg"))
 
