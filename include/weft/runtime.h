@@ -73,7 +73,9 @@ typedef struct weft_runtime_opts {
    * tasks waiting behind long GPU work: CUDA (13, H200) makes a stream
    * without waiting while 34 or fewer exist, but the next one waits for
    * the device's running work, and the worker that asked with it
-   * (docs/NOTES.md, "Streams made while the GPU works"). */
+   * (docs/NOTES.md, "Streams made while the GPU works"); if that work
+   * waits for a task, as a kernel spinning on a flag does, it can wait
+   * for ever. */
   int streams;
 } weft_runtime_opts;
 
