@@ -287,8 +287,7 @@ int weft__event_pool_get(weft_runtime *rt, int dev, int blocking,
      * about 448 such events pending behind running work, the next record
      * waited for that work (docs/NOTES.md). */
     int rc = weft__event_create(
-        rt->bk, dev, WEFT__EVENT_POLLED | (blocking ? WEFT__EVENT_BLOCKING : 0),
-        &e);
+        rt->bk, dev, blocking ? WEFT__EVENT_BLOCKING : WEFT__EVENT_POLLED, &e);
     if (rc)
       return rc;
     pthread_mutex_lock(&rt->lock);
@@ -315,6 +314,7 @@ int weft__pools_fill(weft_runtime *rt, int n) {
   for (int d = 0; d < rt->bk->ndev; d++) {
     weft__ptrvec *v = &rt->streams[d * 2];
     int prio = rt->bk->info[d].priority_least;
+    size_t first = v->n;
     for (int i = 0; i < n; i++) {
       weft__stream *s;
       int rc = weft__stream_create(rt->bk, d, prio, &s);
@@ -327,6 +327,13 @@ int weft__pools_fill(weft_runtime *rt, int n) {
         return rc;
       }
       rt->pooled_streams++;
+    }
+    /* Leased newest first: reversed, the first lease gets the lowest id
+     * (weft check's clocks and the trace's stream numbers stay small). */
+    for (size_t i = first, j = v->n - 1; i < j; i++, j--) {
+      void *t = v->v[i];
+      v->v[i] = v->v[j];
+      v->v[j] = t;
     }
   }
   return 0;

@@ -364,7 +364,8 @@ void weft__exec_release_stream(weft__exec *x);
 /* Records a failure of a GPU operation against x and returns rc. */
 int weft__exec_fail(weft__exec *x, int rc);
 /* A pooled event of device dev; blocking: one a plain thread will wait on
- * with weft__event_sync (it sleeps there), else one polled by tasks. */
+ * with weft__event_sync (it sleeps there), else one polled by tasks (or
+ * queried; the pinned cache's, synced at shutdown, spin there briefly). */
 int weft__event_pool_get(weft_runtime *rt, int dev, int blocking,
                          weft__event **out);
 void weft__event_pool_put(weft_runtime *rt, weft__event *e);

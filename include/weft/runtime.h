@@ -66,13 +66,14 @@ typedef struct weft_runtime_opts {
    * cost: the held tasks' throughput while high tasks live, and an event
    * recorded per operation then. */
   int admission;
-  /* Streams made at weft_init for each device (normal priority), that
-   * tasks lease before any is made on demand; 1 to 65536; 0 means the
-   * environment variable WEFT_STREAMS (1 to 65536) or, unset, 32. Set it
-   * to the tasks that hold a stream at once in a program that keeps many
-   * tasks waiting behind long GPU work: CUDA (13, H200) makes a stream
-   * without waiting while 34 or fewer exist, but the next one waits for
-   * the device's running work, and the worker that asked with it
+  /* Streams made at weft_init for each device, of normal priority (a
+   * WEFT_PRIORITY_HIGH task's stream is made when first needed), that
+   * tasks and plain threads lease before any is made on demand; 1 to
+   * 65536; 0 means the environment variable WEFT_STREAMS (1 to 65536)
+   * or, unset, 32. Set it to the tasks that hold a stream at once in a
+   * program that keeps many tasks waiting behind long GPU work: on CUDA
+   * (13, H200), with a kernel running, the 35th stream made after it
+   * started waited for that kernel, and the worker that asked with it
    * (docs/NOTES.md, "Streams made while the GPU works"); if that work
    * waits for a task, as a kernel spinning on a flag does, it can wait
    * for ever. */

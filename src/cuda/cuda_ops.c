@@ -42,13 +42,29 @@ static int query_result(cudaError_t e, const char *call, int line) {
 int weft__cuda_stream_init(weft__backend *b, weft__stream *s) {
   (void)b;
   cudaStream_t cs;
-  int rc = weft__cuda_use_device(s->hdr.dev, NULL);
+  /* The caller's device is put back: weft_init makes every device's
+   * streams on the user's thread (cuda.h: it leaves the device it found). */
+  int prev;
+  int rc = weft__cuda_use_device(s->hdr.dev, &prev);
   if (rc)
     return rc;
   /* Non-blocking: work on the legacy default stream (a user's plain
    * cudaMemcpy or <<<>>> without a stream) must not serialise tasks. */
-  WEFT__CUDA_CHECK(cudaStreamCreateWithPriority, &cs, cudaStreamNonBlocking,
-                   s->priority);
+  cudaError_t e =
+      cudaStreamCreateWithPriority(&cs, cudaStreamNonBlocking, s->priority);
+  if (e != cudaSuccess)
+    rc =
+        weft__cuda_error(e, "cudaStreamCreateWithPriority", __FILE__, __LINE__);
+  if (!weft__cuda_is_sticky(e)) {
+    int rc2 = weft__cuda_set_device(prev);
+    if (rc == 0)
+      rc = rc2;
+  }
+  if (rc) {
+    if (e == cudaSuccess)
+      (void)cudaStreamDestroy(cs);
+    return rc;
+  }
   weft__cuda_stream *c = (weft__cuda_stream *)s;
   c->cs = cs;
   c->ws = NULL;
