@@ -1,6 +1,9 @@
 /* The CUDA streams weft creates are non-blocking (they never synchronise
  * with the legacy default stream) and carry the priority asked for, checked
- * through the CUDA runtime itself rather than through weft's own fields. */
+ * through the CUDA runtime itself rather than through weft's own fields;
+ * making one, and weft_init, which makes every device's streams ahead,
+ * leave the calling thread on the device it was on (weft/cuda.h). With
+ * one GPU the last check can only find device 0 as it was. */
 #include <cuda_runtime_api.h>
 
 #include "check.h"
@@ -37,6 +40,32 @@ int main(void) {
     CHECK_EQ_INT(s->priority, want);
     CHECK_OK(weft__stream_destroy(&s));
   }
+  int ndev = b->ndev;
+  for (int cur = 0; cur < ndev; cur++)
+    for (int d = 0; d < ndev; d++) {
+      CHECK(cudaSetDevice(cur) == cudaSuccess);
+      weft__stream *s;
+      CHECK_OK(weft__stream_create(b, d, least, &s));
+      int now = -1;
+      CHECK(cudaGetDevice(&now) == cudaSuccess);
+      CHECK_MSG(now == cur,
+                "making a stream on device %d moved the thread "
+                "from device %d to %d",
+                d, cur, now);
+      CHECK_OK(weft__stream_destroy(&s));
+    }
   CHECK_OK(weft__backend_close(b));
+
+  CHECK(cudaSetDevice(ndev - 1) == cudaSuccess);
+  weft_runtime_opts o;
+  weft_runtime_opts_init(&o);
+  o.backend = WEFT_BACKEND_CUDA;
+  weft_runtime *rt;
+  CHECK_OK(weft_init(&rt, &o));
+  int now = -1;
+  CHECK(cudaGetDevice(&now) == cudaSuccess);
+  CHECK_MSG(now == ndev - 1, "weft_init moved the thread from device %d to %d",
+            ndev - 1, now);
+  CHECK_OK(weft_shutdown(rt));
   return 0;
 }
