@@ -195,14 +195,14 @@ int weft__stream_create(weft__backend *b, int dev, int priority,
   pthread_mutex_lock(&b->lock);
   weft__stream *s =
       (weft__stream *)weft__pool_get(&b->streams, b->ops->stream_size);
+  uint32_t id = s ? ++b->last_stream_id : 0;
   pthread_mutex_unlock(&b->lock);
   if (!s)
     return weft__err(WEFT_ENOMEM, "stream_create: out of memory");
-  static atomic_uint next_id;
   s->hdr.dev = dev;
   s->hdr.bk = b;
   s->priority = priority;
-  s->id = atomic_fetch_add(&next_id, 1) + 1;
+  s->id = id;
   rc = b->ops->stream_init(b, s);
   pthread_mutex_lock(&b->lock);
   if (rc == 0)

@@ -51,8 +51,9 @@ typedef struct weft__capture {
 /* A backend's stream struct starts with this. */
 struct weft__stream {
   weft__obj hdr;
-  int priority;           /* clamped to the device's range */
-  uint32_t id;            /* small number naming the stream in traces */
+  int priority; /* clamped to the device's range */
+  uint32_t id;  /* small number naming the stream in traces; from 1, the
+                   backend's own */
   weft__capture *capture; /* while a graph is captured on it (graph.c) */
 };
 
@@ -221,6 +222,10 @@ struct weft__backend {
   struct weft__checker *check; /* weft check (check.h), or NULL: off */
   int ndev;
   weft_device_info *info; /* ndev entries, read at open */
+  /* The last stream id given, under lock: ids are this backend's (one per
+   * runtime), so weft check's clocks, indexed by them, stay as small as
+   * the runtime's own streams, however many runtimes a process opens. */
+  uint32_t last_stream_id;
 };
 
 /* Backends built into this library, NULL-terminated. */

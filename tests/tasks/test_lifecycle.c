@@ -347,8 +347,10 @@ static void env_checks(void) {
   rt = tt_open(&o);
   CHECK_EQ_INT((int)rt->pooled_streams, 300 * rt->bk->ndev);
   /* Tasks and this thread lease the streams made ahead: none is made, and
-   * the first lease gets the lowest id. */
+   * the first lease gets the lowest id, 1, however many runtimes this
+   * process opened before (ids are the runtime's own). */
   weft__stream *first = rt->streams[0].v[rt->streams[0].n - 1];
+  CHECK_EQ_INT((int)first->id, 1);
   for (size_t i = 0; i + 1 < rt->streams[0].n; i++)
     CHECK(((weft__stream *)rt->streams[0].v[i])->id > first->id);
   int *out;
