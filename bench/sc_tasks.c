@@ -185,76 +185,70 @@ static void driver(void *arg) {
 
 /* ---- raw ---- */
 
-/* One raw iteration: runs 0 .. runs-1 issued in order from this thread,
- * run k on stream k % nstreams, then a blocking sync of each stream used.
- * On CUDA the SGEMM is bench_sgemm through the baseline's own handle, moved
- * to each run's stream with cublasSetStream (the very call weft's tasks
- * make through weft_cublas); on the host backend the seed matmul kernel. */
-static int raw_iteration(tasks_bench *tb, int runs, int nstreams) {
+/* Queues run k (SGEMM, then sine) on raw stream s. On CUDA the SGEMM is
+ * bench_sgemm through handle own (a thread's, already on s) or, with own
+ * NULL, through the baseline's shared handle, moved to s with
+ * cublasSetStream (the very call weft's tasks make through weft_cublas);
+ * on the host backend the seed matmul kernel. */
+static int raw_run(tasks_bench *tb, int k, raw_stream s, void *own) {
   bench_ctx *c = tb->c;
   unsigned n = tb->n;
   unsigned long nn = (unsigned long)n * n;
   const float *a = tb->a, *b = tb->b;
-  for (int k = 0; k < runs; k++) {
-    raw_stream s = tb->streams[k % nstreams];
-    float *out = tb->out[k];
-    /* Launches copy their arguments when queued, so locals will do. */
-    void *sine_args[] = {&out, &nn};
-#ifdef WEFT_BENCH_CUDA
-    if (raw_is_cuda(s)) {
-      if (tb->blas_on != s.cs) {
-        cublasStatus_t st = cublasSetStream(tb->blas, s.cs);
-        if (st != CUBLAS_STATUS_SUCCESS)
-          return bench_fail(c, "raw CUDA: cublasSetStream: %s",
-                            cublasGetStatusString(st));
-        tb->blas_on = s.cs;
-      }
-      cublasStatus_t st = bench_sgemm(tb->blas, n, a, b, out);
-      if (st != CUBLAS_STATUS_SUCCESS)
-        return bench_fail(c, "raw CUDA: bench_sgemm: %s",
-                          cublasGetStatusString(st));
-    } else
-#endif
-    {
-      void *mm_args[] = {&a, &b, &out, &n, &n};
-      RAW_TRY(c, raw_launch(s, &tb->k.matmul, seed_matmul_grid(n), WEFT_DIM1(1),
-                            mm_args));
-    }
-    RAW_TRY(c, raw_launch(s, &tb->k.sine, WEFT_DIM1(seed_blocks(nn)),
-                          WEFT_DIM1(SEED_THREADS), sine_args));
-  }
-  for (int i = 0; i < nstreams && i < runs; i++)
-    RAW_TRY(c, raw_stream_sync(tb->streams[i]));
-  return 0;
-}
-
-/* Run k on stream k from the calling thread, then a blocking sync of it:
- * on CUDA through the thread's own cuBLAS handle, already on the stream. */
-static int raw_thread_run(raw_thread *t) {
-  tasks_bench *tb = t->tb;
-  bench_ctx *c = tb->c;
-  unsigned n = tb->n;
-  unsigned long nn = (unsigned long)n * n;
-  const float *a = tb->a, *b = tb->b;
-  float *out = tb->out[t->k];
-  raw_stream s = tb->streams[t->k];
+  float *out = tb->out[k];
+  /* Launches copy their arguments when queued, so locals will do. */
   void *sine_args[] = {&out, &nn};
 #ifdef WEFT_BENCH_CUDA
   if (raw_is_cuda(s)) {
-    cublasStatus_t st = bench_sgemm(tb->own[t->k], n, a, b, out);
+    cublasHandle_t h = own ? (cublasHandle_t)own : tb->blas;
+    if (!own && tb->blas_on != s.cs) {
+      cublasStatus_t st = cublasSetStream(h, s.cs);
+      if (st != CUBLAS_STATUS_SUCCESS)
+        return bench_fail(c, "raw CUDA: cublasSetStream: %s",
+                          cublasGetStatusString(st));
+      tb->blas_on = s.cs;
+    }
+    cublasStatus_t st = bench_sgemm(h, n, a, b, out);
     if (st != CUBLAS_STATUS_SUCCESS)
-      return bench_fail(c, "raw CUDA thread %d: bench_sgemm: %s", t->k,
+      return bench_fail(c, "raw CUDA: bench_sgemm (run %d): %s", k,
                         cublasGetStatusString(st));
   } else
 #endif
   {
+    (void)own;
     void *mm_args[] = {&a, &b, &out, &n, &n};
     RAW_TRY(c, raw_launch(s, &tb->k.matmul, seed_matmul_grid(n), WEFT_DIM1(1),
                           mm_args));
   }
   RAW_TRY(c, raw_launch(s, &tb->k.sine, WEFT_DIM1(seed_blocks(nn)),
                         WEFT_DIM1(SEED_THREADS), sine_args));
-  RAW_TRY(c, raw_stream_sync(s));
+  return 0;
+}
+
+/* One raw iteration: runs 0 .. runs-1 issued in order from this thread,
+ * run k on stream k % nstreams through the shared handle, then a blocking
+ * sync of each stream used. */
+static int raw_iteration(tasks_bench *tb, int runs, int nstreams) {
+  for (int k = 0; k < runs; k++)
+    if (raw_run(tb, k, tb->streams[k % nstreams], NULL))
+      return BENCH_FAIL;
+  for (int i = 0; i < nstreams && i < runs; i++)
+    RAW_TRY(tb->c, raw_stream_sync(tb->streams[i]));
+  return 0;
+}
+
+/* Run k on stream k from the calling thread, through its own cuBLAS
+ * handle, then a blocking sync of it. */
+static int raw_thread_run(raw_thread *t) {
+  tasks_bench *tb = t->tb;
+  raw_stream s = tb->streams[t->k];
+  void *own = NULL;
+#ifdef WEFT_BENCH_CUDA
+  own = tb->own[t->k];
+#endif
+  if (raw_run(tb, t->k, s, own))
+    return BENCH_FAIL;
+  RAW_TRY(tb->c, raw_stream_sync(s));
   return 0;
 }
 

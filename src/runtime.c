@@ -113,6 +113,8 @@ static void rt_locks_fini(weft_runtime *rt) {
  * 1 to MAX_THREADS; anything else is refused with the name of what was
  * wrong. 0 stays 0: the default (the cores). */
 #define MAX_THREADS 1024
+/* opts.streams's default (runtime.h). */
+#define STREAMS_AHEAD 32
 
 /* opts.<opt> (0: the default) or else the environment's env: min to max. */
 static int count_opt(const char *opt, const char *env, int *n, int min,
@@ -230,7 +232,7 @@ int weft_init(weft_runtime **rtp, const weft_runtime_opts *user) {
     rc = weft__err(WEFT_ENOMEM, "weft_init: out of memory");
     goto fail_pools;
   }
-  rc = weft__pools_fill(rt, opts.streams > 0 ? opts.streams : 32);
+  rc = weft__pools_fill(rt, opts.streams > 0 ? opts.streams : STREAMS_AHEAD);
   if (rc)
     goto fail_pools;
   if (check && !(rt->bk->check = weft__check_new(rt->bk))) {

@@ -257,10 +257,8 @@ static int deps_done_test(void *arg) {
 }
 
 static void run_task(weft__worker *w, weft_task *t) {
-  if (t->wait_test == deps_done_test) { /* back from that wait */
-    t->wait_test = NULL;
-    atomic_fetch_sub(&w->rt->ntests, 1);
-  }
+  if (t->wait_test == deps_done_test) /* back from that wait */
+    weft__wait_test_done(w->rt, t);
   if (!t->fiber.stack) {
     weft__stack *s = weft__stack_get(&w->rt->stacks);
     if (!s || weft__fiber_make(&t->fiber, s, task_entry, t) != 0) {
@@ -270,11 +268,7 @@ static void run_task(weft__worker *w, weft_task *t) {
        * may end only once those it follows have. It waits for them in the
        * wait set (no stack needed), then tries for a stack again. */
       if (t->flow_deps && !weft__flow_deps_done(t)) {
-        t->wait_ev = NULL;
-        t->wait_test = deps_done_test;
-        t->wait_arg = t;
-        t->wait_cancelled = 0;
-        atomic_fetch_add(&w->rt->ntests, 1);
+        weft__wait_test_set(w->rt, t, deps_done_test, t);
         t->state = TASK_SUSPENDED;
         weft__wait_add(w->rt, t);
         return;

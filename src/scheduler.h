@@ -319,6 +319,11 @@ int weft__exec_wait_event(weft__exec *x, weft__event *ev);
 int weft__exec_wait_recorded(weft__exec *x, weft__event *ev);
 /* Adds t, whose wait_ev is set, to the wait set. */
 void weft__wait_add(weft_runtime *rt, weft_task *t);
+/* Makes t's wait one on test(arg) instead of an event, counted in
+ * rt->ntests until the waiter takes it back (weft__wait_test_done). */
+void weft__wait_test_set(weft_runtime *rt, weft_task *t, int (*test)(void *),
+                         void *arg);
+void weft__wait_test_done(weft_runtime *rt, weft_task *t);
 /* Polls up to batch waiting tasks' events, going round the set from where
  * the last poll stopped, so a poll costs the same however many tasks wait.
  * Returns the number made ready. */

@@ -59,14 +59,9 @@ int weft_wait_until(int (*test)(void *arg), void *arg) {
     return rc;
   }
   weft_task *t = (weft_task *)((char *)x - offsetof(weft_task, x));
-  t->wait_ev = NULL;
-  t->wait_test = test;
-  t->wait_arg = arg;
-  t->wait_cancelled = 0;
-  atomic_fetch_add(&x->rt->ntests, 1);
+  weft__wait_test_set(x->rt, t, test, arg);
   rc = suspend_waiting(x, t);
-  atomic_fetch_sub(&x->rt->ntests, 1);
-  t->wait_test = NULL;
+  weft__wait_test_done(x->rt, t);
   if (t->wait_cancelled) {
     t->wait_cancelled = 0;
     return weft__err(WEFT_ESTATE,
@@ -80,6 +75,20 @@ int weft_wait_until(int (*test)(void *arg), void *arg) {
 int weft__exec_wait_event(weft__exec *x, weft__event *ev) {
   int rc = weft__event_query(ev);
   return rc == WEFT_EAGAIN ? weft__exec_wait_recorded(x, ev) : rc;
+}
+
+void weft__wait_test_set(weft_runtime *rt, weft_task *t, int (*test)(void *),
+                         void *arg) {
+  t->wait_ev = NULL;
+  t->wait_test = test;
+  t->wait_arg = arg;
+  t->wait_cancelled = 0;
+  atomic_fetch_add(&rt->ntests, 1);
+}
+
+void weft__wait_test_done(weft_runtime *rt, weft_task *t) {
+  atomic_fetch_sub(&rt->ntests, 1);
+  t->wait_test = NULL;
 }
 
 void weft__wait_add(weft_runtime *rt, weft_task *t) {

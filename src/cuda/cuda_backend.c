@@ -32,6 +32,13 @@ int weft__cuda_use_device(int dev, int *prev) {
   return weft__cuda_set_device(dev);
 }
 
+int weft__cuda_put_back(int prev, cudaError_t e, int rc) {
+  if (weft__cuda_is_sticky(e))
+    return rc;
+  int rc2 = weft__cuda_set_device(prev);
+  return rc ? rc : rc2;
+}
+
 int weft__cuda_device_was_stale(int dev, cudaError_t e) {
   int cur;
   if (weft__cuda_is_sticky(e))
@@ -232,11 +239,7 @@ static int cuda_device_info(weft__backend *base, int dev,
   cudaError_t e = cudaMemGetInfo(&out.memory_free, &out.memory_total);
   if (e != cudaSuccess)
     rc = weft__cuda_error(e, "cudaMemGetInfo", __FILE__, __LINE__);
-  if (!weft__cuda_is_sticky(e)) {
-    int rc2 = weft__cuda_set_device(prev);
-    if (rc == 0)
-      rc = rc2;
-  }
+  rc = weft__cuda_put_back(prev, e, rc);
   if (rc == 0)
     *info = out;
   return rc;

@@ -124,6 +124,10 @@ static inline int weft__cuda_set_device(int dev) {
  * cache. *prev, when not NULL, receives the device that was current so the
  * caller can put it back. */
 int weft__cuda_use_device(int dev, int *prev);
+/* After a call that ended in e and rc, on a device weft__cuda_use_device
+ * made current: makes prev current again (unless e is sticky, when CUDA
+ * can do nothing) and returns rc, or the put-back's failure. */
+int weft__cuda_put_back(int prev, cudaError_t e, int rc);
 
 /* After a call on dev failed with e: if the thread's real device was not dev
  * (the cache was stale), makes dev current, clears CUDA's record of the

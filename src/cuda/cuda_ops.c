@@ -55,11 +55,7 @@ int weft__cuda_stream_init(weft__backend *b, weft__stream *s) {
   if (e != cudaSuccess)
     rc =
         weft__cuda_error(e, "cudaStreamCreateWithPriority", __FILE__, __LINE__);
-  if (!weft__cuda_is_sticky(e)) {
-    int rc2 = weft__cuda_set_device(prev);
-    if (rc == 0)
-      rc = rc2;
-  }
+  rc = weft__cuda_put_back(prev, e, rc);
   if (rc) {
     if (e == cudaSuccess)
       (void)cudaStreamDestroy(cs);
