@@ -434,11 +434,14 @@ int main(void) {
   the_rt = rt;
   for (int b = 0; b < NBUF; b++)
     CHECK_OK(weft_device_alloc(LEN * sizeof(float), (void **)&bufs[b]));
-  random_program(rt, 1000, 1);
-  random_program(rt, tt_quick() ? 2000 : 20000, 2);
-  random_program(rt, 3000, 3);
-  captured_program(rt, 500, 4, 3);
-  captured_program(rt, tt_quick() ? 1000 : 5000, 5, 2);
+  /* Quick (the sanitizers): each launch under compute-sanitizer's memcheck
+   * costs milliseconds, and the full sizes took 6 minutes there. */
+  int quick = tt_quick();
+  random_program(rt, quick ? 300 : 1000, 1);
+  random_program(rt, quick ? 600 : 20000, 2);
+  random_program(rt, quick ? 300 : 3000, 3);
+  captured_program(rt, quick ? 200 : 500, 4, 3);
+  captured_program(rt, quick ? 300 : 5000, 5, 2);
   captured_refusals(rt);
   host_access(rt);
   concurrent_readers(rt);
