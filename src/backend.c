@@ -88,12 +88,26 @@ int weft__backend_open(weft_backend_kind kind, int use_env,
     return weft__err(WEFT_EINVAL, "weft: backend_open: out is NULL");
   if (!cfg)
     cfg = &defaults;
-  if (kind == WEFT_BACKEND_AUTO && use_env) {
+  weft__backend_config with_env = *cfg;
+  if (use_env) {
     const char *env = getenv("WEFT_BACKEND");
-    if (env && *env && weft_backend_parse(env, &kind) != 0)
+    if (kind == WEFT_BACKEND_AUTO && env && *env &&
+        weft_backend_parse(env, &kind) != 0)
       return weft__err(WEFT_EINVAL,
                        "weft: WEFT_BACKEND=%s: expected auto, host or cuda",
                        env);
+    /* Read whatever the backend: a bad value must not pass unseen when
+     * the automatic choice falls back to the host. */
+    const char *fl = getenv("WEFT_CUDA_FLAGS");
+    if (fl && *fl) {
+      if (strcmp(fl, "0") != 0 && strcmp(fl, "1") != 0)
+        return weft__err(WEFT_EINVAL,
+                         "weft: WEFT_CUDA_FLAGS=%s: expected 0 (off) or 1 "
+                         "(on, the default)",
+                         fl);
+      with_env.cuda_no_flags = fl[0] == '0';
+    }
+    cfg = &with_env;
   }
   if (kind == WEFT_BACKEND_AUTO) {
     const struct weft__backend_ops *cuda = find_ops(WEFT_BACKEND_CUDA);

@@ -89,6 +89,9 @@ enum {
 typedef struct weft__backend_config {
   int host_threads; /* host backend executor threads; 0 = default */
   int host_devices; /* host backend devices, >= 1 */
+  /* CUDA: no completion flags, every wait asks the driver
+   * (WEFT_CUDA_FLAGS=0; src/cuda/cuda_flags.c). */
+  int cuda_no_flags;
 } weft__backend_config;
 
 struct weft__backend_ops {

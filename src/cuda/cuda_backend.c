@@ -167,7 +167,6 @@ static int cuda_open(weft__backend *base, const weft__backend_config *cfg) {
    * first CUDA call; a value the user set is kept. */
   setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", 0);
   weft__cuda_backend *b = (weft__cuda_backend *)base;
-  (void)cfg; /* nothing to configure yet */
   int n = 0;
   cudaError_t e = cudaGetDeviceCount(&n);
   /* Whatever the reason (no driver, a stub library, no GPU), the answer to
@@ -195,7 +194,7 @@ static int cuda_open(weft__backend *base, const weft__backend_config *cfg) {
     free(devs);
     return rc;
   }
-  if ((rc = weft__cuda_flags_open(b)) != 0) {
+  if ((rc = weft__cuda_flags_open(b, cfg->cuda_no_flags)) != 0) {
     free(devs);
     return rc;
   }

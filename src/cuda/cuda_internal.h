@@ -59,7 +59,7 @@ typedef struct weft__cuda_event {
 
 /* ---- completion flags (cuda_flags.c) ---- */
 
-int weft__cuda_flags_open(weft__cuda_backend *b);
+int weft__cuda_flags_open(weft__cuda_backend *b, int off);
 void weft__cuda_flags_close(weft__cuda_backend *b);
 /* Gives e a flag, or none (e->flag NULL) when flags are unavailable. */
 void weft__cuda_flag_take(weft__cuda_backend *b, weft__cuda_event *e);

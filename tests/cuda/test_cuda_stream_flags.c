@@ -3,8 +3,13 @@
  * through the CUDA runtime itself rather than through weft's own fields;
  * making one, and weft_init, which makes every device's streams ahead,
  * leave the calling thread on the device it was on (weft/cuda.h). With
- * one GPU the last check can only find device 0 as it was. */
+ * one GPU that check can only find device 0 as it was. Last, the backend
+ * opens with completion flags (src/cuda/cuda_flags.c) unless its
+ * configuration or WEFT_CUDA_FLAGS=0 says otherwise. */
+#define _POSIX_C_SOURCE 200809L
 #include <cuda_runtime_api.h>
+#include <stdio.h>
+#include <stdlib.h>
 
 #include "check.h"
 #define WEFT_INTERNAL_CUDA
@@ -67,5 +72,29 @@ int main(void) {
   CHECK_MSG(now == ndev - 1, "weft_init moved the thread from device %d to %d",
             ndev - 1, now);
   CHECK_OK(weft_shutdown(rt));
+
+  /* Completion flags: on by default, off on request, and the variable
+   * read by weft_init. The machine may lack cuStreamWriteValue32 or
+   * mapped memory, which leaves them off: only "off" is checked there. */
+  CHECK_OK(weft__backend_open(WEFT_BACKEND_CUDA, 0, NULL, &b));
+  int have = ((weft__cuda_backend *)b)->flags != NULL;
+  CHECK_OK(weft__backend_close(b));
+  weft__backend_config off = {.host_devices = 1, .cuda_no_flags = 1};
+  CHECK_OK(weft__backend_open(WEFT_BACKEND_CUDA, 0, &off, &b));
+  CHECK_MSG(((weft__cuda_backend *)b)->flags == NULL,
+            "cuda_no_flags left completion flags on");
+  CHECK_OK(weft__backend_close(b));
+  const char *env[] = {"0", "1"};
+  for (int i = 0; i < 2; i++) {
+    CHECK(setenv("WEFT_CUDA_FLAGS", env[i], 1) == 0);
+    CHECK_OK(weft_init(&rt, &o));
+    int on = ((weft__cuda_backend *)weft__runtime_backend(rt))->flags != NULL;
+    CHECK_MSG(on == (i == 1 && have), "WEFT_CUDA_FLAGS=%s: flags %s", env[i],
+              on ? "on" : "off");
+    CHECK_OK(weft_shutdown(rt));
+  }
+  CHECK(unsetenv("WEFT_CUDA_FLAGS") == 0);
+  if (!have)
+    puts("completion flags unavailable here: only 'off' was checked");
   return 0;
 }

@@ -334,6 +334,21 @@ static void env_checks(void) {
   CHECK_EQ_INT((int)rt->pooled_streams, 5 * rt->bk->ndev);
   tt_close(rt);
   CHECK(unsetenv("WEFT_STREAMS") == 0);
+  /* CUDA's completion flags: 0 or 1, any other value refused whatever the
+   * backend, so that an automatic choice falling back to the host cannot
+   * hide a typo. */
+  static const char *const bad_flags[] = {"2", "on", "01", " 1"};
+  for (size_t i = 0; i < sizeof bad_flags / sizeof bad_flags[0]; i++) {
+    CHECK(setenv("WEFT_CUDA_FLAGS", bad_flags[i], 1) == 0);
+    CHECK_ERR(weft_init(&rt, NULL), WEFT_EINVAL);
+    CHECK(strstr(weft_last_error_message(), "WEFT_CUDA_FLAGS") != NULL);
+  }
+  for (int on = 0; on < 2; on++) {
+    CHECK(setenv("WEFT_CUDA_FLAGS", on ? "1" : "0", 1) == 0);
+    rt = tt_open(NULL);
+    tt_close(rt);
+  }
+  CHECK(unsetenv("WEFT_CUDA_FLAGS") == 0);
   weft_runtime_opts_init(&o);
   o.streams = 65537;
   CHECK_ERR(weft_init(&rt, &o), WEFT_EINVAL);
@@ -417,11 +432,22 @@ static void init_and_shutdown_checks(void) {
   snprintf(pb, sizeof pb, "/tmp/weft-lifecycle-%d-b.json", (int)getpid());
   unlink(pb);
   o.trace_path = pa;
-  weft_runtime *traced = tt_open(&o);
-  o.trace_path = pb;
-  CHECK_ERR(weft_init(&rt, &o), WEFT_EBUSY);
-  CHECK(rt == NULL);
-  CHECK_MSG(access(pb, F_OK) != 0, "the refused weft_init left %s", pb);
+  weft_runtime *traced = NULL;
+  int rc = weft_init(&traced, &o);
+  /* CUPTI serves one subscriber: under compute-sanitizer, which holds it,
+   * no runtime can trace, and only the checks without a tracer run. */
+  if (rc && strstr(weft_last_error_message(), "MULTIPLE_SUBSCRIBERS")) {
+    puts("lifecycle: CUPTI is taken by another tool: the one-tracer checks "
+         "are skipped");
+    unlink(pa);
+    traced = NULL;
+  } else {
+    CHECK_OK(rc);
+    o.trace_path = pb;
+    CHECK_ERR(weft_init(&rt, &o), WEFT_EBUSY);
+    CHECK(rt == NULL);
+    CHECK_MSG(access(pb, F_OK) != 0, "the refused weft_init left %s", pb);
+  }
   /* Another runtime's weft check findings stay out of the file. */
   weft_runtime_opts co;
   weft_runtime_opts_init(&co);
@@ -440,17 +466,19 @@ static void init_and_shutdown_checks(void) {
   CHECK(weft__check_findings(weft__runtime_backend(checked)->check) >= 1);
   tt_close(checked);
   fclose(quiet);
-  tt_close(traced);
-  CHECK(access(pa, F_OK) == 0);
-  FILE *tf = fopen(pa, "r");
-  CHECK(tf != NULL);
-  static char text[1 << 20];
-  size_t got = fread(text, 1, sizeof text - 1, tf);
-  text[got] = '\0';
-  fclose(tf);
-  CHECK_MSG(strstr(text, "weft_check") == NULL,
-            "another runtime's weft check finding is in %s", pa);
-  unlink(pa);
+  if (traced) {
+    tt_close(traced);
+    CHECK(access(pa, F_OK) == 0);
+    FILE *tf = fopen(pa, "r");
+    CHECK(tf != NULL);
+    static char text[1 << 20];
+    size_t got = fread(text, 1, sizeof text - 1, tf);
+    text[got] = '\0';
+    fclose(tf);
+    CHECK_MSG(strstr(text, "weft_check") == NULL,
+              "another runtime's weft check finding is in %s", pa);
+    unlink(pa);
+  }
   CHECK_ERR(weft_sync(), WEFT_ESTATE); /* nothing was opened */
   rt = tt_open(NULL);
   tt_close(rt);

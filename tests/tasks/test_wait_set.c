@@ -11,8 +11,9 @@
  * must not repeat, src/cuda/cuda_flags.c). Then the gate opens, every
  * task must return, and every element must hold its value. Three rounds,
  * so that the second and third reuse the first one's events and flags;
- * all of it twice, on a runtime as configured and on one opened with
- * WEFT_CUDA_FLAGS=1 (completion flags on; nothing to the host backend). */
+ * all of it twice, on a runtime opened with WEFT_CUDA_FLAGS=0 (CUDA's
+ * completion flags off: every wait queries its event) and with 1 (on, the
+ * default); nothing to the host backend. */
 #include <stdlib.h>
 
 #include "task_common.h"
@@ -115,6 +116,7 @@ static void run(void) {
 
 int main(void) {
   n = tt_quick() ? 600 : 3000;
+  setenv("WEFT_CUDA_FLAGS", "0", 1);
   run();
   setenv("WEFT_CUDA_FLAGS", "1", 1);
   run();
