@@ -434,8 +434,8 @@ int main(void) {
   the_rt = rt;
   for (int b = 0; b < NBUF; b++)
     CHECK_OK(weft_device_alloc(LEN * sizeof(float), (void **)&bufs[b]));
-  /* Quick (the sanitizers): each launch under compute-sanitizer's memcheck
-   * costs milliseconds, and the full sizes took 6 minutes there. */
+  /* Quick (the sanitizers): the earlier quick sizes once took 6 minutes
+   * under compute-sanitizer's memcheck on the H200 (docs/NOTES.md). */
   int quick = tt_quick();
   random_program(rt, quick ? 300 : 1000, 1);
   random_program(rt, quick ? 600 : 20000, 2);
