@@ -4,10 +4,12 @@
  *
  * The current device: the CUDA runtime's current device is per OS thread,
  * and a kernel launch works only on a stream of the current device, so weft
- * calls that enqueue work or create streams and events make their device
- * current on the calling thread (cudaSetDevice) and leave it so. weft_init
- * and device queries put back the device they found. Code that calls
- * cudaSetDevice itself may do so freely; weft notices and switches back. */
+ * calls that enqueue work make their device current on the calling thread
+ * (cudaSetDevice) and leave it so; event records are such work, and so is
+ * weft_pinned_free, which records an event on every stream that used its
+ * block. Making streams and events, weft_init and device queries put back
+ * the device they found. Code that calls cudaSetDevice itself may do so
+ * freely; weft notices and switches back. */
 #ifndef WEFT_CUDA_H
 #define WEFT_CUDA_H
 

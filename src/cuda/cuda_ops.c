@@ -106,10 +106,21 @@ int weft__cuda_event_init(weft__backend *b, weft__event *e) {
   if (e->flags & WEFT__EVENT_BLOCKING)
     flags |= cudaEventBlockingSync;
   cudaEvent_t ev;
-  int rc = weft__cuda_use_device(e->hdr.dev, NULL);
+  /* The caller's device is put back, as for streams: making an event
+   * queues no work (weft/cuda.h). */
+  int prev;
+  int rc = weft__cuda_use_device(e->hdr.dev, &prev);
   if (rc)
     return rc;
-  WEFT__CUDA_CHECK(cudaEventCreateWithFlags, &ev, flags);
+  cudaError_t ce = cudaEventCreateWithFlags(&ev, flags);
+  if (ce != cudaSuccess)
+    rc = weft__cuda_error(ce, "cudaEventCreateWithFlags", __FILE__, __LINE__);
+  rc = weft__cuda_put_back(prev, ce, rc);
+  if (rc) {
+    if (ce == cudaSuccess)
+      (void)cudaEventDestroy(ev);
+    return rc;
+  }
   weft__cuda_event *c = (weft__cuda_event *)e;
   c->ev = ev;
   c->flag = NULL;

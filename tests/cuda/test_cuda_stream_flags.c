@@ -1,11 +1,12 @@
 /* The CUDA streams weft creates are non-blocking (they never synchronise
  * with the legacy default stream) and carry the priority asked for, checked
  * through the CUDA runtime itself rather than through weft's own fields;
- * making one, and weft_init, which makes every device's streams ahead,
- * leave the calling thread on the device it was on (weft/cuda.h). With
- * one GPU that check can only find device 0 as it was. Last, the backend
- * opens with completion flags (src/cuda/cuda_flags.c) unless its
- * configuration or WEFT_CUDA_FLAGS=0 says otherwise. */
+ * making one or an event, and weft_init, which makes every device's
+ * streams ahead, leave the calling thread on the device it was on
+ * (weft/cuda.h). With one GPU that check can only find device 0 as it
+ * was. Last, the backend opens with completion flags
+ * (src/cuda/cuda_flags.c) unless its configuration or WEFT_CUDA_FLAGS=0
+ * says otherwise. */
 #define _POSIX_C_SOURCE 200809L
 #include <cuda_runtime_api.h>
 #include <stdio.h>
@@ -57,6 +58,14 @@ int main(void) {
                 "making a stream on device %d moved the thread "
                 "from device %d to %d",
                 d, cur, now);
+      weft__event *e;
+      CHECK_OK(weft__event_create(b, d, WEFT__EVENT_POLLED, &e));
+      CHECK(cudaGetDevice(&now) == cudaSuccess);
+      CHECK_MSG(now == cur,
+                "making an event on device %d moved the thread "
+                "from device %d to %d",
+                d, cur, now);
+      CHECK_OK(weft__event_destroy(&e));
       CHECK_OK(weft__stream_destroy(&s));
     }
   CHECK_OK(weft__backend_close(b));
