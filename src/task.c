@@ -534,5 +534,8 @@ int weft_task_stats_get(weft_runtime *rt, weft_task_stats *out) {
   out->stacks_in_use = rt->stacks.live;
   out->stacks_unguarded = rt->stacks.unguarded;
   pthread_mutex_unlock(&rt->stacks.lock);
+  pthread_mutex_lock(&rt->lock);
+  out->streams = rt->pooled_streams;
+  pthread_mutex_unlock(&rt->lock);
   return 0;
 }

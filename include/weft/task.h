@@ -116,7 +116,7 @@ WEFT_API weft_task *weft_task_self(void);
  * Errors: none. Context: any thread; never blocks. */
 WEFT_API const char *weft_task_name(const weft_task *task);
 
-/* Counts of a runtime's tasks and fiber stacks, as of the call. */
+/* Counts of a runtime's tasks, fiber stacks and streams, as of the call. */
 typedef struct weft_task_stats {
   size_t struct_size; /* set to sizeof(weft_task_stats) */
   /* Spawned and not yet done (a task is done once its GPU work is),
@@ -126,6 +126,13 @@ typedef struct weft_task_stats {
   /* Stacks mapped without a guard page (their overflow is found by a
    * canary instead): past an eighth of vm.max_map_count guarded stacks. */
   uint64_t stacks_unguarded;
+  /* Streams the runtime holds for tasks and plain threads, leased or free
+   * to lease: the weft_runtime_opts.streams made at weft_init, per device,
+   * and those made since because more were in use at once. A task holds
+   * its stream until its GPU work is done, after it returns too; more
+   * than were made ahead means some were made while the GPU worked,
+   * where CUDA can make the maker wait (README, WEFT_STREAMS). */
+  uint64_t streams;
 } weft_task_stats;
 
 /* Fills *out. Errors: WEFT_EINVAL (NULL, or out->struct_size not

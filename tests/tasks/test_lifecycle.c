@@ -51,6 +51,17 @@ static void meet(void *arg) {
 
 static void add_one(void *arg) { tt_add(arg, 1); }
 
+/* Leases a stream and holds it (a task's is its until it is done) until
+ * *release is set. */
+static int holders_in;
+static void stream_holder(void *arg) {
+  const int *release = arg;
+  CHECK(weft_stream_current() != NULL);
+  __atomic_add_fetch(&holders_in, 1, __ATOMIC_SEQ_CST);
+  while (!tt_load(release))
+    weft_yield();
+}
+
 static void gpu_roundtrip(void *arg) {
   int *out = arg; /* pinned */
   int *d = NULL;
@@ -375,6 +386,30 @@ static void env_checks(void) {
   CHECK_OK(weft_task_join(t));
   CHECK_OK(weft_pinned_free(out));
   CHECK_EQ_INT((int)rt->pooled_streams, 300 * rt->bk->ndev);
+  tt_close(rt);
+  /* weft_task_stats counts the streams: those made ahead, and those made
+   * since because more tasks held one at once. */
+  o.streams = 2;
+  rt = tt_open(&o);
+  weft_task_stats ts = {.struct_size = sizeof ts};
+  CHECK_OK(weft_task_stats_get(rt, &ts));
+  CHECK_EQ_INT((int)ts.streams, 2 * rt->bk->ndev);
+  enum { STREAM_HOLDERS = 6 };
+  weft_task *holders[STREAM_HOLDERS];
+  int release = 0;
+  holders_in = 0;
+  for (int i = 0; i < STREAM_HOLDERS; i++)
+    CHECK_OK(weft_task_spawn(rt, &holders[i], stream_holder, &release, NULL));
+  while (__atomic_load_n(&holders_in, __ATOMIC_SEQ_CST) < STREAM_HOLDERS)
+    sched_yield();
+  CHECK_OK(weft_task_stats_get(rt, &ts));
+  CHECK_MSG(ts.streams >= STREAM_HOLDERS && ts.streams == rt->pooled_streams,
+            "%d tasks hold a stream each, weft_task_stats says %llu streams "
+            "(the runtime %zu)",
+            STREAM_HOLDERS, (unsigned long long)ts.streams, rt->pooled_streams);
+  tt_store(&release, 1);
+  for (int i = 0; i < STREAM_HOLDERS; i++)
+    CHECK_OK(weft_task_join(holders[i]));
   tt_close(rt);
   /* A valid value is used; the option wins over the variable. */
   CHECK(setenv("WEFT_WORKERS", "3", 1) == 0);
