@@ -250,6 +250,24 @@ int weft__flow_declare(weft__exec *x, weft_task *self, const weft_access *a,
  * device error), the task waits on the host until that earlier task has
  * completed instead. A task that ran unordered would break the order of
  * every task after it, which follows it alone. */
+/* Takes over the stream of other, a task t follows that has returned and
+ * whose work is still queued (it finishes when its end event completes),
+ * if t has none yet and the stream suits it (device, priority pool). t's
+ * work must come after other's anyway, so the stream's own order is the
+ * wait, and no false dependency is added; without it every task of a
+ * chain would hold a stream until its work was done, a stream per task
+ * in flight (docs/NOTES.md). Runtime lock held. */
+static int take_stream(weft_task *t, weft_task *other) {
+  weft__stream *s = other->x.stream;
+  if (t->x.stream || !other->returned || !other->end_ev || !s ||
+      other->x.dev != t->x.dev || other->x.high != t->x.high)
+    return 0;
+  other->x.stream = NULL; /* its finalize releases nothing now */
+  t->x.stream = s;
+  t->x.unsynced = 1; /* other's work is queued on it */
+  return 1;
+}
+
 static void follow_all(weft_task *t, const void **d, uint32_t n) {
   weft_runtime *rt = t->x.rt;
   if (rt->bk->check) {
@@ -266,23 +284,41 @@ static void follow_all(weft_task *t, const void **d, uint32_t n) {
   }
   weft__stream *s = NULL;
   int on_host = 0; /* no stream: wait for completions on the host */
+  int taken = -1;  /* the one whose stream this task took over */
   pthread_mutex_lock(&rt->lock);
+  /* Each must have returned (queued all its work) before this task's
+   * stream can wait for it; one whose work is still queued may hand its
+   * stream over, which orders this task after it with no wait at all. */
   for (uint32_t i = 0; i < n; i++) {
     const weft_task *h = d[i];
     weft_task *other = (weft_task *)weft__handle_obj(h);
     if (!weft__task_live(h, other))
-      continue;           /* completed: already ordered */
-    if (!s && !on_host) { /* leased outside the lock, which the lease takes */
+      continue; /* completed: already ordered */
+    weft__task_wait_for(rt, other, 0);
+    if (taken < 0 && weft__task_live(h, other) && take_stream(t, other)) {
+      s = t->x.stream;
+      taken = (int)i;
+    }
+  }
+  for (uint32_t i = 0; i < n; i++) {
+    const weft_task *h = d[i];
+    weft_task *other = (weft_task *)weft__handle_obj(h);
+    if ((int)i == taken || !weft__task_live(h, other))
+      continue;
+    if (!s && !on_host) {
+      /* Leased outside the lock, which the lease takes. */
       pthread_mutex_unlock(&rt->lock);
       on_host = weft__exec_stream(&t->x, &s) != 0;
       pthread_mutex_lock(&rt->lock);
       if (!weft__task_live(h, other))
         continue;
     }
-    weft__task_wait_for(rt, other, on_host);
+    if (on_host) {
+      weft__task_wait_for(rt, other, 1);
+      continue;
+    }
     /* end_ev lives until the task is finalized, which takes this lock. */
-    if (!on_host && weft__task_live(h, other) && other->end_ev &&
-        weft__stream_wait_event(s, other->end_ev) != 0)
+    if (other->end_ev && weft__stream_wait_event(s, other->end_ev) != 0)
       weft__task_wait_for(rt, other, 1);
   }
   pthread_mutex_unlock(&rt->lock);

@@ -259,13 +259,19 @@ int weft__exec_lease(weft__exec *x, weft__stream **out) {
 }
 
 void weft__exec_release_stream(weft__exec *x) {
-  weft__stream *s = x->stream;
-  if (!s)
-    return;
-  weft__graph_drop_capture(x, "its thread or runtime ended");
   weft_runtime *rt = x->rt;
-  x->stream = NULL;
+  /* A task dropped its capture when it returned; a thread's goes now. */
+  if (!x->is_task)
+    weft__graph_drop_capture(x, "its thread or runtime ended");
+  /* Taken under the lock: while a task finishes, one that follows it may
+   * take its stream over (dataflow.c, take_stream). */
   pthread_mutex_lock(&rt->lock);
+  weft__stream *s = x->stream;
+  x->stream = NULL;
+  if (!s) {
+    pthread_mutex_unlock(&rt->lock);
+    return;
+  }
   if (vec_push(&rt->streams[s->hdr.dev * 2 + x->high], s) != 0) {
     rt->pooled_streams--;
     pthread_mutex_unlock(&rt->lock);

@@ -16,6 +16,8 @@
  * which runs nothing until replayed and then matches the program run
  * one task at a time, replay for replay; what a capture refuses of its
  * steps. */
+#include <sched.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -394,6 +396,85 @@ static void nested(weft_runtime *rt) {
   free(seq);
 }
 
+/* ---- a chain hands its stream on ----
+ *
+ * A gate holds the first task's work; forty tasks, each reading and
+ * writing the same buffer, follow one another. Each returns with its work
+ * queued behind the gate, so the next takes its stream over instead of
+ * holding a stream of its own: the runtime makes none beyond those made
+ * ahead. (Under weft check the order goes through weft_task_after, stream
+ * by stream, and only the result is checked.) */
+
+enum { CHAIN = 40 };
+static tt_gate chain_gate;
+static float *chain_buf;
+
+static void chain_first(void *arg) {
+  (void)arg;
+  tt_gate_launch(&chain_gate);
+  axpb(chain_buf, LEN, 1.0f, 1.0f);
+}
+
+static void chain_link(void *arg) {
+  int i = (int)(intptr_t)arg;
+  axpb(chain_buf, LEN, 2.0f, (float)i);
+}
+
+static void chain_hands_streams_on(void) {
+  weft_runtime_opts o;
+  weft_runtime_opts_init(&o);
+  o.workers = 2;
+  o.host_threads = 4; /* the gate holds one while it spins */
+  o.streams = 2;
+  weft_runtime *rt = tt_open(&o);
+  tt_gate_init(&chain_gate);
+  CHECK_OK(weft_device_alloc(LEN * sizeof(float), (void **)&chain_buf));
+  CHECK_OK(weft_memset(chain_buf, 0, LEN * sizeof(float)));
+  CHECK_OK(weft_sync());
+  weft_access rw[] = {{chain_buf, LEN * sizeof(float), WEFT_RW}};
+  weft_task_opts to;
+  weft_task_opts_init(&to);
+  to.accesses = rw;
+  to.naccesses = 1;
+  weft_task *t[CHAIN + 1];
+  /* The first task's gate reads and writes its two pinned words too. */
+  weft_access first_rw[] = {rw[0], {chain_gate.mem, 2 * sizeof(int), WEFT_RW}};
+  weft_task_opts fo = to;
+  fo.accesses = first_rw;
+  fo.naccesses = 2;
+  CHECK_OK(weft_task_spawn(rt, &t[0], chain_first, NULL, &fo));
+  for (int i = 1; i <= CHAIN; i++)
+    CHECK_OK(weft_task_spawn(rt, &t[i], chain_link, (void *)(intptr_t)i, &to));
+  for (int i = 0; i <= CHAIN; i++)
+    while (!tt_task_returned(t[i]))
+      sched_yield();
+  weft_task_stats ts = {.struct_size = sizeof ts};
+  CHECK_OK(weft_task_stats_get(rt, &ts));
+  if (!rt->bk->check)
+    CHECK_MSG(ts.streams == (uint64_t)(2 * rt->bk->ndev),
+              "%d chained tasks returned behind a gate, and the runtime "
+              "holds %llu streams, not the %d made ahead",
+              CHAIN + 1, (unsigned long long)ts.streams, 2 * rt->bk->ndev);
+  CHECK_MSG(!tt_task_done(t[CHAIN]), "the chain ended with the gate closed");
+  tt_gate_open(&chain_gate);
+  for (int i = 0; i <= CHAIN; i++)
+    CHECK_OK(weft_task_join(t[i]));
+  float *host = malloc(LEN * sizeof(float));
+  CHECK(host != NULL);
+  CHECK_OK(weft_copy(host, chain_buf, LEN * sizeof(float)));
+  CHECK_OK(weft_sync());
+  double want = 1.0; /* the first task's x = x + 1, then x = 2x + i */
+  for (int i = 1; i <= CHAIN; i++)
+    want = 2.0 * want + i;
+  for (int e = 0; e < LEN; e++)
+    CHECK_MSG(host[e] == (float)want, "element %d: %g, expected %g", e,
+              (double)host[e], want);
+  free(host);
+  CHECK_OK(weft_device_free(chain_buf));
+  tt_gate_fini(&chain_gate);
+  tt_close(rt);
+}
+
 /* ---- bad declarations ---- */
 
 static void nothing(void *arg) { (void)arg; }
@@ -450,6 +531,7 @@ int main(void) {
   for (int b = 0; b < NBUF; b++)
     CHECK_OK(weft_device_free(bufs[b]));
   tt_close(rt);
+  chain_hands_streams_on();
   puts("ok");
   return 0;
 }
