@@ -614,9 +614,9 @@ static int factor(bench_ctx *c, weft_runtime *rt, size sz, int sized,
     rc = bench_fail(c, "weft_graph_destroy: %s", weft_last_error_message());
   /* Streams the runtime holds after this size's runs (and those of the
    * sizes before it), before the spawn-cost loop makes its own: a task
-   * keeps its stream until its work is done, and a declared task until
-   * those it follows are, so more than were made ahead means some were
-   * made while the GPU worked. */
+   * keeps its stream until its work is done (unless a follower takes it
+   * over), and a declared task until those it follows are, so more than
+   * were made ahead means some were made while the GPU worked. */
   weft_task_stats ts = {.struct_size = sizeof ts};
   if (weft_task_stats_get(ch->rt, &ts) != 0)
     ts.streams = 0;

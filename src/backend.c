@@ -97,7 +97,8 @@ int weft__backend_open(weft_backend_kind kind, int use_env,
                        "weft: WEFT_BACKEND=%s: expected auto, host or cuda",
                        env);
     /* Read whatever the backend: a bad value must not pass unseen when
-     * the automatic choice falls back to the host. */
+     * the automatic choice falls back to the host. It can only turn the
+     * flags off: a configuration that did so wins. */
     const char *fl = getenv("WEFT_CUDA_FLAGS");
     if (fl && *fl) {
       if (strcmp(fl, "0") != 0 && strcmp(fl, "1") != 0)
@@ -105,7 +106,8 @@ int weft__backend_open(weft_backend_kind kind, int use_env,
                          "weft: WEFT_CUDA_FLAGS=%s: expected 0 (off) or 1 "
                          "(on, the default)",
                          fl);
-      with_env.cuda_no_flags = fl[0] == '0';
+      if (fl[0] == '0')
+        with_env.cuda_no_flags = 1;
     }
     cfg = &with_env;
   }

@@ -242,14 +242,6 @@ int weft__flow_declare(weft__exec *x, weft_task *self, const weft_access *a,
   return weft__flow_note(&x->flow, self, a, n, buf, deps, ndeps, host);
 }
 
-/* Follows the earlier tasks d[0..n) as weft_task_after follows each
- * (stream.c: the stream waits for a task's end event once it returned),
- * under one hold of the runtime's lock and one stream lease for them all;
- * weft check's bookkeeping is weft_task_after's own. It cannot fail:
- * where the stream cannot be leased or made to wait (out of memory, a
- * device error), the task waits on the host until that earlier task has
- * completed instead. A task that ran unordered would break the order of
- * every task after it, which follows it alone. */
 /* Takes over the stream of other, a task t follows that has returned and
  * whose work is still queued (it finishes when its end event completes),
  * if t has none yet and the stream suits it (device, priority pool). t's
@@ -268,6 +260,15 @@ static int take_stream(weft_task *t, weft_task *other) {
   return 1;
 }
 
+/* Follows the earlier tasks d[0..n) as weft_task_after follows each
+ * (stream.c: the stream waits for a task's end event once it returned),
+ * under one hold of the runtime's lock and one stream for them all: the
+ * stream of the first that hands its over (take_stream), else a lease;
+ * weft check's bookkeeping is weft_task_after's own. It cannot fail:
+ * where the stream cannot be leased or made to wait (out of memory, a
+ * device error), the task waits on the host until that earlier task has
+ * completed instead. A task that ran unordered would break the order of
+ * every task after it, which follows it alone. */
 static void follow_all(weft_task *t, const void **d, uint32_t n) {
   weft_runtime *rt = t->x.rt;
   if (rt->bk->check) {

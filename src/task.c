@@ -1,5 +1,6 @@
 /* Task lifecycle: spawn, join, detach, yield, and the end of a task, which
  * waits (on the device, not on a thread) for the GPU work it queued. */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -526,7 +527,9 @@ int weft_task_stats_get(weft_runtime *rt, weft_task_stats *out) {
     return rc;
   if (!out)
     return weft__err(WEFT_EINVAL, "weft_task_stats_get: out is NULL");
-  if (out->struct_size != sizeof *out)
+  /* Callers built before streams was added pass the smaller size. */
+  if (out->struct_size < offsetof(weft_task_stats, streams) ||
+      out->struct_size > sizeof *out)
     return weft__err(WEFT_EINVAL, "weft_task_stats_get: set out->struct_size "
                                   "to sizeof(weft_task_stats)");
   out->live = (uint64_t)atomic_load(&rt->nlive);
@@ -534,8 +537,11 @@ int weft_task_stats_get(weft_runtime *rt, weft_task_stats *out) {
   out->stacks_in_use = rt->stacks.live;
   out->stacks_unguarded = rt->stacks.unguarded;
   pthread_mutex_unlock(&rt->stacks.lock);
-  pthread_mutex_lock(&rt->lock);
-  out->streams = rt->pooled_streams;
-  pthread_mutex_unlock(&rt->lock);
+  if (out->struct_size >=
+      offsetof(weft_task_stats, streams) + sizeof out->streams) {
+    pthread_mutex_lock(&rt->lock);
+    out->streams = rt->pooled_streams;
+    pthread_mutex_unlock(&rt->lock);
+  }
   return 0;
 }

@@ -129,14 +129,18 @@ typedef struct weft_task_stats {
   /* Streams the runtime holds for tasks and plain threads, leased or free
    * to lease: the weft_runtime_opts.streams made at weft_init, per device,
    * and those made since because more were in use at once. A task holds
-   * its stream until its GPU work is done, after it returns too; more
-   * than were made ahead means some were made while the GPU worked,
-   * where CUDA can make the maker wait (README, WEFT_STREAMS). */
+   * its stream until its GPU work is done, after it returns too (unless a
+   * task that follows it by declared data takes it over); more than were
+   * made ahead means some were made while the GPU worked, where CUDA can
+   * make the maker wait (README, WEFT_STREAMS). Filled only when
+   * struct_size covers it (a caller built before it was added gets the
+   * rest). */
   uint64_t streams;
 } weft_task_stats;
 
-/* Fills *out. Errors: WEFT_EINVAL (NULL, or out->struct_size not
- * sizeof(weft_task_stats)). Context: any thread; never blocks. */
+/* Fills *out. Errors: WEFT_EINVAL (NULL, or out->struct_size smaller than
+ * this struct up to stacks_unguarded, or larger than sizeof). Context: any
+ * thread; never blocks. */
 WEFT_API int weft_task_stats_get(weft_runtime *rt, weft_task_stats *out);
 
 WEFT_END_DECLS

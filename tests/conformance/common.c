@@ -19,6 +19,10 @@ weft__backend *conf_open(int host_threads) {
   const char *threads = getenv("WEFT_HOST_THREADS");
   if (host_threads == 0 && threads && *threads)
     cfg.host_threads = atoi(threads);
+  /* The runtime reads WEFT_CUDA_FLAGS; a backend opened directly is told,
+   * so that a run with the flags off tests them off here too. */
+  const char *flags = getenv("WEFT_CUDA_FLAGS");
+  cfg.cuda_no_flags = flags && strcmp(flags, "0") == 0;
 
   weft__backend *b = NULL;
   int rc = weft__backend_open(kind, 0, &cfg, &b);

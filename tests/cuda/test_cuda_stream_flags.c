@@ -93,6 +93,10 @@ int main(void) {
   CHECK_MSG(((weft__cuda_backend *)b)->flags == NULL,
             "cuda_no_flags left completion flags on");
   CHECK_OK(weft__backend_close(b));
+  const char *had = getenv("WEFT_CUDA_FLAGS");
+  char saved[8] = "";
+  if (had)
+    snprintf(saved, sizeof saved, "%s", had);
   const char *env[] = {"0", "1"};
   for (int i = 0; i < 2; i++) {
     CHECK(setenv("WEFT_CUDA_FLAGS", env[i], 1) == 0);
@@ -102,7 +106,8 @@ int main(void) {
               on ? "on" : "off");
     CHECK_OK(weft_shutdown(rt));
   }
-  CHECK(unsetenv("WEFT_CUDA_FLAGS") == 0);
+  CHECK((had ? setenv("WEFT_CUDA_FLAGS", saved, 1)
+             : unsetenv("WEFT_CUDA_FLAGS")) == 0);
   if (!have)
     puts("completion flags unavailable here: only 'off' was checked");
   return 0;

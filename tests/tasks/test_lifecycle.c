@@ -4,6 +4,7 @@
  * working on afterwards), and init/shutdown refused inside a task. */
 #include <pthread.h>
 #include <sched.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -348,6 +349,10 @@ static void env_checks(void) {
   /* CUDA's completion flags: 0 or 1, any other value refused whatever the
    * backend, so that an automatic choice falling back to the host cannot
    * hide a typo. */
+  const char *flags_env = getenv("WEFT_CUDA_FLAGS");
+  char flags_saved[8] = "";
+  if (flags_env)
+    snprintf(flags_saved, sizeof flags_saved, "%s", flags_env);
   static const char *const bad_flags[] = {"2", "on", "01", " 1"};
   for (size_t i = 0; i < sizeof bad_flags / sizeof bad_flags[0]; i++) {
     CHECK(setenv("WEFT_CUDA_FLAGS", bad_flags[i], 1) == 0);
@@ -359,7 +364,9 @@ static void env_checks(void) {
     rt = tt_open(NULL);
     tt_close(rt);
   }
-  CHECK(unsetenv("WEFT_CUDA_FLAGS") == 0);
+  /* Put back as the run had it (a run with the flags off stays off). */
+  CHECK((flags_env ? setenv("WEFT_CUDA_FLAGS", flags_saved, 1)
+                   : unsetenv("WEFT_CUDA_FLAGS")) == 0);
   weft_runtime_opts_init(&o);
   o.streams = 65537;
   CHECK_ERR(weft_init(&rt, &o), WEFT_EINVAL);
@@ -698,6 +705,15 @@ static void task_stats(void) {
   st.struct_size = 1;
   CHECK_ERR(weft_task_stats_get(rt, &st), WEFT_EINVAL);
   CHECK(strstr(weft_last_error_message(), "struct_size") != NULL);
+  st.struct_size = sizeof st + 8;
+  CHECK_ERR(weft_task_stats_get(rt, &st), WEFT_EINVAL);
+  /* A caller built before streams was added: the rest is filled, streams
+   * is left as it was. */
+  st.struct_size = offsetof(weft_task_stats, streams);
+  st.streams = 12345;
+  st.live = 99;
+  CHECK_OK(weft_task_stats_get(rt, &st));
+  CHECK(st.live == 0 && st.streams == 12345);
   tt_close(rt);
 }
 
