@@ -309,7 +309,9 @@ static void follow_all(weft_task *t, const void **d, uint32_t n) {
     if (!s && !on_host) {
       /* Leased outside the lock, which the lease takes. */
       pthread_mutex_unlock(&rt->lock);
-      on_host = weft__exec_stream(&t->x, &s) != 0;
+      /* A failed lease is not the task's failure: it waits on the host. */
+      t->x.unsynced = 1;
+      on_host = weft__exec_lease(&t->x, &s) != 0;
       pthread_mutex_lock(&rt->lock);
       if (!weft__task_live(h, other))
         continue;

@@ -246,7 +246,7 @@ int weft__exec_lease(weft__exec *x, weft__stream **out) {
     int prio = x->high ? di->priority_greatest : di->priority_least;
     int rc = weft__stream_create(rt->bk, x->dev, prio, &s);
     if (rc)
-      return weft__exec_fail(x, rc);
+      return rc;
     pthread_mutex_lock(&rt->lock);
     rt->pooled_streams++;
     pthread_mutex_unlock(&rt->lock);

@@ -81,7 +81,7 @@ static int branch_lease(weft__exec *x, weft__stream **out) {
   x->stream = NULL;
   int rc = weft__exec_lease(x, out);
   x->stream = origin;
-  return rc;
+  return rc ? weft__exec_fail(x, rc) : 0;
 }
 
 static void branch_release(weft__exec *x, weft__stream *s) {

@@ -353,21 +353,24 @@ int weft__graph_step(weft__exec *x, weft_task_fn fn, void *arg,
 void weft__graph_drop_capture(weft__exec *x, const char *why);
 
 /* exec.c */
-/* Leases a stream for x from the runtime's pool (or makes one). */
+/* Records a failure of a GPU operation against x and returns rc. */
+int weft__exec_fail(weft__exec *x, int rc);
+/* Leases a stream for x from the runtime's pool (or makes one). A
+ * failure is reported (weft_last_error_message) but not recorded against
+ * x: the caller decides whether x failed. */
 int weft__exec_lease(weft__exec *x, weft__stream **out);
-/* The exec's stream, leased on first use. */
+/* The exec's stream, leased on first use; a failed lease fails x. */
 static inline int weft__exec_stream(weft__exec *x, weft__stream **out) {
   x->unsynced = 1;
   if (x->stream) {
     *out = x->stream;
     return 0;
   }
-  return weft__exec_lease(x, out);
+  int rc = weft__exec_lease(x, out);
+  return rc ? weft__exec_fail(x, rc) : 0;
 }
 /* Returns x's stream to its pool. */
 void weft__exec_release_stream(weft__exec *x);
-/* Records a failure of a GPU operation against x and returns rc. */
-int weft__exec_fail(weft__exec *x, int rc);
 /* A pooled event of device dev; blocking: one a plain thread will wait on
  * with weft__event_sync (it sleeps there), else one polled by tasks (or
  * queried; the pinned cache's, synced at shutdown, spin there briefly). */
