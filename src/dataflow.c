@@ -242,28 +242,11 @@ int weft__flow_declare(weft__exec *x, weft_task *self, const weft_access *a,
   return weft__flow_note(&x->flow, self, a, n, buf, deps, ndeps, host);
 }
 
-/* Takes over the stream of other, a task t follows that has returned and
- * whose work is still queued (it finishes when its end event completes),
- * if t has none yet and the stream suits it (device, priority pool). t's
- * work must come after other's anyway, so the stream's own order is the
- * wait, and no false dependency is added; without it every task of a
- * chain would hold a stream until its work was done, a stream per task
- * in flight (docs/NOTES.md). Runtime lock held. */
-static int take_stream(weft_task *t, weft_task *other) {
-  weft__stream *s = other->x.stream;
-  if (t->x.stream || !other->returned || !other->end_ev || !s ||
-      other->x.dev != t->x.dev || other->x.high != t->x.high)
-    return 0;
-  other->x.stream = NULL; /* its finalize releases nothing now */
-  t->x.stream = s;
-  t->x.unsynced = 1; /* other's work is queued on it */
-  return 1;
-}
-
 /* Follows the earlier tasks d[0..n) as weft_task_after follows each
  * (stream.c: the stream waits for a task's end event once it returned),
  * under one hold of the runtime's lock and one stream for them all: the
- * stream of the first that hands its over (take_stream), else a lease;
+ * stream of the first that hands its over (weft__task_take_stream), else
+ * a lease;
  * weft check's bookkeeping is weft_task_after's own. It cannot fail:
  * where the stream cannot be leased or made to wait (out of memory, a
  * device error), the task waits on the host until that earlier task has
@@ -296,7 +279,8 @@ static void follow_all(weft_task *t, const void **d, uint32_t n) {
     if (!weft__task_live(h, other))
       continue; /* completed: already ordered */
     weft__task_wait_for(rt, other, 0);
-    if (taken < 0 && weft__task_live(h, other) && take_stream(t, other)) {
+    if (taken < 0 && weft__task_live(h, other) &&
+        weft__task_take_stream(&t->x, other)) {
       s = t->x.stream;
       taken = (int)i;
     }

@@ -264,7 +264,7 @@ void weft__exec_release_stream(weft__exec *x) {
   if (!x->is_task)
     weft__graph_drop_capture(x, "its thread or runtime ended");
   /* Taken under the lock: while a task finishes, one that follows it may
-   * take its stream over (dataflow.c, take_stream). */
+   * take its stream over (weft__task_take_stream). */
   pthread_mutex_lock(&rt->lock);
   weft__stream *s = x->stream;
   x->stream = NULL;

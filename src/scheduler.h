@@ -371,6 +371,15 @@ static inline int weft__exec_stream(weft__exec *x, weft__stream **out) {
 }
 /* Returns x's stream to its pool. */
 void weft__exec_release_stream(weft__exec *x);
+/* Gives task exec x, which has no stream yet, the stream of other, a task
+ * x follows that has returned and whose work is still queued (it finishes
+ * when its end event completes), if it suits (device, priority pool);
+ * returns whether it did. x's work must come after other's anyway, so
+ * the stream's own order is the wait, and no false dependency is added;
+ * without it every task of a chain would hold a stream until its work
+ * was done, a stream per task in flight (docs/NOTES.md). Not under weft
+ * check, whose clocks follow each lease. Runtime lock held. */
+int weft__task_take_stream(weft__exec *x, weft_task *other);
 /* A pooled event of device dev; blocking: one a plain thread will wait on
  * with weft__event_sync (it sleeps there), else one polled by tasks (or
  * queried; the pinned cache's, synced at shutdown, spin there briefly). */

@@ -121,6 +121,19 @@ int weft_task_after(weft_task *h) {
     return weft__err(WEFT_EINVAL, "weft_task_after: task of another runtime");
   if (!live) /* completed: already ordered; no stream needed */
     return 0;
+  /* A task without a stream yet may continue on other's, once it has
+   * returned (weft__task_take_stream). */
+  if (x->is_task && !x->stream && !rt->bk->check) {
+    pthread_mutex_lock(&rt->lock);
+    int done = !weft__task_live(h, other);
+    if (!done)
+      weft__task_wait_for(rt, other, 0);
+    done =
+        done || !weft__task_live(h, other) || weft__task_take_stream(x, other);
+    pthread_mutex_unlock(&rt->lock);
+    if (done)
+      return 0;
+  }
   /* Leased outside the lock, which the lease takes. */
   weft__stream *s;
   int rc = weft__exec_stream(x, &s);

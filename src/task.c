@@ -498,6 +498,17 @@ void weft__task_returned(weft_task *t) {
   weft__wait_add(rt, t);
 }
 
+int weft__task_take_stream(weft__exec *x, weft_task *other) {
+  weft__stream *s = other->x.stream;
+  if (!x->is_task || x->stream || !other->returned || !other->end_ev || !s ||
+      other->x.dev != x->dev || other->x.high != x->high)
+    return 0;
+  other->x.stream = NULL; /* its finalize releases nothing now */
+  x->stream = s;
+  x->unsynced = 1; /* other's work is queued on it */
+  return 1;
+}
+
 void weft__task_finalize(weft_task *t) {
   weft_runtime *rt = t->x.rt;
   /* Done, its stream's work included: a joiner sees all of it. */

@@ -47,7 +47,10 @@ WEFT_API int weft_device_sync(void);
  * function is still running, the caller first waits (yielding) for it to
  * return, so that all of its work is queued. No-op for a task whose work
  * already completed, joined or detached since included (its handle may be
- * kept for this), and then the caller needs no stream of its own.
+ * kept for this), and then the caller needs no stream of its own. A task
+ * that has no stream yet, following one whose work is still queued,
+ * continues on that task's stream (its order is then the wait): a chain
+ * of tasks holds one stream, not one per task in flight.
  * Errors: WEFT_EINVAL (other NULL, or a task of another runtime),
  * WEFT_ESTATE (the task itself, or no runtime), WEFT_ENOMEM, device
  * errors.

@@ -10,9 +10,11 @@
  * with a kernel. While the gate is closed Y's copy must not have run; once
  * it opens Y must see X's value. Without the ordering Y's copy would run at
  * once and read the old value. */
+#include <sched.h>
 #include <stdio.h>
 
 #include "task_common.h"
+#include "weft_internal.h"
 
 static weft_runtime *rt;
 
@@ -208,6 +210,72 @@ static void chain(void) {
   CHECK_OK(weft_pinned_free(h));
 }
 
+/* ---- a chain behind a gate hands its stream on ----
+ *
+ * Forty tasks, each following the one before, return with their work
+ * queued behind a gate; each continues on its predecessor's stream, so
+ * the runtime makes no stream beyond the two made ahead. (Under weft
+ * check each follows by its own stream, and only the result is checked.) */
+
+static tt_gate held_gate;
+
+static void held_first(void *arg) {
+  (void)arg;
+  tt_gate_launch(&held_gate);
+  int n = 1;
+  float a = 1.0f, b = 1.0f;
+  void *args[] = {&chain_d, &n, &a, &b};
+  CHECK_OK(weft_launch(&tk.axpb, WEFT_DIM1(1), WEFT_DIM1(1), 0, args));
+}
+
+static void chain_behind_gate(void) {
+  enum { N = 40 };
+  weft_runtime_opts o;
+  weft_runtime_opts_init(&o);
+  o.workers = 2;
+  o.host_threads = 4; /* the gate holds one while it spins */
+  o.streams = 2;
+  weft_runtime *own = tt_open(&o);
+  tt_gate_init(&held_gate);
+  static link ls[N];
+  weft_task *t[N + 1];
+  float *h;
+  CHECK_OK(weft_pinned_alloc(sizeof(float), (void **)&h));
+  CHECK_OK(weft_device_alloc(sizeof(float), (void **)&chain_d));
+  CHECK_OK(weft_memset(chain_d, 0, sizeof(float)));
+  CHECK_OK(weft_sync());
+  CHECK_OK(weft_task_spawn(own, &t[0], held_first, NULL, NULL));
+  float want = 1.0f;
+  for (int i = 0; i < N; i++) {
+    ls[i] = (link){.prev = t[i], .a = 2.0f, .b = (float)(i % 5)};
+    want = want * ls[i].a + ls[i].b;
+    CHECK_OK(weft_task_spawn(own, &t[i + 1], chain_task, &ls[i], NULL));
+  }
+  for (int i = 0; i <= N; i++)
+    while (!tt_task_returned(t[i]))
+      sched_yield();
+  weft_task_stats ts = {.struct_size = sizeof ts};
+  CHECK_OK(weft_task_stats_get(own, &ts));
+  if (!own->bk->check)
+    CHECK_MSG(ts.streams == (uint64_t)(2 * own->bk->ndev),
+              "%d chained tasks returned behind a gate, and the runtime "
+              "holds %llu streams, not the %d made ahead",
+              N + 1, (unsigned long long)ts.streams, 2 * own->bk->ndev);
+  CHECK_MSG(!tt_task_done(t[N]), "the chain ended with the gate closed");
+  tt_gate_open(&held_gate);
+  for (int i = 0; i <= N; i++)
+    CHECK_OK(weft_task_join(t[i]));
+  CHECK_OK(weft_copy(h, chain_d, sizeof(float)));
+  CHECK_OK(weft_sync());
+  CHECK_MSG(*h == want, "chain result %g, expected %g", (double)*h,
+            (double)want);
+  CHECK_OK(weft_device_free(chain_d));
+  CHECK_OK(weft_sync());
+  CHECK_OK(weft_pinned_free(h));
+  tt_gate_fini(&held_gate);
+  tt_close(own);
+}
+
 /* ---- errors ---- */
 
 static void after_self(void *arg) {
@@ -255,6 +323,7 @@ int main(void) {
     tt_gate_fini(&sc.gate);
     tt_close(rt);
   }
+  chain_behind_gate();
   puts("ok");
   return 0;
 }
