@@ -378,7 +378,7 @@ void weft__exec_release_stream(weft__exec *x);
  * the stream's own order is the wait, and no false dependency is added;
  * without it every task of a chain would hold a stream until its work
  * was done, a stream per task in flight (docs/NOTES.md). Not under weft
- * check, whose clocks follow each lease. Runtime lock held. */
+ * check, whose clocks follow each lease. Runtime lock held; x a task's. */
 int weft__task_take_stream(weft__exec *x, weft_task *other);
 /* A pooled event of device dev; blocking: one a plain thread will wait on
  * with weft__event_sync (it sleeps there), else one polled by tasks (or

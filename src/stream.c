@@ -125,11 +125,9 @@ int weft_task_after(weft_task *h) {
    * returned (weft__task_take_stream). */
   if (x->is_task && !x->stream && !rt->bk->check) {
     pthread_mutex_lock(&rt->lock);
-    int done = !weft__task_live(h, other);
-    if (!done)
+    if (weft__task_live(h, other))
       weft__task_wait_for(rt, other, 0);
-    done =
-        done || !weft__task_live(h, other) || weft__task_take_stream(x, other);
+    int done = !weft__task_live(h, other) || weft__task_take_stream(x, other);
     pthread_mutex_unlock(&rt->lock);
     if (done)
       return 0;

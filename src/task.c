@@ -500,7 +500,7 @@ void weft__task_returned(weft_task *t) {
 
 int weft__task_take_stream(weft__exec *x, weft_task *other) {
   weft__stream *s = other->x.stream;
-  if (!x->is_task || x->stream || !other->returned || !other->end_ev || !s ||
+  if (x->stream || !other->returned || !other->end_ev || !s ||
       other->x.dev != x->dev || other->x.high != x->high)
     return 0;
   other->x.stream = NULL; /* its finalize releases nothing now */
@@ -514,7 +514,11 @@ void weft__task_finalize(weft_task *t) {
   /* Done, its stream's work included: a joiner sees all of it. */
   if (rt->bk->check && t->x.stream)
     weft__check_synced(rt->bk->check, &t->x, t->x.stream);
-  weft__exec_release_stream(&t->x);
+  /* Only a task that finished behind an end event can have had its stream
+   * taken over (weft__task_take_stream), so without one the stream is this
+   * thread's to look at: a task that never had one takes no lock here. */
+  if (t->end_ev || t->x.stream)
+    weft__exec_release_stream(&t->x);
   pthread_mutex_lock(&rt->lock);
   weft__event *ev = t->end_ev;
   t->end_ev = NULL;

@@ -1,6 +1,7 @@
 /* Helpers shared by the task-runtime tests (see task_common.h). */
 #include "task_common.h"
 
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -128,6 +129,21 @@ int tt_task_returned(weft_task *h) {
   int r = t->returned;
   pthread_mutex_unlock(&t->x.rt->lock);
   return r;
+}
+
+void tt_chain_holds_streams_ahead(weft_runtime *rt, weft_task **t, int n,
+                                  int ahead) {
+  for (int i = 0; i < n; i++)
+    while (!tt_task_returned(t[i]))
+      sched_yield();
+  weft_task_stats ts = {.struct_size = sizeof ts};
+  CHECK_OK(weft_task_stats_get(rt, &ts));
+  if (!rt->bk->check)
+    CHECK_MSG(ts.streams == (uint64_t)(ahead * rt->bk->ndev),
+              "%d chained tasks returned behind a gate, and the runtime "
+              "holds %llu streams, not the %d made ahead",
+              n, (unsigned long long)ts.streams, ahead * rt->bk->ndev);
+  CHECK_MSG(!tt_task_done(t[n - 1]), "the chain ended with the gate closed");
 }
 
 int tt_task_done(weft_task *h) {

@@ -91,6 +91,14 @@ void tt_gate_fini(tt_gate *g);
  * joined. */
 int tt_task_returned(weft_task *t);
 int tt_task_done(weft_task *t);
+/* A chain of n tasks t[0..n), each following the one before, the first
+ * behind a closed gate: waits until all have returned, then checks that
+ * the last is not done and that rt holds only the `ahead` streams per
+ * device made at weft_init (each task took its predecessor's stream
+ * over; not checked under weft check, whose order goes stream by
+ * stream). */
+void tt_chain_holds_streams_ahead(weft_runtime *rt, weft_task **t, int n,
+                                  int ahead);
 
 /* Atomic int helpers for flags shared between tasks and threads. */
 static inline int tt_load(const int *p) {

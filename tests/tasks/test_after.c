@@ -10,7 +10,6 @@
  * with a kernel. While the gate is closed Y's copy must not have run; once
  * it opens Y must see X's value. Without the ordering Y's copy would run at
  * once and read the old value. */
-#include <sched.h>
 #include <stdio.h>
 
 #include "task_common.h"
@@ -251,17 +250,7 @@ static void chain_behind_gate(void) {
     want = want * ls[i].a + ls[i].b;
     CHECK_OK(weft_task_spawn(own, &t[i + 1], chain_task, &ls[i], NULL));
   }
-  for (int i = 0; i <= N; i++)
-    while (!tt_task_returned(t[i]))
-      sched_yield();
-  weft_task_stats ts = {.struct_size = sizeof ts};
-  CHECK_OK(weft_task_stats_get(own, &ts));
-  if (!own->bk->check)
-    CHECK_MSG(ts.streams == (uint64_t)(2 * own->bk->ndev),
-              "%d chained tasks returned behind a gate, and the runtime "
-              "holds %llu streams, not the %d made ahead",
-              N + 1, (unsigned long long)ts.streams, 2 * own->bk->ndev);
-  CHECK_MSG(!tt_task_done(t[N]), "the chain ended with the gate closed");
+  tt_chain_holds_streams_ahead(own, t, N + 1, 2);
   tt_gate_open(&held_gate);
   for (int i = 0; i <= N; i++)
     CHECK_OK(weft_task_join(t[i]));

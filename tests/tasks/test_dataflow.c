@@ -16,7 +16,6 @@
  * which runs nothing until replayed and then matches the program run
  * one task at a time, replay for replay; what a capture refuses of its
  * steps. */
-#include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -445,17 +444,7 @@ static void chain_hands_streams_on(void) {
   CHECK_OK(weft_task_spawn(rt, &t[0], chain_first, NULL, &fo));
   for (int i = 1; i <= CHAIN; i++)
     CHECK_OK(weft_task_spawn(rt, &t[i], chain_link, (void *)(intptr_t)i, &to));
-  for (int i = 0; i <= CHAIN; i++)
-    while (!tt_task_returned(t[i]))
-      sched_yield();
-  weft_task_stats ts = {.struct_size = sizeof ts};
-  CHECK_OK(weft_task_stats_get(rt, &ts));
-  if (!rt->bk->check)
-    CHECK_MSG(ts.streams == (uint64_t)(2 * rt->bk->ndev),
-              "%d chained tasks returned behind a gate, and the runtime "
-              "holds %llu streams, not the %d made ahead",
-              CHAIN + 1, (unsigned long long)ts.streams, 2 * rt->bk->ndev);
-  CHECK_MSG(!tt_task_done(t[CHAIN]), "the chain ended with the gate closed");
+  tt_chain_holds_streams_ahead(rt, t, CHAIN + 1, 2);
   tt_gate_open(&chain_gate);
   for (int i = 0; i <= CHAIN; i++)
     CHECK_OK(weft_task_join(t[i]));

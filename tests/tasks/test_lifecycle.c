@@ -295,6 +295,20 @@ static void in_task(void) {
 
 /* Environment variables and options out of range: refused at weft_init,
  * naming what was wrong; backend names in any case. */
+/* Each of the n values of var makes weft_init fail with WEFT_EINVAL and a
+ * message naming var and, if not NULL, the range allowed; var is left
+ * set to the last. */
+static void env_refused(const char *var, const char *const *bad, size_t n,
+                        const char *range) {
+  weft_runtime *rt = NULL;
+  for (size_t i = 0; i < n; i++) {
+    CHECK(setenv(var, bad[i], 1) == 0);
+    CHECK_ERR(weft_init(&rt, NULL), WEFT_EINVAL);
+    CHECK(strstr(weft_last_error_message(), var) != NULL);
+    CHECK(!range || strstr(weft_last_error_message(), range) != NULL);
+  }
+}
+
 static void env_checks(void) {
   static const char *const bad[] = {"-1", "0", "abc", "4x", "100000", " 2"};
   weft_runtime *rt = NULL;
@@ -316,12 +330,7 @@ static void env_checks(void) {
   CHECK_ERR(weft_init(&rt, &o), WEFT_EINVAL);
   /* The staging blocks of a pageable copy: 2 to 256. */
   static const char *const bad_chunks[] = {"1", "257", "abc", "-3"};
-  for (size_t i = 0; i < sizeof bad_chunks / sizeof bad_chunks[0]; i++) {
-    CHECK(setenv("WEFT_STAGE_CHUNKS", bad_chunks[i], 1) == 0);
-    CHECK_ERR(weft_init(&rt, NULL), WEFT_EINVAL);
-    CHECK(strstr(weft_last_error_message(), "WEFT_STAGE_CHUNKS") != NULL);
-    CHECK(strstr(weft_last_error_message(), "2 to 256") != NULL);
-  }
+  env_refused("WEFT_STAGE_CHUNKS", bad_chunks, 4, "2 to 256");
   CHECK(unsetenv("WEFT_STAGE_CHUNKS") == 0);
   weft_runtime_opts_init(&o);
   o.stage_chunks = 257;
@@ -335,12 +344,7 @@ static void env_checks(void) {
   tt_close(rt);
   /* Streams made at weft_init: 1 to 65536 per device, 32 by default. */
   static const char *const bad_streams[] = {"0", "65537", "abc", "-1"};
-  for (size_t i = 0; i < sizeof bad_streams / sizeof bad_streams[0]; i++) {
-    CHECK(setenv("WEFT_STREAMS", bad_streams[i], 1) == 0);
-    CHECK_ERR(weft_init(&rt, NULL), WEFT_EINVAL);
-    CHECK(strstr(weft_last_error_message(), "WEFT_STREAMS") != NULL);
-    CHECK(strstr(weft_last_error_message(), "1 to 65536") != NULL);
-  }
+  env_refused("WEFT_STREAMS", bad_streams, 4, "1 to 65536");
   CHECK(setenv("WEFT_STREAMS", "5", 1) == 0);
   rt = tt_open(NULL);
   CHECK_EQ_INT((int)rt->pooled_streams, 5 * rt->bk->ndev);
@@ -354,11 +358,7 @@ static void env_checks(void) {
   if (flags_env)
     snprintf(flags_saved, sizeof flags_saved, "%s", flags_env);
   static const char *const bad_flags[] = {"2", "on", "01", " 1"};
-  for (size_t i = 0; i < sizeof bad_flags / sizeof bad_flags[0]; i++) {
-    CHECK(setenv("WEFT_CUDA_FLAGS", bad_flags[i], 1) == 0);
-    CHECK_ERR(weft_init(&rt, NULL), WEFT_EINVAL);
-    CHECK(strstr(weft_last_error_message(), "WEFT_CUDA_FLAGS") != NULL);
-  }
+  env_refused("WEFT_CUDA_FLAGS", bad_flags, 4, NULL);
   for (int on = 0; on < 2; on++) {
     CHECK(setenv("WEFT_CUDA_FLAGS", on ? "1" : "0", 1) == 0);
     rt = tt_open(NULL);
