@@ -7,13 +7,13 @@
 #include <cupti.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "cuda_internal.h"
 #include "error_internal.h"
 #include "trace.h"
 
 #define BUF_SIZE ((size_t)8 << 20)
-#define BUF_ALIGN 8
 
 static int64_t clock_offset; /* tracer clock - CUPTI clock, ns */
 
@@ -28,9 +28,18 @@ static int cupti_fail(CUptiResult r, const char *call) {
   return weft__err_raw(WEFT_EDEVICE, (int)r, "%s: %s", call, msg);
 }
 
+/* CUPTI keeps a buffer per thread (its default) and asks for it on the
+ * thread's first record, inside the call that made it; unless told the
+ * buffer comes zeroed, it zeroes all 8 MiB there. On the H200 that put
+ * 6-16 ms between a worker's first cudaSetDevice and the start of its
+ * first traced task, every worker once per run (docs/NOTES.md, Tracing).
+ * A fresh anonymous mapping is zero already and costs no pass over it: its
+ * pages fault in as records fill them. */
 static void CUPTIAPI buffer_requested(uint8_t **buf, size_t *size,
                                       size_t *max_records) {
-  *buf = aligned_alloc(BUF_ALIGN, BUF_SIZE);
+  void *p = mmap(NULL, BUF_SIZE, PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  *buf = p == MAP_FAILED ? NULL : p;
   *size = *buf ? BUF_SIZE : 0;
   *max_records = 0;
 }
@@ -126,7 +135,7 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream,
   }
   if (n)
     weft__trace_emit_batch(batch, n);
-  free(buf);
+  munmap(buf, BUF_SIZE);
 }
 
 int weft__cuda_trace_start(weft__backend *b) {
@@ -136,6 +145,12 @@ int weft__cuda_trace_start(weft__backend *b) {
   if (r != CUPTI_SUCCESS)
     return cupti_fail(r, "cuptiGetTimestamp");
   clock_offset = (int64_t)weft__trace_now() - (int64_t)gpu;
+  /* buffer_requested's buffers come zeroed: CUPTI need not clear them. A
+   * CUPTI that does not know the attribute clears them itself, as before. */
+  uint8_t zeroed = 1;
+  size_t zsize = sizeof zeroed;
+  (void)cuptiActivitySetAttribute(
+      CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER, &zsize, &zeroed);
   r = cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed);
   if (r != CUPTI_SUCCESS)
     return cupti_fail(r, "cuptiActivityRegisterCallbacks");
