@@ -11,9 +11,12 @@
 /* ---- the runtime plain threads use ----
  *
  * A plain thread keeps the runtime it first used until that runtime shuts
- * down; a thread that has used none takes the most recently opened runtime
- * still open. (Before, a thread followed whichever runtime was opened last:
- * opening a second runtime cut the main thread off from the first, whose
+ * down; a thread that opens a runtime while it uses none uses that one (two
+ * threads each opening their own had both ended up on the later one, and
+ * the first thread's work then ran in a runtime its owner shut down under
+ * it); any other thread that has used none takes the most recently opened
+ * runtime still open. (Before, a thread followed whichever runtime was opened
+ * last: opening a second runtime cut the main thread off from the first, whose
  * queued work it could then no longer wait for, and whose pinned blocks it
  * could not free.) A shutdown marks its runtime's thread contexts dead
  * instead of freeing them, since the threads still point at them: each
@@ -135,7 +138,9 @@ static void thread_exit(void *p) {
 
 static void make_key(void) { pthread_key_create(&thread_key, thread_exit); }
 
-weft__exec *weft__exec_get(const char *call) {
+/* The calling thread's context, made for rt (NULL: the newest open
+ * runtime) if the thread has none. */
+static weft__exec *exec_get_for(const char *call, weft_runtime *pick) {
   weft__exec *x = weft__exec_self();
   if (x)
     return x;
@@ -146,7 +151,7 @@ weft__exec *weft__exec_get(const char *call) {
     return NULL;
   }
   pthread_mutex_lock(&global_lock);
-  weft_runtime *rt = newest_open();
+  weft_runtime *rt = pick ? pick : newest_open();
   if (!rt) {
     pthread_mutex_unlock(&global_lock);
     free(x);
@@ -164,6 +169,14 @@ weft__exec *weft__exec_get(const char *call) {
   pthread_setspecific(thread_key, x);
   pthread_mutex_unlock(&global_lock);
   return x;
+}
+
+weft__exec *weft__exec_get(const char *call) {
+  return exec_get_for(call, NULL);
+}
+
+int weft__exec_adopt(weft_runtime *rt) {
+  return exec_get_for("weft_init", rt) ? 0 : WEFT_ENOMEM;
 }
 
 /* Shutdown: the runtime's thread contexts die with it; their threads free

@@ -275,9 +275,14 @@ int weft_init(weft_runtime **rtp, const weft_runtime_opts *user) {
   rc = weft__runtime_register(rt);
   if (rc)
     goto fail_sched;
-  rc = weft__sched_start(rt);
+  /* The caller's next plain-thread calls go here, not to a runtime another
+   * thread opens meanwhile (exec.c). */
+  rc = weft__exec_adopt(rt);
+  if (rc == 0)
+    rc = weft__sched_start(rt);
   if (rc) {
     weft__runtime_unregister(rt);
+    weft__exec_threads_release(rt);
     goto fail_sched;
   }
   *rtp = rt;

@@ -259,6 +259,9 @@ weft__exec *weft__exec_self(void);
 /* The exec of the calling task or thread, or NULL with WEFT_ESTATE recorded
  * when no runtime is open. */
 weft__exec *weft__exec_get(const char *call);
+/* weft_init, rt registered open: a plain thread that uses no open runtime
+ * uses rt from now on. Returns 0 or WEFT_ENOMEM (recorded). */
+int weft__exec_adopt(weft_runtime *rt);
 /* What a failed weft__exec_get recorded: WEFT_ESTATE (no runtime) or
  * WEFT_ENOMEM (no memory for a plain thread's context). */
 static inline int weft__exec_get_failed(void) { return weft__err_slot()->code; }

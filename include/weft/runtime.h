@@ -86,7 +86,9 @@ WEFT_API void weft_runtime_opts_init(weft_runtime_opts *opts);
 
 /* Opens a runtime. opts may be NULL for the defaults; a struct_size
  * smaller than today's (an older struct) is accepted. On success *rt is the
- * new runtime, and the one plain threads use; on failure *rt is untouched.
+ * new runtime: the calling thread's calls use it from now on unless the
+ * thread already uses another open runtime, and it is the one threads new
+ * to weft take; on failure *rt is untouched.
  * Under WEFT_BACKEND_AUTO any failure to open CUDA (not only a missing
  * device) falls back to the host backend.
  * Errors: WEFT_EINVAL (rt NULL; bad struct_size, backend, thread count or
@@ -126,8 +128,8 @@ WEFT_API int weft_shutdown(weft_runtime *rt);
 WEFT_API weft_backend_kind weft_runtime_backend(const weft_runtime *rt);
 
 /* The runtime the calling task belongs to, or the one a plain thread's
- * weft calls use (the first it used while that is open, else the newest
- * open); NULL when none is open.
+ * weft calls use (the first it used or opened while that is open, else the
+ * newest open); NULL when none is open.
  * Errors: NULL, with WEFT_ESTATE recorded. Context: any thread; never
  * blocks. */
 WEFT_API weft_runtime *weft_runtime_current(void);

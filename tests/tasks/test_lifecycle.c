@@ -639,6 +639,59 @@ static void two_runtimes(void) {
   CHECK_ERR(weft_sync(), WEFT_ESTATE);
 }
 
+/* Two threads, each opening a runtime of its own: each thread's calls go
+ * to the one it opened, although the other thread opened one after it and
+ * before its first call. (They went to the later one: the first thread's
+ * pinned block landed in the second runtime, whose owner's shutdown then
+ * refused with a block live, or freed what the first thread's sync was
+ * using.) */
+typedef struct own_rt {
+  pthread_barrier_t *bar;
+  int first; /* opens before the other thread */
+  weft_runtime *rt;
+} own_rt;
+
+static void *own_runtime_thread(void *arg) {
+  own_rt *o = arg;
+  if (!o->first)
+    pthread_barrier_wait(o->bar); /* 1: the other has opened its own */
+  /* weft_init alone: tt_open's preloads would bind the thread first. */
+  weft_runtime_opts opts;
+  weft_runtime_opts_init(&opts);
+  opts.workers = 1;
+  CHECK_OK(weft_init(&o->rt, &opts));
+  if (o->first)
+    pthread_barrier_wait(o->bar); /* 1 */
+  pthread_barrier_wait(o->bar);   /* 2: both open, neither has called */
+  CHECK(weft_runtime_current() == o->rt);
+  int *p;
+  CHECK_OK(weft_pinned_alloc(sizeof *p, (void **)&p));
+  weft_mem_stats st = {.struct_size = sizeof st};
+  CHECK_OK(weft_mem_stats_get(o->rt, &st));
+  CHECK_EQ_INT((int)st.pinned_blocks, 1);
+  CHECK_OK(weft_memset(p, 5, sizeof *p));
+  CHECK_OK(weft_sync());
+  CHECK(*p == 0x05050505);
+  pthread_barrier_wait(o->bar); /* 3: both allocated */
+  CHECK_OK(weft_pinned_free(p));
+  pthread_barrier_wait(o->bar); /* 4: both freed */
+  CHECK_OK(weft_shutdown(o->rt));
+  return NULL;
+}
+
+static void own_runtimes(void) {
+  pthread_barrier_t bar;
+  CHECK(pthread_barrier_init(&bar, NULL, 2) == 0);
+  own_rt o[2] = {{&bar, 1, NULL}, {&bar, 0, NULL}};
+  pthread_t th[2];
+  for (int i = 0; i < 2; i++)
+    CHECK(pthread_create(&th[i], NULL, own_runtime_thread, &o[i]) == 0);
+  for (int i = 0; i < 2; i++)
+    CHECK(pthread_join(th[i], NULL) == 0);
+  CHECK(o[0].rt != o[1].rt);
+  pthread_barrier_destroy(&bar);
+}
+
 static void memset_sync(void *arg) {
   CHECK_OK(weft_memset(arg, 3, 4096));
   CHECK_OK(weft_sync());
@@ -722,6 +775,7 @@ int main(void) {
   init_and_shutdown_checks();
   cross_runtime_join();
   two_runtimes();
+  own_runtimes();
   event_pools();
   task_stats();
   no_runtime_calls();
