@@ -176,7 +176,7 @@ weft__exec *weft__exec_get(const char *call) {
 }
 
 int weft__exec_adopt(weft_runtime *rt) {
-  return exec_get_for("weft_init", rt) ? 0 : WEFT_ENOMEM;
+  return exec_get_for("weft_init", rt) ? 0 : weft__exec_get_failed();
 }
 
 /* Shutdown: the runtime's thread contexts die with it; their threads free

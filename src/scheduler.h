@@ -260,7 +260,7 @@ weft__exec *weft__exec_self(void);
  * when no runtime is open. */
 weft__exec *weft__exec_get(const char *call);
 /* weft_init, rt registered open: a plain thread that uses no open runtime
- * uses rt from now on. Returns 0 or WEFT_ENOMEM (recorded). */
+ * uses rt from now on. Returns 0 or what weft__exec_get_failed reports. */
 int weft__exec_adopt(weft_runtime *rt);
 /* What a failed weft__exec_get recorded: WEFT_ESTATE (no runtime) or
  * WEFT_ENOMEM (no memory for a plain thread's context). */
