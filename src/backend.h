@@ -116,6 +116,10 @@ struct weft__backend_ops {
    * calls it whenever a task resumes, since fibers move between threads and
    * code in the task (a <<<>>> launch) relies on the current device. */
   void (*bind_device)(weft__backend *b, int dev);
+  /* Optional, with bind_device: the calling thread's current device, or
+   * -1 if it cannot be told; a plain thread that ran tasks (the guest slot,
+   * sched.c) binds it again after. */
+  int (*current_device)(weft__backend *b);
 
   /* hdr.dev and priority are set. Non-blocking with respect to any default
    * stream. */

@@ -59,8 +59,9 @@ int weft__runtime_is_open(weft_runtime *rt) {
   size_t i = 0;
   while (i < nopen && open_rts[i] != rt)
     i++;
+  int open = i < nopen; /* under the lock: another shutdown changes nopen */
   pthread_mutex_unlock(&global_lock);
-  return i < nopen;
+  return open;
 }
 
 int weft__runtime_check(weft_runtime *rt, const char *call) {

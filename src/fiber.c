@@ -199,12 +199,24 @@ void weft__fiber_install_overflow_handler(void) {
   pthread_once(&once, install);
 }
 
+#define ALTSTACK_BYTES (64 * 1024)
+
+/* A thread that has a signal stack already (a sanitizer's, the program's)
+ * keeps it: replacing it without putting it back broke ASan's own thread
+ * teardown now and then. */
+static int has_altstack(void) {
+  stack_t cur;
+  return sigaltstack(NULL, &cur) == 0 && !(cur.ss_flags & SS_DISABLE);
+}
+
 int weft__fiber_thread_altstack(void **mem) {
-  size_t size = 64 * 1024;
-  void *m = malloc(size);
+  *mem = NULL;
+  if (has_altstack())
+    return 0;
+  void *m = malloc(ALTSTACK_BYTES);
   if (!m)
     return WEFT_ENOMEM;
-  stack_t st = {.ss_sp = m, .ss_size = size, .ss_flags = 0};
+  stack_t st = {.ss_sp = m, .ss_size = ALTSTACK_BYTES, .ss_flags = 0};
   if (sigaltstack(&st, NULL) != 0) {
     free(m);
     return WEFT_ENOMEM;
@@ -219,4 +231,31 @@ void weft__fiber_thread_altstack_free(void *mem) {
   stack_t st = {.ss_flags = SS_DISABLE};
   sigaltstack(&st, NULL);
   free(mem);
+}
+
+/* A plain thread's, installed the first time it runs tasks and kept until
+ * it exits: the runtime that installed it may be gone by then. */
+static pthread_key_t guest_key;
+static int guest_key_ok;
+
+static void guest_altstack_free(void *mem) {
+  weft__fiber_thread_altstack_free(mem);
+}
+
+static void guest_key_make(void) {
+  guest_key_ok = pthread_key_create(&guest_key, guest_altstack_free) == 0;
+}
+
+void weft__fiber_guest_altstack(void) {
+  static pthread_once_t once = PTHREAD_ONCE_INIT;
+  static _Thread_local int tried;
+  if (tried)
+    return;
+  tried = 1;
+  pthread_once(&once, guest_key_make);
+  void *mem;
+  if (!guest_key_ok || weft__fiber_thread_altstack(&mem) != 0 || !mem)
+    return;
+  if (pthread_setspecific(guest_key, mem) != 0)
+    weft__fiber_thread_altstack_free(mem);
 }

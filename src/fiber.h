@@ -39,10 +39,14 @@ void weft__fiber_started(void);
 
 /* Installs, once per process, a SIGSEGV handler on an alternate stack that
  * names a fiber stack overflow when a fault lands in a guard page. Each
- * worker thread calls weft__fiber_thread_altstack once. */
+ * worker thread calls weft__fiber_thread_altstack once: it gives the thread
+ * a signal stack (*mem, freed by _free) unless it has one (*mem NULL). A
+ * plain thread about to run tasks calls weft__fiber_guest_altstack, which
+ * does the same once per thread, freed when the thread exits. */
 void weft__fiber_install_overflow_handler(void);
 int weft__fiber_thread_altstack(void **mem);
 void weft__fiber_thread_altstack_free(void *mem);
+void weft__fiber_guest_altstack(void);
 /* The stack whose guard page the handler checks for the calling thread. */
 void weft__fiber_set_current_stack(const weft__stack *s, const char *name);
 

@@ -345,6 +345,9 @@ int weft_library_warm(weft_runtime *rt, const weft_library *lib, int dev) {
   if (pthread_mutex_init(&j.lock, NULL))
     return weft__err(WEFT_ENOMEM, "weft_library_warm: out of memory");
   weft__sched_each(rt, warm_here, &j);
+  /* A plain thread runs tasks while it joins one (sched.c's guest). */
+  if (!weft__task_self())
+    warm_here(&j);
   pthread_mutex_destroy(&j.lock);
   if (j.rc)
     return weft__err_raw(j.rc, j.raw, "weft_library_warm %s: on a worker: %s",

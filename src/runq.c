@@ -45,6 +45,7 @@ void weft__rq_push(weft__rq *q, weft_task *t, int at_top) {
       q->top[l] = t;
     q->bottom[l] = t;
   }
+  atomic_store_explicit(&t->queued_in, q, memory_order_relaxed);
   count(q, l, 1);
   pthread_mutex_unlock(&q->lock);
 }
@@ -60,6 +61,7 @@ static void unlink_task(weft__rq *q, int l, weft_task *t) {
   else
     q->bottom[l] = t->prev;
   t->next = t->prev = NULL;
+  atomic_store_explicit(&t->queued_in, NULL, memory_order_relaxed);
   count(q, l, -1);
 }
 
@@ -97,4 +99,13 @@ weft_task *weft__rq_take_half(weft__rq *q, int *taken) {
     }
   pthread_mutex_unlock(&q->lock);
   return head;
+}
+
+int weft__rq_take(weft__rq *q, weft_task *t) {
+  pthread_mutex_lock(&q->lock);
+  int here = atomic_load_explicit(&t->queued_in, memory_order_relaxed) == q;
+  if (here)
+    unlink_task(q, t->x.high ? 1 : 0, t);
+  pthread_mutex_unlock(&q->lock);
+  return here;
 }

@@ -41,10 +41,13 @@ __attribute__((noinline)) weft_task *weft__task_self(void) { return tls_task; }
  * others remain queued behind it, when work arrives from a plain thread,
  * and only while no other worker is awake and searching (Go's rule). */
 
+/* The run queues: the workers' and the guest slot's. */
+static int nqueues(const weft_runtime *rt) { return rt->nworkers + 1; }
+
 static int work_available(weft_runtime *rt) {
   if (atomic_load(&rt->inject.n))
     return 1;
-  for (int i = 0; i < rt->nworkers; i++)
+  for (int i = 0; i < nqueues(rt); i++)
     if (atomic_load(&rt->workers[i].rq.n))
       return 1;
   return 0;
@@ -100,7 +103,10 @@ static void search_end(weft__worker *w, int found) {
 void weft__sched_ready(weft_runtime *rt, weft_task *t) {
   t->state = TASK_READY;
   weft__worker *w = tls_worker;
-  if (w && w->rt == rt) {
+  /* The guest keeps what it runs itself: the task it waits for, and what
+   * its polling makes ready. */
+  if (w && w->rt == rt &&
+      (!w->guest_for || t == w->guest_for || w->guest_polling)) {
     weft__rq_push(&w->rq, t, 0);
   } else {
     weft__rq_push(&rt->inject, t, 0);
@@ -113,13 +119,14 @@ void weft__sched_ready(weft_runtime *rt, weft_task *t) {
 static weft_task *steal(weft__worker *w) {
   weft_runtime *rt = w->rt;
   w->rng = w->rng * 1103515245u + 12345u;
-  int start = (int)((w->rng >> 16) % (unsigned)rt->nworkers);
-  for (int i = 0; i < rt->nworkers; i++) {
-    int v = (start + i) % rt->nworkers;
+  int n = nqueues(rt);
+  int start = (int)((w->rng >> 16) % (unsigned)n);
+  for (int i = 0; i < n; i++) {
+    int v = (start + i) % n;
     if (v == w->index)
       continue;
-    int n = 0;
-    weft_task *list = weft__rq_take_half(&rt->workers[v].rq, &n);
+    int taken = 0;
+    weft_task *list = weft__rq_take_half(&rt->workers[v].rq, &taken);
     if (!list)
       continue;
     weft_task *first = list;
@@ -135,8 +142,8 @@ static weft_task *steal(weft__worker *w) {
 }
 
 /* High-priority tasks first, whether queued here or injected from plain
- * threads; then normal ones, the newest local one first; then others'. */
-static weft_task *find_task(weft__worker *w) {
+ * threads; then normal ones, the newest local one first. */
+static weft_task *find_near(weft__worker *w) {
   weft_task *t = weft__rq_pop_level(&w->rq, 1, 0);
   if (!t)
     t = weft__rq_pop_level(&w->rt->inject, 1, 1);
@@ -144,9 +151,13 @@ static weft_task *find_task(weft__worker *w) {
     t = weft__rq_pop_level(&w->rq, 0, 0);
   if (!t)
     t = weft__rq_pop_level(&w->rt->inject, 0, 1);
-  if (!t)
-    t = steal(w);
   return t;
+}
+
+/* Then others'. */
+static weft_task *find_task(weft__worker *w) {
+  weft_task *t = find_near(w);
+  return t ? t : steal(w);
 }
 
 /* ---- running tasks ---- */
@@ -181,6 +192,17 @@ static void after_switch_do(weft__worker *w, weft_task *t) {
   weft_runtime *rt = w->rt;
   switch (w->after) {
   case AFTER_YIELD:
+    if (w->guest_for) {
+      /* A task that yields waits for other tasks: on the workers, behind
+       * what they have queued; the guest leaves (guest_done). */
+      t->state = TASK_READY;
+      t->yielded = 1;
+      weft__mark_ready(t, WEFT__TR_READY_YIELD);
+      weft__rq_push(&rt->inject, t, 0);
+      wake_if_needed(rt);
+      w->guest_left = 1;
+      break;
+    }
     /* Tasks injected from plain threads queue behind the yielding one;
      * otherwise a task that yields in a loop would be picked again before
      * them for ever. */
@@ -412,8 +434,13 @@ static uint64_t now_ns(void) {
  * four oversubscribed ranks on two cores slower (3.8-4.2 ms an iteration
  * against 2.4-3.1), so only the sleep is capped.
  * sched_yield is not used: on a busy machine it can give the core away for
- * a whole time slice. */
-static void poll_ladder(weft__worker *w) {
+ * a whole time slice.
+ *
+ * The guest (a joining plain thread) never parks: it returns when the
+ * task it waits for is there, and returns 0 once its spin is over. */
+static int guest_done(const weft__worker *w);
+
+static int poll_ladder(weft__worker *w) {
   weft_runtime *rt = w->rt;
   long sleep_ns = 50000;
   int hook = rt->bk->ops->set_completion_hook != NULL;
@@ -427,8 +454,15 @@ static void poll_ladder(weft__worker *w) {
       max_sleep_ns = 200000;
     if (weft__wait_poll(rt, WEFT__POLL_BATCH) > 0 || work_available(rt) ||
         atomic_load(&rt->stop) || atomic_load(&rt->nwaits) == 0)
-      return;
-    if (now_ns() < spin_until) {
+      return 1;
+    int spinning = now_ns() < spin_until;
+    if (w->guest_for) { /* it spins only, and only while it waits */
+      if (guest_done(w))
+        return 1;
+      if (!spinning)
+        return 0;
+    }
+    if (spinning) {
       /* A few pauses between polls: pause takes ~140 cycles on recent
        * Intel cores, and each pause delays noticing a completion. */
       for (int i = 0; i < 8; i++)
@@ -545,7 +579,7 @@ static void *worker_main(void *arg) {
       if (atomic_compare_exchange_strong(&rt->poller, &expected, 1)) {
         search_begin(w);
         atomic_store(&rt->polling, w);
-        poll_ladder(w);
+        (void)poll_ladder(w);
         atomic_store(&rt->polling, NULL);
         atomic_store(&rt->poller, 0);
         /* Waits may remain: nobody is woken to take the role over (that
@@ -575,6 +609,122 @@ static void *worker_main(void *arg) {
   weft__fiber_fini_thread(&w->sched);
   tls_worker = NULL;
   return NULL;
+}
+
+/* ---- the joining thread works ----
+ *
+ * A plain thread that joins a task would otherwise sleep twice on the
+ * task's path: the task's spawn wakes a parked worker, and the task's end
+ * wakes the joiner. On the H200's virtual machine, after the workers had
+ * idled 3 ms (as between two runs of a benchmark), a task's first
+ * instruction came 40-55 us after its spawn and the join returned 20-45 us
+ * after its last: 70-80 us a spawn+join that raw CUDA, issuing from the
+ * same thread, does not pay (saturation's one task at B = 4096 was 0.989 x
+ * raw, 1.000 x with four times as many batches a run).
+ *
+ * So the joiner fills the guest slot, one plain thread at a time, and runs
+ * the task it waits for itself, taking it from whichever queue holds it,
+ * and between its slices polls the GPU wait set when no worker does; what
+ * that polling makes ready it runs too, as a polling worker would. Nothing
+ * else: what those tasks spawn or wake goes to the workers (the injection
+ * queue, waking one), and it steals nothing, so a join never waits behind
+ * another thread's long task and the workers still run the runtime's
+ * work. It leaves as soon as what it waits for is there, when that task
+ * yields (it waits for others then: the workers take it), or once it has
+ * run nothing for GUEST_SPIN_NS (the poll ladder's spin: another worker
+ * runs the task, or the GPU work is long); the caller then sleeps as
+ * before. */
+#define GUEST_SPIN_NS (5000 * 1000u)
+
+static int guest_done(const weft__worker *w) {
+  const weft_task *o = w->guest_for;
+  if (w->guest_left)
+    return 1;
+  return w->guest_end ? __atomic_load_n(&o->done, __ATOMIC_ACQUIRE)
+                      : __atomic_load_n(&o->returned, __ATOMIC_ACQUIRE);
+}
+
+/* What the guest may run: its own queue (what it waits for, what its
+ * polling made ready), or what it waits for from another queue. */
+static weft_task *guest_find(weft__worker *w) {
+  weft_task *t = weft__rq_pop(&w->rq, 0);
+  if (t)
+    return t;
+  weft_task *o = w->guest_for;
+  weft__rq *q = atomic_load_explicit(&o->queued_in, memory_order_relaxed);
+  return q && weft__rq_take(q, o) ? o : NULL;
+}
+
+/* One step of its work: 1 to go on, 0 to leave. */
+static int guest_step(weft__worker *w, uint64_t *idle_since, int *ran) {
+  weft_runtime *rt = w->rt;
+  weft_task *t = guest_find(w);
+  if (t) {
+    run_task(w, t);
+    *ran = 1;
+    *idle_since = 0;
+    return 1;
+  }
+  uint64_t now = now_ns();
+  if (!*idle_since)
+    *idle_since = now;
+  else if (now - *idle_since > GUEST_SPIN_NS)
+    return 0;
+  int none = 0;
+  if (atomic_load(&rt->nwaits) > 0 &&
+      atomic_compare_exchange_strong(&rt->poller, &none, 1)) {
+    atomic_store(&rt->polling, w);
+    w->guest_polling = 1;
+    int more = poll_ladder(w);
+    w->guest_polling = 0;
+    atomic_store(&rt->polling, NULL);
+    atomic_store(&rt->poller, 0);
+    /* Its spin is over: the worker that next idles takes the role. */
+    if (!more && atomic_load(&rt->nwaits) > 0)
+      wake_if_needed(rt);
+    return more;
+  }
+  for (int i = 0; i < 16; i++)
+    weft__cpu_relax();
+  return 1;
+}
+
+int weft__sched_guest(weft_runtime *rt, weft_task *other, int until_end) {
+  int free_slot = 0;
+  if (tls_worker || atomic_load(&rt->stop) ||
+      !atomic_compare_exchange_strong(&rt->guest, &free_slot, 1))
+    return 0;
+  weft__worker *w = &rt->workers[rt->nworkers];
+  const struct weft__backend_ops *ops = rt->bk->ops;
+  int dev = ops->bind_device && ops->current_device
+                ? ops->current_device(rt->bk)
+                : -1;
+  weft__errinfo *err = weft__err_cur;
+  weft__fiber_init_thread(&w->sched);
+  weft__fiber_guest_altstack();
+  w->guest_for = other;
+  w->guest_end = until_end;
+  tls_worker = w;
+  uint64_t idle_since = 0;
+  int ran = 0;
+  while (!guest_done(w) && !atomic_load(&rt->stop) &&
+         guest_step(w, &idle_since, &ran))
+    ;
+  tls_worker = NULL;
+  w->guest_for = NULL;
+  w->guest_left = 0;
+  /* Made ready by its last poll and not yet run: the workers' now. */
+  int moved = 0;
+  for (weft_task *t; (t = weft__rq_pop(&w->rq, 1)) != NULL; moved++)
+    weft__rq_push(&rt->inject, t, 0);
+  if (moved)
+    wake_if_needed(rt);
+  weft__err_cur = err;
+  /* The tasks bound their devices; the thread's own is put back. */
+  if (ran && dev >= 0)
+    ops->bind_device(rt->bk, dev);
+  atomic_store(&rt->guest, 0);
+  return 1;
 }
 
 /* weft_init validated WEFT_WORKERS into opts.workers; 0: a worker per
@@ -633,12 +783,14 @@ void weft__sched_each(weft_runtime *rt, void (*fn)(void *), void *arg) {
 int weft__sched_start(weft_runtime *rt) {
   int n = rt->opts.workers > 0 ? rt->opts.workers : default_workers();
   int rc = WEFT_ENOMEM;
-  rt->workers = calloc((size_t)n, sizeof *rt->workers);
+  /* n workers, then the guest slot (its context is made here too, so a
+   * joining thread allocates nothing). */
+  rt->workers = calloc((size_t)n + 1, sizeof *rt->workers);
   if (!rt->workers)
     return weft__err(rc, "weft_init: out of memory");
   weft__fiber_install_overflow_handler();
   int made = 0;
-  for (; made < n; made++) {
+  for (; made <= n; made++) {
     weft__worker *w = &rt->workers[made];
     w->rt = rt;
     w->index = made;
@@ -655,9 +807,9 @@ int weft__sched_start(weft_runtime *rt) {
       break;
     }
   }
-  rt->nworkers = made;
-  if (made < n)
+  if (made <= n)
     goto fail;
+  rt->nworkers = n;
   int started = 0;
   for (; started < n; started++)
     if (pthread_create(&rt->workers[started].thread, NULL, worker_main,
@@ -678,24 +830,29 @@ fail:
   }
   free(rt->workers);
   rt->workers = NULL;
-  rt->nworkers = 0;
   return weft__err(rc, "weft_init: out of memory");
 }
 
-/* Stops and joins the first `running` workers, then frees every worker's
- * parts; a worker that never started had its context prepared but never
- * freed it itself. nworkers stays as it was until the threads are joined:
- * running workers read it (and every worker's queue) while they look for
- * work. */
+/* Stops and joins the first `running` workers and waits for a guest to
+ * leave, then frees every slot's parts; a worker that never started (and
+ * the guest slot) had its context prepared but never freed it itself.
+ * nworkers stays as it was until the threads are joined: running workers
+ * read it (and every worker's queue) while they look for work. */
 static void stop_workers(weft_runtime *rt, int running) {
   atomic_store(&rt->stop, 1);
+  /* Only a thread waiting for a task of this runtime can be the guest,
+   * and it sees stop within one of its steps. */
+  while (atomic_load(&rt->guest)) {
+    struct timespec ts = {0, 10000};
+    nanosleep(&ts, NULL);
+  }
   pthread_mutex_lock(&rt->park_lock);
   for (int i = 0; i < running; i++)
     pthread_cond_signal(&rt->workers[i].park_cv);
   pthread_mutex_unlock(&rt->park_lock);
   for (int i = 0; i < running; i++)
     pthread_join(rt->workers[i].thread, NULL);
-  for (int i = 0; i < rt->nworkers; i++) {
+  for (int i = 0; i < nqueues(rt); i++) {
     weft__rq_fini(&rt->workers[i].rq);
     pthread_cond_destroy(&rt->workers[i].park_cv);
     if (i >= running)

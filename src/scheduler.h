@@ -70,11 +70,14 @@ struct weft_task {
   task_state state; /* written by the thread moving the task; informative
                        except FINISHING, which the wait set reads */
   /* Under rt->lock: what waiters and handle checks look at. */
-  int handle_gone;           /* joined or detached: the handle is spent */
-  int returned;              /* fn returned */
-  int done;                  /* and its GPU work completed */
-  struct weft_task *next;    /* run queue or wait-set link */
-  struct weft_task *prev;    /* run queue: the other end's way */
+  int handle_gone;        /* joined or detached: the handle is spent */
+  int returned;           /* fn returned */
+  int done;               /* and its GPU work completed */
+  struct weft_task *next; /* run queue or wait-set link */
+  struct weft_task *prev; /* run queue: the other end's way */
+  /* The run queue holding it, NULL when none; changed under that queue's
+   * lock, read without it by a joining thread looking for it (sched.c). */
+  struct weft__rq *_Atomic queued_in;
   struct weft_task *waiters; /* tasks waiting for this one to return or end */
   int thread_waiters;        /* plain threads in weft_task_join */
   weft__event *end_ev;       /* recorded on return when work is pending */
@@ -125,6 +128,8 @@ weft_task *weft__rq_pop(weft__rq *q, int from_top);
 /* Half the tasks (at least one), oldest first, high priority first, as a
  * list linked by next; *taken says how many. */
 weft_task *weft__rq_take_half(weft__rq *q, int *taken);
+/* t, if q still holds it: 1 then, else 0. */
+int weft__rq_take(weft__rq *q, weft_task *t);
 
 /* What the scheduler does right after a task switched away: the task's
  * stack is then no longer in use, so only now may another worker see it. */
@@ -156,6 +161,12 @@ struct weft__worker {
   int parked, woken;
   int searching;      /* counted in rt->nsearching */
   unsigned each_seen; /* the last weft__sched_each run here */
+  /* The guest slot only (sched.c, "the joining thread works"): the task
+   * its plain thread waits for, and for what (1: done, 0: returned). */
+  weft_task *guest_for;
+  int guest_end;
+  int guest_polling; /* what it makes ready now, it runs itself */
+  int guest_left;    /* its task yielded: the workers have it */
 };
 
 typedef struct weft__ptrvec {
@@ -171,9 +182,13 @@ struct weft_runtime {
   weft__backend *bk;
   uint64_t epoch; /* distinguishes runtimes for thread contexts */
 
+  /* nworkers threads, then one more slot: the guest, which a plain thread
+   * waiting for a task fills while it runs tasks itself (sched.c). Its
+   * queue is stolen from like the workers'. */
   int nworkers;
   weft__worker *workers;
-  weft__rq inject; /* tasks spawned or woken off the workers */
+  atomic_int guest; /* 1 while a plain thread holds the guest slot */
+  weft__rq inject;  /* tasks spawned or woken off the workers */
   atomic_int stop;
 
   /* Parking (sched.c): idle workers sleep, each on its own condition
@@ -285,6 +300,13 @@ int weft__sched_start(weft_runtime *rt);
  * own worker gets to it). */
 void weft__sched_each(weft_runtime *rt, void (*fn)(void *), void *arg);
 void weft__sched_stop(weft_runtime *rt);
+/* A plain thread about to wait (lock not held) until other returns
+ * (until_end 0) or completes: runs the runtime's tasks meanwhile in the
+ * guest slot, so that neither a spawn's nor a join's wake-up lies on its
+ * path. Returns 1 after working (other may still not be there: the thread
+ * found nothing to do for a while and gave the slot up), 0 at once when
+ * the slot is taken or the thread is a worker. */
+int weft__sched_guest(weft_runtime *rt, weft_task *other, int until_end);
 /* Makes a task runnable: on the calling worker's queue, else injected. */
 void weft__sched_ready(weft_runtime *rt, weft_task *t);
 /* Switches from the running task to its worker's scheduler, which then

@@ -246,6 +246,7 @@ int weft_task_spawn(weft_runtime *rt, weft_task **task, weft_task_fn fn,
   t->nflow_deps = 0;
   t->flow_host = 0;
   t->wait_test = NULL;
+  atomic_store_explicit(&t->queued_in, NULL, memory_order_relaxed);
   if (spawner) {
     int host = 0;
     if (weft__flow_declare(spawner, (weft_task *)weft__handle_of(&t->hdr),
@@ -319,6 +320,12 @@ static uint64_t mono_ns(void) {
 
 static void spin_for(weft_runtime *rt, weft_task *other, int until_end) {
   pthread_mutex_unlock(&rt->lock);
+  /* Better still, it runs tasks meanwhile (sched.c, "the joining thread
+   * works"); if another thread does, it watches. */
+  if (weft__sched_guest(rt, other, until_end)) {
+    pthread_mutex_lock(&rt->lock);
+    return;
+  }
   uint64_t until = mono_ns() + JOIN_SPIN_NS;
   int ok = 0;
   do {

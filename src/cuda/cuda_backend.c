@@ -65,6 +65,16 @@ static void bind_device(weft__backend *b, int dev) {
   (void)weft__cuda_set_device(dev);
 }
 
+static int current_device(weft__backend *b) {
+  (void)b;
+  int cur;
+  if (cudaGetDevice(&cur) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return -1;
+  }
+  return cur;
+}
+
 /* cudaFuncGetAttributes resolves the function, which under lazy loading
  * (the default since CUDA 12.2) loads it. */
 static int kernel_preload(weft__backend *b, int dev, const weft_kernel *k) {
@@ -284,6 +294,7 @@ const struct weft__backend_ops weft__cuda_ops = {
     .device_count = cuda_device_count,
     .device_info = cuda_device_info,
     .bind_device = bind_device,
+    .current_device = current_device,
     .kernel_preload = kernel_preload,
     .ptr_kind = ptr_kind,
     .release_libraries = weft__cuda_cublas_release,

@@ -1,0 +1,184 @@
+/* A plain thread that joins a task runs that task itself while it waits
+ * (the runtime's guest slot, sched.c), and nothing else of the runtime's.
+ *
+ * - With the one worker held by a task that computes until the joined task
+ *   has run, the joined task can only run on the joining thread: without
+ *   the guest it would wait for the holder to give up (2 s), on the worker.
+ * - What the joined task spawns goes to the workers, and what it waits for
+ *   on the GPU the joiner polls for; the results are exact.
+ * - A task that yields on the joining thread goes to the workers, and the
+ *   join still returns.
+ * - Several plain threads join at once (one holds the guest slot, the
+ *   others watch and sleep): every join returns its own task's result. */
+#include <pthread.h>
+#include <string.h>
+
+#include "task_common.h"
+
+static weft_runtime *rt;
+
+enum { HOLD_MS = 2000 };
+
+typedef struct hold {
+  int started;
+  int released; /* set by the joined task */
+  int gave_up;
+} hold;
+
+/* Takes the worker without yielding until released (or 2 s). */
+static void holder(void *arg) {
+  hold *h = arg;
+  tt_store(&h->started, 1);
+  int64_t end = tt_now_ns() + HOLD_MS * 1000000LL;
+  while (!tt_load(&h->released))
+    if (tt_now_ns() > end) {
+      tt_store(&h->gave_up, 1);
+      return;
+    }
+}
+
+typedef struct joined {
+  hold *h;
+  pthread_t ran_on;
+  pthread_t child_ran_on;
+  int *dev; /* GPU words to fill, or NULL */
+  int sum;
+} joined;
+
+static void child(void *arg) {
+  joined *j = arg;
+  j->child_ran_on = pthread_self();
+}
+
+static void joined_task(void *arg) {
+  joined *j = arg;
+  j->ran_on = pthread_self();
+  if (j->h)
+    tt_store(&j->h->released, 1);
+  weft_task *c;
+  CHECK_OK(weft_task_spawn(rt, &c, child, j, NULL));
+  CHECK_OK(weft_task_join(c));
+  if (j->dev) {
+    /* GPU waits on the joining thread: each sync suspends the task. */
+    int host[4];
+    for (int round = 0; round < 8; round++) {
+      CHECK_OK(weft_memset(j->dev, round, 4 * sizeof(int)));
+      CHECK_OK(weft_copy(host, j->dev, sizeof host));
+      CHECK_OK(weft_sync());
+      int want;
+      memset(&want, round, sizeof want);
+      for (int i = 0; i < 4; i++)
+        CHECK_EQ_INT(host[i], want);
+    }
+  }
+  j->sum = 42;
+}
+
+static void runs_on_joiner(void) {
+  static hold h;
+  memset(&h, 0, sizeof h);
+  weft_task *ht, *jt;
+  CHECK_OK(weft_task_spawn(rt, &ht, holder, &h, NULL));
+  /* The holder has the worker before the joined task is spawned. */
+  tt_wait_flag(&h.started, 5000, "the holder to start");
+  static joined j;
+  memset(&j, 0, sizeof j);
+  j.h = &h;
+  CHECK_OK(weft_task_spawn(rt, &jt, joined_task, &j, NULL));
+  CHECK_OK(weft_task_join(jt));
+  CHECK_OK(weft_task_join(ht));
+  CHECK_MSG(!tt_load(&h.gave_up),
+            "the joined task did not run while the worker was held: the "
+            "joining thread did not run it");
+  CHECK_MSG(pthread_equal(j.ran_on, pthread_self()),
+            "the joined task ran on another thread than its joiner");
+  /* The child went to the worker, freed by then. */
+  CHECK_MSG(!pthread_equal(j.child_ran_on, pthread_self()),
+            "the joined task's child ran on the joining thread");
+  CHECK_EQ_INT(j.sum, 42);
+}
+
+static void gpu_waits(void) {
+  int *dev;
+  CHECK_OK(weft_device_alloc(4 * sizeof *dev, (void **)&dev));
+  CHECK_OK(weft_sync());
+  for (int k = 0; k < 20; k++) {
+    joined j = {.dev = dev};
+    weft_task *t;
+    CHECK_OK(weft_task_spawn(rt, &t, joined_task, &j, NULL));
+    CHECK_OK(weft_task_join(t));
+    CHECK_EQ_INT(j.sum, 42);
+  }
+  CHECK_OK(weft_device_free(dev));
+  CHECK_OK(weft_sync());
+}
+
+static void yielder(void *arg) {
+  int *n = arg;
+  for (int i = 0; i < 100; i++) {
+    tt_add(n, 1);
+    weft_yield();
+  }
+}
+
+static void yields(void) {
+  int n = 0;
+  weft_task *t;
+  CHECK_OK(weft_task_spawn(rt, &t, yielder, &n, NULL));
+  CHECK_OK(weft_task_join(t));
+  CHECK_EQ_INT(tt_load(&n), 100);
+}
+
+enum { THREADS = 4 };
+
+typedef struct joiner_arg {
+  int id, rounds, bad;
+} joiner_arg;
+
+static void square(void *arg) {
+  int *v = arg;
+  if (*v % 3 == 0)
+    weft_yield();
+  *v = *v * *v;
+}
+
+static void *joiner_thread(void *arg) {
+  joiner_arg *a = arg;
+  for (int i = 0; i < a->rounds; i++) {
+    int v = a->id * 1000 + i;
+    weft_task *t;
+    if (weft_task_spawn(rt, &t, square, &v, NULL) || weft_task_join(t) ||
+        v != (a->id * 1000 + i) * (a->id * 1000 + i))
+      a->bad++;
+  }
+  return NULL;
+}
+
+static void many_joiners(void) {
+  pthread_t th[THREADS];
+  joiner_arg a[THREADS];
+  int rounds = tt_quick() ? 200 : 2000;
+  for (int i = 0; i < THREADS; i++) {
+    a[i] = (joiner_arg){i + 1, rounds, 0};
+    CHECK(pthread_create(&th[i], NULL, joiner_thread, &a[i]) == 0);
+  }
+  for (int i = 0; i < THREADS; i++) {
+    CHECK(pthread_join(th[i], NULL) == 0);
+    CHECK_MSG(a[i].bad == 0, "thread %d: %d of %d joins wrong", i, a[i].bad,
+              rounds);
+  }
+}
+
+int main(void) {
+  rt = tt_open_workers(1);
+  runs_on_joiner();
+  gpu_waits();
+  yields();
+  many_joiners();
+  tt_close(rt);
+  rt = tt_open_workers(0);
+  gpu_waits();
+  many_joiners();
+  tt_close(rt);
+  return 0;
+}
