@@ -119,7 +119,7 @@ static int run(bench_ctx *c) {
   if (rc == 0)
     rc = variant(c, 0, 0, bench_size(c, 5000, 1000),
                  "weft spawn+join from a plain thread",
-                 "the join blocks the thread until a worker wakes it");
+                 "the joining thread runs the task itself");
   if (rc == 0)
     rc = pthreads(c, bench_size(c, 5000, 1000));
   return rc;

@@ -631,10 +631,14 @@ static void *worker_main(void *arg) {
  * another thread's long task and the workers still run the runtime's
  * work. It leaves as soon as what it waits for is there, when that task
  * yields (it waits for others then: the workers take it), or once it has
- * run nothing for GUEST_SPIN_NS (the poll ladder's spin: another worker
- * runs the task, or the GPU work is long); the caller then sleeps as
- * before. */
-#define GUEST_SPIN_NS (5000 * 1000u)
+ * run nothing for as long as the poll ladder spins (5 ms on CUDA, 50 us
+ * with completion reports: another worker runs the task, or the GPU work
+ * is long); the caller then sleeps as before. */
+static uint64_t guest_spin_ns(const weft_runtime *rt) {
+  /* With completion reports (the host backend), as long as the poller's
+   * spin there: its executor threads need the cores. */
+  return rt->bk->ops->set_completion_hook ? 50 * 1000u : 5000 * 1000u;
+}
 
 static int guest_done(const weft__worker *w) {
   const weft_task *o = w->guest_for;
@@ -668,7 +672,7 @@ static int guest_step(weft__worker *w, uint64_t *idle_since, int *ran) {
   uint64_t now = now_ns();
   if (!*idle_since)
     *idle_since = now;
-  else if (now - *idle_since > GUEST_SPIN_NS)
+  else if (now - *idle_since > guest_spin_ns(rt))
     return 0;
   int none = 0;
   if (atomic_load(&rt->nwaits) > 0 &&
