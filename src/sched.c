@@ -623,15 +623,15 @@ static void *worker_main(void *arg) {
  * raw, 1.000 x with four times as many batches a run).
  *
  * So the joiner fills the guest slot, one plain thread at a time, and runs
- * the task it waits for itself, taking it from whichever queue holds it,
- * and between its slices polls the GPU wait set when no worker does; what
- * that polling makes ready it runs too, as a polling worker would. Nothing
- * else: what those tasks spawn or wake goes to the workers (the injection
- * queue, waking one), and it steals nothing, so a join never waits behind
- * another thread's long task and the workers still run the runtime's
- * work. It leaves as soon as what it waits for is there, when that task
- * yields (it waits for others then: the workers take it), or once it has
- * run nothing for as long as the poll ladder spins (5 ms on CUDA, 50 us
+ * the task it waits for itself if it is still in the injection queue (a
+ * plain thread's spawn puts it there), and between its slices polls the GPU
+ * wait set when no worker does; what that polling makes ready it runs too, as a
+ * polling worker would. Nothing else: what those tasks spawn or wake goes to
+ * the workers (the injection queue, waking one), and it steals nothing, so a
+ * join never waits behind another thread's long task and the workers still run
+ * the runtime's work. It leaves as soon as what it waits for is there, when
+ * that task yields (it waits for others then: the workers take it), or once it
+ * has run nothing for as long as the poll ladder spins (5 ms on CUDA, 50 us
  * with completion reports: another worker runs the task, or the GPU work
  * is long); the caller then sleeps as before. */
 static uint64_t guest_spin_ns(const weft_runtime *rt) {
@@ -649,14 +649,21 @@ static int guest_done(const weft__worker *w) {
 }
 
 /* What the guest may run: its own queue (what it waits for, what its
- * polling made ready), or what it waits for from another queue. */
+ * polling made ready), or what it waits for from the injection queue,
+ * where a plain thread's spawn puts it. A worker's queue is left alone:
+ * that worker runs it next in the order its priorities say (taking it
+ * from there ran a normal task of a one-worker runtime beside a high one
+ * the worker had yet to pick, tasks.priority). */
 static weft_task *guest_find(weft__worker *w) {
   weft_task *t = weft__rq_pop(&w->rq, 0);
   if (t)
     return t;
   weft_task *o = w->guest_for;
-  weft__rq *q = atomic_load_explicit(&o->queued_in, memory_order_relaxed);
-  return q && weft__rq_take(q, o) ? o : NULL;
+  weft__rq *inject = &w->rt->inject;
+  return atomic_load_explicit(&o->queued_in, memory_order_relaxed) == inject &&
+                 weft__rq_take(inject, o)
+             ? o
+             : NULL;
 }
 
 /* One step of its work: 1 to go on, 0 to leave. */

@@ -76,7 +76,8 @@ struct weft_task {
   struct weft_task *next; /* run queue or wait-set link */
   struct weft_task *prev; /* run queue: the other end's way */
   /* The run queue holding it, NULL when none; changed under that queue's
-   * lock, read without it by a joining thread looking for it (sched.c). */
+   * lock, read without it by a joining thread looking for it in the
+   * injection queue (sched.c). */
   struct weft__rq *_Atomic queued_in;
   struct weft_task *waiters; /* tasks waiting for this one to return or end */
   int thread_waiters;        /* plain threads in weft_task_join */

@@ -86,8 +86,9 @@ WEFT_API int weft_task_device(void);
 
 /* Waits until the task's function returned and the GPU work it queued has
  * completed, then frees the task. In a task this yields; on a plain thread
- * it blocks, and meanwhile runs the joined task itself if no worker has
- * started it yet, resuming it after its GPU waits, so that no thread's
+ * it blocks, and meanwhile runs the joined task itself if it still waits
+ * to start in the queue of tasks spawned by plain threads, resuming it
+ * after its GPU waits, so that no thread's
  * wake-up lies between spawn, run and return (one plain thread at a time
  * per runtime does this; the task's own spawns still go to the workers,
  * and a task that yields goes back to them). Returns the task's first error
