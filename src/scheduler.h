@@ -166,8 +166,7 @@ struct weft__worker {
    * its plain thread waits for, and for what (1: done, 0: returned). */
   weft_task *guest_for;
   int guest_end;
-  int guest_polling; /* what it makes ready now, it runs itself */
-  int guest_left;    /* its task yielded: the workers have it */
+  int guest_left; /* its task yielded: the workers have it */
 };
 
 typedef struct weft__ptrvec {
