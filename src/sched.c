@@ -6,7 +6,8 @@
  * role and climbs a ladder (spin, then short timed sleeps; see
  * poll_ladder) so that a completion is seen within microseconds while the
  * GPU is busy, and an idle runtime burns no core. The others sleep until work
- * arrives. */
+ * arrives. A plain thread that joins a task works too meanwhile, in one
+ * more slot (see "the joining thread works"). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -301,11 +301,12 @@ int weft__sched_start(weft_runtime *rt);
 void weft__sched_each(weft_runtime *rt, void (*fn)(void *), void *arg);
 void weft__sched_stop(weft_runtime *rt);
 /* A plain thread about to wait (lock not held) until other returns
- * (until_end 0) or completes: runs the runtime's tasks meanwhile in the
- * guest slot, so that neither a spawn's nor a join's wake-up lies on its
- * path. Returns 1 after working (other may still not be there: the thread
- * found nothing to do for a while and gave the slot up), 0 at once when
- * the slot is taken or the thread is a worker. */
+ * (until_end 0) or completes: works in the guest slot meanwhile, running
+ * other if it is still injected and what the tasks it runs spawn or wake,
+ * so that neither a spawn's nor a join's wake-up lies on its path
+ * (sched.c, "the joining thread works"). Returns 1 after working (other
+ * may still not be there: the thread gave the slot up), 0 at once when the
+ * slot is taken or the thread is a worker. */
 int weft__sched_guest(weft_runtime *rt, weft_task *other, int until_end);
 /* Makes a task runnable: on the calling worker's queue, else injected. */
 void weft__sched_ready(weft_runtime *rt, weft_task *t);
