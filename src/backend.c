@@ -109,6 +109,15 @@ int weft__backend_open(weft_backend_kind kind, int use_env,
       if (fl[0] == '0')
         with_env.cuda_no_flags = 1;
     }
+    /* The host backend reads it when it opens; refused here whatever the
+     * backend, for the same reason. */
+    const char *pg = getenv("WEFT_HOST_PAGEABLE");
+    if (pg && *pg && strcmp(pg, "0") != 0 && strcmp(pg, "1") != 0)
+      return weft__err(WEFT_EINVAL,
+                       "weft: WEFT_HOST_PAGEABLE=%s: expected 0 (off, the "
+                       "default) or 1 (the host backend tells pageable "
+                       "memory apart)",
+                       pg);
     cfg = &with_env;
   }
   if (kind == WEFT_BACKEND_AUTO) {

@@ -29,7 +29,8 @@ typedef struct weft_host_event weft_host_event;
 
 /* A stream on rt's device (0 .. weft_device_count - 1; each emulated
  * device has its own executor) at the given priority (0: normal; see
- * weft_device_info for the range). Errors: WEFT_ENOTSUP when rt is not on
+ * weft_device_info for the range; one outside it is clamped to it, as
+ * CUDA does). Errors: WEFT_ENOTSUP when rt is not on
  * the host backend, WEFT_ENODEV, WEFT_ENOMEM. */
 WEFT_API int weft_host_stream_create(weft_runtime *rt, int device, int priority,
                                      weft_host_stream **out);

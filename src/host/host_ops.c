@@ -29,6 +29,12 @@ static int no_memory(const char *call) {
 static int stream_init(weft__backend *b, weft__stream *s) {
   weft__host_stream *hs = HS(s);
   hs->state = HOST_IDLE;
+  /* Out of the range, a priority is clamped to it, as CUDA does (it would
+   * otherwise index past the executor's levels). */
+  if (s->priority > WEFT__HOST_PRIO_LEAST)
+    s->priority = WEFT__HOST_PRIO_LEAST;
+  if (s->priority < WEFT__HOST_PRIO_GREATEST)
+    s->priority = WEFT__HOST_PRIO_GREATEST;
   hs->level = WEFT__HOST_PRIO_LEAST - s->priority;
   return 0;
 }

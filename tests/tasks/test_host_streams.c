@@ -47,6 +47,21 @@ static void bad_input(weft_runtime *rt, int ndev) {
   CHECK_ERR(weft_host_event_record(e, s1), WEFT_EINVAL);
   CHECK_OK(weft_host_event_destroy(&e));
   CHECK_OK(weft_host_stream_destroy(&s1));
+  /* Priorities out of the range are clamped to it, as CUDA does: the
+   * streams run work (they indexed past the executor's levels before). */
+  static const int prio[] = {1000, 1, -6, -1000};
+  float *x = NULL;
+  CHECK_OK(weft_host_pinned_alloc(rt, N * sizeof(float), (void **)&x));
+  for (size_t p = 0; p < sizeof prio / sizeof prio[0]; p++) {
+    for (int i = 0; i < N; i++)
+      x[i] = 1.0f;
+    CHECK_OK(weft_host_stream_create(rt, 0, prio[p], &s1));
+    axpb(s1, x, 3.0f, 1.0f);
+    CHECK_OK(weft_host_stream_sync(s1));
+    CHECK(x[0] == 4.0f && x[N - 1] == 4.0f);
+    CHECK_OK(weft_host_stream_destroy(&s1));
+  }
+  CHECK_OK(weft_host_pinned_free(rt, x));
 }
 
 int main(void) {

@@ -332,6 +332,12 @@ static void env_checks(void) {
   static const char *const bad_chunks[] = {"1", "257", "abc", "-3"};
   env_refused("WEFT_STAGE_CHUNKS", bad_chunks, 4, "2 to 256");
   CHECK(unsetenv("WEFT_STAGE_CHUNKS") == 0);
+  /* 0 or 1 only, whatever the backend. */
+  static const char *const bad_pageable[] = {"2", "yes", "on", " 1"};
+  env_refused("WEFT_HOST_PAGEABLE", bad_pageable, 4, "expected 0");
+  CHECK(setenv("WEFT_HOST_PAGEABLE", "0", 1) == 0);
+  tt_close(tt_open(NULL));
+  CHECK(unsetenv("WEFT_HOST_PAGEABLE") == 0);
   weft_runtime_opts_init(&o);
   o.stage_chunks = 257;
   CHECK_ERR(weft_init(&rt, &o), WEFT_EINVAL);
