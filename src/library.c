@@ -345,9 +345,17 @@ int weft_library_warm(weft_runtime *rt, const weft_library *lib, int dev) {
   if (pthread_mutex_init(&j.lock, NULL))
     return weft__err(WEFT_ENOMEM, "weft_library_warm: out of memory");
   weft__sched_each(rt, warm_here, &j);
-  /* A plain thread runs tasks while it joins one (sched.c's guest). */
-  if (!weft__task_self())
+  /* A plain thread runs tasks while it joins one (sched.c's guest); its
+   * own current device is put back after. */
+  if (!weft__task_self()) {
+    const struct weft__backend_ops *ops = rt->bk->ops;
+    int cur = ops->bind_device && ops->current_device
+                  ? ops->current_device(rt->bk)
+                  : -1;
     warm_here(&j);
+    if (cur >= 0)
+      ops->bind_device(rt->bk, cur);
+  }
   pthread_mutex_destroy(&j.lock);
   if (j.rc)
     return weft__err_raw(j.rc, j.raw, "weft_library_warm %s: on a worker: %s",

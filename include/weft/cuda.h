@@ -79,8 +79,9 @@ WEFT_API cudaStream_t weft_cuda_stream(void);
  * first call. */
 WEFT_API cublasHandle_t weft_cublas(void);
 
-/* Makes weft_cublas()'s handle on every worker thread of rt, for every
- * device, now (weft_library_warm), so that no task's first weft_cublas()
+/* Makes weft_cublas()'s handle on every worker thread of rt, and on the
+ * calling plain thread (it runs tasks it joins), for every device, now
+ * (weft_library_warm), so that no task's first weft_cublas()
  * pays cublasCreate (70-150 us a thread on the H200, 16 ms for the
  * process's first). The streams' workspaces are still made on each
  * stream's first call. Errors: WEFT_EINVAL (NULL), WEFT_ENOTSUP (not the
