@@ -664,8 +664,9 @@ static int guest_has_work(weft__worker *w) {
              &w->rt->inject;
 }
 
-/* What the guest may run: its own queue (what it waits for, what its
- * polling made ready), or what it waits for from the injection queue,
+/* What the guest may run: its own queue (what the tasks it runs spawned
+ * or woke, what its polling made ready), or what it waits for from the
+ * injection queue,
  * where a plain thread's spawn puts it. A worker's queue is left alone:
  * that worker runs it next in the order its priorities say (taking it
  * from there ran a normal task of a one-worker runtime beside a high one
@@ -740,7 +741,7 @@ int weft__sched_guest(weft_runtime *rt, weft_task *other, int until_end) {
   tls_worker = NULL;
   w->guest_for = NULL;
   w->guest_left = 0;
-  /* Made ready by its last poll and not yet run: the workers' now. */
+  /* What it queued and did not run: the workers' now. */
   int moved = 0;
   for (weft_task *t; (t = weft__rq_pop(&w->rq, 1)) != NULL; moved++)
     weft__rq_push(&rt->inject, t, 0);
