@@ -240,6 +240,13 @@ extern const struct weft__backend_ops *const weft__backends[];
 
 /* ---- the core's entry points: validate, then call the backend ---- */
 
+/* The calling thread's current device, or -1 when the backend binds none
+ * or cannot tell: what a plain thread that ran tasks is bound to again. */
+static inline int weft__backend_current_device(weft__backend *b) {
+  const struct weft__backend_ops *ops = b->ops;
+  return ops->bind_device && ops->current_device ? ops->current_device(b) : -1;
+}
+
 /* Opens a backend of the given kind; AUTO picks CUDA when it has a device.
  * Reads WEFT_BACKEND only if kind is AUTO and use_env is set. */
 int weft__backend_open(weft_backend_kind kind, int use_env,

@@ -238,12 +238,9 @@ void weft__fiber_thread_altstack_free(void *mem) {
 static pthread_key_t guest_key;
 static int guest_key_ok;
 
-static void guest_altstack_free(void *mem) {
-  weft__fiber_thread_altstack_free(mem);
-}
-
 static void guest_key_make(void) {
-  guest_key_ok = pthread_key_create(&guest_key, guest_altstack_free) == 0;
+  guest_key_ok =
+      pthread_key_create(&guest_key, weft__fiber_thread_altstack_free) == 0;
 }
 
 void weft__fiber_guest_altstack(void) {

@@ -348,13 +348,10 @@ int weft_library_warm(weft_runtime *rt, const weft_library *lib, int dev) {
   /* A plain thread runs tasks while it joins one (sched.c's guest); its
    * own current device is put back after. */
   if (!weft__task_self()) {
-    const struct weft__backend_ops *ops = rt->bk->ops;
-    int cur = ops->bind_device && ops->current_device
-                  ? ops->current_device(rt->bk)
-                  : -1;
+    int cur = weft__backend_current_device(rt->bk);
     warm_here(&j);
     if (cur >= 0)
-      ops->bind_device(rt->bk, cur);
+      rt->bk->ops->bind_device(rt->bk, cur);
   }
   pthread_mutex_destroy(&j.lock);
   if (j.rc)

@@ -158,6 +158,15 @@ static weft_task *find_task(weft__worker *w) {
   return t ? t : steal(w);
 }
 
+/* The guest's queue, oldest first, to the injection queue: the workers'
+ * now. Returns how many tasks moved. */
+static int guest_hand_over(weft__worker *w) {
+  int moved = 0;
+  for (weft_task *t; (t = weft__rq_pop(&w->rq, 1)) != NULL; moved++)
+    weft__rq_push(&w->rt->inject, t, 0);
+  return moved;
+}
+
 /* ---- running tasks ---- */
 
 static void task_entry(void *arg) {
@@ -194,8 +203,7 @@ static void after_switch_do(weft__worker *w, weft_task *t) {
       /* A task that yields waits for other tasks: on the workers, behind
        * what they have queued and what the guest had; the guest leaves
        * (guest_done). */
-      for (weft_task *q; (q = weft__rq_pop(&w->rq, 1)) != NULL;)
-        weft__rq_push(&rt->inject, q, 0);
+      guest_hand_over(w);
       t->state = TASK_READY;
       t->yielded = 1;
       weft__mark_ready(t, WEFT__TR_READY_YIELD);
@@ -666,8 +674,8 @@ static int guest_has_work(weft__worker *w) {
 
 /* What the guest may run: its own queue (what the tasks it runs spawned
  * or woke, what its polling made ready), or what it waits for from the
- * injection queue,
- * where a plain thread's spawn puts it. A worker's queue is left alone:
+ * injection queue, where a plain thread's spawn puts it. A worker's queue
+ * is left alone:
  * that worker runs it next in the order its priorities say (taking it
  * from there ran a normal task of a one-worker runtime beside a high one
  * the worker had yet to pick, tasks.priority). */
@@ -723,10 +731,7 @@ int weft__sched_guest(weft_runtime *rt, weft_task *other, int until_end) {
       !atomic_compare_exchange_strong(&rt->guest, &free_slot, 1))
     return 0;
   weft__worker *w = &rt->workers[rt->nworkers];
-  const struct weft__backend_ops *ops = rt->bk->ops;
-  int dev = ops->bind_device && ops->current_device
-                ? ops->current_device(rt->bk)
-                : -1;
+  int dev = weft__backend_current_device(rt->bk);
   weft__errinfo *err = weft__err_cur;
   weft__fiber_init_thread(&w->sched);
   weft__fiber_guest_altstack();
@@ -742,15 +747,12 @@ int weft__sched_guest(weft_runtime *rt, weft_task *other, int until_end) {
   w->guest_for = NULL;
   w->guest_left = 0;
   /* What it queued and did not run: the workers' now. */
-  int moved = 0;
-  for (weft_task *t; (t = weft__rq_pop(&w->rq, 1)) != NULL; moved++)
-    weft__rq_push(&rt->inject, t, 0);
-  if (moved)
+  if (guest_hand_over(w))
     wake_if_needed(rt);
   weft__err_cur = err;
   /* The tasks bound their devices; the thread's own is put back. */
   if (ran && dev >= 0)
-    ops->bind_device(rt->bk, dev);
+    rt->bk->ops->bind_device(rt->bk, dev);
   atomic_store(&rt->guest, 0);
   return 1;
 }

@@ -90,14 +90,15 @@ WEFT_API int weft_task_device(void);
  * to start in the queue of tasks spawned by plain threads, resuming it
  * after its GPU waits, so that no thread's
  * wake-up lies between spawn, run and return (one plain thread at a time
- * per runtime does this; the task's own spawns still go to the workers,
- * and a task that yields goes back to them). Returns the task's first error
- * found after the call that caused it had returned (weft/error.h: a GPU
- * operation that failed on the device, say; 0 if none), with its message as
- * "task 'name': ..."; the task is joined all the same. Errors: WEFT_EINVAL
- * (NULL; from a task, a task of another runtime: a plain thread may join any),
- * WEFT_EHANDLE (already joined or detached), WEFT_ESTATE (a task joining
- * itself), or any code as the task's error. Context: any thread; may switch. */
+ * per runtime does this; what the task spawns queues there too, for the
+ * workers to steal, and a task that yields goes back to them). Returns the
+ * task's first error found after the call that caused it had returned
+ * (weft/error.h: a GPU operation that failed on the device, say; 0 if none),
+ * with its message as "task 'name': ..."; the task is joined all the same.
+ * Errors: WEFT_EINVAL (NULL; from a task, a task of another runtime: a plain
+ * thread may join any), WEFT_EHANDLE (already joined or detached), WEFT_ESTATE
+ * (a task joining itself), or any code as the task's error. Context: any
+ * thread; may switch. */
 WEFT_API int weft_task_join(weft_task *task);
 
 /* Lets the task free itself when it completes (at once if it has). A task
