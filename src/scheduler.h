@@ -4,6 +4,7 @@
 #define WEFT__SCHEDULER_H
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 
 #include "backend.h"
@@ -188,7 +189,9 @@ struct weft_runtime {
   int nworkers;
   weft__worker *workers;
   atomic_int guest; /* 1 while a plain thread holds the guest slot */
-  weft__rq inject;  /* tasks spawned or woken off the workers */
+  /* The process may run on one CPU only (cpus.h): spins yield it. */
+  int one_cpu;
+  weft__rq inject; /* tasks spawned or woken off the workers */
   atomic_int stop;
 
   /* Parking (sched.c): idle workers sleep, each on its own condition
@@ -425,6 +428,20 @@ static inline void weft__cpu_relax(void) {
 #elif defined(__aarch64__)
   __asm__ __volatile__("yield");
 #endif
+}
+
+/* Between two looks of a spin: n pauses, or, when the runtime's threads
+ * share one CPU, the CPU itself. There a spinner only delays the thread
+ * it waits for (a worker woken to run a task, the task that will end the
+ * wait) until the kernel takes the CPU from it; sched_yield hands it over
+ * at once, and returns at once when no other thread wants it. */
+static inline void weft__spin_pause(const weft_runtime *rt, int n) {
+  if (rt->one_cpu) {
+    sched_yield();
+    return;
+  }
+  for (int i = 0; i < n; i++)
+    weft__cpu_relax();
 }
 
 #endif

@@ -332,7 +332,7 @@ static void spin_for(weft_runtime *rt, weft_task *other, int until_end) {
     for (int i = 0; i < 64 && !ok; i++) {
       ok = until_end ? __atomic_load_n(&other->done, __ATOMIC_ACQUIRE)
                      : __atomic_load_n(&other->returned, __ATOMIC_ACQUIRE);
-      weft__cpu_relax();
+      weft__spin_pause(rt, 1);
     }
   } while (!ok && mono_ns() < until);
   pthread_mutex_lock(&rt->lock);

@@ -6,15 +6,16 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cpus.h"
 #include "error_internal.h"
 #include "host/host_internal.h"
 
 /* weft_init validated WEFT_HOST_THREADS into cfg->host_threads; 0: a
- * thread per core, at least two, so that independent streams overlap even
- * on one core. */
+ * thread per core the process may run on, at least two, so that
+ * independent streams overlap even on one core. */
 static int default_threads(void) {
-  long cores = sysconf(_SC_NPROCESSORS_ONLN);
-  return cores > 2 ? (int)cores : 2;
+  int cores = weft__cpus_available();
+  return cores > 2 ? cores : 2;
 }
 
 static void conds_destroy(weft__host_backend *hb, int n) {

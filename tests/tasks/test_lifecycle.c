@@ -2,6 +2,7 @@
  * options, shutdown waiting for every live task (detached, never joined,
  * never started), shutdown refused while user objects live (the runtime
  * working on afterwards), and init/shutdown refused inside a task. */
+#define _GNU_SOURCE /* sched_getaffinity */
 #include <pthread.h>
 #include <sched.h>
 #include <stddef.h>
@@ -117,6 +118,54 @@ static void init_with(int workers, size_t stack) {
   tt_close(rt);
   /* The thread's context died with the runtime. */
   CHECK_ERR(weft_sync(), WEFT_ESTATE);
+}
+
+/* Workers by default: one per CPU the process may run on, not per CPU of
+ * the machine (an MPI launcher binds each of two ranks to one core).
+ * Bound to one CPU, the runtime has one worker, its spins yield the CPU,
+ * and a plain thread's joins still end: of a GPU round trip, and of a
+ * task that waits for one the worker runs. */
+static int flag_set;
+static void set_flag(void *arg) {
+  (void)arg;
+  tt_store(&flag_set, 1);
+}
+static void wait_flag(void *arg) {
+  weft_runtime *rt = arg;
+  weft_task *t;
+  CHECK_OK(weft_task_spawn(rt, &t, set_flag, NULL, NULL));
+  while (!tt_load(&flag_set))
+    weft_yield();
+  CHECK_OK(weft_task_join(t));
+}
+
+static void default_workers_follow_affinity(void) {
+#ifdef __linux__
+  cpu_set_t all, one;
+  CHECK(sched_getaffinity(0, sizeof all, &all) == 0);
+  weft_runtime *rt = tt_open(NULL);
+  CHECK_EQ_INT(rt->nworkers, CPU_COUNT(&all));
+  CHECK_EQ_INT(rt->one_cpu, CPU_COUNT(&all) == 1);
+  tt_close(rt);
+  int first = 0;
+  while (!CPU_ISSET(first, &all))
+    first++;
+  CPU_ZERO(&one);
+  CPU_SET(first, &one);
+  CHECK(sched_setaffinity(0, sizeof one, &one) == 0);
+  rt = tt_open(NULL);
+  CHECK_EQ_INT(rt->nworkers, 1);
+  CHECK_EQ_INT(rt->one_cpu, 1);
+  check_works(rt);
+  for (int i = 0; i < 20; i++) {
+    tt_store(&flag_set, 0);
+    weft_task *t;
+    CHECK_OK(weft_task_spawn(rt, &t, wait_flag, rt, NULL));
+    CHECK_OK(weft_task_join(t));
+  }
+  tt_close(rt);
+  CHECK(sched_setaffinity(0, sizeof all, &all) == 0);
+#endif
 }
 
 static void bad_options(void) {
@@ -786,6 +835,7 @@ int main(void) {
   task_stats();
   no_runtime_calls();
   bad_options();
+  default_workers_follow_affinity();
   init_with(1, 0);
   init_with(2, 128 * 1024);
   init_with(4, 256 * 1024);
