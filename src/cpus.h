@@ -3,9 +3,21 @@
 #define WEFT__CPUS_H
 
 /* The CPUs in the calling thread's affinity mask where the system says
- * (Linux), else the cores online; at least 1. Under an MPI launcher that
- * binds each rank to a core (Open MPI does for two ranks or fewer), under
- * taskset or in a container's cpuset, it is fewer than the machine's. */
+ * (Linux), else the cores online, and no more than the process's control
+ * groups' CPU quota allows, rounded up; at least 1. Under an MPI launcher
+ * that binds each rank to a core (Open MPI does for two ranks or fewer),
+ * under taskset, in a container's cpuset or under its CPU limit (a
+ * quota), it is fewer than the machine's. */
 int weft__cpus_available(void);
+
+/* The CPUs a quota of quota us every period us allows, rounded up; 0 for
+ * no quota (quota or period not positive). */
+int weft__cpus_of_quota(long long quota, long long period);
+
+/* The tightest CPU quota of the control groups that cgroups (the text of
+ * /proc/self/cgroup) names, under the cgroup file systems mounted at root
+ * (v2 at root itself, v1's cpu controller at root/cpu or
+ * root/cpu,cpuacct), each group's ancestors included; 0 for none. */
+int weft__cpus_quota(const char *cgroups, const char *root);
 
 #endif

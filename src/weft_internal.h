@@ -1,7 +1,7 @@
 /* The one door into weft's internals from outside src/, for tests alone:
  * the backend contract (backend.h), the scheduler's structs, the pointer
- * registry, the error slots, weft check's counters and the data-flow
- * record's size. The demo, the benchmarks
+ * registry, the error slots, weft check's counters, the data-flow
+ * record's size and the CPU count's parts. The demo, the benchmarks
  * and the tools use the public API (include/weft/). A test of the CUDA
  * backend's own code defines WEFT_INTERNAL_CUDA before including this, for
  * cuda/cuda_internal.h. */
@@ -10,6 +10,7 @@
 
 #include "backend.h"
 #include "check.h"
+#include "cpus.h"
 #include "dataflow.h"
 #include "error_internal.h"
 #include "ptrmap.h"

@@ -21,15 +21,16 @@ typedef struct weft_runtime_opts {
   weft_backend_kind backend;
   /* Host backend: executor threads per emulated device, 1 to 1024; 0
    * means the environment variable WEFT_HOST_THREADS (1 to 1024) or,
-   * unset, the CPU cores the process may run on (its affinity mask)
+   * unset, the CPU cores the process may run on (as for workers)
    * shared out between the devices, at least 2 each (max(2, cores) with
    * one device). */
   int host_threads;
   /* Worker threads that run tasks, 1 to 1024; 0 means the environment
    * variable WEFT_WORKERS (1 to 1024) or, unset, the number of CPU cores
-   * the process may run on (its affinity mask: under taskset, a cpuset,
-   * or an MPI launcher that binds each rank to a core, fewer than the
-   * machine's). */
+   * the process may run on (its affinity mask, and its control groups'
+   * CPU quota rounded up: under taskset, a container's cpuset or CPU
+   * limit, or an MPI launcher that binds each rank to a core, fewer than
+   * the machine's). */
   int workers;
   /* Bytes of each task's fiber stack (rounded up to pages; a guard page
    * below it catches overflow); 0 means 64 KiB. */
