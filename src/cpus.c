@@ -142,5 +142,7 @@ int weft__cpus_available(void) {
     n = online > 0 ? (int)online : 1;
   }
   int q = own_quota();
-  return q > 0 && q < n ? q : n;
+  if (q > 0 && q < n)
+    n = q;
+  return n < WEFT__MAX_THREADS ? n : WEFT__MAX_THREADS;
 }

@@ -2,11 +2,15 @@
 #ifndef WEFT__CPUS_H
 #define WEFT__CPUS_H
 
+/* The most worker or executor threads of one kind weft starts
+ * (WEFT_WORKERS, WEFT_HOST_THREADS), and so the most CPUs it counts. */
+#define WEFT__MAX_THREADS 1024
+
 /* The CPUs in the calling thread's affinity mask where the system says
  * (Linux), else the cores online, and no more than the process's control
- * groups' CPU quota allows, rounded up; at least 1. Under an MPI launcher
- * that binds each rank to a core (Open MPI does for two ranks or fewer),
- * under taskset, in a container's cpuset or under its CPU limit (a
+ * groups' CPU quota allows, rounded up; 1 to WEFT__MAX_THREADS. Under an MPI
+ * launcher that binds each rank to a core (Open MPI does for two ranks or
+ * fewer), under taskset, in a container's cpuset or under its CPU limit (a
  * quota), it is fewer than the machine's. */
 int weft__cpus_available(void);
 

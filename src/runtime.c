@@ -8,6 +8,7 @@
 #include "admission.h"
 #include "backend.h"
 #include "check.h"
+#include "cpus.h"
 #include "error_internal.h"
 #include "scheduler.h"
 #include "trace.h"
@@ -110,9 +111,8 @@ static void rt_locks_fini(weft_runtime *rt) {
 }
 
 /* Thread counts: an option (0: not set) or else the environment variable,
- * 1 to MAX_THREADS; anything else is refused with the name of what was
- * wrong. 0 stays 0: the default (the cores). */
-#define MAX_THREADS 1024
+ * 1 to WEFT__MAX_THREADS; anything else is refused with the name of what
+ * was wrong. 0 stays 0: the default (the cores, cpus.h). */
 /* opts.streams's default (runtime.h). */
 #define STREAMS_AHEAD 32
 
@@ -140,7 +140,7 @@ static int count_opt(const char *opt, const char *env, int *n, int min,
 }
 
 static int thread_count(const char *opt, const char *env, int *n) {
-  return count_opt(opt, env, n, 1, MAX_THREADS);
+  return count_opt(opt, env, n, 1, WEFT__MAX_THREADS);
 }
 
 /* The trace file must be writable: found now, not after the run, when the

@@ -69,12 +69,13 @@ int main(void) {
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
   CHECK(system(cmd) == 0);
 
-  /* The count: at least 1, no more than the affinity mask. */
+  /* The count: at least 1, no more than the affinity mask or the most
+   * threads weft starts. */
   int n = weft__cpus_available();
   cpu_set_t set;
   CHECK(sched_getaffinity(0, sizeof set, &set) == 0);
-  CHECK_MSG(n >= 1 && n <= CPU_COUNT(&set), "%d CPUs available of %d", n,
-            CPU_COUNT(&set));
+  CHECK_MSG(n >= 1 && n <= CPU_COUNT(&set) && n <= WEFT__MAX_THREADS,
+            "%d CPUs available of %d", n, CPU_COUNT(&set));
   puts("ok");
   return 0;
 }
