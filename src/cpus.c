@@ -13,8 +13,11 @@ int weft__cpus_of_quota(long long quota, long long period) {
   if (quota <= 0 || period <= 0)
     return 0;
   long long n = quota / period + (quota % period != 0);
-  return n > 1 << 20 ? 1 << 20 : (int)n;
+  return n < WEFT__MAX_THREADS ? (int)n : WEFT__MAX_THREADS;
 }
+
+/* The tighter of two quotas in CPUs, 0 meaning none. */
+static int tighter(int a, int b) { return a == 0 || (b > 0 && b < a) ? b : a; }
 
 /* dir/name into file; 0 if it does not fit. */
 static int file_in(char *file, size_t size, const char *dir, const char *name) {
@@ -61,15 +64,43 @@ static int quota_up_from(const char *mount, const char *path) {
   size_t floor = strlen(mount);
   int best = 0;
   for (;;) {
-    int q = quota_in(dir);
-    if (q > 0 && (best == 0 || q < best))
-      best = q;
+    best = tighter(best, quota_in(dir));
     char *slash = strrchr(dir, '/');
     if (!slash || (size_t)(slash - dir) < floor)
       break;
     *slash = '\0';
   }
   return best;
+}
+
+/* Whether the comma-separated list names the controller cpu. */
+static int names_cpu(const char *list) {
+  for (const char *p = list;; p++) {
+    if (strncmp(p, "cpu", 3) == 0 && (p[3] == ',' || p[3] == '\0'))
+      return 1;
+    if ((p = strchr(p, ',')) == NULL)
+      return 0;
+  }
+}
+
+/* One line of /proc/self/cgroup, id:controllers:path (v2's is 0::path):
+ * its group's quota, 0 for none. */
+static int line_quota(char *line, const char *root) {
+  char *c1 = strchr(line, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+  if (!c2)
+    return 0;
+  *c1 = *c2 = '\0';
+  const char *ctl = c1 + 1, *path = c2 + 1;
+  if (strcmp(line, "0") == 0 && *ctl == '\0')
+    return quota_up_from(root, path);
+  if (!names_cpu(ctl))
+    return 0;
+  /* v1: the cpu controller, mounted alone or with cpuacct. */
+  char mount[4096];
+  snprintf(mount, sizeof mount, "%s/%s", root, ctl);
+  if (access(mount, F_OK) != 0)
+    snprintf(mount, sizeof mount, "%s/cpu", root);
+  return quota_up_from(mount, path);
 }
 
 int weft__cpus_quota(const char *cgroups, const char *root) {
@@ -81,33 +112,7 @@ int weft__cpus_quota(const char *cgroups, const char *root) {
     if (len < sizeof buf) {
       memcpy(buf, line, len);
       buf[len] = '\0';
-      /* id:controllers:path; v2's line is 0::path. */
-      char *c1 = strchr(buf, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
-      if (c2) {
-        *c1 = *c2 = '\0';
-        const char *ctl = c1 + 1, *path = c2 + 1;
-        char mount[4096];
-        int q = 0;
-        if (strcmp(buf, "0") == 0 && *ctl == '\0') {
-          q = quota_up_from(root, path);
-        } else {
-          /* v1: the cpu controller, mounted alone or with cpuacct. */
-          int has_cpu = 0;
-          char ctls[4096];
-          snprintf(ctls, sizeof ctls, "%s", ctl);
-          for (char *save, *t = strtok_r(ctls, ",", &save); t;
-               t = strtok_r(NULL, ",", &save))
-            has_cpu |= strcmp(t, "cpu") == 0;
-          if (has_cpu) {
-            snprintf(mount, sizeof mount, "%s/%s", root, ctl);
-            if (access(mount, F_OK) != 0)
-              snprintf(mount, sizeof mount, "%s/cpu", root);
-            q = quota_up_from(mount, path);
-          }
-        }
-        if (q > 0 && (best == 0 || q < best))
-          best = q;
-      }
+      best = tighter(best, line_quota(buf, root));
     }
     line = end ? end + 1 : NULL;
   }
@@ -141,8 +146,6 @@ int weft__cpus_available(void) {
     long online = sysconf(_SC_NPROCESSORS_ONLN);
     n = online > 0 ? (int)online : 1;
   }
-  int q = own_quota();
-  if (q > 0 && q < n)
-    n = q;
+  n = tighter(n, own_quota());
   return n < WEFT__MAX_THREADS ? n : WEFT__MAX_THREADS;
 }
