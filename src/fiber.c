@@ -133,6 +133,9 @@ static void put(const char *s) {
 }
 
 static void on_segv(int sig, siginfo_t *si, void *uc) {
+  /* The report must not change how the process dies: with stderr a pipe
+   * nobody reads any more, a write would end it by SIGPIPE instead. */
+  signal(SIGPIPE, SIG_IGN);
   const weft__stack *s = cur_stack;
   char *addr = si->si_addr, *lo = s ? (char *)s->lo : NULL;
   size_t ps = (size_t)sysconf(_SC_PAGESIZE);

@@ -1,8 +1,9 @@
 /* Fiber stacks: a task may use nearly all of the stack size it was given;
  * tasks suspended side by side keep their own stacks intact; and a task
  * that overflows its stack dies by SIGSEGV with a message naming the
- * overflow (checked in a child process; skipped under the sanitizers,
- * which install their own SIGSEGV handlers). And a task with declared data
+ * overflow, and by SIGSEGV still when its stderr is a pipe nobody reads
+ * (checked in a child process; skipped under the sanitizers, which install
+ * their own SIGSEGV handlers). And a task with declared data
  * that finds no memory for a stack ends only after the tasks it follows
  * have (the tasks after it follow it alone): with the address space capped
  * (RLIMIT_AS, in a child process, on the host backend, not under the
@@ -143,11 +144,16 @@ static void overflow(weft_task_fn fn, size_t guards) {
     overflow_child(guards);
   }
   close(fds[1]);
-  char out[4096];
+  /* Reads to the end, keeping the first 4 KiB: a reader that stopped
+   * early would close the pipe on a child still writing its backtrace. */
+  char out[4096], rest[4096];
   size_t len = 0;
   ssize_t r;
-  while ((r = read(fds[0], out + len, sizeof out - 1 - len)) > 0)
-    len += (size_t)r;
+  while ((r = read(fds[0], len < sizeof out - 1 ? out + len : rest,
+                   len < sizeof out - 1 ? sizeof out - 1 - len : sizeof rest)) >
+         0)
+    if (len < sizeof out - 1)
+      len += (size_t)r;
   out[len] = '\0';
   close(fds[0]);
   int status = 0;
@@ -161,6 +167,36 @@ static void overflow(weft_task_fn fn, size_t guards) {
       WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status), out);
   CHECK_MSG(strstr(out, "overflowed") != NULL,
             "no overflow message on stderr: '%s'", out);
+}
+
+/* The same with the child's stderr a pipe whose reader is gone: the
+ * report's writes fail, and the child still dies by SIGSEGV (not by
+ * SIGPIPE, which would hide the cause from whoever waits for it). */
+static void overflow_unread(void) {
+  overflowing = overflow_task;
+  fflush(NULL);
+  pid_t pid = fork();
+  CHECK(pid >= 0);
+  if (pid == 0) {
+    struct rlimit no_core = {0, 0};
+    setrlimit(RLIMIT_CORE, &no_core);
+    int fds[2];
+    if (pipe(fds) != 0)
+      _exit(6);
+    close(fds[0]);
+    dup2(fds[1], 2);
+    close(fds[1]);
+    overflow_child(SIZE_MAX);
+  }
+  int status = 0;
+  CHECK(waitpid(pid, &status, 0) == pid);
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 77)
+    return;
+  CHECK_MSG(WIFSIGNALED(status) && WTERMSIG(status) == SIGSEGV,
+            "with stderr unread, the overflowing child did not die by "
+            "SIGSEGV (%s %d)",
+            WIFSIGNALED(status) ? "signal" : "exit",
+            WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
 }
 
 /* ---- no stack: ordered all the same ---- */
@@ -275,6 +311,7 @@ int main(void) {
     overflow(jump_task, SIZE_MAX);     /* one frame past the guard page */
     overflow(overflow_task, 0);        /* the same without guard pages */
     overflow(jump_task, 0);
+    overflow_unread();
     no_stack_ordered();
   }
   big_stacks(0, 32 * 1024, 16);            /* default 64 KiB */
