@@ -58,7 +58,7 @@ def main():
     env = dict(os.environ, WEFT_BACKEND="host")
     r = subprocess.run([weft, "bench", "--quick", "--plot", out, "saturation",
                         "normalize", "tasks", "copies", "graph"],
-                       capture_output=True, text=True, env=env, timeout=600)
+                       capture_output=True, text=True, env=env, timeout=420)
     if r.returncode != 0:
         fail(f"weft bench exited {r.returncode}: {r.stderr}")
     written = re.findall(r"chart written to (\S+)", r.stdout)
@@ -105,7 +105,7 @@ def main():
     # A directory that cannot be made: exit 1, and say which.
     bad = "/proc/weft-no-such-dir/plots"
     r = subprocess.run([weft, "bench", "--quick", "--plot", bad, "spawn"],
-                       capture_output=True, text=True, env=env, timeout=300)
+                       capture_output=True, text=True, env=env, timeout=60)
     if r.returncode != 1 or bad not in r.stderr:
         fail(f"--plot {bad}: exit {r.returncode}, stderr {r.stderr!r}")
     # A file where the directory should be, and a JSON file that cannot be
@@ -120,7 +120,7 @@ def main():
     ):
         r = subprocess.run([weft, "bench", "--quick", *args, "spawn"],
                            capture_output=True, text=True, env=env,
-                           timeout=300)
+                           timeout=60)
         if r.returncode != 1 or why not in r.stderr or "spawn " in r.stdout:
             fail(f"{args}: exit {r.returncode}, stderr {r.stderr!r}, "
                  f"stdout {r.stdout[-200:]!r}")

@@ -4,9 +4,11 @@
  * - a ring: TASKS tasks per rank, each sending to its right neighbour and
  *   receiving from its left with its own tag, all waiting at once, every
  *   value checked;
- * - a late sender: rank 0 sends 100 ms late; on every other rank the
- *   waiting task is suspended meanwhile and another task of the same
- *   worker counts its yields (more than zero when the message lands);
+ * - a late sender: rank 0 sends 100 ms after every other rank's receive
+ *   is posted (each says so first, however slowly it got there); on
+ *   those ranks the waiting task is suspended meanwhile and another task
+ *   of the same worker counts its yields (more than zero when the message
+ *   lands);
  * - collectives from tasks: each task an MPI_Iallreduce on a communicator
  *   of its own (duplicated beforehand, so their order cannot differ
  *   between ranks), waited for with weft_mpi_wait;
@@ -76,6 +78,8 @@ static void late_receiver(void *arg) {
   int v = 0;
   MPI_Request r;
   MPI_Irecv(&v, 1, MPI_INT, 0, 777, MPI_COMM_WORLD, &r);
+  /* Posted: rank 0's delay starts now. */
+  MPI_Send(NULL, 0, MPI_INT, 0, 778, MPI_COMM_WORLD);
   CHECK_OK(weft_mpi_wait(&r, MPI_STATUS_IGNORE));
   CHECK_EQ_INT(v, 4242);
   atomic_store(&arrived, 1);
@@ -92,6 +96,9 @@ static void counter(void *arg) {
 static void late_sender(weft_runtime *rt) {
   MPI_Barrier(MPI_COMM_WORLD);
   if (rank == 0) {
+    for (int r = 1; r < size; r++)
+      MPI_Recv(NULL, 0, MPI_INT, MPI_ANY_SOURCE, 778, MPI_COMM_WORLD,
+               MPI_STATUS_IGNORE);
     struct timespec ts = {0, LATE_MS * 1000000L};
     nanosleep(&ts, NULL);
     int v = 4242;

@@ -117,7 +117,10 @@ static void held_then_released(int depth) {
   weft_task *normal = spawn(rt, normal_work, &j, 0);
   tt_gate_wait_started(&gate);
   if (depth) {
-    tt_sleep_ms(30); /* time to queue more, were it not held */
+    /* What depth allows, however slowly the worker gets to it; then time
+     * to queue more, were it not held. */
+    wait_issued(&j, depth - 1);
+    tt_sleep_ms(30);
     CHECK_EQ_INT(tt_load(&j.issued), depth - 1);
     CHECK(!tt_task_returned(normal));
     tt_store(&open_flag, 1); /* the high task ends: no one to hold for */

@@ -70,7 +70,10 @@ static void reset(int value, int gated) {
 /* While the gate is closed, Y's copy must be held back. */
 static void check_held_then_open(void) {
   tt_wait_flag(&sc.y_queued, 10000, "Y to queue its copy");
-  tt_sleep_ms(20); /* gives a wrongly unordered copy time to run */
+  /* X's gate is reached first (on a loaded machine its executor thread
+   * may not have run yet), then a wrongly unordered copy has time to run. */
+  tt_gate_wait_started(&sc.gate);
+  tt_sleep_ms(20);
   int seen = tt_load(sc.out);
   int state = tt_gate_state(&sc.gate);
   tt_gate_open(&sc.gate);

@@ -3,8 +3,9 @@
  * then computes for DELAY_MS before joining delays the child's first run by
  * at least that long; two tasks woken by the same task's end run one after
  * the other, each computing DELAY_MS, so one of them waits that long; and
- * tasks waiting for the GPU report their resume delays. The trace written
- * at shutdown is read back with the trace tools. */
+ * tasks waiting for the GPU report their resume delays (their work is held
+ * by a spin kernel until both wait, so neither finds it done). The trace
+ * written at shutdown is read back with the trace tools. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,13 +13,19 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "kernels.h"
 #include "trace/analysis.h"
 #include "weft.h"
+#include "weft_internal.h"
 
 #define DELAY_MS 5
 
 static weft_runtime *rt;
 static int *dev; /* one int per GPU waiter: their memsets run at once */
+/* The GPU waiters' gate, pinned: gate[0] the flag this thread sets once
+ * both wait, gate[1 + i] waiter i's spin state. */
+static int *gate;
+static test_kernels tk;
 
 static double now_ms(void) {
   struct timespec ts;
@@ -52,7 +59,13 @@ static void follower(void *arg) {
 }
 
 static void gpu_waiter(void *arg) {
-  CHECK_OK(weft_memset(dev + *(int *)arg, 0, sizeof *dev));
+  int i = *(int *)arg;
+  const int *flag = &gate[0];
+  int *state = &gate[1 + i];
+  long long timeout = 15LL * 1000000000LL; /* a broken runtime cannot hang */
+  void *args[] = {&flag, &state, &timeout};
+  CHECK_OK(weft_launch(&tk.spin_until, WEFT_DIM1(1), WEFT_DIM1(1), 0, args));
+  CHECK_OK(weft_memset(dev + i, 0, sizeof *dev));
   CHECK_OK(weft_sync());
 }
 
@@ -105,7 +118,11 @@ int main(void) {
     return 77;
   }
   CHECK_OK(rc);
+  test_kernels_init(&tk);
   CHECK_OK(weft_device_alloc(2 * sizeof *dev, (void **)&dev));
+  CHECK_OK(weft_pinned_alloc(3 * sizeof *gate, (void **)&gate));
+  for (int i = 0; i < 3; i++)
+    __atomic_store_n(&gate[i], 0, __ATOMIC_RELEASE);
   CHECK_OK(weft_sync());
   /* Detached and waited for by a flag: a join would run the driver and its
    * spawns on this thread too (the guest slot), and the one worker would
@@ -114,9 +131,18 @@ int main(void) {
   double give_up = now_ms() + 60000;
   while (!__atomic_load_n(&driver_done, __ATOMIC_ACQUIRE)) {
     CHECK_MSG(now_ms() < give_up, "the driver did not finish in 60 s");
+    /* Both GPU waiters in the wait set: their work may finish. */
+    if (!__atomic_load_n(&gate[0], __ATOMIC_ACQUIRE) &&
+        atomic_load(&rt->nwaits) >= 2)
+      __atomic_store_n(&gate[0], 1, __ATOMIC_RELEASE);
     struct timespec ts = {0, 1000000};
     nanosleep(&ts, NULL);
   }
+  for (int i = 0; i < 2; i++)
+    CHECK_MSG(gate[1 + i] == TEST_SPIN_RELEASED,
+              "GPU waiter %d's spin ended in state %d, not released", i,
+              gate[1 + i]);
+  CHECK_OK(weft_pinned_free(gate));
   CHECK_OK(weft_device_free(dev));
   CHECK_OK(weft_sync());
   CHECK_OK(weft_shutdown(rt));
