@@ -140,9 +140,21 @@ static weft_task *steal(weft__worker *w) {
 }
 
 /* High-priority tasks first, whether queued here or injected from plain
- * threads; then normal ones, the newest local one first. */
+ * threads; then normal ones, the newest local one first. Once after a high
+ * task yields, a normal one first: a yield lets other ready tasks run, and
+ * a high task yielding in a loop until a normal one acts would otherwise
+ * be picked again for ever (on one worker the runtime hung). */
 static weft_task *find_near(weft__worker *w) {
-  weft_task *t = weft__rq_pop_level(&w->rq, 1, 0);
+  weft_task *t = NULL;
+  if (w->normal_next) {
+    w->normal_next = 0;
+    t = weft__rq_pop_level(&w->rq, 0, 0);
+    if (!t)
+      t = weft__rq_pop_level(&w->rt->inject, 0, 1);
+    if (t)
+      return t;
+  }
+  t = weft__rq_pop_level(&w->rq, 1, 0);
   if (!t)
     t = weft__rq_pop_level(&w->rt->inject, 1, 1);
   if (!t)
@@ -230,6 +242,8 @@ static void after_switch_do(weft__worker *w, weft_task *t) {
     }
     /* Behind everything queued here: the newest-first order would
      * otherwise pick the yielding task again at once. */
+    if (t->x.high)
+      w->normal_next = 1;
     t->state = TASK_READY;
     t->yielded = 1;
     weft__mark_ready(t, WEFT__TR_READY_YIELD);
@@ -727,9 +741,14 @@ static int guest_step(weft__worker *w, uint64_t *idle_since, int *ran) {
 
 int weft__sched_guest(weft_runtime *rt, weft_task *other, int until_end) {
   int free_slot = 0;
-  if (tls_worker || atomic_load(&rt->stop) ||
-      !atomic_compare_exchange_strong(&rt->guest, &free_slot, 1))
+  if (tls_worker || !atomic_compare_exchange_strong(&rt->guest, &free_slot, 1))
     return 0;
+  /* Stop is read after taking the slot: a shutdown stores stop, then
+   * waits for the slot to be free, so one of the two sees the other. */
+  if (atomic_load(&rt->stop)) {
+    atomic_store(&rt->guest, 0);
+    return 0;
+  }
   weft__worker *w = &rt->workers[rt->nworkers];
   int dev = weft__backend_current_device(rt->bk);
   weft__errinfo *err = weft__err_cur;

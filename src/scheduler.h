@@ -163,6 +163,9 @@ struct weft__worker {
   int parked, woken;
   int searching;      /* counted in rt->nsearching */
   unsigned each_seen; /* the last weft__sched_each run here */
+  /* A high-priority task yielded here: the next pick is a normal task if
+   * one is ready (find_near). */
+  int normal_next;
   /* The guest slot only (sched.c, "the joining thread works"): the task
    * its plain thread waits for, and for what (1: done, 0: returned). */
   weft_task *guest_for;

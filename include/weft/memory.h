@@ -18,9 +18,11 @@ WEFT_BEGIN_DECLS
  * caller's next weft_sync() waits for. One copy holds at most
  * weft_runtime_opts.stage_chunks blocks (by default 8 to 32 to the device,
  * 2 per worker, and 64 from it), reusing each once its transfer is done:
- * from a pageable source the call returns once every chunk is staged, and
- * a copy larger than its blocks also waits for its earlier chunks'
- * transfers (behind the work queued before it on the stream); to a
+ * from a pageable source the call returns once every chunk is staged (a
+ * timing, not leave to change the source: the rule above holds on every
+ * path, and the host backend, whose memory is all pinned, reads it
+ * later), and a copy larger than its blocks also waits for its earlier
+ * chunks' transfers (behind the work queued before it on the stream); to a
  * pageable destination it returns at once, unless larger than its blocks:
  * then it waits until all but that many chunks are out. bytes 0 does
  * nothing.

@@ -107,7 +107,8 @@ WEFT_API int weft_task_join(weft_task *task);
  * Context: any thread; never blocks. */
 WEFT_API int weft_task_detach(weft_task *task);
 
-/* Lets other ready tasks run; returns at once on a plain thread.
+/* Lets other ready tasks run (after a high-priority task's yield, a ready
+ * normal task runs first); returns at once on a plain thread.
  * Errors: none. Context: any thread; may switch. */
 WEFT_API void weft_yield(void);
 

@@ -5,7 +5,13 @@
  * yielding) while N normal tasks and then one high-priority task are
  * spawned, from the main thread or from the blocker itself; then the
  * blocker yields and ends. Each task takes a ticket from a counter when it
- * starts: the high task's ticket must be smaller than every normal one's. */
+ * starts: the high task's ticket must be smaller than every normal one's.
+ *
+ * And a high task that yields lets normal ones run: on the one worker, a
+ * high task yielding until a normal task sets a flag ends, spawned with it
+ * from a task and from the main thread (whose join runs the high task
+ * until it yields; it hung the runtime when a yielding high task was
+ * always picked again first). */
 #include <stdio.h>
 
 #include "task_common.h"
@@ -128,6 +134,61 @@ static void high_gpu(void *arg) {
   CHECK_EQ_INT(*out, 5);
 }
 
+static int flag_set, flag_spins, flag_seen;
+
+static void set_flag(void *arg) {
+  (void)arg;
+  tt_store(&flag_set, 1);
+}
+
+/* Yields until the flag is set, giving up after 10 s (a failure, not a
+ * hang). */
+static void yield_until_flag(void *arg) {
+  (void)arg;
+  int64_t deadline = tt_now_ns() + 10000000000LL;
+  while (!tt_load(&flag_set) && tt_now_ns() < deadline) {
+    tt_add(&flag_spins, 1);
+    weft_yield();
+  }
+  tt_store(&flag_seen, tt_load(&flag_set));
+}
+
+static void spawn_pair(weft_task **high, weft_task **normal) {
+  weft_task_opts o;
+  weft_task_opts_init(&o);
+  o.priority = WEFT_PRIORITY_HIGH;
+  CHECK_OK(weft_task_spawn(rt, normal, set_flag, NULL, NULL));
+  CHECK_OK(weft_task_spawn(rt, high, yield_until_flag, NULL, &o));
+}
+
+static void pair_driver(void *arg) {
+  (void)arg;
+  weft_task *h, *n;
+  spawn_pair(&h, &n);
+  CHECK_OK(weft_task_join(h));
+  CHECK_OK(weft_task_join(n));
+}
+
+static void high_yields_to_normal(int from_task) {
+  tt_store(&flag_set, 0);
+  tt_store(&flag_seen, 0);
+  tt_store(&flag_spins, 0);
+  if (from_task) {
+    weft_task *d;
+    CHECK_OK(weft_task_spawn(rt, &d, pair_driver, NULL, NULL));
+    CHECK_OK(weft_task_join(d));
+  } else {
+    weft_task *h, *n;
+    spawn_pair(&h, &n);
+    CHECK_OK(weft_task_join(h));
+    CHECK_OK(weft_task_join(n));
+  }
+  CHECK_MSG(tt_load(&flag_seen),
+            "spawned by %s: a high task yielded %d times in 10 s and the "
+            "normal task never ran",
+            from_task ? "a task" : "the main thread", tt_load(&flag_spins));
+}
+
 int main(void) {
   rt = tt_open_workers(1);
   CHECK_OK(weft_device_get_info(rt, 0, &info));
@@ -135,6 +196,8 @@ int main(void) {
   run(1);
   run(2);
   run(0);
+  high_yields_to_normal(1);
+  high_yields_to_normal(0);
 
   int *out;
   CHECK_OK(weft_pinned_alloc(sizeof(int), (void **)&out));
