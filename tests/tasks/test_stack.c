@@ -125,6 +125,15 @@ static void overflow_child(size_t guards) {
   _exit(5); /* survived the overflow */
 }
 
+/* In the forked child: no core file, stderr the pipe's write end. */
+static void child_stderr_to(int fds[2]) {
+  struct rlimit no_core = {0, 0};
+  setrlimit(RLIMIT_CORE, &no_core);
+  close(fds[0]);
+  dup2(fds[1], 2);
+  close(fds[1]);
+}
+
 /* Runs fn in a forked child whose pool guards at most `guards` stacks (0:
  * none, the path past the kernel's map budget) and checks that it died of
  * SIGSEGV after naming the overflow. */
@@ -136,11 +145,7 @@ static void overflow(weft_task_fn fn, size_t guards) {
   pid_t pid = fork();
   CHECK(pid >= 0);
   if (pid == 0) {
-    struct rlimit no_core = {0, 0};
-    setrlimit(RLIMIT_CORE, &no_core);
-    close(fds[0]);
-    dup2(fds[1], 2);
-    close(fds[1]);
+    child_stderr_to(fds);
     overflow_child(guards);
   }
   close(fds[1]);
@@ -178,14 +183,10 @@ static void overflow_unread(void) {
   pid_t pid = fork();
   CHECK(pid >= 0);
   if (pid == 0) {
-    struct rlimit no_core = {0, 0};
-    setrlimit(RLIMIT_CORE, &no_core);
     int fds[2];
     if (pipe(fds) != 0)
       _exit(6);
-    close(fds[0]);
-    dup2(fds[1], 2);
-    close(fds[1]);
+    child_stderr_to(fds);
     overflow_child(SIZE_MAX);
   }
   int status = 0;
