@@ -17,7 +17,7 @@
 #include "weft/host.h"
 #include "weft/kernel.h"
 #include "weft/library.h"
-#include "weft/map.h"
+#include "weft/pipeline.h"
 #include "weft/memory.h"
 #include "weft/runtime.h"
 #include "weft/stream.h"

@@ -6,7 +6,9 @@
 
 #include <stdlib.h>
 
-#include "scheduler.h"
+#include "runtime_internal.h"
+#include "stream_pool.h"
+#include "wait.h"
 #include "weft/task.h"
 
 struct weft__admission {
@@ -39,8 +41,8 @@ typedef struct held {
 static int room(void *arg) {
   held *h = arg;
   int depth = atomic_load(&h->rt->admission);
-  if (atomic_load(&h->rt->nhigh_live) == 0 || depth == 0 ||
-      (unsigned)depth > h->inflight || atomic_load(&h->rt->cancel_waits))
+  if (atomic_load(&h->rt->tasks.nhigh_live) == 0 || depth == 0 ||
+      (unsigned)depth > h->inflight || atomic_load(&h->rt->waits.cancel))
     return 0;
   int rc = weft__event_query(h->oldest);
   return rc == WEFT_EAGAIN ? WEFT_EAGAIN : rc;
@@ -71,9 +73,9 @@ int weft__admit(weft__exec *x, weft__stream *s) {
   }
   int depth;
   while ((depth = atomic_load(&rt->admission)) > 0 && a->n >= (unsigned)depth &&
-         atomic_load(&rt->nhigh_live) > 0) {
+         atomic_load(&rt->tasks.nhigh_live) > 0) {
     held h = {rt, *slot(a, 0), a->n};
-    int rc = weft_wait_until(room, &h);
+    int rc = weft__exec_wait_test(x, room, &h);
     if (rc)
       return rc;
     if (weft__event_query(h.oldest) != 0)

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "backend.h"
-#include "check.h"
+#include "checker.h"
 #include "error_internal.h"
 #include "ptrmap.h"
 

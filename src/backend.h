@@ -31,6 +31,9 @@
 #include "weft/error.h"
 #include "weft/kernel.h"
 
+/* Devices a runtime uses at most (weft_init refuses more). */
+#define WEFT__MAX_DEVICES 64
+
 typedef struct weft__backend weft__backend;
 typedef struct weft__stream weft__stream;
 typedef struct weft__event weft__event;
@@ -61,7 +64,7 @@ enum {
   WEFT__EVENT_TIMING = 1u << 0,   /* elapsed time can be read */
   WEFT__EVENT_BLOCKING = 1u << 1, /* event_sync sleeps rather than spins */
   /* Queried again and again by the wait set: the backend may make its
-   * queries cheap at some cost to its records (CUDA: cuda_flags.c). */
+   * queries cheap at some cost to its records (CUDA: cuda_completion.c). */
   WEFT__EVENT_POLLED = 1u << 2,
 };
 
@@ -90,7 +93,7 @@ typedef struct weft__backend_config {
   int host_threads; /* host backend executor threads; 0 = default */
   int host_devices; /* host backend devices, >= 1 */
   /* CUDA: no completion flags, every wait asks the driver
-   * (WEFT_CUDA_FLAGS=0; src/cuda/cuda_flags.c). */
+   * (WEFT_CUDA_FLAGS=0; src/cuda/cuda_completion.c). */
   int cuda_no_flags;
 } weft__backend_config;
 

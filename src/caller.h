@@ -1,31 +1,91 @@
-/* The calling task's (or plain thread's) context, as the public calls and
- * the backends' libraries (src/cuda/) see it: its stream, device and
- * runtime, without the scheduler's structs. */
+/* The caller's context (an exec): the task or plain thread that issues GPU
+ * work, with its leased stream, device and first error. Found by
+ * weft__exec_self/weft__exec_get (caller.c); public calls reach it through
+ * the door (door.h). */
 #ifndef WEFT__CALLER_H
 #define WEFT__CALLER_H
 
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include "backend.h"
+#include "error_internal.h"
+#include "weft/dataflow.h"
 
 typedef struct weft__exec weft__exec;
 
-typedef struct weft__caller {
-  weft__exec *x;   /* opaque here; scheduler.h has it */
-  weft__stream *s; /* the caller's stream, leased on first use */
-  int dev;         /* the device the caller's work goes to */
-  uint64_t epoch;  /* its runtime's: caches made for another are stale */
-} weft__caller;
+/* Whoever issues GPU work: a task, or a plain thread. */
+struct weft__exec {
+  struct weft_runtime *rt;
+  weft__stream *stream; /* leased on the first GPU operation */
+  /* Work may have been queued on stream since a weft_sync last saw it
+   * idle: set whenever the stream is handed out (weft__exec_stream), so a
+   * task that ends right after a sync skips asking the device. */
+  int unsynced;
+  int dev;
+  int high;        /* priority: stream from the greatest-priority pool */
+  int pending_err; /* first error not yet returned by weft_sync */
+  int first_err;   /* first error of the task's life, for join */
+  int first_raw;
+  char *first_msg; /* its message (malloc'd: failures are rare) */
+  int is_task;
+  weft__errinfo errinfo; /* weft_last_error_message() while it runs */
+  /* The chunks of this exec's staged copies to pageable memory whose
+   * helper tasks still run (memory.c); joined by weft_sync and when a task
+   * returns. */
+  struct weft__stage_job **pending;
+  int npending, cap_pending;
+  struct weft__exec *next;   /* runtime's list of plain-thread contexts */
+  struct weft__vc *check_vc; /* weft check: what it has seen (checker.c) */
+  struct weft__flow *flow;   /* its spawns' declared data (dataflow.c) */
+  /* Under weft check: the task's own declared accesses, which its GPU
+   * operations on tracked memory must keep within (checker.c). */
+  weft_access *decl;
+  uint32_t ndecl;
+  /* Priority-aware admission (admission.c): what a normal-priority task
+   * has in flight; NULL until the policy first holds it. */
+  struct weft__admission *adm;
+  /* Set by weft_graph_begin (graph.c) while a capture is open on stream:
+   * how to drop it when a plain thread or its runtime ends first. A
+   * pointer, so that this layer does not call up into the graph API. */
+  void (*drop_capture)(weft__exec *x, const char *why);
+  atomic_int dead; /* a plain thread's, after its runtime shut down */
+};
 
-/* Fills *c for public call `call` (its name, for messages): 0, or the
- * error, reported (WEFT_ESTATE when no runtime is open). The stream counts
- * as used: the caller is about to queue work on it. */
-int weft__caller_get(const char *call, weft__caller *c);
+/* The calling exec: the running task's, else the plain thread's if it has
+ * one, else NULL. Not inlined: a fiber can resume on another thread, and a
+ * cached thread-local address would then name the old thread's variable. */
+weft__exec *weft__exec_self(void);
+/* The exec of the calling task or thread, made for a plain thread on its
+ * first call, or NULL with WEFT_ESTATE recorded when no runtime is open. */
+weft__exec *weft__exec_get(const char *call);
+/* weft_init, rt registered open: a plain thread that uses no open runtime
+ * uses rt from now on. Returns 0 or what weft__exec_get_failed reports. */
+int weft__exec_adopt(struct weft_runtime *rt);
+/* What a failed weft__exec_get recorded: WEFT_ESTATE (no runtime) or
+ * WEFT_ENOMEM (no memory for a plain thread's context). */
+static inline int weft__exec_get_failed(void) { return weft__err_slot()->code; }
 
-/* Runs fn(arg) on the calling thread's own stack: from a task, by
- * switching to the worker's scheduler context for the call (library code
- * such as cuBLAS's first initialisation needs more stack than a fiber
- * has); elsewhere, directly. */
-void weft__call_on_thread_stack(void (*fn)(void *), void *arg);
+/* Records a failure of a GPU operation against x and returns rc. */
+int weft__exec_fail(weft__exec *x, int rc);
+/* Leases a stream for x from the runtime's pool (or makes one). A failure
+ * is reported (weft_last_error_message) but not recorded against x: the
+ * caller decides whether x failed. */
+int weft__exec_lease(weft__exec *x, weft__stream **out);
+/* The exec's stream, leased on first use; a failed lease fails x. */
+static inline int weft__exec_stream(weft__exec *x, weft__stream **out) {
+  x->unsynced = 1;
+  if (x->stream) {
+    *out = x->stream;
+    return 0;
+  }
+  int rc = weft__exec_lease(x, out);
+  return rc ? weft__exec_fail(x, rc) : 0;
+}
+/* Returns x's stream to its pool (a capture still open on it is dropped
+ * first, through x->drop_capture). */
+void weft__exec_release_stream(weft__exec *x);
+/* Shutdown: the runtime's plain-thread contexts die with it. */
+void weft__exec_threads_release(struct weft_runtime *rt);
 
 #endif

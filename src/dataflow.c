@@ -16,7 +16,7 @@
 #include <string.h>
 
 #include "error_internal.h"
-#include "scheduler.h"
+#include "runtime_internal.h"
 #include "weft/stream.h"
 
 typedef struct range {
@@ -240,101 +240,6 @@ int weft__flow_declare(weft__exec *x, weft_task *self, const weft_access *a,
                        size_t n, const void **buf, const void ***deps,
                        uint32_t *ndeps, int *host) {
   return weft__flow_note(&x->flow, self, a, n, buf, deps, ndeps, host);
-}
-
-/* Follows the earlier tasks d[0..n) as weft_task_after follows each
- * (stream.c: the stream waits for a task's end event once it returned),
- * under one hold of the runtime's lock and one stream for them all: the
- * stream of the first that hands its over (weft__task_take_stream), else
- * a lease;
- * weft check's bookkeeping is weft_task_after's own. It cannot fail:
- * where the stream cannot be leased or made to wait (out of memory, a
- * device error), the task waits on the host until that earlier task has
- * completed instead. A task that ran unordered would break the order of
- * every task after it, which follows it alone. */
-static void follow_all(weft_task *t, const void **d, uint32_t n) {
-  weft_runtime *rt = t->x.rt;
-  if (rt->bk->check) {
-    for (uint32_t i = 0; i < n; i++)
-      if (weft_task_after((weft_task *)d[i]) != 0) {
-        const weft_task *h = d[i];
-        weft_task *other = (weft_task *)weft__handle_obj(h);
-        pthread_mutex_lock(&rt->lock);
-        if (weft__task_live(h, other))
-          weft__task_wait_for(rt, other, 1);
-        pthread_mutex_unlock(&rt->lock);
-      }
-    return;
-  }
-  weft__stream *s = NULL;
-  int on_host = 0; /* no stream: wait for completions on the host */
-  int taken = -1;  /* the one whose stream this task took over */
-  pthread_mutex_lock(&rt->lock);
-  /* Each must have returned (queued all its work) before this task's
-   * stream can wait for it; one whose work is still queued may hand its
-   * stream over, which orders this task after it with no wait at all. */
-  for (uint32_t i = 0; i < n; i++) {
-    const weft_task *h = d[i];
-    weft_task *other = (weft_task *)weft__handle_obj(h);
-    if (!weft__task_live(h, other))
-      continue; /* completed: already ordered */
-    weft__task_wait_for(rt, other, 0);
-    if (taken < 0 && weft__task_live(h, other) &&
-        weft__task_take_stream(&t->x, other)) {
-      s = t->x.stream;
-      taken = (int)i;
-    }
-  }
-  for (uint32_t i = 0; i < n; i++) {
-    const weft_task *h = d[i];
-    weft_task *other = (weft_task *)weft__handle_obj(h);
-    if ((int)i == taken || !weft__task_live(h, other))
-      continue;
-    if (!s && !on_host) {
-      /* Leased outside the lock, which the lease takes. */
-      pthread_mutex_unlock(&rt->lock);
-      /* A failed lease is not the task's failure: it waits on the host. */
-      t->x.unsynced = 1;
-      on_host = weft__exec_lease(&t->x, &s) != 0;
-      pthread_mutex_lock(&rt->lock);
-      if (!weft__task_live(h, other))
-        continue;
-    }
-    if (on_host) {
-      weft__task_wait_for(rt, other, 1);
-      continue;
-    }
-    /* end_ev lives until the task is finalized, which takes this lock. */
-    if (other->end_ev && weft__stream_wait_event(s, other->end_ev) != 0)
-      weft__task_wait_for(rt, other, 1);
-  }
-  pthread_mutex_unlock(&rt->lock);
-}
-
-int weft__flow_deps_done(weft_task *t) {
-  weft_runtime *rt = t->x.rt;
-  int done = 1;
-  pthread_mutex_lock(&rt->lock);
-  for (uint32_t i = 0; i < t->nflow_deps && done; i++) {
-    const weft_task *h = t->flow_deps[i];
-    done = !weft__task_live(h, (weft_task *)weft__handle_obj(h));
-  }
-  pthread_mutex_unlock(&rt->lock);
-  return done;
-}
-
-int weft__flow_enter(weft_task *t) {
-  const void **d = t->flow_deps;
-  uint32_t n = t->nflow_deps;
-  t->flow_deps = NULL;
-  t->nflow_deps = 0;
-  if (n)
-    follow_all(t, d, n);
-  weft__flow_deps_free(d, t->flow_inline);
-  int rc = t->flow_host ? weft_sync() : 0;
-  if (rc)
-    weft__exec_fail(&t->x, rc);
-  return rc;
 }
 
 void weft__flow_forget(weft__exec *x, const void *p, size_t n) {

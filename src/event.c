@@ -1,7 +1,9 @@
 /* Public events, on the calling task's (or thread's) stream. */
 #include "weft/event.h"
-#include "check.h"
-#include "scheduler.h"
+#include "checker.h"
+#include "door.h"
+#include "runtime_internal.h"
+#include "wait.h"
 
 /* Public event handles carry their object's generation (pool.h), so a
  * handle kept past its event's destroy never names the event that reuses
@@ -19,11 +21,12 @@ static weft__event *EV(const weft_event *h) {
 int weft_event_create(weft_event **ev) {
   if (!ev)
     return weft__err(WEFT_EINVAL, "weft_event_create: ev is NULL");
-  weft__exec *x = weft__exec_get("weft_event_create");
-  if (!x)
-    return weft__exec_get_failed();
+  weft__caller c;
+  int rc = weft__door("weft_event_create", 0, NULL, &c);
+  if (rc)
+    return rc;
   weft__event *e;
-  int rc = weft__event_create(x->rt->bk, x->dev, WEFT__EVENT_TIMING, &e);
+  rc = weft__event_create(c.x->rt->bk, c.dev, WEFT__EVENT_TIMING, &e);
   if (rc == 0)
     *ev = (weft_event *)weft__handle_of(&e->hdr);
   return rc;
@@ -41,11 +44,9 @@ int weft_event_destroy(weft_event **ev) {
 
 int weft_event_record(weft_event *ev) {
   weft__caller c;
-  int rc = weft__caller_get("weft_event_record", &c);
-  if (rc == 0)
-    rc = weft__refuse_in_capture(c.x, "weft_event_record",
-                                 "events order and time streams outside "
-                                 "graphs");
+  int rc =
+      weft__door("weft_event_record", WEFT__DOOR_ISSUE | WEFT__DOOR_NO_CAPTURE,
+                 "events order and time streams outside graphs", &c);
   if (rc)
     return rc;
   rc = weft__event_record(EV(ev), c.s);
@@ -56,10 +57,8 @@ int weft_event_wait(weft_event *ev) {
   weft__caller c;
   int rc = weft__event_recorded(EV(ev), "weft_event_wait");
   if (rc == 0)
-    rc = weft__caller_get("weft_event_wait", &c);
-  if (rc == 0)
-    rc = weft__refuse_in_capture(c.x, "weft_event_wait",
-                                 "a graph cannot wait for work outside it");
+    rc = weft__door("weft_event_wait", WEFT__DOOR_ISSUE | WEFT__DOOR_NO_CAPTURE,
+                    "a graph cannot wait for work outside it", &c);
   if (rc)
     return rc;
   rc = weft__stream_wait_event(c.s, EV(ev));
@@ -67,13 +66,13 @@ int weft_event_wait(weft_event *ev) {
 }
 
 int weft_event_sync(weft_event *ev) {
-  weft__exec *x = weft__exec_get("weft_event_sync");
-  if (!x)
-    return weft__exec_get_failed();
-  int rc = weft__refuse_in_capture(x, "weft_event_sync",
-                                   "a capture cannot wait for the GPU");
-  if (rc == 0)
-    rc = weft__event_recorded(EV(ev), "weft_event_sync");
+  weft__caller c;
+  int rc = weft__door("weft_event_sync", WEFT__DOOR_NO_CAPTURE,
+                      "a capture cannot wait for the GPU", &c);
+  if (rc)
+    return rc;
+  weft__exec *x = c.x;
+  rc = weft__event_recorded(EV(ev), "weft_event_sync");
   if (rc == 0)
     rc = weft__exec_wait_event(x, EV(ev));
   if (rc == 0 && x->rt->bk->check)

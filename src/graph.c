@@ -5,11 +5,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "check.h"
+#include "checker.h"
 #include "dataflow.h"
+#include "door.h"
 #include "error_internal.h"
+#include "graph_internal.h"
 #include "ptrmap.h"
-#include "scheduler.h"
+#include "runtime_internal.h"
+#include "stream_pool.h"
 #include "weft/graph.h"
 
 #define GRAPH_MAGIC 0x47524148u /* "GRAH" */
@@ -34,16 +37,6 @@ struct weft_graph {
   size_t nspans;
   weft__vc *check_vc;
 };
-
-int weft__refuse_in_capture(const weft__exec *x, const char *call,
-                            const char *why) {
-  if (!x || !x->stream || !x->stream->capture)
-    return 0;
-  return weft__err(WEFT_ESTATE,
-                   "%s inside a graph capture: %s; end the capture first "
-                   "(weft_graph_end)",
-                   call, why);
-}
 
 /* ---- data-flow steps inside a capture ----
  *
@@ -317,7 +310,7 @@ static weft__capture *open_capture(weft__exec *x, const char *call) {
 
 int weft_graph_begin(void) {
   weft__caller c;
-  int rc = weft__caller_get("weft_graph_begin", &c);
+  int rc = weft__door("weft_graph_begin", WEFT__DOOR_ISSUE, NULL, &c);
   if (rc)
     return rc;
   const struct weft__backend_ops *ops = c.s->hdr.bk->ops;
@@ -338,6 +331,8 @@ int weft_graph_begin(void) {
     return rc;
   }
   c.s->capture = cap;
+  /* How caller.c drops it if the thread or runtime ends first. */
+  c.x->drop_capture = weft__graph_drop_capture;
   return 0;
 }
 
@@ -396,6 +391,7 @@ static int end_capture(weft__exec *x, weft__capture *cap, void **impl,
   weft__stream *s = x->stream;
   int joined = steps_join(x, cap);
   s->capture = NULL;
+  x->drop_capture = NULL;
   int rc = s->hdr.bk->ops->capture_end(s, impl);
   steps_free(x, cap);
   if (rc == 0 && joined && !cap->failed)
@@ -411,9 +407,11 @@ static int end_capture(weft__exec *x, weft__capture *cap, void **impl,
 int weft_graph_end(weft_graph **out) {
   if (out)
     *out = NULL;
-  weft__exec *x = weft__exec_get("weft_graph_end");
-  if (!x)
-    return weft__exec_get_failed();
+  weft__caller c;
+  int entered = weft__door("weft_graph_end", 0, NULL, &c);
+  if (entered)
+    return entered;
+  weft__exec *x = c.x;
   weft__capture *cap = open_capture(x, "weft_graph_end");
   if (!cap)
     return WEFT_ESTATE;
@@ -473,9 +471,11 @@ static int check_graph(const weft_graph *g, weft_runtime *rt,
 }
 
 int weft_graph_update(weft_graph *g) {
-  weft__exec *x = weft__exec_get("weft_graph_update");
-  if (!x)
-    return weft__exec_get_failed();
+  weft__caller c;
+  int entered = weft__door("weft_graph_update", 0, NULL, &c);
+  if (entered)
+    return entered;
+  weft__exec *x = c.x;
   weft_runtime *rt = x->rt;
   int rc = check_graph(g, rt, "weft_graph_update");
   if (rc)
@@ -508,14 +508,13 @@ int weft_graph_update(weft_graph *g) {
 
 int weft_graph_launch(weft_graph *g) {
   weft__caller c;
-  int rc = weft__caller_get("weft_graph_launch", &c);
+  int rc =
+      weft__door("weft_graph_launch", WEFT__DOOR_ISSUE | WEFT__DOOR_NO_CAPTURE,
+                 "graphs do not nest", &c);
   if (rc)
     return rc;
   weft__exec *x = c.x;
   if ((rc = check_graph(g, x->rt, "weft_graph_launch")) != 0)
-    return rc;
-  if ((rc = weft__refuse_in_capture(x, "weft_graph_launch",
-                                    "graphs do not nest")) != 0)
     return rc;
   rc = x->rt->bk->ops->graph_launch(c.s, g->impl);
   if (rc == 0 && x->rt->bk->check)
@@ -525,9 +524,11 @@ int weft_graph_launch(weft_graph *g) {
 }
 
 int weft_graph_destroy(weft_graph *g) {
-  weft__exec *x = weft__exec_get("weft_graph_destroy");
-  if (!x)
-    return weft__exec_get_failed();
+  weft__caller c;
+  int entered = weft__door("weft_graph_destroy", 0, NULL, &c);
+  if (entered)
+    return entered;
+  weft__exec *x = c.x;
   weft_runtime *rt = x->rt;
   int rc = check_graph(g, rt, "weft_graph_destroy");
   if (rc)
@@ -551,9 +552,11 @@ int weft_graph_destroy(weft_graph *g) {
 }
 
 int weft_graph_get_info(const weft_graph *g, weft_graph_info *info) {
-  weft__exec *x = weft__exec_get("weft_graph_get_info");
-  if (!x)
-    return weft__exec_get_failed();
+  weft__caller c;
+  int entered = weft__door("weft_graph_get_info", 0, NULL, &c);
+  if (entered)
+    return entered;
+  weft__exec *x = c.x;
   int rc = check_graph(g, x->rt, "weft_graph_get_info");
   if (rc)
     return rc;
@@ -574,6 +577,7 @@ void weft__graph_drop_capture(weft__exec *x, const char *why) {
   void *impl = NULL;
   steps_join(x, cap);
   s->capture = NULL;
+  x->drop_capture = NULL;
   if (s->hdr.bk->ops->capture_end(s, &impl) == 0 && impl)
     s->hdr.bk->ops->graph_destroy(s->hdr.bk, impl);
   steps_free(x, cap);

@@ -1,11 +1,12 @@
 /* weft/kernel.h: launches on the caller's stream. */
 #include "weft/kernel.h"
-#include "scheduler.h"
+#include "door.h"
+#include "runtime_internal.h"
 
 int weft_launch(const weft_kernel *k, weft_dim3 grid, weft_dim3 block,
                 size_t shared_bytes, void **args) {
   weft__caller c;
-  int rc = weft__caller_get("weft_launch", &c);
+  int rc = weft__door("weft_launch", WEFT__DOOR_ISSUE, NULL, &c);
   if (rc)
     return rc;
   rc = weft__launch(c.s, k, grid, block, shared_bytes, args);
@@ -13,8 +14,10 @@ int weft_launch(const weft_kernel *k, weft_dim3 grid, weft_dim3 block,
 }
 
 int weft_kernel_preload(const weft_kernel *k) {
-  weft__exec *x = weft__exec_get("weft_kernel_preload");
-  if (!x)
-    return weft__exec_get_failed();
+  weft__caller c;
+  int entered = weft__door("weft_kernel_preload", 0, NULL, &c);
+  if (entered)
+    return entered;
+  weft__exec *x = c.x;
   return weft__kernel_preload(x->rt->bk, x->dev, k);
 }

@@ -14,10 +14,12 @@
 #include <string.h>
 
 #include "caller.h"
-#include "check.h"
+#include "checker.h"
+#include "door.h"
 #include "error_internal.h"
 #include "library_internal.h"
-#include "scheduler.h"
+#include "registry.h"
+#include "runtime_internal.h"
 
 /* 64 slots of 80 bytes a thread: a few libraries, each with a few keyed
  * handles (cuFFT plans of a few shapes). */
@@ -159,7 +161,7 @@ static int make(const ident *id, weft__backend *bk, const void *key,
                 void *stream, void **handle) {
   const weft_library *lib = id->lib;
   create_call cc = {lib, bk, id->dev, 0, key, id->key_bytes, NULL};
-  weft__call_on_thread_stack(create, &cc);
+  weft__worker_call_on_stack(create, &cc);
   if (cc.rc)
     return lib_fail(lib, "create", cc.rc);
   if (!cc.handle)
@@ -213,7 +215,7 @@ int weft_library_handle_keyed(const weft_library *lib, const void *key,
   int rc = valid(lib, key, key_bytes, handle);
   weft__caller c;
   if (rc == 0)
-    rc = weft__caller_get("weft_library_handle", &c);
+    rc = weft__door("weft_library_handle", WEFT__DOOR_ISSUE, NULL, &c);
   return rc ? rc : weft__library_handle_for(&c, lib, key, key_bytes, handle);
 }
 
@@ -327,7 +329,7 @@ static void warm_here(void *arg) {
 }
 
 int weft_library_warm(weft_runtime *rt, const weft_library *lib, int dev) {
-  int rc = weft__runtime_check(rt, "weft_library_warm");
+  int rc = weft__registry_check(rt, "weft_library_warm");
   if (rc)
     return rc;
   void *unused;
@@ -347,7 +349,7 @@ int weft_library_warm(weft_runtime *rt, const weft_library *lib, int dev) {
   weft__sched_each(rt, warm_here, &j);
   /* A plain thread runs tasks while it joins one (sched.c's guest); its
    * own current device is put back after. */
-  if (!weft__task_self()) {
+  if (!weft__worker_task()) {
     int cur = weft__backend_current_device(rt->bk);
     warm_here(&j);
     if (cur >= 0)

@@ -3,7 +3,8 @@
 #include <string.h>
 
 #include "mem_pinned.h"
-#include "scheduler.h"
+#include "runtime_internal.h"
+#include "stream_pool.h"
 
 #define LARGE_ALIGN ((size_t)64 << 10)
 

@@ -25,9 +25,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "check.h"
+#include "checker.h"
 #include "dataflow.h"
-#include "scheduler.h"
+#include "door.h"
+#include "memory_internal.h"
+#include "registry.h"
+#include "runtime_internal.h"
+#include "stream_pool.h"
 #include "trace.h"
 #include "weft/memory.h"
 
@@ -46,7 +50,7 @@ static size_t ring_chunks(const weft_runtime *rt, int to_device) {
     return (size_t)rt->opts.stage_chunks;
   if (!to_device)
     return 64;
-  size_t r = 2 * (size_t)rt->nworkers;
+  size_t r = 2 * (size_t)rt->sched.nworkers;
   return r < 8 ? 8 : r > 32 ? 32 : r;
 }
 
@@ -288,7 +292,7 @@ static int staged_out(weft__exec *x, weft__stream *s, char *dst,
   return rc;
 }
 
-int weft__exec_join_pending(weft__exec *x) {
+int weft__memory_join_pending(weft__exec *x) {
   int rc = 0;
   for (int i = 0; i < x->npending; i++) {
     int r = finish_out(x->pending[i]);
@@ -301,7 +305,7 @@ int weft__exec_join_pending(weft__exec *x) {
 
 int weft_copy(void *dst, const void *src, size_t bytes) {
   weft__caller c;
-  int rc = weft__caller_get("weft_copy", &c);
+  int rc = weft__door("weft_copy", WEFT__DOOR_ISSUE, NULL, &c);
   if (rc)
     return rc;
   weft__exec *x = c.x;
@@ -326,7 +330,7 @@ int weft_copy(void *dst, const void *src, size_t bytes) {
                                  : WEFT__MEM_PINNED;
   int pageable =
       src_kind == WEFT__MEM_PAGEABLE || dst_kind == WEFT__MEM_PAGEABLE;
-  if (pageable && (rc = weft__refuse_in_capture(
+  if (pageable && (rc = weft__door_refuse_in_capture(
                        x, "weft_copy",
                        "a copy to or from pageable memory is staged through "
                        "pinned buffers and waits for the GPU; use pinned "
@@ -345,7 +349,7 @@ int weft_copy(void *dst, const void *src, size_t bytes) {
 
 int weft_memset(void *dst, int value, size_t bytes) {
   weft__caller c;
-  int rc = weft__caller_get("weft_memset", &c);
+  int rc = weft__door("weft_memset", WEFT__DOOR_ISSUE, NULL, &c);
   if (rc)
     return rc;
   rc = weft__memset(c.s, dst, value, bytes);
@@ -354,10 +358,9 @@ int weft_memset(void *dst, int value, size_t bytes) {
 
 int weft_device_alloc(size_t bytes, void **ptr) {
   weft__caller c;
-  int rc = weft__caller_get("weft_device_alloc", &c);
-  if (rc == 0)
-    rc = weft__refuse_in_capture(c.x, "weft_device_alloc",
-                                 "allocate before the capture");
+  int rc =
+      weft__door("weft_device_alloc", WEFT__DOOR_ISSUE | WEFT__DOOR_NO_CAPTURE,
+                 "allocate before the capture", &c);
   if (rc)
     return rc;
   rc = weft__device_alloc(c.s, bytes, ptr);
@@ -368,10 +371,9 @@ int weft_device_alloc(size_t bytes, void **ptr) {
 
 int weft_device_free(void *ptr) {
   weft__caller c;
-  int rc = weft__caller_get("weft_device_free", &c);
-  if (rc == 0)
-    rc = weft__refuse_in_capture(c.x, "weft_device_free",
-                                 "free after the capture");
+  int rc =
+      weft__door("weft_device_free", WEFT__DOOR_ISSUE | WEFT__DOOR_NO_CAPTURE,
+                 "free after the capture", &c);
   if (rc)
     return rc;
   /* Before the free: once freed, the block may be handed out again (on
@@ -387,9 +389,11 @@ int weft_device_free(void *ptr) {
 }
 
 int weft_pinned_alloc(size_t bytes, void **ptr) {
-  weft__exec *x = weft__exec_get("weft_pinned_alloc");
-  if (!x)
-    return weft__exec_get_failed();
+  weft__caller c;
+  int entered = weft__door("weft_pinned_alloc", 0, NULL, &c);
+  if (entered)
+    return entered;
+  weft__exec *x = c.x;
   weft__checker *k = x->rt->bk->check;
   if (!k)
     return weft__pinned_cache_alloc(&x->rt->pinned, bytes, ptr);
@@ -415,27 +419,26 @@ int weft_pinned_alloc(size_t bytes, void **ptr) {
 }
 
 int weft_pinned_free(void *ptr) {
-  weft__exec *x = weft__exec_get("weft_pinned_free");
-  if (!x)
-    return weft__exec_get_failed();
-  int rc = weft__refuse_in_capture(x, "weft_pinned_free",
-                                   "freeing records events on the streams "
-                                   "that used the block; free after the "
-                                   "capture");
-  if (rc == 0 && ptr && x->rt->bk->check) /* before: see weft_device_free */
+  weft__caller c;
+  int rc = weft__door("weft_pinned_free", WEFT__DOOR_NO_CAPTURE,
+                      "freeing records events on the streams that used the "
+                      "block; free after the capture",
+                      &c);
+  if (rc)
+    return rc;
+  weft__exec *x = c.x;
+  if (ptr && x->rt->bk->check) /* before: see weft_device_free */
     weft__check_dealloc(x->rt->bk->check, ptr);
-  size_t size = rc == 0 && ptr && x->flow
-                    ? weft__pinned_cache_size(&x->rt->pinned, ptr)
-                    : 0;
-  if (rc == 0)
-    rc = weft__pinned_cache_free(&x->rt->pinned, ptr);
+  size_t size =
+      ptr && x->flow ? weft__pinned_cache_size(&x->rt->pinned, ptr) : 0;
+  rc = weft__pinned_cache_free(&x->rt->pinned, ptr);
   if (rc == 0 && size)
     weft__flow_forget(x, ptr, size);
   return rc;
 }
 
 int weft_mem_stats_get(weft_runtime *rt, weft_mem_stats *out) {
-  int rc = weft__runtime_check(rt, "weft_mem_stats_get");
+  int rc = weft__registry_check(rt, "weft_mem_stats_get");
   if (rc)
     return rc;
   if (!out)
@@ -461,7 +464,7 @@ int weft_mem_stats_get(weft_runtime *rt, weft_mem_stats *out) {
 }
 
 int weft_mem_trim(weft_runtime *rt) {
-  int rc0 = weft__runtime_check(rt, "weft_mem_trim");
+  int rc0 = weft__registry_check(rt, "weft_mem_trim");
   if (rc0)
     return rc0;
   weft__checker *k = rt->bk->check;

@@ -7,10 +7,13 @@
 
 #include "admission.h"
 #include "backend.h"
-#include "check.h"
+#include "checker.h"
 #include "cpus.h"
 #include "error_internal.h"
-#include "scheduler.h"
+#include "library_internal.h"
+#include "registry.h"
+#include "runtime_internal.h"
+#include "stream_pool.h"
 #include "trace.h"
 #include "weft/runtime.h"
 
@@ -78,21 +81,21 @@ static int rt_locks_init(weft_runtime *rt) {
     goto fail_lock;
   if (pthread_cond_init(&rt->done_cv, NULL))
     goto fail_done;
-  if (pthread_mutex_init(&rt->park_lock, NULL))
+  if (pthread_mutex_init(&rt->sched.park_lock, NULL))
     goto fail_park;
-  if (pthread_mutex_init(&rt->wait_lock, NULL))
+  if (pthread_mutex_init(&rt->waits.lock, NULL))
     goto fail_wait;
-  if (pthread_mutex_init(&rt->each_lock, NULL))
+  if (pthread_mutex_init(&rt->sched.each_lock, NULL))
     goto fail_each;
-  if (weft__rq_init(&rt->inject))
+  if (weft__rq_init(&rt->sched.inject))
     goto fail_inject;
   return 0;
 fail_inject:
-  pthread_mutex_destroy(&rt->each_lock);
+  pthread_mutex_destroy(&rt->sched.each_lock);
 fail_each:
-  pthread_mutex_destroy(&rt->wait_lock);
+  pthread_mutex_destroy(&rt->waits.lock);
 fail_wait:
-  pthread_mutex_destroy(&rt->park_lock);
+  pthread_mutex_destroy(&rt->sched.park_lock);
 fail_park:
   pthread_cond_destroy(&rt->done_cv);
 fail_done:
@@ -102,10 +105,10 @@ fail_lock:
 }
 
 static void rt_locks_fini(weft_runtime *rt) {
-  weft__rq_fini(&rt->inject);
-  pthread_mutex_destroy(&rt->each_lock);
-  pthread_mutex_destroy(&rt->wait_lock);
-  pthread_mutex_destroy(&rt->park_lock);
+  weft__rq_fini(&rt->sched.inject);
+  pthread_mutex_destroy(&rt->sched.each_lock);
+  pthread_mutex_destroy(&rt->waits.lock);
+  pthread_mutex_destroy(&rt->sched.park_lock);
   pthread_cond_destroy(&rt->done_cv);
   pthread_mutex_destroy(&rt->lock);
 }
@@ -204,7 +207,7 @@ int weft_init(weft_runtime **rtp, const weft_runtime_opts *user) {
     return weft__err(WEFT_EINVAL,
                      "weft_init: stack_size %zu outside 16 KiB .. 1 GiB",
                      opts.stack_size);
-  if (weft__task_self())
+  if (weft__worker_task())
     return weft__err(WEFT_ESTATE, "weft_init: called from a task");
 
   weft_runtime *rt = calloc(1, sizeof *rt);
@@ -226,16 +229,13 @@ int weft_init(weft_runtime **rtp, const weft_runtime_opts *user) {
                    rt->bk->ndev, WEFT__MAX_DEVICES);
     goto fail_pools;
   }
-  rt->streams = calloc((size_t)rt->bk->ndev * 2, sizeof *rt->streams);
-  rt->events = calloc((size_t)rt->bk->ndev * 2, sizeof *rt->events);
-  if (!rt->streams || !rt->events) {
-    rc = weft__err(WEFT_ENOMEM, "weft_init: out of memory");
-    goto fail_pools;
-  }
-  rc = weft__pools_fill(rt, opts.streams > 0 ? opts.streams : STREAMS_AHEAD);
+  rc = weft__stream_pool_init(rt);
+  if (rc == 0)
+    rc = weft__stream_pool_fill(rt, opts.streams > 0 ? opts.streams
+                                                     : STREAMS_AHEAD);
   if (rc)
     goto fail_pools;
-  if (check && !(rt->bk->check = weft__check_new(rt->bk))) {
+  if (check && !(rt->bk->check = weft__check_new(rt->bk, weft__exec_self))) {
     rc = WEFT_ENOMEM;
     goto fail_pools;
   }
@@ -272,16 +272,16 @@ int weft_init(weft_runtime **rtp, const weft_runtime_opts *user) {
       goto fail_trace;
     rt->tracing = 1;
   }
-  rc = weft__runtime_register(rt);
+  rc = weft__registry_add(rt);
   if (rc)
     goto fail_sched;
   /* The caller's next plain-thread calls go here, not to a runtime another
-   * thread opens meanwhile (exec.c). */
+   * thread opens meanwhile (caller.c). */
   rc = weft__exec_adopt(rt);
   if (rc == 0)
-    rc = weft__sched_start(rt);
+    rc = weft__sched_start(rt, weft__task_body);
   if (rc) {
-    weft__runtime_unregister(rt);
+    weft__registry_remove(rt);
     weft__exec_threads_release(rt);
     goto fail_sched;
   }
@@ -301,12 +301,7 @@ fail_trace:
 fail_pinned:
   weft__stack_pool_fini(&rt->stacks);
 fail_pools:
-  if (rt->streams && rt->events) {
-    weft__pools_drain(rt); /* the streams made ahead too */
-  } else {
-    free(rt->streams);
-    free(rt->events);
-  }
+  weft__stream_pool_fini(rt); /* the streams made ahead too */
   if (rt->bk->check && rt->bk->ops->check_stop)
     rt->bk->ops->check_stop(rt->bk);
   weft__check_free(rt->bk->check);
@@ -326,8 +321,8 @@ static size_t user_objects(weft_runtime *rt, char *what, size_t len) {
   weft__backend_get_counts(rt->bk, &c);
   weft__pinned_stats p;
   weft__pinned_cache_stats(&rt->pinned, &p);
-  size_t ev = c.events - rt->pooled_events;
-  size_t st = c.streams - rt->pooled_streams;
+  size_t ev = c.events - rt->pools.nevents;
+  size_t st = c.streams - rt->pools.nstreams;
   pthread_mutex_lock(&rt->lock);
   size_t graphs = rt->ngraphs;
   pthread_mutex_unlock(&rt->lock);
@@ -341,15 +336,15 @@ static size_t user_objects(weft_runtime *rt, char *what, size_t len) {
 int weft_shutdown(weft_runtime *rt) {
   if (!rt)
     return weft__err(WEFT_EINVAL, "weft_shutdown: rt is NULL");
-  if (!weft__runtime_is_open(rt))
+  if (!weft__registry_has(rt))
     return weft__err(WEFT_EHANDLE, "weft_shutdown: not an open runtime "
                                    "(already shut down?)");
-  if (weft__task_self())
+  if (weft__worker_task())
     return weft__err(WEFT_ESTATE, "weft_shutdown: called from a task");
   pthread_mutex_lock(&rt->lock);
   rt->closing = 1;
-  atomic_store(&rt->cancel_waits, 1);
-  while (atomic_load(&rt->nlive) > 0)
+  atomic_store(&rt->waits.cancel, 1);
+  while (atomic_load(&rt->tasks.nlive) > 0)
     pthread_cond_wait(&rt->done_cv, &rt->lock);
   pthread_mutex_unlock(&rt->lock);
   /* No task runs and none can start (closing), so the count is stable;
@@ -358,28 +353,28 @@ int weft_shutdown(weft_runtime *rt) {
   if (user_objects(rt, what, sizeof what) > 0) {
     pthread_mutex_lock(&rt->lock);
     rt->closing = 0;
-    atomic_store(&rt->cancel_waits, 0);
+    atomic_store(&rt->waits.cancel, 0);
     pthread_mutex_unlock(&rt->lock);
     return weft__err(WEFT_EBUSY, "weft_shutdown: still live: %s", what);
   }
 
-  if (!weft__runtime_unregister(rt)) /* another shutdown got here first */
+  if (!weft__registry_remove(rt)) /* another shutdown got here first */
     return weft__err(WEFT_EHANDLE, "weft_shutdown: runtime already shut "
                                    "down");
   weft__sched_stop(rt);
   /* Finished tasks never joined: their handles die with the runtime. */
-  while (rt->all) {
-    weft_task *t = rt->all;
-    rt->all = t->all_next;
+  while (rt->tasks.all) {
+    weft_task *t = rt->tasks.all;
+    rt->tasks.all = t->all_next;
     free(t);
   }
-  weft__pool_drain(&rt->tasks);
+  weft__pool_drain(&rt->tasks.pool);
   weft__exec_threads_release(rt);
   weft__library_release(rt);
   if (rt->bk->ops->release_libraries)
     rt->bk->ops->release_libraries(rt->bk);
   weft__pinned_cache_fini(&rt->pinned);
-  weft__pools_drain(rt);
+  weft__stream_pool_fini(rt);
   int trc = 0;
   if (rt->tracing) {
     /* Everything queued has completed (tasks ended, pools drained), so the
@@ -408,12 +403,12 @@ weft_runtime *weft_runtime_current(void) {
 }
 
 weft_backend_kind weft_runtime_backend(const weft_runtime *rt) {
-  return rt && weft__runtime_is_open((weft_runtime *)rt) ? rt->bk->ops->kind
-                                                         : WEFT_BACKEND_AUTO;
+  return rt && weft__registry_has((weft_runtime *)rt) ? rt->bk->ops->kind
+                                                      : WEFT_BACKEND_AUTO;
 }
 
 int weft_device_count(weft_runtime *rt, int *count) {
-  int rc = weft__runtime_check(rt, "weft_device_count");
+  int rc = weft__registry_check(rt, "weft_device_count");
   if (rc)
     return rc;
   if (!count)
@@ -423,7 +418,7 @@ int weft_device_count(weft_runtime *rt, int *count) {
 }
 
 int weft_device_peer(weft_runtime *rt, int dev, int peer, int *direct) {
-  int rc = weft__runtime_check(rt, "weft_device_peer");
+  int rc = weft__registry_check(rt, "weft_device_peer");
   if (rc)
     return rc;
   if (!direct)
@@ -439,7 +434,7 @@ int weft_device_peer(weft_runtime *rt, int dev, int peer, int *direct) {
 }
 
 int weft_device_get_info(weft_runtime *rt, int dev, weft_device_info *info) {
-  int rc = weft__runtime_check(rt, "weft_device_get_info");
+  int rc = weft__registry_check(rt, "weft_device_get_info");
   if (rc)
     return rc;
   if (!info)
@@ -458,7 +453,7 @@ int weft_runtime_set_admission(weft_runtime *rt, int depth) {
                      "weft_runtime_set_admission: depth %d is not 0 (off) or "
                      "1 to %d",
                      depth, WEFT__ADMISSION_MAX);
-  if (!weft__runtime_is_open(rt))
+  if (!weft__registry_has(rt))
     return weft__err(WEFT_EHANDLE, "weft_runtime_set_admission: not an open "
                                    "runtime");
   atomic_store(&rt->admission, depth);

@@ -17,75 +17,26 @@
 #endif
 
 #include "cpus.h"
-#include "dataflow.h"
 #include "nvtx.h"
-#include "scheduler.h"
+#include "runtime_internal.h"
 #include "trace.h"
 
-static _Thread_local weft__worker *tls_worker;
-static _Thread_local weft_task *tls_task;
-
-__attribute__((noinline)) weft__worker *weft__worker_self(void) {
-  return tls_worker;
-}
-
-__attribute__((noinline)) weft_task *weft__task_self(void) { return tls_task; }
-
-/* ---- wake-ups ----
- *
- * Waking a parked worker is the dearest thing the scheduler does: on the
- * H200's virtual machine spawn+join from a task cost 1.4 us with one worker
- * and 12.2 us with sixteen, where every ready task woke a parked worker
- * that then took it to another thread. So work made ready on a worker stays
- * on its queue, where that worker runs it next, and a parked worker is woken
- * only when the work would otherwise wait: when a worker starts a task while
- * others remain queued behind it, when work arrives from a plain thread,
- * and only while no other worker is awake and searching (Go's rule). */
-
 /* The run queues: the workers' and the guest slot's. */
-static int nqueues(const weft_runtime *rt) { return rt->nworkers + 1; }
+static int nqueues(const weft_runtime *rt) { return rt->sched.nworkers + 1; }
 
 static int work_available(weft_runtime *rt) {
-  if (atomic_load(&rt->inject.n))
+  if (atomic_load(&rt->sched.inject.n))
     return 1;
   for (int i = 0; i < nqueues(rt); i++)
-    if (atomic_load(&rt->workers[i].rq.n))
+    if (atomic_load(&rt->sched.workers[i].rq.n))
       return 1;
   return 0;
-}
-
-/* Takes w, found at *link on the parked stack, off it and wakes it as a
- * searcher. park_lock held. */
-static void unpark(weft_runtime *rt, weft__worker **link, weft__worker *w) {
-  *link = w->park_next;
-  w->parked = 0;
-  w->woken = 1;
-  w->searching = 1;
-  atomic_fetch_add(&rt->nsearching, 1);
-  atomic_fetch_sub(&rt->nparked, 1);
-  pthread_cond_signal(&w->park_cv);
-}
-
-/* Wakes one parked worker, the most recently parked. */
-static void wake_one(weft_runtime *rt) {
-  if (atomic_load(&rt->nparked) == 0)
-    return;
-  pthread_mutex_lock(&rt->park_lock);
-  if (rt->parked)
-    unpark(rt, &rt->parked, rt->parked);
-  pthread_mutex_unlock(&rt->park_lock);
-}
-
-/* Wakes a worker unless one is already searching. */
-static void wake_if_needed(weft_runtime *rt) {
-  if (atomic_load(&rt->nsearching) == 0 && atomic_load(&rt->nparked) > 0)
-    wake_one(rt);
 }
 
 static void search_begin(weft__worker *w) {
   if (!w->searching) {
     w->searching = 1;
-    atomic_fetch_add(&w->rt->nsearching, 1);
+    atomic_fetch_add(&w->rt->sched.nsearching, 1);
   }
 }
 
@@ -96,20 +47,9 @@ static void search_end(weft__worker *w, int found) {
   if (!w->searching)
     return;
   w->searching = 0;
-  if (atomic_fetch_sub(&w->rt->nsearching, 1) == 1 && found &&
+  if (atomic_fetch_sub(&w->rt->sched.nsearching, 1) == 1 && found &&
       work_available(w->rt))
-    wake_if_needed(w->rt);
-}
-
-void weft__sched_ready(weft_runtime *rt, weft_task *t) {
-  t->state = TASK_READY;
-  weft__worker *w = tls_worker;
-  if (w && w->rt == rt) {
-    weft__rq_push(&w->rq, t, 0);
-  } else {
-    weft__rq_push(&rt->inject, t, 0);
-    wake_if_needed(rt);
-  }
+    weft__worker_wake(w->rt);
 }
 
 /* Steals half of a victim's queue: returns the oldest task and queues the
@@ -124,7 +64,7 @@ static weft_task *steal(weft__worker *w) {
     if (v == w->index)
       continue;
     int taken = 0;
-    weft_task *list = weft__rq_take_half(&rt->workers[v].rq, &taken);
+    weft_task *list = weft__rq_take_half(&rt->sched.workers[v].rq, &taken);
     if (!list)
       continue;
     weft_task *first = list;
@@ -150,17 +90,17 @@ static weft_task *find_near(weft__worker *w) {
     w->normal_next = 0;
     t = weft__rq_pop_level(&w->rq, 0, 0);
     if (!t)
-      t = weft__rq_pop_level(&w->rt->inject, 0, 1);
+      t = weft__rq_pop_level(&w->rt->sched.inject, 0, 1);
     if (t)
       return t;
   }
   t = weft__rq_pop_level(&w->rq, 1, 0);
   if (!t)
-    t = weft__rq_pop_level(&w->rt->inject, 1, 1);
+    t = weft__rq_pop_level(&w->rt->sched.inject, 1, 1);
   if (!t)
     t = weft__rq_pop_level(&w->rq, 0, 0);
   if (!t)
-    t = weft__rq_pop_level(&w->rt->inject, 0, 1);
+    t = weft__rq_pop_level(&w->rt->sched.inject, 0, 1);
   return t;
 }
 
@@ -175,7 +115,7 @@ static weft_task *find_task(weft__worker *w) {
 static int guest_hand_over(weft__worker *w) {
   int moved = 0;
   for (weft_task *t; (t = weft__rq_pop(&w->rq, 1)) != NULL; moved++)
-    weft__rq_push(&w->rt->inject, t, 0);
+    weft__rq_push(&w->rt->sched.inject, t, 0);
   return moved;
 }
 
@@ -184,18 +124,8 @@ static int guest_hand_over(weft__worker *w) {
 static void task_entry(void *arg) {
   weft__fiber_started();
   weft_task *t = arg;
-  /* Declared data: follow the earlier tasks first; one that cannot be
-   * followed (out of memory) leaves the function unrun and the join
-   * reporting why, rather than running it unordered. */
-  if (!(t->flow_deps || t->flow_host) || weft__flow_enter(t) == 0)
-    t->fn(t->arg);
-  /* Copies into pageable memory the task queued finish before it does. */
-  if (t->x.npending) {
-    int rc = weft__exec_join_pending(&t->x);
-    if (rc)
-      weft__exec_fail(&t->x, rc);
-  }
-  weft__sched_suspend(t, AFTER_EXIT);
+  t->x.rt->sched.body(t);
+  weft__worker_suspend(t, AFTER_EXIT);
   abort(); /* an exited task is never resumed */
 }
 
@@ -219,8 +149,8 @@ static void after_switch_do(weft__worker *w, weft_task *t) {
       t->state = TASK_READY;
       t->yielded = 1;
       weft__mark_ready(t, WEFT__TR_READY_YIELD);
-      weft__rq_push(&rt->inject, t, 0);
-      wake_if_needed(rt);
+      weft__rq_push(&rt->sched.inject, t, 0);
+      weft__worker_wake(rt);
       w->guest_left = 1;
       break;
     }
@@ -228,7 +158,7 @@ static void after_switch_do(weft__worker *w, weft_task *t) {
      * otherwise a task that yields in a loop would be picked again before
      * them for ever. */
     for (int i = 0; i < 8; i++) {
-      weft_task *in = weft__rq_pop(&rt->inject, 1);
+      weft_task *in = weft__rq_pop(&rt->sched.inject, 1);
       if (!in)
         break;
       weft__rq_push(&w->rq, in, 1);
@@ -258,7 +188,7 @@ static void after_switch_do(weft__worker *w, weft_task *t) {
     if (t->wake_pending) {
       t->wake_pending = 0;
       weft__mark_ready(t, WEFT__TR_READY_JOIN);
-      weft__sched_ready(rt, t);
+      weft__worker_ready(rt, t);
     } else {
       t->blocked = 1;
     }
@@ -269,11 +199,12 @@ static void after_switch_do(weft__worker *w, weft_task *t) {
       stack_overflow_abort(t);
     weft__stack_put(&rt->stacks, t->fiber.stack);
     weft__fiber_release(&t->fiber);
-    weft__task_returned(t);
+    if (weft__task_returned(t))
+      weft__wait_add(rt, t);
     break;
   case AFTER_CALL:
     w->call(w->call_arg);
-    weft__sched_ready(rt, t);
+    weft__worker_ready(rt, t);
     break;
   case AFTER_NONE:
     break;
@@ -292,13 +223,13 @@ static void after_switch_do(weft__worker *w, weft_task *t) {
 #define WAKE_QUEUED 2
 static void help_if_needed(weft__worker *w) {
   if (atomic_load_explicit(&w->rq.n, memory_order_relaxed) >= WAKE_QUEUED)
-    wake_if_needed(w->rt);
+    weft__worker_wake(w->rt);
 }
 
 /* The wait of a task that could not start until the tasks it follows
  * have completed (run_task). */
 static int deps_done_test(void *arg) {
-  return weft__flow_deps_done(arg) ? 0 : WEFT_EAGAIN;
+  return weft__task_deps_done(arg) ? 0 : WEFT_EAGAIN;
 }
 
 static void run_task(weft__worker *w, weft_task *t) {
@@ -312,7 +243,7 @@ static void run_task(weft__worker *w, weft_task *t) {
       /* Declared data: the tasks after this one follow it alone, so it
        * may end only once those it follows have. It waits for them in the
        * wait set (no stack needed), then tries for a stack again. */
-      if (t->flow_deps && !weft__flow_deps_done(t)) {
+      if (t->flow_deps && !weft__task_deps_done(t)) {
         weft__wait_test_set(w->rt, t, deps_done_test, t);
         t->state = TASK_SUSPENDED;
         weft__wait_add(w->rt, t);
@@ -321,7 +252,8 @@ static void run_task(weft__worker *w, weft_task *t) {
       /* The task cannot start: it ends at once, reporting why. */
       t->x.first_err = weft__err(
           WEFT_ENOMEM, "weft: no memory for the stack of task '%s'", t->name);
-      weft__task_returned(t);
+      if (weft__task_returned(t))
+        weft__wait_add(w->rt, t);
       return;
     }
   }
@@ -331,7 +263,7 @@ static void run_task(weft__worker *w, weft_task *t) {
   w->cur = t;
   if (w->rt->bk->ops->bind_device)
     w->rt->bk->ops->bind_device(w->rt->bk, t->x.dev);
-  tls_task = t;
+  weft__task_tls = t;
   weft__err_cur = &t->x.errinfo;
   weft__fiber_set_current_stack(t->fiber.stack, t->name);
   int traced = weft__trace_on_for(w->rt->bk);
@@ -364,7 +296,7 @@ static void run_task(weft__worker *w, weft_task *t) {
   }
   weft__fiber_set_current_stack(NULL, NULL);
   weft__err_cur = NULL;
-  tls_task = NULL;
+  weft__task_tls = NULL;
   w->cur = NULL;
   /* An unguarded stack (past the map budget, stack.c) overflows without a
    * fault; its canary is checked at every switch, before another task can
@@ -374,24 +306,6 @@ static void run_task(weft__worker *w, weft_task *t) {
   after_switch_do(w, t);
 }
 
-void weft__call_on_thread_stack(void (*fn)(void *), void *arg) {
-  weft_task *t = weft__task_self();
-  if (!t) {
-    fn(arg);
-    return;
-  }
-  weft__worker *w = weft__worker_self();
-  w->call = fn;
-  w->call_arg = arg;
-  weft__sched_suspend(t, AFTER_CALL);
-}
-
-void weft__sched_suspend(weft_task *t, after_switch after) {
-  weft__worker *w = weft__worker_self();
-  w->after = after;
-  weft__fiber_switch(&t->fiber, &w->sched, after == AFTER_EXIT);
-}
-
 /* ---- idling ---- */
 
 /* Sleeps until woken or timeout_ns passes, unless work is queued or the
@@ -399,35 +313,35 @@ void weft__sched_suspend(weft_task *t, after_switch after) {
  * counted as searching). */
 static int park(weft__worker *w, long timeout_ns) {
   weft_runtime *rt = w->rt;
-  pthread_mutex_lock(&rt->park_lock);
+  pthread_mutex_lock(&rt->sched.park_lock);
   w->woken = 0;
   w->parked = 1;
-  w->park_next = rt->parked;
-  rt->parked = w;
-  atomic_fetch_add(&rt->nparked, 1);
+  w->park_next = rt->sched.parked;
+  rt->sched.parked = w;
+  atomic_fetch_add(&rt->sched.nparked, 1);
   /* Counted as parked before the re-check: work made ready after it is
    * seen by the waker's nparked load, which then wakes this worker. */
-  if (!work_available(rt) && !atomic_load(&rt->stop)) {
+  if (!work_available(rt) && !atomic_load(&rt->sched.stop)) {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     ts.tv_nsec += timeout_ns;
     ts.tv_sec += ts.tv_nsec / 1000000000L;
     ts.tv_nsec %= 1000000000L;
-    while (!w->woken && !atomic_load(&rt->stop))
-      if (pthread_cond_timedwait(&w->park_cv, &rt->park_lock, &ts) != 0)
+    while (!w->woken && !atomic_load(&rt->sched.stop))
+      if (pthread_cond_timedwait(&w->park_cv, &rt->sched.park_lock, &ts) != 0)
         break;
   }
   if (w->parked) { /* not popped by a waker: leave the stack */
-    weft__worker **pp = &rt->parked;
+    weft__worker **pp = &rt->sched.parked;
     while (*pp != w)
       pp = &(*pp)->park_next;
     *pp = w->park_next;
     w->parked = 0;
-    atomic_fetch_sub(&rt->nparked, 1);
+    atomic_fetch_sub(&rt->sched.nparked, 1);
   }
   int woken = w->woken;
   w->woken = 0;
-  pthread_mutex_unlock(&rt->park_lock);
+  pthread_mutex_unlock(&rt->sched.park_lock);
   return woken;
 }
 
@@ -476,11 +390,11 @@ static int poll_ladder(weft__worker *w) {
   for (;;) {
     /* Nothing reports what weft_wait_until waits for (an MPI message):
      * with such waits the sleeps stop at 200 us, as without a hook. */
-    if (hook && max_sleep_ns > 200000 && atomic_load(&rt->ntests))
+    if (hook && max_sleep_ns > 200000 && atomic_load(&rt->waits.ntests))
       max_sleep_ns = 200000;
     if (weft__wait_poll(rt, WEFT__POLL_BATCH) > 0 ||
         (w->guest_for ? guest_has_work(w) : work_available(rt)) ||
-        atomic_load(&rt->stop) || atomic_load(&rt->nwaits) == 0)
+        atomic_load(&rt->sched.stop) || atomic_load(&rt->waits.n) == 0)
       return 1;
     int spinning = now_ns() < spin_until;
     if (w->guest_for) { /* it spins only, and only while it waits */
@@ -492,7 +406,7 @@ static int poll_ladder(weft__worker *w) {
     if (spinning) {
       /* A few pauses between polls: pause takes ~140 cycles on recent
        * Intel cores, and each pause delays noticing a completion. */
-      weft__spin_pause(rt, 8);
+      weft__spin_pause(rt->sched.one_cpu, 8);
     } else {
       /* Asleep, the poller is not searching: work made ready meanwhile
        * must wake it (or another). */
@@ -529,12 +443,13 @@ static int poll_ladder(weft__worker *w) {
 
 static void busy_poll(weft__worker *w, const weft_task *next) {
   weft_runtime *rt = w->rt;
-  if (atomic_load(&rt->nwaits) == 0 || atomic_load(&rt->poller) != 0)
+  if (atomic_load(&rt->waits.n) == 0 || atomic_load(&rt->sched.poller) != 0)
     return;
   uint64_t now = now_ns();
-  if (!next->yielded && now - atomic_load(&rt->busy_polled_ns) < BUSY_POLL_NS)
+  if (!next->yielded &&
+      now - atomic_load(&rt->sched.busy_polled_ns) < BUSY_POLL_NS)
     return;
-  atomic_store(&rt->busy_polled_ns, now);
+  atomic_store(&rt->sched.busy_polled_ns, now);
   weft__wait_poll(rt, WEFT__POLL_BATCH_BUSY);
 }
 #define IDLE_PARK_NS (100 * 1000000L)
@@ -550,16 +465,17 @@ static void busy_poll(weft__worker *w, const weft_task *next) {
  * wake-up. Returns 1 if it saw work (or waits without a poller). */
 static int idle_spin(weft__worker *w) {
   weft_runtime *rt = w->rt;
-  if (atomic_load(&rt->nsearching) > (w->searching ? 1 : 0))
+  if (atomic_load(&rt->sched.nsearching) > (w->searching ? 1 : 0))
     return 0;
   search_begin(w);
   uint64_t until = now_ns() + IDLE_SPIN_NS;
   do {
     for (int i = 0; i < 16; i++) {
-      if (work_available(rt) || atomic_load(&rt->stop) ||
-          (atomic_load(&rt->nwaits) > 0 && atomic_load(&rt->poller) == 0))
+      if (work_available(rt) || atomic_load(&rt->sched.stop) ||
+          (atomic_load(&rt->waits.n) > 0 &&
+           atomic_load(&rt->sched.poller) == 0))
         return 1;
-      weft__spin_pause(rt, 1);
+      weft__spin_pause(rt->sched.one_cpu, 1);
     }
   } while (now_ns() < until);
   return 0;
@@ -568,7 +484,7 @@ static int idle_spin(weft__worker *w) {
 static void *worker_main(void *arg) {
   weft__worker *w = arg;
   weft_runtime *rt = w->rt;
-  tls_worker = w;
+  weft__worker_tls = w;
 #ifdef __linux__
   /* Linux stretches a timed sleep by up to the thread's timer slack (50 us
    * by default), as much as the ladder's first step: keep it to 1 us. */
@@ -586,12 +502,12 @@ static void *worker_main(void *arg) {
             "weft: worker %d: no memory for a signal stack; a task that "
             "overflows its stack on this worker will not be named\n",
             w->index);
-  while (!atomic_load(&rt->stop)) {
-    unsigned gen = atomic_load(&rt->each_gen);
+  while (!atomic_load(&rt->sched.stop)) {
+    unsigned gen = atomic_load(&rt->sched.each_gen);
     if (gen != w->each_seen) { /* weft__sched_each */
       w->each_seen = gen;
-      rt->each_fn(rt->each_arg);
-      atomic_fetch_sub(&rt->each_left, 1);
+      rt->sched.each_fn(rt->sched.each_arg);
+      atomic_fetch_sub(&rt->sched.each_left, 1);
     }
     weft_task *t = find_task(w);
     if (t) {
@@ -600,14 +516,14 @@ static void *worker_main(void *arg) {
       run_task(w, t);
       continue;
     }
-    if (atomic_load(&rt->nwaits) > 0) {
+    if (atomic_load(&rt->waits.n) > 0) {
       int expected = 0;
-      if (atomic_compare_exchange_strong(&rt->poller, &expected, 1)) {
+      if (atomic_compare_exchange_strong(&rt->sched.poller, &expected, 1)) {
         search_begin(w);
-        atomic_store(&rt->polling, w);
+        atomic_store(&rt->sched.polling, w);
         (void)poll_ladder(w);
-        atomic_store(&rt->polling, NULL);
-        atomic_store(&rt->poller, 0);
+        atomic_store(&rt->sched.polling, NULL);
+        atomic_store(&rt->sched.poller, 0);
         /* Waits may remain: nobody is woken to take the role over (that
          * cost a wake-up per completion); this worker takes it again once
          * idle, busy workers poll between tasks, and the sentinel covers
@@ -620,20 +536,21 @@ static void *worker_main(void *arg) {
     search_end(w, 0);
     long timeout = IDLE_PARK_NS;
     int sentinel = 0;
-    if (atomic_load(&rt->nlive) > 0) {
+    if (atomic_load(&rt->tasks.nlive) > 0) {
       int expected = 0;
-      sentinel = atomic_compare_exchange_strong(&rt->sentinel, &expected, 1);
+      sentinel =
+          atomic_compare_exchange_strong(&rt->sched.sentinel, &expected, 1);
       if (sentinel)
         timeout = SENTINEL_NS;
     }
     park(w, timeout);
     if (sentinel)
-      atomic_store(&rt->sentinel, 0);
+      atomic_store(&rt->sched.sentinel, 0);
   }
   search_end(w, 0);
   weft__fiber_thread_altstack_free(w->altstack);
   weft__fiber_fini_thread(&w->sched);
-  tls_worker = NULL;
+  weft__worker_tls = NULL;
   return NULL;
 }
 
@@ -684,7 +601,7 @@ static int guest_done(const weft__worker *w) {
 static int guest_has_work(weft__worker *w) {
   return atomic_load_explicit(&w->rq.n, memory_order_relaxed) > 0 ||
          atomic_load_explicit(&w->guest_for->queued_in, memory_order_relaxed) ==
-             &w->rt->inject;
+             &w->rt->sched.inject;
 }
 
 /* What the guest may run: its own queue (what the tasks it runs spawned
@@ -699,7 +616,7 @@ static weft_task *guest_find(weft__worker *w) {
   if (t)
     return t;
   weft_task *o = w->guest_for;
-  weft__rq *inject = &w->rt->inject;
+  weft__rq *inject = &w->rt->sched.inject;
   return atomic_load_explicit(&o->queued_in, memory_order_relaxed) == inject &&
                  weft__rq_take(inject, o)
              ? o
@@ -720,59 +637,60 @@ static int guest_step(weft__worker *w, uint64_t *idle_since, int *ran) {
   if (!*idle_since)
     *idle_since = now;
   int none = 0;
-  if (atomic_load(&rt->nwaits) > 0 &&
-      atomic_compare_exchange_strong(&rt->poller, &none, 1)) {
-    atomic_store(&rt->polling, w);
+  if (atomic_load(&rt->waits.n) > 0 &&
+      atomic_compare_exchange_strong(&rt->sched.poller, &none, 1)) {
+    atomic_store(&rt->sched.polling, w);
     int more = poll_ladder(w);
-    atomic_store(&rt->polling, NULL);
-    atomic_store(&rt->poller, 0);
+    atomic_store(&rt->sched.polling, NULL);
+    atomic_store(&rt->sched.poller, 0);
     /* Its spin is over: the worker that next idles takes the role. */
-    if (!more && atomic_load(&rt->nwaits) > 0)
-      wake_if_needed(rt);
+    if (!more && atomic_load(&rt->waits.n) > 0)
+      weft__worker_wake(rt);
     return more;
   }
   /* A worker polls, or the task runs elsewhere: watched a while, as a
    * plain join watches, then slept for. */
   if (now - *idle_since > GUEST_WATCH_NS)
     return 0;
-  weft__spin_pause(rt, 16);
+  weft__spin_pause(rt->sched.one_cpu, 16);
   return 1;
 }
 
 int weft__sched_guest(weft_runtime *rt, weft_task *other, int until_end) {
   int free_slot = 0;
-  if (tls_worker || !atomic_compare_exchange_strong(&rt->guest, &free_slot, 1))
+  if (weft__worker_tls ||
+      !atomic_compare_exchange_strong(&rt->sched.guest, &free_slot, 1))
     return 0;
   /* Stop is read after taking the slot: a shutdown stores stop, then
    * waits for the slot to be free, so one of the two sees the other. */
-  if (atomic_load(&rt->stop)) {
-    atomic_store(&rt->guest, 0);
+  if (atomic_load(&rt->sched.stop)) {
+    atomic_store(&rt->sched.guest, 0);
     return 0;
   }
-  weft__worker *w = &rt->workers[rt->nworkers];
+  weft__worker *w = &rt->sched.workers[rt->sched.nworkers];
   int dev = weft__backend_current_device(rt->bk);
   weft__errinfo *err = weft__err_cur;
   weft__fiber_init_thread(&w->sched);
   weft__fiber_guest_altstack();
   w->guest_for = other;
   w->guest_end = until_end;
-  tls_worker = w;
+  weft__worker_tls = w;
   uint64_t idle_since = 0;
   int ran = 0;
-  while (!guest_done(w) && !atomic_load(&rt->stop) &&
+  while (!guest_done(w) && !atomic_load(&rt->sched.stop) &&
          guest_step(w, &idle_since, &ran))
     ;
-  tls_worker = NULL;
+  weft__worker_tls = NULL;
   w->guest_for = NULL;
   w->guest_left = 0;
   /* What it queued and did not run: the workers' now. */
   if (guest_hand_over(w))
-    wake_if_needed(rt);
+    weft__worker_wake(rt);
   weft__err_cur = err;
   /* The tasks bound their devices; the thread's own is put back. */
   if (ran && dev >= 0)
     rt->bk->ops->bind_device(rt->bk, dev);
-  atomic_store(&rt->guest, 0);
+  atomic_store(&rt->sched.guest, 0);
   return 1;
 }
 
@@ -780,67 +698,69 @@ int weft__sched_guest(weft_runtime *rt, weft_task *other, int until_end) {
  * ladder, or a worker if waits have no poller. */
 static void on_completion(void *arg) {
   weft_runtime *rt = arg;
-  if (atomic_load(&rt->nwaits) == 0 || atomic_load(&rt->nparked) == 0)
+  if (atomic_load(&rt->waits.n) == 0 || atomic_load(&rt->sched.nparked) == 0)
     return;
-  weft__worker *p = atomic_load(&rt->polling);
-  pthread_mutex_lock(&rt->park_lock);
+  weft__worker *p = atomic_load(&rt->sched.polling);
+  pthread_mutex_lock(&rt->sched.park_lock);
   if (p && p->parked) {
-    weft__worker **pp = &rt->parked;
+    weft__worker **pp = &rt->sched.parked;
     while (*pp && *pp != p)
       pp = &(*pp)->park_next;
     if (*pp)
-      unpark(rt, pp, p);
-    pthread_mutex_unlock(&rt->park_lock);
+      weft__worker_unpark(rt, pp, p);
+    pthread_mutex_unlock(&rt->sched.park_lock);
     return;
   }
-  pthread_mutex_unlock(&rt->park_lock);
+  pthread_mutex_unlock(&rt->sched.park_lock);
   if (!p)
-    wake_if_needed(rt);
+    weft__worker_wake(rt);
 }
 
 static void stop_workers(weft_runtime *rt, int running);
 
 void weft__sched_each(weft_runtime *rt, void (*fn)(void *), void *arg) {
-  pthread_mutex_lock(&rt->each_lock);
-  rt->each_fn = fn;
-  rt->each_arg = arg;
-  atomic_store(&rt->each_left, rt->nworkers);
-  atomic_fetch_add(&rt->each_gen, 1);
+  pthread_mutex_lock(&rt->sched.each_lock);
+  rt->sched.each_fn = fn;
+  rt->sched.each_arg = arg;
+  atomic_store(&rt->sched.each_left, rt->sched.nworkers);
+  atomic_fetch_add(&rt->sched.each_gen, 1);
   /* Parked workers would see it at their next wake-up only. */
-  pthread_mutex_lock(&rt->park_lock);
-  while (rt->parked)
-    unpark(rt, &rt->parked, rt->parked);
-  pthread_mutex_unlock(&rt->park_lock);
-  while (atomic_load(&rt->each_left) > 0) {
-    if (weft__task_self()) {
-      weft_yield();
+  pthread_mutex_lock(&rt->sched.park_lock);
+  while (rt->sched.parked)
+    weft__worker_unpark(rt, &rt->sched.parked, rt->sched.parked);
+  pthread_mutex_unlock(&rt->sched.park_lock);
+  while (atomic_load(&rt->sched.each_left) > 0) {
+    weft_task *self = weft__worker_task();
+    if (self) {
+      weft__worker_suspend(self, AFTER_YIELD);
     } else {
       struct timespec ts = {0, 20000};
       nanosleep(&ts, NULL);
     }
   }
-  pthread_mutex_unlock(&rt->each_lock);
+  pthread_mutex_unlock(&rt->sched.each_lock);
 }
 
-int weft__sched_start(weft_runtime *rt) {
+int weft__sched_start(weft_runtime *rt, void (*body)(weft_task *t)) {
+  rt->sched.body = body;
   /* weft_init validated WEFT_WORKERS into opts.workers; 0: a worker per
    * core the process may run on. The machine's count instead put sixteen
    * workers on the one core that Open MPI binds each of two ranks to (the
    * H200's MPI stencil, 2 ranks: 2.7 ms an iteration against plain MPI's
    * 0.70 ms, while 4 ranks, unbound, took 0.68 against 1.27). */
   int cpus = weft__cpus_available();
-  rt->one_cpu = cpus == 1;
+  rt->sched.one_cpu = cpus == 1;
   int n = rt->opts.workers > 0 ? rt->opts.workers : cpus;
   int rc = WEFT_ENOMEM;
   /* n workers, then the guest slot (its context is made here too, so a
    * joining thread allocates nothing). */
-  rt->workers = calloc((size_t)n + 1, sizeof *rt->workers);
-  if (!rt->workers)
+  rt->sched.workers = calloc((size_t)n + 1, sizeof *rt->sched.workers);
+  if (!rt->sched.workers)
     return weft__err(rc, "weft_init: out of memory");
   weft__fiber_install_overflow_handler();
   int made = 0;
   for (; made <= n; made++) {
-    weft__worker *w = &rt->workers[made];
+    weft__worker *w = &rt->sched.workers[made];
     w->rt = rt;
     w->index = made;
     w->rng = 0x9e3779b9u * (unsigned)(made + 1);
@@ -858,11 +778,11 @@ int weft__sched_start(weft_runtime *rt) {
   }
   if (made <= n)
     goto fail;
-  rt->nworkers = n;
+  rt->sched.nworkers = n;
   int started = 0;
   for (; started < n; started++)
-    if (pthread_create(&rt->workers[started].thread, NULL, worker_main,
-                       &rt->workers[started]) != 0)
+    if (pthread_create(&rt->sched.workers[started].thread, NULL, worker_main,
+                       &rt->sched.workers[started]) != 0)
       break;
   if (started < n) {
     stop_workers(rt, started);
@@ -873,12 +793,12 @@ int weft__sched_start(weft_runtime *rt) {
   return 0;
 fail:
   for (int i = 0; i < made; i++) {
-    weft__rq_fini(&rt->workers[i].rq);
-    pthread_cond_destroy(&rt->workers[i].park_cv);
-    weft__fiber_fini_thread(&rt->workers[i].sched);
+    weft__rq_fini(&rt->sched.workers[i].rq);
+    pthread_cond_destroy(&rt->sched.workers[i].park_cv);
+    weft__fiber_fini_thread(&rt->sched.workers[i].sched);
   }
-  free(rt->workers);
-  rt->workers = NULL;
+  free(rt->sched.workers);
+  rt->sched.workers = NULL;
   return weft__err(rc, "weft_init: out of memory");
 }
 
@@ -888,32 +808,32 @@ fail:
  * nworkers stays as it was until the threads are joined: running workers
  * read it (and every worker's queue) while they look for work. */
 static void stop_workers(weft_runtime *rt, int running) {
-  atomic_store(&rt->stop, 1);
+  atomic_store(&rt->sched.stop, 1);
   /* Only a thread waiting for a task of this runtime can be the guest,
    * and it sees stop within one of its steps. */
-  while (atomic_load(&rt->guest)) {
+  while (atomic_load(&rt->sched.guest)) {
     struct timespec ts = {0, 10000};
     nanosleep(&ts, NULL);
   }
-  pthread_mutex_lock(&rt->park_lock);
+  pthread_mutex_lock(&rt->sched.park_lock);
   for (int i = 0; i < running; i++)
-    pthread_cond_signal(&rt->workers[i].park_cv);
-  pthread_mutex_unlock(&rt->park_lock);
+    pthread_cond_signal(&rt->sched.workers[i].park_cv);
+  pthread_mutex_unlock(&rt->sched.park_lock);
   for (int i = 0; i < running; i++)
-    pthread_join(rt->workers[i].thread, NULL);
+    pthread_join(rt->sched.workers[i].thread, NULL);
   for (int i = 0; i < nqueues(rt); i++) {
-    weft__rq_fini(&rt->workers[i].rq);
-    pthread_cond_destroy(&rt->workers[i].park_cv);
+    weft__rq_fini(&rt->sched.workers[i].rq);
+    pthread_cond_destroy(&rt->sched.workers[i].park_cv);
     if (i >= running)
-      weft__fiber_fini_thread(&rt->workers[i].sched);
+      weft__fiber_fini_thread(&rt->sched.workers[i].sched);
   }
-  free(rt->workers);
-  rt->workers = NULL;
-  rt->nworkers = 0;
+  free(rt->sched.workers);
+  rt->sched.workers = NULL;
+  rt->sched.nworkers = 0;
 }
 
 void weft__sched_stop(weft_runtime *rt) {
   if (rt->bk->ops->set_completion_hook)
     rt->bk->ops->set_completion_hook(rt->bk, NULL, NULL);
-  stop_workers(rt, rt->nworkers);
+  stop_workers(rt, rt->sched.nworkers);
 }

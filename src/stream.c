@@ -1,27 +1,29 @@
 /* weft/stream.h: the caller's stream, waiting for it, ordering it after
  * another task. */
 #include "weft/stream.h"
-#include "check.h"
-#include "scheduler.h"
+#include "checker.h"
+#include "door.h"
+#include "memory_internal.h"
+#include "runtime_internal.h"
+#include "stream_pool.h"
 #include "trace.h"
 
 weft_stream *weft_stream_current(void) {
-  weft__exec *x = weft__exec_get("weft_stream_current");
+  weft__caller c;
   weft__stream *s;
-  if (!x || weft__exec_stream(x, &s) != 0)
+  if (weft__door("weft_stream_current", 0, NULL, &c) != 0 ||
+      weft__exec_stream(c.x, &s) != 0)
     return NULL;
   return (weft_stream *)s;
 }
 
 int weft_sync(void) {
-  weft__exec *x = weft__exec_get("weft_sync");
-  if (!x)
-    return weft__exec_get_failed();
-  int rc = weft__refuse_in_capture(x, "weft_sync",
-                                   "a capture records work, it cannot wait "
-                                   "for it");
+  weft__caller c;
+  int rc = weft__door("weft_sync", WEFT__DOOR_NO_CAPTURE,
+                      "a capture records work, it cannot wait for it", &c);
   if (rc)
     return rc;
+  weft__exec *x = c.x;
   /* Nothing queued since the last sync saw the stream idle: no wait. */
   if (x->stream && x->unsynced) {
     weft__event *ev = NULL;
@@ -48,7 +50,7 @@ int weft_sync(void) {
   if (rc == 0 && x->stream && x->rt->bk->check)
     weft__check_synced(x->rt->bk->check, x, x->stream);
   if (x->npending) {
-    int jr = weft__exec_join_pending(x);
+    int jr = weft__memory_join_pending(x);
     if (jr)
       weft__exec_fail(x, jr);
   }
@@ -58,13 +60,12 @@ int weft_sync(void) {
 }
 
 int weft_device_sync(void) {
-  weft__exec *x = weft__exec_get("weft_device_sync");
-  if (!x)
-    return weft__exec_get_failed();
-  int rc = weft__refuse_in_capture(x, "weft_device_sync",
-                                   "it waits for the whole device");
+  weft__caller c;
+  int rc = weft__door("weft_device_sync", WEFT__DOOR_NO_CAPTURE,
+                      "it waits for the whole device", &c);
   if (rc)
     return rc;
+  weft__exec *x = c.x;
   weft__checker *k = x->rt->bk->check;
   uint64_t t0 = k ? weft__trace_now() : 0;
   rc = weft__device_sync(x->rt->bk, x->dev);
@@ -79,28 +80,22 @@ int weft_device_sync(void) {
   return rc ? weft__exec_fail(x, rc) : 0;
 }
 
-int weft__task_live(const weft_task *h, const weft_task *other) {
-  return weft__handle_live(h, &other->hdr) && !other->done;
-}
-
 int weft_task_after(weft_task *h) {
   if (!h)
     return weft__err(WEFT_EINVAL, "weft_task_after: task is NULL");
-  weft__exec *x = weft__exec_get("weft_task_after");
-  if (!x)
-    return weft__exec_get_failed();
-  int rc0 = weft__refuse_in_capture(x, "weft_task_after",
-                                    "a graph cannot wait for another task's "
-                                    "stream");
+  weft__caller c;
+  int rc0 = weft__door("weft_task_after", WEFT__DOOR_NO_CAPTURE,
+                       "a graph cannot wait for another task's stream", &c);
   if (rc0)
     return rc0;
+  weft__exec *x = c.x;
   weft_task *other = (weft_task *)weft__handle_obj(h);
   weft_runtime *rt = x->rt;
   pthread_mutex_lock(&rt->lock);
   int live = weft__task_live(h, other);
   /* A stale handle may name this task's own object, recycled: that task
    * completed long ago and is followed like any completed one below. */
-  if (live && other == weft__task_self()) {
+  if (live && other == weft__worker_task()) {
     pthread_mutex_unlock(&rt->lock);
     return weft__err(WEFT_ESTATE, "weft_task_after: a task cannot follow "
                                   "itself");

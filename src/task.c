@@ -7,9 +7,12 @@
 #include <time.h>
 
 #include "admission.h"
-#include "check.h"
+#include "checker.h"
 #include "dataflow.h"
-#include "scheduler.h"
+#include "door.h"
+#include "graph_internal.h"
+#include "registry.h"
+#include "runtime_internal.h"
 #include "trace.h"
 
 enum { MAGIC_TASK = 0x5441534bu }; /* "TASK" */
@@ -24,7 +27,7 @@ void weft_task_opts_init(weft_task_opts *opts) {
 }
 
 weft_task *weft_task_self(void) {
-  weft_task *t = weft__task_self();
+  weft_task *t = weft__worker_task();
   return t ? (weft_task *)weft__handle_of(&t->hdr) : NULL;
 }
 
@@ -37,31 +40,10 @@ const char *weft_task_name(const weft_task *task) {
 
 static void all_link(weft_runtime *rt, weft_task *t) {
   t->all_prev = NULL;
-  t->all_next = rt->all;
-  if (rt->all)
-    rt->all->all_prev = t;
-  rt->all = t;
-}
-
-/* Lock held. */
-static void task_free(weft_runtime *rt, weft_task *t) {
-  if (t->all_prev)
-    t->all_prev->all_next = t->all_next;
-  else
-    rt->all = t->all_next;
-  if (t->all_next)
-    t->all_next->all_prev = t->all_prev;
-  free(t->x.pending);
-  free(t->x.first_msg);
-  weft__flow_deps_free(t->flow_deps, t->flow_inline);
-  t->flow_deps = NULL;
-  weft__flow_free(t->x.flow);
-  t->x.flow = NULL;
-  free(t->x.decl);
-  t->x.decl = NULL;
-  t->x.ndecl = 0;
-  weft__check_exec_gone(rt->bk->check, &t->x);
-  weft__pool_put(&rt->tasks, &t->hdr);
+  t->all_next = rt->tasks.all;
+  if (rt->tasks.all)
+    rt->tasks.all->all_prev = t;
+  rt->tasks.all = t;
 }
 
 /* Copies name into buf, cut if need be at the edge of a UTF-8 character,
@@ -96,10 +78,11 @@ static int place(weft_runtime *rt, int want) {
   }
   /* WEFT_DEVICE_ANY: the fewest live tasks, looking from a device that
    * moves on by one each time, so that ties go round. */
-  int n = rt->bk->ndev, from = (int)(atomic_fetch_add(&rt->any_next, 1) % n);
-  int best = from, least = atomic_load(&rt->dev_live[from]);
+  int n = rt->bk->ndev,
+      from = (int)(atomic_fetch_add(&rt->tasks.any_next, 1) % n);
+  int best = from, least = atomic_load(&rt->tasks.dev_live[from]);
   for (int i = 1; i < n; i++) {
-    int d = (from + i) % n, live = atomic_load(&rt->dev_live[d]);
+    int d = (from + i) % n, live = atomic_load(&rt->tasks.dev_live[d]);
     if (live < least) {
       best = d;
       least = live;
@@ -109,8 +92,9 @@ static int place(weft_runtime *rt, int want) {
 }
 
 int weft_task_device(void) {
-  weft__exec *x = weft__exec_get("weft_task_device");
-  return x ? x->dev : weft__exec_get_failed();
+  weft__caller c;
+  int rc = weft__door("weft_task_device", 0, NULL, &c);
+  return rc ? rc : c.dev;
 }
 
 /* "task-<id>", written by hand: snprintf cost a spawn ~400 instructions
@@ -151,9 +135,9 @@ int weft_task_spawn(weft_runtime *rt, weft_task **task, weft_task_fn fn,
     return weft__err(WEFT_EINVAL, "weft_task_spawn: %s is NULL",
                      rt ? "fn" : "rt");
   /* A task of rt proves rt open; anyone else pays for the lookup. */
-  weft_task *self = weft__task_self();
+  weft_task *self = weft__worker_task();
   if (!self || self->x.rt != rt) {
-    int orc = weft__runtime_check(rt, "weft_task_spawn");
+    int orc = weft__registry_check(rt, "weft_task_spawn");
     if (orc)
       return orc;
   }
@@ -209,27 +193,27 @@ int weft_task_spawn(weft_runtime *rt, weft_task **task, weft_task_fn fn,
     pthread_mutex_unlock(&rt->lock);
     return weft__err(WEFT_ESTATE, "weft_task_spawn: runtime is shutting down");
   }
-  weft_task *t = (weft_task *)weft__pool_get(&rt->tasks, sizeof *t);
+  weft_task *t = (weft_task *)weft__pool_get(&rt->tasks.pool, sizeof *t);
   if (!t) {
     pthread_mutex_unlock(&rt->lock);
     return weft__err(WEFT_ENOMEM, "weft_task_spawn: out of memory");
   }
   t->hdr.magic = MAGIC_TASK;
   all_link(rt, t);
-  atomic_fetch_add(&rt->nlive, 1);
+  atomic_fetch_add(&rt->tasks.nlive, 1);
   pthread_mutex_unlock(&rt->lock);
 
   t->x.rt = rt;
   t->x.dev = dev;
-  atomic_fetch_add(&rt->dev_live[dev], 1);
+  atomic_fetch_add(&rt->tasks.dev_live[dev], 1);
   t->x.high = opts.priority == WEFT_PRIORITY_HIGH;
   t->x.adm = NULL;
   if (t->x.high) /* before it can run: admission holds others from now */
-    atomic_fetch_add(&rt->nhigh_live, 1);
+    atomic_fetch_add(&rt->tasks.nhigh_live, 1);
   t->x.is_task = 1;
   t->fn = fn;
   t->arg = arg;
-  t->id = atomic_fetch_add(&rt->next_id, 1) + 1;
+  t->id = atomic_fetch_add(&rt->tasks.next_id, 1) + 1;
   if (opts.name)
     copy_name(t->name, sizeof t->name, opts.name);
   else
@@ -254,11 +238,11 @@ int weft_task_spawn(weft_runtime *rt, weft_task **task, weft_task_fn fn,
                            &t->flow_deps, &t->nflow_deps, &host) != 0) {
       /* Nothing was recorded and nothing ran: the task goes unseen. */
       pthread_mutex_lock(&rt->lock);
-      task_free(rt, t);
-      atomic_fetch_sub(&rt->nlive, 1);
-      atomic_fetch_sub(&rt->dev_live[dev], 1);
+      weft__task_free(rt, t);
+      atomic_fetch_sub(&rt->tasks.nlive, 1);
+      atomic_fetch_sub(&rt->tasks.dev_live[dev], 1);
       if (opts.priority == WEFT_PRIORITY_HIGH)
-        atomic_fetch_sub(&rt->nhigh_live, 1);
+        atomic_fetch_sub(&rt->tasks.nhigh_live, 1);
       pthread_cond_broadcast(&rt->done_cv);
       pthread_mutex_unlock(&rt->lock);
       return weft__err(WEFT_ENOMEM, "weft_task_spawn: out of memory for its "
@@ -282,7 +266,7 @@ int weft_task_spawn(weft_runtime *rt, weft_task **task, weft_task_fn fn,
   if (task)
     *task = (weft_task *)weft__handle_of(&t->hdr);
   weft__mark_ready(t, WEFT__TR_READY_SPAWN);
-  weft__sched_ready(rt, t);
+  weft__worker_ready(rt, t);
   return 0;
 }
 
@@ -332,14 +316,14 @@ static void spin_for(weft_runtime *rt, weft_task *other, int until_end) {
     for (int i = 0; i < 64 && !ok; i++) {
       ok = until_end ? __atomic_load_n(&other->done, __ATOMIC_ACQUIRE)
                      : __atomic_load_n(&other->returned, __ATOMIC_ACQUIRE);
-      weft__spin_pause(rt, 1);
+      weft__spin_pause(rt->sched.one_cpu, 1);
     }
   } while (!ok && mono_ns() < until);
   pthread_mutex_lock(&rt->lock);
 }
 
 void weft__task_wait_for(weft_runtime *rt, weft_task *other, int until_end) {
-  weft_task *self = weft__task_self();
+  weft_task *self = weft__worker_task();
   int spun = 0;
   for (;;) {
     int ok = until_end ? other->done : other->returned;
@@ -352,7 +336,7 @@ void weft__task_wait_for(weft_runtime *rt, weft_task *other, int until_end) {
       self->state = TASK_SUSPENDED;
       self->blocking = 1;
       pthread_mutex_unlock(&rt->lock);
-      weft__sched_suspend(self, AFTER_BLOCK);
+      weft__worker_suspend(self, AFTER_BLOCK);
       pthread_mutex_lock(&rt->lock);
     } else if (!spun) {
       spun = 1; /* then look again, under the lock */
@@ -370,7 +354,7 @@ int weft_task_join(weft_task *h) {
   weft_task *t = weft__task_of(h, "weft_task_join", &rc);
   if (!t)
     return rc;
-  weft_task *self = weft__task_self();
+  weft_task *self = weft__worker_task();
   if (t == self)
     return weft__err(WEFT_ESTATE, "weft_task_join: a task cannot join itself");
   weft_runtime *rt = t->x.rt;
@@ -399,7 +383,7 @@ int weft_task_join(weft_task *h) {
   if (rc) /* hand the task's failure detail to the joiner */
     weft__err_raw(rc, t->x.first_raw, "task '%s': %s", t->name,
                   t->x.first_msg ? t->x.first_msg : weft_strerror(rc));
-  task_free(rt, t);
+  weft__task_free(rt, t);
   pthread_mutex_unlock(&rt->lock);
   return rc;
 }
@@ -420,131 +404,27 @@ int weft_task_detach(weft_task *h) {
   }
   t->handle_gone = t->detached = 1;
   if (t->done)
-    task_free(rt, t);
+    weft__task_free(rt, t);
   pthread_mutex_unlock(&rt->lock);
   return 0;
 }
 
+int weft_wait_until(int (*test)(void *arg), void *arg) {
+  if (!test)
+    return weft__err(WEFT_EINVAL, "weft_wait_until: test is NULL");
+  weft__caller c;
+  int rc = weft__door("weft_wait_until", 0, NULL, &c);
+  return rc ? rc : weft__exec_wait_test(c.x, test, arg);
+}
+
 void weft_yield(void) {
-  weft_task *t = weft__task_self();
+  weft_task *t = weft__worker_task();
   if (t)
-    weft__sched_suspend(t, AFTER_YIELD);
-}
-
-/* Lock held: makes ready the waiters that asked for this much. */
-static void wake_waiters(weft_runtime *rt, weft_task *t, int ended) {
-  weft_task **pp = &t->waiters;
-  while (*pp) {
-    weft_task *w = *pp;
-    if (ended || !w->wait_for_end) {
-      *pp = w->next;
-      if (w->blocked) { /* switched out: make it ready */
-        w->blocked = 0;
-        weft__mark_ready(w, WEFT__TR_READY_JOIN);
-        weft__sched_ready(rt, w);
-      } else { /* still switching out: its scheduler will */
-        w->wake_pending = 1;
-      }
-    } else {
-      pp = &w->next;
-    }
-  }
-  /* done_cv's sleepers: plain threads joining this task, and a shutdown
-   * waiting for the last task (both look under this lock). */
-  if (t->thread_waiters || rt->closing)
-    pthread_cond_broadcast(&rt->done_cv);
-}
-
-void weft__task_returned(weft_task *t) {
-  weft_runtime *rt = t->x.rt;
-  weft__event *ev = NULL;
-  weft__admission_free(&t->x);
-  weft__graph_drop_capture(&t->x, "the task returned");
-  /* Work still queued on the stream: the task completes when it does. */
-  int q = t->x.stream && t->x.unsynced ? weft__stream_query(t->x.stream) : 0;
-  /* Its stream's work is done: what it did is known to whoever sees it
-   * return (weft_task_after), before anyone can. */
-  if (q == 0 && t->x.stream && rt->bk->check)
-    weft__check_synced(rt->bk->check, &t->x, t->x.stream);
-  if (q == WEFT_EAGAIN) {
-    int rc = weft__event_pool_get(rt, t->x.dev, 0, &ev);
-    if (rc == 0) {
-      rc = weft__event_record(ev, t->x.stream);
-      if (rc) {
-        weft__event_pool_put(rt, ev);
-        ev = NULL;
-      }
-    }
-    if (rc) {
-      /* No event to be told by (out of memory): wait for the stream here,
-       * the worker with it, so that the task is not seen done while its
-       * work runs (a task ordered after it would race that work). Its
-       * work is done then: nothing failed that the join should report. */
-      int s = weft__stream_sync(t->x.stream);
-      if (s)
-        weft__exec_fail(&t->x, s);
-      if (rt->bk->check)
-        weft__check_synced(rt->bk->check, &t->x, t->x.stream);
-    }
-  } else if (q < 0) {
-    weft__exec_fail(&t->x, q);
-  }
-  pthread_mutex_lock(&rt->lock);
-  __atomic_store_n(&t->returned, 1, __ATOMIC_RELEASE); /* see spin_for */
-  t->end_ev = ev;
-  wake_waiters(rt, t, 0);
-  if (ev) {
-    t->state = TASK_FINISHING;
-    t->wait_ev = ev;
-  }
-  pthread_mutex_unlock(&rt->lock);
-  if (!ev) {
-    weft__task_finalize(t);
-    return;
-  }
-  weft__wait_add(rt, t);
-}
-
-int weft__task_take_stream(weft__exec *x, weft_task *other) {
-  weft__stream *s = other->x.stream;
-  if (x->stream || !other->returned || !other->end_ev || !s ||
-      other->x.dev != x->dev || other->x.high != x->high)
-    return 0;
-  other->x.stream = NULL; /* its finalize releases nothing now */
-  x->stream = s;
-  x->unsynced = 1; /* other's work is queued on it */
-  return 1;
-}
-
-void weft__task_finalize(weft_task *t) {
-  weft_runtime *rt = t->x.rt;
-  /* Done, its stream's work included: a joiner sees all of it. */
-  if (rt->bk->check && t->x.stream)
-    weft__check_synced(rt->bk->check, &t->x, t->x.stream);
-  /* Only a task that finished behind an end event can have had its stream
-   * taken over (weft__task_take_stream), so without one the stream is this
-   * thread's to look at: a task that never had one takes no lock here. */
-  if (t->end_ev || t->x.stream)
-    weft__exec_release_stream(&t->x);
-  pthread_mutex_lock(&rt->lock);
-  weft__event *ev = t->end_ev;
-  t->end_ev = NULL;
-  t->state = TASK_DONE;
-  __atomic_store_n(&t->done, 1, __ATOMIC_RELEASE); /* see spin_for */
-  wake_waiters(rt, t, 1);
-  atomic_fetch_sub(&rt->nlive, 1);
-  atomic_fetch_sub(&rt->dev_live[t->x.dev], 1);
-  if (t->x.high)
-    atomic_fetch_sub(&rt->nhigh_live, 1);
-  if (t->detached)
-    task_free(rt, t);
-  pthread_mutex_unlock(&rt->lock);
-  if (ev)
-    weft__event_pool_put(rt, ev);
+    weft__worker_suspend(t, AFTER_YIELD);
 }
 
 int weft_task_stats_get(weft_runtime *rt, weft_task_stats *out) {
-  int rc = weft__runtime_check(rt, "weft_task_stats_get");
+  int rc = weft__registry_check(rt, "weft_task_stats_get");
   if (rc)
     return rc;
   if (!out)
@@ -554,7 +434,7 @@ int weft_task_stats_get(weft_runtime *rt, weft_task_stats *out) {
       out->struct_size > sizeof *out)
     return weft__err(WEFT_EINVAL, "weft_task_stats_get: set out->struct_size "
                                   "to sizeof(weft_task_stats)");
-  out->live = (uint64_t)atomic_load(&rt->nlive);
+  out->live = (uint64_t)atomic_load(&rt->tasks.nlive);
   pthread_mutex_lock(&rt->stacks.lock);
   out->stacks_in_use = rt->stacks.live;
   out->stacks_unguarded = rt->stacks.unguarded;
@@ -562,7 +442,7 @@ int weft_task_stats_get(weft_runtime *rt, weft_task_stats *out) {
   if (out->struct_size >=
       offsetof(weft_task_stats, streams) + sizeof out->streams) {
     pthread_mutex_lock(&rt->lock);
-    out->streams = rt->pooled_streams;
+    out->streams = rt->pools.nstreams;
     pthread_mutex_unlock(&rt->lock);
   }
   return 0;

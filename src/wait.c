@@ -3,10 +3,10 @@
  * ready as their events complete (no host callbacks: a launch-and-poll
  * round trip measured 7.6 us against 16.4 us through cudaLaunchHostFunc).
  * A poll is the backend's event query: on CUDA a driver call, or with
- * completion flags on a read of host memory (cuda/cuda_flags.c). */
+ * completion flags on a read of host memory (cuda/cuda_completion.c). */
 #include <time.h>
 
-#include "scheduler.h"
+#include "runtime_internal.h"
 #include "trace.h"
 #include "trace_format.h"
 
@@ -16,7 +16,7 @@ static int suspend_waiting(weft__exec *x, weft_task *t) {
   uint64_t t0 = weft__trace_on_for(x->rt->bk) ? weft__trace_now() : 0;
   const char *what = t->wait_test ? WEFT_TRF_WAIT_EXTERNAL : WEFT_TRF_WAIT_GPU;
   t->state = TASK_SUSPENDED;
-  weft__sched_suspend(t, AFTER_WAIT);
+  weft__worker_suspend(t, AFTER_WAIT);
   if (t0) {
     weft__trace_rec r = {.start = t0,
                          .end = weft__trace_now(),
@@ -37,12 +37,7 @@ int weft__exec_wait_recorded(weft__exec *x, weft__event *ev) {
   return suspend_waiting(x, t);
 }
 
-int weft_wait_until(int (*test)(void *arg), void *arg) {
-  if (!test)
-    return weft__err(WEFT_EINVAL, "weft_wait_until: test is NULL");
-  weft__exec *x = weft__exec_get("weft_wait_until");
-  if (!x)
-    return weft__exec_get_failed();
+int weft__exec_wait_test(weft__exec *x, int (*test)(void *arg), void *arg) {
   int rc = test(arg);
   if (rc != WEFT_EAGAIN)
     return rc;
@@ -83,52 +78,52 @@ void weft__wait_test_set(weft_runtime *rt, weft_task *t, int (*test)(void *),
   t->wait_test = test;
   t->wait_arg = arg;
   t->wait_cancelled = 0;
-  atomic_fetch_add(&rt->ntests, 1);
+  atomic_fetch_add(&rt->waits.ntests, 1);
 }
 
 void weft__wait_test_done(weft_runtime *rt, weft_task *t) {
-  atomic_fetch_sub(&rt->ntests, 1);
+  atomic_fetch_sub(&rt->waits.ntests, 1);
   t->wait_test = NULL;
 }
 
 void weft__wait_add(weft_runtime *rt, weft_task *t) {
-  pthread_mutex_lock(&rt->wait_lock);
-  t->next = rt->waits;
-  rt->waits = t;
-  if (!rt->wait_cursor)
-    rt->wait_cursor = &rt->waits;
-  atomic_fetch_add(&rt->nwaits, 1);
-  pthread_mutex_unlock(&rt->wait_lock);
+  pthread_mutex_lock(&rt->waits.lock);
+  t->next = rt->waits.head;
+  rt->waits.head = t;
+  if (!rt->waits.cursor)
+    rt->waits.cursor = &rt->waits.head;
+  atomic_fetch_add(&rt->waits.n, 1);
+  pthread_mutex_unlock(&rt->waits.lock);
 }
 
-/* The cursor is a link: &rt->waits or the next field of a task still in
+/* The cursor is a link: &rt->waits.head or the next field of a task still in
  * the set. Removing the task a link points to leaves the link valid, and
  * adding at the head changes no task's next, so it stays valid across
  * both; only the poll, under the lock, moves it. */
 int weft__wait_poll(weft_runtime *rt, int batch) {
-  if (atomic_load(&rt->nwaits) == 0 ||
-      pthread_mutex_trylock(&rt->wait_lock) != 0)
+  if (atomic_load(&rt->waits.n) == 0 ||
+      pthread_mutex_trylock(&rt->waits.lock) != 0)
     return 0;
   weft_task *done = NULL;
   int n = 0, looked = 0, wrapped = 0;
   const struct weft__backend_ops *ops = rt->bk->ops;
-  weft_task **pp = rt->wait_cursor ? rt->wait_cursor : &rt->waits;
+  weft_task **pp = rt->waits.cursor ? rt->waits.cursor : &rt->waits.head;
   weft_task *first = *pp; /* where this poll began: stop on meeting it */
   while (looked < batch) {
     if (wrapped && *pp == first)
       break;
     if (!*pp) {
-      if (wrapped || !rt->waits)
+      if (wrapped || !rt->waits.head)
         break;
       wrapped = 1; /* round to the head, once */
-      pp = &rt->waits;
+      pp = &rt->waits.head;
       continue;
     }
     weft_task *t = *pp;
     looked++;
     int rc =
         t->wait_test ? t->wait_test(t->wait_arg) : ops->event_query(t->wait_ev);
-    if (rc == WEFT_EAGAIN && t->wait_test && atomic_load(&rt->cancel_waits)) {
+    if (rc == WEFT_EAGAIN && t->wait_test && atomic_load(&rt->waits.cancel)) {
       rc = WEFT_ESTATE; /* weft_shutdown: no waiting on for the outside */
       t->wait_cancelled = 1;
     }
@@ -145,9 +140,9 @@ int weft__wait_poll(weft_runtime *rt, int batch) {
     done = t;
     n++;
   }
-  rt->wait_cursor = pp;
-  atomic_fetch_sub(&rt->nwaits, n);
-  pthread_mutex_unlock(&rt->wait_lock);
+  rt->waits.cursor = pp;
+  atomic_fetch_sub(&rt->waits.n, n);
+  pthread_mutex_unlock(&rt->waits.lock);
   while (done) {
     weft_task *t = done;
     done = t->next;
@@ -155,7 +150,7 @@ int weft__wait_poll(weft_runtime *rt, int batch) {
       weft__task_finalize(t);
     } else {
       weft__mark_ready(t, WEFT__TR_READY_GPU);
-      weft__sched_ready(rt, t);
+      weft__worker_ready(rt, t);
     }
   }
   return n;

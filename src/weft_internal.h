@@ -9,12 +9,12 @@
 #define WEFT__WEFT_INTERNAL_H
 
 #include "backend.h"
-#include "check.h"
+#include "checker.h"
 #include "cpus.h"
 #include "dataflow.h"
 #include "error_internal.h"
 #include "ptrmap.h"
-#include "scheduler.h"
+#include "runtime_internal.h"
 
 #ifdef WEFT_INTERNAL_CUDA
 #include "cuda/cuda_internal.h"

@@ -1,58 +1,13 @@
 /* The CUDA backend's devices: opening and closing, device properties and
- * device-wide sync, the per-thread current-device cache, and the ops table
+ * device-wide sync, and the ops table
  * that joins these to the stream, event and memory ops of cuda_ops.c. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "check.h"
+#include "checker.h"
 #include "cuda_internal.h"
 #include "error_internal.h"
-
-/* ---- the calling thread's current device ---- */
-
-_Thread_local int weft__cuda_cur_dev = -1;
-
-int weft__cuda_set_device_slow(int dev) {
-  cudaError_t e = cudaSetDevice(dev);
-  if (e != cudaSuccess) {
-    weft__cuda_cur_dev = -1; /* CUDA does not say what is current now */
-    return weft__cuda_error(e, "cudaSetDevice", __FILE__, __LINE__);
-  }
-  weft__cuda_cur_dev = dev;
-  return 0;
-}
-
-int weft__cuda_use_device(int dev, int *prev) {
-  int cur;
-  WEFT__CUDA_CHECK(cudaGetDevice, &cur);
-  if (prev)
-    *prev = cur;
-  weft__cuda_cur_dev = cur;
-  return weft__cuda_set_device(dev);
-}
-
-int weft__cuda_put_back(int prev, cudaError_t e, int rc) {
-  if (weft__cuda_is_sticky(e))
-    return rc;
-  int rc2 = weft__cuda_set_device(prev);
-  return rc ? rc : rc2;
-}
-
-int weft__cuda_device_was_stale(int dev, cudaError_t e) {
-  int cur;
-  if (weft__cuda_is_sticky(e))
-    return 0;
-  if (cudaGetDevice(&cur) != cudaSuccess || cur == dev)
-    return 0; /* the failure has another cause; the caller reports it */
-  (void)cudaGetLastError(); /* the failure is about to be retried away */
-  if (cudaSetDevice(dev) != cudaSuccess) {
-    weft__cuda_cur_dev = -1;
-    return 0;
-  }
-  weft__cuda_cur_dev = dev;
-  return 1;
-}
 
 /* On every task resume, so it must cost nothing when the device is
  * already current: the thread's cached device decides. (With a
@@ -204,7 +159,7 @@ static int cuda_open(weft__backend *base, const weft__backend_config *cfg) {
     free(devs);
     return rc;
   }
-  if ((rc = weft__cuda_flags_open(b, cfg->cuda_no_flags)) != 0) {
+  if ((rc = weft__cuda_completion_open(b, cfg->cuda_no_flags)) != 0) {
     free(devs);
     return rc;
   }
@@ -222,7 +177,7 @@ static void cuda_close(weft__backend *base) {
   for (int d = 0; d < b->ndev; d++)
     if (b->devs[d].pools)
       (void)cudaMemPoolTrimTo(b->devs[d].pool, 0);
-  weft__cuda_flags_close(b);
+  weft__cuda_completion_close(b);
   free(b->devs);
   b->devs = NULL;
   b->ndev = 0;
@@ -297,7 +252,7 @@ const struct weft__backend_ops weft__cuda_ops = {
     .current_device = current_device,
     .kernel_preload = kernel_preload,
     .ptr_kind = ptr_kind,
-    .release_libraries = weft__cuda_cublas_release,
+    .release_libraries = weft__cuda_workspace_release,
     .trace_start = weft__cuda_trace_start,
     .trace_stop = weft__cuda_trace_stop,
     .trace_task = weft__cuda_trace_task,

@@ -25,7 +25,7 @@ typedef struct weft__cuda_backend {
   struct weft__cuda_flags *flags; /* completion flags, NULL: off */
   /* Graph captures under way (cuda_graph.c): while any is, a stream that
    * joined one through an event wait may be capturing without weft
-   * knowing which, so no completion flag is written (cuda_flags.c). */
+   * knowing which, so no completion flag is written (cuda_completion.c). */
   atomic_int captures;
 } weft__cuda_backend;
 
@@ -47,7 +47,7 @@ static inline cudaStream_t weft__cuda_stream_of(weft__stream *s) {
 typedef struct weft__cuda_event {
   weft__event base;
   cudaEvent_t ev;
-  /* Its completion flag (cuda_flags.c), WEFT__EVENT_POLLED events only:
+  /* Its completion flag (cuda_completion.c), WEFT__EVENT_POLLED events only:
    * the host word, its device address, the latest record's value, and
    * whether that record armed it. */
   uint32_t *flag;
@@ -57,10 +57,10 @@ typedef struct weft__cuda_event {
   unsigned misses; /* flag reads that saw it pending */
 } weft__cuda_event;
 
-/* ---- completion flags (cuda_flags.c) ---- */
+/* ---- completion flags (cuda_completion.c) ---- */
 
-int weft__cuda_flags_open(weft__cuda_backend *b, int off);
-void weft__cuda_flags_close(weft__cuda_backend *b);
+int weft__cuda_completion_open(weft__cuda_backend *b, int off);
+void weft__cuda_completion_close(weft__cuda_backend *b);
 /* Gives e a flag, or none (e->flag NULL) when flags are unavailable. */
 void weft__cuda_flag_take(weft__cuda_backend *b, weft__cuda_event *e);
 void weft__cuda_flag_give(weft__cuda_backend *b, weft__cuda_event *e);
@@ -153,7 +153,7 @@ int weft__cuda_device_was_stale(int dev, cudaError_t e) __attribute__((cold));
     }                                                                          \
   } while (0)
 
-/* ---- weft check (cuda_check.c) ---- */
+/* ---- weft check (cuda_checker.c) ---- */
 
 void weft__cuda_check_start(weft__backend *b);
 void weft__cuda_check_stop(weft__backend *b);
@@ -198,7 +198,11 @@ int weft__cuda_pinned_free(weft__backend *b, void *p);
 cublasHandle_t weft__cuda_cublas(void);
 int weft__cuda_cublas_warm(weft_runtime *rt);
 int weft__cuda_cublas_workspace(void **ptr, size_t *bytes);
-void weft__cuda_cublas_release(weft__backend *b);
+/* cuBLAS workspaces (cuda_workspace.c): makes the workspace of stream s
+ * unless it has one (only the task leasing s calls this); 0 or the error,
+ * reported. Release frees a backend's at its close. */
+int weft__cuda_workspace_for(weft__cuda_stream *s);
+void weft__cuda_workspace_release(weft__backend *b);
 
 /* Tracing through CUPTI (cuda_trace.c). */
 int weft__cuda_trace_start(weft__backend *b);

@@ -5,9 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "caller.h"
-#include "check.h"
+#include "checker.h"
 #include "cuda_internal.h"
+#include "door.h"
 #include "error_internal.h"
 #include "library_internal.h"
 #include "weft/cuda_libraries.h"
@@ -18,7 +18,7 @@ static int fetch(const char *call, const weft_library *lib, const void *key,
                  size_t key_bytes, void **h) {
   *h = NULL;
   weft__caller c;
-  int rc = weft__caller_get(call, &c);
+  int rc = weft__door(call, WEFT__DOOR_ISSUE, NULL, &c);
   if (rc)
     return rc;
   if (c.s->hdr.bk->ops->kind != WEFT_BACKEND_CUDA)

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "check.h"
+#include "checker.h"
 #include "cuda_internal.h"
 #include "error_internal.h"
 

@@ -3,16 +3,17 @@
  * are the backend's own objects. */
 #include "weft/host.h"
 #include "backend.h"
-#include "check.h"
+#include "checker.h"
 #include "error_internal.h"
-#include "scheduler.h"
+#include "registry.h"
+#include "runtime_internal.h"
 
 #define S(s) ((weft__stream *)(s))
 #define E(e) ((weft__event *)(e))
 
 static int host_backend(weft_runtime *rt, const char *call,
                         weft__backend **out) {
-  int rc = weft__runtime_check(rt, call);
+  int rc = weft__registry_check(rt, call);
   if (rc)
     return rc;
   if (rt->bk->ops->kind != WEFT_BACKEND_HOST)

@@ -309,26 +309,6 @@ static int host_alloc(weft__backend *b, size_t n, size_t extra, size_t align,
   return 0;
 }
 
-void weft__host_block_release(weft__host_backend *hb, void *p) {
-  weft__host_block *b = (weft__host_block *)((char *)p - WEFT__HOST_BLOCK_HDR);
-  if (b->size > WEFT__HOST_CACHE_MAX - hb->cached_bytes) { /* no wrap */
-    free(b);
-    return;
-  }
-  b->next = hb->cached;
-  hb->cached = b;
-  hb->cached_bytes += b->size;
-}
-
-void weft__host_cache_drain(weft__host_backend *hb) {
-  while (hb->cached) {
-    weft__host_block *b = hb->cached;
-    hb->cached = b->next;
-    free(b);
-  }
-  hb->cached_bytes = 0;
-}
-
 /* The smallest cached block that fits with at most 1/8 to spare, else a
  * new one. A block freed on a stream is cached when the stream passes the
  * free, so reuse by any stream is safe from then on. */
@@ -366,7 +346,7 @@ static int device_free(weft__stream *s, void *p) {
     /* No memory for the queued free: wait for the stream to pass this
      * point instead, then release the block now. A failed free would keep
      * the allocation registered, and weft_shutdown refusing for ever. */
-    int rc = weft__stream_sync(s);
+    int rc = stream_sync(s);
     if (rc)
       return rc;
     weft__host_backend *hb = weft__host_of(s->hdr.bk);

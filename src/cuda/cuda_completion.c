@@ -110,7 +110,7 @@ static write_value_fn find_write_value(void) {
   return (write_value_fn)fn;
 }
 
-int weft__cuda_flags_open(weft__cuda_backend *b, int off) {
+int weft__cuda_completion_open(weft__cuda_backend *b, int off) {
   b->flags = NULL;
   if (off)
     return 0;
@@ -128,7 +128,7 @@ int weft__cuda_flags_open(weft__cuda_backend *b, int off) {
   return 0;
 }
 
-void weft__cuda_flags_close(weft__cuda_backend *b) {
+void weft__cuda_completion_close(weft__cuda_backend *b) {
   struct weft__cuda_flags *f = b->flags;
   if (!f)
     return;

@@ -7,9 +7,10 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "scheduler.h"
-#include "weft/map.h"
+#include "door.h"
+#include "runtime_internal.h"
 #include "weft/memory.h"
+#include "weft/pipeline.h"
 #include "weft/stream.h"
 
 typedef struct map_job {
@@ -101,13 +102,12 @@ int weft_map_chunks(const void *in, size_t in_chunk, void *out,
                      opts.depth);
   if (nchunks == 0)
     return 0;
-  weft__exec *x = weft__exec_get("weft_map_chunks");
-  if (!x)
-    return weft__exec_get_failed();
-  int rc0 = weft__refuse_in_capture(x, "weft_map_chunks",
-                                    "its pipeline waits for the GPU");
+  weft__caller c;
+  int rc0 = weft__door("weft_map_chunks", WEFT__DOOR_NO_CAPTURE,
+                       "its pipeline waits for the GPU", &c);
   if (rc0)
     return rc0;
+  weft__exec *x = c.x;
   int depth = (size_t)opts.depth < nchunks ? opts.depth : (int)nchunks;
   map_job jobs[64];
   weft_task *tasks[64];

@@ -21,8 +21,8 @@
  * Findings go to stderr, one line each starting "weft check:", and into
  * the trace as instant events (cat "weft_check"). Every hook is a NULL
  * test when checking is off. */
-#ifndef WEFT__CHECK_H
-#define WEFT__CHECK_H
+#ifndef WEFT__CHECKER_H
+#define WEFT__CHECKER_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -42,8 +42,9 @@ typedef struct weft__check_span {
 } weft__check_span;
 
 /* For the runtime of backend owner, whose trace (if it traces) gets the
- * findings. NULL on ENOMEM (reported). */
-weft__checker *weft__check_new(const void *owner);
+ * findings; self finds the calling exec (or NULL). NULL on ENOMEM
+ * (reported). */
+weft__checker *weft__check_new(const void *owner, weft__exec *(*self)(void));
 /* Prints the summary line if there were findings. */
 void weft__check_free(weft__checker *k);
 size_t weft__check_findings(const weft__checker *k);
@@ -51,7 +52,7 @@ size_t weft__check_findings(const weft__checker *k);
 void weft__check_set_output(weft__checker *k, FILE *out);
 
 /* s was leased from the pool by a new holder: ordered after its earlier
- * holders' work only by what the new one learns (see check.c). */
+ * holders' work only by what the new one learns (see checker.c). */
 void weft__check_lease(weft__checker *k, weft__stream *s);
 /* Context x (NULL: none known) issues an operation on s: s is ordered
  * after what x has seen, and x's task becomes s's owner for messages. */
@@ -97,7 +98,7 @@ void weft__check_alloc(weft__checker *k, const void *p, size_t n, int pinned);
 void weft__check_dealloc(weft__checker *k, const void *p);
 
 /* Set while weft makes CUDA calls of its own that the CUDA side would
- * otherwise report (cuda_check.c): they are reported at weft's level, or
+ * otherwise report (cuda_checker.c): they are reported at weft's level, or
  * are deliberate. */
 extern _Thread_local int weft__check_quiet;
 

@@ -16,7 +16,7 @@
 #include <cupti.h>
 #include <stdio.h>
 
-#include "check.h"
+#include "checker.h"
 #include "cuda_internal.h"
 #include "trace.h"
 

@@ -1,7 +1,7 @@
 /* weft check: vector clocks over streams, tracked allocations and their
  * recent accesses, findings (check.h). One lock guards it all: checking
  * is a debugging mode, and a consistent picture matters more than speed. */
-#include "check.h"
+#include "checker.h"
 
 #include <inttypes.h>
 #include <pthread.h>
@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "error_internal.h"
-#include "scheduler.h"
+#include "runtime_internal.h"
 #include "trace.h"
 
 /* Ticks per stream id; c[i] beyond n is 0. */
@@ -65,7 +65,10 @@ typedef struct seen_race {
 
 struct weft__checker {
   pthread_mutex_t lock;
-  const void *owner;     /* the backend: findings go into its trace only */
+  const void *owner; /* the backend: findings go into its trace only */
+  /* How to find the calling exec (caller.c's weft__exec_self), given at
+   * creation: the checker sits beneath the caller layer it serves. */
+  weft__exec *(*self)(void);
   stream_state *streams; /* by stream id */
   uint32_t nstreams;
   tracked *allocs; /* sorted by base, disjoint */
@@ -231,7 +234,7 @@ static void finding(weft__checker *k, const char *kind, uint64_t ns,
 
 /* ---- the checker ---- */
 
-weft__checker *weft__check_new(const void *owner) {
+weft__checker *weft__check_new(const void *owner, weft__exec *(*self)(void)) {
   weft__checker *k = calloc(1, sizeof *k);
   if (!k || pthread_mutex_init(&k->lock, NULL) != 0) {
     free(k);
@@ -240,6 +243,7 @@ weft__checker *weft__check_new(const void *owner) {
   }
   k->out = stderr;
   k->owner = owner;
+  k->self = self;
   return k;
 }
 
@@ -465,7 +469,7 @@ static void op_locked(weft__checker *k, weft__stream *s, stream_state *st,
                 .kernel = kernel};
     snprintf(a.who, sizeof a.who, "%s",
              st->owner[0] ? st->owner : "a plain thread");
-    check_declared(k, weft__exec_self(), t, &a);
+    check_declared(k, k->self(), t, &a);
     check_access(k, t, &a, st);
   }
 }
@@ -658,7 +662,7 @@ _Thread_local int weft__check_quiet;
 
 void weft__check_cuda_call(weft__checker *k, const char *name, const char *what,
                            uint64_t ns, int default_stream) {
-  weft__exec *x = weft__exec_self();
+  weft__exec *x = k ? k->self() : NULL;
   /* CUPTI watches the whole process for the one runtime subscribed: a
    * task of another runtime (one with weft check off) is not k's. */
   if (!k || !x || !x->is_task || x->rt->bk->check != k)
@@ -682,7 +686,7 @@ void weft__check_implicit_sync(weft__checker *k, weft__exec *x,
    * that sets up its buffers, a root task before it spawns, waits for
    * nothing but its own stream; reporting it would bury the findings
    * that matter. */
-  if (atomic_load(&x->rt->nlive) <= 1)
+  if (atomic_load(&x->rt->tasks.nlive) <= 1)
     return;
   char who[WHO];
   who_of(x, who, sizeof who);

@@ -1,0 +1,163 @@
+/* Finding the caller's context: the running task's exec, or a plain
+ * thread's, made on its first call for the runtime it uses; the stream an
+ * exec leases, and the failure it records.
+ *
+ * A shutdown marks its runtime's thread contexts dead instead of freeing
+ * them, since the threads still point at them: each thread frees its own
+ * on its next call, or when it exits. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "caller.h"
+#include "checker.h"
+#include "registry.h"
+#include "runtime_internal.h"
+#include "stream_pool.h"
+
+static _Thread_local weft__exec *tls_thread_exec;
+static pthread_key_t thread_key;
+static pthread_once_t thread_key_once = PTHREAD_ONCE_INIT;
+
+static void exec_free(weft__exec *x) {
+  free(x->pending);
+  free(x->first_msg);
+  weft__flow_free(x->flow);
+  weft__check_exec_gone(NULL, x);
+  free(x);
+}
+
+weft__exec *weft__exec_self(void) {
+  weft_task *t = weft__worker_task();
+  if (t)
+    return &t->x;
+  weft__exec *x = tls_thread_exec;
+  if (x && atomic_load_explicit(&x->dead, memory_order_acquire)) {
+    /* Its runtime shut down: this thread owns the remains. */
+    tls_thread_exec = NULL;
+    pthread_setspecific(thread_key, NULL);
+    exec_free(x);
+    return NULL;
+  }
+  return x;
+}
+
+/* Thread exit: give the thread's stream back while its runtime lives. */
+static void thread_exit(void *p) {
+  weft__exec *x = p;
+  weft__registry_lock();
+  if (!atomic_load(&x->dead)) {
+    weft_runtime *rt = x->rt;
+    pthread_mutex_lock(&rt->lock);
+    for (weft__exec **pp = &rt->threads; *pp; pp = &(*pp)->next)
+      if (*pp == x) {
+        *pp = x->next;
+        break;
+      }
+    pthread_mutex_unlock(&rt->lock);
+    weft__exec_release_stream(x);
+  }
+  weft__registry_unlock();
+  exec_free(x);
+}
+
+static void make_key(void) { pthread_key_create(&thread_key, thread_exit); }
+
+/* The calling thread's context, made for rt (NULL: the newest open
+ * runtime) if the thread has none. */
+static weft__exec *exec_get_for(const char *call, weft_runtime *pick) {
+  weft__exec *x = weft__exec_self();
+  if (x)
+    return x;
+  pthread_once(&thread_key_once, make_key);
+  x = calloc(1, sizeof *x);
+  if (!x) {
+    weft__err(WEFT_ENOMEM, "%s: out of memory", call);
+    return NULL;
+  }
+  weft__registry_lock();
+  weft_runtime *rt = pick ? pick : weft__registry_newest();
+  if (!rt) {
+    weft__registry_unlock();
+    free(x);
+    weft__err(WEFT_ESTATE, "%s: no weft runtime is open (weft_init)", call);
+    return NULL;
+  }
+  x->rt = rt;
+  if (rt->bk->check)
+    weft__check_thread_start(rt->bk->check, x);
+  pthread_mutex_lock(&rt->lock);
+  x->next = rt->threads;
+  rt->threads = x;
+  pthread_mutex_unlock(&rt->lock);
+  tls_thread_exec = x;
+  pthread_setspecific(thread_key, x);
+  weft__registry_unlock();
+  return x;
+}
+
+weft__exec *weft__exec_get(const char *call) {
+  return exec_get_for(call, NULL);
+}
+
+int weft__exec_adopt(weft_runtime *rt) {
+  return exec_get_for("weft_init", rt) ? 0 : weft__exec_get_failed();
+}
+
+/* Shutdown: the runtime's thread contexts die with it; their threads free
+ * them and make new ones, for a runtime still open, on their next call. */
+void weft__exec_threads_release(weft_runtime *rt) {
+  weft__registry_lock();
+  weft__exec *x = rt->threads;
+  rt->threads = NULL;
+  while (x) {
+    weft__exec *next = x->next;
+    weft__exec_release_stream(x);
+    atomic_store_explicit(&x->dead, 1, memory_order_release);
+    x = next;
+  }
+  weft__registry_unlock();
+}
+
+int weft__exec_fail(weft__exec *x, int rc) {
+  if (!x->pending_err)
+    x->pending_err = rc;
+  /* Failures seen off the exec's own slot (e.g. by a worker polling for
+   * it) are copied so the exec reports them. */
+  weft__errinfo *slot = weft__err_slot();
+  if (slot != &x->errinfo)
+    x->errinfo = *slot;
+  if (!x->first_err) {
+    x->first_err = rc;
+    x->first_raw = slot->raw;
+    x->first_msg = strdup(slot->msg);
+  }
+  return rc;
+}
+
+int weft__exec_lease(weft__exec *x, weft__stream **out) {
+  weft_runtime *rt = x->rt;
+  weft__stream *s;
+  int rc = weft__stream_pool_get(rt, x->dev, x->high, &s);
+  if (rc)
+    return rc;
+  if (rt->bk->check)
+    weft__check_lease(rt->bk->check, s);
+  x->stream = s;
+  *out = s;
+  return 0;
+}
+
+void weft__exec_release_stream(weft__exec *x) {
+  weft_runtime *rt = x->rt;
+  /* A task dropped its capture when it returned; a thread's goes now. */
+  if (x->drop_capture)
+    x->drop_capture(x, "its thread or runtime ended");
+  /* Taken under the lock: while a task finishes, one that follows it may
+   * take its stream over (weft__task_take_stream). */
+  pthread_mutex_lock(&rt->lock);
+  weft__stream *s = x->stream;
+  x->stream = NULL;
+  pthread_mutex_unlock(&rt->lock);
+  if (s)
+    weft__stream_pool_put(rt, s, x->high);
+}

@@ -1,0 +1,46 @@
+/* The one door of every public call that acts for its caller (door.h). */
+#include "door.h"
+#include "admission.h"
+#include "checker.h"
+#include "runtime_internal.h"
+
+int weft__door_refuse_in_capture(const weft__exec *x, const char *call,
+                                 const char *why) {
+  if (!x || !x->stream || !x->stream->capture)
+    return 0;
+  return weft__err(WEFT_ESTATE,
+                   "%s inside a graph capture: %s; end the capture first "
+                   "(weft_graph_end)",
+                   call, why);
+}
+
+int weft__door(const char *call, unsigned flags, const char *why,
+               weft__caller *c) {
+  c->x = NULL;
+  c->s = NULL;
+  weft__exec *x = weft__exec_get(call);
+  if (!x)
+    return weft__exec_get_failed();
+  int rc;
+  if ((flags & WEFT__DOOR_NO_CAPTURE) &&
+      (rc = weft__door_refuse_in_capture(x, call, why)) != 0)
+    return rc;
+  c->x = x;
+  c->dev = x->dev;
+  c->epoch = x->rt->epoch;
+  if (!(flags & WEFT__DOOR_ISSUE))
+    return 0;
+  weft__stream *s;
+  if ((rc = weft__exec_stream(x, &s)) != 0)
+    return rc;
+  weft_runtime *rt = x->rt;
+  if (atomic_load_explicit(&rt->admission, memory_order_relaxed) &&
+      x->is_task && !x->high &&
+      atomic_load_explicit(&rt->tasks.nhigh_live, memory_order_relaxed) > 0 &&
+      (rc = weft__admit(x, s)) != 0)
+    return rc;
+  if (rt->bk->check)
+    weft__check_issue(rt->bk->check, x, s);
+  c->s = s;
+  return 0;
+}

@@ -1,0 +1,168 @@
+/* The streams and sync events a runtime lends, pooled per device. */
+#include <stdlib.h>
+
+#include "error_internal.h"
+#include "runtime_internal.h"
+#include "stream_pool.h"
+
+static int vec_push(weft__ptrvec *v, void *p) {
+  if (v->n == v->cap) {
+    size_t cap = v->cap ? v->cap * 2 : 16;
+    void **nv = realloc(v->v, cap * sizeof *nv);
+    if (!nv)
+      return WEFT_ENOMEM;
+    v->v = nv;
+    v->cap = cap;
+  }
+  v->v[v->n++] = p;
+  return 0;
+}
+
+static void *vec_pop(weft__ptrvec *v) { return v->n ? v->v[--v->n] : NULL; }
+
+int weft__stream_pool_init(weft_runtime *rt) {
+  weft__stream_pool *p = &rt->pools;
+  p->streams = calloc((size_t)rt->bk->ndev * 2, sizeof *p->streams);
+  p->events = calloc((size_t)rt->bk->ndev * 2, sizeof *p->events);
+  if (!p->streams || !p->events) {
+    free(p->streams);
+    free(p->events);
+    p->streams = NULL;
+    p->events = NULL;
+    return weft__err(WEFT_ENOMEM, "weft_init: out of memory");
+  }
+  return 0;
+}
+
+int weft__stream_pool_get(weft_runtime *rt, int dev, int high,
+                          weft__stream **out) {
+  weft__ptrvec *v = &rt->pools.streams[dev * 2 + high];
+  pthread_mutex_lock(&rt->lock);
+  weft__stream *s = vec_pop(v);
+  pthread_mutex_unlock(&rt->lock);
+  if (!s) {
+    const weft_device_info *di = &rt->bk->info[dev];
+    int prio = high ? di->priority_greatest : di->priority_least;
+    int rc = weft__stream_create(rt->bk, dev, prio, &s);
+    if (rc)
+      return rc;
+    pthread_mutex_lock(&rt->lock);
+    rt->pools.nstreams++;
+    pthread_mutex_unlock(&rt->lock);
+  }
+  *out = s;
+  return 0;
+}
+
+void weft__stream_pool_put(weft_runtime *rt, weft__stream *s, int high) {
+  pthread_mutex_lock(&rt->lock);
+  if (vec_push(&rt->pools.streams[s->hdr.dev * 2 + high], s) != 0) {
+    rt->pools.nstreams--;
+    pthread_mutex_unlock(&rt->lock);
+    weft__stream_destroy(&s);
+    return;
+  }
+  pthread_mutex_unlock(&rt->lock);
+}
+
+size_t weft__stream_pool_count(weft_runtime *rt) {
+  pthread_mutex_lock(&rt->lock);
+  size_t n = rt->pools.nstreams;
+  pthread_mutex_unlock(&rt->lock);
+  return n;
+}
+
+int weft__event_pool_get(weft_runtime *rt, int dev, int blocking,
+                         weft__event **out) {
+  blocking = blocking != 0;
+  pthread_mutex_lock(&rt->lock);
+  weft__event *e = vec_pop(&rt->pools.events[dev * 2 + blocking]);
+  pthread_mutex_unlock(&rt->lock);
+  if (!e) {
+    /* Polled: tasks wait for it in the wait set. Blocking sync only where
+     * a plain thread will wait on it (it sleeps, not spins): pending
+     * blocking-sync events slowed the next record on CUDA
+     * (docs/decisions/cuda.md). */
+    int rc = weft__event_create(
+        rt->bk, dev, blocking ? WEFT__EVENT_BLOCKING : WEFT__EVENT_POLLED, &e);
+    if (rc)
+      return rc;
+    pthread_mutex_lock(&rt->lock);
+    rt->pools.nevents++;
+    pthread_mutex_unlock(&rt->lock);
+  }
+  *out = e;
+  return 0;
+}
+
+void weft__event_pool_put(weft_runtime *rt, weft__event *e) {
+  pthread_mutex_lock(&rt->lock);
+  int blocking = (e->flags & WEFT__EVENT_BLOCKING) != 0;
+  if (vec_push(&rt->pools.events[e->hdr.dev * 2 + blocking], e) != 0) {
+    rt->pools.nevents--;
+    pthread_mutex_unlock(&rt->lock);
+    weft__event_destroy(&e);
+    return;
+  }
+  pthread_mutex_unlock(&rt->lock);
+}
+
+int weft__stream_pool_fill(weft_runtime *rt, int n) {
+  for (int d = 0; d < rt->bk->ndev; d++) {
+    weft__ptrvec *v = &rt->pools.streams[d * 2];
+    int prio = rt->bk->info[d].priority_least;
+    size_t first = v->n;
+    for (int i = 0; i < n; i++) {
+      weft__stream *s;
+      int rc = weft__stream_create(rt->bk, d, prio, &s);
+      if (rc == 0 && vec_push(v, s) != 0) {
+        weft__stream_destroy(&s);
+        rc = weft__err(WEFT_ENOMEM, "weft_init: out of memory");
+      }
+      if (rc) {
+        weft__stream_pool_fini(rt);
+        return rc;
+      }
+      rt->pools.nstreams++;
+    }
+    /* Leased newest first: reversed, the first lease gets the lowest id
+     * (weft check's clocks and the trace's stream numbers stay small). */
+    for (size_t i = first, j = v->n - 1; i < j; i++, j--) {
+      void *t = v->v[i];
+      v->v[i] = v->v[j];
+      v->v[j] = t;
+    }
+  }
+  return 0;
+}
+
+void weft__stream_pool_fini(weft_runtime *rt) {
+  weft__stream_pool *p = &rt->pools;
+  if (!p->streams || !p->events) {
+    free(p->streams);
+    free(p->events);
+    p->streams = NULL;
+    p->events = NULL;
+    return;
+  }
+  for (int d = 0; d < rt->bk->ndev; d++) {
+    for (int h = 0; h < 2; h++) {
+      weft__ptrvec *v = &p->streams[d * 2 + h];
+      weft__stream *s;
+      while ((s = vec_pop(v)) != NULL)
+        weft__stream_destroy(&s);
+      free(v->v);
+    }
+    for (int b = 0; b < 2; b++) {
+      weft__event *e;
+      while ((e = vec_pop(&p->events[d * 2 + b])) != NULL)
+        weft__event_destroy(&e);
+      free(p->events[d * 2 + b].v);
+    }
+  }
+  free(p->streams);
+  free(p->events);
+  p->streams = NULL;
+  p->events = NULL;
+  p->nstreams = p->nevents = 0;
+}

@@ -1,0 +1,111 @@
+/* What a task's fiber runs, from its first instruction to its exit: it
+ * follows the tasks its declared data depends on, runs its function, then
+ * ends what only its own context may end. The scheduler runs it (given at
+ * weft__sched_start); it sits above every public call it makes. */
+#include <stdlib.h>
+
+#include "admission.h"
+#include "graph_internal.h"
+#include "memory_internal.h"
+#include "runtime_internal.h"
+#include "weft/stream.h"
+
+/* Follows the earlier tasks d[0..n) as weft_task_after follows each
+ * (stream.c: the stream waits for a task's end event once it returned),
+ * under one hold of the runtime's lock and one stream for them all: the
+ * stream of the first that hands its over (weft__task_take_stream), else
+ * a lease;
+ * weft check's bookkeeping is weft_task_after's own. It cannot fail:
+ * where the stream cannot be leased or made to wait (out of memory, a
+ * device error), the task waits on the host until that earlier task has
+ * completed instead. A task that ran unordered would break the order of
+ * every task after it, which follows it alone. */
+static void follow_all(weft_task *t, const void **d, uint32_t n) {
+  weft_runtime *rt = t->x.rt;
+  if (rt->bk->check) {
+    for (uint32_t i = 0; i < n; i++)
+      if (weft_task_after((weft_task *)d[i]) != 0) {
+        const weft_task *h = d[i];
+        weft_task *other = (weft_task *)weft__handle_obj(h);
+        pthread_mutex_lock(&rt->lock);
+        if (weft__task_live(h, other))
+          weft__task_wait_for(rt, other, 1);
+        pthread_mutex_unlock(&rt->lock);
+      }
+    return;
+  }
+  weft__stream *s = NULL;
+  int on_host = 0; /* no stream: wait for completions on the host */
+  int taken = -1;  /* the one whose stream this task took over */
+  pthread_mutex_lock(&rt->lock);
+  /* Each must have returned (queued all its work) before this task's
+   * stream can wait for it; one whose work is still queued may hand its
+   * stream over, which orders this task after it with no wait at all. */
+  for (uint32_t i = 0; i < n; i++) {
+    const weft_task *h = d[i];
+    weft_task *other = (weft_task *)weft__handle_obj(h);
+    if (!weft__task_live(h, other))
+      continue; /* completed: already ordered */
+    weft__task_wait_for(rt, other, 0);
+    if (taken < 0 && weft__task_live(h, other) &&
+        weft__task_take_stream(&t->x, other)) {
+      s = t->x.stream;
+      taken = (int)i;
+    }
+  }
+  for (uint32_t i = 0; i < n; i++) {
+    const weft_task *h = d[i];
+    weft_task *other = (weft_task *)weft__handle_obj(h);
+    if ((int)i == taken || !weft__task_live(h, other))
+      continue;
+    if (!s && !on_host) {
+      /* Leased outside the lock, which the lease takes. */
+      pthread_mutex_unlock(&rt->lock);
+      /* A failed lease is not the task's failure: it waits on the host. */
+      t->x.unsynced = 1;
+      on_host = weft__exec_lease(&t->x, &s) != 0;
+      pthread_mutex_lock(&rt->lock);
+      if (!weft__task_live(h, other))
+        continue;
+    }
+    if (on_host) {
+      weft__task_wait_for(rt, other, 1);
+      continue;
+    }
+    /* end_ev lives until the task is finalized, which takes this lock. */
+    if (other->end_ev && weft__stream_wait_event(s, other->end_ev) != 0)
+      weft__task_wait_for(rt, other, 1);
+  }
+  pthread_mutex_unlock(&rt->lock);
+}
+
+/* Declared data: follows the earlier tasks first, and waits on the host
+ * for their work when the task reads it there. */
+static int follow_deps(weft_task *t) {
+  const void **d = t->flow_deps;
+  uint32_t n = t->nflow_deps;
+  t->flow_deps = NULL;
+  t->nflow_deps = 0;
+  if (n)
+    follow_all(t, d, n);
+  weft__flow_deps_free(d, t->flow_inline);
+  int rc = t->flow_host ? weft_sync() : 0;
+  if (rc)
+    weft__exec_fail(&t->x, rc);
+  return rc;
+}
+
+void weft__task_body(weft_task *t) {
+  /* A task that cannot be ordered (out of memory) leaves its function
+   * unrun and its join reporting why, rather than running it unordered. */
+  if (!(t->flow_deps || t->flow_host) || follow_deps(t) == 0)
+    t->fn(t->arg);
+  /* Copies into pageable memory the task queued finish before it does. */
+  if (t->x.npending) {
+    int rc = weft__memory_join_pending(&t->x);
+    if (rc)
+      weft__exec_fail(&t->x, rc);
+  }
+  weft__admission_free(&t->x);
+  weft__graph_drop_capture(&t->x, "the task returned");
+}

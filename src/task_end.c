@@ -1,0 +1,156 @@
+/* The end of a task: it returned (its function, or it could not start),
+ * then, once the GPU work it queued has completed, it is done. Waiters
+ * are woken at each step; a detached task is recycled when done. Beneath
+ * the scheduler and the wait set, which call it. */
+#include <stdlib.h>
+
+#include "checker.h"
+#include "runtime_internal.h"
+#include "stream_pool.h"
+
+void weft__task_free(weft_runtime *rt, weft_task *t) {
+  if (t->all_prev)
+    t->all_prev->all_next = t->all_next;
+  else
+    rt->tasks.all = t->all_next;
+  if (t->all_next)
+    t->all_next->all_prev = t->all_prev;
+  free(t->x.pending);
+  free(t->x.first_msg);
+  weft__flow_deps_free(t->flow_deps, t->flow_inline);
+  t->flow_deps = NULL;
+  weft__flow_free(t->x.flow);
+  t->x.flow = NULL;
+  free(t->x.decl);
+  t->x.decl = NULL;
+  t->x.ndecl = 0;
+  weft__check_exec_gone(rt->bk->check, &t->x);
+  weft__pool_put(&rt->tasks.pool, &t->hdr);
+}
+
+int weft__task_live(const weft_task *h, const weft_task *other) {
+  return weft__handle_live(h, &other->hdr) && !other->done;
+}
+
+int weft__task_deps_done(weft_task *t) {
+  weft_runtime *rt = t->x.rt;
+  int done = 1;
+  pthread_mutex_lock(&rt->lock);
+  for (uint32_t i = 0; i < t->nflow_deps && done; i++) {
+    const weft_task *h = t->flow_deps[i];
+    done = !weft__task_live(h, (weft_task *)weft__handle_obj(h));
+  }
+  pthread_mutex_unlock(&rt->lock);
+  return done;
+}
+
+/* Lock held: makes ready the waiters that asked for this much. */
+static void wake_waiters(weft_runtime *rt, weft_task *t, int ended) {
+  weft_task **pp = &t->waiters;
+  while (*pp) {
+    weft_task *w = *pp;
+    if (ended || !w->wait_for_end) {
+      *pp = w->next;
+      if (w->blocked) { /* switched out: make it ready */
+        w->blocked = 0;
+        weft__mark_ready(w, WEFT__TR_READY_JOIN);
+        weft__worker_ready(rt, w);
+      } else { /* still switching out: its scheduler will */
+        w->wake_pending = 1;
+      }
+    } else {
+      pp = &w->next;
+    }
+  }
+  /* done_cv's sleepers: plain threads joining this task, and a shutdown
+   * waiting for the last task (both look under this lock). */
+  if (t->thread_waiters || rt->closing)
+    pthread_cond_broadcast(&rt->done_cv);
+}
+
+int weft__task_returned(weft_task *t) {
+  weft_runtime *rt = t->x.rt;
+  weft__event *ev = NULL;
+  /* Work still queued on the stream: the task completes when it does. */
+  int q = t->x.stream && t->x.unsynced ? weft__stream_query(t->x.stream) : 0;
+  /* Its stream's work is done: what it did is known to whoever sees it
+   * return (weft_task_after), before anyone can. */
+  if (q == 0 && t->x.stream && rt->bk->check)
+    weft__check_synced(rt->bk->check, &t->x, t->x.stream);
+  if (q == WEFT_EAGAIN) {
+    int rc = weft__event_pool_get(rt, t->x.dev, 0, &ev);
+    if (rc == 0) {
+      rc = weft__event_record(ev, t->x.stream);
+      if (rc) {
+        weft__event_pool_put(rt, ev);
+        ev = NULL;
+      }
+    }
+    if (rc) {
+      /* No event to be told by (out of memory): wait for the stream here,
+       * the worker with it, so that the task is not seen done while its
+       * work runs (a task ordered after it would race that work). Its
+       * work is done then: nothing failed that the join should report. */
+      int s = weft__stream_sync(t->x.stream);
+      if (s)
+        weft__exec_fail(&t->x, s);
+      if (rt->bk->check)
+        weft__check_synced(rt->bk->check, &t->x, t->x.stream);
+    }
+  } else if (q < 0) {
+    weft__exec_fail(&t->x, q);
+  }
+  pthread_mutex_lock(&rt->lock);
+  __atomic_store_n(&t->returned, 1,
+                   __ATOMIC_RELEASE); /* see task.c's spin_for */
+  t->end_ev = ev;
+  wake_waiters(rt, t, 0);
+  if (ev) {
+    t->state = TASK_FINISHING;
+    t->wait_ev = ev;
+  }
+  pthread_mutex_unlock(&rt->lock);
+  if (!ev) {
+    weft__task_finalize(t);
+    return 0;
+  }
+  return 1;
+}
+
+int weft__task_take_stream(weft__exec *x, weft_task *other) {
+  weft__stream *s = other->x.stream;
+  if (x->stream || !other->returned || !other->end_ev || !s ||
+      other->x.dev != x->dev || other->x.high != x->high)
+    return 0;
+  other->x.stream = NULL; /* its finalize releases nothing now */
+  x->stream = s;
+  x->unsynced = 1; /* other's work is queued on it */
+  return 1;
+}
+
+void weft__task_finalize(weft_task *t) {
+  weft_runtime *rt = t->x.rt;
+  /* Done, its stream's work included: a joiner sees all of it. */
+  if (rt->bk->check && t->x.stream)
+    weft__check_synced(rt->bk->check, &t->x, t->x.stream);
+  /* Only a task that finished behind an end event can have had its stream
+   * taken over (weft__task_take_stream), so without one the stream is this
+   * thread's to look at: a task that never had one takes no lock here. */
+  if (t->end_ev || t->x.stream)
+    weft__exec_release_stream(&t->x);
+  pthread_mutex_lock(&rt->lock);
+  weft__event *ev = t->end_ev;
+  t->end_ev = NULL;
+  t->state = TASK_DONE;
+  __atomic_store_n(&t->done, 1, __ATOMIC_RELEASE); /* see task.c's spin_for */
+  wake_waiters(rt, t, 1);
+  atomic_fetch_sub(&rt->tasks.nlive, 1);
+  atomic_fetch_sub(&rt->tasks.dev_live[t->x.dev], 1);
+  if (t->x.high)
+    atomic_fetch_sub(&rt->tasks.nhigh_live, 1);
+  if (t->detached)
+    weft__task_free(rt, t);
+  pthread_mutex_unlock(&rt->lock);
+  if (ev)
+    weft__event_pool_put(rt, ev);
+}

@@ -1,0 +1,53 @@
+/* The GPU wait set (wait.c): tasks suspended on an event or on a test,
+ * polled a batch at a time by the workers; a plain thread blocks instead. */
+#ifndef WEFT__WAIT_H
+#define WEFT__WAIT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "backend.h"
+#include "caller.h"
+#include "task_internal.h"
+
+/* weft_runtime.waits: written by wait.c alone. */
+typedef struct weft__wait_set {
+  pthread_mutex_t lock;
+  weft_task *head;
+  weft_task **cursor; /* &head or &(a waiting task)->next */
+  atomic_int n;
+  /* Of which waits for a test (weft_wait_until): no backend reports
+   * their completion, so the poller must look for it (sched.c). */
+  atomic_int ntests;
+  /* weft_shutdown began: weft_wait_until's waits end with WEFT_ESTATE,
+   * since what they wait for is outside weft and may never come. Atomic:
+   * the poll reads it without the lock. */
+  atomic_int cancel;
+} weft__wait_set;
+
+/* Waits for ev: suspends a task (polled by the workers), blocks a thread. */
+int weft__exec_wait_event(weft__exec *x, weft__event *ev);
+/* The same for an event just recorded, which is not queried first (it is
+ * almost always pending then: a CUDA call spent for nothing). */
+int weft__exec_wait_recorded(weft__exec *x, weft__event *ev);
+/* weft_wait_until for x: calls test(arg) until it says other than
+ * WEFT_EAGAIN, from the wait set's poll for a task (which suspends
+ * meanwhile), in a sleeping loop for a plain thread. */
+int weft__exec_wait_test(weft__exec *x, int (*test)(void *arg), void *arg);
+/* Adds t, whose wait_ev is set, to the wait set. */
+void weft__wait_add(weft_runtime *rt, weft_task *t);
+/* Makes t's wait one on test(arg) instead of an event, counted in
+ * ntests until the waiter takes it back (weft__wait_test_done). */
+void weft__wait_test_set(weft_runtime *rt, weft_task *t, int (*test)(void *),
+                         void *arg);
+void weft__wait_test_done(weft_runtime *rt, weft_task *t);
+/* Polls up to batch waiting tasks' events, going round the set from where
+ * the last poll stopped, so a poll costs the same however many tasks wait.
+ * Returns the number made ready. */
+int weft__wait_poll(weft_runtime *rt, int batch);
+/* The poller's batch, and a busy worker's between two tasks: an event
+ * query costs ~0.2 us on CUDA. */
+#define WEFT__POLL_BATCH 64
+#define WEFT__POLL_BATCH_BUSY 4
+
+#endif

@@ -1,0 +1,85 @@
+/* What every layer above the scheduler may ask of it: which worker and
+ * task are running, making a task ready, suspending the running one, and
+ * waking a parked worker. The workers' own loop is sched.c. */
+#include "worker.h"
+#include "runtime_internal.h"
+
+_Thread_local weft__worker *weft__worker_tls;
+_Thread_local weft_task *weft__task_tls;
+
+__attribute__((noinline)) weft__worker *weft__worker_self(void) {
+  return weft__worker_tls;
+}
+
+__attribute__((noinline)) weft_task *weft__worker_task(void) {
+  return weft__task_tls;
+}
+
+/* ---- wake-ups ----
+ *
+ * Waking a parked worker is the dearest thing the scheduler does
+ * (docs/decisions/scheduler.md, "wake-ups"). So work made ready on a worker
+ * stays on its queue, where that worker runs it next, and a parked worker
+ * is woken only when the work would otherwise wait: when a worker starts a
+ * task while others remain queued behind it, when work arrives from a
+ * plain thread, and only while no other worker is awake and searching
+ * (Go's rule). */
+
+/* Takes w, found at *link on the parked stack, off it and wakes it as a
+ * searcher. park_lock held. */
+void weft__worker_unpark(weft_runtime *rt, weft__worker **link,
+                         weft__worker *w) {
+  *link = w->park_next;
+  w->parked = 0;
+  w->woken = 1;
+  w->searching = 1;
+  atomic_fetch_add(&rt->sched.nsearching, 1);
+  atomic_fetch_sub(&rt->sched.nparked, 1);
+  pthread_cond_signal(&w->park_cv);
+}
+
+/* Wakes one parked worker, the most recently parked. */
+static void wake_one(weft_runtime *rt) {
+  if (atomic_load(&rt->sched.nparked) == 0)
+    return;
+  pthread_mutex_lock(&rt->sched.park_lock);
+  if (rt->sched.parked)
+    weft__worker_unpark(rt, &rt->sched.parked, rt->sched.parked);
+  pthread_mutex_unlock(&rt->sched.park_lock);
+}
+
+/* Wakes a worker unless one is already searching. */
+void weft__worker_wake(weft_runtime *rt) {
+  if (atomic_load(&rt->sched.nsearching) == 0 &&
+      atomic_load(&rt->sched.nparked) > 0)
+    wake_one(rt);
+}
+
+void weft__worker_ready(weft_runtime *rt, weft_task *t) {
+  t->state = TASK_READY;
+  weft__worker *w = weft__worker_tls;
+  if (w && w->rt == rt) {
+    weft__rq_push(&w->rq, t, 0);
+  } else {
+    weft__rq_push(&rt->sched.inject, t, 0);
+    weft__worker_wake(rt);
+  }
+}
+
+void weft__worker_call_on_stack(void (*fn)(void *), void *arg) {
+  weft_task *t = weft__worker_task();
+  if (!t) {
+    fn(arg);
+    return;
+  }
+  weft__worker *w = weft__worker_self();
+  w->call = fn;
+  w->call_arg = arg;
+  weft__worker_suspend(t, AFTER_CALL);
+}
+
+void weft__worker_suspend(weft_task *t, after_switch after) {
+  weft__worker *w = weft__worker_self();
+  w->after = after;
+  weft__fiber_switch(&t->fiber, &w->sched, after == AFTER_EXIT);
+}
