@@ -5,7 +5,7 @@
  * streams ahead, leave the calling thread on the device it was on
  * (weft/cuda.h). With one GPU that check can only find device 0 as it
  * was. Last, the backend opens with completion flags
- * (src/cuda/cuda_flags.c) unless its configuration or WEFT_CUDA_FLAGS=0
+ * (src/cuda/cuda_completion.c) unless its configuration or WEFT_CUDA_FLAGS=0
  * says otherwise. */
 #define _POSIX_C_SOURCE 200809L
 #include <cuda_runtime_api.h>

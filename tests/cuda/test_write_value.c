@@ -1,4 +1,4 @@
-/* What CUDA's completion flags (src/cuda/cuda_flags.c) take from CUDA, with
+/* What CUDA's completion flags (src/cuda/cuda_completion.c) take from CUDA, with
  * CUDA alone: a cuStreamWriteValue32 to mapped pinned memory lands only
  * once the work ahead of it on its stream is done, a kernel or a
  * cudaStreamWaitEvent on another stream's record; and when the record
@@ -104,7 +104,7 @@ int main(void) {
   CUDA_OK(cudaStreamSynchronize(b));
   CHECK_EQ_INT((int)*word, 2);
 
-  /* The order cuda_flags.c uses: the write, then the record; once the
+  /* The order cuda_completion.c uses: the write, then the record; once the
    * record is complete, the write reads back at once. */
   for (uint32_t v = 3; v < 1003; v++) {
     CHECK(write_value(a, word_dev, v, 0) == CUDA_SUCCESS);

@@ -95,7 +95,7 @@ static void init_with(int workers, size_t stack) {
   o.workers = workers;
   o.stack_size = stack;
   weft_runtime *rt = tt_open(&o);
-  CHECK_EQ_INT(rt->nworkers, workers);
+  CHECK_EQ_INT(rt->sched.nworkers, workers);
   CHECK(rt->stacks.stack_size >= stack);
 
   together tg = {.want = workers};
@@ -148,8 +148,8 @@ static void default_workers_follow_affinity(void) {
   int avail = weft__cpus_available();
   CHECK(avail >= 1 && avail <= CPU_COUNT(&all));
   weft_runtime *rt = tt_open(NULL);
-  CHECK_EQ_INT(rt->nworkers, avail);
-  CHECK_EQ_INT(rt->one_cpu, avail == 1);
+  CHECK_EQ_INT(rt->sched.nworkers, avail);
+  CHECK_EQ_INT(rt->sched.one_cpu, avail == 1);
   tt_close(rt);
   int first = 0;
   while (!CPU_ISSET(first, &all))
@@ -158,8 +158,8 @@ static void default_workers_follow_affinity(void) {
   CPU_SET(first, &one);
   CHECK(sched_setaffinity(0, sizeof one, &one) == 0);
   rt = tt_open(NULL);
-  CHECK_EQ_INT(rt->nworkers, 1);
-  CHECK_EQ_INT(rt->one_cpu, 1);
+  CHECK_EQ_INT(rt->sched.nworkers, 1);
+  CHECK_EQ_INT(rt->sched.one_cpu, 1);
   check_works(rt);
   for (int i = 0; i < 20; i++) {
     tt_store(&flag_set, 0);
@@ -406,7 +406,7 @@ static void env_checks(void) {
   env_refused("WEFT_STREAMS", bad_streams, 4, "1 to 65536");
   CHECK(setenv("WEFT_STREAMS", "5", 1) == 0);
   rt = tt_open(NULL);
-  CHECK_EQ_INT((int)rt->pooled_streams, 5 * rt->bk->ndev);
+  CHECK_EQ_INT((int)rt->pools.nstreams, 5 * rt->bk->ndev);
   tt_close(rt);
   CHECK(unsetenv("WEFT_STREAMS") == 0);
   /* CUDA's completion flags: 0 or 1, any other value refused whatever the
@@ -433,25 +433,25 @@ static void env_checks(void) {
   o.streams = -2;
   CHECK_ERR(weft_init(&rt, &o), WEFT_EINVAL);
   rt = tt_open(NULL);
-  CHECK_EQ_INT((int)rt->pooled_streams, 32 * rt->bk->ndev);
+  CHECK_EQ_INT((int)rt->pools.nstreams, 32 * rt->bk->ndev);
   tt_close(rt);
   o.streams = 300;
   rt = tt_open(&o);
-  CHECK_EQ_INT((int)rt->pooled_streams, 300 * rt->bk->ndev);
+  CHECK_EQ_INT((int)rt->pools.nstreams, 300 * rt->bk->ndev);
   /* Tasks and this thread lease the streams made ahead: none is made, and
    * the first lease gets the lowest id, 1, however many runtimes this
    * process opened before (ids are the runtime's own). */
-  weft__stream *first = rt->streams[0].v[rt->streams[0].n - 1];
+  weft__stream *first = rt->pools.streams[0].v[rt->pools.streams[0].n - 1];
   CHECK_EQ_INT((int)first->id, 1);
-  for (size_t i = 0; i + 1 < rt->streams[0].n; i++)
-    CHECK(((weft__stream *)rt->streams[0].v[i])->id > first->id);
+  for (size_t i = 0; i + 1 < rt->pools.streams[0].n; i++)
+    CHECK(((weft__stream *)rt->pools.streams[0].v[i])->id > first->id);
   int *out;
   CHECK_OK(weft_pinned_alloc(sizeof(int), (void **)&out));
   weft_task *t;
   CHECK_OK(weft_task_spawn(rt, &t, gpu_roundtrip, out, NULL));
   CHECK_OK(weft_task_join(t));
   CHECK_OK(weft_pinned_free(out));
-  CHECK_EQ_INT((int)rt->pooled_streams, 300 * rt->bk->ndev);
+  CHECK_EQ_INT((int)rt->pools.nstreams, 300 * rt->bk->ndev);
   tt_close(rt);
   /* weft_task_stats counts the streams: those made ahead, and those made
    * since because more tasks held one at once. */
@@ -469,10 +469,10 @@ static void env_checks(void) {
   while (__atomic_load_n(&holders_in, __ATOMIC_SEQ_CST) < STREAM_HOLDERS)
     sched_yield();
   CHECK_OK(weft_task_stats_get(rt, &ts));
-  CHECK_MSG(ts.streams >= STREAM_HOLDERS && ts.streams == rt->pooled_streams,
+  CHECK_MSG(ts.streams >= STREAM_HOLDERS && ts.streams == rt->pools.nstreams,
             "%d tasks hold a stream each, weft_task_stats says %llu streams "
             "(the runtime %zu)",
-            STREAM_HOLDERS, (unsigned long long)ts.streams, rt->pooled_streams);
+            STREAM_HOLDERS, (unsigned long long)ts.streams, rt->pools.nstreams);
   tt_store(&release, 1);
   for (int i = 0; i < STREAM_HOLDERS; i++)
     CHECK_OK(weft_task_join(holders[i]));
@@ -759,7 +759,7 @@ static void memset_sync(void *arg) {
 /* Counts the free events of rt's device 0 in one pool, checking that each
  * asks for blocking sync exactly when the pool is the blocking one. */
 static int pooled(weft_runtime *rt, int blocking) {
-  weft__ptrvec *v = &rt->events[blocking];
+  weft__ptrvec *v = &rt->pools.events[blocking];
   for (size_t i = 0; i < v->n; i++) {
     weft__event *e = v->v[i];
     CHECK_MSG(((e->flags & WEFT__EVENT_BLOCKING) != 0) == blocking,

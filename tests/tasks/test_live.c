@@ -86,7 +86,7 @@ static void run(int from_task) {
   for (int i = 0; i < N; i++)
     CHECK_MSG(marks[i] == 1, "task %d did not run to its end", i);
   printf("%d live tasks spawned from %s, %d worker(s): ok\n", N,
-         from_task ? "a task" : "the main thread", rt->nworkers);
+         from_task ? "a task" : "the main thread", rt->sched.nworkers);
   fflush(stdout);
 }
 

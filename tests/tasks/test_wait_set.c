@@ -8,7 +8,7 @@
  * returned: the work cannot have run, so a wait that ended would be a
  * completion reported too early (with CUDA's completion flags on, a flag
  * read wrong: slots handed on from one event to the next, values that
- * must not repeat, src/cuda/cuda_flags.c). Then the gate opens, every
+ * must not repeat, src/cuda/cuda_completion.c). Then the gate opens, every
  * task must return, and every element must hold its value. Three rounds,
  * so that the second and third reuse the first one's events and flags;
  * all of it twice, on a runtime opened with WEFT_CUDA_FLAGS=0 (CUDA's

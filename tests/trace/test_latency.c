@@ -133,7 +133,7 @@ int main(void) {
     CHECK_MSG(now_ms() < give_up, "the driver did not finish in 60 s");
     /* Both GPU waiters in the wait set: their work may finish. */
     if (!__atomic_load_n(&gate[0], __ATOMIC_ACQUIRE) &&
-        atomic_load(&rt->nwaits) >= 2)
+        atomic_load(&rt->waits.n) >= 2)
       __atomic_store_n(&gate[0], 1, __ATOMIC_RELEASE);
     struct timespec ts = {0, 1000000};
     nanosleep(&ts, NULL);
