@@ -8,7 +8,10 @@
  * chained, and everything is written out at weft_shutdown. GPU operations
  * come from the backend: the host backend's executor records them as it
  * runs them; the CUDA backend gets them from CUPTI's activity API, with
- * each task's id attached as an external correlation id. */
+ * each task's id attached as an external correlation id.
+ *
+ * trace_record.c keeps the buffers and implements what is declared here;
+ * trace_write.c writes the file at weft__trace_close. */
 #ifndef WEFT__TRACE_H
 #define WEFT__TRACE_H
 
@@ -19,7 +22,8 @@
 
 #include "trace_format.h"
 
-/* What a record is; each kind is written with its category (trace.c). */
+/* What a record is; each kind is written with its category
+ * (trace_write.c). */
 typedef enum weft__trace_kind {
   WEFT__TR_KERNEL,
   WEFT__TR_MEMCPY,
@@ -88,9 +92,6 @@ static inline int weft__trace_on_for(const void *owner) {
  * code it calls. Set by the scheduler on every resume. */
 extern _Thread_local uint64_t weft__trace_task;
 
-/* Starts recording to path the work of owner (a backend), named backend in
- * the file, whose ndev devices devs describes (copied). WEFT_EBUSY if
- * another runtime traces. */
 /* The rank and job size an MPI launcher gave this process (environment:
  * Open MPI, PMIx, PMI, Slurm), else 0 and 1. */
 void weft__trace_rank(int *rank, int *size);
@@ -99,6 +100,9 @@ void weft__trace_rank(int *rank, int *size);
  * ending (or at its end). 0, or WEFT_ERANGE when out is too small. */
 int weft__trace_rank_path(const char *path, char *out, size_t len);
 
+/* Starts recording to path the work of owner (a backend), named backend in
+ * the file, whose ndev devices devs describes (copied). WEFT_EBUSY if
+ * another runtime traces. */
 int weft__trace_open(const char *path, const char *backend, void *owner,
                      const weft_device_info *devs, int ndev);
 /* Writes the file and stops recording. Every thread that recorded must
@@ -114,7 +118,7 @@ void weft__trace_emit_batch(const weft__trace_rec *r, size_t n);
 /* A copy of s that lives until the trace is written. */
 const char *weft__trace_intern(const char *s);
 uint64_t weft__trace_now(void);
-/* The lane of the calling thread's CPU records (see trace.c). */
+/* The lane of the calling thread's CPU records (see trace_record.c). */
 uint32_t weft__trace_thread_lane(void);
 void weft__trace_thread_name(const char *name);
 uint64_t weft__trace_next_corr(void);

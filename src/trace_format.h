@@ -1,7 +1,7 @@
 /* The vocabulary of weft's trace files, in one place for the writer
- * (src/trace.c) and the reader (tools/trace/), so that the two cannot drift
- * apart: the Chrome Trace Event fields, the categories that decide an op's
- * kind, the argument keys, the copy directions and the reasons a task was
+ * (src/trace_write.c) and the reader (tools/trace/), so that the two cannot
+ * drift apart: the Chrome Trace Event fields, the categories that decide an
+ * op's kind, the argument keys, the copy directions and the reasons a task was
  * ready. docs/TRACE.md describes the format.
  *
  * Names the reader accepts but weft never writes (the spellings of PyTorch's
