@@ -1,7 +1,7 @@
 /* The tracer's exporter: at weft__trace_close, the recorded buffers
  * (trace_buffers.h) written as one Chrome Trace Event JSON file, laid out
  * as PyTorch's profiler (Kineto) writes its traces. The words written come
- * from trace_format.h, which the reader in tools/trace/ shares. */
+ * from trace_format.h, which the reader in trace/ shares. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>

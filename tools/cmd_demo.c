@@ -18,10 +18,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis.h"
 #include "cli.h"
 #include "demo.h"
-#include "trace/analysis.h"
-#include "trace/svg.h"
+#include "svg.h"
 
 #define DEMO_MAX_REPEAT 1000
 

@@ -46,7 +46,7 @@ typedef enum trace_host_mem {
 } trace_host_mem;
 
 /* Why a weft task was ready before a run slice (args.weft_ready_by),
- * numbered as the trace format numbers them (src/trace_format.h), plus
+ * numbered as the trace format numbers them (format/trace_format.h), plus
  * "other" for names this reader does not know. */
 typedef enum trace_ready_kind {
   TRACE_READY_NONE,

@@ -1,7 +1,7 @@
 /* The vocabulary of weft's trace files, in one place for the writer
- * (src/trace_write.c) and the reader (tools/trace/), so that the two cannot
- * drift apart: the Chrome Trace Event fields, the categories that decide an
- * op's kind, the argument keys, the copy directions and the reasons a task was
+ * (src/trace_write.c) and the reader (trace/), so that the two cannot drift
+ * apart: the Chrome Trace Event fields, the categories that decide an op's
+ * kind, the argument keys, the copy directions and the reasons a task was
  * ready. docs/TRACE.md describes the format.
  *
  * Names the reader accepts but weft never writes (the spellings of PyTorch's
@@ -10,8 +10,8 @@
  * marked "written only" are for other viewers (Perfetto, chrome://tracing)
  * and are not interpreted by `weft trace`.
  *
- * Header-only and free of the library's internal names, because tools/
- * includes it. */
+ * Header-only and free of the library's internal names, because the
+ * reader (trace/) includes it too. Internal: never installed. */
 #ifndef WEFT_TRACE_FORMAT_H
 #define WEFT_TRACE_FORMAT_H
 
@@ -127,7 +127,7 @@
 /* ---- why a task was ready (args.weft_ready_by) ---- */
 
 /* The numbering is the tracer's (WEFT__TR_READY_* in trace.h) and the
- * reader's (TRACE_READY_* in tools/trace/model.h). */
+ * reader's (TRACE_READY_* in trace/model.h). */
 enum {
   WEFT_TRF_READY_NONE = 0,
   WEFT_TRF_READY_SPAWN, /* spawned -> its first run */
