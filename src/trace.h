@@ -44,16 +44,17 @@ enum { /* copy directions, as CUPTI numbers them */
 };
 
 /* Why a task was made ready, for the runtime-latency figures: its next run
- * slice records the delay from then to its start. The numbers are the trace
- * format's, which names them (trace_format.h). */
+ * slice records the delay from then to its start. The kinds and their
+ * numbers are the trace format's list (WEFT_TRF_READY_KINDS in
+ * trace_format.h). */
+#define WEFT__TR_READY_ENUM(kind, name, what)                                  \
+  WEFT__TR_READY_##kind = WEFT_TRF_READY_##kind,
 enum {
   WEFT__TR_READY_NONE = WEFT_TRF_READY_NONE,
-  WEFT__TR_READY_SPAWN = WEFT_TRF_READY_SPAWN, /* spawn -> first run */
-  WEFT__TR_READY_GPU = WEFT_TRF_READY_GPU,     /* GPU wait seen -> resumed */
-  WEFT__TR_READY_JOIN = WEFT_TRF_READY_JOIN,   /* joined ended -> resumed */
-  WEFT__TR_READY_YIELD = WEFT_TRF_READY_YIELD, /* yielded -> resumed */
+  WEFT_TRF_READY_KINDS(WEFT__TR_READY_ENUM) /* the list's kinds, then: */
   WEFT__TR_READY_NKINDS = WEFT_TRF_READY_NKINDS
 };
+#undef WEFT__TR_READY_ENUM
 
 typedef struct weft__trace_rec {
   uint64_t start, end; /* ns on the tracer's clock (CLOCK_MONOTONIC) */
