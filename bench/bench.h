@@ -232,20 +232,4 @@ int bench_run(const bench_opts *o);
 }
 #endif
 
-/* The launch loop that launch and trace share, run in a task: repeat+1
- * rounds (the first a warm-up) of `batches` batches of `batch` launches of
- * tick (one-thread kernel counting its runs), timing only the launch calls
- * and draining each batch with weft_sync untimed; adds the microseconds
- * per launch of each timed round to s. On success *ran holds the kernel's
- * run count, for the caller to check. Returns 0 or BENCH_FAIL. */
-int bench_launch_rounds(bench_ctx *c, const weft_kernel *tick, long batches,
-                        int batch, bench_samples *s, unsigned *ran);
-
-/* The same loop as raw code writes it, from the calling plain thread: the
- * launches on a raw stream of rt (raw_api.h), each batch drained by a
- * stream sync, untimed. */
-int bench_raw_launch_rounds(bench_ctx *c, weft_runtime *rt,
-                            const weft_kernel *tick, long batches, int batch,
-                            bench_samples *s, unsigned *ran);
-
 #endif

@@ -13,6 +13,7 @@
 
 #include "bench.h"
 #include "kernels.h"
+#include "launch_rounds.h"
 
 enum { BATCH = 256 };
 

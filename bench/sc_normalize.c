@@ -20,7 +20,7 @@
  *   nothing to overlap with and the rest moves both ways at once, so
  *     floor = t_h2d / N + (N - 1) / N x t_both + t_d2h / N
  *   (kernels assumed hidden behind the copies).
- * The variants are seed000.c's, which `weft demo` runs too; raw means the
+ * The variants are demo.c's, which `weft demo` runs too; raw means the
  * CUDA runtime on CUDA and the host backend's own streams (weft/host.h) on
  * the host backend. Rounds run every variant in turn; round 0
  * warms up. Before every run the outputs are overwritten with NaN, and
@@ -30,8 +30,8 @@
 #include <stdlib.h>
 
 #include "bench.h"
+#include "demo.h"
 #include "raw_api.h"
-#include "seed000.h"
 
 enum { NARRAYS = 10 };
 
@@ -41,7 +41,7 @@ enum { BW_H2D, BW_D2H, BW_BOTH, NBW };
 typedef struct norm_bench {
   bench_ctx *c;
   weft_runtime *rt;
-  seed000 s;
+  demo s;
   float *dev_tmp; /* device: the source of the floor's D2H copies */
   bench_samples t[NVARIANTS];
   bench_samples bw[NBW]; /* GB/s, each way */
@@ -54,7 +54,7 @@ typedef struct norm_bench {
  * start event; *ms from it to the end of both. */
 static int copy_timed(norm_bench *nb, int h2d, int d2h, float *ms) {
   bench_ctx *c = nb->c;
-  seed000 *s = &nb->s;
+  demo *s = &nb->s;
   size_t all = s->bytes * NARRAYS;
   RAW_TRY(c, raw_event_record(s->start, s->main));
   if (h2d)
@@ -92,10 +92,9 @@ static int run_floor(norm_bench *nb, int record) {
 
 static int run_variant(norm_bench *nb, int v, int record) {
   float ms = 0;
-  seed000_poison(&nb->s);
-  const char *name = seed000_name((seed000_variant)v);
-  if (seed000_run(&nb->s, (seed000_variant)v, &ms) ||
-      seed000_check(&nb->s, name))
+  demo_poison(&nb->s);
+  const char *name = demo_name((demo_variant)v);
+  if (demo_run(&nb->s, (demo_variant)v, &ms) || demo_check(&nb->s, name))
     return bench_fail(nb->c, "%s: %s", name, nb->s.err);
   if (record)
     bench_samples_add(&nb->t[v], ms);
@@ -172,8 +171,8 @@ static int run(bench_ctx *c) {
     return bench_fail(c, "out of memory");
   nb->c = c;
   int rc = bench_runtime_open(c, 0, &nb->rt);
-  if (rc == 0 && seed000_open(&nb->s, nb->rt, NARRAYS,
-                              (unsigned)bench_size(c, 24, 18)) != 0)
+  if (rc == 0 &&
+      demo_open(&nb->s, nb->rt, NARRAYS, (unsigned)bench_size(c, 24, 18)) != 0)
     rc = bench_fail(c, "seed 000: %s", nb->s.err);
   size_t all = nb->s.bytes * NARRAYS;
   /* dev_tmp is only a source for timing copies; give it defined bytes. */
@@ -186,8 +185,8 @@ static int run(bench_ctx *c) {
   if (rc == 0)
     rc = measure(nb);
   if (nb->rt) {
-    /* seed000_close waits for the raw streams before anything is freed. */
-    if (seed000_close(&nb->s) && rc == 0)
+    /* demo_close waits for the raw streams before anything is freed. */
+    if (demo_close(&nb->s) && rc == 0)
       rc = bench_fail(c, "seed 000: %s", nb->s.err);
     int e = nb->dev_tmp ? weft_device_free(nb->dev_tmp) : 0;
     if (e == 0)

@@ -27,6 +27,7 @@
 
 #include "bench.h"
 #include "kernels.h"
+#include "launch_rounds.h"
 
 #ifdef WEFT_BENCH_CUDA
 #include <cupti.h>

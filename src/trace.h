@@ -8,7 +8,10 @@
  * chained, and everything is written out at weft_shutdown. GPU operations
  * come from the backend: the host backend's executor records them as it
  * runs them; the CUDA backend gets them from CUPTI's activity API, with
- * each task's id attached as an external correlation id. */
+ * each task's id attached as an external correlation id.
+ *
+ * trace_record.c keeps the buffers and implements what is declared here;
+ * trace_write.c writes the file at weft__trace_close. */
 #ifndef WEFT__TRACE_H
 #define WEFT__TRACE_H
 
@@ -19,7 +22,8 @@
 
 #include "trace_format.h"
 
-/* What a record is; each kind is written with its category (trace.c). */
+/* What a record is; each kind is written with its category
+ * (trace_write.c). */
 typedef enum weft__trace_kind {
   WEFT__TR_KERNEL,
   WEFT__TR_MEMCPY,
@@ -40,16 +44,17 @@ enum { /* copy directions, as CUPTI numbers them */
 };
 
 /* Why a task was made ready, for the runtime-latency figures: its next run
- * slice records the delay from then to its start. The numbers are the trace
- * format's, which names them (trace_format.h). */
+ * slice records the delay from then to its start. The kinds and their
+ * numbers are the trace format's list (WEFT_TRF_READY_KINDS in
+ * trace_format.h). */
+#define WEFT__TR_READY_ENUM(kind, name, what)                                  \
+  WEFT__TR_READY_##kind = WEFT_TRF_READY_##kind,
 enum {
   WEFT__TR_READY_NONE = WEFT_TRF_READY_NONE,
-  WEFT__TR_READY_SPAWN = WEFT_TRF_READY_SPAWN, /* spawn -> first run */
-  WEFT__TR_READY_GPU = WEFT_TRF_READY_GPU,     /* GPU wait seen -> resumed */
-  WEFT__TR_READY_JOIN = WEFT_TRF_READY_JOIN,   /* joined ended -> resumed */
-  WEFT__TR_READY_YIELD = WEFT_TRF_READY_YIELD, /* yielded -> resumed */
+  WEFT_TRF_READY_KINDS(WEFT__TR_READY_ENUM) /* the list's kinds, then: */
   WEFT__TR_READY_NKINDS = WEFT_TRF_READY_NKINDS
 };
+#undef WEFT__TR_READY_ENUM
 
 typedef struct weft__trace_rec {
   uint64_t start, end; /* ns on the tracer's clock (CLOCK_MONOTONIC) */
@@ -88,9 +93,6 @@ static inline int weft__trace_on_for(const void *owner) {
  * code it calls. Set by the scheduler on every resume. */
 extern _Thread_local uint64_t weft__trace_task;
 
-/* Starts recording to path the work of owner (a backend), named backend in
- * the file, whose ndev devices devs describes (copied). WEFT_EBUSY if
- * another runtime traces. */
 /* The rank and job size an MPI launcher gave this process (environment:
  * Open MPI, PMIx, PMI, Slurm), else 0 and 1. */
 void weft__trace_rank(int *rank, int *size);
@@ -99,6 +101,9 @@ void weft__trace_rank(int *rank, int *size);
  * ending (or at its end). 0, or WEFT_ERANGE when out is too small. */
 int weft__trace_rank_path(const char *path, char *out, size_t len);
 
+/* Starts recording to path the work of owner (a backend), named backend in
+ * the file, whose ndev devices devs describes (copied). WEFT_EBUSY if
+ * another runtime traces. */
 int weft__trace_open(const char *path, const char *backend, void *owner,
                      const weft_device_info *devs, int ndev);
 /* Writes the file and stops recording. Every thread that recorded must
@@ -114,7 +119,7 @@ void weft__trace_emit_batch(const weft__trace_rec *r, size_t n);
 /* A copy of s that lives until the trace is written. */
 const char *weft__trace_intern(const char *s);
 uint64_t weft__trace_now(void);
-/* The lane of the calling thread's CPU records (see trace.c). */
+/* The lane of the calling thread's CPU records (see trace_record.c). */
 uint32_t weft__trace_thread_lane(void);
 void weft__trace_thread_name(const char *name);
 uint64_t weft__trace_next_corr(void);

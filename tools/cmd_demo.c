@@ -11,17 +11,17 @@
  * divide_by, D2H copy. Inputs stay untouched in pinned memory so every run
  * starts from the same data; results land in a second pinned buffer and are
  * checked against sums computed on the CPU in double. The variants live in
- * bench/seed000.c, which the `normalize` benchmark measures too; this file
+ * bench/demo.c, which the `normalize` benchmark measures too; this file
  * times and prints them, and reads the trace back. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis.h"
 #include "cli.h"
-#include "seed000.h"
-#include "trace/analysis.h"
-#include "trace/svg.h"
+#include "demo.h"
+#include "svg.h"
 
 #define DEMO_MAX_REPEAT 1000
 
@@ -43,14 +43,14 @@ static timing summarise(float *ms, int n) {
 
 /* A warm-up, then repeat timed runs, then the result check. The outputs are
  * poisoned with NaN first so a variant cannot pass on another's results. */
-static int run_variant(seed000 *s, seed000_variant v, int repeat, timing *t) {
+static int run_variant(demo *s, demo_variant v, int repeat, timing *t) {
   float ms[DEMO_MAX_REPEAT], ignored;
-  seed000_poison(s);
-  int rc = seed000_run(s, v, &ignored);
+  demo_poison(s);
+  int rc = demo_run(s, v, &ignored);
   for (int r = 0; rc == 0 && r < repeat; r++)
-    rc = seed000_run(s, v, &ms[r]);
+    rc = demo_run(s, v, &ms[r]);
   if (rc == 0)
-    rc = seed000_check(s, seed000_name(v));
+    rc = demo_check(s, demo_name(v));
   if (rc)
     return cli_fail("demo", "%s", s->err);
   *t = summarise(ms, repeat);
@@ -113,7 +113,7 @@ static int parse_args(cli_global *g, int argc, char **argv, long *arrays,
       if (m < 0)
         return CLI_USAGE;
     } else if ((m = cli_flag_value(argc, argv, &i, "--arrays", &v)) != 0) {
-      if (m < 0 || cli_parse_long("--arrays", v, 1, SEED000_MAX_ARRAYS, arrays))
+      if (m < 0 || cli_parse_long("--arrays", v, 1, DEMO_MAX_ARRAYS, arrays))
         return CLI_USAGE;
     } else if ((m = cli_flag_value(argc, argv, &i, "--log2n", &v)) != 0) {
       if (m < 0 || cli_parse_long("--log2n", v, 8, 28, log2n))
@@ -146,7 +146,7 @@ int cmd_demo(cli_global *g, int argc, char **argv) {
   if (trace && setenv("WEFT_TRACE", trace, 1) != 0)
     return cli_fail("demo", "cannot set WEFT_TRACE");
 
-  seed000 *s = calloc(1, sizeof *s);
+  demo *s = calloc(1, sizeof *s);
   if (!s)
     return cli_fail("demo", "out of memory");
   weft_runtime *rt = NULL;
@@ -164,13 +164,13 @@ int cmd_demo(cli_global *g, int argc, char **argv) {
   if (e != 0)
     rc = cli_fail("demo", "weft_device_get_info: %s: %s", weft_err_name(e),
                   weft_last_error_message());
-  if (rc == CLI_OK && seed000_open(s, rt, (int)arrays, (unsigned)log2n) != 0)
+  if (rc == CLI_OK && demo_open(s, rt, (int)arrays, (unsigned)log2n) != 0)
     rc = cli_fail("demo", "%s", s->err);
   s->depth = (int)depth;
 
-  timing t[SEED000_NVARIANTS];
-  for (int v = 0; v < SEED000_NVARIANTS && rc == CLI_OK; v++)
-    rc = run_variant(s, (seed000_variant)v, (int)repeat, &t[v]);
+  timing t[DEMO_NVARIANTS];
+  for (int v = 0; v < DEMO_NVARIANTS && rc == CLI_OK; v++)
+    rc = run_variant(s, (demo_variant)v, (int)repeat, &t[v]);
 
   if (rc == CLI_OK) {
     double kib = (double)s->bytes / 1024.0;
@@ -181,24 +181,24 @@ int cmd_demo(cli_global *g, int argc, char **argv) {
     printf("backend %s, device 0: %s\n", weft_backend_name(kind), info.name);
     printf("event-timed, median of %ld run%s after 1 warm-up\n\n", repeat,
            repeat == 1 ? "" : "s");
-    char names[SEED000_NVARIANTS][32];
-    snprintf(names[SEED000_RAW1], 32, "1 stream");
-    snprintf(names[SEED000_RAWN], 32, "%d stream%s", s->narrays,
+    char names[DEMO_NVARIANTS][32];
+    snprintf(names[DEMO_RAW1], 32, "1 stream");
+    snprintf(names[DEMO_RAWN], 32, "%d stream%s", s->narrays,
              s->narrays == 1 ? "" : "s");
-    snprintf(names[SEED000_TASKS], 32, "%d task%s", s->narrays,
+    snprintf(names[DEMO_TASKS], 32, "%d task%s", s->narrays,
              s->narrays == 1 ? "" : "s");
-    snprintf(names[SEED000_PIPELINED], 32, "pipelined");
+    snprintf(names[DEMO_PIPELINED], 32, "pipelined");
     printf("%-12s %10s %19s %9s\n", "variant", "median ms", "min - max ms",
            "speed-up");
-    float one = t[SEED000_RAW1].median;
-    for (int v = 0; v < SEED000_NVARIANTS; v++)
+    float one = t[DEMO_RAW1].median;
+    for (int v = 0; v < DEMO_NVARIANTS; v++)
       printf("%-12s %10.3f %8.3f - %-8.3f %8.2fx\n", names[v], t[v].median,
              t[v].min, t[v].max, t[v].median > 0 ? one / t[v].median : 0.0);
     printf("\ncheck passed: each array sums to 1 (1e-3), each element is "
            "input / CPU sum (1e-4)\n");
   }
   int trc = CLI_OK;
-  if (seed000_close(s) != 0)
+  if (demo_close(s) != 0)
     trc = cli_fail("demo", "%s", s->err);
   if ((e = weft_shutdown(rt)) != 0 && trc == CLI_OK)
     trc = cli_fail("demo", "weft_shutdown: %s: %s", weft_err_name(e),

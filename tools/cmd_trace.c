@@ -8,11 +8,11 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "analysis.h"
 #include "cli.h"
-#include "trace/analysis.h"
-#include "trace/check.h"
-#include "trace/model.h"
-#include "trace/svg.h"
+#include "compat.h"
+#include "model.h"
+#include "svg.h"
 
 static int is_help(const char *arg) {
   return !strcmp(arg, "-h") || !strcmp(arg, "--help");
@@ -251,7 +251,7 @@ int cmd_trace(cli_global *g, int argc, char **argv) {
   }
   if (check) {
     /* Problems on stdout, a line each; the verdict on stderr. */
-    long n = trace_check(stdout, &model, 20);
+    long n = trace_compat_problems(stdout, &model, 20);
     size_t ops = model.nops, flows = model.nflow_starts;
     trace_model_free(&model);
     if (n < 0)

@@ -12,9 +12,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "analysis.h"
 #include "check.h"
 #include "kernels.h"
-#include "trace/analysis.h"
 #include "weft.h"
 #include "weft_internal.h"
 

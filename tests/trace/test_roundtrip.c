@@ -23,11 +23,11 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "analysis.h"
 #include "check.h"
+#include "compat.h"
 #include "conformance/kernels.h"
 #include "trace.h"
-#include "trace/analysis.h"
-#include "trace/check.h"
 #include "weft.h"
 
 enum { TASKS = 4, LAUNCHES = 5, N = 1024, GRAPH_KERNELS = 3, REPLAYS = 4 };
@@ -266,7 +266,7 @@ static void checked_findings(void) {
   CHECK_EQ_INT((int)m.check_syncs, 1);
   CHECK_MSG(m.check_stall_us > 0, "the implicit sync carried no stall time");
   check_nesting(&m);
-  CHECK_EQ_INT((int)trace_check(stderr, &m, 20), 0);
+  CHECK_EQ_INT((int)trace_compat_problems(stderr, &m, 20), 0);
   trace_model_free(&m);
   unlink(path);
 }
@@ -454,7 +454,8 @@ int main(void) {
       attributed++;
   CHECK_EQ_INT(attributed, TASKS * (LAUNCHES + 2) + GRAPH_KERNELS * REPLAYS);
   check_nesting(&m);
-  CHECK_EQ_INT((int)trace_check(stderr, &m, 20), 0); /* weft trace check */
+  CHECK_EQ_INT((int)trace_compat_problems(stderr, &m, 20),
+               0); /* weft trace check */
   char *text = slurp(path);
   CHECK(strstr(text, "\"distributedInfo\": {\"rank\": 0") != NULL);
   CHECK(strstr(text, "\"deviceProperties\": [{\"id\": 0") != NULL);

@@ -13,6 +13,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "trace_format.h"
+
 /* An absent integer field (correlation, task). */
 #define TRACE_NONE INT64_MIN
 
@@ -45,18 +47,19 @@ typedef enum trace_host_mem {
   TRACE_MEM_PINNED
 } trace_host_mem;
 
-/* Why a weft task was ready before a run slice (args.weft_ready_by),
- * numbered as the trace format numbers them (src/trace_format.h), plus
- * "other" for names this reader does not know. */
+/* Why a weft task was ready before a run slice (args.weft_ready_by): the
+ * trace format's kinds, with its numbers (WEFT_TRF_READY_KINDS in
+ * format/trace_format.h), plus "other" for names this reader does not
+ * know. */
+#define TRACE_READY_ENUM(kind, name, what)                                     \
+  TRACE_READY_##kind = WEFT_TRF_READY_##kind,
 typedef enum trace_ready_kind {
-  TRACE_READY_NONE,
-  TRACE_READY_SPAWN, /* spawn -> first run */
-  TRACE_READY_GPU,   /* GPU completion seen -> resumed */
-  TRACE_READY_JOIN,  /* the joined task ended -> joiner resumed */
-  TRACE_READY_YIELD, /* yield -> resumed */
-  TRACE_READY_OTHER, /* a name this reader does not know */
+  TRACE_READY_NONE = WEFT_TRF_READY_NONE,
+  WEFT_TRF_READY_KINDS(TRACE_READY_ENUM)     /* the format's kinds, then: */
+  TRACE_READY_OTHER = WEFT_TRF_READY_NKINDS, /* a name not in the list */
   TRACE_READY_NKINDS
 } trace_ready_kind;
+#undef TRACE_READY_ENUM
 
 trace_ready_kind trace_ready_kind_of(const char *name);
 const char *trace_ready_kind_name(trace_ready_kind kind);

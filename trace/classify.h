@@ -1,6 +1,6 @@
 /* What the words of a trace mean to the reader: an op's kind from its
  * category, a copy's direction and host memory from its args or its name.
- * The words themselves are the trace format's (src/trace_format.h), shared
+ * The words themselves are the trace format's (format/trace_format.h), shared
  * with weft's tracer. */
 #ifndef WEFT_TRACE_CLASSIFY_H
 #define WEFT_TRACE_CLASSIFY_H

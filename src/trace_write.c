@@ -1,292 +1,21 @@
-/* The tracer's buffers and the JSON writer (trace.h). The words written
- * come from trace_format.h, which the reader in tools/trace/ shares. */
+/* The tracer's exporter: at weft__trace_close, the recorded buffers
+ * (trace_buffers.h) written as one Chrome Trace Event JSON file, laid out
+ * as PyTorch's profiler (Kineto) writes its traces. The words written come
+ * from trace_format.h, which the reader in trace/ shares. */
 #include <inttypes.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "error_internal.h"
 #include "json_write.h"
 #include "trace.h"
+#include "trace_buffers.h"
 #include "trace_format.h"
 
-#define CHUNK_RECS 4096
-
-typedef struct chunk {
-  struct chunk *next;
-  atomic_uint n; /* records filled; written with release by the owner */
-  weft__trace_rec r[CHUNK_RECS];
-} chunk;
-
-typedef struct str {
-  struct str *next;
-  char s[];
-} str;
-
-typedef struct id_name {
-  uint64_t id;
-  const char *name;
-} id_name;
-
-typedef struct pair {
-  uint64_t key, val;
-} pair;
-
-static struct {
-  pthread_mutex_t lock;
-  char *path;
-  char backend[16];
-  int rank, world_size;   /* from the MPI launcher, else 0 and 1 */
-  weft_device_info *devs; /* the traced runtime's devices */
-  int ndev;
-  atomic_uint_fast64_t epoch; /* a new trace invalidates thread buffers */
-  chunk *chunks;              /* every chunk, for writing */
-  chunk *shared;              /* the chunk batches go to (under lock) */
-  str *strs;
-  id_name *tasks;
-  size_t ntasks, cap_tasks;
-  id_name *lanes;
-  size_t nlanes, cap_lanes;
-  pair *corrs;
-  size_t ncorrs, cap_corrs;
-  atomic_uint next_lane;
-  atomic_uint_fast64_t next_corr;
-  atomic_uint_fast64_t dropped;
-} T = {.lock = PTHREAD_MUTEX_INITIALIZER};
-
-atomic_int weft__trace_on;
-void *_Atomic weft__trace_owner;
-_Thread_local uint64_t weft__trace_task;
-
-static _Thread_local chunk *tls_chunk;
-static _Thread_local uint64_t tls_epoch;
-static _Thread_local uint32_t tls_lane;
-static _Thread_local uint64_t tls_lane_epoch;
-
-uint64_t weft__trace_now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-uint64_t weft__trace_next_corr(void) {
-  return atomic_fetch_add(&T.next_corr, 1) + 1;
-}
-
-/* Lock held. */
-static chunk *chunk_new(void) {
-  chunk *c = calloc(1, sizeof *c);
-  if (c) {
-    c->next = T.chunks;
-    T.chunks = c;
-  }
-  return c;
-}
-
-void weft__trace_emit(const weft__trace_rec *r) {
-  if (!atomic_load_explicit(&weft__trace_on, memory_order_relaxed))
-    return;
-  chunk *c = tls_chunk;
-  if (!c || tls_epoch != T.epoch ||
-      atomic_load_explicit(&c->n, memory_order_relaxed) == CHUNK_RECS) {
-    pthread_mutex_lock(&T.lock);
-    c = chunk_new();
-    tls_epoch = T.epoch;
-    pthread_mutex_unlock(&T.lock);
-    tls_chunk = c;
-    if (!c) {
-      atomic_fetch_add(&T.dropped, 1);
-      return;
-    }
-  }
-  unsigned n = atomic_load_explicit(&c->n, memory_order_relaxed);
-  c->r[n] = *r;
-  atomic_store_explicit(&c->n, n + 1, memory_order_release);
-}
-
-void weft__trace_emit_batch(const weft__trace_rec *r, size_t n) {
-  pthread_mutex_lock(&T.lock);
-  for (size_t i = 0; i < n; i++) {
-    chunk *c = T.shared;
-    if (!c || atomic_load_explicit(&c->n, memory_order_relaxed) == CHUNK_RECS)
-      c = T.shared = chunk_new();
-    if (!c) {
-      atomic_fetch_add(&T.dropped, n - i);
-      break;
-    }
-    unsigned k = atomic_load_explicit(&c->n, memory_order_relaxed);
-    c->r[k] = r[i];
-    atomic_store_explicit(&c->n, k + 1, memory_order_release);
-  }
-  pthread_mutex_unlock(&T.lock);
-}
-
-/* Lock held. */
-static const char *intern_locked(const char *s) {
-  size_t len = strlen(s);
-  str *p = malloc(sizeof *p + len + 1);
-  if (!p)
-    return "?";
-  memcpy(p->s, s, len + 1);
-  p->next = T.strs;
-  T.strs = p;
-  return p->s;
-}
-
-const char *weft__trace_intern(const char *s) {
-  pthread_mutex_lock(&T.lock);
-  const char *r = intern_locked(s ? s : "");
-  pthread_mutex_unlock(&T.lock);
-  return r;
-}
-
-static int grow(void **v, size_t *cap, size_t n, size_t elem) {
-  if (n < *cap)
-    return 0;
-  size_t nc = *cap ? *cap * 2 : 64;
-  void *nv = realloc(*v, nc * elem);
-  if (!nv)
-    return -1;
-  *v = nv;
-  *cap = nc;
-  return 0;
-}
-
-void weft__trace_task_name(uint64_t id, const char *name) {
-  if (!atomic_load(&weft__trace_on))
-    return;
-  pthread_mutex_lock(&T.lock);
-  if (grow((void **)&T.tasks, &T.cap_tasks, T.ntasks, sizeof *T.tasks) == 0)
-    T.tasks[T.ntasks++] = (id_name){id, intern_locked(name)};
-  pthread_mutex_unlock(&T.lock);
-}
-
-void weft__trace_corr_task(uint64_t corr, uint64_t task) {
-  pthread_mutex_lock(&T.lock);
-  if (grow((void **)&T.corrs, &T.cap_corrs, T.ncorrs, sizeof *T.corrs) == 0)
-    T.corrs[T.ncorrs++] = (pair){corr, task};
-  pthread_mutex_unlock(&T.lock);
-}
-
-/* The low 32 bits of pthread_self(), which is what CUPTI reports as the
- * thread of a runtime API record on Linux: a task's run slices and the
- * CUDA calls it made then share one row. */
-uint32_t weft__trace_thread_lane(void) {
-  if (tls_lane_epoch != T.epoch || tls_lane == 0) {
-    tls_lane = (uint32_t)(uintptr_t)pthread_self();
-    if (tls_lane == 0)
-      tls_lane = atomic_fetch_add(&T.next_lane, 1) + 1;
-    tls_lane_epoch = T.epoch;
-  }
-  return tls_lane;
-}
-
-void weft__trace_thread_name(const char *name) {
-  if (!atomic_load(&weft__trace_on))
-    return;
-  uint32_t lane = weft__trace_thread_lane();
-  pthread_mutex_lock(&T.lock);
-  if (grow((void **)&T.lanes, &T.cap_lanes, T.nlanes, sizeof *T.lanes) == 0)
-    T.lanes[T.nlanes++] = (id_name){lane, intern_locked(name)};
-  pthread_mutex_unlock(&T.lock);
-}
-
-/* The process's rank and the job's size as an MPI launcher sets them
- * (Open MPI, PMIx, MPICH's PMI, Slurm), else 0 and 1: read from the
- * environment, so that the core needs no MPI. */
-static long env_number(const char *const names[], long fallback) {
-  for (int i = 0; names[i]; i++) {
-    const char *v = getenv(names[i]);
-    char *end;
-    if (v && *v) {
-      long n = strtol(v, &end, 10);
-      if (*end == '\0' && n >= 0 && n < (1L << 30))
-        return n;
-    }
-  }
-  return fallback;
-}
-
-void weft__trace_rank(int *rank, int *size) {
-  static const char *const ranks[] = {"OMPI_COMM_WORLD_RANK", "PMIX_RANK",
-                                      "PMI_RANK", "SLURM_PROCID", NULL};
-  static const char *const sizes[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE",
-                                      "SLURM_NTASKS", NULL};
-  *rank = (int)env_number(ranks, 0);
-  *size = (int)env_number(sizes, 1);
-  if (*size < *rank + 1)
-    *size = *rank + 1;
-}
-
-int weft__trace_rank_path(const char *path, char *out, size_t len) {
-  int rank, size;
-  weft__trace_rank(&rank, &size);
-  size_t o = 0;
-  int marked = 0;
-  for (const char *p = path; *p; p++) {
-    int n;
-    if (p[0] == '%' && p[1] == 'r') {
-      n = snprintf(out + o, o < len ? len - o : 0, "%d", rank);
-      p++;
-      marked = 1;
-    } else {
-      n = 1;
-      if (o + 1 < len)
-        out[o] = *p;
-    }
-    o += (size_t)n;
-  }
-  if (o >= len)
-    return WEFT_ERANGE;
-  out[o] = '\0';
-  if (marked || size <= 1)
-    return 0;
-  /* Several ranks and no %r: each its own file, -rankN before .json. */
-  char tail[16] = "";
-  size_t keep = o;
-  if (o >= 5 && strcmp(out + o - 5, ".json") == 0) {
-    keep = o - 5;
-    strcpy(tail, ".json");
-  }
-  int n = snprintf(out + keep, len - keep, "-rank%d%s", rank, tail);
-  return n < 0 || (size_t)n >= len - keep ? WEFT_ERANGE : 0;
-}
-
-int weft__trace_open(const char *path, const char *backend, void *owner,
-                     const weft_device_info *devs, int ndev) {
-  pthread_mutex_lock(&T.lock);
-  if (atomic_load(&weft__trace_on)) {
-    pthread_mutex_unlock(&T.lock);
-    return weft__err(WEFT_EBUSY, "weft trace: another runtime is tracing");
-  }
-  T.path = strdup(path);
-  T.devs = ndev > 0 ? malloc((size_t)ndev * sizeof *devs) : NULL;
-  if (!T.path || (ndev > 0 && !T.devs)) {
-    free(T.path);
-    free(T.devs);
-    T.path = NULL;
-    T.devs = NULL;
-    pthread_mutex_unlock(&T.lock);
-    return weft__err(WEFT_ENOMEM, "weft trace: out of memory");
-  }
-  if (ndev > 0)
-    memcpy(T.devs, devs, (size_t)ndev * sizeof *devs);
-  T.ndev = ndev > 0 ? ndev : 0;
-  snprintf(T.backend, sizeof T.backend, "%s", backend);
-  weft__trace_rank(&T.rank, &T.world_size);
-  T.epoch++;
-  atomic_store(&T.next_lane, 0);
-  atomic_store(&T.dropped, 0);
-  atomic_store(&weft__trace_owner, owner);
-  atomic_store(&weft__trace_on, 1);
-  pthread_mutex_unlock(&T.lock);
-  return 0;
-}
-
-/* ---- writing ---- */
+/* The state, read only here (the maps' arrays are sorted in place). */
+static const struct weft__trace_buffers *const T = &weft__trace_buf;
 
 /* A member name for format strings: keys are literals needing no escape. */
 #define KEY(k) "\"" k "\":"
@@ -302,18 +31,18 @@ static int cmp_idn(const void *a, const void *b) {
 }
 
 static const char *task_name(uint64_t id) {
-  if (!T.ntasks)
+  if (!T->ntasks)
     return NULL;
   id_name key = {id, NULL};
-  id_name *r = bsearch(&key, T.tasks, T.ntasks, sizeof *T.tasks, cmp_idn);
+  id_name *r = bsearch(&key, T->tasks, T->ntasks, sizeof *T->tasks, cmp_idn);
   return r ? r->name : NULL;
 }
 
 static uint64_t corr_task(uint64_t corr) {
-  if (!T.ncorrs)
+  if (!T->ncorrs)
     return 0;
   pair key = {corr, 0};
-  pair *r = bsearch(&key, T.corrs, T.ncorrs, sizeof *T.corrs, cmp_pair);
+  pair *r = bsearch(&key, T->corrs, T->ncorrs, sizeof *T->corrs, cmp_pair);
   return r ? r->val : 0;
 }
 
@@ -507,10 +236,10 @@ static void write_meta(FILE *f, const char *what, long pid, int64_t tid,
  * them; a process outside an MPI job is rank 0 of 1. */
 static void write_devices(FILE *f) {
   fprintf(f, "\"distributedInfo\": {\"rank\": %d, \"world_size\": %d},\n",
-          T.rank, T.world_size);
+          T->rank, T->world_size);
   fprintf(f, "\"deviceProperties\": [");
-  for (int d = 0; d < T.ndev; d++) {
-    const weft_device_info *i = &T.devs[d];
+  for (int d = 0; d < T->ndev; d++) {
+    const weft_device_info *i = &T->devs[d];
     fprintf(f, "%s{\"id\": %d, \"name\": ", d ? ", " : "", d);
     json_write_string(f, i->name);
     fprintf(f,
@@ -549,7 +278,7 @@ static int cmp_slice(const void *a, const void *b) {
 static void index_cpu(cpu_index *ix) {
   *ix = (cpu_index){0};
   size_t na = 0, nt = 0;
-  for (chunk *c = T.chunks; c; c = c->next) {
+  for (chunk *c = T->chunks; c; c = c->next) {
     unsigned n = atomic_load_explicit(&c->n, memory_order_acquire);
     for (unsigned i = 0; i < n; i++) {
       na += c->r[i].kind == WEFT__TR_API && c->r[i].corr;
@@ -564,7 +293,7 @@ static void index_cpu(cpu_index *ix) {
     *ix = (cpu_index){0};
     return;
   }
-  for (chunk *c = T.chunks; c; c = c->next) {
+  for (chunk *c = T->chunks; c; c = c->next) {
     unsigned n = atomic_load_explicit(&c->n, memory_order_acquire);
     for (unsigned i = 0; i < n; i++) {
       const weft__trace_rec *r = &c->r[i];
@@ -630,7 +359,7 @@ static void nest_in_task(const cpu_index *ix, weft__trace_rec *r) {
 static void note_lane(uint32_t **v, size_t *n, size_t *cap, uint32_t lane) {
   if (*n && (*v)[*n - 1] == lane)
     return;
-  if (grow((void **)v, cap, *n, sizeof **v) == 0)
+  if (weft__trace_grow((void **)v, cap, *n, sizeof **v) == 0)
     (*v)[(*n)++] = lane;
 }
 
@@ -708,14 +437,14 @@ static void write_trace(FILE *f, uint64_t t0) {
   fprintf(f,
           KEY(WEFT_TRF_WEFT) "{\"version\":\"0.1.0\",\"backend\":\"%s\","
                              "\"dropped_records\":%" PRIu64 "},\n",
-          T.backend, (uint64_t)atomic_load(&T.dropped));
+          T->backend, (uint64_t)atomic_load(&T->dropped));
   write_devices(f);
   fprintf(f, KEY(WEFT_TRF_TRACE_EVENTS) "[\n");
   write_meta(f, WEFT_TRF_META_PROCESS_NAME, pid, -1, "weft host");
-  for (size_t i = 0; i < T.nlanes; i++) {
+  for (size_t i = 0; i < T->nlanes; i++) {
     fprintf(f, ",\n");
-    write_meta(f, WEFT_TRF_META_THREAD_NAME, pid, (int64_t)T.lanes[i].id,
-               T.lanes[i].name);
+    write_meta(f, WEFT_TRF_META_THREAD_NAME, pid, (int64_t)T->lanes[i].id,
+               T->lanes[i].name);
   }
   /* Name each GPU lane once: "stream N" under "GPU d". */
   pair *seen = NULL;
@@ -725,7 +454,7 @@ static void write_trace(FILE *f, uint64_t t0) {
   corr_set graphs = {0};  /* graph launches already given an arrow */
   uint32_t *waits = NULL; /* the tasks with wait lanes, to name them */
   size_t nwaits = 0, wcap = 0;
-  for (chunk *c = T.chunks; c; c = c->next) {
+  for (chunk *c = T->chunks; c; c = c->next) {
     unsigned n = atomic_load_explicit(&c->n, memory_order_acquire);
     for (unsigned i = 0; i < n; i++) {
       weft__trace_rec r1 = c->r[i];
@@ -744,7 +473,8 @@ static void write_trace(FILE *f, uint64_t t0) {
       size_t k = 0;
       while (k < nseen && seen[k].key != key)
         k++;
-      if (k == nseen && grow((void **)&seen, &cap, nseen, sizeof *seen) == 0)
+      if (k == nseen &&
+          weft__trace_grow((void **)&seen, &cap, nseen, sizeof *seen) == 0)
         seen[nseen++] = (pair){key, 0};
     }
   }
@@ -778,62 +508,26 @@ static void write_trace(FILE *f, uint64_t t0) {
   fprintf(f, "\n]}\n");
 }
 
-/* Lock held. Frees what the trace recorded, ready for the next one. */
-static void free_records(void) {
-  while (T.chunks) {
-    chunk *c = T.chunks;
-    T.chunks = c->next;
-    free(c);
-  }
-  T.shared = NULL;
-  while (T.strs) {
-    str *s = T.strs;
-    T.strs = s->next;
-    free(s);
-  }
-  free(T.tasks);
-  free(T.lanes);
-  free(T.corrs);
-  T.tasks = T.lanes = NULL;
-  T.corrs = NULL;
-  T.ntasks = T.cap_tasks = T.nlanes = T.cap_lanes = T.ncorrs = T.cap_corrs = 0;
-  free(T.path);
-  T.path = NULL;
-  free(T.devs);
-  T.devs = NULL;
-  T.ndev = 0;
-}
-
-int weft__trace_close(void) {
-  pthread_mutex_lock(&T.lock);
-  if (!atomic_load(&weft__trace_on)) {
-    pthread_mutex_unlock(&T.lock);
-    return 0;
-  }
-  atomic_store(&weft__trace_on, 0);
-  atomic_store(&weft__trace_owner, NULL);
-  if (T.ncorrs) /* qsort and bsearch want a non-NULL array */
-    qsort(T.corrs, T.ncorrs, sizeof *T.corrs, cmp_pair);
-  if (T.ntasks)
-    qsort(T.tasks, T.ntasks, sizeof *T.tasks, cmp_idn);
+int weft__trace_write(void) {
+  if (T->ncorrs) /* qsort and bsearch want a non-NULL array */
+    qsort(T->corrs, T->ncorrs, sizeof *T->corrs, cmp_pair);
+  if (T->ntasks)
+    qsort(T->tasks, T->ntasks, sizeof *T->tasks, cmp_idn);
   uint64_t t0 = UINT64_MAX;
-  for (chunk *c = T.chunks; c; c = c->next) {
+  for (chunk *c = T->chunks; c; c = c->next) {
     unsigned n = atomic_load_explicit(&c->n, memory_order_acquire);
     for (unsigned i = 0; i < n; i++)
       if (c->r[i].start < t0)
         t0 = c->r[i].start;
   }
   int rc = 0;
-  FILE *f = fopen(T.path, "w");
+  FILE *f = fopen(T->path, "w");
   if (!f) {
-    rc = weft__err(WEFT_EIO, "weft trace: cannot write %s", T.path);
+    rc = weft__err(WEFT_EIO, "weft trace: cannot write %s", T->path);
   } else {
     write_trace(f, t0);
     if (fclose(f) != 0)
-      rc = weft__err(WEFT_EIO, "weft trace: error writing %s", T.path);
+      rc = weft__err(WEFT_EIO, "weft trace: error writing %s", T->path);
   }
-  free_records();
-  T.epoch++;
-  pthread_mutex_unlock(&T.lock);
   return rc;
 }

@@ -1,8 +1,8 @@
 /* Writing JSON text: the one string escaper, and the member and number forms,
- * of the three files weft writes as JSON: the trace (src/trace.c), the trace
- * report (tools/trace/report.c) and the benchmark results (bench/bench.c).
- * Header-only, so the library, the tools and the benchmarks each include it
- * without linking anything new.
+ * of the three files weft writes as JSON: the trace (src/trace_write.c), the
+ * trace report (trace/report.c) and the benchmark results (bench/bench.c).
+ * Header-only, so the library, the trace reader and the benchmarks each
+ * include it without linking anything new. Internal: never installed.
  *
  * Strings are UTF-8: valid sequences pass through unchanged, and a byte
  * that does not begin one (a name cut in the middle of a character, a

@@ -76,20 +76,15 @@ static void text_latency(FILE *f, const trace_model *m,
   fprintf(f, "\nruntime latency (weft's own delays before task slices)\n");
   fprintf(f, "  %-26s %8s %10s %10s %10s %12s\n", "from -> to", "count",
           "median us", "p90 us", "max us", "total ms");
-  static const char *const what[TRACE_READY_NKINDS] = {
-      "",
-      "spawn -> first run",
-      "GPU done seen -> resumed",
-      "task ended -> joiner runs",
-      "yield -> resumed",
-      "other"};
   char x[32];
   for (int k = TRACE_READY_SPAWN; k < TRACE_READY_NKINDS; k++) {
     const trace_latency_stats *l = &a->latency[k];
     if (!l->count)
       continue;
-    fprintf(f, "  %-26s %8zu %10.3f %10.3f %10.3f %12s\n", what[k], l->count,
-            l->median, l->p90, l->max, ms(x, sizeof x, l->total));
+    const char *what = weft_trf_ready_what(k);
+    fprintf(f, "  %-26s %8zu %10.3f %10.3f %10.3f %12s\n",
+            what ? what : "other", l->count, l->median, l->p90, l->max,
+            ms(x, sizeof x, l->total));
   }
   fprintf(f, "  slowest task %lld (", (long long)a->slowest_task);
   put_name(f, trace_model_str(m, a->slowest_name), 40);

@@ -1,5 +1,5 @@
 /* The vocabulary of weft's trace files, in one place for the writer
- * (src/trace.c) and the reader (tools/trace/), so that the two cannot drift
+ * (src/trace_write.c) and the reader (trace/), so that the two cannot drift
  * apart: the Chrome Trace Event fields, the categories that decide an op's
  * kind, the argument keys, the copy directions and the reasons a task was
  * ready. docs/TRACE.md describes the format.
@@ -10,8 +10,8 @@
  * marked "written only" are for other viewers (Perfetto, chrome://tracing)
  * and are not interpreted by `weft trace`.
  *
- * Header-only and free of the library's internal names, because tools/
- * includes it. */
+ * Header-only and free of the library's internal names, because the
+ * reader (trace/) includes it too. Internal: never installed. */
 #ifndef WEFT_TRACE_FORMAT_H
 #define WEFT_TRACE_FORMAT_H
 
@@ -126,29 +126,47 @@
 
 /* ---- why a task was ready (args.weft_ready_by) ---- */
 
-/* The numbering is the tracer's (WEFT__TR_READY_* in trace.h) and the
- * reader's (TRACE_READY_* in tools/trace/model.h). */
+/* The ready kinds, once: X(KIND, name written, what it measures). The list
+ * generates the format's numbering (WEFT_TRF_READY_*, after NONE = 0), the
+ * tracer's (WEFT__TR_READY_* in src/trace.h), the reader's (TRACE_READY_*
+ * in trace/model.h), the names written and read, and the report's labels.
+ * A new kind goes at the end, so that the numbers stay. */
+#define WEFT_TRF_READY_KINDS(X)                                                \
+  X(SPAWN, "spawn", "spawn -> first run")                                      \
+  X(GPU, "gpu", "GPU done seen -> resumed")                                    \
+  X(JOIN, "join", "task ended -> joiner runs")                                 \
+  X(YIELD, "yield", "yield -> resumed")
+
+#define WEFT_TRF_READY_ENUM(kind, name, what) WEFT_TRF_READY_##kind,
 enum {
   WEFT_TRF_READY_NONE = 0,
-  WEFT_TRF_READY_SPAWN, /* spawned -> its first run */
-  WEFT_TRF_READY_GPU,   /* its GPU wait was seen complete -> resumed */
-  WEFT_TRF_READY_JOIN,  /* the task it joined (or followed) ended -> resumed */
-  WEFT_TRF_READY_YIELD, /* it yielded -> resumed */
+  WEFT_TRF_READY_KINDS(WEFT_TRF_READY_ENUM) /* the list's kinds, then: */
   WEFT_TRF_READY_NKINDS
 };
+#undef WEFT_TRF_READY_ENUM
 
 /* The name written for a WEFT_TRF_READY_* kind, or NULL for NONE and for
  * numbers outside the list. */
 static inline const char *weft_trf_ready_name(int kind) {
   switch (kind) {
-  case WEFT_TRF_READY_SPAWN:
-    return "spawn";
-  case WEFT_TRF_READY_GPU:
-    return "gpu";
-  case WEFT_TRF_READY_JOIN:
-    return "join";
-  case WEFT_TRF_READY_YIELD:
-    return "yield";
+#define WEFT_TRF_READY_NAME(kind, name, what)                                  \
+  case WEFT_TRF_READY_##kind:                                                  \
+    return name;
+    WEFT_TRF_READY_KINDS(WEFT_TRF_READY_NAME)
+#undef WEFT_TRF_READY_NAME
+  }
+  return NULL;
+}
+
+/* What the delay before a slice of a WEFT_TRF_READY_* kind measures, for
+ * the report's table, or NULL for NONE and for numbers outside the list. */
+static inline const char *weft_trf_ready_what(int kind) {
+  switch (kind) {
+#define WEFT_TRF_READY_WHAT(kind, name, what)                                  \
+  case WEFT_TRF_READY_##kind:                                                  \
+    return what;
+    WEFT_TRF_READY_KINDS(WEFT_TRF_READY_WHAT)
+#undef WEFT_TRF_READY_WHAT
   }
   return NULL;
 }

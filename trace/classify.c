@@ -5,14 +5,6 @@
 
 #include "trace_format.h"
 
-/* The reader's ready kinds are the format's, plus "other". */
-_Static_assert((int)TRACE_READY_SPAWN == WEFT_TRF_READY_SPAWN &&
-                   (int)TRACE_READY_GPU == WEFT_TRF_READY_GPU &&
-                   (int)TRACE_READY_JOIN == WEFT_TRF_READY_JOIN &&
-                   (int)TRACE_READY_YIELD == WEFT_TRF_READY_YIELD &&
-                   (int)TRACE_READY_OTHER == WEFT_TRF_READY_NKINDS,
-               "trace_ready_kind must number the kinds as trace_format.h");
-
 /* ASCII case-insensitive equality: older Kineto releases capitalise. */
 static int same_word(const char *s, const char *t) {
   for (; *s && *t; s++, t++) {

@@ -1,11 +1,11 @@
-/* Seed 000's normalisation, once (seed000.h). */
+/* Seed 000's normalisation, once (demo.h). */
 #include <math.h>
 #include <string.h>
 
-#include "seed000.h"
+#include "demo.h"
 
 /* Records a failed weft call in s->err and returns -1. */
-static int weft_failed(seed000 *s, int rc, const char *call) {
+static int weft_failed(demo *s, int rc, const char *call) {
   const char *msg = weft_last_error_message();
   snprintf(s->err, sizeof s->err, "%s: %s: %s", call, weft_err_name(rc),
            *msg ? msg : weft_strerror(rc));
@@ -28,15 +28,15 @@ static int weft_failed(seed000 *s, int rc, const char *call) {
     }                                                                          \
   } while (0)
 
-const char *seed000_name(seed000_variant v) {
-  static const char *const names[SEED000_NVARIANTS] = {
+const char *demo_name(demo_variant v) {
+  static const char *const names[DEMO_NVARIANTS] = {
       "raw 1 stream", "raw streams", "weft tasks", "weft pipelined"};
-  return v < SEED000_NVARIANTS ? names[v] : "?";
+  return v < DEMO_NVARIANTS ? names[v] : "?";
 }
 
 /* ---- setup ---- */
 
-static int make_raw(seed000 *s) {
+static int make_raw(demo *s) {
   S_RAW(s, raw_stream_create(s->rt, 0, &s->main));
   for (; s->nstreams < s->narrays; s->nstreams++)
     S_RAW(s, raw_stream_create(s->rt, 0, &s->streams[s->nstreams]));
@@ -48,13 +48,13 @@ static int make_raw(seed000 *s) {
   return 0;
 }
 
-int seed000_open(seed000 *s, weft_runtime *rt, int narrays, unsigned log2n) {
+int demo_open(demo *s, weft_runtime *rt, int narrays, unsigned log2n) {
   memset(s, 0, sizeof *s);
   s->rt = rt;
   demo_kernels_init(&s->k);
-  if (narrays < 1 || narrays > SEED000_MAX_ARRAYS) {
+  if (narrays < 1 || narrays > DEMO_MAX_ARRAYS) {
     snprintf(s->err, sizeof s->err, "%d arrays: 1 to %d", narrays,
-             SEED000_MAX_ARRAYS);
+             DEMO_MAX_ARRAYS);
     return -1;
   }
   s->narrays = narrays;
@@ -91,7 +91,7 @@ int seed000_open(seed000 *s, weft_runtime *rt, int narrays, unsigned log2n) {
   return make_raw(s);
 }
 
-int seed000_close(seed000 *s) {
+int demo_close(demo *s) {
   int first = 0;
   char err[sizeof s->err] = "";
 #define KEEP(call)                                                             \
@@ -144,7 +144,7 @@ typedef struct norm_args {
   weft_dim3 grid, block;
 } norm_args;
 
-static void norm_args_init(norm_args *g, const seed000 *s, float *a, size_t i) {
+static void norm_args_init(norm_args *g, const demo *s, float *a, size_t i) {
   g->n = s->n;
   g->blocks = s->blocks;
   g->a = a;
@@ -166,7 +166,7 @@ static void norm_args_init(norm_args *g, const seed000 *s, float *a, size_t i) {
 /* ---- raw ---- */
 
 /* One array's work on stream st. */
-static int raw_array(seed000 *s, int i, raw_stream st) {
+static int raw_array(demo *s, int i, raw_stream st) {
   norm_args g;
   norm_args_init(&g, s, s->dev_a[i], (size_t)i);
   S_RAW(s, raw_copy(st, s->dev_a[i], s->in[i], s->bytes, RAW_H2D));
@@ -181,7 +181,7 @@ static int raw_array(seed000 *s, int i, raw_stream st) {
 /* Every stream starts after the start event on the main stream, and the
  * main stream waits for every stream's end event before it records the
  * final one, so start -> final spans all the work. */
-static int run_raw(seed000 *s, int many, float *ms) {
+static int run_raw(demo *s, int many, float *ms) {
   S_RAW(s, raw_event_record(s->start, s->main));
   for (int k = 0; many && k < s->narrays; k++)
     S_RAW(s, raw_stream_wait(s->streams[k], s->start));
@@ -201,7 +201,7 @@ static int run_raw(seed000 *s, int many, float *ms) {
 /* ---- weft: a task per array ---- */
 
 /* The three kernels on the calling task's stream. */
-static int launch_norm(const seed000 *s, norm_args *g) {
+static int launch_norm(const demo *s, norm_args *g) {
   int rc = weft_launch(&s->k.partial_reduce, g->grid, g->block, 0, g->reduce);
   if (!rc)
     rc = weft_launch(&s->k.single_thread_sum, WEFT_DIM1(1), WEFT_DIM1(1), 0,
@@ -212,7 +212,7 @@ static int launch_norm(const seed000 *s, norm_args *g) {
 }
 
 typedef struct array_job {
-  seed000 *s;
+  demo *s;
   int i;
   weft_event *start;
   int rc;
@@ -220,7 +220,7 @@ typedef struct array_job {
 
 static void array_task(void *arg) {
   array_job *j = arg;
-  seed000 *s = j->s;
+  demo *s = j->s;
   int i = j->i;
   norm_args g;
   norm_args_init(&g, s, s->dev_a[i], (size_t)i);
@@ -282,9 +282,9 @@ static void frame_free(frame *f) {
 /* Records start, spawns the tasks, orders this thread's stream after each
  * task's GPU work (no host wait for the GPU), records final and waits for
  * it; then joins the tasks. */
-static int run_tasks(seed000 *s, float *ms) {
-  weft_task *tasks[SEED000_MAX_ARRAYS] = {0};
-  array_job jobs[SEED000_MAX_ARRAYS];
+static int run_tasks(demo *s, float *ms) {
+  weft_task *tasks[DEMO_MAX_ARRAYS] = {0};
+  array_job jobs[DEMO_MAX_ARRAYS];
   frame f;
   int rc = frame_begin(&f);
   for (int i = 0; i < s->narrays && !rc; i++) {
@@ -320,7 +320,7 @@ static int normalise_chunk(void *dev_in, void *dev_out, size_t index,
   return launch_norm(user, &g);
 }
 
-static int run_pipelined(seed000 *s, float *ms) {
+static int run_pipelined(demo *s, float *ms) {
   frame f;
   int rc = frame_begin(&f);
   if (!rc) {
@@ -341,15 +341,15 @@ static int run_pipelined(seed000 *s, float *ms) {
 
 /* ---- running and checking ---- */
 
-int seed000_run(seed000 *s, seed000_variant v, float *ms) {
+int demo_run(demo *s, demo_variant v, float *ms) {
   *ms = 0;
   switch (v) {
-  case SEED000_RAW1:
-  case SEED000_RAWN:
-    return run_raw(s, v == SEED000_RAWN, ms);
-  case SEED000_TASKS:
+  case DEMO_RAW1:
+  case DEMO_RAWN:
+    return run_raw(s, v == DEMO_RAWN, ms);
+  case DEMO_TASKS:
     return run_tasks(s, ms);
-  case SEED000_PIPELINED:
+  case DEMO_PIPELINED:
     return run_pipelined(s, ms);
   default:
     snprintf(s->err, sizeof s->err, "no variant %d", (int)v);
@@ -357,11 +357,11 @@ int seed000_run(seed000 *s, seed000_variant v, float *ms) {
   }
 }
 
-void seed000_poison(seed000 *s) {
+void demo_poison(demo *s) {
   memset(s->out_all, 0xff, s->bytes * (size_t)s->narrays); /* NaN */
 }
 
-int seed000_check(seed000 *s, const char *name) {
+int demo_check(demo *s, const char *name) {
   for (int i = 0; i < s->narrays; i++) {
     const float *in = s->in[i], *out = s->out[i];
     float inv = (float)(1.0 / s->cpu_sum[i]);

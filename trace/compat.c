@@ -1,19 +1,19 @@
-/* `weft trace check` (check.h). */
+/* `weft trace check`'s compatibility test (compat.h). */
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "check.h"
+#include "compat.h"
 
-typedef struct checker {
+typedef struct finder {
   FILE *out;
   long found, max;
-} checker;
+} finder;
 
-static void problem(checker *c, const char *fmt, ...)
+static void problem(finder *c, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
-static void problem(checker *c, const char *fmt, ...) {
+static void problem(finder *c, const char *fmt, ...) {
   if (c->found++ >= c->max)
     return;
   va_list ap;
@@ -46,7 +46,7 @@ static int versioned(const char *name) {
 /* Partial overlaps among the slices of each CPU lane (ops are sorted by
  * start, ties in file order: an enclosing slice first when it starts at
  * the same time and was written first). */
-static int check_nesting(checker *c, const trace_model *m) {
+static int nesting_problems(finder *c, const trace_model *m) {
   size_t *open = malloc((m->nthreads ? m->nthreads : 1) * sizeof *open);
   double **ends = calloc(m->nthreads ? m->nthreads : 1, sizeof *ends);
   size_t *caps = calloc(m->nthreads ? m->nthreads : 1, sizeof *caps);
@@ -88,12 +88,12 @@ static int check_nesting(checker *c, const trace_model *m) {
   return rc;
 }
 
-long trace_check(FILE *out, const trace_model *m, long max) {
-  checker c = {out, 0, max};
+long trace_compat_problems(FILE *out, const trace_model *m, long max) {
+  finder c = {out, 0, max};
   if (m->rank < 0)
     problem(&c, "rank: no \"distributedInfo\": {\"rank\": N} in the header "
                 "(HTA reads each file's rank from it)");
-  if (check_nesting(&c, m))
+  if (nesting_problems(&c, m))
     return -1;
   size_t ns = m->nflow_starts, ne = m->nflow_ends;
   int64_t *starts = malloc((ns ? ns : 1) * sizeof *starts);
