@@ -79,7 +79,7 @@ typedef struct weft_runtime_opts {
    * program that keeps many tasks waiting behind long GPU work: on CUDA
    * (13, H200), with a kernel running, the 35th stream made after it
    * started waited for that kernel, and the worker that asked with it
-   * (docs/NOTES.md, "Streams made while the GPU works"); if that work
+   * (docs/decisions/cuda.md, "Streams made while the GPU works"); if that work
    * waits for a task, as a kernel spinning on a flag does, it can wait
    * for ever. */
   int streams;

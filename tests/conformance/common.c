@@ -12,8 +12,8 @@ weft__backend *conf_open(int host_threads) {
   const char *name = getenv("WEFT_BACKEND");
   weft_backend_kind kind = WEFT_BACKEND_HOST;
   if (name && *name)
-    CHECK_OK(weft_backend_parse(name, &kind));
-  CHECK_MSG(kind != WEFT_BACKEND_AUTO, "set WEFT_BACKEND to host or cuda");
+    EXPECT_OK(weft_backend_parse(name, &kind));
+  EXPECT_MSG(kind != WEFT_BACKEND_AUTO, "set WEFT_BACKEND to host or cuda");
 
   weft__backend_config cfg = {.host_threads = host_threads};
   const char *threads = getenv("WEFT_HOST_THREADS");
@@ -32,9 +32,9 @@ weft__backend *conf_open(int host_threads) {
              weft_last_error_message());
     SKIP(why);
   }
-  CHECK_OK(rc);
-  CHECK(b != NULL);
-  CHECK_EQ_INT(b->ops->kind, kind);
+  EXPECT_OK(rc);
+  EXPECT(b != NULL);
+  EXPECT_EQ_INT(b->ops->kind, kind);
   test_kernels_init(&tk);
   /* Load every test kernel now: a lazily loaded kernel's first launch may
    * wait for a spinning kernel on another stream (weft_kernel_preload). */
@@ -42,7 +42,7 @@ weft__backend *conf_open(int host_threads) {
                               &tk.copy_int,    &tk.args_probe, &tk.grid_probe,
                               &tk.append_order};
   for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
-    CHECK_OK(weft__kernel_preload(b, 0, all[i]));
+    EXPECT_OK(weft__kernel_preload(b, 0, all[i]));
   const weft_device_info *di = conf_info(b);
   printf("backend %s, device 0: %s, %d multiprocessors, priorities %d..%d\n",
          b->ops->name, di->name, di->multiprocessors, di->priority_least,
@@ -53,11 +53,11 @@ weft__backend *conf_open(int host_threads) {
 void conf_close(weft__backend *b) {
   weft__backend_counts c;
   weft__backend_get_counts(b, &c);
-  CHECK_MSG(!c.streams && !c.events && !c.device_allocs && !c.pinned_allocs,
-            "leaked %zu streams, %zu events, %zu device and %zu pinned "
-            "allocations",
-            c.streams, c.events, c.device_allocs, c.pinned_allocs);
-  CHECK_OK(weft__backend_close(b));
+  EXPECT_MSG(!c.streams && !c.events && !c.device_allocs && !c.pinned_allocs,
+             "leaked %zu streams, %zu events, %zu device and %zu pinned "
+             "allocations",
+             c.streams, c.events, c.device_allocs, c.pinned_allocs);
+  EXPECT_OK(weft__backend_close(b));
 }
 
 weft_backend_kind conf_kind(const weft__backend *b) { return b->ops->kind; }
@@ -70,12 +70,12 @@ void conf_check_works(weft__stream *s) {
   static const char msg[] = "still works";
   char back[sizeof msg] = {0};
   void *d = NULL;
-  CHECK_OK(weft__device_alloc(s, sizeof msg, &d));
-  CHECK_OK(weft__copy(s, d, msg, sizeof msg, WEFT__COPY_H2D));
-  CHECK_OK(weft__copy(s, back, d, sizeof msg, WEFT__COPY_D2H));
-  CHECK_OK(weft__device_free(s, d));
-  CHECK_OK(weft__stream_sync(s));
-  CHECK(memcmp(back, msg, sizeof msg) == 0);
+  EXPECT_OK(weft__device_alloc(s, sizeof msg, &d));
+  EXPECT_OK(weft__copy(s, d, msg, sizeof msg, WEFT__COPY_H2D));
+  EXPECT_OK(weft__copy(s, back, d, sizeof msg, WEFT__COPY_D2H));
+  EXPECT_OK(weft__device_free(s, d));
+  EXPECT_OK(weft__stream_sync(s));
+  EXPECT(memcmp(back, msg, sizeof msg) == 0);
 }
 
 uint64_t conf_rand(uint64_t *state) {
@@ -116,7 +116,7 @@ int conf_poll_event(weft__event *e, int timeout_ms) {
 
 void conf_gate_init(weft__backend *b, conf_gate *g) {
   g->b = b;
-  CHECK_OK(weft__pinned_alloc(b, 2 * sizeof(int), (void **)&g->mem));
+  EXPECT_OK(weft__pinned_alloc(b, 2 * sizeof(int), (void **)&g->mem));
   g->mem[0] = 0;
   g->mem[1] = TEST_SPIN_IDLE;
 }
@@ -128,7 +128,7 @@ void conf_gate_launch(conf_gate *g, weft__stream *s) {
   int *state = &g->mem[1];
   long long timeout = CONF_GATE_TIMEOUT_NS;
   void *args[] = {&flag, &state, &timeout};
-  CHECK_OK(
+  EXPECT_OK(
       weft__launch(s, &tk.spin_until, WEFT_DIM1(1), WEFT_DIM1(1), 0, args));
 }
 
@@ -136,9 +136,9 @@ void conf_gate_wait_started(conf_gate *g) {
   int64_t deadline = conf_now_ns() + 5000000000LL;
   while (conf_gate_state(g) == TEST_SPIN_IDLE && conf_now_ns() < deadline)
     nanosleep(&(struct timespec){0, 100000}, NULL);
-  CHECK_MSG(conf_gate_state(g) == TEST_SPIN_STARTED,
-            "the spin kernel did not start within 5 s (state %d)",
-            conf_gate_state(g));
+  EXPECT_MSG(conf_gate_state(g) == TEST_SPIN_STARTED,
+             "the spin kernel did not start within 5 s (state %d)",
+             conf_gate_state(g));
 }
 
 void conf_gate_open(conf_gate *g) {
@@ -150,6 +150,6 @@ int conf_gate_state(const conf_gate *g) {
 }
 
 void conf_gate_fini(conf_gate *g) {
-  CHECK_OK(weft__pinned_free(g->b, g->mem));
+  EXPECT_OK(weft__pinned_free(g->b, g->mem));
   g->mem = NULL;
 }

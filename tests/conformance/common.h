@@ -11,7 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "check.h"
+#include "expect.h"
 #include "kernels.h"
 #include "weft_internal.h"
 

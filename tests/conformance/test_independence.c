@@ -19,12 +19,12 @@ int main(void) {
 
   weft__stream *sa, *sb;
   weft__event *ev;
-  CHECK_OK(weft__stream_create(b, 0, di->priority_least, &sa));
-  CHECK_OK(weft__stream_create(b, 0, di->priority_least, &sb));
-  CHECK_OK(weft__event_create(b, 0, 0, &ev));
+  EXPECT_OK(weft__stream_create(b, 0, di->priority_least, &sa));
+  EXPECT_OK(weft__stream_create(b, 0, di->priority_least, &sb));
+  EXPECT_OK(weft__event_create(b, 0, 0, &ev));
   int *d, *h;
-  CHECK_OK(weft__device_alloc(sb, sizeof(int), (void **)&d));
-  CHECK_OK(weft__pinned_alloc(b, sizeof(int), (void **)&h));
+  EXPECT_OK(weft__device_alloc(sb, sizeof(int), (void **)&d));
+  EXPECT_OK(weft__pinned_alloc(b, sizeof(int), (void **)&h));
   *h = -1;
 
   conf_gate g;
@@ -34,35 +34,35 @@ int main(void) {
 
   int v = 7;
   void *args[] = {&d, &v};
-  CHECK_OK(
+  EXPECT_OK(
       weft__launch(sb, &tk.set_value, WEFT_DIM1(1), WEFT_DIM1(1), 0, args));
-  CHECK_OK(weft__copy(sb, h, d, sizeof(int), WEFT__COPY_D2H));
-  CHECK_OK(weft__event_record(ev, sb));
+  EXPECT_OK(weft__copy(sb, h, d, sizeof(int), WEFT__COPY_D2H));
+  EXPECT_OK(weft__event_record(ev, sb));
   int rc = conf_poll_event(ev, 5000);
   int a_busy = weft__stream_query(sa);
   int state = conf_gate_state(&g);
   conf_gate_open(&g); /* release A before any check can end the test */
-  CHECK_MSG(rc == 0,
-            "stream B's event did not complete while stream A spun: %s",
-            weft_err_name(rc));
-  CHECK_EQ_INT(*h, 7);
-  CHECK_MSG(state == TEST_SPIN_STARTED,
-            "A's kernel should still be spinning when B finished (state %d)",
-            state);
-  CHECK_ERR(a_busy, WEFT_EAGAIN);
+  EXPECT_MSG(rc == 0,
+             "stream B's event did not complete while stream A spun: %s",
+             weft_err_name(rc));
+  EXPECT_EQ_INT(*h, 7);
+  EXPECT_MSG(state == TEST_SPIN_STARTED,
+             "A's kernel should still be spinning when B finished (state %d)",
+             state);
+  EXPECT_ERR(a_busy, WEFT_EAGAIN);
 
-  CHECK_OK(weft__stream_sync(sa));
-  CHECK_EQ_INT(conf_gate_state(&g), TEST_SPIN_RELEASED);
-  CHECK_OK(weft__stream_query(sa));
-  CHECK_OK(weft__stream_query(sb));
+  EXPECT_OK(weft__stream_sync(sa));
+  EXPECT_EQ_INT(conf_gate_state(&g), TEST_SPIN_RELEASED);
+  EXPECT_OK(weft__stream_query(sa));
+  EXPECT_OK(weft__stream_query(sb));
 
   conf_gate_fini(&g);
-  CHECK_OK(weft__device_free(sb, d));
-  CHECK_OK(weft__pinned_free(b, h));
-  CHECK_OK(weft__stream_sync(sb));
-  CHECK_OK(weft__event_destroy(&ev));
-  CHECK_OK(weft__stream_destroy(&sa));
-  CHECK_OK(weft__stream_destroy(&sb));
+  EXPECT_OK(weft__device_free(sb, d));
+  EXPECT_OK(weft__pinned_free(b, h));
+  EXPECT_OK(weft__stream_sync(sb));
+  EXPECT_OK(weft__event_destroy(&ev));
+  EXPECT_OK(weft__stream_destroy(&sa));
+  EXPECT_OK(weft__stream_destroy(&sb));
   conf_close(b);
   return 0;
 }

@@ -20,30 +20,30 @@ static void launch_axpb(weft__stream *s, float *d, int k) {
   float a = step_a(k), b = step_b(k);
   void *args[] = {&d, &n, &a, &b};
   unsigned blocks = (N + TEST_THREADS - 1) / TEST_THREADS;
-  CHECK_OK(weft__launch(s, &tk.axpb, WEFT_DIM1(blocks), WEFT_DIM1(TEST_THREADS),
-                        0, args));
+  EXPECT_OK(weft__launch(s, &tk.axpb, WEFT_DIM1(blocks),
+                         WEFT_DIM1(TEST_THREADS), 0, args));
 }
 
 /* H2D, STEPS launches on d1, D2D into d2, STEPS more on d2, D2H of both. */
 static void axpb_chain(weft__stream *s) {
   float *x = malloc(N * sizeof *x), *mid = malloc(N * sizeof *mid);
   float *out = malloc(N * sizeof *out), *ref = malloc(N * sizeof *ref);
-  CHECK(x && mid && out && ref);
+  EXPECT(x && mid && out && ref);
   for (int i = 0; i < N; i++)
     ref[i] = x[i] = (float)(i % 1000);
 
   float *d1, *d2;
-  CHECK_OK(weft__device_alloc(s, N * sizeof(float), (void **)&d1));
-  CHECK_OK(weft__device_alloc(s, N * sizeof(float), (void **)&d2));
-  CHECK_OK(weft__copy(s, d1, x, N * sizeof(float), WEFT__COPY_H2D));
+  EXPECT_OK(weft__device_alloc(s, N * sizeof(float), (void **)&d1));
+  EXPECT_OK(weft__device_alloc(s, N * sizeof(float), (void **)&d2));
+  EXPECT_OK(weft__copy(s, d1, x, N * sizeof(float), WEFT__COPY_H2D));
   for (int k = 0; k < STEPS; k++)
     launch_axpb(s, d1, k);
-  CHECK_OK(weft__copy(s, d2, d1, N * sizeof(float), WEFT__COPY_D2D));
+  EXPECT_OK(weft__copy(s, d2, d1, N * sizeof(float), WEFT__COPY_D2D));
   for (int k = STEPS; k < 2 * STEPS; k++)
     launch_axpb(s, d2, k);
-  CHECK_OK(weft__copy(s, mid, d1, N * sizeof(float), WEFT__COPY_D2H));
-  CHECK_OK(weft__copy(s, out, d2, N * sizeof(float), WEFT__COPY_D2H));
-  CHECK_OK(weft__stream_sync(s));
+  EXPECT_OK(weft__copy(s, mid, d1, N * sizeof(float), WEFT__COPY_D2H));
+  EXPECT_OK(weft__copy(s, out, d2, N * sizeof(float), WEFT__COPY_D2H));
+  EXPECT_OK(weft__stream_sync(s));
 
   /* The same chain on the CPU. x is no longer needed as input, so it takes
    * the expected contents of d1 (the state after the first STEPS). */
@@ -54,15 +54,15 @@ static void axpb_chain(weft__stream *s) {
       ref[i] = ref[i] * step_a(k) + step_b(k);
   }
   for (int i = 0; i < N; i++) {
-    CHECK_MSG(mid[i] == x[i], "after the first chain, x[%d] = %g, expected %g",
-              i, (double)mid[i], (double)x[i]);
-    CHECK_MSG(out[i] == ref[i],
-              "after the whole chain, x[%d] = %g, expected %g", i,
-              (double)out[i], (double)ref[i]);
+    EXPECT_MSG(mid[i] == x[i], "after the first chain, x[%d] = %g, expected %g",
+               i, (double)mid[i], (double)x[i]);
+    EXPECT_MSG(out[i] == ref[i],
+               "after the whole chain, x[%d] = %g, expected %g", i,
+               (double)out[i], (double)ref[i]);
   }
-  CHECK_OK(weft__device_free(s, d1));
-  CHECK_OK(weft__device_free(s, d2));
-  CHECK_OK(weft__stream_sync(s));
+  EXPECT_OK(weft__device_free(s, d1));
+  EXPECT_OK(weft__device_free(s, d2));
+  EXPECT_OK(weft__stream_sync(s));
   free(x);
   free(mid);
   free(out);
@@ -75,41 +75,41 @@ static void axpb_chain(weft__stream *s) {
 static void copy_rounds(weft__backend *b, weft__stream *s) {
   uint64_t seed = 12345;
   unsigned char *src[ROUNDS], *dst[ROUNDS], *dev;
-  CHECK_OK(weft__device_alloc(s, RBYTES, (void **)&dev));
+  EXPECT_OK(weft__device_alloc(s, RBYTES, (void **)&dev));
   for (int r = 0; r < ROUNDS; r++) {
     if (r % 2)
-      CHECK_OK(weft__pinned_alloc(b, RBYTES, (void **)&src[r]));
+      EXPECT_OK(weft__pinned_alloc(b, RBYTES, (void **)&src[r]));
     else
-      CHECK((src[r] = malloc(RBYTES)) != NULL);
-    CHECK((dst[r] = calloc(1, RBYTES)) != NULL);
+      EXPECT((src[r] = malloc(RBYTES)) != NULL);
+    EXPECT((dst[r] = calloc(1, RBYTES)) != NULL);
     conf_fill_random(src[r], RBYTES, &seed);
   }
   for (int r = 0; r < ROUNDS; r++) {
-    CHECK_OK(weft__copy(s, dev, src[r], RBYTES, WEFT__COPY_H2D));
-    CHECK_OK(weft__copy(s, dst[r], dev, RBYTES, WEFT__COPY_D2H));
+    EXPECT_OK(weft__copy(s, dev, src[r], RBYTES, WEFT__COPY_H2D));
+    EXPECT_OK(weft__copy(s, dst[r], dev, RBYTES, WEFT__COPY_D2H));
   }
-  CHECK_OK(weft__stream_sync(s));
+  EXPECT_OK(weft__stream_sync(s));
   for (int r = 0; r < ROUNDS; r++) {
-    CHECK_MSG(memcmp(src[r], dst[r], RBYTES) == 0,
-              "round %d's download does not hold round %d's upload", r, r);
+    EXPECT_MSG(memcmp(src[r], dst[r], RBYTES) == 0,
+               "round %d's download does not hold round %d's upload", r, r);
     if (r % 2)
-      CHECK_OK(weft__pinned_free(b, src[r]));
+      EXPECT_OK(weft__pinned_free(b, src[r]));
     else
       free(src[r]);
     free(dst[r]);
   }
-  CHECK_OK(weft__device_free(s, dev));
-  CHECK_OK(weft__stream_sync(s));
+  EXPECT_OK(weft__device_free(s, dev));
+  EXPECT_OK(weft__stream_sync(s));
 }
 
 int main(void) {
   weft__backend *b = conf_open(0);
   weft__stream *s;
-  CHECK_OK(weft__stream_create(b, 0, 0, &s));
+  EXPECT_OK(weft__stream_create(b, 0, 0, &s));
   axpb_chain(s);
   copy_rounds(b, s);
-  CHECK_OK(weft__stream_destroy(&s));
-  CHECK(s == NULL);
+  EXPECT_OK(weft__stream_destroy(&s));
+  EXPECT(s == NULL);
   conf_close(b);
   return 0;
 }

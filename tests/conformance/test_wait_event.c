@@ -10,7 +10,8 @@
 
 static void set_value(weft__stream *s, int *d, int v) {
   void *args[] = {&d, &v};
-  CHECK_OK(weft__launch(s, &tk.set_value, WEFT_DIM1(1), WEFT_DIM1(1), 0, args));
+  EXPECT_OK(
+      weft__launch(s, &tk.set_value, WEFT_DIM1(1), WEFT_DIM1(1), 0, args));
 }
 
 int main(void) {
@@ -21,31 +22,32 @@ int main(void) {
   }
   weft__stream *sa, *sb, *sc;
   weft__event *ev, *evb, *fresh;
-  CHECK_OK(weft__stream_create(b, 0, 0, &sa));
-  CHECK_OK(weft__stream_create(b, 0, 0, &sb));
-  CHECK_OK(weft__stream_create(b, 0, 0, &sc));
-  CHECK_OK(weft__event_create(b, 0, 0, &ev));
-  CHECK_OK(weft__event_create(b, 0, 0, &evb));
-  CHECK_OK(weft__event_create(b, 0, 0, &fresh));
+  EXPECT_OK(weft__stream_create(b, 0, 0, &sa));
+  EXPECT_OK(weft__stream_create(b, 0, 0, &sb));
+  EXPECT_OK(weft__stream_create(b, 0, 0, &sc));
+  EXPECT_OK(weft__event_create(b, 0, 0, &ev));
+  EXPECT_OK(weft__event_create(b, 0, 0, &evb));
+  EXPECT_OK(weft__event_create(b, 0, 0, &fresh));
   int *val, *copy, *h;
-  CHECK_OK(weft__device_alloc(sa, sizeof(int), (void **)&val));
-  CHECK_OK(weft__device_alloc(sa, sizeof(int), (void **)&copy));
-  CHECK_OK(weft__pinned_alloc(b, sizeof(int), (void **)&h));
-  CHECK_OK(weft__memset(sa, val, 0, sizeof(int)));
-  CHECK_OK(weft__memset(sa, copy, 0xff, sizeof(int)));
-  CHECK_OK(weft__stream_sync(sa));
+  EXPECT_OK(weft__device_alloc(sa, sizeof(int), (void **)&val));
+  EXPECT_OK(weft__device_alloc(sa, sizeof(int), (void **)&copy));
+  EXPECT_OK(weft__pinned_alloc(b, sizeof(int), (void **)&h));
+  EXPECT_OK(weft__memset(sa, val, 0, sizeof(int)));
+  EXPECT_OK(weft__memset(sa, copy, 0xff, sizeof(int)));
+  EXPECT_OK(weft__stream_sync(sa));
   conf_gate g;
   conf_gate_init(b, &g);
 
   /* 1. B waits for A's gate and value. */
   conf_gate_launch(&g, sa);
   set_value(sa, val, 42);
-  CHECK_OK(weft__event_record(ev, sa));
-  CHECK_OK(weft__stream_wait_event(sb, ev));
+  EXPECT_OK(weft__event_record(ev, sa));
+  EXPECT_OK(weft__stream_wait_event(sb, ev));
   void *args[] = {&copy, &val};
-  CHECK_OK(weft__launch(sb, &tk.copy_int, WEFT_DIM1(1), WEFT_DIM1(1), 0, args));
-  CHECK_OK(weft__copy(sb, h, copy, sizeof(int), WEFT__COPY_D2H));
-  CHECK_OK(weft__event_record(evb, sb));
+  EXPECT_OK(
+      weft__launch(sb, &tk.copy_int, WEFT_DIM1(1), WEFT_DIM1(1), 0, args));
+  EXPECT_OK(weft__copy(sb, h, copy, sizeof(int), WEFT__COPY_D2H));
+  EXPECT_OK(weft__event_record(evb, sb));
   conf_gate_wait_started(&g);
   int early = 0;
   for (int i = 0; i < 10 && !early; i++) {
@@ -54,56 +56,56 @@ int main(void) {
   }
   int b_busy = weft__stream_query(sb);
   conf_gate_open(&g);
-  CHECK_MSG(!early, "B's event completed while the event it waits on was "
-                    "still pending");
-  CHECK_ERR(b_busy, WEFT_EAGAIN);
-  CHECK_OK(weft__stream_sync(sb));
-  CHECK_EQ_INT(*h, 42);
-  CHECK_OK(weft__stream_sync(sa));
-  CHECK_EQ_INT(conf_gate_state(&g), TEST_SPIN_RELEASED);
+  EXPECT_MSG(!early, "B's event completed while the event it waits on was "
+                     "still pending");
+  EXPECT_ERR(b_busy, WEFT_EAGAIN);
+  EXPECT_OK(weft__stream_sync(sb));
+  EXPECT_EQ_INT(*h, 42);
+  EXPECT_OK(weft__stream_sync(sa));
+  EXPECT_EQ_INT(conf_gate_state(&g), TEST_SPIN_RELEASED);
 
   /* 2. A never-recorded event: nothing to wait for, though A is gated. */
   conf_gate_launch(&g, sa);
   conf_gate_wait_started(&g);
-  CHECK_OK(weft__stream_wait_event(sb, fresh));
+  EXPECT_OK(weft__stream_wait_event(sb, fresh));
   set_value(sb, copy, 5);
-  CHECK_OK(weft__copy(sb, h, copy, sizeof(int), WEFT__COPY_D2H));
-  CHECK_OK(weft__event_record(evb, sb));
+  EXPECT_OK(weft__copy(sb, h, copy, sizeof(int), WEFT__COPY_D2H));
+  EXPECT_OK(weft__event_record(evb, sb));
   int rc2 = conf_poll_event(evb, 5000);
 
   /* 3. ev completes on idle C; B waits on that record; ev is then
    * re-recorded behind A's (still closed) gate, which must not matter. */
-  CHECK_OK(weft__event_record(ev, sc));
+  EXPECT_OK(weft__event_record(ev, sc));
   int rc3a = conf_poll_event(ev, 5000);
-  CHECK_OK(weft__stream_wait_event(sb, ev));
-  CHECK_OK(weft__event_record(ev, sa));
+  EXPECT_OK(weft__stream_wait_event(sb, ev));
+  EXPECT_OK(weft__event_record(ev, sa));
   set_value(sb, copy, 6);
-  CHECK_OK(weft__copy(sb, h, copy, sizeof(int), WEFT__COPY_D2H));
-  CHECK_OK(weft__event_record(evb, sb));
+  EXPECT_OK(weft__copy(sb, h, copy, sizeof(int), WEFT__COPY_D2H));
+  EXPECT_OK(weft__event_record(evb, sb));
   int rc3 = conf_poll_event(evb, 5000);
   int state = conf_gate_state(&g);
   conf_gate_open(&g);
-  CHECK_MSG(rc2 == 0, "a wait on a never-recorded event blocked B: %s",
-            weft_err_name(rc2));
-  CHECK_OK(rc3a);
-  CHECK_MSG(rc3 == 0, "B waited for a record made after its wait: %s",
-            weft_err_name(rc3));
-  CHECK_EQ_INT(*h, 6);
-  CHECK_EQ_INT(state, TEST_SPIN_STARTED);
-  CHECK_OK(weft__stream_sync(sa));
-  CHECK_OK(weft__event_sync(ev));
+  EXPECT_MSG(rc2 == 0, "a wait on a never-recorded event blocked B: %s",
+             weft_err_name(rc2));
+  EXPECT_OK(rc3a);
+  EXPECT_MSG(rc3 == 0, "B waited for a record made after its wait: %s",
+             weft_err_name(rc3));
+  EXPECT_EQ_INT(*h, 6);
+  EXPECT_EQ_INT(state, TEST_SPIN_STARTED);
+  EXPECT_OK(weft__stream_sync(sa));
+  EXPECT_OK(weft__event_sync(ev));
 
   conf_gate_fini(&g);
-  CHECK_OK(weft__device_free(sa, val));
-  CHECK_OK(weft__device_free(sa, copy));
-  CHECK_OK(weft__stream_sync(sa));
-  CHECK_OK(weft__pinned_free(b, h));
-  CHECK_OK(weft__event_destroy(&ev));
-  CHECK_OK(weft__event_destroy(&evb));
-  CHECK_OK(weft__event_destroy(&fresh));
-  CHECK_OK(weft__stream_destroy(&sa));
-  CHECK_OK(weft__stream_destroy(&sb));
-  CHECK_OK(weft__stream_destroy(&sc));
+  EXPECT_OK(weft__device_free(sa, val));
+  EXPECT_OK(weft__device_free(sa, copy));
+  EXPECT_OK(weft__stream_sync(sa));
+  EXPECT_OK(weft__pinned_free(b, h));
+  EXPECT_OK(weft__event_destroy(&ev));
+  EXPECT_OK(weft__event_destroy(&evb));
+  EXPECT_OK(weft__event_destroy(&fresh));
+  EXPECT_OK(weft__stream_destroy(&sa));
+  EXPECT_OK(weft__stream_destroy(&sb));
+  EXPECT_OK(weft__stream_destroy(&sc));
   conf_close(b);
   return 0;
 }

@@ -12,7 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "check.h"
+#include "expect.h"
 #include "weft.h"
 #include "weft/cuda.h"
 #include "weft_internal.h"
@@ -24,10 +24,10 @@ static _Atomic int raw_done;
 static void raw_calls_task(void *arg) {
   (void)arg;
   void *p = NULL;
-  CHECK(cudaMalloc(&p, 4096) == cudaSuccess);
-  CHECK(cudaFree(p) == cudaSuccess);
+  EXPECT(cudaMalloc(&p, 4096) == cudaSuccess);
+  EXPECT(cudaFree(p) == cudaSuccess);
   weft_test_nop_on(0); /* the legacy default stream */
-  CHECK(cudaDeviceSynchronize() == cudaSuccess);
+  EXPECT(cudaDeviceSynchronize() == cudaSuccess);
   raw_done = 1;
 }
 
@@ -37,13 +37,13 @@ static void pageable_copy_task(void *arg) {
   (void)arg;
   static char host[1 << 16];
   void *d = NULL;
-  CHECK_OK(weft_device_alloc(sizeof host, &d));
-  CHECK(cudaMemcpyAsync(d, host, sizeof host, cudaMemcpyHostToDevice,
-                        weft_cuda_stream()) == cudaSuccess);
-  CHECK(cudaMemcpyAsync(host, d, sizeof host, cudaMemcpyDeviceToHost,
-                        weft_cuda_stream()) == cudaSuccess);
-  CHECK_OK(weft_sync());
-  CHECK_OK(weft_device_free(d));
+  EXPECT_OK(weft_device_alloc(sizeof host, &d));
+  EXPECT(cudaMemcpyAsync(d, host, sizeof host, cudaMemcpyHostToDevice,
+                         weft_cuda_stream()) == cudaSuccess);
+  EXPECT(cudaMemcpyAsync(host, d, sizeof host, cudaMemcpyDeviceToHost,
+                         weft_cuda_stream()) == cudaSuccess);
+  EXPECT_OK(weft_sync());
+  EXPECT_OK(weft_device_free(d));
   raw_done = 1;
 }
 
@@ -63,13 +63,13 @@ static void good_task(void *arg) {
   (void)arg;
   weft_test_nop_on(weft_cuda_stream());
   void *d = NULL;
-  CHECK_OK(weft_device_alloc(4096, &d));
-  CHECK(cudaMemcpyAsync(d, pinned_block, 4096, cudaMemcpyHostToDevice,
-                        weft_cuda_stream()) == cudaSuccess);
-  CHECK(cudaMemcpyAsync(pinned_block, d, 4096, cudaMemcpyDeviceToHost,
-                        weft_cuda_stream()) == cudaSuccess);
-  CHECK_OK(weft_sync());
-  CHECK_OK(weft_device_free(d));
+  EXPECT_OK(weft_device_alloc(4096, &d));
+  EXPECT(cudaMemcpyAsync(d, pinned_block, 4096, cudaMemcpyHostToDevice,
+                         weft_cuda_stream()) == cudaSuccess);
+  EXPECT(cudaMemcpyAsync(pinned_block, d, 4096, cudaMemcpyDeviceToHost,
+                         weft_cuda_stream()) == cudaSuccess);
+  EXPECT_OK(weft_sync());
+  EXPECT_OK(weft_device_free(d));
   raw_done = 1;
 }
 
@@ -81,21 +81,21 @@ enum { IN_TASK, IN_LONE_TASK, ON_THREAD, IN_OTHER_RUNTIME };
 static size_t run(weft_task_fn fn, const char *name, char *out, size_t len,
                   int where) {
   FILE *f = tmpfile();
-  CHECK(f != NULL);
+  EXPECT(f != NULL);
   weft_runtime_opts o;
   weft_runtime_opts_init(&o);
   o.backend = WEFT_BACKEND_CUDA;
   o.check = 1;
   weft_runtime *rt;
-  CHECK_OK(weft_init(&rt, &o));
+  EXPECT_OK(weft_init(&rt, &o));
   weft__checker *k = weft__runtime_backend(rt)->check;
   weft__check_set_output(k, f);
-  CHECK_OK(weft_pinned_alloc(4096, &pinned_block));
+  EXPECT_OK(weft_pinned_alloc(4096, &pinned_block));
   weft_runtime *run_in = rt, *other = NULL;
   if (where == IN_OTHER_RUNTIME) {
     weft_runtime_opts oo = o;
     oo.check = 0;
-    CHECK_OK(weft_init(&other, &oo));
+    EXPECT_OK(weft_init(&other, &oo));
     run_in = other;
   }
   if (where == ON_THREAD) {
@@ -107,18 +107,18 @@ static size_t run(weft_task_fn fn, const char *name, char *out, size_t len,
     weft_task *t, *b = NULL;
     raw_done = 0;
     if (where != IN_LONE_TASK)
-      CHECK_OK(weft_task_spawn(run_in, &b, bystander_task, NULL, NULL));
-    CHECK_OK(weft_task_spawn(run_in, &t, fn, NULL, &to));
-    CHECK_OK(weft_task_join(t));
+      EXPECT_OK(weft_task_spawn(run_in, &b, bystander_task, NULL, NULL));
+    EXPECT_OK(weft_task_spawn(run_in, &t, fn, NULL, &to));
+    EXPECT_OK(weft_task_join(t));
     raw_done = 1;
     if (b)
-      CHECK_OK(weft_task_join(b));
+      EXPECT_OK(weft_task_join(b));
   }
   if (other)
-    CHECK_OK(weft_shutdown(other));
+    EXPECT_OK(weft_shutdown(other));
   size_t n = weft__check_findings(k);
-  CHECK_OK(weft_pinned_free(pinned_block));
-  CHECK_OK(weft_shutdown(rt));
+  EXPECT_OK(weft_pinned_free(pinned_block));
+  EXPECT_OK(weft_shutdown(rt));
   rewind(f);
   size_t got = fread(out, 1, len - 1, f);
   out[got] = '\0';
@@ -134,8 +134,8 @@ int main(void) {
   int rc = weft_init(&rt, &o);
   if (rc == WEFT_ENODEV)
     SKIP("no CUDA device");
-  CHECK_OK(rc);
-  CHECK_OK(weft_shutdown(rt));
+  EXPECT_OK(rc);
+  EXPECT_OK(weft_shutdown(rt));
 
   char out[16384];
   size_t n = run(raw_calls_task, "raw-caller", out, sizeof out, IN_TASK);
@@ -143,35 +143,35 @@ int main(void) {
     puts("CUPTI taken by another tool: the raw-call checks are skipped");
     return 77;
   }
-  CHECK_MSG(n >= 4 && strstr(out, "implicit sync: cudaMalloc") &&
-                strstr(out, "implicit sync: cudaDeviceSynchronize") &&
-                strstr(out, "default stream: cudaLaunchKernel") &&
-                strstr(out, "'raw-caller'"),
-            "%zu findings, not cudaMalloc, cudaFree, a default-stream "
-            "launch and cudaDeviceSynchronize from 'raw-caller': %s",
-            n, out);
+  EXPECT_MSG(n >= 4 && strstr(out, "implicit sync: cudaMalloc") &&
+                 strstr(out, "implicit sync: cudaDeviceSynchronize") &&
+                 strstr(out, "default stream: cudaLaunchKernel") &&
+                 strstr(out, "'raw-caller'"),
+             "%zu findings, not cudaMalloc, cudaFree, a default-stream "
+             "launch and cudaDeviceSynchronize from 'raw-caller': %s",
+             n, out);
   /* Alone, its synchronisations stall nothing; the default-stream launch
    * is still wrong (weft_sync does not wait for it). */
   n = run(raw_calls_task, "raw-caller", out, sizeof out, IN_LONE_TASK);
-  CHECK_MSG(n == 1 && strstr(out, "default stream: cudaLaunchKernel"),
-            "the only task alive: %zu findings, not the default-stream "
-            "launch alone: %s",
-            n, out);
+  EXPECT_MSG(n == 1 && strstr(out, "default stream: cudaLaunchKernel"),
+             "the only task alive: %zu findings, not the default-stream "
+             "launch alone: %s",
+             n, out);
   n = run(pageable_copy_task, "pageable", out, sizeof out, IN_TASK);
-  CHECK_MSG(n == 2 && strstr(out, "implicit sync: cudaMemcpyAsync") &&
-                strstr(out, "'pageable'"),
-            "pageable cudaMemcpyAsync on the task's stream: %zu findings, "
-            "not the two copies: %s",
-            n, out);
-  CHECK_MSG(
+  EXPECT_MSG(n == 2 && strstr(out, "implicit sync: cudaMemcpyAsync") &&
+                 strstr(out, "'pageable'"),
+             "pageable cudaMemcpyAsync on the task's stream: %zu findings, "
+             "not the two copies: %s",
+             n, out);
+  EXPECT_MSG(
       run(raw_calls_task, "raw-caller", out, sizeof out, IN_OTHER_RUNTIME) == 0,
       "raw calls in a runtime without weft check reported by the "
       "checked one: %s",
       out);
-  CHECK_MSG(run(raw_calls_task, NULL, out, sizeof out, ON_THREAD) == 0,
-            "raw calls from the plain thread reported: %s", out);
-  CHECK_MSG(run(good_task, "good", out, sizeof out, IN_TASK) == 0,
-            "a launch on the task's stream reported: %s", out);
+  EXPECT_MSG(run(raw_calls_task, NULL, out, sizeof out, ON_THREAD) == 0,
+             "raw calls from the plain thread reported: %s", out);
+  EXPECT_MSG(run(good_task, "good", out, sizeof out, IN_TASK) == 0,
+             "a launch on the task's stream reported: %s", out);
   puts("ok");
   return 0;
 }

@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "check.h"
+#include "expect.h"
 #include "weft.h"
 #include "weft/cuda.h"
 
@@ -39,17 +39,18 @@ static void gemm_task(void *arg) {
   job *j = arg;
   size_t bytes = (size_t)N * N * sizeof(float);
   float *da, *db, *dc;
-  CHECK_OK(weft_device_alloc(bytes, (void **)&da));
-  CHECK_OK(weft_device_alloc(bytes, (void **)&db));
-  CHECK_OK(weft_device_alloc(bytes, (void **)&dc));
-  CHECK_OK(weft_copy(da, j->a, bytes));
-  CHECK_OK(weft_copy(db, j->b, bytes));
+  EXPECT_OK(weft_device_alloc(bytes, (void **)&da));
+  EXPECT_OK(weft_device_alloc(bytes, (void **)&db));
+  EXPECT_OK(weft_device_alloc(bytes, (void **)&dc));
+  EXPECT_OK(weft_copy(da, j->a, bytes));
+  EXPECT_OK(weft_copy(db, j->b, bytes));
   cublasHandle_t h = weft_cublas();
-  CHECK_MSG(h != NULL, "weft_cublas: %s", weft_last_error_message());
+  EXPECT_MSG(h != NULL, "weft_cublas: %s", weft_last_error_message());
   cudaStream_t hs;
-  CHECK(cublasGetStream(h, &hs) == CUBLAS_STATUS_SUCCESS);
-  CHECK_MSG(hs == weft_cuda_stream(), "the handle is not on the task's stream");
-  CHECK_OK(weft_cublas_workspace(&j->ws, &j->ws_bytes));
+  EXPECT(cublasGetStream(h, &hs) == CUBLAS_STATUS_SUCCESS);
+  EXPECT_MSG(hs == weft_cuda_stream(),
+             "the handle is not on the task's stream");
+  EXPECT_OK(weft_cublas_workspace(&j->ws, &j->ws_bytes));
   j->stream = hs;
   if (j->hold) {
     held++;
@@ -57,20 +58,20 @@ static void gemm_task(void *arg) {
       weft_yield();
   }
   const float one = 1, zero = 0;
-  CHECK(cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, N, N, N, &one, da, N, db, N,
-                    &zero, dc, N) == CUBLAS_STATUS_SUCCESS);
+  EXPECT(cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, N, N, N, &one, da, N, db, N,
+                     &zero, dc, N) == CUBLAS_STATUS_SUCCESS);
   /* Let the worker's other tasks use its handle, then ask again. */
   weft_yield();
   h = weft_cublas();
-  CHECK_MSG(h != NULL, "weft_cublas: %s", weft_last_error_message());
-  CHECK(cublasGetStream(h, &hs) == CUBLAS_STATUS_SUCCESS);
-  CHECK_MSG(hs == weft_cuda_stream(), "after a yield: not the task's stream");
-  CHECK(cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, N, N, N, &one, da, N, db, N,
-                    &zero, dc, N) == CUBLAS_STATUS_SUCCESS);
-  CHECK_OK(weft_copy(j->c, dc, bytes));
-  CHECK_OK(weft_device_free(da));
-  CHECK_OK(weft_device_free(db));
-  CHECK_OK(weft_device_free(dc));
+  EXPECT_MSG(h != NULL, "weft_cublas: %s", weft_last_error_message());
+  EXPECT(cublasGetStream(h, &hs) == CUBLAS_STATUS_SUCCESS);
+  EXPECT_MSG(hs == weft_cuda_stream(), "after a yield: not the task's stream");
+  EXPECT(cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, N, N, N, &one, da, N, db, N,
+                     &zero, dc, N) == CUBLAS_STATUS_SUCCESS);
+  EXPECT_OK(weft_copy(j->c, dc, bytes));
+  EXPECT_OK(weft_device_free(da));
+  EXPECT_OK(weft_device_free(db));
+  EXPECT_OK(weft_device_free(dc));
   j->rc = weft_sync();
 }
 
@@ -80,37 +81,37 @@ static void graph_task(void *arg) {
   job *j = arg;
   size_t bytes = (size_t)N * N * sizeof(float);
   float *da, *db, *dc;
-  CHECK_OK(weft_device_alloc(bytes, (void **)&da));
-  CHECK_OK(weft_device_alloc(bytes, (void **)&db));
-  CHECK_OK(weft_device_alloc(bytes, (void **)&dc));
-  CHECK_OK(weft_copy(da, j->a, bytes));
-  CHECK_OK(weft_copy(db, j->b, bytes));
-  CHECK_OK(weft_sync());
+  EXPECT_OK(weft_device_alloc(bytes, (void **)&da));
+  EXPECT_OK(weft_device_alloc(bytes, (void **)&db));
+  EXPECT_OK(weft_device_alloc(bytes, (void **)&dc));
+  EXPECT_OK(weft_copy(da, j->a, bytes));
+  EXPECT_OK(weft_copy(db, j->b, bytes));
+  EXPECT_OK(weft_sync());
   weft_graph *g;
-  CHECK_OK(weft_graph_begin());
-  CHECK(cudaMemsetAsync(dc, 0xff, bytes, weft_cuda_stream()) == cudaSuccess);
+  EXPECT_OK(weft_graph_begin());
+  EXPECT(cudaMemsetAsync(dc, 0xff, bytes, weft_cuda_stream()) == cudaSuccess);
   weft_yield(); /* may resume on another worker: the capture goes on */
   cublasHandle_t h = weft_cublas();
-  CHECK_MSG(h != NULL, "weft_cublas: %s", weft_last_error_message());
+  EXPECT_MSG(h != NULL, "weft_cublas: %s", weft_last_error_message());
   const float one = 1, zero = 0;
-  CHECK(cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, N, N, N, &one, da, N, db, N,
-                    &zero, dc, N) == CUBLAS_STATUS_SUCCESS);
-  CHECK_OK(weft_copy(j->c, dc, bytes));
-  CHECK_OK(weft_graph_end(&g));
+  EXPECT(cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, N, N, N, &one, da, N, db, N,
+                     &zero, dc, N) == CUBLAS_STATUS_SUCCESS);
+  EXPECT_OK(weft_copy(j->c, dc, bytes));
+  EXPECT_OK(weft_graph_end(&g));
   weft_graph_info info;
-  CHECK_OK(weft_graph_get_info(g, &info));
-  CHECK_MSG(info.kernels >= 1 && info.copies >= 2,
-            "graph of %zu ops: %zu kernels, %zu copies", info.ops, info.kernels,
-            info.copies);
-  CHECK_MSG(isnan(j->c[0]), "the captured work ran during the capture");
+  EXPECT_OK(weft_graph_get_info(g, &info));
+  EXPECT_MSG(info.kernels >= 1 && info.copies >= 2,
+             "graph of %zu ops: %zu kernels, %zu copies", info.ops,
+             info.kernels, info.copies);
+  EXPECT_MSG(isnan(j->c[0]), "the captured work ran during the capture");
   for (int r = 0; r < 2; r++) {
-    CHECK_OK(weft_graph_launch(g));
-    CHECK_OK(weft_sync());
+    EXPECT_OK(weft_graph_launch(g));
+    EXPECT_OK(weft_sync());
   }
-  CHECK_OK(weft_graph_destroy(g));
-  CHECK_OK(weft_device_free(da));
-  CHECK_OK(weft_device_free(db));
-  CHECK_OK(weft_device_free(dc));
+  EXPECT_OK(weft_graph_destroy(g));
+  EXPECT_OK(weft_device_free(da));
+  EXPECT_OK(weft_device_free(db));
+  EXPECT_OK(weft_device_free(dc));
   j->ws_bytes = 0;
   j->rc = weft_sync();
 }
@@ -118,8 +119,8 @@ static void graph_task(void *arg) {
 /* The size weft documents for device 0 when the variable is unset. */
 static size_t default_workspace(void) {
   int major = 0;
-  CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0) ==
-        cudaSuccess);
+  EXPECT(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0) ==
+         cudaSuccess);
   return major >= 9 ? (size_t)32 << 20 : (size_t)4 << 20;
 }
 
@@ -155,7 +156,7 @@ static void run(int workers, const char *env, size_t wsb, int graphed,
    * with the default 64 KiB a task overflowed its guard page. */
   o.stack_size = (size_t)1 << 20;
   weft_runtime *rt;
-  CHECK_OK(weft_init(&rt, &o));
+  EXPECT_OK(weft_init(&rt, &o));
   static job jobs[MANY];
   weft_task *t[MANY];
   int many = ntasks > FULL;
@@ -165,65 +166,66 @@ static void run(int workers, const char *env, size_t wsb, int graphed,
   for (int k = 0; k < ntasks; k++) {
     size_t bytes = (size_t)N * N * sizeof(float);
     memset(&jobs[k], 0, sizeof jobs[k]);
-    CHECK_OK(weft_pinned_alloc(bytes, (void **)&jobs[k].a));
-    CHECK_OK(weft_pinned_alloc(bytes, (void **)&jobs[k].b));
-    CHECK_OK(weft_pinned_alloc(bytes, (void **)&jobs[k].c));
+    EXPECT_OK(weft_pinned_alloc(bytes, (void **)&jobs[k].a));
+    EXPECT_OK(weft_pinned_alloc(bytes, (void **)&jobs[k].b));
+    EXPECT_OK(weft_pinned_alloc(bytes, (void **)&jobs[k].c));
     for (int i = 0; i < N * N; i++) {
       jobs[k].a[i] = (float)rand() / RAND_MAX - 0.5f;
       jobs[k].b[i] = (float)rand() / RAND_MAX - 0.5f;
       jobs[k].c[i] = NAN;
     }
     jobs[k].hold = many;
-    CHECK_OK(weft_task_spawn(rt, &t[k], graphed ? graph_task : gemm_task,
-                             &jobs[k], NULL));
+    EXPECT_OK(weft_task_spawn(rt, &t[k], graphed ? graph_task : gemm_task,
+                              &jobs[k], NULL));
   }
   int full = 0;
   for (int k = 0; k < ntasks; k++) {
-    CHECK_OK(weft_task_join(t[k]));
-    CHECK_OK(jobs[k].rc);
+    EXPECT_OK(weft_task_join(t[k]));
+    EXPECT_OK(jobs[k].rc);
     for (int col = 0; col < N; col += 17)
       for (int row = 0; row < N; row += 13) {
         double want = 0;
         for (int i = 0; i < N; i++)
           want += (double)jobs[k].a[i * N + row] * jobs[k].b[col * N + i];
         double got = jobs[k].c[col * N + row];
-        CHECK_MSG(fabs(got - want) <= 1e-3 * (1 + fabs(want)),
-                  "task %d: C[%d,%d] = %g, want %g", k, row, col, got, want);
+        EXPECT_MSG(fabs(got - want) <= 1e-3 * (1 + fabs(want)),
+                   "task %d: C[%d,%d] = %g, want %g", k, row, col, got, want);
       }
     if (graphed)
       goto next;
     if (many) {
       full += jobs[k].ws_bytes == wsb;
-      CHECK_MSG(jobs[k].ws_bytes == wsb || jobs[k].ws_bytes == SLICE,
-                "task %d of %d: workspace %zu bytes, want %zu or %d", k, ntasks,
-                jobs[k].ws_bytes, wsb, SLICE);
+      EXPECT_MSG(jobs[k].ws_bytes == wsb || jobs[k].ws_bytes == SLICE,
+                 "task %d of %d: workspace %zu bytes, want %zu or %d", k,
+                 ntasks, jobs[k].ws_bytes, wsb, SLICE);
       for (int m = 0; m < k; m++) {
         const char *a = jobs[m].ws, *b = jobs[k].ws;
-        CHECK_MSG(a + jobs[m].ws_bytes <= b || b + jobs[k].ws_bytes <= a,
-                  "tasks %d and %d, alive at once: workspaces overlap", m, k);
+        EXPECT_MSG(a + jobs[m].ws_bytes <= b || b + jobs[k].ws_bytes <= a,
+                   "tasks %d and %d, alive at once: workspaces overlap", m, k);
       }
       goto next;
     }
-    CHECK_MSG(jobs[k].ws_bytes == wsb, "task %d: workspace %zu bytes, want %zu",
-              k, jobs[k].ws_bytes, wsb);
-    CHECK((jobs[k].ws != NULL) == (wsb != 0));
+    EXPECT_MSG(jobs[k].ws_bytes == wsb,
+               "task %d: workspace %zu bytes, want %zu", k, jobs[k].ws_bytes,
+               wsb);
+    EXPECT((jobs[k].ws != NULL) == (wsb != 0));
     /* One workspace per stream: the same stream, the same workspace (with
      * none of their own, every stream has NULL). */
     for (int m = 0; m < k && wsb != 0; m++)
-      CHECK_MSG((jobs[m].stream == jobs[k].stream) ==
-                    (jobs[m].ws == jobs[k].ws),
-                "tasks %d and %d: streams %s, workspaces %s", m, k,
-                jobs[m].stream == jobs[k].stream ? "equal" : "differ",
-                jobs[m].ws == jobs[k].ws ? "equal" : "differ");
+      EXPECT_MSG((jobs[m].stream == jobs[k].stream) ==
+                     (jobs[m].ws == jobs[k].ws),
+                 "tasks %d and %d: streams %s, workspaces %s", m, k,
+                 jobs[m].stream == jobs[k].stream ? "equal" : "differ",
+                 jobs[m].ws == jobs[k].ws ? "equal" : "differ");
   next:
-    CHECK_OK(weft_pinned_free(jobs[k].a));
-    CHECK_OK(weft_pinned_free(jobs[k].b));
-    CHECK_OK(weft_pinned_free(jobs[k].c));
+    EXPECT_OK(weft_pinned_free(jobs[k].a));
+    EXPECT_OK(weft_pinned_free(jobs[k].b));
+    EXPECT_OK(weft_pinned_free(jobs[k].c));
   }
-  CHECK_MSG(!many || full == FULL,
-            "%d streams at once: %d with the full workspace, want %d", ntasks,
-            full, FULL);
-  CHECK_OK(weft_shutdown(rt));
+  EXPECT_MSG(!many || full == FULL,
+             "%d streams at once: %d with the full workspace, want %d", ntasks,
+             full, FULL);
+  EXPECT_OK(weft_shutdown(rt));
 }
 
 int main(void) {
@@ -235,15 +237,15 @@ int main(void) {
   int rc = weft_init(&rt, &o);
   if (rc == WEFT_ENODEV)
     SKIP("no CUDA device");
-  CHECK_OK(rc);
+  EXPECT_OK(rc);
   setenv("WEFT_CUBLAS_WORKSPACE_KIB", "12abc", 1);
   weft_task *bad;
   int bad_rc = 1;
-  CHECK_OK(weft_task_spawn(rt, &bad, bad_env_task, &bad_rc, NULL));
-  CHECK_OK(weft_task_join(bad));
-  CHECK_MSG(bad_rc == 0, "a bad WEFT_CUBLAS_WORKSPACE_KIB: step %d", bad_rc);
+  EXPECT_OK(weft_task_spawn(rt, &bad, bad_env_task, &bad_rc, NULL));
+  EXPECT_OK(weft_task_join(bad));
+  EXPECT_MSG(bad_rc == 0, "a bad WEFT_CUBLAS_WORKSPACE_KIB: step %d", bad_rc);
   size_t wsb = default_workspace();
-  CHECK_OK(weft_shutdown(rt));
+  EXPECT_OK(weft_shutdown(rt));
 
   run(0, NULL, wsb, 0, TASKS);       /* workers: one per core */
   run(1, NULL, wsb, 0, TASKS);       /* one thread's handle for every task */

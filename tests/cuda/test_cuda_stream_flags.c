@@ -12,7 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "check.h"
+#include "expect.h"
 #define WEFT_INTERNAL_CUDA
 #include "weft_internal.h"
 
@@ -25,89 +25,89 @@ int main(void) {
   int rc = weft__backend_open(WEFT_BACKEND_CUDA, 0, NULL, &b);
   if (rc == WEFT_ENODEV)
     SKIP(weft_last_error_message());
-  CHECK_OK(rc);
+  EXPECT_OK(rc);
 
   int least = 0, greatest = 0;
-  CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest) == cudaSuccess);
-  CHECK_EQ_INT(b->info[0].priority_least, least);
-  CHECK_EQ_INT(b->info[0].priority_greatest, greatest);
+  EXPECT(cudaDeviceGetStreamPriorityRange(&least, &greatest) == cudaSuccess);
+  EXPECT_EQ_INT(b->info[0].priority_least, least);
+  EXPECT_EQ_INT(b->info[0].priority_greatest, greatest);
 
   int prios[] = {least, greatest, (least + greatest) / 2, greatest - 7};
   for (size_t i = 0; i < sizeof prios / sizeof prios[0]; i++) {
     weft__stream *s;
-    CHECK_OK(weft__stream_create(b, 0, prios[i], &s));
+    EXPECT_OK(weft__stream_create(b, 0, prios[i], &s));
     unsigned flags = 0;
     int prio = 1;
-    CHECK(cudaStreamGetFlags(raw(s), &flags) == cudaSuccess);
-    CHECK_MSG(flags & cudaStreamNonBlocking, "stream flags 0x%x", flags);
-    CHECK(cudaStreamGetPriority(raw(s), &prio) == cudaSuccess);
+    EXPECT(cudaStreamGetFlags(raw(s), &flags) == cudaSuccess);
+    EXPECT_MSG(flags & cudaStreamNonBlocking, "stream flags 0x%x", flags);
+    EXPECT(cudaStreamGetPriority(raw(s), &prio) == cudaSuccess);
     int want = prios[i] < greatest ? greatest : prios[i];
-    CHECK_EQ_INT(prio, want);
-    CHECK_EQ_INT(s->priority, want);
-    CHECK_OK(weft__stream_destroy(&s));
+    EXPECT_EQ_INT(prio, want);
+    EXPECT_EQ_INT(s->priority, want);
+    EXPECT_OK(weft__stream_destroy(&s));
   }
   int ndev = b->ndev;
   for (int cur = 0; cur < ndev; cur++)
     for (int d = 0; d < ndev; d++) {
-      CHECK(cudaSetDevice(cur) == cudaSuccess);
+      EXPECT(cudaSetDevice(cur) == cudaSuccess);
       weft__stream *s;
-      CHECK_OK(weft__stream_create(b, d, least, &s));
+      EXPECT_OK(weft__stream_create(b, d, least, &s));
       int now = -1;
-      CHECK(cudaGetDevice(&now) == cudaSuccess);
-      CHECK_MSG(now == cur,
-                "making a stream on device %d moved the thread "
-                "from device %d to %d",
-                d, cur, now);
+      EXPECT(cudaGetDevice(&now) == cudaSuccess);
+      EXPECT_MSG(now == cur,
+                 "making a stream on device %d moved the thread "
+                 "from device %d to %d",
+                 d, cur, now);
       weft__event *e;
-      CHECK_OK(weft__event_create(b, d, WEFT__EVENT_POLLED, &e));
-      CHECK(cudaGetDevice(&now) == cudaSuccess);
-      CHECK_MSG(now == cur,
-                "making an event on device %d moved the thread "
-                "from device %d to %d",
-                d, cur, now);
-      CHECK_OK(weft__event_destroy(&e));
-      CHECK_OK(weft__stream_destroy(&s));
+      EXPECT_OK(weft__event_create(b, d, WEFT__EVENT_POLLED, &e));
+      EXPECT(cudaGetDevice(&now) == cudaSuccess);
+      EXPECT_MSG(now == cur,
+                 "making an event on device %d moved the thread "
+                 "from device %d to %d",
+                 d, cur, now);
+      EXPECT_OK(weft__event_destroy(&e));
+      EXPECT_OK(weft__stream_destroy(&s));
     }
-  CHECK_OK(weft__backend_close(b));
+  EXPECT_OK(weft__backend_close(b));
 
-  CHECK(cudaSetDevice(ndev - 1) == cudaSuccess);
+  EXPECT(cudaSetDevice(ndev - 1) == cudaSuccess);
   weft_runtime_opts o;
   weft_runtime_opts_init(&o);
   o.backend = WEFT_BACKEND_CUDA;
   weft_runtime *rt;
-  CHECK_OK(weft_init(&rt, &o));
+  EXPECT_OK(weft_init(&rt, &o));
   int now = -1;
-  CHECK(cudaGetDevice(&now) == cudaSuccess);
-  CHECK_MSG(now == ndev - 1, "weft_init moved the thread from device %d to %d",
-            ndev - 1, now);
-  CHECK_OK(weft_shutdown(rt));
+  EXPECT(cudaGetDevice(&now) == cudaSuccess);
+  EXPECT_MSG(now == ndev - 1, "weft_init moved the thread from device %d to %d",
+             ndev - 1, now);
+  EXPECT_OK(weft_shutdown(rt));
 
   /* Completion flags: on by default, off on request, and the variable
    * read by weft_init. The machine may lack cuStreamWriteValue32 or
    * mapped memory, which leaves them off: only "off" is checked there. */
-  CHECK_OK(weft__backend_open(WEFT_BACKEND_CUDA, 0, NULL, &b));
+  EXPECT_OK(weft__backend_open(WEFT_BACKEND_CUDA, 0, NULL, &b));
   int have = ((weft__cuda_backend *)b)->flags != NULL;
-  CHECK_OK(weft__backend_close(b));
+  EXPECT_OK(weft__backend_close(b));
   weft__backend_config off = {.host_devices = 1, .cuda_no_flags = 1};
-  CHECK_OK(weft__backend_open(WEFT_BACKEND_CUDA, 0, &off, &b));
-  CHECK_MSG(((weft__cuda_backend *)b)->flags == NULL,
-            "cuda_no_flags left completion flags on");
-  CHECK_OK(weft__backend_close(b));
+  EXPECT_OK(weft__backend_open(WEFT_BACKEND_CUDA, 0, &off, &b));
+  EXPECT_MSG(((weft__cuda_backend *)b)->flags == NULL,
+             "cuda_no_flags left completion flags on");
+  EXPECT_OK(weft__backend_close(b));
   const char *had = getenv("WEFT_CUDA_FLAGS");
   char saved[8] = "";
   if (had)
     snprintf(saved, sizeof saved, "%s", had);
   const char *env[] = {"0", "1"};
   for (int i = 0; i < 2; i++) {
-    CHECK(setenv("WEFT_CUDA_FLAGS", env[i], 1) == 0);
-    CHECK_OK(weft_init(&rt, &o));
+    EXPECT(setenv("WEFT_CUDA_FLAGS", env[i], 1) == 0);
+    EXPECT_OK(weft_init(&rt, &o));
     int on = ((weft__cuda_backend *)weft__runtime_backend(rt))->flags != NULL;
-    CHECK_MSG(on == (i == 1 && have), "WEFT_CUDA_FLAGS=%s: flags %s", env[i],
-              on ? "on" : "off");
-    CHECK_OK(weft_shutdown(rt));
+    EXPECT_MSG(on == (i == 1 && have), "WEFT_CUDA_FLAGS=%s: flags %s", env[i],
+               on ? "on" : "off");
+    EXPECT_OK(weft_shutdown(rt));
   }
-  CHECK((had ? setenv("WEFT_CUDA_FLAGS", saved, 1)
-             : unsetenv("WEFT_CUDA_FLAGS")) == 0);
+  EXPECT((had ? setenv("WEFT_CUDA_FLAGS", saved, 1)
+              : unsetenv("WEFT_CUDA_FLAGS")) == 0);
   if (!have)
     puts("completion flags unavailable here: only 'off' was checked");
   return 0;

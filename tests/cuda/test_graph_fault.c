@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "check.h"
+#include "expect.h"
 #include "weft.h"
 
 WEFT_CUDA_KERNEL_DECL(weft_test_fault);
@@ -23,12 +23,12 @@ static void task(void *arg) {
   int *bad = (int *)(uintptr_t)0x10; /* not device memory */
   void *args[] = {&bad};
   weft_graph *g = NULL;
-  CHECK_OK(weft_graph_begin());
-  CHECK_OK(weft_launch(&fault, WEFT_DIM1(1), WEFT_DIM1(1), 0, args));
+  EXPECT_OK(weft_graph_begin());
+  EXPECT_OK(weft_launch(&fault, WEFT_DIM1(1), WEFT_DIM1(1), 0, args));
   end_rc = weft_graph_end(&g);
   if (end_rc)
     return;
-  CHECK_OK(weft_graph_launch(g));
+  EXPECT_OK(weft_graph_launch(g));
   sync_rc = weft_sync();
   fprintf(stderr, "weft_sync after the faulting replay: %s: %s\n",
           weft_err_name(sync_rc), weft_last_error_message());
@@ -42,14 +42,14 @@ int main(void) {
   int rc = weft_init(&rt, &o);
   if (rc == WEFT_ENODEV)
     SKIP("no CUDA device");
-  CHECK_OK(rc);
+  EXPECT_OK(rc);
   weft_task *t;
-  CHECK_OK(weft_task_spawn(rt, &t, task, NULL, NULL));
+  EXPECT_OK(weft_task_spawn(rt, &t, task, NULL, NULL));
   int join_rc = weft_task_join(t);
-  CHECK_MSG(end_rc == 0, "capturing the faulting kernel failed: %s",
-            weft_err_name(end_rc));
-  CHECK_MSG(sync_rc != 0, "weft_sync returned 0 after a faulting replay");
-  CHECK_MSG(join_rc != 0, "the join did not report the task's GPU error");
+  EXPECT_MSG(end_rc == 0, "capturing the faulting kernel failed: %s",
+             weft_err_name(end_rc));
+  EXPECT_MSG(sync_rc != 0, "weft_sync returned 0 after a faulting replay");
+  EXPECT_MSG(join_rc != 0, "the join did not report the task's GPU error");
   /* The context is gone: shutdown is not attempted. */
   puts("ok");
   return 0;

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "check.h"
+#include "expect.h"
 #include "weft.h"
 #include "weft/cuda.h"
 #include "weft/cuda_libraries.h"
@@ -38,14 +38,14 @@ static float small(uint64_t *s) { return (float)((int)(lcg(s) % 9) - 4); }
 
 /* Copies n bytes from device src to host dst and waits. */
 static void fetch(void *dst, const void *src, size_t n) {
-  CHECK_OK(weft_copy(dst, src, n));
-  CHECK_OK(weft_sync());
+  EXPECT_OK(weft_copy(dst, src, n));
+  EXPECT_OK(weft_sync());
 }
 
 static void *to_device(const void *src, size_t n) {
   void *d;
-  CHECK_OK(weft_device_alloc(n, &d));
-  CHECK_OK(weft_copy(d, src, n));
+  EXPECT_OK(weft_device_alloc(n, &d));
+  EXPECT_OK(weft_copy(d, src, n));
   return d;
 }
 
@@ -53,27 +53,27 @@ static void *to_device(const void *src, size_t n) {
 static void lt_gemm(job *j, uint64_t *r) {
   size_t bytes = (size_t)MM * MM * sizeof(float);
   float *a = malloc(bytes), *b = malloc(bytes), *c = malloc(bytes);
-  CHECK(a && b && c);
+  EXPECT(a && b && c);
   for (int i = 0; i < MM * MM; i++) {
     a[i] = small(r);
     b[i] = small(r);
   }
   float *da = to_device(a, bytes), *db = to_device(b, bytes), *dc;
-  CHECK_OK(weft_device_alloc(bytes, (void **)&dc));
+  EXPECT_OK(weft_device_alloc(bytes, (void **)&dc));
   cublasLtHandle_t lt = weft_cublaslt();
-  CHECK_MSG(lt != NULL, "%s", weft_last_error_message());
+  EXPECT_MSG(lt != NULL, "%s", weft_last_error_message());
   cublasLtMatmulDesc_t op;
   cublasLtMatrixLayout_t la;
-  CHECK(cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F) ==
-        CUBLAS_STATUS_SUCCESS);
-  CHECK(cublasLtMatrixLayoutCreate(&la, CUDA_R_32F, MM, MM, MM) ==
-        CUBLAS_STATUS_SUCCESS);
+  EXPECT(cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F) ==
+         CUBLAS_STATUS_SUCCESS);
+  EXPECT(cublasLtMatrixLayoutCreate(&la, CUDA_R_32F, MM, MM, MM) ==
+         CUBLAS_STATUS_SUCCESS);
   float one = 1, zero = 0;
   cublasStatus_t st =
       cublasLtMatmul(lt, op, &one, da, la, db, la, &zero, dc, la, dc, la, NULL,
                      NULL, 0, weft_cuda_stream());
-  CHECK_MSG(st == CUBLAS_STATUS_SUCCESS, "cublasLtMatmul: %s",
-            cublasLtGetStatusString(st));
+  EXPECT_MSG(st == CUBLAS_STATUS_SUCCESS, "cublasLtMatmul: %s",
+             cublasLtGetStatusString(st));
   fetch(c, dc, bytes);
   cublasLtMatrixLayoutDestroy(la);
   cublasLtMatmulDescDestroy(op);
@@ -82,13 +82,13 @@ static void lt_gemm(job *j, uint64_t *r) {
       float want = 0;
       for (int k = 0; k < MM; k++)
         want += a[row + k * MM] * b[k + col * MM];
-      CHECK_MSG(c[row + col * MM] == want,
-                "task %d: cuBLASLt C[%d,%d] = %g, expected %g", j->id, row, col,
-                (double)c[row + col * MM], (double)want);
+      EXPECT_MSG(c[row + col * MM] == want,
+                 "task %d: cuBLASLt C[%d,%d] = %g, expected %g", j->id, row,
+                 col, (double)c[row + col * MM], (double)want);
     }
-  CHECK_OK(weft_device_free(da));
-  CHECK_OK(weft_device_free(db));
-  CHECK_OK(weft_device_free(dc));
+  EXPECT_OK(weft_device_free(da));
+  EXPECT_OK(weft_device_free(db));
+  EXPECT_OK(weft_device_free(dc));
   free(a);
   free(b);
   free(c);
@@ -99,7 +99,7 @@ static void fft(job *j, uint64_t *r) {
   enum { BATCH = 2 };
   size_t bytes = sizeof(cufftComplex) * FFT_N * BATCH;
   cufftComplex *x = malloc(bytes), *y = malloc(bytes);
-  CHECK(x && y);
+  EXPECT(x && y);
   for (int i = 0; i < FFT_N * BATCH; i++) {
     x[i].x = small(r);
     x[i].y = small(r);
@@ -108,11 +108,11 @@ static void fft(job *j, uint64_t *r) {
   weft_fft_shape sh = {
       .rank = 1, .n = {FFT_N}, .type = CUFFT_C2C, .batch = BATCH};
   cufftHandle plan, again;
-  CHECK_MSG(weft_cufft_plan(&sh, &plan) == 0, "%s", weft_last_error_message());
+  EXPECT_MSG(weft_cufft_plan(&sh, &plan) == 0, "%s", weft_last_error_message());
   sh.n[2] = 99; /* unused sizes do not make another plan */
-  CHECK_OK(weft_cufft_plan(&sh, &again));
-  CHECK(plan == again);
-  CHECK(cufftExecC2C(plan, dx, dx, CUFFT_FORWARD) == CUFFT_SUCCESS);
+  EXPECT_OK(weft_cufft_plan(&sh, &again));
+  EXPECT(plan == again);
+  EXPECT(cufftExecC2C(plan, dx, dx, CUFFT_FORWARD) == CUFFT_SUCCESS);
   fetch(y, dx, bytes);
   for (int b = 0; b < BATCH; b++)
     for (int k = 0; k < FFT_N; k++) {
@@ -124,11 +124,11 @@ static void fft(job *j, uint64_t *r) {
         im += v->x * sin(w) + v->y * cos(w);
       }
       const cufftComplex *got = &y[b * FFT_N + k];
-      CHECK_MSG(fabs(got->x - re) < 1e-2 && fabs(got->y - im) < 1e-2,
-                "task %d: FFT[%d][%d] = %g%+gi, expected %g%+gi", j->id, b, k,
-                (double)got->x, (double)got->y, re, im);
+      EXPECT_MSG(fabs(got->x - re) < 1e-2 && fabs(got->y - im) < 1e-2,
+                 "task %d: FFT[%d][%d] = %g%+gi, expected %g%+gi", j->id, b, k,
+                 (double)got->x, (double)got->y, re, im);
     }
-  CHECK_OK(weft_device_free(dx));
+  EXPECT_OK(weft_device_free(dx));
   free(x);
   free(y);
 }
@@ -158,28 +158,28 @@ static void solve(job *j, uint64_t *r) {
   float *da = to_device(a, sizeof a), *db = to_device(b, sizeof b), *work;
   int *info;
   cusolverDnHandle_t h = weft_cusolver_dn();
-  CHECK_MSG(h != NULL, "%s", weft_last_error_message());
+  EXPECT_MSG(h != NULL, "%s", weft_last_error_message());
   int lwork = 0;
-  CHECK(cusolverDnSpotrf_bufferSize(h, CUBLAS_FILL_MODE_LOWER, N, da, N,
-                                    &lwork) == CUSOLVER_STATUS_SUCCESS);
-  CHECK_OK(
+  EXPECT(cusolverDnSpotrf_bufferSize(h, CUBLAS_FILL_MODE_LOWER, N, da, N,
+                                     &lwork) == CUSOLVER_STATUS_SUCCESS);
+  EXPECT_OK(
       weft_device_alloc((size_t)lwork * sizeof(float) + 4, (void **)&work));
-  CHECK_OK(weft_device_alloc(sizeof(int), (void **)&info));
-  CHECK(cusolverDnSpotrf(h, CUBLAS_FILL_MODE_LOWER, N, da, N, work, lwork,
-                         info) == CUSOLVER_STATUS_SUCCESS);
-  CHECK(cusolverDnSpotrs(h, CUBLAS_FILL_MODE_LOWER, N, 1, da, N, db, N, info) ==
-        CUSOLVER_STATUS_SUCCESS);
+  EXPECT_OK(weft_device_alloc(sizeof(int), (void **)&info));
+  EXPECT(cusolverDnSpotrf(h, CUBLAS_FILL_MODE_LOWER, N, da, N, work, lwork,
+                          info) == CUSOLVER_STATUS_SUCCESS);
+  EXPECT(cusolverDnSpotrs(h, CUBLAS_FILL_MODE_LOWER, N, 1, da, N, db, N,
+                          info) == CUSOLVER_STATUS_SUCCESS);
   int hinfo = -1;
   fetch(x, db, sizeof x);
   fetch(&hinfo, info, sizeof hinfo);
-  CHECK_MSG(hinfo == 0, "task %d: cuSOLVER info %d", j->id, hinfo);
+  EXPECT_MSG(hinfo == 0, "task %d: cuSOLVER info %d", j->id, hinfo);
   for (int i = 0; i < N; i++)
-    CHECK_MSG(fabsf(x[i] - x0[i]) < 1e-3f, "task %d: x[%d] = %g, expected %g",
-              j->id, i, (double)x[i], (double)x0[i]);
-  CHECK_OK(weft_device_free(da));
-  CHECK_OK(weft_device_free(db));
-  CHECK_OK(weft_device_free(work));
-  CHECK_OK(weft_device_free(info));
+    EXPECT_MSG(fabsf(x[i] - x0[i]) < 1e-3f, "task %d: x[%d] = %g, expected %g",
+               j->id, i, (double)x[i], (double)x0[i]);
+  EXPECT_OK(weft_device_free(da));
+  EXPECT_OK(weft_device_free(db));
+  EXPECT_OK(weft_device_free(work));
+  EXPECT_OK(weft_device_free(info));
 }
 
 /* y = A x for a tridiagonal A in CSR. */
@@ -191,7 +191,7 @@ static void spmv(job *j, uint64_t *r) {
     int rows[N + 1], cols[NNZ];
     float vals[NNZ], x[N], y[N];
   } *sp = malloc(sizeof *sp);
-  CHECK(sp != NULL);
+  EXPECT(sp != NULL);
   int *rows = sp->rows, *cols = sp->cols;
   float *vals = sp->vals, *x = sp->x, *y = sp->y;
   int nz = 0;
@@ -205,33 +205,35 @@ static void spmv(job *j, uint64_t *r) {
     x[i] = small(r);
   }
   rows[N] = nz;
-  CHECK(nz == NNZ);
+  EXPECT(nz == NNZ);
   int *drows = to_device(rows, sizeof sp->rows),
       *dcols = to_device(cols, sizeof sp->cols);
   float *dvals = to_device(vals, sizeof sp->vals),
         *dx = to_device(x, sizeof sp->x), *dy;
-  CHECK_OK(weft_device_alloc(sizeof sp->y, (void **)&dy));
+  EXPECT_OK(weft_device_alloc(sizeof sp->y, (void **)&dy));
   cusparseHandle_t h = weft_cusparse();
-  CHECK_MSG(h != NULL, "%s", weft_last_error_message());
+  EXPECT_MSG(h != NULL, "%s", weft_last_error_message());
   cusparseSpMatDescr_t ma;
   cusparseDnVecDescr_t vx, vy;
-  CHECK(cusparseCreateCsr(&ma, N, N, NNZ, drows, dcols, dvals,
-                          CUSPARSE_INDEX_32I, CUSPARSE_INDEX_32I,
-                          CUSPARSE_INDEX_BASE_ZERO,
-                          CUDA_R_32F) == CUSPARSE_STATUS_SUCCESS);
-  CHECK(cusparseCreateDnVec(&vx, N, dx, CUDA_R_32F) == CUSPARSE_STATUS_SUCCESS);
-  CHECK(cusparseCreateDnVec(&vy, N, dy, CUDA_R_32F) == CUSPARSE_STATUS_SUCCESS);
+  EXPECT(cusparseCreateCsr(&ma, N, N, NNZ, drows, dcols, dvals,
+                           CUSPARSE_INDEX_32I, CUSPARSE_INDEX_32I,
+                           CUSPARSE_INDEX_BASE_ZERO,
+                           CUDA_R_32F) == CUSPARSE_STATUS_SUCCESS);
+  EXPECT(cusparseCreateDnVec(&vx, N, dx, CUDA_R_32F) ==
+         CUSPARSE_STATUS_SUCCESS);
+  EXPECT(cusparseCreateDnVec(&vy, N, dy, CUDA_R_32F) ==
+         CUSPARSE_STATUS_SUCCESS);
   float one = 1, zero = 0;
   size_t nbuf = 0;
-  CHECK(cusparseSpMV_bufferSize(h, CUSPARSE_OPERATION_NON_TRANSPOSE, &one, ma,
-                                vx, &zero, vy, CUDA_R_32F,
-                                CUSPARSE_SPMV_ALG_DEFAULT,
-                                &nbuf) == CUSPARSE_STATUS_SUCCESS);
+  EXPECT(cusparseSpMV_bufferSize(h, CUSPARSE_OPERATION_NON_TRANSPOSE, &one, ma,
+                                 vx, &zero, vy, CUDA_R_32F,
+                                 CUSPARSE_SPMV_ALG_DEFAULT,
+                                 &nbuf) == CUSPARSE_STATUS_SUCCESS);
   void *buf;
-  CHECK_OK(weft_device_alloc(nbuf + 16, &buf));
-  CHECK(cusparseSpMV(h, CUSPARSE_OPERATION_NON_TRANSPOSE, &one, ma, vx, &zero,
-                     vy, CUDA_R_32F, CUSPARSE_SPMV_ALG_DEFAULT,
-                     buf) == CUSPARSE_STATUS_SUCCESS);
+  EXPECT_OK(weft_device_alloc(nbuf + 16, &buf));
+  EXPECT(cusparseSpMV(h, CUSPARSE_OPERATION_NON_TRANSPOSE, &one, ma, vx, &zero,
+                      vy, CUDA_R_32F, CUSPARSE_SPMV_ALG_DEFAULT,
+                      buf) == CUSPARSE_STATUS_SUCCESS);
   fetch(y, dy, sizeof sp->y);
   cusparseDestroySpMat(ma);
   cusparseDestroyDnVec(vx);
@@ -240,12 +242,12 @@ static void spmv(job *j, uint64_t *r) {
     float want = 0;
     for (int k = rows[i]; k < rows[i + 1]; k++)
       want += vals[k] * x[cols[k]];
-    CHECK_MSG(y[i] == want, "task %d: SpMV y[%d] = %g, expected %g", j->id, i,
-              (double)y[i], (double)want);
+    EXPECT_MSG(y[i] == want, "task %d: SpMV y[%d] = %g, expected %g", j->id, i,
+               (double)y[i], (double)want);
   }
   void *frees[] = {drows, dcols, dvals, dx, dy, buf};
   for (size_t i = 0; i < sizeof frees / sizeof frees[0]; i++)
-    CHECK_OK(weft_device_free(frees[i]));
+    EXPECT_OK(weft_device_free(frees[i]));
   free(sp);
 }
 
@@ -253,12 +255,12 @@ static void spmv(job *j, uint64_t *r) {
 static void draw(unsigned long long seed, unsigned long long offset,
                  float *out) {
   float *d;
-  CHECK_OK(weft_device_alloc(RN * sizeof(float), (void **)&d));
+  EXPECT_OK(weft_device_alloc(RN * sizeof(float), (void **)&d));
   curandGenerator_t g = weft_curand(seed, offset);
-  CHECK_MSG(g != NULL, "%s", weft_last_error_message());
-  CHECK(curandGenerateUniform(g, d, RN) == CURAND_STATUS_SUCCESS);
+  EXPECT_MSG(g != NULL, "%s", weft_last_error_message());
+  EXPECT(curandGenerateUniform(g, d, RN) == CURAND_STATUS_SUCCESS);
   fetch(out, d, RN * sizeof(float));
-  CHECK_OK(weft_device_free(d));
+  EXPECT_OK(weft_device_free(d));
 }
 
 /* With WEFT_TEST_VERBOSE set, each step is named on stderr as it starts,
@@ -295,22 +297,22 @@ static void host_backend_refuses(void) {
   weft_runtime_opts_init(&o);
   o.backend = WEFT_BACKEND_HOST;
   weft_runtime *rt;
-  CHECK_OK(weft_init(&rt, &o));
-  CHECK(weft_cublaslt() == NULL);
-  CHECK(strstr(weft_last_error_message(), "host") != NULL);
-  CHECK(weft_cusparse() == NULL);
-  CHECK(weft_cusolver_dn() == NULL);
-  CHECK(weft_curand(1, 0) == NULL);
+  EXPECT_OK(weft_init(&rt, &o));
+  EXPECT(weft_cublaslt() == NULL);
+  EXPECT(strstr(weft_last_error_message(), "host") != NULL);
+  EXPECT(weft_cusparse() == NULL);
+  EXPECT(weft_cusolver_dn() == NULL);
+  EXPECT(weft_curand(1, 0) == NULL);
   weft_fft_shape sh = {.rank = 1, .n = {8}, .type = CUFFT_C2C, .batch = 1};
   cufftHandle p;
-  CHECK_ERR(weft_cufft_plan(&sh, &p), WEFT_ENOTSUP);
+  EXPECT_ERR(weft_cufft_plan(&sh, &p), WEFT_ENOTSUP);
   sh.rank = 4;
-  CHECK_ERR(weft_cufft_plan(&sh, &p), WEFT_EINVAL);
+  EXPECT_ERR(weft_cufft_plan(&sh, &p), WEFT_EINVAL);
   sh.rank = 1;
   sh.n[0] = 0;
-  CHECK_ERR(weft_cufft_plan(&sh, &p), WEFT_EINVAL);
-  CHECK_ERR(weft_cufft_plan(NULL, &p), WEFT_EINVAL);
-  CHECK_OK(weft_shutdown(rt));
+  EXPECT_ERR(weft_cufft_plan(&sh, &p), WEFT_EINVAL);
+  EXPECT_ERR(weft_cufft_plan(NULL, &p), WEFT_EINVAL);
+  EXPECT_OK(weft_shutdown(rt));
 }
 
 int main(void) {
@@ -331,35 +333,35 @@ int main(void) {
   int rc = weft_init(&rt, &o);
   if (rc == WEFT_ENODEV)
     SKIP("no CUDA device");
-  CHECK_OK(rc);
+  EXPECT_OK(rc);
   /* The reference draw, from the plain thread's stream. */
   static float want[RN];
   draw(42, 0, want);
   double mean = 0;
   for (int i = 0; i < RN; i++) {
-    CHECK(want[i] > 0 && want[i] <= 1);
+    EXPECT(want[i] > 0 && want[i] <= 1);
     mean += want[i] / RN;
   }
-  CHECK_MSG(fabs(mean - 0.5) < 0.05, "cuRAND mean %g", mean);
+  EXPECT_MSG(fabs(mean - 0.5) < 0.05, "cuRAND mean %g", mean);
   static job jobs[TASKS];
   weft_task *t[TASKS];
   for (int i = 0; i < TASKS; i++) {
     jobs[i] = (job){.id = i, .seed = i % 2 ? 42 : 1000u + (unsigned)i};
-    CHECK_OK(weft_task_spawn(rt, &t[i], lib_task, &jobs[i], NULL));
+    EXPECT_OK(weft_task_spawn(rt, &t[i], lib_task, &jobs[i], NULL));
   }
   for (int i = 0; i < TASKS; i++) {
-    CHECK_OK(weft_task_join(t[i]));
-    CHECK(jobs[i].ok);
+    EXPECT_OK(weft_task_join(t[i]));
+    EXPECT(jobs[i].ok);
     int same = memcmp(jobs[i].draws, want, sizeof want) == 0;
-    CHECK_MSG(same == (jobs[i].seed == 42),
-              "task %d (seed %llu): its draws %s the reference's", i,
-              jobs[i].seed, same ? "repeat" : "differ from");
+    EXPECT_MSG(same == (jobs[i].seed == 42),
+               "task %d (seed %llu): its draws %s the reference's", i,
+               jobs[i].seed, same ? "repeat" : "differ from");
   }
   /* The offset moves along the sequence. */
   static float shifted[RN];
   draw(42, 1, shifted);
-  CHECK(memcmp(shifted, want, sizeof want) != 0);
-  CHECK_OK(weft_shutdown(rt));
+  EXPECT(memcmp(shifted, want, sizeof want) != 0);
+  EXPECT_OK(weft_shutdown(rt));
   puts("ok");
   return 0;
 }

@@ -1,5 +1,5 @@
-/* What CUDA's completion flags (src/cuda/cuda_completion.c) take from CUDA, with
- * CUDA alone: a cuStreamWriteValue32 to mapped pinned memory lands only
+/* What CUDA's completion flags (src/cuda/cuda_completion.c) take from CUDA,
+ * with CUDA alone: a cuStreamWriteValue32 to mapped pinned memory lands only
  * once the work ahead of it on its stream is done, a kernel or a
  * cudaStreamWaitEvent on another stream's record; and when the record
  * queued after it is complete, the write can already be read. A closed
@@ -12,7 +12,7 @@
 #include <stdio.h>
 #include <time.h>
 
-#include "check.h"
+#include "expect.h"
 #include "kernels.h"
 
 typedef CUresult (*write_value_fn)(CUstream, CUdeviceptr, cuuint32_t,
@@ -23,7 +23,7 @@ static volatile uint32_t *word;
 static CUdeviceptr word_dev;
 static write_value_fn write_value;
 
-#define CUDA_OK(call) CHECK_MSG((call) == cudaSuccess, "%s", #call)
+#define CUDA_OK(call) EXPECT_MSG((call) == cudaSuccess, "%s", #call)
 
 static void sleep_ms(int ms) {
   struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
@@ -42,14 +42,14 @@ static void close_gate(cudaStream_t s) {
   CUDA_OK(cudaLaunchKernel(weft_test_cuda_spin_until, one, one, args, 0, s));
   for (int i = 0; i < 10000 && gate[1] != TEST_SPIN_STARTED; i++)
     sleep_ms(1);
-  CHECK_EQ_INT(gate[1], TEST_SPIN_STARTED);
+  EXPECT_EQ_INT(gate[1], TEST_SPIN_STARTED);
 }
 
 static void expect_held(uint32_t old, const char *what) {
   sleep_ms(20);
-  CHECK_MSG(*word == old, "%s: the write landed (%u) with the gate closed",
-            what, (unsigned)*word);
-  CHECK_EQ_INT(gate[1], TEST_SPIN_STARTED);
+  EXPECT_MSG(*word == old, "%s: the write landed (%u) with the gate closed",
+             what, (unsigned)*word);
+  EXPECT_EQ_INT(gate[1], TEST_SPIN_STARTED);
 }
 
 int main(void) {
@@ -71,7 +71,7 @@ int main(void) {
   CUDA_OK(
       cudaGetDriverEntryPoint("cuStreamWriteValue32", &fn, cudaEnableDefault));
 #endif
-  CHECK(fn != NULL);
+  EXPECT(fn != NULL);
   write_value = (write_value_fn)fn;
   void *p, *d;
   CUDA_OK(cudaHostAlloc(&p, 64, cudaHostAllocPortable | cudaHostAllocMapped));
@@ -88,30 +88,30 @@ int main(void) {
 
   /* A kernel ahead on the same stream. */
   close_gate(a);
-  CHECK(write_value(a, word_dev, 1, 0) == CUDA_SUCCESS);
+  EXPECT(write_value(a, word_dev, 1, 0) == CUDA_SUCCESS);
   expect_held(0, "behind a kernel");
   gate[0] = 1;
   CUDA_OK(cudaStreamSynchronize(a));
-  CHECK_EQ_INT((int)*word, 1);
+  EXPECT_EQ_INT((int)*word, 1);
 
   /* Another stream's record ahead, through cudaStreamWaitEvent. */
   close_gate(a);
   CUDA_OK(cudaEventRecord(e, a));
   CUDA_OK(cudaStreamWaitEvent(b, e, 0));
-  CHECK(write_value(b, word_dev, 2, 0) == CUDA_SUCCESS);
+  EXPECT(write_value(b, word_dev, 2, 0) == CUDA_SUCCESS);
   expect_held(1, "behind a cudaStreamWaitEvent");
   gate[0] = 1;
   CUDA_OK(cudaStreamSynchronize(b));
-  CHECK_EQ_INT((int)*word, 2);
+  EXPECT_EQ_INT((int)*word, 2);
 
   /* The order cuda_completion.c uses: the write, then the record; once the
    * record is complete, the write reads back at once. */
   for (uint32_t v = 3; v < 1003; v++) {
-    CHECK(write_value(a, word_dev, v, 0) == CUDA_SUCCESS);
+    EXPECT(write_value(a, word_dev, v, 0) == CUDA_SUCCESS);
     CUDA_OK(cudaEventRecord(e, a));
     CUDA_OK(cudaEventSynchronize(e));
-    CHECK_MSG(*word == v, "record %u complete, the word reads %u", (unsigned)v,
-              (unsigned)*word);
+    EXPECT_MSG(*word == v, "record %u complete, the word reads %u", (unsigned)v,
+               (unsigned)*word);
   }
 
   CUDA_OK(cudaEventDestroy(e));

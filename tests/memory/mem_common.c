@@ -23,8 +23,8 @@ void mt_check_same(const void *got, const void *want, size_t n,
   size_t i = 0;
   while (g[i] == w[i])
     i++;
-  CHECK_MSG(0, "%s (%zu bytes): byte %zu is 0x%02x, expected 0x%02x", what, n,
-            i, g[i], w[i]);
+  EXPECT_MSG(0, "%s (%zu bytes): byte %zu is 0x%02x, expected 0x%02x", what, n,
+             i, g[i], w[i]);
 }
 
 void mt_check_all(const void *p, int v, size_t n, const char *what) {
@@ -39,8 +39,8 @@ void mt_check_all(const void *p, int v, size_t n, const char *what) {
     size_t i = off;
     while (b[i] == (unsigned char)v)
       i++;
-    CHECK_MSG(0, "%s (%zu bytes): byte %zu is 0x%02x, expected 0x%02x", what, n,
-              i, b[i], (unsigned char)v);
+    EXPECT_MSG(0, "%s (%zu bytes): byte %zu is 0x%02x, expected 0x%02x", what,
+               n, i, b[i], (unsigned char)v);
   }
 }
 
@@ -48,25 +48,25 @@ weft_mem_stats mt_stats(weft_runtime *rt) {
   weft_mem_stats s;
   memset(&s, 0xff, sizeof s);
   s.struct_size = sizeof s;
-  CHECK_OK(weft_mem_stats_get(rt, &s));
-  CHECK_MSG(
+  EXPECT_OK(weft_mem_stats_get(rt, &s));
+  EXPECT_MSG(
       s.pinned_reserved == s.pinned_in_use + s.pinned_pending + s.pinned_cached,
       "reserved %zu != in_use %zu + pending %zu + cached %zu",
       s.pinned_reserved, s.pinned_in_use, s.pinned_pending, s.pinned_cached);
-  CHECK_MSG(s.pinned_in_use <= s.pinned_reserved &&
-                s.pinned_pending <= s.pinned_reserved &&
-                s.pinned_cached <= s.pinned_reserved,
-            "a part exceeds reserved %zu: in_use %zu pending %zu cached %zu",
-            s.pinned_reserved, s.pinned_in_use, s.pinned_pending,
-            s.pinned_cached);
-  CHECK_MSG(s.pinned_requested <= s.pinned_in_use, "requested %zu > in_use %zu",
-            s.pinned_requested, s.pinned_in_use);
-  CHECK_MSG(s.pinned_blocks <= s.pinned_requested,
-            "%zu blocks in use but only %zu bytes requested", s.pinned_blocks,
-            s.pinned_requested);
-  CHECK_MSG((s.pinned_blocks == 0) == (s.pinned_in_use == 0),
-            "%zu blocks in use holding %zu bytes", s.pinned_blocks,
-            s.pinned_in_use);
+  EXPECT_MSG(s.pinned_in_use <= s.pinned_reserved &&
+                 s.pinned_pending <= s.pinned_reserved &&
+                 s.pinned_cached <= s.pinned_reserved,
+             "a part exceeds reserved %zu: in_use %zu pending %zu cached %zu",
+             s.pinned_reserved, s.pinned_in_use, s.pinned_pending,
+             s.pinned_cached);
+  EXPECT_MSG(s.pinned_requested <= s.pinned_in_use,
+             "requested %zu > in_use %zu", s.pinned_requested, s.pinned_in_use);
+  EXPECT_MSG(s.pinned_blocks <= s.pinned_requested,
+             "%zu blocks in use but only %zu bytes requested", s.pinned_blocks,
+             s.pinned_requested);
+  EXPECT_MSG((s.pinned_blocks == 0) == (s.pinned_in_use == 0),
+             "%zu blocks in use holding %zu bytes", s.pinned_blocks,
+             s.pinned_in_use);
   return s;
 }
 

@@ -45,11 +45,11 @@ static buf buf_new(kind k, size_t cap) {
   size_t total = cap + GUARD;
   if (k == PAGEABLE) {
     b.p = malloc(total);
-    CHECK(b.p != NULL);
+    EXPECT(b.p != NULL);
   } else if (k == PINNED) {
-    CHECK_OK(weft_pinned_alloc(total, (void **)&b.p));
+    EXPECT_OK(weft_pinned_alloc(total, (void **)&b.p));
   } else {
-    CHECK_OK(weft_device_alloc(total, (void **)&b.p));
+    EXPECT_OK(weft_device_alloc(total, (void **)&b.p));
   }
   return b;
 }
@@ -58,9 +58,9 @@ static void buf_free(buf *b) {
   if (b->k == PAGEABLE)
     free(b->p);
   else if (b->k == PINNED)
-    CHECK_OK(weft_pinned_free(b->p));
+    EXPECT_OK(weft_pinned_free(b->p));
   else
-    CHECK_OK(weft_device_free(b->p));
+    EXPECT_OK(weft_device_free(b->p));
   b->p = NULL;
 }
 
@@ -109,7 +109,7 @@ static void set_free(set *s) {
   buf_free(&s->d1);
   buf_free(&s->d2);
   buf_free(&s->d3);
-  CHECK_OK(weft_sync());
+  EXPECT_OK(weft_sync());
   buf_free(&s->h);
   buf_free(&s->p1);
   buf_free(&s->o1);
@@ -131,15 +131,15 @@ static void round_all(set *s, size_t n, uint64_t *seed, const char *where) {
   dst_reset(&s->p2, n);
   dst_reset(&s->p3, n);
 
-  CHECK_OK(weft_copy(s->d1.p, s->h.p, n));  /* pageable -> device */
-  CHECK_OK(weft_copy(s->d2.p, s->d1.p, n)); /* device -> device */
-  CHECK_OK(weft_copy(s->o1.p, s->d2.p, n)); /* device -> pageable */
-  CHECK_OK(weft_copy(s->p2.p, s->d2.p, n)); /* device -> pinned */
-  CHECK_OK(weft_copy(s->d3.p, s->p1.p, n)); /* pinned -> device */
-  CHECK_OK(weft_copy(s->o2.p, s->d3.p, n)); /* device -> pageable */
-  CHECK_OK(weft_copy(s->p3.p, s->p1.p, n)); /* pinned -> pinned */
-  CHECK_OK(weft_copy(s->o3.p, s->h.p, n));  /* pageable -> pageable */
-  CHECK_OK(weft_sync());
+  EXPECT_OK(weft_copy(s->d1.p, s->h.p, n));  /* pageable -> device */
+  EXPECT_OK(weft_copy(s->d2.p, s->d1.p, n)); /* device -> device */
+  EXPECT_OK(weft_copy(s->o1.p, s->d2.p, n)); /* device -> pageable */
+  EXPECT_OK(weft_copy(s->p2.p, s->d2.p, n)); /* device -> pinned */
+  EXPECT_OK(weft_copy(s->d3.p, s->p1.p, n)); /* pinned -> device */
+  EXPECT_OK(weft_copy(s->o2.p, s->d3.p, n)); /* device -> pageable */
+  EXPECT_OK(weft_copy(s->p3.p, s->p1.p, n)); /* pinned -> pinned */
+  EXPECT_OK(weft_copy(s->o3.p, s->h.p, n));  /* pageable -> pageable */
+  EXPECT_OK(weft_sync());
 
   dst_check(&s->o1, n, s->h.p, "pageable->device->device->pageable", where);
   dst_check(&s->p2, n, s->h.p, "pageable->device->device->pinned", where);
@@ -158,23 +158,23 @@ static void round_large(uint64_t *seed, const char *where) {
   mt_fill(h.p, n, seed);
   dst_reset(&o, n);
   dst_reset(&p, n);
-  CHECK_OK(weft_copy(d.p, h.p, n));
-  CHECK_OK(weft_copy(o.p, d.p, n));
-  CHECK_OK(weft_copy(p.p, d.p, n));
-  CHECK_OK(weft_sync());
+  EXPECT_OK(weft_copy(d.p, h.p, n));
+  EXPECT_OK(weft_copy(o.p, d.p, n));
+  EXPECT_OK(weft_copy(p.p, d.p, n));
+  EXPECT_OK(weft_sync());
   dst_check(&o, n, h.p, "large pageable->device->pageable", where);
   dst_check(&p, n, h.p, "large pageable->device->pinned", where);
 
   /* Back the other way from the pinned copy, into a clean pageable. */
   dst_reset(&o, n);
-  CHECK_OK(weft_memset(d.p, 0, n));
-  CHECK_OK(weft_copy(d.p, p.p, n));
-  CHECK_OK(weft_copy(o.p, d.p, n));
-  CHECK_OK(weft_sync());
+  EXPECT_OK(weft_memset(d.p, 0, n));
+  EXPECT_OK(weft_copy(d.p, p.p, n));
+  EXPECT_OK(weft_copy(o.p, d.p, n));
+  EXPECT_OK(weft_sync());
   dst_check(&o, n, h.p, "large pinned->device->pageable", where);
 
   buf_free(&d);
-  CHECK_OK(weft_sync());
+  EXPECT_OK(weft_sync());
   buf_free(&h);
   buf_free(&o);
   buf_free(&p);
@@ -215,19 +215,19 @@ static void stack_task(void *arg) {
   memset(back + 300, GUARD_BYTE, GUARD);
   void *d;
   unsigned char *p;
-  CHECK_OK(weft_device_alloc(300, &d));
-  CHECK_OK(weft_pinned_alloc(300, (void **)&p));
+  EXPECT_OK(weft_device_alloc(300, &d));
+  EXPECT_OK(weft_pinned_alloc(300, (void **)&p));
   memset(p, 0, 300);
-  CHECK_OK(weft_copy(d, src, 300));
-  CHECK_OK(weft_copy(back, d, 300));
-  CHECK_OK(weft_copy(p, d, 300));
-  CHECK_OK(weft_device_free(d));
-  CHECK_OK(weft_sync());
+  EXPECT_OK(weft_copy(d, src, 300));
+  EXPECT_OK(weft_copy(back, d, 300));
+  EXPECT_OK(weft_copy(p, d, 300));
+  EXPECT_OK(weft_device_free(d));
+  EXPECT_OK(weft_sync());
   mt_check_same(back, src, 300, "stack->device->stack");
   mt_check_all(back + 300, GUARD_BYTE, GUARD, "stack destination guard");
   memcpy(pinned_back, p, 300);
   mt_check_same(pinned_back, src, 300, "stack->device->pinned");
-  CHECK_OK(weft_pinned_free(p));
+  EXPECT_OK(weft_pinned_free(p));
   *(int *)arg = 1;
 }
 
@@ -236,19 +236,19 @@ static void stack_task(void *arg) {
  * the call; they used to queue and crash on an executor thread. */
 static void bad_extents(void) {
   unsigned char *d, *h = malloc(65536);
-  CHECK(h != NULL);
-  CHECK_OK(weft_device_alloc(64, (void **)&d));
-  CHECK_ERR(weft_copy(d, h, 65536), WEFT_EINVAL);
-  CHECK(strstr(weft_last_error_message(), "64 bytes") != NULL);
-  CHECK_ERR(weft_copy(h, d, 65), WEFT_EINVAL);
-  CHECK_ERR(weft_copy(h, d, SIZE_MAX), WEFT_EINVAL);
-  CHECK_ERR(weft_copy(h, h + 1, SIZE_MAX), WEFT_EINVAL);
-  CHECK_ERR(weft_memset(d, 0, (size_t)1 << 50), WEFT_EINVAL);
-  CHECK_ERR(weft_memset(d, 0, 65), WEFT_EINVAL);
-  CHECK_OK(weft_memset(d, 0, 64)); /* the whole of it is fine */
-  CHECK_OK(weft_copy(h, d, 64));
-  CHECK_OK(weft_device_free(d));
-  CHECK_OK(weft_sync());
+  EXPECT(h != NULL);
+  EXPECT_OK(weft_device_alloc(64, (void **)&d));
+  EXPECT_ERR(weft_copy(d, h, 65536), WEFT_EINVAL);
+  EXPECT(strstr(weft_last_error_message(), "64 bytes") != NULL);
+  EXPECT_ERR(weft_copy(h, d, 65), WEFT_EINVAL);
+  EXPECT_ERR(weft_copy(h, d, SIZE_MAX), WEFT_EINVAL);
+  EXPECT_ERR(weft_copy(h, h + 1, SIZE_MAX), WEFT_EINVAL);
+  EXPECT_ERR(weft_memset(d, 0, (size_t)1 << 50), WEFT_EINVAL);
+  EXPECT_ERR(weft_memset(d, 0, 65), WEFT_EINVAL);
+  EXPECT_OK(weft_memset(d, 0, 64)); /* the whole of it is fine */
+  EXPECT_OK(weft_copy(h, d, 64));
+  EXPECT_OK(weft_device_free(d));
+  EXPECT_OK(weft_sync());
   free(h);
 }
 
@@ -263,7 +263,7 @@ int main(void) {
   bad_extents();
 
   /* Zero bytes succeed even with NULL pointers. */
-  CHECK_OK(weft_copy(NULL, NULL, 0));
+  EXPECT_OK(weft_copy(NULL, NULL, 0));
 
   /* The main thread: every size (all but 9 MiB + 3 under tt_quick). */
   job main_job = {.seed = 1,
@@ -277,9 +277,9 @@ int main(void) {
   job task_job = {
       .seed = 2, .first = 0, .last = NSIZES - 1, .large = 1, .where = "task"};
   weft_task *t;
-  CHECK_OK(weft_task_spawn(rt, &t, job_task, &task_job, NULL));
-  CHECK_OK(weft_task_join(t));
-  CHECK(task_job.ok);
+  EXPECT_OK(weft_task_spawn(rt, &t, job_task, &task_job, NULL));
+  EXPECT_OK(weft_task_join(t));
+  EXPECT(task_job.ok);
 
   /* A second plain thread, with its own stream (under tt_quick, only the
    * sizes up to one staging chunk: the sanitizers slow every byte). */
@@ -289,9 +289,9 @@ int main(void) {
                     .large = 0,
                     .where = "second thread"};
   pthread_t th;
-  CHECK(pthread_create(&th, NULL, job_thread, &thread_job) == 0);
-  CHECK(pthread_join(th, NULL) == 0);
-  CHECK(thread_job.ok);
+  EXPECT(pthread_create(&th, NULL, job_thread, &thread_job) == 0);
+  EXPECT(pthread_join(th, NULL) == 0);
+  EXPECT(thread_job.ok);
 
   /* Several tasks staging multi-chunk copies at once. */
   enum { PAR = 3 };
@@ -303,21 +303,21 @@ int main(void) {
                    .first = tt_quick() ? 5 : 3,
                    .last = tt_quick() ? 5 : NSIZES - 1,
                    .where = "concurrent tasks"};
-    CHECK_OK(weft_task_spawn(rt, &pt[i], job_task, &par[i], NULL));
+    EXPECT_OK(weft_task_spawn(rt, &pt[i], job_task, &par[i], NULL));
   }
   for (int i = 0; i < npar; i++) {
-    CHECK_OK(weft_task_join(pt[i]));
-    CHECK(par[i].ok);
+    EXPECT_OK(weft_task_join(pt[i]));
+    EXPECT(par[i].ok);
   }
 
   int stack_ok = 0;
-  CHECK_OK(weft_task_spawn(rt, &t, stack_task, &stack_ok, NULL));
-  CHECK_OK(weft_task_join(t));
-  CHECK(stack_ok);
+  EXPECT_OK(weft_task_spawn(rt, &t, stack_task, &stack_ok, NULL));
+  EXPECT_OK(weft_task_join(t));
+  EXPECT(stack_ok);
 
   weft_mem_stats s = mt_stats(rt);
-  CHECK_EQ_INT(s.pinned_blocks, 0);
-  CHECK_EQ_INT(s.device_allocs, 0);
+  EXPECT_EQ_INT(s.pinned_blocks, 0);
+  EXPECT_EQ_INT(s.device_allocs, 0);
   tt_close(rt);
   puts("ok");
   return 0;

@@ -32,13 +32,13 @@ enum { NCOUNTS = sizeof counts / sizeof counts[0] };
 static void launch_axpb(float *d, int n, float a, float b) {
   void *args[] = {&d, &n, &a, &b};
   unsigned blocks = (unsigned)((n + TEST_THREADS - 1) / TEST_THREADS);
-  CHECK_OK(weft_launch(&tk.axpb, WEFT_DIM1(blocks), WEFT_DIM1(TEST_THREADS), 0,
-                       args));
+  EXPECT_OK(weft_launch(&tk.axpb, WEFT_DIM1(blocks), WEFT_DIM1(TEST_THREADS), 0,
+                        args));
 }
 
 static float *floats_random(int n, uint64_t *seed) {
   float *v = malloc((size_t)n * sizeof *v);
-  CHECK(v != NULL);
+  EXPECT(v != NULL);
   for (int i = 0; i < n; i++)
     v[i] = (float)tt_rand_range(seed, -1000, 1000);
   return v;
@@ -47,21 +47,21 @@ static float *floats_random(int n, uint64_t *seed) {
 static void check_floats(const float *got, const float *want, int n,
                          const char *what) {
   for (int i = 0; i < n; i++)
-    CHECK_MSG(got[i] == want[i], "%s, %d floats: [%d] = %g, expected %g", what,
-              n, i, (double)got[i], (double)want[i]);
+    EXPECT_MSG(got[i] == want[i], "%s, %d floats: [%d] = %g, expected %g", what,
+               n, i, (double)got[i], (double)want[i]);
 }
 
 /* Everything was queued while the gate held the stream. A gate that timed
  * out (TEST_SPIN_TIMED_OUT) means a weft_copy waited for the stream
  * instead of queuing. */
 static void gate_check_held(const tt_gate *g) {
-  CHECK_MSG(tt_gate_state(g) == TEST_SPIN_STARTED,
-            "the gate stopped holding the stream (state %d%s) before the "
-            "work was queued",
-            tt_gate_state(g),
-            tt_gate_state(g) == TEST_SPIN_TIMED_OUT
-                ? ": a weft_copy blocked until the stream drained"
-                : "");
+  EXPECT_MSG(tt_gate_state(g) == TEST_SPIN_STARTED,
+             "the gate stopped holding the stream (state %d%s) before the "
+             "work was queued",
+             tt_gate_state(g),
+             tt_gate_state(g) == TEST_SPIN_TIMED_OUT
+                 ? ": a weft_copy blocked until the stream drained"
+                 : "");
 }
 
 /* device -> pageable, then a kernel on the device data. */
@@ -70,35 +70,35 @@ static void d2h_then_kernel(int n, uint64_t *seed) {
   float *a0 = floats_random(n, seed), *a1 = floats_random(n, seed);
   float *out = calloc((size_t)n, sizeof *out), *after;
   float *pin, *d;
-  CHECK(out != NULL);
-  CHECK_OK(weft_pinned_alloc(bytes, (void **)&pin));
-  CHECK_OK(weft_pinned_alloc(bytes, (void **)&after));
-  CHECK_OK(weft_device_alloc(bytes, (void **)&d));
+  EXPECT(out != NULL);
+  EXPECT_OK(weft_pinned_alloc(bytes, (void **)&pin));
+  EXPECT_OK(weft_pinned_alloc(bytes, (void **)&after));
+  EXPECT_OK(weft_device_alloc(bytes, (void **)&d));
   memcpy(pin, a1, bytes);
-  CHECK_OK(weft_copy(d, a0, bytes)); /* d holds a0 before the gate */
-  CHECK_OK(weft_sync());
+  EXPECT_OK(weft_copy(d, a0, bytes)); /* d holds a0 before the gate */
+  EXPECT_OK(weft_sync());
 
   tt_gate g;
   tt_gate_init(&g);
   tt_gate_launch(&g);
   tt_gate_wait_started(&g);
-  CHECK_OK(weft_copy(d, pin, bytes)); /* d = a1 once the gate opens */
-  CHECK_OK(weft_copy(out, d, bytes)); /* must see a1 */
-  launch_axpb(d, n, 2.0f, 1.0f);      /* must not reach out */
-  CHECK_OK(weft_copy(after, d, bytes));
+  EXPECT_OK(weft_copy(d, pin, bytes)); /* d = a1 once the gate opens */
+  EXPECT_OK(weft_copy(out, d, bytes)); /* must see a1 */
+  launch_axpb(d, n, 2.0f, 1.0f);       /* must not reach out */
+  EXPECT_OK(weft_copy(after, d, bytes));
   gate_check_held(&g);
   tt_gate_open(&g);
-  CHECK_OK(weft_sync());
+  EXPECT_OK(weft_sync());
   check_floats(out, a1, n, "device->pageable copy before a kernel");
   for (int i = 0; i < n; i++)
     a1[i] = a1[i] * 2.0f + 1.0f;
   check_floats(after, a1, n, "the kernel after the copy");
 
   tt_gate_fini(&g);
-  CHECK_OK(weft_device_free(d));
-  CHECK_OK(weft_sync());
-  CHECK_OK(weft_pinned_free(pin));
-  CHECK_OK(weft_pinned_free(after));
+  EXPECT_OK(weft_device_free(d));
+  EXPECT_OK(weft_sync());
+  EXPECT_OK(weft_pinned_free(pin));
+  EXPECT_OK(weft_pinned_free(after));
   free(out);
   free(a0);
   free(a1);
@@ -109,10 +109,10 @@ static void h2d_then_kernel(int n, uint64_t *seed) {
   size_t bytes = (size_t)n * sizeof(float);
   float *src = floats_random(n, seed);
   float *res, *d;
-  CHECK_OK(weft_pinned_alloc(bytes, (void **)&res));
+  EXPECT_OK(weft_pinned_alloc(bytes, (void **)&res));
   memset(res, 0, bytes);
-  CHECK_OK(weft_device_alloc(bytes, (void **)&d));
-  CHECK_OK(weft_memset(d, 0, bytes));
+  EXPECT_OK(weft_device_alloc(bytes, (void **)&d));
+  EXPECT_OK(weft_memset(d, 0, bytes));
 
   for (int gated = 0; gated < 2; gated++) {
     tt_gate g;
@@ -121,26 +121,26 @@ static void h2d_then_kernel(int n, uint64_t *seed) {
       tt_gate_launch(&g);
       tt_gate_wait_started(&g);
     }
-    CHECK_OK(weft_copy(d, src, bytes));
+    EXPECT_OK(weft_copy(d, src, bytes));
     launch_axpb(d, n, 2.0f, 1.0f);
-    CHECK_OK(weft_copy(res, d, bytes));
+    EXPECT_OK(weft_copy(res, d, bytes));
     if (gated) {
       gate_check_held(&g);
       tt_gate_open(&g);
     }
-    CHECK_OK(weft_sync());
+    EXPECT_OK(weft_sync());
     for (int i = 0; i < n; i++)
-      CHECK_MSG(res[i] == src[i] * 2.0f + 1.0f,
-                "kernel right after a pageable->device copy (%s), %d "
-                "floats: [%d] = %g, expected %g",
-                gated ? "gated" : "not gated", n, i, (double)res[i],
-                (double)(src[i] * 2.0f + 1.0f));
+      EXPECT_MSG(res[i] == src[i] * 2.0f + 1.0f,
+                 "kernel right after a pageable->device copy (%s), %d "
+                 "floats: [%d] = %g, expected %g",
+                 gated ? "gated" : "not gated", n, i, (double)res[i],
+                 (double)(src[i] * 2.0f + 1.0f));
     if (gated)
       tt_gate_fini(&g);
   }
-  CHECK_OK(weft_device_free(d));
-  CHECK_OK(weft_sync());
-  CHECK_OK(weft_pinned_free(res));
+  EXPECT_OK(weft_device_free(d));
+  EXPECT_OK(weft_sync());
+  EXPECT_OK(weft_pinned_free(res));
   free(src);
 }
 
@@ -148,11 +148,11 @@ static void h2d_then_kernel(int n, uint64_t *seed) {
 static void h2h_ordered(size_t n, uint64_t *seed) {
   unsigned char *src, *p1, *p2, *o1 = calloc(1, n), *o2 = calloc(1, n);
   void *d;
-  CHECK(o1 != NULL && o2 != NULL);
-  CHECK_OK(weft_pinned_alloc(n, (void **)&src));
-  CHECK_OK(weft_pinned_alloc(n, (void **)&p1));
-  CHECK_OK(weft_pinned_alloc(n, (void **)&p2));
-  CHECK_OK(weft_device_alloc(n, &d));
+  EXPECT(o1 != NULL && o2 != NULL);
+  EXPECT_OK(weft_pinned_alloc(n, (void **)&src));
+  EXPECT_OK(weft_pinned_alloc(n, (void **)&p1));
+  EXPECT_OK(weft_pinned_alloc(n, (void **)&p2));
+  EXPECT_OK(weft_device_alloc(n, &d));
   mt_fill(src, n, seed);
   memset(p1, 0, n);
   memset(p2, 0, n);
@@ -161,24 +161,24 @@ static void h2h_ordered(size_t n, uint64_t *seed) {
   tt_gate_init(&g);
   tt_gate_launch(&g);
   tt_gate_wait_started(&g);
-  CHECK_OK(weft_copy(d, src, n)); /* pinned -> device */
-  CHECK_OK(weft_copy(p1, d, n));  /* device -> pinned */
-  CHECK_OK(weft_copy(o1, p1, n)); /* pinned -> pageable */
-  CHECK_OK(weft_copy(o2, o1, n)); /* pageable -> pageable */
-  CHECK_OK(weft_copy(p2, o2, n)); /* pageable -> pinned */
+  EXPECT_OK(weft_copy(d, src, n)); /* pinned -> device */
+  EXPECT_OK(weft_copy(p1, d, n));  /* device -> pinned */
+  EXPECT_OK(weft_copy(o1, p1, n)); /* pinned -> pageable */
+  EXPECT_OK(weft_copy(o2, o1, n)); /* pageable -> pageable */
+  EXPECT_OK(weft_copy(p2, o2, n)); /* pageable -> pinned */
   gate_check_held(&g);
   tt_gate_open(&g);
-  CHECK_OK(weft_sync());
+  EXPECT_OK(weft_sync());
   mt_check_same(o1, src, n, "pinned->pageable after device->pinned");
   mt_check_same(o2, src, n, "pageable->pageable after that");
   mt_check_same(p2, src, n, "pageable->pinned after that");
 
   tt_gate_fini(&g);
-  CHECK_OK(weft_device_free(d));
-  CHECK_OK(weft_sync());
-  CHECK_OK(weft_pinned_free(src));
-  CHECK_OK(weft_pinned_free(p1));
-  CHECK_OK(weft_pinned_free(p2));
+  EXPECT_OK(weft_device_free(d));
+  EXPECT_OK(weft_sync());
+  EXPECT_OK(weft_pinned_free(src));
+  EXPECT_OK(weft_pinned_free(p1));
+  EXPECT_OK(weft_pinned_free(p2));
   free(o1);
   free(o2);
 }
@@ -214,10 +214,10 @@ static void unsynced_task(void *arg) {
     tt_gate_launch(&u->gate);
     tt_gate_wait_started(&u->gate);
   }
-  CHECK_OK(weft_device_alloc(u->n, &d));
-  CHECK_OK(weft_copy(d, u->src, u->n));
-  CHECK_OK(weft_copy(u->out, d, u->n));
-  CHECK_OK(weft_device_free(d));
+  EXPECT_OK(weft_device_alloc(u->n, &d));
+  EXPECT_OK(weft_copy(d, u->src, u->n));
+  EXPECT_OK(weft_copy(u->out, d, u->n));
+  EXPECT_OK(weft_device_free(d));
   tt_store(&u->queued, 1);
   /* Returns with the copies queued, no weft_sync. */
 }
@@ -226,17 +226,17 @@ static void task_returns_unsynced(size_t n, int gated, uint64_t seed) {
   unsynced u = {.n = n, .gated = gated};
   unsigned char *src = malloc(n);
   u.out = calloc(1, n);
-  CHECK(src != NULL && u.out != NULL);
+  EXPECT(src != NULL && u.out != NULL);
   mt_fill(src, n, &seed);
   u.src = src;
   weft_task *t;
-  CHECK_OK(weft_task_spawn(rt, &t, unsynced_task, &u, NULL));
+  EXPECT_OK(weft_task_spawn(rt, &t, unsynced_task, &u, NULL));
   if (gated) {
     tt_wait_flag(&u.queued, 20000, "the task to queue its copies");
     gate_check_held(&u.gate);
     tt_gate_open(&u.gate);
   }
-  CHECK_OK(weft_task_join(t));
+  EXPECT_OK(weft_task_join(t));
   mt_check_same(u.out, src, n,
                 gated ? "pageable destination after join (gated)"
                       : "pageable destination after join");
@@ -252,9 +252,9 @@ int main(void) {
   rt = tt_open_workers(2);
   int ok = 0;
   weft_task *t;
-  CHECK_OK(weft_task_spawn(rt, &t, orders_task, &ok, NULL));
-  CHECK_OK(weft_task_join(t));
-  CHECK(ok);
+  EXPECT_OK(weft_task_spawn(rt, &t, orders_task, &ok, NULL));
+  EXPECT_OK(weft_task_join(t));
+  EXPECT(ok);
   all_orders(7);
 
   const size_t un_sizes[] = {777, (tt_quick() ? 5 : 9) * MT_MIB + 3};
@@ -263,8 +263,8 @@ int main(void) {
       task_returns_unsynced(un_sizes[i], gated, 31 + (uint64_t)i);
 
   weft_mem_stats s = mt_stats(rt);
-  CHECK_EQ_INT(s.pinned_blocks, 0);
-  CHECK_EQ_INT(s.device_allocs, 0);
+  EXPECT_EQ_INT(s.pinned_blocks, 0);
+  EXPECT_EQ_INT(s.device_allocs, 0);
   tt_close(rt);
   puts("ok");
   return 0;

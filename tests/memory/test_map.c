@@ -42,8 +42,8 @@ static float b_of(size_t index) { return (float)((int)(index % 61) - 30); }
 static void launch_axpb(float *d, int n, float a, float b) {
   void *args[] = {&d, &n, &a, &b};
   unsigned blocks = (unsigned)((n + TEST_THREADS - 1) / TEST_THREADS);
-  CHECK_OK(weft_launch(&tk.axpb, WEFT_DIM1(blocks), WEFT_DIM1(TEST_THREADS), 0,
-                       args));
+  EXPECT_OK(weft_launch(&tk.axpb, WEFT_DIM1(blocks), WEFT_DIM1(TEST_THREADS), 0,
+                        args));
 }
 
 static int chunk_fn(void *dev_in, void *dev_out, size_t index, void *user) {
@@ -76,14 +76,14 @@ static void map_run(shape sh, int n, size_t nchunks, int depth, int pinned,
   int m = (int)(out_each / sizeof(float));
   size_t in_bytes = in_chunk * nchunks, out_bytes = out_each * nchunks;
   float *in, *out, *orig = malloc(in_bytes);
-  CHECK(orig != NULL);
+  EXPECT(orig != NULL);
   if (pinned) {
-    CHECK_OK(weft_pinned_alloc(in_bytes, (void **)&in));
-    CHECK_OK(weft_pinned_alloc(out_bytes + 64, (void **)&out));
+    EXPECT_OK(weft_pinned_alloc(in_bytes, (void **)&in));
+    EXPECT_OK(weft_pinned_alloc(out_bytes + 64, (void **)&out));
   } else {
     in = malloc(in_bytes);
     out = malloc(out_bytes + 64);
-    CHECK(in != NULL && out != NULL);
+    EXPECT(in != NULL && out != NULL);
   }
   for (size_t i = 0; i < (size_t)n * nchunks; i++)
     in[i] = (float)tt_rand_range(&seed, -500, 500);
@@ -92,32 +92,32 @@ static void map_run(shape sh, int n, size_t nchunks, int depth, int pinned,
 
   map_ctx c = {.sh = sh, .n = n, .a = (seed & 1) ? 2.0f : -3.0f};
   c.calls = calloc(nchunks, sizeof *c.calls);
-  CHECK(c.calls != NULL);
+  EXPECT(c.calls != NULL);
   weft_map_opts o;
   weft_map_opts_init(&o);
-  CHECK_EQ_INT(o.struct_size, sizeof o);
-  CHECK_EQ_INT(o.depth, 3);
+  EXPECT_EQ_INT(o.struct_size, sizeof o);
+  EXPECT_EQ_INT(o.depth, 3);
   o.depth = depth;
   int rc =
       weft_map_chunks(in, in_chunk, out, out_chunk, nchunks, chunk_fn, &c, &o);
-  CHECK_MSG(rc == 0, "map (%s, %d floats x %zu, depth %d, %s): %s: %s",
-            shape_name[sh], n, nchunks, depth, pinned ? "pinned" : "pageable",
-            weft_err_name(rc), weft_last_error_message());
+  EXPECT_MSG(rc == 0, "map (%s, %d floats x %zu, depth %d, %s): %s: %s",
+             shape_name[sh], n, nchunks, depth, pinned ? "pinned" : "pageable",
+             weft_err_name(rc), weft_last_error_message());
 
-  CHECK_EQ_INT(c.total, nchunks);
+  EXPECT_EQ_INT(c.total, nchunks);
   for (size_t i = 0; i < nchunks; i++)
-    CHECK_MSG(c.calls[i] == 1, "chunk %zu: fn called %d times", i, c.calls[i]);
-  CHECK_EQ_INT(c.bad_buffers, 0);
+    EXPECT_MSG(c.calls[i] == 1, "chunk %zu: fn called %d times", i, c.calls[i]);
+  EXPECT_EQ_INT(c.bad_buffers, 0);
   for (size_t i = 0; i < nchunks; i++)
     for (int k = 0; k < m; k++) {
       float want = orig[i * (size_t)n + k] * c.a + b_of(i);
       float got = out[i * (size_t)m + k];
-      CHECK_MSG(got == want,
-                "map (%s, %d floats x %zu, depth %d, %s): chunk %zu [%d] = "
-                "%g, expected %g",
-                shape_name[sh], n, nchunks, depth,
-                pinned ? "pinned" : "pageable", i, k, (double)got,
-                (double)want);
+      EXPECT_MSG(got == want,
+                 "map (%s, %d floats x %zu, depth %d, %s): chunk %zu [%d] = "
+                 "%g, expected %g",
+                 shape_name[sh], n, nchunks, depth,
+                 pinned ? "pinned" : "pageable", i, k, (double)got,
+                 (double)want);
     }
   mt_check_all((char *)out + out_bytes, 0xC3, 64, "bytes after the output");
   mt_check_same(in, orig, in_bytes, "map input");
@@ -125,8 +125,8 @@ static void map_run(shape sh, int n, size_t nchunks, int depth, int pinned,
   free(c.calls);
   free(orig);
   if (pinned) {
-    CHECK_OK(weft_pinned_free(in));
-    CHECK_OK(weft_pinned_free(out));
+    EXPECT_OK(weft_pinned_free(in));
+    EXPECT_OK(weft_pinned_free(out));
   } else {
     free(in);
     free(out);
@@ -174,38 +174,38 @@ static void bad_args(void) {
   weft_map_opts_init(&o);
   size_t cb = sizeof in / 4; /* 4 chunks of 16 floats */
 
-  CHECK_ERR(weft_map_chunks(in, cb, out, cb, 4, NULL, &called, &o),
-            WEFT_EINVAL);
-  CHECK_ERR(weft_map_chunks(in, 0, out, cb, 4, never_fn, &called, &o),
-            WEFT_EINVAL);
-  CHECK_ERR(weft_map_chunks(NULL, cb, out, cb, 4, never_fn, &called, &o),
-            WEFT_EINVAL);
-  CHECK_ERR(weft_map_chunks(in, cb, NULL, cb, 4, never_fn, &called, &o),
-            WEFT_EINVAL);
+  EXPECT_ERR(weft_map_chunks(in, cb, out, cb, 4, NULL, &called, &o),
+             WEFT_EINVAL);
+  EXPECT_ERR(weft_map_chunks(in, 0, out, cb, 4, never_fn, &called, &o),
+             WEFT_EINVAL);
+  EXPECT_ERR(weft_map_chunks(NULL, cb, out, cb, 4, never_fn, &called, &o),
+             WEFT_EINVAL);
+  EXPECT_ERR(weft_map_chunks(in, cb, NULL, cb, 4, never_fn, &called, &o),
+             WEFT_EINVAL);
   static const int bad_depths[] = {0, -1, 65, 1000};
   for (int i = 0; i < 4; i++) {
     o.depth = bad_depths[i];
-    CHECK_MSG(weft_map_chunks(in, cb, out, cb, 4, never_fn, &called, &o) ==
-                  WEFT_EINVAL,
-              "depth %d accepted", bad_depths[i]);
+    EXPECT_MSG(weft_map_chunks(in, cb, out, cb, 4, never_fn, &called, &o) ==
+                   WEFT_EINVAL,
+               "depth %d accepted", bad_depths[i]);
   }
   weft_map_opts_init(&o);
   static const size_t bad_sizes[] = {0, sizeof o - 1, sizeof o + 8};
   for (int i = 0; i < 3; i++) {
     o.struct_size = bad_sizes[i];
-    CHECK_MSG(weft_map_chunks(in, cb, out, cb, 4, never_fn, &called, &o) ==
-                  WEFT_EINVAL,
-              "struct_size %zu accepted", bad_sizes[i]);
+    EXPECT_MSG(weft_map_chunks(in, cb, out, cb, 4, never_fn, &called, &o) ==
+                   WEFT_EINVAL,
+               "struct_size %zu accepted", bad_sizes[i]);
   }
-  CHECK_EQ_INT(called, 0);
+  EXPECT_EQ_INT(called, 0);
   for (int i = 0; i < 64; i++)
-    CHECK(out[i] == -1.0f && in[i] == (float)i);
+    EXPECT(out[i] == -1.0f && in[i] == (float)i);
 
   /* Zero chunks: nothing to do, successfully. NULL opts: the defaults. */
-  CHECK_OK(weft_map_chunks(in, cb, out, cb, 0, never_fn, &called, NULL));
-  CHECK_EQ_INT(called, 0);
-  CHECK_OK(weft_map_chunks(in, cb, out, cb, 4, never_fn, &called, NULL));
-  CHECK_EQ_INT(called, 4);
+  EXPECT_OK(weft_map_chunks(in, cb, out, cb, 0, never_fn, &called, NULL));
+  EXPECT_EQ_INT(called, 0);
+  EXPECT_OK(weft_map_chunks(in, cb, out, cb, 4, never_fn, &called, NULL));
+  EXPECT_EQ_INT(called, 4);
 }
 
 typedef struct task_arg {
@@ -234,23 +234,23 @@ int main(void) {
   /* From a task. */
   task_arg one = {.seed = 2000, .full = 1};
   weft_task *t;
-  CHECK_OK(weft_task_spawn(rt, &t, map_task, &one, NULL));
-  CHECK_OK(weft_task_join(t));
-  CHECK(one.ok);
+  EXPECT_OK(weft_task_spawn(rt, &t, map_task, &one, NULL));
+  EXPECT_OK(weft_task_join(t));
+  EXPECT(one.ok);
 
   /* Two tasks mapping at once. */
   task_arg two[2] = {{.seed = 3000, .full = 1}, {.seed = 4000, .full = 0}};
   weft_task *tt[2];
   for (int i = 0; i < 2; i++)
-    CHECK_OK(weft_task_spawn(rt, &tt[i], map_task, &two[i], NULL));
+    EXPECT_OK(weft_task_spawn(rt, &tt[i], map_task, &two[i], NULL));
   for (int i = 0; i < 2; i++) {
-    CHECK_OK(weft_task_join(tt[i]));
-    CHECK(two[i].ok);
+    EXPECT_OK(weft_task_join(tt[i]));
+    EXPECT(two[i].ok);
   }
 
   weft_mem_stats s = mt_stats(rt);
-  CHECK_EQ_INT(s.pinned_blocks, 0);
-  CHECK_EQ_INT(s.device_allocs, 0);
+  EXPECT_EQ_INT(s.pinned_blocks, 0);
+  EXPECT_EQ_INT(s.device_allocs, 0);
   tt_close(rt);
   puts("ok");
   return 0;

@@ -41,10 +41,10 @@ static int failing_fn(void *dev_in, void *dev_out, size_t index, void *user) {
 }
 
 static void after_failure_clean(void) {
-  CHECK_OK(weft_sync()); /* the failure was the map's, not the caller's */
+  EXPECT_OK(weft_sync()); /* the failure was the map's, not the caller's */
   weft_mem_stats s = mt_stats(rt);
-  CHECK_EQ_INT(s.device_allocs, 0);
-  CHECK_EQ_INT(s.pinned_blocks, 0);
+  EXPECT_EQ_INT(s.device_allocs, 0);
+  EXPECT_EQ_INT(s.pinned_blocks, 0);
 }
 
 /* depth 1: stops right at the failing chunk. */
@@ -52,7 +52,7 @@ static void sequential_stop(void) {
   enum { N = 10, FLOATS = 500, FAIL = 4 };
   size_t chunk = FLOATS * sizeof(float);
   float *in = malloc(chunk * N), *out = malloc(chunk * N);
-  CHECK(in != NULL && out != NULL);
+  EXPECT(in != NULL && out != NULL);
   for (int i = 0; i < N * FLOATS; i++)
     in[i] = (float)(i % 1000 + 1);
   memset(out, 0, chunk * N);
@@ -61,13 +61,13 @@ static void sequential_stop(void) {
   weft_map_opts_init(&o);
   o.depth = 1;
   /* A stale message first: the map's failure must not be described by it. */
-  CHECK_ERR(weft_pinned_free((void *)&c), WEFT_EINVAL);
-  CHECK_ERR(weft_map_chunks(in, chunk, out, 0, N, failing_fn, &c, &o),
-            WEFT_ERANGE);
-  CHECK_MSG(strstr(weft_last_error_message(), "chunk 4") != NULL,
-            "the map's message does not name the failing chunk: '%s'",
-            weft_last_error_message());
-  CHECK_EQ_INT(c.total, FAIL + 1);
+  EXPECT_ERR(weft_pinned_free((void *)&c), WEFT_EINVAL);
+  EXPECT_ERR(weft_map_chunks(in, chunk, out, 0, N, failing_fn, &c, &o),
+             WEFT_ERANGE);
+  EXPECT_MSG(strstr(weft_last_error_message(), "chunk 4") != NULL,
+             "the map's message does not name the failing chunk: '%s'",
+             weft_last_error_message());
+  EXPECT_EQ_INT(c.total, FAIL + 1);
   /* The chunks before the failure went through (fn left them as they
    * were: in place, no kernel). */
   mt_check_same(out, in, chunk * FAIL, "chunks before the failure");
@@ -80,19 +80,19 @@ static void sequential_stop(void) {
 static void parallel_stop(int depth) {
   size_t n = 40 * (size_t)depth, chunk = 256 * sizeof(float);
   float *in = calloc(n, chunk), *out = calloc(n, chunk);
-  CHECK(in != NULL && out != NULL);
+  EXPECT(in != NULL && out != NULL);
   fail_ctx c = {.fail_at = 0, .wait_for_failure = 1};
   weft_map_opts o;
   weft_map_opts_init(&o);
   o.depth = depth;
-  CHECK_ERR(weft_map_chunks(in, chunk, out, chunk, n, failing_fn, &c, &o),
-            WEFT_ERANGE);
+  EXPECT_ERR(weft_map_chunks(in, chunk, out, chunk, n, failing_fn, &c, &o),
+             WEFT_ERANGE);
   int limit = 3 * (depth - 1);
-  CHECK_MSG(c.after <= limit,
-            "depth %d: after chunk 0 failed, the map went on to call the "
-            "chunk function %d more times (of %zu chunks; at most %d "
-            "expected): the failure did not stop the map",
-            depth, c.after, n, limit);
+  EXPECT_MSG(c.after <= limit,
+             "depth %d: after chunk 0 failed, the map went on to call the "
+             "chunk function %d more times (of %zu chunks; at most %d "
+             "expected): the failure did not stop the map",
+             depth, c.after, n, limit);
   free(in);
   free(out);
   after_failure_clean();
@@ -109,8 +109,8 @@ static void still_works(void) {
   mt_fill(in, sizeof in, &seed);
   memset(out, 0, sizeof out);
   int calls = 0;
-  CHECK_OK(weft_map_chunks(in, 64, out, 64, 5, ok_fn, &calls, NULL));
-  CHECK_EQ_INT(calls, 5);
+  EXPECT_OK(weft_map_chunks(in, 64, out, 64, 5, ok_fn, &calls, NULL));
+  EXPECT_EQ_INT(calls, 5);
   mt_check_same(out, in, sizeof in, "a map after failed maps");
 }
 
@@ -132,9 +132,9 @@ int main(void) {
   all();
   int ok = 0;
   weft_task *t;
-  CHECK_OK(weft_task_spawn(rt, &t, all_task, &ok, NULL));
-  CHECK_OK(weft_task_join(t));
-  CHECK(ok);
+  EXPECT_OK(weft_task_spawn(rt, &t, all_task, &ok, NULL));
+  EXPECT_OK(weft_task_join(t));
+  EXPECT(ok);
   tt_close(rt);
   puts("ok");
   return 0;

@@ -39,44 +39,44 @@ static void scribble(void *p, size_t n, int v) {
 static void allocs_avoid(const void *blk, size_t n, const tt_gate *g) {
   void *keep[KEEP];
   for (int i = 0; i < KEEP; i++) {
-    CHECK_OK(weft_pinned_alloc(n, &keep[i]));
-    CHECK_MSG(keep[i] != blk,
-              "alloc #%d of %zu bytes returned the freed block %p while "
-              "the copy reading it is still queued",
-              i, n, blk);
+    EXPECT_OK(weft_pinned_alloc(n, &keep[i]));
+    EXPECT_MSG(keep[i] != blk,
+               "alloc #%d of %zu bytes returned the freed block %p while "
+               "the copy reading it is still queued",
+               i, n, blk);
     scribble(keep[i], n, 0xEE);
   }
   int cycle = n > MT_MIB ? CYCLE / 4 : CYCLE;
   for (int i = 0; i < cycle; i++) {
     void *p;
-    CHECK_OK(weft_pinned_alloc(n, &p));
-    CHECK_MSG(p != blk,
-              "cycled alloc #%d of %zu bytes returned the freed block %p "
-              "while the copy reading it is still queued",
-              i, n, blk);
+    EXPECT_OK(weft_pinned_alloc(n, &p));
+    EXPECT_MSG(p != blk,
+               "cycled alloc #%d of %zu bytes returned the freed block %p "
+               "while the copy reading it is still queued",
+               i, n, blk);
     scribble(p, n, 0xDD);
-    CHECK_OK(weft_pinned_free(p));
+    EXPECT_OK(weft_pinned_free(p));
   }
   /* Trimming must not unpin memory a queued copy still reads. On CUDA,
    * unpinning (cudaFreeHost) waits for the whole device, so a trim while
    * the gate spins would wait for the gate: the check runs on the host
    * backend only. */
   weft_mem_stats s = mt_stats(rt);
-  CHECK_MSG(s.pinned_pending >= mt_block_size(n),
-            "the freed block is not pending: %zu bytes pending",
-            s.pinned_pending);
+  EXPECT_MSG(s.pinned_pending >= mt_block_size(n),
+             "the freed block is not pending: %zu bytes pending",
+             s.pinned_pending);
   if (weft_runtime_backend(rt) == WEFT_BACKEND_HOST) {
-    CHECK_OK(weft_mem_trim(rt));
+    EXPECT_OK(weft_mem_trim(rt));
     weft_mem_stats t = mt_stats(rt);
-    CHECK_EQ_INT(t.pinned_pending, s.pinned_pending);
+    EXPECT_EQ_INT(t.pinned_pending, s.pinned_pending);
   }
   for (int i = 0; i < KEEP; i++)
-    CHECK_OK(weft_pinned_free(keep[i]));
+    EXPECT_OK(weft_pinned_free(keep[i]));
   /* Everything above happened with the copy still held back. */
-  CHECK_MSG(tt_gate_state(g) == TEST_SPIN_STARTED,
-            "the gate stopped holding the stream (state %d): the check "
-            "above proved nothing",
-            tt_gate_state(g));
+  EXPECT_MSG(tt_gate_state(g) == TEST_SPIN_STARTED,
+             "the gate stopped holding the stream (state %d): the check "
+             "above proved nothing",
+             tt_gate_state(g));
 }
 
 /* After the copy completed, the block is reusable: allocating its size
@@ -86,22 +86,22 @@ static void eventually_reused(void *blk, size_t n) {
   int found = -1, k = 0;
   for (; k < KEEP + 2 && found < 0; k++) {
     weft_mem_stats a = mt_stats(rt);
-    CHECK_OK(weft_pinned_alloc(n, &got[k]));
+    EXPECT_OK(weft_pinned_alloc(n, &got[k]));
     weft_mem_stats b = mt_stats(rt);
     if (got[k] == blk) {
       found = k;
-      CHECK_MSG(b.pinned_hits == a.pinned_hits + 1 &&
-                    b.pinned_misses == a.pinned_misses,
-                "the block came back without a cache hit");
-      CHECK_EQ_INT(b.pinned_pending, 0); /* nothing else was pending */
+      EXPECT_MSG(b.pinned_hits == a.pinned_hits + 1 &&
+                     b.pinned_misses == a.pinned_misses,
+                 "the block came back without a cache hit");
+      EXPECT_EQ_INT(b.pinned_pending, 0); /* nothing else was pending */
     }
   }
-  CHECK_MSG(found >= 0,
-            "after weft_sync, %d allocations of %zu bytes never returned "
-            "the block freed behind the copy",
-            k, n);
+  EXPECT_MSG(found >= 0,
+             "after weft_sync, %d allocations of %zu bytes never returned "
+             "the block freed behind the copy",
+             k, n);
   for (int i = 0; i < k; i++)
-    CHECK_OK(weft_pinned_free(got[i]));
+    EXPECT_OK(weft_pinned_free(got[i]));
 }
 
 /* The whole scenario on the calling task or thread. */
@@ -110,10 +110,10 @@ static void scenario(size_t n, uint64_t seed) {
   tt_gate_init(&g);
   unsigned char *blk, *want = malloc(n), *back;
   void *dev;
-  CHECK(want != NULL);
-  CHECK_OK(weft_pinned_alloc(n, (void **)&blk));
-  CHECK_OK(weft_pinned_alloc(n, (void **)&back));
-  CHECK_OK(weft_device_alloc(n, &dev));
+  EXPECT(want != NULL);
+  EXPECT_OK(weft_pinned_alloc(n, (void **)&blk));
+  EXPECT_OK(weft_pinned_alloc(n, (void **)&back));
+  EXPECT_OK(weft_device_alloc(n, &dev));
   mt_fill(blk, n, &seed);
   memcpy(want, blk, n);
   memset(back, 0, n);
@@ -121,29 +121,29 @@ static void scenario(size_t n, uint64_t seed) {
    * whole device, so a miss while the gate spins would wait for the gate. */
   void *warm[KEEP + 2];
   for (int i = 0; i < KEEP + 2; i++)
-    CHECK_OK(weft_pinned_alloc(n, &warm[i]));
+    EXPECT_OK(weft_pinned_alloc(n, &warm[i]));
   for (int i = 0; i < KEEP + 2; i++)
-    CHECK_OK(weft_pinned_free(warm[i]));
+    EXPECT_OK(weft_pinned_free(warm[i]));
 
   tt_gate_launch(&g);
   tt_gate_wait_started(&g);
   weft_mem_stats s0 = mt_stats(rt);
-  CHECK_OK(weft_copy(dev, blk, n)); /* queued behind the gate */
-  CHECK_OK(weft_pinned_free(blk));
+  EXPECT_OK(weft_copy(dev, blk, n)); /* queued behind the gate */
+  EXPECT_OK(weft_pinned_free(blk));
   weft_mem_stats s1 = mt_stats(rt);
-  CHECK_EQ_INT(s1.pinned_pending - s0.pinned_pending, mt_block_size(n));
-  CHECK_EQ_INT(s0.pinned_in_use - s1.pinned_in_use, mt_block_size(n));
+  EXPECT_EQ_INT(s1.pinned_pending - s0.pinned_pending, mt_block_size(n));
+  EXPECT_EQ_INT(s0.pinned_in_use - s1.pinned_in_use, mt_block_size(n));
   allocs_avoid(blk, n, &g);
 
   tt_gate_open(&g);
-  CHECK_OK(weft_copy(back, dev, n));
-  CHECK_OK(weft_sync());
+  EXPECT_OK(weft_copy(back, dev, n));
+  EXPECT_OK(weft_sync());
   mt_check_same(back, want, n, "data copied from a block freed at once");
   eventually_reused(blk, n);
 
-  CHECK_OK(weft_device_free(dev));
-  CHECK_OK(weft_sync());
-  CHECK_OK(weft_pinned_free(back));
+  EXPECT_OK(weft_device_free(dev));
+  EXPECT_OK(weft_sync());
+  EXPECT_OK(weft_pinned_free(back));
   tt_gate_fini(&g);
   free(want);
 }
@@ -172,22 +172,22 @@ static void split_task(void *arg) {
   unsigned char *back;
   void *dev;
   tt_gate_init(&sp->gate);
-  CHECK_OK(weft_pinned_alloc(sp->n, (void **)&back));
+  EXPECT_OK(weft_pinned_alloc(sp->n, (void **)&back));
   memset(back, 0, sp->n);
-  CHECK_OK(weft_device_alloc(sp->n, &dev));
+  EXPECT_OK(weft_device_alloc(sp->n, &dev));
   tt_gate_launch(&sp->gate);
   tt_gate_wait_started(&sp->gate);
-  CHECK_OK(weft_copy(dev, sp->blk, sp->n));
+  EXPECT_OK(weft_copy(dev, sp->blk, sp->n));
   tt_store(&sp->queued, 1);
   while (!tt_load(&sp->freed))
     weft_yield();
   tt_gate_open(&sp->gate);
-  CHECK_OK(weft_copy(back, dev, sp->n));
-  CHECK_OK(weft_device_free(dev));
-  CHECK_OK(weft_sync());
+  EXPECT_OK(weft_copy(back, dev, sp->n));
+  EXPECT_OK(weft_device_free(dev));
+  EXPECT_OK(weft_sync());
   mt_check_same(back, sp->want, sp->n,
                 "data copied from a block another thread freed");
-  CHECK_OK(weft_pinned_free(back));
+  EXPECT_OK(weft_pinned_free(back));
   tt_gate_fini(&sp->gate);
   sp->ok = 1;
 }
@@ -195,18 +195,18 @@ static void split_task(void *arg) {
 static void split_run(size_t n, uint64_t seed) {
   split sp = {.n = n};
   sp.want = malloc(n);
-  CHECK(sp.want != NULL);
-  CHECK_OK(weft_pinned_alloc(n, (void **)&sp.blk));
+  EXPECT(sp.want != NULL);
+  EXPECT_OK(weft_pinned_alloc(n, (void **)&sp.blk));
   mt_fill(sp.blk, n, &seed);
   memcpy(sp.want, sp.blk, n);
   weft_task *t;
-  CHECK_OK(weft_task_spawn(rt, &t, split_task, &sp, NULL));
+  EXPECT_OK(weft_task_spawn(rt, &t, split_task, &sp, NULL));
   tt_wait_flag(&sp.queued, 20000, "the task to queue its copy");
-  CHECK_OK(weft_pinned_free(sp.blk));
+  EXPECT_OK(weft_pinned_free(sp.blk));
   allocs_avoid(sp.blk, n, &sp.gate);
   tt_store(&sp.freed, 1);
-  CHECK_OK(weft_task_join(t));
-  CHECK(sp.ok);
+  EXPECT_OK(weft_task_join(t));
+  EXPECT(sp.ok);
   eventually_reused(sp.blk, n);
   free(sp.want);
 }
@@ -215,9 +215,9 @@ int main(void) {
   rt = tt_open_workers(2);
   run_arg ra = {0};
   weft_task *t;
-  CHECK_OK(weft_task_spawn(rt, &t, scenario_task, &ra, NULL));
-  CHECK_OK(weft_task_join(t));
-  CHECK(ra.ok);
+  EXPECT_OK(weft_task_spawn(rt, &t, scenario_task, &ra, NULL));
+  EXPECT_OK(weft_task_join(t));
+  EXPECT(ra.ok);
 
   for (int i = 0; i < NSIZES; i++)
     scenario(sizes[i], 500 + (uint64_t)i);
@@ -226,7 +226,7 @@ int main(void) {
     split_run(sizes[i], 900 + (uint64_t)i);
 
   weft_mem_stats s = mt_stats(rt);
-  CHECK_EQ_INT(s.pinned_blocks, 0);
+  EXPECT_EQ_INT(s.pinned_blocks, 0);
   tt_close(rt);
   puts("ok");
   return 0;

@@ -30,7 +30,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "check.h"
+#include "expect.h"
 #include "weft.h"
 #include "weft/mpi.h"
 
@@ -53,9 +53,9 @@ static void ring_task(void *arg) {
   MPI_Request r[2];
   MPI_Irecv(&j->in, 1, MPI_INT, left, j->tag, MPI_COMM_WORLD, &r[0]);
   MPI_Isend(&j->out, 1, MPI_INT, right, j->tag, MPI_COMM_WORLD, &r[1]);
-  CHECK_OK(weft_mpi_waitall(2, r, MPI_STATUSES_IGNORE));
-  CHECK_MSG(j->in == left * 1000 + j->tag, "rank %d tag %d: got %d", rank,
-            j->tag, j->in);
+  EXPECT_OK(weft_mpi_waitall(2, r, MPI_STATUSES_IGNORE));
+  EXPECT_MSG(j->in == left * 1000 + j->tag, "rank %d tag %d: got %d", rank,
+             j->tag, j->in);
 }
 
 static void ring(weft_runtime *rt) {
@@ -63,10 +63,10 @@ static void ring(weft_runtime *rt) {
   weft_task *t[TASKS];
   for (int i = 0; i < TASKS; i++) {
     jobs[i].tag = i;
-    CHECK_OK(weft_task_spawn(rt, &t[i], ring_task, &jobs[i], NULL));
+    EXPECT_OK(weft_task_spawn(rt, &t[i], ring_task, &jobs[i], NULL));
   }
   for (int i = 0; i < TASKS; i++)
-    CHECK_OK(weft_task_join(t[i]));
+    EXPECT_OK(weft_task_join(t[i]));
 }
 
 /* ---- a late sender ---- */
@@ -80,8 +80,8 @@ static void late_receiver(void *arg) {
   MPI_Irecv(&v, 1, MPI_INT, 0, 777, MPI_COMM_WORLD, &r);
   /* Posted: rank 0's delay starts now. */
   MPI_Send(NULL, 0, MPI_INT, 0, 778, MPI_COMM_WORLD);
-  CHECK_OK(weft_mpi_wait(&r, MPI_STATUS_IGNORE));
-  CHECK_EQ_INT(v, 4242);
+  EXPECT_OK(weft_mpi_wait(&r, MPI_STATUS_IGNORE));
+  EXPECT_EQ_INT(v, 4242);
   atomic_store(&arrived, 1);
 }
 
@@ -107,14 +107,14 @@ static void late_sender(weft_runtime *rt) {
     return;
   }
   weft_task *w, *c;
-  CHECK_OK(weft_task_spawn(rt, &w, late_receiver, NULL, NULL));
-  CHECK_OK(weft_task_spawn(rt, &c, counter, NULL, NULL));
-  CHECK_OK(weft_task_join(w));
-  CHECK_OK(weft_task_join(c));
-  CHECK_MSG(atomic_load(&yields_meanwhile) > 0,
-            "rank %d: nothing else ran while a task waited %d ms for a "
-            "message",
-            rank, LATE_MS);
+  EXPECT_OK(weft_task_spawn(rt, &w, late_receiver, NULL, NULL));
+  EXPECT_OK(weft_task_spawn(rt, &c, counter, NULL, NULL));
+  EXPECT_OK(weft_task_join(w));
+  EXPECT_OK(weft_task_join(c));
+  EXPECT_MSG(atomic_load(&yields_meanwhile) > 0,
+             "rank %d: nothing else ran while a task waited %d ms for a "
+             "message",
+             rank, LATE_MS);
 }
 
 /* ---- collectives from tasks ---- */
@@ -128,7 +128,7 @@ static void allreduce_task(void *arg) {
   coll_job *j = arg;
   MPI_Request r;
   MPI_Iallreduce(&j->mine, &j->sum, 1, MPI_INT, MPI_SUM, j->comm, &r);
-  CHECK_OK(weft_mpi_wait(&r, MPI_STATUS_IGNORE));
+  EXPECT_OK(weft_mpi_wait(&r, MPI_STATUS_IGNORE));
 }
 
 static void collectives(weft_runtime *rt) {
@@ -140,12 +140,12 @@ static void collectives(weft_runtime *rt) {
     jobs[i].sum = -1;
   }
   for (int i = 0; i < COMMS; i++)
-    CHECK_OK(weft_task_spawn(rt, &t[i], allreduce_task, &jobs[i], NULL));
+    EXPECT_OK(weft_task_spawn(rt, &t[i], allreduce_task, &jobs[i], NULL));
   for (int i = 0; i < COMMS; i++) {
-    CHECK_OK(weft_task_join(t[i]));
+    EXPECT_OK(weft_task_join(t[i]));
     int want = size * (size - 1) / 2 + size * i;
-    CHECK_MSG(jobs[i].sum == want, "allreduce %d: %d, want %d", i, jobs[i].sum,
-              want);
+    EXPECT_MSG(jobs[i].sum == want, "allreduce %d: %d, want %d", i, jobs[i].sum,
+               want);
     MPI_Comm_free(&jobs[i].comm);
   }
 }
@@ -158,12 +158,12 @@ static void device_sender(void *arg) {
   (void)arg;
   int *d;
   size_t bytes = DEV_INTS * sizeof(int);
-  CHECK_OK(weft_device_alloc(bytes, (void **)&d));
+  EXPECT_OK(weft_device_alloc(bytes, (void **)&d));
   /* Queued, not waited for: the send must go out after it. */
-  CHECK_OK(weft_memset(d, rank + 1, bytes));
-  CHECK_OK(weft_mpi_send(d, DEV_INTS, MPI_INT, (rank + 1) % size, 31,
-                         MPI_COMM_WORLD));
-  CHECK_OK(weft_device_free(d));
+  EXPECT_OK(weft_memset(d, rank + 1, bytes));
+  EXPECT_OK(weft_mpi_send(d, DEV_INTS, MPI_INT, (rank + 1) % size, 31,
+                          MPI_COMM_WORLD));
+  EXPECT_OK(weft_device_free(d));
 }
 
 static void device_receiver(void *arg) {
@@ -171,20 +171,20 @@ static void device_receiver(void *arg) {
   int left = (rank + size - 1) % size;
   int *d, *host;
   size_t bytes = DEV_INTS * sizeof(int);
-  CHECK_OK(weft_device_alloc(bytes, (void **)&d));
-  CHECK_OK(weft_pinned_alloc(bytes, (void **)&host));
+  EXPECT_OK(weft_device_alloc(bytes, (void **)&d));
+  EXPECT_OK(weft_pinned_alloc(bytes, (void **)&host));
   MPI_Status st;
-  CHECK_OK(weft_mpi_recv(d, DEV_INTS, MPI_INT, left, 31, MPI_COMM_WORLD, &st));
-  CHECK_EQ_INT(st.MPI_SOURCE, left);
+  EXPECT_OK(weft_mpi_recv(d, DEV_INTS, MPI_INT, left, 31, MPI_COMM_WORLD, &st));
+  EXPECT_EQ_INT(st.MPI_SOURCE, left);
   /* Queued after the receive's copy in, on the same stream. */
-  CHECK_OK(weft_copy(host, d, bytes));
-  CHECK_OK(weft_sync());
+  EXPECT_OK(weft_copy(host, d, bytes));
+  EXPECT_OK(weft_sync());
   const unsigned char *b = (const unsigned char *)host;
   for (size_t i = 0; i < bytes; i += 4093)
-    CHECK_MSG(b[i] == (unsigned char)(left + 1), "byte %zu: %u, want %d", i,
-              b[i], left + 1);
-  CHECK_OK(weft_pinned_free(host));
-  CHECK_OK(weft_device_free(d));
+    EXPECT_MSG(b[i] == (unsigned char)(left + 1), "byte %zu: %u, want %d", i,
+               b[i], left + 1);
+  EXPECT_OK(weft_pinned_free(host));
+  EXPECT_OK(weft_device_free(d));
 }
 
 /* Twice: MPI on the buffers themselves (the host backend's device memory
@@ -195,20 +195,21 @@ static void device_messages(weft_runtime *rt) {
     if (staged)
       setenv("WEFT_MPI_STAGE", "1", 1);
     int s = -1;
-    CHECK_OK(weft_mpi_staged(&s));
-    CHECK_EQ_INT(s, staged);
+    EXPECT_OK(weft_mpi_staged(&s));
+    EXPECT_EQ_INT(s, staged);
     weft_task *a, *b;
-    CHECK_OK(weft_task_spawn(rt, &a, device_sender, NULL, NULL));
-    CHECK_OK(weft_task_spawn(rt, &b, device_receiver, NULL, NULL));
-    CHECK_OK(weft_task_join(a));
-    CHECK_OK(weft_task_join(b));
+    EXPECT_OK(weft_task_spawn(rt, &a, device_sender, NULL, NULL));
+    EXPECT_OK(weft_task_spawn(rt, &b, device_receiver, NULL, NULL));
+    EXPECT_OK(weft_task_join(a));
+    EXPECT_OK(weft_task_join(b));
     MPI_Barrier(MPI_COMM_WORLD);
   }
   unsetenv("WEFT_MPI_STAGE");
-  CHECK_ERR(weft_mpi_send(NULL, 4, MPI_INT, 0, 0, MPI_COMM_WORLD), WEFT_EINVAL);
-  CHECK_ERR(weft_mpi_recv(NULL, -1, MPI_INT, 0, 0, MPI_COMM_WORLD, NULL),
-            WEFT_EINVAL);
-  CHECK_ERR(weft_mpi_staged(NULL), WEFT_EINVAL);
+  EXPECT_ERR(weft_mpi_send(NULL, 4, MPI_INT, 0, 0, MPI_COMM_WORLD),
+             WEFT_EINVAL);
+  EXPECT_ERR(weft_mpi_recv(NULL, -1, MPI_INT, 0, 0, MPI_COMM_WORLD, NULL),
+             WEFT_EINVAL);
+  EXPECT_ERR(weft_mpi_staged(NULL), WEFT_EINVAL);
 }
 
 /* ---- waitany, an error, the plain thread ---- */
@@ -225,16 +226,16 @@ static void any_task(void *arg) {
   int seen = 0;
   for (int k = 0; k < 2; k++) {
     int index = -1;
-    CHECK_OK(weft_mpi_waitany(2, r, &index, MPI_STATUS_IGNORE));
-    CHECK(index == 0 || index == 1);
+    EXPECT_OK(weft_mpi_waitany(2, r, &index, MPI_STATUS_IGNORE));
+    EXPECT(index == 0 || index == 1);
     seen |= 1 << index;
   }
-  CHECK_EQ_INT(seen, 3);
-  CHECK(in[0] == left && in[1] == left + 100);
+  EXPECT_EQ_INT(seen, 3);
+  EXPECT(in[0] == left && in[1] == left + 100);
   int index = 0;
-  CHECK_OK(weft_mpi_waitany(2, r, &index, MPI_STATUS_IGNORE));
-  CHECK_EQ_INT(index, MPI_UNDEFINED); /* none active any more */
-  CHECK_OK(weft_mpi_waitall(2, s, MPI_STATUSES_IGNORE));
+  EXPECT_OK(weft_mpi_waitany(2, r, &index, MPI_STATUS_IGNORE));
+  EXPECT_EQ_INT(index, MPI_UNDEFINED); /* none active any more */
+  EXPECT_OK(weft_mpi_waitall(2, s, MPI_STATUSES_IGNORE));
 }
 
 /* A receive of one int that gets two: truncation, returned to the task. */
@@ -245,11 +246,11 @@ static void error_task(void *arg) {
   MPI_Request r, s;
   MPI_Irecv(&in, 1, MPI_INT, left, 5, comm, &r);
   MPI_Isend(out, 2, MPI_INT, right, 5, comm, &s);
-  CHECK_ERR(weft_mpi_wait(&r, MPI_STATUS_IGNORE), WEFT_EIO);
-  CHECK_MSG(strstr(weft_last_error_message(), "weft_mpi_wait: MPI error") &&
-                weft_last_error_raw() != 0,
-            "the message: %s", weft_last_error_message());
-  CHECK_OK(weft_mpi_wait(&s, MPI_STATUS_IGNORE));
+  EXPECT_ERR(weft_mpi_wait(&r, MPI_STATUS_IGNORE), WEFT_EIO);
+  EXPECT_MSG(strstr(weft_last_error_message(), "weft_mpi_wait: MPI error") &&
+                 weft_last_error_raw() != 0,
+             "the message: %s", weft_last_error_message());
+  EXPECT_OK(weft_mpi_wait(&s, MPI_STATUS_IGNORE));
 }
 
 /* A send to a rank that does not exist: refused at the post, with MPI's
@@ -257,12 +258,12 @@ static void error_task(void *arg) {
 static void bad_rank_task(void *arg) {
   MPI_Comm comm = *(MPI_Comm *)arg;
   int v = 1;
-  CHECK_ERR(weft_mpi_send(&v, 1, MPI_INT, size, 0, comm), WEFT_EIO);
+  EXPECT_ERR(weft_mpi_send(&v, 1, MPI_INT, size, 0, comm), WEFT_EIO);
   char words[MPI_MAX_ERROR_STRING];
   int len = 0;
   MPI_Error_string(weft_last_error_raw(), words, &len);
-  CHECK_MSG(len > 0 && strstr(weft_last_error_message(), words) != NULL,
-            "the message: %s", weft_last_error_message());
+  EXPECT_MSG(len > 0 && strstr(weft_last_error_message(), words) != NULL,
+             "the message: %s", weft_last_error_message());
 }
 
 static void errors(weft_runtime *rt) {
@@ -270,10 +271,10 @@ static void errors(weft_runtime *rt) {
   MPI_Comm_dup(MPI_COMM_WORLD, &comm);
   MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
   weft_task *t;
-  CHECK_OK(weft_task_spawn(rt, &t, error_task, &comm, NULL));
-  CHECK_OK(weft_task_join(t)); /* the task's own error, not its failure */
-  CHECK_OK(weft_task_spawn(rt, &t, bad_rank_task, &comm, NULL));
-  CHECK_OK(weft_task_join(t));
+  EXPECT_OK(weft_task_spawn(rt, &t, error_task, &comm, NULL));
+  EXPECT_OK(weft_task_join(t)); /* the task's own error, not its failure */
+  EXPECT_OK(weft_task_spawn(rt, &t, bad_rank_task, &comm, NULL));
+  EXPECT_OK(weft_task_join(t));
   MPI_Comm_free(&comm);
 }
 
@@ -283,17 +284,17 @@ static void plain_thread(void) {
   MPI_Request r[2];
   MPI_Irecv(&in, 1, MPI_INT, left, 99, MPI_COMM_WORLD, &r[0]);
   MPI_Isend(&out, 1, MPI_INT, right, 99, MPI_COMM_WORLD, &r[1]);
-  CHECK_OK(weft_mpi_waitall(2, r, MPI_STATUSES_IGNORE));
-  CHECK_EQ_INT(in, left);
-  CHECK_OK(weft_mpi_waitall(0, NULL, MPI_STATUSES_IGNORE));
-  CHECK_ERR(weft_mpi_wait(NULL, MPI_STATUS_IGNORE), WEFT_EINVAL);
-  CHECK_ERR(weft_mpi_waitall(-1, r, MPI_STATUSES_IGNORE), WEFT_EINVAL);
-  CHECK_ERR(weft_mpi_waitall(2, NULL, MPI_STATUSES_IGNORE), WEFT_EINVAL);
-  CHECK_ERR(weft_mpi_waitany(2, r, NULL, MPI_STATUS_IGNORE), WEFT_EINVAL);
-  CHECK_ERR(weft_mpi_thread_level(NULL), WEFT_EINVAL);
+  EXPECT_OK(weft_mpi_waitall(2, r, MPI_STATUSES_IGNORE));
+  EXPECT_EQ_INT(in, left);
+  EXPECT_OK(weft_mpi_waitall(0, NULL, MPI_STATUSES_IGNORE));
+  EXPECT_ERR(weft_mpi_wait(NULL, MPI_STATUS_IGNORE), WEFT_EINVAL);
+  EXPECT_ERR(weft_mpi_waitall(-1, r, MPI_STATUSES_IGNORE), WEFT_EINVAL);
+  EXPECT_ERR(weft_mpi_waitall(2, NULL, MPI_STATUSES_IGNORE), WEFT_EINVAL);
+  EXPECT_ERR(weft_mpi_waitany(2, r, NULL, MPI_STATUS_IGNORE), WEFT_EINVAL);
+  EXPECT_ERR(weft_mpi_thread_level(NULL), WEFT_EINVAL);
   int level = -1;
-  CHECK_OK(weft_mpi_thread_level(&level));
-  CHECK_EQ_INT(level, MPI_THREAD_MULTIPLE);
+  EXPECT_OK(weft_mpi_thread_level(&level));
+  EXPECT_EQ_INT(level, MPI_THREAD_MULTIPLE);
 }
 
 /* A receive nobody sends: weft_shutdown ends the wait (WEFT_ESTATE), and
@@ -348,25 +349,25 @@ int main(int argc, char **argv) {
   o.backend = WEFT_BACKEND_HOST;
   o.workers = 1;
   weft_runtime *rt;
-  CHECK_OK(weft_init(&rt, &o));
+  EXPECT_OK(weft_init(&rt, &o));
   ring(rt);
   late_sender(rt);
   collectives(rt);
   weft_task *t;
-  CHECK_OK(weft_task_spawn(rt, &t, any_task, NULL, NULL));
-  CHECK_OK(weft_task_join(t));
+  EXPECT_OK(weft_task_spawn(rt, &t, any_task, NULL, NULL));
+  EXPECT_OK(weft_task_join(t));
   errors(rt);
   device_messages(rt);
   plain_thread();
   weft_task *orphan;
-  CHECK_OK(weft_task_spawn(rt, &orphan, orphan_task, NULL, NULL));
-  CHECK_OK(weft_task_detach(orphan));
-  CHECK_OK(weft_task_spawn(rt, &orphan, orphan_recv_task, NULL, NULL));
-  CHECK_OK(weft_task_detach(orphan));
-  CHECK_OK(weft_shutdown(rt));
-  CHECK_EQ_INT(atomic_load(&orphan_rc), WEFT_ESTATE);
-  CHECK_EQ_INT(atomic_load(&orphan_recv_rc), WEFT_ESTATE);
-  CHECK_EQ_INT(atomic_load(&orphan_cancelled), 1);
+  EXPECT_OK(weft_task_spawn(rt, &orphan, orphan_task, NULL, NULL));
+  EXPECT_OK(weft_task_detach(orphan));
+  EXPECT_OK(weft_task_spawn(rt, &orphan, orphan_recv_task, NULL, NULL));
+  EXPECT_OK(weft_task_detach(orphan));
+  EXPECT_OK(weft_shutdown(rt));
+  EXPECT_EQ_INT(atomic_load(&orphan_rc), WEFT_ESTATE);
+  EXPECT_EQ_INT(atomic_load(&orphan_recv_rc), WEFT_ESTATE);
+  EXPECT_EQ_INT(atomic_load(&orphan_cancelled), 1);
   MPI_Barrier(MPI_COMM_WORLD);
   if (rank == 0)
     printf("ok: %d ranks\n", size);

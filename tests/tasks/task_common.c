@@ -21,8 +21,8 @@ weft_runtime *tt_open(const weft_runtime_opts *opts) {
              weft_last_error_message());
     SKIP(why);
   }
-  CHECK_OK(rc);
-  CHECK(rt != NULL);
+  EXPECT_OK(rc);
+  EXPECT(rt != NULL);
   test_kernels_init(&tk);
   /* Load every test kernel before any spins: under CUDA's lazy loading a
    * first launch can wait for a running kernel (weft_kernel_preload). */
@@ -30,7 +30,7 @@ weft_runtime *tt_open(const weft_runtime_opts *opts) {
                               &tk.copy_int,    &tk.args_probe, &tk.grid_probe,
                               &tk.append_order};
   for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
-    CHECK_OK(weft_kernel_preload(all[i]));
+    EXPECT_OK(weft_kernel_preload(all[i]));
   return rt;
 }
 
@@ -43,7 +43,7 @@ weft_runtime *tt_open_workers(int workers) {
   return tt_open(&o);
 }
 
-void tt_close(weft_runtime *rt) { CHECK_OK(weft_shutdown(rt)); }
+void tt_close(weft_runtime *rt) { EXPECT_OK(weft_shutdown(rt)); }
 
 int tt_quick(void) {
   const char *q = getenv("WEFT_TEST_QUICK");
@@ -77,14 +77,14 @@ void tt_sleep_ms(int ms) {
 void tt_wait_flag(const int *flag, int timeout_ms, const char *what) {
   int64_t deadline = tt_now_ns() + (int64_t)timeout_ms * 1000000;
   while (!tt_load(flag)) {
-    CHECK_MSG(tt_now_ns() < deadline, "timed out after %d ms waiting for %s",
-              timeout_ms, what);
+    EXPECT_MSG(tt_now_ns() < deadline, "timed out after %d ms waiting for %s",
+               timeout_ms, what);
     nanosleep(&(struct timespec){0, 100000}, NULL);
   }
 }
 
 void tt_gate_init(tt_gate *g) {
-  CHECK_OK(weft_pinned_alloc(2 * sizeof(int), (void **)&g->mem));
+  EXPECT_OK(weft_pinned_alloc(2 * sizeof(int), (void **)&g->mem));
   tt_store(&g->mem[0], 0);
   tt_store(&g->mem[1], TEST_SPIN_IDLE);
 }
@@ -96,7 +96,7 @@ void tt_gate_launch(tt_gate *g) {
   int *state = &g->mem[1];
   long long timeout = TT_GATE_TIMEOUT_NS;
   void *args[] = {&flag, &state, &timeout};
-  CHECK_OK(weft_launch(&tk.spin_until, WEFT_DIM1(1), WEFT_DIM1(1), 0, args));
+  EXPECT_OK(weft_launch(&tk.spin_until, WEFT_DIM1(1), WEFT_DIM1(1), 0, args));
 }
 
 void tt_gate_wait_started(tt_gate *g) {
@@ -108,10 +108,10 @@ void tt_gate_wait_started(tt_gate *g) {
       nanosleep(&(struct timespec){0, 100000}, NULL);
   }
   int state = tt_gate_state(g);
-  CHECK_MSG(state == TEST_SPIN_STARTED, "the spin kernel is not spinning: %s",
-            state == TEST_SPIN_IDLE        ? "it did not start within 10 s"
-            : state == TEST_SPIN_TIMED_OUT ? "it ran and timed out"
-                                           : "it was released already");
+  EXPECT_MSG(state == TEST_SPIN_STARTED, "the spin kernel is not spinning: %s",
+             state == TEST_SPIN_IDLE        ? "it did not start within 10 s"
+             : state == TEST_SPIN_TIMED_OUT ? "it ran and timed out"
+                                            : "it was released already");
 }
 
 void tt_gate_open(tt_gate *g) { tt_store(&g->mem[0], 1); }
@@ -119,7 +119,7 @@ void tt_gate_open(tt_gate *g) { tt_store(&g->mem[0], 1); }
 int tt_gate_state(const tt_gate *g) { return tt_load(&g->mem[1]); }
 
 void tt_gate_fini(tt_gate *g) {
-  CHECK_OK(weft_pinned_free(g->mem));
+  EXPECT_OK(weft_pinned_free(g->mem));
   g->mem = NULL;
 }
 
@@ -137,13 +137,13 @@ void tt_chain_holds_streams_ahead(weft_runtime *rt, weft_task **t, int n,
     while (!tt_task_returned(t[i]))
       sched_yield();
   weft_task_stats ts = {.struct_size = sizeof ts};
-  CHECK_OK(weft_task_stats_get(rt, &ts));
+  EXPECT_OK(weft_task_stats_get(rt, &ts));
   if (!rt->bk->check)
-    CHECK_MSG(ts.streams == (uint64_t)(ahead * rt->bk->ndev),
-              "%d chained tasks returned behind a gate, and the runtime "
-              "holds %llu streams, not the %d made ahead",
-              n, (unsigned long long)ts.streams, ahead * rt->bk->ndev);
-  CHECK_MSG(!tt_task_done(t[n - 1]), "the chain ended with the gate closed");
+    EXPECT_MSG(ts.streams == (uint64_t)(ahead * rt->bk->ndev),
+               "%d chained tasks returned behind a gate, and the runtime "
+               "holds %llu streams, not the %d made ahead",
+               n, (unsigned long long)ts.streams, ahead * rt->bk->ndev);
+  EXPECT_MSG(!tt_task_done(t[n - 1]), "the chain ended with the gate closed");
 }
 
 int tt_task_done(weft_task *h) {

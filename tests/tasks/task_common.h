@@ -13,7 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "check.h"
+#include "expect.h"
 #include "kernels.h"
 #include "weft.h"
 

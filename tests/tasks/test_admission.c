@@ -26,7 +26,7 @@ static int flag_set(void *arg) {
 /* A high task with no GPU work: alive until open_flag is set. */
 static void high_waiter(void *arg) {
   (void)arg;
-  CHECK_OK(weft_wait_until(flag_set, &open_flag));
+  EXPECT_OK(weft_wait_until(flag_set, &open_flag));
 }
 
 static int axpb(float *x, float a, float b) {
@@ -49,10 +49,10 @@ static void normal_work(void *arg) {
   if (j->gate)
     tt_gate_launch(j->gate);
   for (int i = 0; i < j->ops; i++) {
-    CHECK_OK(axpb(j->x, 2.0f, (float)(i % 7)));
+    EXPECT_OK(axpb(j->x, 2.0f, (float)(i % 7)));
     tt_store(&j->issued, i + 1);
   }
-  CHECK_OK(weft_sync());
+  EXPECT_OK(weft_sync());
 }
 
 /* Waits, from the test's thread, until j has queued n launches (10 s at
@@ -61,7 +61,7 @@ static void wait_issued(job *j, int n) {
   int64_t until = tt_now_ns() + 10 * 1000000000LL;
   while (tt_load(&j->issued) < n && tt_now_ns() < until)
     tt_sleep_ms(1);
-  CHECK_EQ_INT(tt_load(&j->issued), n);
+  EXPECT_EQ_INT(tt_load(&j->issued), n);
 }
 
 static float expected(int ops) {
@@ -74,8 +74,8 @@ static float expected(int ops) {
 static void check_x(const float *x, int ops) {
   float want = expected(ops);
   for (int i = 0; i < N; i++)
-    CHECK_MSG(x[i] == want, "x[%d] = %g, want %g", i, (double)x[i],
-              (double)want);
+    EXPECT_MSG(x[i] == want, "x[%d] = %g, want %g", i, (double)x[i],
+               (double)want);
 }
 
 static weft_runtime *open_with(int depth) {
@@ -89,7 +89,7 @@ static weft_runtime *open_with(int depth) {
 
 static float *pinned_ones(void) {
   float *x;
-  CHECK_OK(weft_pinned_alloc(N * sizeof *x, (void **)&x));
+  EXPECT_OK(weft_pinned_alloc(N * sizeof *x, (void **)&x));
   for (int i = 0; i < N; i++)
     x[i] = 1.0f;
   return x;
@@ -101,7 +101,7 @@ static weft_task *spawn(weft_runtime *rt, weft_task_fn fn, void *arg,
   weft_task_opts_init(&o);
   o.priority = high ? WEFT_PRIORITY_HIGH : WEFT_PRIORITY_NORMAL;
   weft_task *t;
-  CHECK_OK(weft_task_spawn(rt, &t, fn, arg, &o));
+  EXPECT_OK(weft_task_spawn(rt, &t, fn, arg, &o));
   return t;
 }
 
@@ -121,22 +121,22 @@ static void held_then_released(int depth) {
      * to queue more, were it not held. */
     wait_issued(&j, depth - 1);
     tt_sleep_ms(30);
-    CHECK_EQ_INT(tt_load(&j.issued), depth - 1);
-    CHECK(!tt_task_returned(normal));
+    EXPECT_EQ_INT(tt_load(&j.issued), depth - 1);
+    EXPECT(!tt_task_returned(normal));
     tt_store(&open_flag, 1); /* the high task ends: no one to hold for */
-    CHECK_OK(weft_task_join(high));
+    EXPECT_OK(weft_task_join(high));
   }
   /* Everything queued, behind the gate that is still closed. */
   wait_issued(&j, OPS);
-  CHECK_EQ_INT(tt_gate_state(&gate), TEST_SPIN_STARTED);
+  EXPECT_EQ_INT(tt_gate_state(&gate), TEST_SPIN_STARTED);
   tt_gate_open(&gate);
-  CHECK_OK(weft_task_join(normal));
+  EXPECT_OK(weft_task_join(normal));
   check_x(j.x, OPS);
   if (!depth) {
     tt_store(&open_flag, 1);
-    CHECK_OK(weft_task_join(high));
+    EXPECT_OK(weft_task_join(high));
   }
-  CHECK_OK(weft_pinned_free(j.x));
+  EXPECT_OK(weft_pinned_free(j.x));
   tt_gate_fini(&gate);
   tt_close(rt);
 }
@@ -149,11 +149,11 @@ static void no_starvation(void) {
   weft_task *high = spawn(rt, high_waiter, NULL, 1);
   job j = {NULL, pinned_ones(), 200, 0};
   weft_task *normal = spawn(rt, normal_work, &j, 0);
-  CHECK_OK(weft_task_join(normal));
+  EXPECT_OK(weft_task_join(normal));
   check_x(j.x, 200);
   tt_store(&open_flag, 1);
-  CHECK_OK(weft_task_join(high));
-  CHECK_OK(weft_pinned_free(j.x));
+  EXPECT_OK(weft_task_join(high));
+  EXPECT_OK(weft_pinned_free(j.x));
   tt_close(rt);
 }
 
@@ -167,16 +167,16 @@ typedef struct parent_job {
 static void high_parent(void *arg) {
   parent_job *p = arg;
   weft_task *t = spawn(p->rt, normal_work, &p->child, 0);
-  CHECK_OK(weft_task_join(t));
+  EXPECT_OK(weft_task_join(t));
 }
 
 static void no_deadlock(void) {
   weft_runtime *rt = open_with(1);
   parent_job p = {rt, {NULL, pinned_ones(), 50, 0}};
   weft_task *t = spawn(rt, high_parent, &p, 1);
-  CHECK_OK(weft_task_join(t));
+  EXPECT_OK(weft_task_join(t));
   check_x(p.child.x, 50);
-  CHECK_OK(weft_pinned_free(p.child.x));
+  EXPECT_OK(weft_pinned_free(p.child.x));
   tt_close(rt);
 }
 
@@ -185,7 +185,7 @@ static void no_deadlock(void) {
  * then off, which releases it. */
 static void set_at_run_time(void) {
   weft_runtime *rt = open_with(0);
-  CHECK_OK(weft_runtime_set_admission(rt, 1));
+  EXPECT_OK(weft_runtime_set_admission(rt, 1));
   tt_gate gate;
   tt_gate_init(&gate);
   tt_store(&open_flag, 0);
@@ -194,23 +194,23 @@ static void set_at_run_time(void) {
   weft_task *normal = spawn(rt, normal_work, &j, 0);
   tt_gate_wait_started(&gate);
   tt_sleep_ms(30);
-  CHECK_EQ_INT(tt_load(&j.issued), 0); /* depth 1: the gate alone */
+  EXPECT_EQ_INT(tt_load(&j.issued), 0); /* depth 1: the gate alone */
   /* Deeper: the held task queues up to the new depth at once. */
-  CHECK_OK(weft_runtime_set_admission(rt, 3));
+  EXPECT_OK(weft_runtime_set_admission(rt, 3));
   wait_issued(&j, 2); /* the gate and two more */
   tt_sleep_ms(30);
-  CHECK_EQ_INT(tt_load(&j.issued), 2);
-  CHECK_OK(weft_runtime_set_admission(rt, 0));
+  EXPECT_EQ_INT(tt_load(&j.issued), 2);
+  EXPECT_OK(weft_runtime_set_admission(rt, 0));
   wait_issued(&j, OPS);
   tt_gate_open(&gate);
-  CHECK_OK(weft_task_join(normal));
+  EXPECT_OK(weft_task_join(normal));
   check_x(j.x, OPS);
   tt_store(&open_flag, 1);
-  CHECK_OK(weft_task_join(high));
-  CHECK_ERR(weft_runtime_set_admission(rt, 65), WEFT_EINVAL);
-  CHECK_ERR(weft_runtime_set_admission(rt, -1), WEFT_EINVAL);
-  CHECK_ERR(weft_runtime_set_admission(NULL, 1), WEFT_EINVAL);
-  CHECK_OK(weft_pinned_free(j.x));
+  EXPECT_OK(weft_task_join(high));
+  EXPECT_ERR(weft_runtime_set_admission(rt, 65), WEFT_EINVAL);
+  EXPECT_ERR(weft_runtime_set_admission(rt, -1), WEFT_EINVAL);
+  EXPECT_ERR(weft_runtime_set_admission(NULL, 1), WEFT_EINVAL);
+  EXPECT_OK(weft_pinned_free(j.x));
   tt_gate_fini(&gate);
   tt_close(rt);
 }
@@ -219,27 +219,27 @@ static void bad_input(void) {
   weft_runtime *rt = NULL;
   weft_runtime_opts o;
   weft_runtime_opts_init(&o);
-  CHECK_EQ_INT(o.admission, -1);
+  EXPECT_EQ_INT(o.admission, -1);
   o.admission = 65;
-  CHECK_ERR(weft_init(&rt, &o), WEFT_EINVAL);
-  CHECK(strstr(weft_last_error_message(), "admission 65") != NULL);
+  EXPECT_ERR(weft_init(&rt, &o), WEFT_EINVAL);
+  EXPECT(strstr(weft_last_error_message(), "admission 65") != NULL);
   o.admission = -2;
-  CHECK_ERR(weft_init(&rt, &o), WEFT_EINVAL);
+  EXPECT_ERR(weft_init(&rt, &o), WEFT_EINVAL);
   static const char *const bad[] = {"65", "abc", "-1", "2x"};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-    CHECK(setenv("WEFT_ADMISSION", bad[i], 1) == 0);
-    CHECK_ERR(weft_init(&rt, NULL), WEFT_EINVAL);
-    CHECK(strstr(weft_last_error_message(), "WEFT_ADMISSION") != NULL);
+    EXPECT(setenv("WEFT_ADMISSION", bad[i], 1) == 0);
+    EXPECT_ERR(weft_init(&rt, NULL), WEFT_EINVAL);
+    EXPECT(strstr(weft_last_error_message(), "WEFT_ADMISSION") != NULL);
   }
   /* A good value is used; the option (0: off) wins over the variable. */
-  CHECK(setenv("WEFT_ADMISSION", "4", 1) == 0);
+  EXPECT(setenv("WEFT_ADMISSION", "4", 1) == 0);
   rt = tt_open(NULL);
   tt_close(rt);
   weft_runtime_opts_init(&o);
   o.admission = 0;
   rt = tt_open(&o);
   tt_close(rt);
-  CHECK(unsetenv("WEFT_ADMISSION") == 0);
+  EXPECT(unsetenv("WEFT_ADMISSION") == 0);
 }
 
 int main(void) {

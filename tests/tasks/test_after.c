@@ -37,14 +37,14 @@ static void task_x(void *arg) {
   if (sc.gated)
     tt_gate_launch(&sc.gate);
   void *args[] = {&sc.d, &sc.value};
-  CHECK_OK(weft_launch(&tk.set_value, WEFT_DIM1(1), WEFT_DIM1(1), 0, args));
+  EXPECT_OK(weft_launch(&tk.set_value, WEFT_DIM1(1), WEFT_DIM1(1), 0, args));
   if (!sc.gated)
-    CHECK_OK(weft_sync());
+    EXPECT_OK(weft_sync());
 }
 
 static void copy_out(void) {
   void *args[] = {&sc.out, &sc.d};
-  CHECK_OK(weft_launch(&tk.copy_int, WEFT_DIM1(1), WEFT_DIM1(1), 0, args));
+  EXPECT_OK(weft_launch(&tk.copy_int, WEFT_DIM1(1), WEFT_DIM1(1), 0, args));
 }
 
 static void task_y(void *arg) {
@@ -63,8 +63,8 @@ static void reset(int value, int gated) {
   sc.y_rc = sc.y_sync_rc = sc.y_seen = -99;
   *sc.out = -1;
   /* d starts at 0 */
-  CHECK_OK(weft_memset(sc.d, 0, sizeof(int)));
-  CHECK_OK(weft_sync());
+  EXPECT_OK(weft_memset(sc.d, 0, sizeof(int)));
+  EXPECT_OK(weft_sync());
 }
 
 /* While the gate is closed, Y's copy must be held back. */
@@ -77,44 +77,44 @@ static void check_held_then_open(void) {
   int seen = tt_load(sc.out);
   int state = tt_gate_state(&sc.gate);
   tt_gate_open(&sc.gate);
-  CHECK_MSG(seen == -1, "Y's copy ran before X's gated work (out = %d)", seen);
-  CHECK_MSG(state == TEST_SPIN_STARTED, "X's gate is not spinning (state %d)",
-            state);
+  EXPECT_MSG(seen == -1, "Y's copy ran before X's gated work (out = %d)", seen);
+  EXPECT_MSG(state == TEST_SPIN_STARTED, "X's gate is not spinning (state %d)",
+             state);
 }
 
 static void check_y(void) {
-  CHECK_OK(sc.y_rc);
-  CHECK_OK(sc.y_sync_rc);
-  CHECK_EQ_INT(sc.y_seen, sc.value);
+  EXPECT_OK(sc.y_rc);
+  EXPECT_OK(sc.y_sync_rc);
+  EXPECT_EQ_INT(sc.y_seen, sc.value);
 }
 
 /* X not yet returned: X and Y spawned by a parent task on one worker,
  * which runs the newest first: Y, so Y calls weft_task_after before X has
  * even started. */
 static void parent(void *arg) {
-  CHECK_OK(weft_task_spawn(rt, &sc.x, task_x, NULL, NULL));
-  CHECK_OK(weft_task_spawn(rt, &sc.y, task_y, NULL, NULL));
-  CHECK_OK(weft_task_join(sc.y));
-  CHECK_OK(weft_task_join(sc.x));
+  EXPECT_OK(weft_task_spawn(rt, &sc.x, task_x, NULL, NULL));
+  EXPECT_OK(weft_task_spawn(rt, &sc.y, task_y, NULL, NULL));
+  EXPECT_OK(weft_task_join(sc.y));
+  EXPECT_OK(weft_task_join(sc.x));
 }
 
 static void not_yet_returned(void) {
   reset(41, 1);
   weft_task *p;
-  CHECK_OK(weft_task_spawn(rt, &p, parent, NULL, NULL));
+  EXPECT_OK(weft_task_spawn(rt, &p, parent, NULL, NULL));
   check_held_then_open();
-  CHECK_OK(weft_task_join(p));
-  CHECK_MSG(!sc.x_started_when_y_called,
-            "X had started before Y called weft_task_after: this case did not "
-            "test a task still to return");
+  EXPECT_OK(weft_task_join(p));
+  EXPECT_MSG(!sc.x_started_when_y_called,
+             "X had started before Y called weft_task_after: this case did not "
+             "test a task still to return");
   check_y();
 }
 
 static void wait_state(weft_task *t, int want_done) {
   int64_t deadline = tt_now_ns() + 10000000000LL;
   while (!(want_done ? tt_task_done(t) : tt_task_returned(t))) {
-    CHECK_MSG(tt_now_ns() < deadline, "task did not %s within 10 s",
-              want_done ? "complete" : "return");
+    EXPECT_MSG(tt_now_ns() < deadline, "task did not %s within 10 s",
+               want_done ? "complete" : "return");
     tt_sleep_ms(1);
   }
 }
@@ -122,46 +122,46 @@ static void wait_state(weft_task *t, int want_done) {
 /* X returned, its gated work still queued. */
 static void returned_pending(void) {
   reset(42, 1);
-  CHECK_OK(weft_task_spawn(rt, &sc.x, task_x, NULL, NULL));
+  EXPECT_OK(weft_task_spawn(rt, &sc.x, task_x, NULL, NULL));
   wait_state(sc.x, 0);
-  CHECK(!tt_task_done(sc.x)); /* the gate holds its work */
-  CHECK_OK(weft_task_spawn(rt, &sc.y, task_y, NULL, NULL));
+  EXPECT(!tt_task_done(sc.x)); /* the gate holds its work */
+  EXPECT_OK(weft_task_spawn(rt, &sc.y, task_y, NULL, NULL));
   check_held_then_open();
-  CHECK_OK(weft_task_join(sc.y));
-  CHECK_OK(weft_task_join(sc.x));
+  EXPECT_OK(weft_task_join(sc.y));
+  EXPECT_OK(weft_task_join(sc.x));
   check_y();
 }
 
 /* X completed: weft_task_after has nothing to wait for. */
 static void completed(void) {
   reset(43, 0);
-  CHECK_OK(weft_task_spawn(rt, &sc.x, task_x, NULL, NULL));
+  EXPECT_OK(weft_task_spawn(rt, &sc.x, task_x, NULL, NULL));
   wait_state(sc.x, 1);
-  CHECK_OK(weft_task_spawn(rt, &sc.y, task_y, NULL, NULL));
-  CHECK_OK(weft_task_join(sc.y));
-  CHECK_OK(weft_task_join(sc.x));
+  EXPECT_OK(weft_task_spawn(rt, &sc.y, task_y, NULL, NULL));
+  EXPECT_OK(weft_task_join(sc.y));
+  EXPECT_OK(weft_task_join(sc.x));
   check_y();
 }
 
 /* A plain thread orders its own stream after X. */
 static void from_thread(void) {
   reset(44, 1);
-  CHECK_OK(weft_task_spawn(rt, &sc.x, task_x, NULL, NULL));
-  CHECK_OK(weft_task_after(sc.x)); /* blocks until X returned */
-  CHECK(tt_task_returned(sc.x));
+  EXPECT_OK(weft_task_spawn(rt, &sc.x, task_x, NULL, NULL));
+  EXPECT_OK(weft_task_after(sc.x)); /* blocks until X returned */
+  EXPECT(tt_task_returned(sc.x));
   copy_out();
   weft_event *ev;
-  CHECK_OK(weft_event_create(&ev));
-  CHECK_OK(weft_event_record(ev));
+  EXPECT_OK(weft_event_create(&ev));
+  EXPECT_OK(weft_event_record(ev));
   tt_sleep_ms(20);
-  CHECK_ERR(weft_event_query(ev), WEFT_EAGAIN);
-  CHECK_EQ_INT(tt_load(sc.out), -1);
+  EXPECT_ERR(weft_event_query(ev), WEFT_EAGAIN);
+  EXPECT_EQ_INT(tt_load(sc.out), -1);
   tt_gate_open(&sc.gate);
-  CHECK_OK(weft_sync());
-  CHECK_OK(weft_event_query(ev));
-  CHECK_EQ_INT(*sc.out, 44);
-  CHECK_OK(weft_event_destroy(&ev));
-  CHECK_OK(weft_task_join(sc.x));
+  EXPECT_OK(weft_sync());
+  EXPECT_OK(weft_event_query(ev));
+  EXPECT_EQ_INT(*sc.out, 44);
+  EXPECT_OK(weft_event_destroy(&ev));
+  EXPECT_OK(weft_task_join(sc.x));
 }
 
 /* A chain of tasks, each after the previous, all spawned at once. */
@@ -175,10 +175,10 @@ static float *chain_d;
 static void chain_task(void *arg) {
   link *l = arg;
   if (l->prev)
-    CHECK_OK(weft_task_after(l->prev));
+    EXPECT_OK(weft_task_after(l->prev));
   int n = 1;
   void *args[] = {&chain_d, &n, &l->a, &l->b};
-  CHECK_OK(weft_launch(&tk.axpb, WEFT_DIM1(1), WEFT_DIM1(1), 0, args));
+  EXPECT_OK(weft_launch(&tk.axpb, WEFT_DIM1(1), WEFT_DIM1(1), 0, args));
 }
 
 static void chain(void) {
@@ -186,30 +186,30 @@ static void chain(void) {
   static link ls[N];
   weft_task *t[N];
   float *h;
-  CHECK_OK(weft_pinned_alloc(sizeof(float), (void **)&h));
-  CHECK_OK(weft_device_alloc(sizeof(float), (void **)&chain_d));
+  EXPECT_OK(weft_pinned_alloc(sizeof(float), (void **)&h));
+  EXPECT_OK(weft_device_alloc(sizeof(float), (void **)&chain_d));
   *h = 3.0f;
-  CHECK_OK(weft_copy(chain_d, h, sizeof(float)));
-  CHECK_OK(weft_sync());
+  EXPECT_OK(weft_copy(chain_d, h, sizeof(float)));
+  EXPECT_OK(weft_sync());
   float want = 3.0f;
   for (int i = 0; i < N; i++) {
     ls[i] = (link){.prev = i ? t[i - 1] : NULL,
                    .a = (i % 3 == 0) ? -1.0f : 1.0f,
                    .b = (float)(i % 7 - 3)};
     want = want * ls[i].a + ls[i].b;
-    CHECK_OK(weft_task_spawn(rt, &t[i], chain_task, &ls[i], NULL));
+    EXPECT_OK(weft_task_spawn(rt, &t[i], chain_task, &ls[i], NULL));
   }
   /* The last task's completion covers the whole chain. */
-  CHECK_OK(weft_task_after(t[N - 1]));
-  CHECK_OK(weft_copy(h, chain_d, sizeof(float)));
-  CHECK_OK(weft_sync());
-  CHECK_MSG(*h == want, "chain result %g, expected %g", (double)*h,
-            (double)want);
+  EXPECT_OK(weft_task_after(t[N - 1]));
+  EXPECT_OK(weft_copy(h, chain_d, sizeof(float)));
+  EXPECT_OK(weft_sync());
+  EXPECT_MSG(*h == want, "chain result %g, expected %g", (double)*h,
+             (double)want);
   for (int i = 0; i < N; i++)
-    CHECK_OK(weft_task_join(t[i]));
-  CHECK_OK(weft_device_free(chain_d));
-  CHECK_OK(weft_sync());
-  CHECK_OK(weft_pinned_free(h));
+    EXPECT_OK(weft_task_join(t[i]));
+  EXPECT_OK(weft_device_free(chain_d));
+  EXPECT_OK(weft_sync());
+  EXPECT_OK(weft_pinned_free(h));
 }
 
 /* ---- a chain behind a gate hands its stream on ----
@@ -227,7 +227,7 @@ static void held_first(void *arg) {
   int n = 1;
   float a = 1.0f, b = 1.0f;
   void *args[] = {&chain_d, &n, &a, &b};
-  CHECK_OK(weft_launch(&tk.axpb, WEFT_DIM1(1), WEFT_DIM1(1), 0, args));
+  EXPECT_OK(weft_launch(&tk.axpb, WEFT_DIM1(1), WEFT_DIM1(1), 0, args));
 }
 
 static void chain_behind_gate(void) {
@@ -242,28 +242,28 @@ static void chain_behind_gate(void) {
   static link ls[N];
   weft_task *t[N + 1];
   float *h;
-  CHECK_OK(weft_pinned_alloc(sizeof(float), (void **)&h));
-  CHECK_OK(weft_device_alloc(sizeof(float), (void **)&chain_d));
-  CHECK_OK(weft_memset(chain_d, 0, sizeof(float)));
-  CHECK_OK(weft_sync());
-  CHECK_OK(weft_task_spawn(own, &t[0], held_first, NULL, NULL));
+  EXPECT_OK(weft_pinned_alloc(sizeof(float), (void **)&h));
+  EXPECT_OK(weft_device_alloc(sizeof(float), (void **)&chain_d));
+  EXPECT_OK(weft_memset(chain_d, 0, sizeof(float)));
+  EXPECT_OK(weft_sync());
+  EXPECT_OK(weft_task_spawn(own, &t[0], held_first, NULL, NULL));
   float want = 1.0f;
   for (int i = 0; i < N; i++) {
     ls[i] = (link){.prev = t[i], .a = 2.0f, .b = (float)(i % 5)};
     want = want * ls[i].a + ls[i].b;
-    CHECK_OK(weft_task_spawn(own, &t[i + 1], chain_task, &ls[i], NULL));
+    EXPECT_OK(weft_task_spawn(own, &t[i + 1], chain_task, &ls[i], NULL));
   }
   tt_chain_holds_streams_ahead(own, t, N + 1, 2);
   tt_gate_open(&held_gate);
   for (int i = 0; i <= N; i++)
-    CHECK_OK(weft_task_join(t[i]));
-  CHECK_OK(weft_copy(h, chain_d, sizeof(float)));
-  CHECK_OK(weft_sync());
-  CHECK_MSG(*h == want, "chain result %g, expected %g", (double)*h,
-            (double)want);
-  CHECK_OK(weft_device_free(chain_d));
-  CHECK_OK(weft_sync());
-  CHECK_OK(weft_pinned_free(h));
+    EXPECT_OK(weft_task_join(t[i]));
+  EXPECT_OK(weft_copy(h, chain_d, sizeof(float)));
+  EXPECT_OK(weft_sync());
+  EXPECT_MSG(*h == want, "chain result %g, expected %g", (double)*h,
+             (double)want);
+  EXPECT_OK(weft_device_free(chain_d));
+  EXPECT_OK(weft_sync());
+  EXPECT_OK(weft_pinned_free(h));
   tt_gate_fini(&held_gate);
   tt_close(own);
 }
@@ -278,30 +278,30 @@ static void after_self(void *arg) {
 static void nothing(void *arg) {}
 
 static void errors(void) {
-  CHECK_ERR(weft_task_after(NULL), WEFT_EINVAL);
+  EXPECT_ERR(weft_task_after(NULL), WEFT_EINVAL);
   int rc = 0;
   weft_task *t;
-  CHECK_OK(weft_task_spawn(rt, &t, after_self, &rc, NULL));
-  CHECK_OK(weft_task_join(t));
-  CHECK_ERR(rc, WEFT_ESTATE);
+  EXPECT_OK(weft_task_spawn(rt, &t, after_self, &rc, NULL));
+  EXPECT_OK(weft_task_join(t));
+  EXPECT_ERR(rc, WEFT_ESTATE);
   /* A task joined (or detached) already has completed: following it is a
    * no-op, so a DAG may join its nodes in any order. */
-  CHECK_OK(weft_task_spawn(rt, &t, nothing, NULL, NULL));
-  CHECK_OK(weft_task_join(t));
-  CHECK_OK(weft_task_after(t));
-  CHECK_OK(weft_task_spawn(rt, &t, nothing, NULL, NULL));
-  CHECK_OK(weft_task_detach(t));
-  CHECK_OK(weft_task_after(t));
+  EXPECT_OK(weft_task_spawn(rt, &t, nothing, NULL, NULL));
+  EXPECT_OK(weft_task_join(t));
+  EXPECT_OK(weft_task_after(t));
+  EXPECT_OK(weft_task_spawn(rt, &t, nothing, NULL, NULL));
+  EXPECT_OK(weft_task_detach(t));
+  EXPECT_OK(weft_task_after(t));
   /* Those refusals are not GPU errors of this thread. */
-  CHECK_OK(weft_sync());
+  EXPECT_OK(weft_sync());
 }
 
 int main(void) {
   for (int workers = 1; workers <= 3; workers += 2) {
     rt = tt_open_workers(workers);
     tt_gate_init(&sc.gate);
-    CHECK_OK(weft_pinned_alloc(sizeof(int), (void **)&sc.out));
-    CHECK_OK(weft_device_alloc(sizeof(int), (void **)&sc.d));
+    EXPECT_OK(weft_pinned_alloc(sizeof(int), (void **)&sc.out));
+    EXPECT_OK(weft_device_alloc(sizeof(int), (void **)&sc.d));
     if (workers == 1) /* needs Y to run before X on the one worker */
       not_yet_returned();
     returned_pending();
@@ -309,9 +309,9 @@ int main(void) {
     from_thread();
     chain();
     errors();
-    CHECK_OK(weft_device_free(sc.d));
-    CHECK_OK(weft_sync());
-    CHECK_OK(weft_pinned_free(sc.out));
+    EXPECT_OK(weft_device_free(sc.d));
+    EXPECT_OK(weft_sync());
+    EXPECT_OK(weft_pinned_free(sc.out));
     tt_gate_fini(&sc.gate);
     tt_close(rt);
   }

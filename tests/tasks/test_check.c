@@ -60,22 +60,22 @@ static weft_task *spawn(weft_task_fn fn, const char *name) {
   weft_task_opts_init(&o);
   o.name = name;
   weft_task *t;
-  CHECK_OK(weft_task_spawn(W.rt, &t, fn, NULL, &o));
+  EXPECT_OK(weft_task_spawn(W.rt, &t, fn, NULL, &o));
   return t;
 }
 
 static void memset_task(void *arg) {
   (void)arg;
-  CHECK_OK(weft_memset(W.buf, 1, N * sizeof(int)));
+  EXPECT_OK(weft_memset(W.buf, 1, N * sizeof(int)));
   meet();
-  CHECK_OK(weft_sync());
+  EXPECT_OK(weft_sync());
 }
 
 static void after_memset_task(void *arg) {
   (void)arg;
-  CHECK_OK(weft_task_after(W.first));
-  CHECK_OK(weft_memset(W.buf, 2, N * sizeof(int)));
-  CHECK_OK(weft_sync());
+  EXPECT_OK(weft_task_after(W.first));
+  EXPECT_OK(weft_memset(W.buf, 2, N * sizeof(int)));
+  EXPECT_OK(weft_sync());
 }
 
 static void kernel_write_task(void *arg) {
@@ -84,26 +84,26 @@ static void kernel_write_task(void *arg) {
   int n = N;
   float a = 1, b = 1;
   void *args[] = {&f, &n, &a, &b};
-  CHECK_OK(weft_launch(&tk.axpb, WEFT_DIM1(N / TEST_THREADS),
-                       WEFT_DIM1(TEST_THREADS), 0, args));
+  EXPECT_OK(weft_launch(&tk.axpb, WEFT_DIM1(N / TEST_THREADS),
+                        WEFT_DIM1(TEST_THREADS), 0, args));
   meet();
-  CHECK_OK(weft_sync());
+  EXPECT_OK(weft_sync());
 }
 
 static void copy_out_task(void *arg) {
   (void)arg;
-  CHECK_OK(weft_copy(W.host, W.buf, N * sizeof(int)));
+  EXPECT_OK(weft_copy(W.host, W.buf, N * sizeof(int)));
   meet();
-  CHECK_OK(weft_sync());
+  EXPECT_OK(weft_sync());
 }
 
 /* copy_int(dst, src): reads W.buf, writes a word of W.other of its own. */
 static void read_task(const weft_kernel *k, int slot) {
   int *dst = W.other + slot, *src = W.buf;
   void *args[] = {&dst, &src};
-  CHECK_OK(weft_launch(k, WEFT_DIM1(1), WEFT_DIM1(1), 0, args));
+  EXPECT_OK(weft_launch(k, WEFT_DIM1(1), WEFT_DIM1(1), 0, args));
   meet();
-  CHECK_OK(weft_sync());
+  EXPECT_OK(weft_sync());
 }
 static void read_marked_a(void *arg) { (void)arg, read_task(&tk.copy_int, 1); }
 static void read_marked_b(void *arg) { (void)arg, read_task(&tk.copy_int, 2); }
@@ -112,43 +112,43 @@ static void read_plain_b(void *arg) { (void)arg, read_task(&W.reads_0, 2); }
 
 static void record_task(void *arg) {
   (void)arg;
-  CHECK_OK(weft_memset(W.buf, 3, N * sizeof(int)));
-  CHECK_OK(weft_event_record(W.ev));
+  EXPECT_OK(weft_memset(W.buf, 3, N * sizeof(int)));
+  EXPECT_OK(weft_event_record(W.ev));
   tt_store(&W.recorded, 1);
-  CHECK_OK(weft_sync());
+  EXPECT_OK(weft_sync());
 }
 
 static void wait_event_task(void *arg) {
   (void)arg;
   while (!tt_load(&W.recorded))
     weft_yield();
-  CHECK_OK(weft_event_wait(W.ev));
-  CHECK_OK(weft_memset(W.buf, 4, N * sizeof(int)));
-  CHECK_OK(weft_sync());
+  EXPECT_OK(weft_event_wait(W.ev));
+  EXPECT_OK(weft_memset(W.buf, 4, N * sizeof(int)));
+  EXPECT_OK(weft_sync());
 }
 
 static void replay_task(void *arg) {
   (void)arg;
   for (int i = 0; i < 3; i++)
-    CHECK_OK(weft_graph_launch(W.graph));
+    EXPECT_OK(weft_graph_launch(W.graph));
   meet();
-  CHECK_OK(weft_sync());
+  EXPECT_OK(weft_sync());
 }
 
 static void device_sync_task(void *arg) {
   (void)arg;
-  CHECK_OK(weft_memset(W.buf, 0, N * sizeof(int)));
-  CHECK_OK(weft_device_sync());
+  EXPECT_OK(weft_memset(W.buf, 0, N * sizeof(int)));
+  EXPECT_OK(weft_device_sync());
   tt_add(&W.synced, 1);
 }
 
 /* Alive until the device-syncer is done: a task the sync could stall. */
 static void bystander_task(void *arg) {
   (void)arg;
-  CHECK_OK(weft_memset(W.other, 0, N * sizeof(int)));
+  EXPECT_OK(weft_memset(W.other, 0, N * sizeof(int)));
   while (!tt_load(&W.synced))
     weft_yield();
-  CHECK_OK(weft_sync());
+  EXPECT_OK(weft_sync());
 }
 
 /* memset_task, which writes all of W.buf, declaring only mode on its
@@ -161,8 +161,8 @@ static void spawn_declared(const char *name, unsigned mode, size_t bytes) {
   o.accesses = &acc;
   o.naccesses = 1;
   weft_task *t;
-  CHECK_OK(weft_task_spawn(W.rt, &t, memset_task, NULL, &o));
-  CHECK_OK(weft_task_join(t));
+  EXPECT_OK(weft_task_spawn(W.rt, &t, memset_task, NULL, &o));
+  EXPECT_OK(weft_task_join(t));
 }
 
 static void memset_declared_read(void) {
@@ -182,8 +182,8 @@ static void memset_declared_write(void) {
 static void two_memsets(void) {
   weft_task *a = spawn(memset_task, "setter-a");
   weft_task *b = spawn(memset_task, "setter-b");
-  CHECK_OK(weft_task_join(a));
-  CHECK_OK(weft_task_join(b));
+  EXPECT_OK(weft_task_join(a));
+  EXPECT_OK(weft_task_join(b));
 }
 
 /* One after the other: the second task leases the stream the first gave
@@ -195,90 +195,90 @@ static void two_memsets_in_turn(void) {
   while (!tt_task_done(a))
     tt_sleep_ms(1);
   weft_task *b = spawn(memset_task, "setter-b");
-  CHECK_OK(weft_task_join(a));
-  CHECK_OK(weft_task_join(b));
+  EXPECT_OK(weft_task_join(a));
+  EXPECT_OK(weft_task_join(b));
 }
 
 static void two_memsets_ordered(void) {
   W.first = spawn(memset_task, "setter-a");
   weft_task *b = spawn(after_memset_task, "setter-b");
-  CHECK_OK(weft_task_join(b));
-  CHECK_OK(weft_task_join(W.first));
+  EXPECT_OK(weft_task_join(b));
+  EXPECT_OK(weft_task_join(W.first));
 }
 
 static void kernel_then_copy(void) {
   weft_task *a = spawn(kernel_write_task, "kernel-writer");
   weft_task *b = spawn(copy_out_task, "copier");
-  CHECK_OK(weft_task_join(a));
-  CHECK_OK(weft_task_join(b));
+  EXPECT_OK(weft_task_join(a));
+  EXPECT_OK(weft_task_join(b));
 }
 
 static void kernel_then_copy_joined(void) {
-  CHECK_OK(weft_task_join(spawn(kernel_write_task, "kernel-writer")));
-  CHECK_OK(weft_task_join(spawn(copy_out_task, "copier")));
+  EXPECT_OK(weft_task_join(spawn(kernel_write_task, "kernel-writer")));
+  EXPECT_OK(weft_task_join(spawn(copy_out_task, "copier")));
 }
 
 static void two_readers_marked(void) {
   weft_task *a = spawn(read_marked_a, "reader-a");
   weft_task *b = spawn(read_marked_b, "reader-b");
-  CHECK_OK(weft_task_join(a));
-  CHECK_OK(weft_task_join(b));
+  EXPECT_OK(weft_task_join(a));
+  EXPECT_OK(weft_task_join(b));
 }
 
 static void two_readers_unmarked(void) {
   weft_task *a = spawn(read_plain_a, "reader-a");
   weft_task *b = spawn(read_plain_b, "reader-b");
-  CHECK_OK(weft_task_join(a));
-  CHECK_OK(weft_task_join(b));
+  EXPECT_OK(weft_task_join(a));
+  EXPECT_OK(weft_task_join(b));
 }
 
 static void event_ordered(void) {
   W.recorded = 0;
   weft_task *b = spawn(wait_event_task, "waiter");
   weft_task *a = spawn(record_task, "recorder");
-  CHECK_OK(weft_task_join(a));
-  CHECK_OK(weft_task_join(b));
+  EXPECT_OK(weft_task_join(a));
+  EXPECT_OK(weft_task_join(b));
 }
 
 static void make_graph(void) {
-  CHECK_OK(weft_graph_begin());
-  CHECK_OK(weft_memset(W.buf, 5, N * sizeof(int)));
-  CHECK_OK(weft_graph_end(&W.graph));
+  EXPECT_OK(weft_graph_begin());
+  EXPECT_OK(weft_memset(W.buf, 5, N * sizeof(int)));
+  EXPECT_OK(weft_graph_end(&W.graph));
 }
 
 static void graph_two_replayers(void) {
   make_graph();
   weft_task *a = spawn(replay_task, "replayer-a");
   weft_task *b = spawn(replay_task, "replayer-b");
-  CHECK_OK(weft_task_join(a));
-  CHECK_OK(weft_task_join(b));
-  CHECK_OK(weft_graph_destroy(W.graph));
+  EXPECT_OK(weft_task_join(a));
+  EXPECT_OK(weft_task_join(b));
+  EXPECT_OK(weft_graph_destroy(W.graph));
 }
 
 static void graph_against_memset(void) {
   make_graph();
   weft_task *a = spawn(replay_task, "replayer");
   weft_task *b = spawn(memset_task, "setter");
-  CHECK_OK(weft_task_join(a));
-  CHECK_OK(weft_task_join(b));
-  CHECK_OK(weft_graph_destroy(W.graph));
+  EXPECT_OK(weft_task_join(a));
+  EXPECT_OK(weft_task_join(b));
+  EXPECT_OK(weft_graph_destroy(W.graph));
 }
 
 static void sync_in_task(void) {
   W.synced = 0;
   weft_task *b = spawn(bystander_task, "bystander");
-  CHECK_OK(weft_task_join(spawn(device_sync_task, "device-syncer")));
-  CHECK_OK(weft_task_join(b));
+  EXPECT_OK(weft_task_join(spawn(device_sync_task, "device-syncer")));
+  EXPECT_OK(weft_task_join(b));
 }
 
 /* No other task to stall: nothing lost, nothing reported. */
 static void sync_in_lone_task(void) {
-  CHECK_OK(weft_task_join(spawn(device_sync_task, "device-syncer")));
+  EXPECT_OK(weft_task_join(spawn(device_sync_task, "device-syncer")));
 }
 
 static void sync_on_thread(void) {
-  CHECK_OK(weft_memset(W.buf, 0, N * sizeof(int)));
-  CHECK_OK(weft_device_sync());
+  EXPECT_OK(weft_memset(W.buf, 0, N * sizeof(int)));
+  EXPECT_OK(weft_device_sync());
 }
 
 /* Runs c in a fresh runtime (check on or off) with its findings going to a
@@ -290,35 +290,35 @@ static int holding, released;
 
 static void holder_task(void *arg) {
   (void)arg;
-  CHECK_OK(weft_memset(W.other, 0, N * sizeof(int)));
+  EXPECT_OK(weft_memset(W.other, 0, N * sizeof(int)));
   tt_store(&holding, 1);
   while (!tt_load(&released))
     weft_yield();
-  CHECK_OK(weft_sync());
+  EXPECT_OK(weft_sync());
 }
 
 static void *fresh_thread(void *arg) {
   (void)arg;
-  CHECK_OK(weft_task_join(spawn(memset_task, "setter")));
+  EXPECT_OK(weft_task_join(spawn(memset_task, "setter")));
   weft_task *h = spawn(holder_task, "holder");
   while (!tt_load(&holding))
     tt_sleep_ms(1);
-  CHECK_OK(weft_task_join(spawn(copy_out_task, "copier")));
+  EXPECT_OK(weft_task_join(spawn(copy_out_task, "copier")));
   tt_store(&released, 1);
-  CHECK_OK(weft_task_join(h));
+  EXPECT_OK(weft_task_join(h));
   return NULL;
 }
 
 static void joined_from_fresh_thread(void) {
   holding = released = 0;
   pthread_t th;
-  CHECK(pthread_create(&th, NULL, fresh_thread, NULL) == 0);
-  CHECK(pthread_join(th, NULL) == 0);
+  EXPECT(pthread_create(&th, NULL, fresh_thread, NULL) == 0);
+  EXPECT(pthread_join(th, NULL) == 0);
 }
 
 static size_t run(case_fn c, int check, char *out, size_t len) {
   FILE *f = tmpfile(); /* the findings; failures still go to stderr */
-  CHECK(f != NULL);
+  EXPECT(f != NULL);
   weft_runtime_opts o;
   weft_runtime_opts_init(&o);
   o.workers = 2;
@@ -331,19 +331,19 @@ static size_t run(case_fn c, int check, char *out, size_t len) {
   W.rt = tt_open(&o);
   if (weft__runtime_backend(W.rt)->check)
     weft__check_set_output(weft__runtime_backend(W.rt)->check, f);
-  CHECK_OK(weft_device_alloc(N * sizeof(int), (void **)&W.buf));
-  CHECK_OK(weft_device_alloc(N * sizeof(int), (void **)&W.other));
-  CHECK_OK(weft_pinned_alloc(N * sizeof(int), (void **)&W.host));
-  CHECK_OK(weft_event_create(&W.ev));
-  CHECK_OK(weft_sync());
+  EXPECT_OK(weft_device_alloc(N * sizeof(int), (void **)&W.buf));
+  EXPECT_OK(weft_device_alloc(N * sizeof(int), (void **)&W.other));
+  EXPECT_OK(weft_pinned_alloc(N * sizeof(int), (void **)&W.host));
+  EXPECT_OK(weft_event_create(&W.ev));
+  EXPECT_OK(weft_sync());
   c();
   weft__checker *k = weft__runtime_backend(W.rt)->check;
-  CHECK((k != NULL) == (check == 1));
+  EXPECT((k != NULL) == (check == 1));
   size_t found = weft__check_findings(k);
-  CHECK_OK(weft_event_destroy(&W.ev));
-  CHECK_OK(weft_device_free(W.buf));
-  CHECK_OK(weft_device_free(W.other));
-  CHECK_OK(weft_pinned_free(W.host));
+  EXPECT_OK(weft_event_destroy(&W.ev));
+  EXPECT_OK(weft_device_free(W.buf));
+  EXPECT_OK(weft_device_free(W.other));
+  EXPECT_OK(weft_pinned_free(W.host));
   tt_close(W.rt);
   rewind(f);
   size_t n = fread(out, 1, len - 1, f);
@@ -361,16 +361,16 @@ static void expect(const char *name, case_fn c, int kind, const char *who1,
   W.arrived = 0;
   size_t n = run(c, 1, out, sizeof out);
   W.meet = 0;
-  CHECK_MSG(n >= 1, "%s: no finding; findings: %s", name, out);
-  CHECK_MSG(strstr(out, kind == KIND_RACE ? "weft check: race:"
-                        : kind == KIND_UNDECLARED
-                            ? "weft check: undeclared:"
-                            : "weft check: implicit sync:") != NULL,
-            "%s: not the right kind of finding: %s", name, out);
-  CHECK_MSG(strstr(out, who1) != NULL, "%s: '%s' not named: %s", name, who1,
-            out);
-  CHECK_MSG(!who2 || strstr(out, who2) != NULL, "%s: '%s' not named: %s", name,
-            who2, out);
+  EXPECT_MSG(n >= 1, "%s: no finding; findings: %s", name, out);
+  EXPECT_MSG(strstr(out, kind == KIND_RACE ? "weft check: race:"
+                         : kind == KIND_UNDECLARED
+                             ? "weft check: undeclared:"
+                             : "weft check: implicit sync:") != NULL,
+             "%s: not the right kind of finding: %s", name, out);
+  EXPECT_MSG(strstr(out, who1) != NULL, "%s: '%s' not named: %s", name, who1,
+             out);
+  EXPECT_MSG(!who2 || strstr(out, who2) != NULL, "%s: '%s' not named: %s", name,
+             who2, out);
 }
 
 /* meet: the tasks run side by side (no ordering between them to wait
@@ -381,8 +381,8 @@ static void silent(const char *name, case_fn c, int concurrent) {
   W.arrived = 0;
   size_t n = run(c, 1, out, sizeof out);
   W.meet = 0;
-  CHECK_MSG(n == 0 && strstr(out, "weft check") == NULL,
-            "%s: %zu findings where the twin is ordered: %s", name, n, out);
+  EXPECT_MSG(n == 0 && strstr(out, "weft check") == NULL,
+             "%s: %zu findings where the twin is ordered: %s", name, n, out);
 }
 
 int main(void) {
@@ -417,9 +417,9 @@ int main(void) {
   char out[8192];
   W.meet = 1;
   W.arrived = 0;
-  CHECK_MSG(run(two_memsets, 0, out, sizeof out) == 0 &&
-                strstr(out, "weft check") == NULL,
-            "checking off, yet: %s", out);
+  EXPECT_MSG(run(two_memsets, 0, out, sizeof out) == 0 &&
+                 strstr(out, "weft check") == NULL,
+             "checking off, yet: %s", out);
   puts("ok");
   return 0;
 }

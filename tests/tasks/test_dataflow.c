@@ -41,8 +41,8 @@ static float *bufs[NBUF];
 static void axpb(float *x, int n, float a, float b) {
   void *args[] = {&x, &n, &a, &b};
   unsigned blocks = (unsigned)((n + TEST_THREADS - 1) / TEST_THREADS);
-  CHECK_OK(weft_launch(&tk.axpb, WEFT_DIM1(blocks), WEFT_DIM1(TEST_THREADS), 0,
-                       args));
+  EXPECT_OK(weft_launch(&tk.axpb, WEFT_DIM1(blocks), WEFT_DIM1(TEST_THREADS), 0,
+                        args));
 }
 
 static void step_task(void *arg) {
@@ -51,7 +51,7 @@ static void step_task(void *arg) {
   if (s->yield)
     weft_yield();
   if (s->src >= 0)
-    CHECK_OK(
+    EXPECT_OK(
         weft_copy(dst, bufs[s->src] + s->soff, (size_t)s->len * sizeof(float)));
   if (s->yield > 1)
     weft_yield();
@@ -81,15 +81,15 @@ static void reset_buffers(void) {
   for (int b = 0; b < NBUF; b++) {
     for (int i = 0; i < LEN; i++)
       init[b][i] = (float)((b * 7 + i) % 13 - 6);
-    CHECK_OK(weft_copy(bufs[b], init[b], sizeof init[b]));
+    EXPECT_OK(weft_copy(bufs[b], init[b], sizeof init[b]));
   }
-  CHECK_OK(weft_sync());
+  EXPECT_OK(weft_sync());
 }
 
 static void snapshot(float *out) {
   for (int b = 0; b < NBUF; b++)
-    CHECK_OK(weft_copy(out + (size_t)b * LEN, bufs[b], LEN * sizeof(float)));
-  CHECK_OK(weft_sync());
+    EXPECT_OK(weft_copy(out + (size_t)b * LEN, bufs[b], LEN * sizeof(float)));
+  EXPECT_OK(weft_sync());
 }
 
 static weft_task_opts declared(const step *s, weft_access acc[2]) {
@@ -114,8 +114,8 @@ static void one_at_a_time(weft_runtime *rt, step *p, int n, int rounds,
   for (int r = 0; r < rounds; r++)
     for (int i = 0; i < n; i++) {
       weft_task *t;
-      CHECK_OK(weft_task_spawn(rt, &t, step_task, &p[i], NULL));
-      CHECK_OK(weft_task_join(t));
+      EXPECT_OK(weft_task_spawn(rt, &t, step_task, &p[i], NULL));
+      EXPECT_OK(weft_task_join(t));
     }
   snapshot(seq);
 }
@@ -123,9 +123,9 @@ static void one_at_a_time(weft_runtime *rt, step *p, int n, int rounds,
 /* got against the reference, bit for bit; what names the run. */
 static void same_bits(const float *got, const float *seq, const char *what) {
   for (int i = 0; i < NBUF * LEN; i++)
-    CHECK_MSG(memcmp(&got[i], &seq[i], sizeof(float)) == 0,
-              "%s: buffer %d [%d] = %g, %g one task at a time", what, i / LEN,
-              i % LEN, (double)got[i], (double)seq[i]);
+    EXPECT_MSG(memcmp(&got[i], &seq[i], sizeof(float)) == 0,
+               "%s: buffer %d [%d] = %g, %g one task at a time", what, i / LEN,
+               i % LEN, (double)got[i], (double)seq[i]);
 }
 
 /* The program with declarations, every task in flight at once; then one
@@ -135,17 +135,17 @@ static void random_program(weft_runtime *rt, int n, uint64_t seed) {
   weft_task **t = malloc((size_t)n * sizeof *t);
   float *flow = malloc(NBUF * LEN * sizeof(float));
   float *seq = malloc(NBUF * LEN * sizeof(float));
-  CHECK(p && t && flow && seq);
+  EXPECT(p && t && flow && seq);
   make_program(p, n, seed);
 
   reset_buffers();
   for (int i = 0; i < n; i++) {
     weft_access acc[2];
     weft_task_opts o = declared(&p[i], acc);
-    CHECK_OK(weft_task_spawn(rt, &t[i], step_task, &p[i], &o));
+    EXPECT_OK(weft_task_spawn(rt, &t[i], step_task, &p[i], &o));
   }
   for (int i = 0; i < n; i++)
-    CHECK_OK(weft_task_join(t[i]));
+    EXPECT_OK(weft_task_join(t[i]));
   snapshot(flow);
   size_t ranges = weft__flow_ranges(weft__exec_self());
 
@@ -156,8 +156,8 @@ static void random_program(weft_runtime *rt, int n, uint64_t seed) {
   same_bits(flow, seq, what);
   /* The record holds ranges, not history: at most two boundaries an
    * access, within the buffers' bytes. */
-  CHECK_MSG(ranges <= (size_t)NBUF * LEN, "%zu ranges after %d tasks", ranges,
-            n);
+  EXPECT_MSG(ranges <= (size_t)NBUF * LEN, "%zu ranges after %d tasks", ranges,
+             n);
   free(p);
   free(t);
   free(flow);
@@ -177,32 +177,32 @@ static void captured_program(weft_runtime *rt, int n, uint64_t seed,
   float *init = malloc(NBUF * LEN * sizeof(float));
   float *flow = malloc(NBUF * LEN * sizeof(float));
   float *seq = malloc(NBUF * LEN * sizeof(float));
-  CHECK(p && t && init && flow && seq);
+  EXPECT(p && t && init && flow && seq);
   make_program(p, n, seed);
 
   reset_buffers();
   snapshot(init);
   weft_graph *g = NULL;
-  CHECK_OK(weft_graph_begin());
+  EXPECT_OK(weft_graph_begin());
   for (int i = 0; i < n; i++) {
     weft_access acc[2];
     weft_task_opts o = declared(&p[i], acc);
     t[i] = (weft_task *)1;
-    CHECK_OK(weft_task_spawn(rt, &t[i], step_task, &p[i], &o));
-    CHECK_MSG(t[i] == NULL, "a step inside a capture handed out a handle");
+    EXPECT_OK(weft_task_spawn(rt, &t[i], step_task, &p[i], &o));
+    EXPECT_MSG(t[i] == NULL, "a step inside a capture handed out a handle");
   }
-  CHECK_OK(weft_graph_end(&g));
+  EXPECT_OK(weft_graph_end(&g));
   snapshot(flow);
-  CHECK_MSG(memcmp(flow, init, NBUF * LEN * sizeof(float)) == 0,
-            "the captured steps ran before any replay");
+  EXPECT_MSG(memcmp(flow, init, NBUF * LEN * sizeof(float)) == 0,
+             "the captured steps ran before any replay");
   weft_graph_info info;
-  CHECK_OK(weft_graph_get_info(g, &info));
-  CHECK_MSG(info.kernels == (size_t)n, "%zu kernels in the graph, want %d",
-            info.kernels, n);
+  EXPECT_OK(weft_graph_get_info(g, &info));
+  EXPECT_MSG(info.kernels == (size_t)n, "%zu kernels in the graph, want %d",
+             info.kernels, n);
   for (int r = 0; r < replays; r++)
-    CHECK_OK(weft_graph_launch(g));
+    EXPECT_OK(weft_graph_launch(g));
   snapshot(flow);
-  CHECK_OK(weft_graph_destroy(g));
+  EXPECT_OK(weft_graph_destroy(g));
 
   one_at_a_time(rt, p, n, replays, seq);
   char what[96];
@@ -239,32 +239,32 @@ static void captured_refusals(weft_runtime *rt) {
   o.accesses = &acc;
   o.naccesses = 1;
   weft_graph *g = NULL;
-  CHECK_OK(weft_graph_begin());
+  EXPECT_OK(weft_graph_begin());
   /* A refused step leaves the caller's handle as it was. */
   weft_task *kept = (weft_task *)&acc;
-  CHECK_ERR(weft_task_spawn(rt, &kept, nothing_step, NULL, &o), WEFT_ESTATE);
-  CHECK(kept == (weft_task *)&acc);
-  CHECK_ERR(weft_graph_end(&g), WEFT_ESTATE);
-  CHECK(g == NULL);
+  EXPECT_ERR(weft_task_spawn(rt, &kept, nothing_step, NULL, &o), WEFT_ESTATE);
+  EXPECT(kept == (weft_task *)&acc);
+  EXPECT_ERR(weft_graph_end(&g), WEFT_ESTATE);
+  EXPECT(g == NULL);
 
   acc.mode = WEFT_RW;
   int inner = 0;
-  CHECK_OK(weft_graph_begin());
-  CHECK_OK(weft_task_spawn(rt, NULL, end_inside, &inner, &o));
-  CHECK_MSG(inner == WEFT_ESTATE, "weft_graph_end inside a step: %d", inner);
-  CHECK_OK(weft_task_spawn(rt, NULL, spawn_inside, &inner, &o));
-  CHECK_MSG(inner == WEFT_ESTATE, "a step declaring a step: %d", inner);
-  CHECK_ERR(weft_graph_end(&g), WEFT_ESTATE);
-  CHECK(g == NULL);
+  EXPECT_OK(weft_graph_begin());
+  EXPECT_OK(weft_task_spawn(rt, NULL, end_inside, &inner, &o));
+  EXPECT_MSG(inner == WEFT_ESTATE, "weft_graph_end inside a step: %d", inner);
+  EXPECT_OK(weft_task_spawn(rt, NULL, spawn_inside, &inner, &o));
+  EXPECT_MSG(inner == WEFT_ESTATE, "a step declaring a step: %d", inner);
+  EXPECT_ERR(weft_graph_end(&g), WEFT_ESTATE);
+  EXPECT(g == NULL);
 
   /* Undeclared spawns inside a capture are tasks as before. */
-  CHECK_OK(weft_graph_begin());
+  EXPECT_OK(weft_graph_begin());
   weft_task *plain = NULL;
-  CHECK_OK(weft_task_spawn(rt, &plain, nothing_step, NULL, NULL));
-  CHECK(plain != NULL);
-  CHECK_OK(weft_task_join(plain));
-  CHECK_OK(weft_graph_end(&g));
-  CHECK_OK(weft_graph_destroy(g));
+  EXPECT_OK(weft_task_spawn(rt, &plain, nothing_step, NULL, NULL));
+  EXPECT(plain != NULL);
+  EXPECT_OK(weft_task_join(plain));
+  EXPECT_OK(weft_graph_end(&g));
+  EXPECT_OK(weft_graph_destroy(g));
 }
 
 /* ---- WEFT_ACCESS_HOST: the host code sees what the GPU wrote ---- */
@@ -277,7 +277,7 @@ static void gpu_writer(void *arg) {
   /* Slow enough that a host read not waiting would see the old values. */
   for (int k = 0; k < 50; k++)
     axpb(dev_x, LEN, 1.0f, 1.0f);
-  CHECK_OK(weft_copy(pin_x, dev_x, LEN * sizeof(float)));
+  EXPECT_OK(weft_copy(pin_x, dev_x, LEN * sizeof(float)));
 }
 
 static void host_reader(void *arg) {
@@ -289,11 +289,11 @@ static void host_reader(void *arg) {
 }
 
 static void host_access(weft_runtime *rt) {
-  CHECK_OK(weft_device_alloc(LEN * sizeof(float), (void **)&dev_x));
-  CHECK_OK(weft_pinned_alloc(LEN * sizeof(float), (void **)&pin_x));
-  CHECK_OK(weft_memset(dev_x, 0, LEN * sizeof(float)));
+  EXPECT_OK(weft_device_alloc(LEN * sizeof(float), (void **)&dev_x));
+  EXPECT_OK(weft_pinned_alloc(LEN * sizeof(float), (void **)&pin_x));
+  EXPECT_OK(weft_memset(dev_x, 0, LEN * sizeof(float)));
   memset(pin_x, 0, LEN * sizeof(float));
-  CHECK_OK(weft_sync());
+  EXPECT_OK(weft_sync());
   weft_access w[] = {{dev_x, LEN * sizeof(float), WEFT_RW},
                      {pin_x, LEN * sizeof(float), WEFT_WRITE}};
   weft_access r[] = {
@@ -303,22 +303,22 @@ static void host_access(weft_runtime *rt) {
   o.accesses = w;
   o.naccesses = 2;
   weft_task *a, *b;
-  CHECK_OK(weft_task_spawn(rt, &a, gpu_writer, NULL, &o));
+  EXPECT_OK(weft_task_spawn(rt, &a, gpu_writer, NULL, &o));
   o.accesses = r;
   o.naccesses = 1;
-  CHECK_OK(weft_task_spawn(rt, &b, host_reader, NULL, &o));
-  CHECK_OK(weft_task_join(b));
-  CHECK_OK(weft_task_join(a));
-  CHECK_MSG(host_saw_ok, "a WEFT_ACCESS_HOST reader saw pinned memory before "
-                         "the writer's GPU work finished");
+  EXPECT_OK(weft_task_spawn(rt, &b, host_reader, NULL, &o));
+  EXPECT_OK(weft_task_join(b));
+  EXPECT_OK(weft_task_join(a));
+  EXPECT_MSG(host_saw_ok, "a WEFT_ACCESS_HOST reader saw pinned memory before "
+                          "the writer's GPU work finished");
   /* Freed memory leaves the record (a new allocation there is new data). */
   size_t before = weft__flow_ranges(weft__exec_self());
-  CHECK_OK(weft_device_free(dev_x));
-  CHECK_OK(weft_pinned_free(pin_x));
-  CHECK_OK(weft_sync());
+  EXPECT_OK(weft_device_free(dev_x));
+  EXPECT_OK(weft_pinned_free(pin_x));
+  EXPECT_OK(weft_sync());
   size_t after = weft__flow_ranges(weft__exec_self());
-  CHECK_MSG(after + 2 <= before, "%zu ranges before the frees, %zu after",
-            before, after);
+  EXPECT_MSG(after + 2 <= before, "%zu ranges before the frees, %zu after",
+             before, after);
 }
 
 /* ---- readers run side by side ---- */
@@ -342,10 +342,10 @@ static void concurrent_readers(weft_runtime *rt) {
   o.naccesses = 1;
   weft_task *a, *b;
   readers_in = 0;
-  CHECK_OK(weft_task_spawn(rt, &a, reader, NULL, &o));
-  CHECK_OK(weft_task_spawn(rt, &b, reader, NULL, &o));
-  CHECK_OK(weft_task_join(a));
-  CHECK_OK(weft_task_join(b));
+  EXPECT_OK(weft_task_spawn(rt, &a, reader, NULL, &o));
+  EXPECT_OK(weft_task_spawn(rt, &b, reader, NULL, &o));
+  EXPECT_OK(weft_task_join(a));
+  EXPECT_OK(weft_task_join(b));
 }
 
 /* ---- a task's children are ordered among themselves ---- */
@@ -355,15 +355,15 @@ static void nested_parent(void *arg) {
   int n = tt_quick() ? 200 : 1000;
   step *p = malloc((size_t)n * sizeof *p);
   weft_task **t = malloc((size_t)n * sizeof *t);
-  CHECK(p && t);
+  EXPECT(p && t);
   make_program(p, n, 99);
   for (int i = 0; i < n; i++) {
     weft_access acc[2];
     weft_task_opts o = declared(&p[i], acc);
-    CHECK_OK(weft_task_spawn(rt, &t[i], step_task, &p[i], &o));
+    EXPECT_OK(weft_task_spawn(rt, &t[i], step_task, &p[i], &o));
   }
   for (int i = 0; i < n; i++)
-    CHECK_OK(weft_task_join(t[i]));
+    EXPECT_OK(weft_task_join(t[i]));
   free(p);
   free(t);
 }
@@ -371,25 +371,25 @@ static void nested_parent(void *arg) {
 static void nested(weft_runtime *rt) {
   float *flow = malloc(NBUF * LEN * sizeof(float));
   float *seq = malloc(NBUF * LEN * sizeof(float));
-  CHECK(flow && seq);
+  EXPECT(flow && seq);
   reset_buffers();
   weft_task *t;
-  CHECK_OK(weft_task_spawn(rt, &t, nested_parent, rt, NULL));
-  CHECK_OK(weft_task_join(t));
+  EXPECT_OK(weft_task_spawn(rt, &t, nested_parent, rt, NULL));
+  EXPECT_OK(weft_task_join(t));
   snapshot(flow);
   int n = tt_quick() ? 200 : 1000;
   step *p = malloc((size_t)n * sizeof *p);
-  CHECK(p != NULL);
+  EXPECT(p != NULL);
   make_program(p, n, 99);
   reset_buffers();
   for (int i = 0; i < n; i++) {
-    CHECK_OK(weft_task_spawn(rt, &t, step_task, &p[i], NULL));
-    CHECK_OK(weft_task_join(t));
+    EXPECT_OK(weft_task_spawn(rt, &t, step_task, &p[i], NULL));
+    EXPECT_OK(weft_task_join(t));
   }
   snapshot(seq);
-  CHECK_MSG(memcmp(flow, seq, NBUF * LEN * sizeof(float)) == 0,
-            "a task's children with declarations differ from the same "
-            "steps one at a time");
+  EXPECT_MSG(memcmp(flow, seq, NBUF * LEN * sizeof(float)) == 0,
+             "a task's children with declarations differ from the same "
+             "steps one at a time");
   free(p);
   free(flow);
   free(seq);
@@ -427,9 +427,9 @@ static void chain_hands_streams_on(void) {
   o.streams = 2;
   weft_runtime *rt = tt_open(&o);
   tt_gate_init(&chain_gate);
-  CHECK_OK(weft_device_alloc(LEN * sizeof(float), (void **)&chain_buf));
-  CHECK_OK(weft_memset(chain_buf, 0, LEN * sizeof(float)));
-  CHECK_OK(weft_sync());
+  EXPECT_OK(weft_device_alloc(LEN * sizeof(float), (void **)&chain_buf));
+  EXPECT_OK(weft_memset(chain_buf, 0, LEN * sizeof(float)));
+  EXPECT_OK(weft_sync());
   weft_access rw[] = {{chain_buf, LEN * sizeof(float), WEFT_RW}};
   weft_task_opts to;
   weft_task_opts_init(&to);
@@ -441,25 +441,25 @@ static void chain_hands_streams_on(void) {
   weft_task_opts fo = to;
   fo.accesses = first_rw;
   fo.naccesses = 2;
-  CHECK_OK(weft_task_spawn(rt, &t[0], chain_first, NULL, &fo));
+  EXPECT_OK(weft_task_spawn(rt, &t[0], chain_first, NULL, &fo));
   for (int i = 1; i <= CHAIN; i++)
-    CHECK_OK(weft_task_spawn(rt, &t[i], chain_link, (void *)(intptr_t)i, &to));
+    EXPECT_OK(weft_task_spawn(rt, &t[i], chain_link, (void *)(intptr_t)i, &to));
   tt_chain_holds_streams_ahead(rt, t, CHAIN + 1, 2);
   tt_gate_open(&chain_gate);
   for (int i = 0; i <= CHAIN; i++)
-    CHECK_OK(weft_task_join(t[i]));
+    EXPECT_OK(weft_task_join(t[i]));
   float *host = malloc(LEN * sizeof(float));
-  CHECK(host != NULL);
-  CHECK_OK(weft_copy(host, chain_buf, LEN * sizeof(float)));
-  CHECK_OK(weft_sync());
+  EXPECT(host != NULL);
+  EXPECT_OK(weft_copy(host, chain_buf, LEN * sizeof(float)));
+  EXPECT_OK(weft_sync());
   double want = 1.0; /* the first task's x = x + 1, then x = 2x + i */
   for (int i = 1; i <= CHAIN; i++)
     want = 2.0 * want + i;
   for (int e = 0; e < LEN; e++)
-    CHECK_MSG(host[e] == (float)want, "element %d: %g, expected %g", e,
-              (double)host[e], want);
+    EXPECT_MSG(host[e] == (float)want, "element %d: %g, expected %g", e,
+               (double)host[e], want);
   free(host);
-  CHECK_OK(weft_device_free(chain_buf));
+  EXPECT_OK(weft_device_free(chain_buf));
   tt_gate_fini(&chain_gate);
   tt_close(rt);
 }
@@ -479,21 +479,21 @@ static void bad_input(weft_runtime *rt) {
                        {bufs[0], 4, WEFT_WRITE | WEFT_ACCESS_HOST},
                        {(void *)(uintptr_t)-16, 64, WEFT_READ}};
   weft_task_stats before = {.struct_size = sizeof before};
-  CHECK_OK(weft_task_stats_get(rt, &before));
+  EXPECT_OK(weft_task_stats_get(rt, &before));
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     o.accesses = &bad[i];
     o.naccesses = 1;
     t = (weft_task *)1;
-    CHECK_ERR(weft_task_spawn(rt, &t, nothing, NULL, &o), WEFT_EINVAL);
-    CHECK(strstr(weft_last_error_message(), "access 0") != NULL);
+    EXPECT_ERR(weft_task_spawn(rt, &t, nothing, NULL, &o), WEFT_EINVAL);
+    EXPECT(strstr(weft_last_error_message(), "access 0") != NULL);
   }
   o.accesses = NULL;
   o.naccesses = 1;
-  CHECK_ERR(weft_task_spawn(rt, &t, nothing, NULL, &o), WEFT_EINVAL);
+  EXPECT_ERR(weft_task_spawn(rt, &t, nothing, NULL, &o), WEFT_EINVAL);
   weft_task_stats after = {.struct_size = sizeof after};
-  CHECK_OK(weft_task_stats_get(rt, &after));
-  CHECK_MSG(after.live == before.live, "a refused spawn left a task");
-  CHECK(t == (weft_task *)1); /* and handed out no handle */
+  EXPECT_OK(weft_task_stats_get(rt, &after));
+  EXPECT_MSG(after.live == before.live, "a refused spawn left a task");
+  EXPECT(t == (weft_task *)1); /* and handed out no handle */
 }
 
 int main(void) {
@@ -503,9 +503,9 @@ int main(void) {
   weft_runtime *rt = tt_open(&ro);
   the_rt = rt;
   for (int b = 0; b < NBUF; b++)
-    CHECK_OK(weft_device_alloc(LEN * sizeof(float), (void **)&bufs[b]));
+    EXPECT_OK(weft_device_alloc(LEN * sizeof(float), (void **)&bufs[b]));
   /* Quick (the sanitizers): the earlier quick sizes once took 6 minutes
-   * under compute-sanitizer's memcheck on the H200 (docs/NOTES.md). */
+   * under compute-sanitizer's memcheck on the H200 (docs/decisions/cuda.md). */
   int quick = tt_quick();
   random_program(rt, quick ? 300 : 1000, 1);
   random_program(rt, quick ? 600 : 20000, 2);
@@ -518,7 +518,7 @@ int main(void) {
   nested(rt);
   bad_input(rt);
   for (int b = 0; b < NBUF; b++)
-    CHECK_OK(weft_device_free(bufs[b]));
+    EXPECT_OK(weft_device_free(bufs[b]));
   tt_close(rt);
   chain_hands_streams_on();
   puts("ok");

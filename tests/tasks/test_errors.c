@@ -42,19 +42,19 @@ static void notsup_task(void *arg) {
   s->fresh_msg_empty = weft_last_error_message()[0] == '\0';
   int v = 5;
   void *args[] = {&s->out, &v};
-  CHECK_ERR(weft_launch(&missing, WEFT_DIM1(1), WEFT_DIM1(1), 0, args),
-            WEFT_ENOTSUP);
-  CHECK_MSG(names_kernel(weft_last_error_message()),
-            "message does not name the kernel: '%s'",
-            weft_last_error_message());
+  EXPECT_ERR(weft_launch(&missing, WEFT_DIM1(1), WEFT_DIM1(1), 0, args),
+             WEFT_ENOTSUP);
+  EXPECT_MSG(names_kernel(weft_last_error_message()),
+             "message does not name the kernel: '%s'",
+             weft_last_error_message());
   /* Later work still runs; the handled error is not reported again. */
-  CHECK_OK(weft_launch(&tk.set_value, WEFT_DIM1(1), WEFT_DIM1(1), 0, args));
-  CHECK_OK(weft_sync());
-  CHECK_EQ_INT(*s->out, 5);
+  EXPECT_OK(weft_launch(&tk.set_value, WEFT_DIM1(1), WEFT_DIM1(1), 0, args));
+  EXPECT_OK(weft_sync());
+  EXPECT_EQ_INT(*s->out, 5);
   if (s->second_error) {
-    CHECK_ERR(weft_copy(NULL, s->out, sizeof(int)), WEFT_EINVAL);
-    CHECK(strstr(weft_last_error_message(), "NULL") != NULL);
-    CHECK_OK(weft_sync());
+    EXPECT_ERR(weft_copy(NULL, s->out, sizeof(int)), WEFT_EINVAL);
+    EXPECT(strstr(weft_last_error_message(), "NULL") != NULL);
+    EXPECT_OK(weft_sync());
   }
 }
 
@@ -66,31 +66,32 @@ static void notsup_in_tasks(void) {
   weft_task *t[N];
   for (int i = 0; i < N; i++) {
     s[i] = (notsup){0};
-    CHECK_OK(weft_pinned_alloc(sizeof(int), (void **)&s[i].out));
+    EXPECT_OK(weft_pinned_alloc(sizeof(int), (void **)&s[i].out));
     *s[i].out = 0;
     weft_task_opts o;
     weft_task_opts_init(&o);
     o.name = "failing-task";
-    CHECK_OK(weft_task_spawn(rt, &t[i], notsup_task, &s[i], &o));
+    EXPECT_OK(weft_task_spawn(rt, &t[i], notsup_task, &s[i], &o));
     if (i % 2 == 0) /* join half at once so objects get reused */
-      CHECK_OK(weft_task_join(t[i]));
+      EXPECT_OK(weft_task_join(t[i]));
   }
   for (int i = 1; i < N; i += 2)
-    CHECK_OK(weft_task_join(t[i]));
+    EXPECT_OK(weft_task_join(t[i]));
   for (int i = 0; i < N; i++) {
-    CHECK_MSG(s[i].fresh_msg_empty, "task %d started with an error message", i);
-    CHECK_OK(weft_pinned_free(s[i].out));
+    EXPECT_MSG(s[i].fresh_msg_empty, "task %d started with an error message",
+               i);
+    EXPECT_OK(weft_pinned_free(s[i].out));
   }
 }
 
 /* Errors a task handled (two, returned at once) do not fail its join. */
 static void handled_errors_stay_handled(void) {
   notsup s = {.second_error = 1};
-  CHECK_OK(weft_pinned_alloc(sizeof(int), (void **)&s.out));
+  EXPECT_OK(weft_pinned_alloc(sizeof(int), (void **)&s.out));
   weft_task *t;
-  CHECK_OK(weft_task_spawn(rt, &t, notsup_task, &s, NULL));
-  CHECK_OK(weft_task_join(t));
-  CHECK_OK(weft_pinned_free(s.out));
+  EXPECT_OK(weft_task_spawn(rt, &t, notsup_task, &s, NULL));
+  EXPECT_OK(weft_task_join(t));
+  EXPECT_OK(weft_pinned_free(s.out));
 }
 
 /* ---- plain threads ---- */
@@ -105,46 +106,46 @@ typedef struct thread_job {
 static void axpb_roundtrip(int id) {
   size_t bytes = TN * sizeof(float);
   float *h, *d;
-  CHECK_OK(weft_pinned_alloc(bytes, (void **)&h));
-  CHECK_OK(weft_device_alloc(bytes, (void **)&d));
+  EXPECT_OK(weft_pinned_alloc(bytes, (void **)&h));
+  EXPECT_OK(weft_device_alloc(bytes, (void **)&d));
   for (int i = 0; i < TN; i++)
     h[i] = (float)(i % 100 - id);
-  CHECK_OK(weft_copy(d, h, bytes));
+  EXPECT_OK(weft_copy(d, h, bytes));
   for (int k = 0; k < 6; k++) {
     int n = TN;
     float a = k % 2 ? -1.0f : 2.0f, b = (float)(id + k);
     void *args[] = {&d, &n, &a, &b};
-    CHECK_OK(weft_launch(&tk.axpb,
-                         WEFT_DIM1((TN + TEST_THREADS - 1) / TEST_THREADS),
-                         WEFT_DIM1(TEST_THREADS), 0, args));
+    EXPECT_OK(weft_launch(&tk.axpb,
+                          WEFT_DIM1((TN + TEST_THREADS - 1) / TEST_THREADS),
+                          WEFT_DIM1(TEST_THREADS), 0, args));
   }
-  CHECK_OK(weft_copy(h, d, bytes));
-  CHECK_OK(weft_device_free(d));
-  CHECK_OK(weft_sync());
+  EXPECT_OK(weft_copy(h, d, bytes));
+  EXPECT_OK(weft_device_free(d));
+  EXPECT_OK(weft_sync());
   for (int i = 0; i < TN; i++) {
     float x = (float)(i % 100 - id);
     for (int k = 0; k < 6; k++)
       x = x * (k % 2 ? -1.0f : 2.0f) + (float)(id + k);
-    CHECK_MSG(h[i] == x, "thread/task %d: h[%d] = %g, expected %g", id, i,
-              (double)h[i], (double)x);
+    EXPECT_MSG(h[i] == x, "thread/task %d: h[%d] = %g, expected %g", id, i,
+               (double)h[i], (double)x);
   }
-  CHECK_OK(weft_pinned_free(h));
+  EXPECT_OK(weft_pinned_free(h));
 }
 
 static void *thread_main(void *arg) {
   thread_job *j = arg;
-  CHECK(weft_task_self() == NULL);
-  CHECK(weft_stream_current() != NULL);
+  EXPECT(weft_task_self() == NULL);
+  EXPECT(weft_stream_current() != NULL);
   axpb_roundtrip(j->id);
   /* Errors on this thread are reported here, not elsewhere, and once. */
   int *out;
-  CHECK_OK(weft_pinned_alloc(sizeof(int), (void **)&out));
+  EXPECT_OK(weft_pinned_alloc(sizeof(int), (void **)&out));
   void *args[] = {&out, &j->id};
-  CHECK_ERR(weft_launch(&missing, WEFT_DIM1(1), WEFT_DIM1(1), 0, args),
-            WEFT_ENOTSUP);
-  CHECK(names_kernel(weft_last_error_message()));
-  CHECK_OK(weft_sync());
-  CHECK_OK(weft_pinned_free(out));
+  EXPECT_ERR(weft_launch(&missing, WEFT_DIM1(1), WEFT_DIM1(1), 0, args),
+             WEFT_ENOTSUP);
+  EXPECT(names_kernel(weft_last_error_message()));
+  EXPECT_OK(weft_sync());
+  EXPECT_OK(weft_pinned_free(out));
   j->ok = 1;
   return NULL;
 }
@@ -163,23 +164,23 @@ static void plain_threads(void) {
    * subject. */
   float *warm[2 * THREADS + 1];
   for (int i = 0; i < 2 * THREADS + 1; i++)
-    CHECK_OK(weft_pinned_alloc(TN * sizeof(float), (void **)&warm[i]));
+    EXPECT_OK(weft_pinned_alloc(TN * sizeof(float), (void **)&warm[i]));
   for (int i = 0; i < 2 * THREADS + 1; i++)
-    CHECK_OK(weft_pinned_free(warm[i]));
+    EXPECT_OK(weft_pinned_free(warm[i]));
   for (int i = 0; i < THREADS; i++) {
     jobs[i] = (thread_job){.id = i};
     ids[i] = 100 + i;
-    CHECK(pthread_create(&th[i], NULL, thread_main, &jobs[i]) == 0);
-    CHECK_OK(weft_task_spawn(rt, &t[i], task_roundtrip, &ids[i], NULL));
+    EXPECT(pthread_create(&th[i], NULL, thread_main, &jobs[i]) == 0);
+    EXPECT_OK(weft_task_spawn(rt, &t[i], task_roundtrip, &ids[i], NULL));
   }
   axpb_roundtrip(-1); /* the main thread too */
   for (int i = 0; i < THREADS; i++) {
-    CHECK(pthread_join(th[i], NULL) == 0);
-    CHECK(jobs[i].ok);
-    CHECK_OK(weft_task_join(t[i]));
+    EXPECT(pthread_join(th[i], NULL) == 0);
+    EXPECT(jobs[i].ok);
+    EXPECT_OK(weft_task_join(t[i]));
   }
-  CHECK(strcmp(before, weft_last_error_message()) == 0);
-  CHECK_OK(weft_sync());
+  EXPECT(strcmp(before, weft_last_error_message()) == 0);
+  EXPECT_OK(weft_sync());
 }
 
 /* ---- a task returning with GPU work still queued ---- */
@@ -198,9 +199,11 @@ static void leave_work(void *arg) {
   tt_gate_launch(&lo.gate);
   int v = 42;
   void *set_args[] = {&lo.d, &v};
-  CHECK_OK(weft_launch(&tk.set_value, WEFT_DIM1(1), WEFT_DIM1(1), 0, set_args));
+  EXPECT_OK(
+      weft_launch(&tk.set_value, WEFT_DIM1(1), WEFT_DIM1(1), 0, set_args));
   void *copy_args[] = {&lo.out, &lo.d};
-  CHECK_OK(weft_launch(&tk.copy_int, WEFT_DIM1(1), WEFT_DIM1(1), 0, copy_args));
+  EXPECT_OK(
+      weft_launch(&tk.copy_int, WEFT_DIM1(1), WEFT_DIM1(1), 0, copy_args));
   tt_store(&lo.returned, 1);
 }
 
@@ -221,34 +224,34 @@ static void returns_with_work(int joiner_is_task) {
   lo.returned = lo.joined = 0;
   lo.join_rc = lo.seen_at_join = -99;
   *lo.out = -1;
-  CHECK_OK(weft_task_spawn(rt, &lo.t, leave_work, NULL, NULL));
+  EXPECT_OK(weft_task_spawn(rt, &lo.t, leave_work, NULL, NULL));
   pthread_t th;
   weft_task *jt = NULL;
   if (joiner_is_task)
-    CHECK_OK(weft_task_spawn(rt, &jt, task_joiner, NULL, NULL));
+    EXPECT_OK(weft_task_spawn(rt, &jt, task_joiner, NULL, NULL));
   else
-    CHECK(pthread_create(&th, NULL, thread_joiner, NULL) == 0);
+    EXPECT(pthread_create(&th, NULL, thread_joiner, NULL) == 0);
   tt_wait_flag(&lo.returned, 10000, "the task to return");
   tt_gate_wait_started(&lo.gate);
   tt_sleep_ms(20); /* gives a join that does not wait time to return */
   int joined = tt_load(&lo.joined);
   int seen = tt_load(lo.out);
   tt_gate_open(&lo.gate);
-  CHECK_MSG(!joined, "join returned while the task's GPU work was queued");
-  CHECK_EQ_INT(seen, -1);
+  EXPECT_MSG(!joined, "join returned while the task's GPU work was queued");
+  EXPECT_EQ_INT(seen, -1);
   if (joiner_is_task)
-    CHECK_OK(weft_task_join(jt));
+    EXPECT_OK(weft_task_join(jt));
   else {
-    CHECK(pthread_join(th, NULL) == 0);
+    EXPECT(pthread_join(th, NULL) == 0);
     /* weft does not see pthread_join: without this, the next round's
      * task (spawned from here) writing the same memory would be a race to
      * weft check, whatever stream it gets. */
-    CHECK_OK(weft_device_sync());
+    EXPECT_OK(weft_device_sync());
   }
-  CHECK_OK(lo.join_rc);
-  CHECK_MSG(lo.seen_at_join == 42,
-            "right after join the task's output was %d, not 42",
-            lo.seen_at_join);
+  EXPECT_OK(lo.join_rc);
+  EXPECT_MSG(lo.seen_at_join == 42,
+             "right after join the task's output was %d, not 42",
+             lo.seen_at_join);
 }
 
 /* Without a gate: a long chain, no sync, checked right after join. */
@@ -257,33 +260,33 @@ enum { CN = 1 << 17, CSTEPS = 40 };
 
 static void long_chain(void *arg) {
   float *d;
-  CHECK_OK(weft_device_alloc(CN * sizeof(float), (void **)&d));
-  CHECK_OK(weft_memset(d, 0, CN * sizeof(float)));
+  EXPECT_OK(weft_device_alloc(CN * sizeof(float), (void **)&d));
+  EXPECT_OK(weft_memset(d, 0, CN * sizeof(float)));
   for (int k = 0; k < CSTEPS; k++) {
     int n = CN;
     float a = -1.0f, b = (float)k;
     void *args[] = {&d, &n, &a, &b};
-    CHECK_OK(weft_launch(&tk.axpb, WEFT_DIM1(CN / TEST_THREADS),
-                         WEFT_DIM1(TEST_THREADS), 0, args));
+    EXPECT_OK(weft_launch(&tk.axpb, WEFT_DIM1(CN / TEST_THREADS),
+                          WEFT_DIM1(TEST_THREADS), 0, args));
   }
-  CHECK_OK(weft_copy(chain_out, d, CN * sizeof(float)));
-  CHECK_OK(weft_device_free(d));
+  EXPECT_OK(weft_copy(chain_out, d, CN * sizeof(float)));
+  EXPECT_OK(weft_device_free(d));
 }
 
 static void chain_then_join(void) {
-  CHECK_OK(weft_pinned_alloc(CN * sizeof(float), (void **)&chain_out));
+  EXPECT_OK(weft_pinned_alloc(CN * sizeof(float), (void **)&chain_out));
   for (int i = 0; i < CN; i++)
     chain_out[i] = 1e30f;
   weft_task *t;
-  CHECK_OK(weft_task_spawn(rt, &t, long_chain, NULL, NULL));
-  CHECK_OK(weft_task_join(t));
+  EXPECT_OK(weft_task_spawn(rt, &t, long_chain, NULL, NULL));
+  EXPECT_OK(weft_task_join(t));
   float x = 0.0f;
   for (int k = 0; k < CSTEPS; k++)
     x = -x + (float)k;
   for (int i = 0; i < CN; i++)
-    CHECK_MSG(chain_out[i] == x, "out[%d] = %g right after join, expected %g",
-              i, (double)chain_out[i], (double)x);
-  CHECK_OK(weft_pinned_free(chain_out));
+    EXPECT_MSG(chain_out[i] == x, "out[%d] = %g right after join, expected %g",
+               i, (double)chain_out[i], (double)x);
+  EXPECT_OK(weft_pinned_free(chain_out));
 }
 
 int main(void) {
@@ -293,14 +296,14 @@ int main(void) {
   plain_threads();
 
   tt_gate_init(&lo.gate);
-  CHECK_OK(weft_pinned_alloc(sizeof(int), (void **)&lo.out));
-  CHECK_OK(weft_device_alloc(sizeof(int), (void **)&lo.d));
-  CHECK_OK(weft_sync());
+  EXPECT_OK(weft_pinned_alloc(sizeof(int), (void **)&lo.out));
+  EXPECT_OK(weft_device_alloc(sizeof(int), (void **)&lo.d));
+  EXPECT_OK(weft_sync());
   returns_with_work(0);
   returns_with_work(1);
-  CHECK_OK(weft_device_free(lo.d));
-  CHECK_OK(weft_sync());
-  CHECK_OK(weft_pinned_free(lo.out));
+  EXPECT_OK(weft_device_free(lo.d));
+  EXPECT_OK(weft_sync());
+  EXPECT_OK(weft_pinned_free(lo.out));
   tt_gate_fini(&lo.gate);
   chain_then_join();
 

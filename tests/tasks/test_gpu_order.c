@@ -33,8 +33,8 @@ static float pick_a(uint64_t *r) {
 static void launch_axpb(float *d, int n, float a, float b) {
   void *args[] = {&d, &n, &a, &b};
   unsigned blocks = (unsigned)((n + TEST_THREADS - 1) / TEST_THREADS);
-  CHECK_OK(weft_launch(&tk.axpb, WEFT_DIM1(blocks), WEFT_DIM1(TEST_THREADS), 0,
-                       args));
+  EXPECT_OK(weft_launch(&tk.axpb, WEFT_DIM1(blocks), WEFT_DIM1(TEST_THREADS), 0,
+                        args));
 }
 
 static void chain_task(void *arg) {
@@ -55,30 +55,30 @@ static void chain_task(void *arg) {
     in[i] = (float)tt_rand_range(&r, -16, 16);
     snap[i] = out[i] = 1e30f; /* never a result */
   }
-  CHECK_OK(weft_device_alloc(bytes, (void **)&d));
-  CHECK_OK(weft_copy(d, in, bytes));
+  EXPECT_OK(weft_device_alloc(bytes, (void **)&d));
+  EXPECT_OK(weft_copy(d, in, bytes));
   for (int k = 0; k < steps; k++) {
     if (k == mid)
-      CHECK_OK(weft_copy(snap, d, bytes));
+      EXPECT_OK(weft_copy(snap, d, bytes));
     launch_axpb(d, n, a[k], b[k]);
     if (tt_rand(&r) % 3 == 0)
       weft_yield();
   }
-  CHECK_OK(weft_copy(out, d, bytes));
-  CHECK_OK(weft_device_free(d));
-  CHECK_OK(weft_sync());
+  EXPECT_OK(weft_copy(out, d, bytes));
+  EXPECT_OK(weft_device_free(d));
+  EXPECT_OK(weft_sync());
 
   for (int i = 0; i < n; i++) {
     float x = in[i];
     for (int k = 0; k < steps; k++) {
       if (k == mid)
-        CHECK_MSG(snap[i] == x,
-                  "task seed %llu: snapshot[%d] = %g, expected %g",
-                  (unsigned long long)c->seed, i, (double)snap[i], (double)x);
+        EXPECT_MSG(snap[i] == x,
+                   "task seed %llu: snapshot[%d] = %g, expected %g",
+                   (unsigned long long)c->seed, i, (double)snap[i], (double)x);
       x = x * a[k] + b[k];
     }
-    CHECK_MSG(out[i] == x, "task seed %llu: out[%d] = %g, expected %g",
-              (unsigned long long)c->seed, i, (double)out[i], (double)x);
+    EXPECT_MSG(out[i] == x, "task seed %llu: out[%d] = %g, expected %g",
+               (unsigned long long)c->seed, i, (double)out[i], (double)x);
   }
   c->ok = 1;
 }
@@ -90,25 +90,25 @@ int main(void) {
   uint64_t seed = 12345;
   size_t bytes = MAX_N * sizeof(float);
   for (int i = 0; i < TASKS; i++) {
-    CHECK_OK(weft_pinned_alloc(bytes, (void **)&cs[i].in));
-    CHECK_OK(weft_pinned_alloc(bytes, (void **)&cs[i].snap));
-    CHECK_OK(weft_pinned_alloc(bytes, (void **)&cs[i].out));
+    EXPECT_OK(weft_pinned_alloc(bytes, (void **)&cs[i].in));
+    EXPECT_OK(weft_pinned_alloc(bytes, (void **)&cs[i].snap));
+    EXPECT_OK(weft_pinned_alloc(bytes, (void **)&cs[i].out));
   }
   for (int round = 0; round < 2; round++) {
     for (int i = 0; i < TASKS; i++) {
       cs[i].seed = tt_rand(&seed);
       cs[i].ok = 0;
-      CHECK_OK(weft_task_spawn(rt, &t[i], chain_task, &cs[i], NULL));
+      EXPECT_OK(weft_task_spawn(rt, &t[i], chain_task, &cs[i], NULL));
     }
     for (int i = 0; i < TASKS; i++) {
-      CHECK_OK(weft_task_join(t[i]));
-      CHECK(cs[i].ok);
+      EXPECT_OK(weft_task_join(t[i]));
+      EXPECT(cs[i].ok);
     }
   }
   for (int i = 0; i < TASKS; i++) {
-    CHECK_OK(weft_pinned_free(cs[i].in));
-    CHECK_OK(weft_pinned_free(cs[i].snap));
-    CHECK_OK(weft_pinned_free(cs[i].out));
+    EXPECT_OK(weft_pinned_free(cs[i].in));
+    EXPECT_OK(weft_pinned_free(cs[i].snap));
+    EXPECT_OK(weft_pinned_free(cs[i].out));
   }
   tt_close(rt);
   puts("ok");

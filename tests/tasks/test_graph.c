@@ -19,19 +19,19 @@ static const float B[STEPS] = {1, 3, -2, 0, 5, -1};
 static void launch_axpb(float *d, int n, float a, float b) {
   void *args[] = {&d, &n, &a, &b};
   unsigned blocks = (unsigned)((n + TEST_THREADS - 1) / TEST_THREADS);
-  CHECK_OK(weft_launch(&tk.axpb, WEFT_DIM1(blocks), WEFT_DIM1(TEST_THREADS), 0,
-                       args));
+  EXPECT_OK(weft_launch(&tk.axpb, WEFT_DIM1(blocks), WEFT_DIM1(TEST_THREADS), 0,
+                        args));
 }
 
 /* in -> d, the chain on d (yielding between steps if asked), d -> out. */
 static void record_chain(float *in, float *d, float *out, int yield) {
-  CHECK_OK(weft_copy(d, in, N * sizeof(float)));
+  EXPECT_OK(weft_copy(d, in, N * sizeof(float)));
   for (int k = 0; k < STEPS; k++) {
     launch_axpb(d, N, A[k], B[k]);
     if (yield)
       weft_yield();
   }
-  CHECK_OK(weft_copy(out, d, N * sizeof(float)));
+  EXPECT_OK(weft_copy(out, d, N * sizeof(float)));
 }
 
 static float expect(float x) {
@@ -49,8 +49,8 @@ static void fill(float *in, float *out, int seed) {
 
 static void check_out(const float *in, const float *out, const char *what) {
   for (int i = 0; i < N; i++)
-    CHECK_MSG(out[i] == expect(in[i]), "%s: out[%d] = %g, want %g", what, i,
-              (double)out[i], (double)expect(in[i]));
+    EXPECT_MSG(out[i] == expect(in[i]), "%s: out[%d] = %g, want %g", what, i,
+               (double)out[i], (double)expect(in[i]));
 }
 
 typedef struct bufs {
@@ -58,15 +58,15 @@ typedef struct bufs {
 } bufs;
 
 static void bufs_alloc(bufs *b) {
-  CHECK_OK(weft_pinned_alloc(N * sizeof(float), (void **)&b->in));
-  CHECK_OK(weft_pinned_alloc(N * sizeof(float), (void **)&b->out));
-  CHECK_OK(weft_device_alloc(N * sizeof(float), (void **)&b->d));
+  EXPECT_OK(weft_pinned_alloc(N * sizeof(float), (void **)&b->in));
+  EXPECT_OK(weft_pinned_alloc(N * sizeof(float), (void **)&b->out));
+  EXPECT_OK(weft_device_alloc(N * sizeof(float), (void **)&b->d));
 }
 
 static void bufs_free(bufs *b) {
-  CHECK_OK(weft_pinned_free(b->in));
-  CHECK_OK(weft_pinned_free(b->out));
-  CHECK_OK(weft_device_free(b->d));
+  EXPECT_OK(weft_pinned_free(b->in));
+  EXPECT_OK(weft_pinned_free(b->out));
+  EXPECT_OK(weft_device_free(b->d));
 }
 
 /* Capture, nothing runs; replays with fresh input each time. */
@@ -76,30 +76,30 @@ static void basic_task(void *arg) {
   bufs_alloc(&b);
   fill(b.in, b.out, 1);
   weft_graph *g;
-  CHECK_OK(weft_graph_begin());
+  EXPECT_OK(weft_graph_begin());
   record_chain(b.in, b.d, b.out, yield);
-  CHECK_OK(weft_graph_end(&g));
-  CHECK_OK(weft_sync());
-  CHECK_MSG(b.out[0] == 1e30f, "the captured work ran during the capture");
+  EXPECT_OK(weft_graph_end(&g));
+  EXPECT_OK(weft_sync());
+  EXPECT_MSG(b.out[0] == 1e30f, "the captured work ran during the capture");
   weft_graph_info info;
-  CHECK_OK(weft_graph_get_info(g, &info));
-  CHECK_MSG(info.kernels == STEPS && info.copies == 2 &&
-                info.ops == STEPS + 2 && info.refs == 3,
-            "info: %zu ops, %zu kernels, %zu copies, %zu refs", info.ops,
-            info.kernels, info.copies, info.refs);
+  EXPECT_OK(weft_graph_get_info(g, &info));
+  EXPECT_MSG(info.kernels == STEPS && info.copies == 2 &&
+                 info.ops == STEPS + 2 && info.refs == 3,
+             "info: %zu ops, %zu kernels, %zu copies, %zu refs", info.ops,
+             info.kernels, info.copies, info.refs);
   for (int r = 0; r < 3; r++) {
     fill(b.in, b.out, 10 + r);
-    CHECK_OK(weft_graph_launch(g));
-    CHECK_OK(weft_sync());
+    EXPECT_OK(weft_graph_launch(g));
+    EXPECT_OK(weft_sync());
     check_out(b.in, b.out,
               yield ? "replay (captured across yields)" : "replay");
   }
   /* Memory the graph uses is held busy until it is destroyed. */
-  CHECK_ERR(weft_device_free(b.d), WEFT_EBUSY);
-  CHECK_ERR(weft_pinned_free(b.in), WEFT_EBUSY);
-  CHECK_OK(weft_graph_destroy(g));
-  CHECK_ERR(weft_graph_destroy(g), WEFT_EHANDLE);
-  CHECK_ERR(weft_graph_launch(g), WEFT_EHANDLE);
+  EXPECT_ERR(weft_device_free(b.d), WEFT_EBUSY);
+  EXPECT_ERR(weft_pinned_free(b.in), WEFT_EBUSY);
+  EXPECT_OK(weft_graph_destroy(g));
+  EXPECT_ERR(weft_graph_destroy(g), WEFT_EHANDLE);
+  EXPECT_ERR(weft_graph_launch(g), WEFT_EHANDLE);
   bufs_free(&b);
 }
 
@@ -112,58 +112,58 @@ static void refusals_task(void *arg) {
   bufs_alloc(&b);
   fill(b.in, b.out, 2);
   weft_event *ev;
-  CHECK_OK(weft_event_create(&ev));
-  CHECK_OK(weft_event_record(ev));
+  EXPECT_OK(weft_event_create(&ev));
+  EXPECT_OK(weft_event_record(ev));
   weft_task *other;
-  CHECK_OK(weft_task_spawn(rt, &other, other_task, NULL, NULL));
+  EXPECT_OK(weft_task_spawn(rt, &other, other_task, NULL, NULL));
   weft_graph *prev;
-  CHECK_OK(weft_graph_begin());
-  CHECK_OK(weft_graph_end(&prev)); /* an empty graph is a graph */
+  EXPECT_OK(weft_graph_begin());
+  EXPECT_OK(weft_graph_end(&prev)); /* an empty graph is a graph */
   float *pageable = malloc(N * sizeof(float));
-  CHECK(pageable != NULL);
+  EXPECT(pageable != NULL);
   void *p;
 
-  CHECK_OK(weft_graph_begin());
-  CHECK_OK(weft_copy(b.d, b.in, N * sizeof(float)));
-  CHECK_ERR(weft_sync(), WEFT_ESTATE);
-  CHECK_ERR(weft_event_record(ev), WEFT_ESTATE);
-  CHECK_ERR(weft_event_wait(ev), WEFT_ESTATE);
-  CHECK_ERR(weft_event_sync(ev), WEFT_ESTATE);
-  CHECK_ERR(weft_task_after(other), WEFT_ESTATE);
-  CHECK_ERR(weft_device_alloc(64, &p), WEFT_ESTATE);
-  CHECK_ERR(weft_device_free(b.d), WEFT_ESTATE);
-  CHECK_ERR(weft_pinned_free(b.in), WEFT_ESTATE);
-  CHECK_ERR(weft_device_sync(), WEFT_ESTATE);
+  EXPECT_OK(weft_graph_begin());
+  EXPECT_OK(weft_copy(b.d, b.in, N * sizeof(float)));
+  EXPECT_ERR(weft_sync(), WEFT_ESTATE);
+  EXPECT_ERR(weft_event_record(ev), WEFT_ESTATE);
+  EXPECT_ERR(weft_event_wait(ev), WEFT_ESTATE);
+  EXPECT_ERR(weft_event_sync(ev), WEFT_ESTATE);
+  EXPECT_ERR(weft_task_after(other), WEFT_ESTATE);
+  EXPECT_ERR(weft_device_alloc(64, &p), WEFT_ESTATE);
+  EXPECT_ERR(weft_device_free(b.d), WEFT_ESTATE);
+  EXPECT_ERR(weft_pinned_free(b.in), WEFT_ESTATE);
+  EXPECT_ERR(weft_device_sync(), WEFT_ESTATE);
   if (weft_runtime_backend(rt) == WEFT_BACKEND_CUDA) {
     /* Staged through pinned buffers on CUDA; the host backend has no
      * pageable memory to stage. */
-    CHECK_ERR(weft_copy(pageable, b.d, N * sizeof(float)), WEFT_ESTATE);
-    CHECK_ERR(weft_copy(b.d, pageable, N * sizeof(float)), WEFT_ESTATE);
+    EXPECT_ERR(weft_copy(pageable, b.d, N * sizeof(float)), WEFT_ESTATE);
+    EXPECT_ERR(weft_copy(b.d, pageable, N * sizeof(float)), WEFT_ESTATE);
   }
-  CHECK_ERR(weft_map_chunks(pageable, 64, pageable, 64, 4, NULL, NULL, NULL),
-            WEFT_EINVAL); /* no fn: its own check comes first */
-  CHECK_ERR(weft_graph_begin(), WEFT_ESTATE);
-  CHECK_ERR(weft_graph_launch(prev), WEFT_ESTATE);
-  CHECK(strstr(weft_last_error_message(), "graph") != NULL);
+  EXPECT_ERR(weft_map_chunks(pageable, 64, pageable, 64, 4, NULL, NULL, NULL),
+             WEFT_EINVAL); /* no fn: its own check comes first */
+  EXPECT_ERR(weft_graph_begin(), WEFT_ESTATE);
+  EXPECT_ERR(weft_graph_launch(prev), WEFT_ESTATE);
+  EXPECT(strstr(weft_last_error_message(), "graph") != NULL);
   for (int k = 0; k < STEPS; k++)
     launch_axpb(b.d, N, A[k], B[k]);
-  CHECK_OK(weft_copy(b.out, b.d, N * sizeof(float)));
+  EXPECT_OK(weft_copy(b.out, b.d, N * sizeof(float)));
   weft_graph *g;
-  CHECK_OK(weft_graph_end(&g));
-  CHECK_OK(weft_graph_launch(g));
-  CHECK_OK(weft_sync()); /* none of the refusals is reported again */
+  EXPECT_OK(weft_graph_end(&g));
+  EXPECT_OK(weft_graph_launch(g));
+  EXPECT_OK(weft_sync()); /* none of the refusals is reported again */
   check_out(b.in, b.out, "after the refusals");
 
   weft_graph *none = g;
-  CHECK_ERR(weft_graph_end(&none), WEFT_ESTATE); /* none open */
-  CHECK(none == NULL);
-  CHECK_ERR(weft_graph_update(g), WEFT_ESTATE);
-  CHECK_ERR(weft_graph_launch(NULL), WEFT_EINVAL);
-  CHECK_ERR(weft_graph_end(NULL), WEFT_ESTATE);
-  CHECK_OK(weft_graph_destroy(g));
-  CHECK_OK(weft_graph_destroy(prev));
-  CHECK_OK(weft_task_join(other));
-  CHECK_OK(weft_event_destroy(&ev));
+  EXPECT_ERR(weft_graph_end(&none), WEFT_ESTATE); /* none open */
+  EXPECT(none == NULL);
+  EXPECT_ERR(weft_graph_update(g), WEFT_ESTATE);
+  EXPECT_ERR(weft_graph_launch(NULL), WEFT_EINVAL);
+  EXPECT_ERR(weft_graph_end(NULL), WEFT_ESTATE);
+  EXPECT_OK(weft_graph_destroy(g));
+  EXPECT_OK(weft_graph_destroy(prev));
+  EXPECT_OK(weft_task_join(other));
+  EXPECT_OK(weft_event_destroy(&ev));
   free(pageable);
   bufs_free(&b);
 }
@@ -175,32 +175,32 @@ static void update_task(void *arg) {
   bufs_alloc(&b1);
   bufs_alloc(&b2);
   weft_graph *g;
-  CHECK_OK(weft_graph_begin());
+  EXPECT_OK(weft_graph_begin());
   record_chain(b1.in, b1.d, b1.out, 0);
-  CHECK_OK(weft_graph_end(&g));
-  CHECK_OK(weft_graph_begin());
+  EXPECT_OK(weft_graph_end(&g));
+  EXPECT_OK(weft_graph_begin());
   record_chain(b2.in, b2.d, b2.out, 0);
-  CHECK_OK(weft_graph_update(g));
+  EXPECT_OK(weft_graph_update(g));
   fill(b1.in, b1.out, 3);
   fill(b2.in, b2.out, 4);
-  CHECK_OK(weft_graph_launch(g));
-  CHECK_OK(weft_sync());
+  EXPECT_OK(weft_graph_launch(g));
+  EXPECT_OK(weft_sync());
   check_out(b2.in, b2.out, "replay after the update");
-  CHECK_MSG(b1.out[0] == 1e30f, "the updated graph still wrote the old "
-                                "buffers");
+  EXPECT_MSG(b1.out[0] == 1e30f, "the updated graph still wrote the old "
+                                 "buffers");
   /* The old buffers are free to go, the new ones are held. */
   bufs_free(&b1);
-  CHECK_ERR(weft_device_free(b2.d), WEFT_EBUSY);
+  EXPECT_ERR(weft_device_free(b2.d), WEFT_EBUSY);
   /* Another shape: one more launch. */
-  CHECK_OK(weft_graph_begin());
+  EXPECT_OK(weft_graph_begin());
   record_chain(b2.in, b2.d, b2.out, 0);
   launch_axpb(b2.d, N, 1, 0);
-  CHECK_ERR(weft_graph_update(g), WEFT_EINVAL);
+  EXPECT_ERR(weft_graph_update(g), WEFT_EINVAL);
   fill(b2.in, b2.out, 5);
-  CHECK_OK(weft_graph_launch(g));
-  CHECK_OK(weft_sync());
+  EXPECT_OK(weft_graph_launch(g));
+  EXPECT_OK(weft_sync());
   check_out(b2.in, b2.out, "replay after a refused update");
-  CHECK_OK(weft_graph_destroy(g));
+  EXPECT_OK(weft_graph_destroy(g));
   bufs_free(&b2);
 }
 
@@ -214,43 +214,43 @@ typedef struct shared_graph {
 static void replay_task(void *arg) {
   shared_graph *s = arg;
   for (int r = 0; r < s->rounds; r++) {
-    CHECK_OK(weft_graph_launch(s->g));
+    EXPECT_OK(weft_graph_launch(s->g));
     if (r % 8 == 7)
       weft_yield();
   }
-  CHECK_OK(weft_sync());
+  EXPECT_OK(weft_sync());
 }
 
 static void ordered_task(void *arg) {
   weft_runtime *rt = arg;
   float *d, *host;
-  CHECK_OK(weft_device_alloc(sizeof(float), (void **)&d));
-  CHECK_OK(weft_pinned_alloc(sizeof(float), (void **)&host));
-  CHECK_OK(weft_memset(d, 0, sizeof(float)));
-  CHECK_OK(weft_sync());
+  EXPECT_OK(weft_device_alloc(sizeof(float), (void **)&d));
+  EXPECT_OK(weft_pinned_alloc(sizeof(float), (void **)&host));
+  EXPECT_OK(weft_memset(d, 0, sizeof(float)));
+  EXPECT_OK(weft_sync());
   shared_graph s = {NULL, tt_quick() ? 20 : 100};
-  CHECK_OK(weft_graph_begin());
+  EXPECT_OK(weft_graph_begin());
   launch_axpb(d, 1, 1, 1);
-  CHECK_OK(weft_graph_end(&s.g));
+  EXPECT_OK(weft_graph_end(&s.g));
   weft_task *t[2];
   for (int i = 0; i < 2; i++)
-    CHECK_OK(weft_task_spawn(rt, &t[i], replay_task, &s, NULL));
+    EXPECT_OK(weft_task_spawn(rt, &t[i], replay_task, &s, NULL));
   for (int i = 0; i < 2; i++)
-    CHECK_OK(weft_task_join(t[i]));
-  CHECK_OK(weft_copy(host, d, sizeof(float)));
-  CHECK_OK(weft_sync());
-  CHECK_MSG(*host == (float)(2 * s.rounds),
-            "two tasks' replays of one graph overlapped: %g of %d increments",
-            (double)*host, 2 * s.rounds);
-  CHECK_OK(weft_graph_destroy(s.g));
-  CHECK_OK(weft_device_free(d));
-  CHECK_OK(weft_pinned_free(host));
+    EXPECT_OK(weft_task_join(t[i]));
+  EXPECT_OK(weft_copy(host, d, sizeof(float)));
+  EXPECT_OK(weft_sync());
+  EXPECT_MSG(*host == (float)(2 * s.rounds),
+             "two tasks' replays of one graph overlapped: %g of %d increments",
+             (double)*host, 2 * s.rounds);
+  EXPECT_OK(weft_graph_destroy(s.g));
+  EXPECT_OK(weft_device_free(d));
+  EXPECT_OK(weft_pinned_free(host));
 }
 
 /* Returns with a capture open: the task fails, nothing leaks. */
 static void forgetful_task(void *arg) {
   float *d = arg;
-  CHECK_OK(weft_graph_begin());
+  EXPECT_OK(weft_graph_begin());
   launch_axpb(d, N, 2, 1);
 }
 
@@ -258,41 +258,41 @@ int main(void) {
   weft_runtime *rt = tt_open_workers(4);
   weft_task *t;
   int yield = 0;
-  CHECK_OK(weft_task_spawn(rt, &t, basic_task, &yield, NULL));
-  CHECK_OK(weft_task_join(t));
+  EXPECT_OK(weft_task_spawn(rt, &t, basic_task, &yield, NULL));
+  EXPECT_OK(weft_task_join(t));
   yield = 1;
-  CHECK_OK(weft_task_spawn(rt, &t, basic_task, &yield, NULL));
-  CHECK_OK(weft_task_join(t));
-  CHECK_OK(weft_task_spawn(rt, &t, refusals_task, rt, NULL));
-  CHECK_OK(weft_task_join(t));
-  CHECK_OK(weft_task_spawn(rt, &t, update_task, NULL, NULL));
-  CHECK_OK(weft_task_join(t));
-  CHECK_OK(weft_task_spawn(rt, &t, ordered_task, rt, NULL));
-  CHECK_OK(weft_task_join(t));
+  EXPECT_OK(weft_task_spawn(rt, &t, basic_task, &yield, NULL));
+  EXPECT_OK(weft_task_join(t));
+  EXPECT_OK(weft_task_spawn(rt, &t, refusals_task, rt, NULL));
+  EXPECT_OK(weft_task_join(t));
+  EXPECT_OK(weft_task_spawn(rt, &t, update_task, NULL, NULL));
+  EXPECT_OK(weft_task_join(t));
+  EXPECT_OK(weft_task_spawn(rt, &t, ordered_task, rt, NULL));
+  EXPECT_OK(weft_task_join(t));
 
   /* A plain thread captures and replays too. */
   bufs b;
   bufs_alloc(&b);
   weft_graph *g;
-  CHECK_OK(weft_graph_begin());
+  EXPECT_OK(weft_graph_begin());
   record_chain(b.in, b.d, b.out, 0);
-  CHECK_OK(weft_graph_end(&g));
+  EXPECT_OK(weft_graph_end(&g));
   fill(b.in, b.out, 6);
-  CHECK_OK(weft_graph_launch(g));
-  CHECK_OK(weft_sync());
+  EXPECT_OK(weft_graph_launch(g));
+  EXPECT_OK(weft_sync());
   check_out(b.in, b.out, "replay from a plain thread");
 
   float *d;
-  CHECK_OK(weft_device_alloc(N * sizeof(float), (void **)&d));
-  CHECK_OK(weft_task_spawn(rt, &t, forgetful_task, d, NULL));
-  CHECK_ERR(weft_task_join(t), WEFT_ESTATE);
-  CHECK(strstr(weft_last_error_message(), "never ended") != NULL);
-  CHECK_OK(weft_device_free(d)); /* the dropped capture held nothing */
+  EXPECT_OK(weft_device_alloc(N * sizeof(float), (void **)&d));
+  EXPECT_OK(weft_task_spawn(rt, &t, forgetful_task, d, NULL));
+  EXPECT_ERR(weft_task_join(t), WEFT_ESTATE);
+  EXPECT(strstr(weft_last_error_message(), "never ended") != NULL);
+  EXPECT_OK(weft_device_free(d)); /* the dropped capture held nothing */
 
   /* Shutdown refuses while a graph lives. */
-  CHECK_ERR(weft_shutdown(rt), WEFT_EBUSY);
-  CHECK(strstr(weft_last_error_message(), "1 graphs") != NULL);
-  CHECK_OK(weft_graph_destroy(g));
+  EXPECT_ERR(weft_shutdown(rt), WEFT_EBUSY);
+  EXPECT(strstr(weft_last_error_message(), "1 graphs") != NULL);
+  EXPECT_OK(weft_graph_destroy(g));
   bufs_free(&b);
   tt_close(rt);
   puts("ok");

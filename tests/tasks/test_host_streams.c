@@ -14,54 +14,54 @@ enum { NDEV = 4, N = 1000 };
 static void axpb(weft_host_stream *s, float *x, float a, float b) {
   int n = N;
   void *args[] = {&x, &n, &a, &b};
-  CHECK_OK(weft_host_launch(s, &tk.axpb,
-                            WEFT_DIM1((N + TEST_THREADS - 1) / TEST_THREADS),
-                            WEFT_DIM1(TEST_THREADS), args));
+  EXPECT_OK(weft_host_launch(s, &tk.axpb,
+                             WEFT_DIM1((N + TEST_THREADS - 1) / TEST_THREADS),
+                             WEFT_DIM1(TEST_THREADS), args));
 }
 
 static void not_host(weft_runtime *rt) {
   weft_host_stream *s = NULL;
   weft_host_event *e = NULL;
-  CHECK_ERR(weft_host_stream_create(rt, 0, 0, &s), WEFT_ENOTSUP);
-  CHECK_ERR(weft_host_event_create(rt, 0, 0, &e), WEFT_ENOTSUP);
-  CHECK(s == NULL && e == NULL);
+  EXPECT_ERR(weft_host_stream_create(rt, 0, 0, &s), WEFT_ENOTSUP);
+  EXPECT_ERR(weft_host_event_create(rt, 0, 0, &e), WEFT_ENOTSUP);
+  EXPECT(s == NULL && e == NULL);
 }
 
 static void bad_input(weft_runtime *rt, int ndev) {
   weft_host_stream *s = NULL;
-  CHECK_ERR(weft_host_stream_create(rt, -1, 0, &s), WEFT_ENODEV);
-  CHECK(strstr(weft_last_error_message(), "no device -1") != NULL);
-  CHECK_ERR(weft_host_stream_create(rt, ndev, 0, &s), WEFT_ENODEV);
-  CHECK_ERR(weft_host_stream_create(NULL, 0, 0, &s), WEFT_EINVAL);
-  CHECK_ERR(weft_host_stream_create(rt, 0, 0, NULL), WEFT_EINVAL);
-  CHECK(s == NULL);
-  CHECK_ERR(weft_host_stream_destroy(&s), WEFT_EINVAL);
+  EXPECT_ERR(weft_host_stream_create(rt, -1, 0, &s), WEFT_ENODEV);
+  EXPECT(strstr(weft_last_error_message(), "no device -1") != NULL);
+  EXPECT_ERR(weft_host_stream_create(rt, ndev, 0, &s), WEFT_ENODEV);
+  EXPECT_ERR(weft_host_stream_create(NULL, 0, 0, &s), WEFT_EINVAL);
+  EXPECT_ERR(weft_host_stream_create(rt, 0, 0, NULL), WEFT_EINVAL);
+  EXPECT(s == NULL);
+  EXPECT_ERR(weft_host_stream_destroy(&s), WEFT_EINVAL);
   weft_host_event *e = NULL;
-  CHECK_ERR(weft_host_event_create(rt, ndev, 0, &e), WEFT_ENODEV);
-  CHECK_ERR(weft_host_event_create(rt, 0, 0, NULL), WEFT_EINVAL);
-  CHECK(e == NULL);
+  EXPECT_ERR(weft_host_event_create(rt, ndev, 0, &e), WEFT_ENODEV);
+  EXPECT_ERR(weft_host_event_create(rt, 0, 0, NULL), WEFT_EINVAL);
+  EXPECT(e == NULL);
   /* An event records on its own device's streams only, as on CUDA. */
   weft_host_stream *s1 = NULL;
-  CHECK_OK(weft_host_stream_create(rt, 1, 0, &s1));
-  CHECK_OK(weft_host_event_create(rt, 0, 0, &e));
-  CHECK_ERR(weft_host_event_record(e, s1), WEFT_EINVAL);
-  CHECK_OK(weft_host_event_destroy(&e));
-  CHECK_OK(weft_host_stream_destroy(&s1));
+  EXPECT_OK(weft_host_stream_create(rt, 1, 0, &s1));
+  EXPECT_OK(weft_host_event_create(rt, 0, 0, &e));
+  EXPECT_ERR(weft_host_event_record(e, s1), WEFT_EINVAL);
+  EXPECT_OK(weft_host_event_destroy(&e));
+  EXPECT_OK(weft_host_stream_destroy(&s1));
   /* Priorities out of the range are clamped to it, as CUDA does: the
    * streams run work (they indexed past the executor's levels before). */
   static const int prio[] = {1000, 1, -6, -1000};
   float *x = NULL;
-  CHECK_OK(weft_host_pinned_alloc(rt, N * sizeof(float), (void **)&x));
+  EXPECT_OK(weft_host_pinned_alloc(rt, N * sizeof(float), (void **)&x));
   for (size_t p = 0; p < sizeof prio / sizeof prio[0]; p++) {
     for (int i = 0; i < N; i++)
       x[i] = 1.0f;
-    CHECK_OK(weft_host_stream_create(rt, 0, prio[p], &s1));
+    EXPECT_OK(weft_host_stream_create(rt, 0, prio[p], &s1));
     axpb(s1, x, 3.0f, 1.0f);
-    CHECK_OK(weft_host_stream_sync(s1));
-    CHECK(x[0] == 4.0f && x[N - 1] == 4.0f);
-    CHECK_OK(weft_host_stream_destroy(&s1));
+    EXPECT_OK(weft_host_stream_sync(s1));
+    EXPECT(x[0] == 4.0f && x[N - 1] == 4.0f);
+    EXPECT_OK(weft_host_stream_destroy(&s1));
   }
-  CHECK_OK(weft_host_pinned_free(rt, x));
+  EXPECT_OK(weft_host_pinned_free(rt, x));
 }
 
 int main(void) {
@@ -77,70 +77,70 @@ int main(void) {
     return 0;
   }
   int ndev = 0;
-  CHECK_OK(weft_device_count(rt, &ndev));
-  CHECK_EQ_INT(ndev, NDEV);
+  EXPECT_OK(weft_device_count(rt, &ndev));
+  EXPECT_EQ_INT(ndev, NDEV);
   bad_input(rt, ndev);
 
   weft_host_stream *s[NDEV];
   for (int d = 0; d < NDEV; d++)
-    CHECK_OK(weft_host_stream_create(rt, d, 0, &s[d]));
+    EXPECT_OK(weft_host_stream_create(rt, d, 0, &s[d]));
   float *x = NULL;
   int *gate = NULL; /* [0] the flag, [1] the spin's state */
-  CHECK_OK(weft_host_pinned_alloc(rt, N * sizeof(float), (void **)&x));
-  CHECK_OK(weft_host_pinned_alloc(rt, 2 * sizeof(int), (void **)&gate));
+  EXPECT_OK(weft_host_pinned_alloc(rt, N * sizeof(float), (void **)&x));
+  EXPECT_OK(weft_host_pinned_alloc(rt, 2 * sizeof(int), (void **)&gate));
   for (int i = 0; i < N; i++)
     x[i] = 1.0f;
   gate[0] = gate[1] = 0;
   weft_host_event *ev = NULL, *t0 = NULL, *t1 = NULL;
-  CHECK_OK(weft_host_event_create(rt, 0, 0, &ev));
-  CHECK_OK(weft_host_event_create(rt, 0, 1, &t0));
-  CHECK_OK(weft_host_event_create(rt, 0, 1, &t1));
+  EXPECT_OK(weft_host_event_create(rt, 0, 0, &ev));
+  EXPECT_OK(weft_host_event_create(rt, 0, 1, &t0));
+  EXPECT_OK(weft_host_event_create(rt, 0, 1, &t1));
 
   /* Device 0: the gate, then x = 2x + 1; device d waits for it, then
    * x = 10x + d. Unordered, a later device's step would run first. */
   long long timeout = TT_GATE_TIMEOUT_NS;
   int *flag = &gate[0], *state = &gate[1];
   void *spin[] = {&flag, &state, &timeout};
-  CHECK_OK(weft_host_event_record(t0, s[0]));
-  CHECK_OK(
+  EXPECT_OK(weft_host_event_record(t0, s[0]));
+  EXPECT_OK(
       weft_host_launch(s[0], &tk.spin_until, WEFT_DIM1(1), WEFT_DIM1(1), spin));
   axpb(s[0], x, 2.0f, 1.0f);
-  CHECK_OK(weft_host_event_record(ev, s[0]));
-  CHECK_OK(weft_host_event_record(t1, s[0]));
+  EXPECT_OK(weft_host_event_record(ev, s[0]));
+  EXPECT_OK(weft_host_event_record(t1, s[0]));
   weft_host_event *step[NDEV] = {NULL};
   for (int d = 1; d < NDEV; d++) {
-    CHECK_OK(weft_host_event_create(rt, d, 0, &step[d]));
-    CHECK_OK(weft_host_stream_wait_event(s[d], d == 1 ? ev : step[d - 1]));
+    EXPECT_OK(weft_host_event_create(rt, d, 0, &step[d]));
+    EXPECT_OK(weft_host_stream_wait_event(s[d], d == 1 ? ev : step[d - 1]));
     axpb(s[d], x, 10.0f, (float)d);
-    CHECK_OK(weft_host_event_record(step[d], s[d]));
+    EXPECT_OK(weft_host_event_record(step[d], s[d]));
   }
   tt_wait_flag(&gate[1], 10000, "the gate's spin to start");
   tt_sleep_ms(20);
-  CHECK_ERR(weft_host_event_query(step[NDEV - 1]), WEFT_EAGAIN);
-  CHECK(x[0] == 1.0f); /* nothing after the gate ran */
+  EXPECT_ERR(weft_host_event_query(step[NDEV - 1]), WEFT_EAGAIN);
+  EXPECT(x[0] == 1.0f); /* nothing after the gate ran */
   tt_store(&gate[0], 1);
-  CHECK_OK(weft_host_stream_sync(s[NDEV - 1]));
-  CHECK_OK(weft_host_event_query(step[NDEV - 1]));
+  EXPECT_OK(weft_host_stream_sync(s[NDEV - 1]));
+  EXPECT_OK(weft_host_event_query(step[NDEV - 1]));
   /* ((3 * 10 + 1) * 10 + 2) * 10 + 3 */
   for (int i = 0; i < N; i++)
-    CHECK_MSG(x[i] == 3123.0f, "x[%d] = %g", i, (double)x[i]);
-  CHECK_EQ_INT(tt_load(&gate[1]), TEST_SPIN_RELEASED);
+    EXPECT_MSG(x[i] == 3123.0f, "x[%d] = %g", i, (double)x[i]);
+  EXPECT_EQ_INT(tt_load(&gate[1]), TEST_SPIN_RELEASED);
   float ms = -1;
-  CHECK_OK(weft_host_event_sync(t1));
-  CHECK_OK(weft_host_event_elapsed_ms(t0, t1, &ms));
-  CHECK_MSG(ms >= 15.0f, "the gate held device 0 for %g ms", (double)ms);
+  EXPECT_OK(weft_host_event_sync(t1));
+  EXPECT_OK(weft_host_event_elapsed_ms(t0, t1, &ms));
+  EXPECT_MSG(ms >= 15.0f, "the gate held device 0 for %g ms", (double)ms);
 
   for (int d = 1; d < NDEV; d++)
-    CHECK_OK(weft_host_event_destroy(&step[d]));
-  CHECK_OK(weft_host_event_destroy(&ev));
-  CHECK_OK(weft_host_event_destroy(&t0));
-  CHECK_OK(weft_host_event_destroy(&t1));
+    EXPECT_OK(weft_host_event_destroy(&step[d]));
+  EXPECT_OK(weft_host_event_destroy(&ev));
+  EXPECT_OK(weft_host_event_destroy(&t0));
+  EXPECT_OK(weft_host_event_destroy(&t1));
   for (int d = 0; d < NDEV; d++) {
-    CHECK_OK(weft_host_stream_destroy(&s[d]));
-    CHECK(s[d] == NULL);
+    EXPECT_OK(weft_host_stream_destroy(&s[d]));
+    EXPECT(s[d] == NULL);
   }
-  CHECK_OK(weft_host_pinned_free(rt, x));
-  CHECK_OK(weft_host_pinned_free(rt, gate));
+  EXPECT_OK(weft_host_pinned_free(rt, x));
+  EXPECT_OK(weft_host_pinned_free(rt, gate));
   tt_close(rt);
   printf("ok\n");
   return 0;

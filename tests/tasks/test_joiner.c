@@ -61,19 +61,19 @@ static void joined_task(void *arg) {
   if (j->h)
     tt_store(&j->h->released, 1);
   weft_task *c;
-  CHECK_OK(weft_task_spawn(rt, &c, child, j, NULL));
-  CHECK_OK(weft_task_join(c));
+  EXPECT_OK(weft_task_spawn(rt, &c, child, j, NULL));
+  EXPECT_OK(weft_task_join(c));
   if (j->dev) {
     /* GPU waits on the joining thread: each sync suspends the task. */
     int host[4];
     for (int round = 0; round < 8; round++) {
-      CHECK_OK(weft_memset(j->dev, round, 4 * sizeof(int)));
-      CHECK_OK(weft_copy(host, j->dev, sizeof host));
-      CHECK_OK(weft_sync());
+      EXPECT_OK(weft_memset(j->dev, round, 4 * sizeof(int)));
+      EXPECT_OK(weft_copy(host, j->dev, sizeof host));
+      EXPECT_OK(weft_sync());
       int want;
       memset(&want, round, sizeof want);
       for (int i = 0; i < 4; i++)
-        CHECK_EQ_INT(host[i], want);
+        EXPECT_EQ_INT(host[i], want);
     }
   }
   j->sum = 42;
@@ -83,37 +83,37 @@ static void runs_on_joiner(void) {
   static hold h;
   memset(&h, 0, sizeof h);
   weft_task *ht, *jt;
-  CHECK_OK(weft_task_spawn(rt, &ht, holder, &h, NULL));
+  EXPECT_OK(weft_task_spawn(rt, &ht, holder, &h, NULL));
   /* The holder has the worker before the joined task is spawned. */
   tt_wait_flag(&h.started, 5000, "the holder to start");
   static joined j;
   memset(&j, 0, sizeof j);
   j.h = &h;
-  CHECK_OK(weft_task_spawn(rt, &jt, joined_task, &j, NULL));
-  CHECK_OK(weft_task_join(jt));
-  CHECK_OK(weft_task_join(ht));
-  CHECK_MSG(!tt_load(&h.gave_up),
-            "the joined task did not run while the worker was held: the "
-            "joining thread did not run it");
-  CHECK_MSG(pthread_equal(j.ran_on, pthread_self()),
-            "the joined task ran on another thread than its joiner");
-  CHECK_MSG(j.child_set, "the joined task's child did not run");
-  CHECK_EQ_INT(j.sum, 42);
+  EXPECT_OK(weft_task_spawn(rt, &jt, joined_task, &j, NULL));
+  EXPECT_OK(weft_task_join(jt));
+  EXPECT_OK(weft_task_join(ht));
+  EXPECT_MSG(!tt_load(&h.gave_up),
+             "the joined task did not run while the worker was held: the "
+             "joining thread did not run it");
+  EXPECT_MSG(pthread_equal(j.ran_on, pthread_self()),
+             "the joined task ran on another thread than its joiner");
+  EXPECT_MSG(j.child_set, "the joined task's child did not run");
+  EXPECT_EQ_INT(j.sum, 42);
 }
 
 static void gpu_waits(void) {
   int *dev;
-  CHECK_OK(weft_device_alloc(4 * sizeof *dev, (void **)&dev));
-  CHECK_OK(weft_sync());
+  EXPECT_OK(weft_device_alloc(4 * sizeof *dev, (void **)&dev));
+  EXPECT_OK(weft_sync());
   for (int k = 0; k < 20; k++) {
     joined j = {.dev = dev};
     weft_task *t;
-    CHECK_OK(weft_task_spawn(rt, &t, joined_task, &j, NULL));
-    CHECK_OK(weft_task_join(t));
-    CHECK_EQ_INT(j.sum, 42);
+    EXPECT_OK(weft_task_spawn(rt, &t, joined_task, &j, NULL));
+    EXPECT_OK(weft_task_join(t));
+    EXPECT_EQ_INT(j.sum, 42);
   }
-  CHECK_OK(weft_device_free(dev));
-  CHECK_OK(weft_sync());
+  EXPECT_OK(weft_device_free(dev));
+  EXPECT_OK(weft_sync());
 }
 
 static void yielder(void *arg) {
@@ -127,9 +127,9 @@ static void yielder(void *arg) {
 static void yields(void) {
   int n = 0;
   weft_task *t;
-  CHECK_OK(weft_task_spawn(rt, &t, yielder, &n, NULL));
-  CHECK_OK(weft_task_join(t));
-  CHECK_EQ_INT(tt_load(&n), 100);
+  EXPECT_OK(weft_task_spawn(rt, &t, yielder, &n, NULL));
+  EXPECT_OK(weft_task_join(t));
+  EXPECT_EQ_INT(tt_load(&n), 100);
 }
 
 enum { THREADS = 4 };
@@ -163,12 +163,12 @@ static void many_joiners(void) {
   int rounds = tt_quick() ? 200 : 2000;
   for (int i = 0; i < THREADS; i++) {
     a[i] = (joiner_arg){i + 1, rounds, 0};
-    CHECK(pthread_create(&th[i], NULL, joiner_thread, &a[i]) == 0);
+    EXPECT(pthread_create(&th[i], NULL, joiner_thread, &a[i]) == 0);
   }
   for (int i = 0; i < THREADS; i++) {
-    CHECK(pthread_join(th[i], NULL) == 0);
-    CHECK_MSG(a[i].bad == 0, "thread %d: %d of %d joins wrong", i, a[i].bad,
-              rounds);
+    EXPECT(pthread_join(th[i], NULL) == 0);
+    EXPECT_MSG(a[i].bad == 0, "thread %d: %d of %d joins wrong", i, a[i].bad,
+               rounds);
   }
 }
 

@@ -40,7 +40,7 @@ static int fake_create(void *user, int dev, const void *key, size_t key_bytes,
   deep[0] = 1;
   deep[sizeof deep - 1] = 2;
   int i = atomic_fetch_add(&nhandles, 1);
-  CHECK(i < MAX_HANDLES);
+  EXPECT(i < MAX_HANDLES);
   handles[i] = (fake_handle){i + 1, NULL, 0, 0};
   atomic_fetch_add(&creates, 1);
   *h = &handles[i];
@@ -50,7 +50,7 @@ static int fake_create(void *user, int dev, const void *key, size_t key_bytes,
 static int fake_set_stream(void *user, void *h, void *stream) {
   (void)user;
   fake_handle *f = h;
-  CHECK(!f->destroyed);
+  EXPECT(!f->destroyed);
   f->stream = stream;
   f->binds++;
   atomic_fetch_add(&binds, 1);
@@ -60,7 +60,7 @@ static int fake_set_stream(void *user, void *h, void *stream) {
 static void fake_destroy(void *user, void *h) {
   (void)user;
   fake_handle *f = h;
-  CHECK(!f->destroyed);
+  EXPECT(!f->destroyed);
   f->destroyed = 1;
   atomic_fetch_add(&destroys, 1);
 }
@@ -81,20 +81,20 @@ static void *task_stream[TASKS]; /* the stream each task's handle had */
 static void task(void *arg) {
   void **seen = arg;
   void *h1, *h2;
-  CHECK_OK(weft_library_handle(&fake, &h1));
+  EXPECT_OK(weft_library_handle(&fake, &h1));
   int b = ((fake_handle *)h1)->binds;
-  CHECK_OK(weft_library_handle(&fake, &h2));
-  CHECK_MSG(h1 == h2 && ((fake_handle *)h2)->binds == b,
-            "a second ask on the same thread and stream made or bound anew");
+  EXPECT_OK(weft_library_handle(&fake, &h2));
+  EXPECT_MSG(h1 == h2 && ((fake_handle *)h2)->binds == b,
+             "a second ask on the same thread and stream made or bound anew");
   void *stream = ((fake_handle *)h1)->stream;
-  CHECK(stream != NULL);
+  EXPECT(stream != NULL);
   if (seen)
     *seen = stream;
   weft_yield();
-  CHECK_OK(weft_library_handle(&fake, &h2));
-  CHECK_MSG(((fake_handle *)h2)->stream == stream,
-            "after a yield the handle is not bound to this task's stream");
-  CHECK_OK(weft_sync());
+  EXPECT_OK(weft_library_handle(&fake, &h2));
+  EXPECT_MSG(((fake_handle *)h2)->stream == stream,
+             "after a yield the handle is not bound to this task's stream");
+  EXPECT_OK(weft_sync());
 }
 
 /* per_stream: a handle of the task's stream's own, the same before and
@@ -111,18 +111,18 @@ static const weft_library per_stream_lib = {.struct_size =
 static void per_stream_task(void *arg) {
   void **mine = arg;
   void *h1, *h2;
-  CHECK_OK(weft_library_handle(&per_stream_lib, &h1));
+  EXPECT_OK(weft_library_handle(&per_stream_lib, &h1));
   fake_handle *f = h1;
   void *stream = f->stream;
-  CHECK(stream != NULL && f->binds == 1);
+  EXPECT(stream != NULL && f->binds == 1);
   weft_yield(); /* the other tasks ask meanwhile, on these two threads */
-  CHECK_OK(weft_library_handle(&per_stream_lib, &h2));
-  CHECK_MSG(h1 == h2, "a per_stream handle changed across a yield");
-  CHECK_MSG(f->stream == stream && f->binds == 1,
-            "a per_stream handle was bound to another stream (%d binds)",
-            f->binds);
+  EXPECT_OK(weft_library_handle(&per_stream_lib, &h2));
+  EXPECT_MSG(h1 == h2, "a per_stream handle changed across a yield");
+  EXPECT_MSG(f->stream == stream && f->binds == 1,
+             "a per_stream handle was bound to another stream (%d binds)",
+             f->binds);
   *mine = h1;
-  CHECK_OK(weft_sync());
+  EXPECT_OK(weft_sync());
 }
 
 static int null_create(void *user, int dev, const void *key, size_t key_bytes,
@@ -142,9 +142,9 @@ int main(void) {
   weft_runtime *rt = tt_open_workers(2);
   weft_task *t[TASKS];
   for (int i = 0; i < TASKS; i++)
-    CHECK_OK(weft_task_spawn(rt, &t[i], task, &task_stream[i], NULL));
+    EXPECT_OK(weft_task_spawn(rt, &t[i], task, &task_stream[i], NULL));
   for (int i = 0; i < TASKS; i++)
-    CHECK_OK(weft_task_join(t[i]));
+    EXPECT_OK(weft_task_join(t[i]));
   /* Every stream the tasks ran on was bound at least once (a task that
    * leases the stream an earlier one returned, on the same thread, finds
    * the handle bound to it already). */
@@ -157,27 +157,27 @@ int main(void) {
   }
   /* Two workers, this thread (it runs a task it joins) and the tasks'
    * yields: at most a handle per thread. */
-  CHECK_MSG(atomic_load(&creates) >= 1 && atomic_load(&creates) <= 3,
-            "%d handles for 2 worker threads and this one",
-            atomic_load(&creates));
-  CHECK_MSG(atomic_load(&binds) >= streams,
-            "%d binds for %d tasks on %d streams", atomic_load(&binds), TASKS,
-            streams);
+  EXPECT_MSG(atomic_load(&creates) >= 1 && atomic_load(&creates) <= 3,
+             "%d handles for 2 worker threads and this one",
+             atomic_load(&creates));
+  EXPECT_MSG(atomic_load(&binds) >= streams,
+             "%d binds for %d tasks on %d streams", atomic_load(&binds), TASKS,
+             streams);
   /* The plain thread gets one of its own. */
   void *mine;
-  CHECK_OK(weft_library_handle(&fake, &mine));
-  CHECK(((fake_handle *)mine)->stream != NULL);
+  EXPECT_OK(weft_library_handle(&fake, &mine));
+  EXPECT(((fake_handle *)mine)->stream != NULL);
   int made = atomic_load(&creates);
 
   /* Bad descriptions, and a create that fails on a fresh thread's slot. */
   weft_library bad = fake;
   bad.struct_size = 8;
-  CHECK_ERR(weft_library_handle(&bad, &mine), WEFT_EINVAL);
+  EXPECT_ERR(weft_library_handle(&bad, &mine), WEFT_EINVAL);
   bad = fake;
   bad.set_stream = NULL;
-  CHECK_ERR(weft_library_handle(&bad, &mine), WEFT_EINVAL);
-  CHECK_ERR(weft_library_handle(NULL, &mine), WEFT_EINVAL);
-  CHECK_ERR(weft_library_handle(&fake, NULL), WEFT_EINVAL);
+  EXPECT_ERR(weft_library_handle(&bad, &mine), WEFT_EINVAL);
+  EXPECT_ERR(weft_library_handle(NULL, &mine), WEFT_EINVAL);
+  EXPECT_ERR(weft_library_handle(&fake, NULL), WEFT_EINVAL);
   static const weft_library other = {.struct_size = sizeof other,
                                      .name = "other",
                                      .create = fake_create,
@@ -189,14 +189,14 @@ int main(void) {
    * has none the create fails. Either way nothing is left half made. */
   int frc = 0;
   weft_task *ft;
-  CHECK_OK(weft_task_spawn(rt, &ft, failing_task, &frc, NULL));
-  CHECK_OK(weft_task_join(ft));
-  CHECK_MSG(frc == 0 || frc == WEFT_EDEVICE, "a failing create: %s",
-            weft_err_name(frc));
-  CHECK_ERR(weft_library_handle(&other, &mine), WEFT_EDEVICE);
-  CHECK_MSG(strstr(weft_last_error_message(),
-                   "create returned 42: FAKE_STATUS_ANSWER") != NULL,
-            "%s", weft_last_error_message());
+  EXPECT_OK(weft_task_spawn(rt, &ft, failing_task, &frc, NULL));
+  EXPECT_OK(weft_task_join(ft));
+  EXPECT_MSG(frc == 0 || frc == WEFT_EDEVICE, "a failing create: %s",
+             weft_err_name(frc));
+  EXPECT_ERR(weft_library_handle(&other, &mine), WEFT_EDEVICE);
+  EXPECT_MSG(strstr(weft_last_error_message(),
+                    "create returned 42: FAKE_STATUS_ANSWER") != NULL,
+             "%s", weft_last_error_message());
   atomic_store(&fail_create, 0);
   /* A create that says yes and makes nothing is a failure, not a handle
    * to make again at every call. */
@@ -204,12 +204,12 @@ int main(void) {
                                        .name = "nothing",
                                        .create = null_create,
                                        .set_stream = fake_set_stream};
-  CHECK_ERR(weft_library_handle(&nothing, &mine), WEFT_EDEVICE);
-  CHECK(strstr(weft_last_error_message(), "no handle") != NULL);
-  CHECK_ERR(weft_library_warm(rt, &nothing, 0), WEFT_EDEVICE);
-  CHECK_MSG(strstr(weft_last_error_message(), "weft_library_warm nothing") !=
-                NULL,
-            "%s", weft_last_error_message());
+  EXPECT_ERR(weft_library_handle(&nothing, &mine), WEFT_EDEVICE);
+  EXPECT(strstr(weft_last_error_message(), "no handle") != NULL);
+  EXPECT_ERR(weft_library_warm(rt, &nothing, 0), WEFT_EDEVICE);
+  EXPECT_MSG(strstr(weft_last_error_message(), "weft_library_warm nothing") !=
+                 NULL,
+             "%s", weft_last_error_message());
 
   /* per_stream: tasks alive at once hold streams of their own, so each
    * has a handle of its own, though they share two threads. */
@@ -217,65 +217,65 @@ int main(void) {
   void *ps[PS];
   weft_task *pt[PS];
   for (int i = 0; i < PS; i++)
-    CHECK_OK(weft_task_spawn(rt, &pt[i], per_stream_task, &ps[i], NULL));
+    EXPECT_OK(weft_task_spawn(rt, &pt[i], per_stream_task, &ps[i], NULL));
   for (int i = 0; i < PS; i++)
-    CHECK_OK(weft_task_join(pt[i]));
+    EXPECT_OK(weft_task_join(pt[i]));
 
   /* Keys: a handle per key, made with that key; the same key finds it
    * again; the plain call is a key of its own. */
   void *k1, *k2, *k1b;
-  CHECK_OK(weft_library_handle_keyed(&fake, "shape-a", 7, &k1));
-  CHECK(strcmp(last_key, "shape-a") == 0);
-  CHECK_OK(weft_library_handle_keyed(&fake, "shape-b", 7, &k2));
-  CHECK(strcmp(last_key, "shape-b") == 0);
-  CHECK_OK(weft_library_handle_keyed(&fake, "shape-a", 7, &k1b));
-  CHECK(k1 != k2 && k1 == k1b && k1 != mine && k2 != mine);
-  CHECK_OK(weft_library_handle_keyed(&fake, "shape-a", 6, &k1b));
-  CHECK(k1b != k1); /* "shape-" is another key */
+  EXPECT_OK(weft_library_handle_keyed(&fake, "shape-a", 7, &k1));
+  EXPECT(strcmp(last_key, "shape-a") == 0);
+  EXPECT_OK(weft_library_handle_keyed(&fake, "shape-b", 7, &k2));
+  EXPECT(strcmp(last_key, "shape-b") == 0);
+  EXPECT_OK(weft_library_handle_keyed(&fake, "shape-a", 7, &k1b));
+  EXPECT(k1 != k2 && k1 == k1b && k1 != mine && k2 != mine);
+  EXPECT_OK(weft_library_handle_keyed(&fake, "shape-a", 6, &k1b));
+  EXPECT(k1b != k1); /* "shape-" is another key */
   char big[WEFT_LIBRARY_KEY_MAX + 1] = {0};
-  CHECK_ERR(weft_library_handle_keyed(&fake, big, sizeof big, &k1b),
-            WEFT_EINVAL);
-  CHECK_ERR(weft_library_handle_keyed(&fake, NULL, 4, &k1b), WEFT_EINVAL);
+  EXPECT_ERR(weft_library_handle_keyed(&fake, big, sizeof big, &k1b),
+             WEFT_EINVAL);
+  EXPECT_ERR(weft_library_handle_keyed(&fake, NULL, 4, &k1b), WEFT_EINVAL);
   made = atomic_load(&creates);
 
   tt_close(rt);
-  CHECK_MSG(atomic_load(&destroys) == made,
-            "%d handles destroyed at shutdown, %d made", atomic_load(&destroys),
-            made);
+  EXPECT_MSG(atomic_load(&destroys) == made,
+             "%d handles destroyed at shutdown, %d made",
+             atomic_load(&destroys), made);
 
   /* A new runtime: fresh handles, not the destroyed ones. */
   rt = tt_open_workers(1);
-  CHECK_OK(weft_task_spawn(rt, &t[0], task, NULL, NULL));
-  CHECK_OK(weft_task_join(t[0]));
-  CHECK_OK(weft_library_handle(&fake, &mine));
-  CHECK(!((fake_handle *)mine)->destroyed);
+  EXPECT_OK(weft_task_spawn(rt, &t[0], task, NULL, NULL));
+  EXPECT_OK(weft_task_join(t[0]));
+  EXPECT_OK(weft_library_handle(&fake, &mine));
+  EXPECT(!((fake_handle *)mine)->destroyed);
   tt_close(rt);
-  CHECK_EQ_INT(atomic_load(&destroys), atomic_load(&creates));
+  EXPECT_EQ_INT(atomic_load(&destroys), atomic_load(&creates));
 
   /* Made ahead: a handle on each of 3 workers and on this thread, which
    * runs tasks while it joins, none after, however many tasks ask; warming
    * again makes none; what cannot be warmed says so. */
   rt = tt_open_workers(3);
   int before = atomic_load(&creates);
-  CHECK_OK(weft_library_warm(rt, &fake, 0));
-  CHECK_EQ_INT(atomic_load(&creates) - before, 4);
-  CHECK_OK(weft_library_warm(rt, &fake, 0));
-  CHECK_EQ_INT(atomic_load(&creates) - before, 4);
+  EXPECT_OK(weft_library_warm(rt, &fake, 0));
+  EXPECT_EQ_INT(atomic_load(&creates) - before, 4);
+  EXPECT_OK(weft_library_warm(rt, &fake, 0));
+  EXPECT_EQ_INT(atomic_load(&creates) - before, 4);
   for (int i = 0; i < TASKS; i++)
-    CHECK_OK(weft_task_spawn(rt, &t[i], task, &task_stream[i], NULL));
+    EXPECT_OK(weft_task_spawn(rt, &t[i], task, &task_stream[i], NULL));
   for (int i = 0; i < TASKS; i++)
-    CHECK_OK(weft_task_join(t[i]));
-  CHECK_MSG(atomic_load(&creates) - before == 4,
-            "%d handles made after warming 3 workers and this thread",
-            atomic_load(&creates) - before);
-  CHECK_ERR(weft_library_warm(rt, &per_stream_lib, 0), WEFT_EINVAL);
-  CHECK_ERR(weft_library_warm(rt, &fake, 7), WEFT_ENODEV);
-  CHECK_ERR(weft_library_warm(NULL, &fake, 0), WEFT_EINVAL);
+    EXPECT_OK(weft_task_join(t[i]));
+  EXPECT_MSG(atomic_load(&creates) - before == 4,
+             "%d handles made after warming 3 workers and this thread",
+             atomic_load(&creates) - before);
+  EXPECT_ERR(weft_library_warm(rt, &per_stream_lib, 0), WEFT_EINVAL);
+  EXPECT_ERR(weft_library_warm(rt, &fake, 7), WEFT_ENODEV);
+  EXPECT_ERR(weft_library_warm(NULL, &fake, 0), WEFT_EINVAL);
   atomic_store(&fail_create, 1);
-  CHECK_ERR(weft_library_warm(rt, &other, 0), WEFT_EDEVICE);
+  EXPECT_ERR(weft_library_warm(rt, &other, 0), WEFT_EDEVICE);
   atomic_store(&fail_create, 0);
   tt_close(rt);
-  CHECK_EQ_INT(atomic_load(&destroys), atomic_load(&creates));
+  EXPECT_EQ_INT(atomic_load(&destroys), atomic_load(&creates));
   puts("ok");
   return 0;
 }

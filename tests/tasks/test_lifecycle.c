@@ -17,19 +17,19 @@ static void no_runtime_calls(void) {
   int x = 0;
   void *p = &x;
   weft_event *ev = (weft_event *)&x;
-  CHECK_ERR(weft_sync(), WEFT_ESTATE);
-  CHECK(strstr(weft_last_error_message(), "weft_sync") != NULL);
-  CHECK_ERR(weft_copy(&x, &x, sizeof x), WEFT_ESTATE);
-  CHECK_ERR(weft_memset(&x, 0, sizeof x), WEFT_ESTATE);
-  CHECK_ERR(weft_device_alloc(16, &p), WEFT_ESTATE);
-  CHECK_ERR(weft_pinned_alloc(16, &p), WEFT_ESTATE);
-  CHECK(p == &x); /* a failed call leaves its outputs alone */
-  CHECK_ERR(weft_event_create(&ev), WEFT_ESTATE);
-  CHECK(ev == (weft_event *)&x);
-  CHECK_ERR(weft_device_sync(), WEFT_ESTATE);
-  CHECK(weft_stream_current() == NULL);
-  CHECK(weft_task_self() == NULL);
-  CHECK(strcmp(weft_task_name(NULL), "") == 0);
+  EXPECT_ERR(weft_sync(), WEFT_ESTATE);
+  EXPECT(strstr(weft_last_error_message(), "weft_sync") != NULL);
+  EXPECT_ERR(weft_copy(&x, &x, sizeof x), WEFT_ESTATE);
+  EXPECT_ERR(weft_memset(&x, 0, sizeof x), WEFT_ESTATE);
+  EXPECT_ERR(weft_device_alloc(16, &p), WEFT_ESTATE);
+  EXPECT_ERR(weft_pinned_alloc(16, &p), WEFT_ESTATE);
+  EXPECT(p == &x); /* a failed call leaves its outputs alone */
+  EXPECT_ERR(weft_event_create(&ev), WEFT_ESTATE);
+  EXPECT(ev == (weft_event *)&x);
+  EXPECT_ERR(weft_device_sync(), WEFT_ESTATE);
+  EXPECT(weft_stream_current() == NULL);
+  EXPECT(weft_task_self() == NULL);
+  EXPECT(strcmp(weft_task_name(NULL), "") == 0);
   weft_yield(); /* returns at once on a plain thread */
 }
 
@@ -58,7 +58,7 @@ static void add_one(void *arg) { tt_add(arg, 1); }
 static int holders_in;
 static void stream_holder(void *arg) {
   const int *release = arg;
-  CHECK(weft_stream_current() != NULL);
+  EXPECT(weft_stream_current() != NULL);
   __atomic_add_fetch(&holders_in, 1, __ATOMIC_SEQ_CST);
   while (!tt_load(release))
     weft_yield();
@@ -68,56 +68,56 @@ static void gpu_roundtrip(void *arg) {
   int *out = arg; /* pinned */
   int *d = NULL;
   int v = 1234;
-  CHECK_OK(weft_device_alloc(sizeof(int), (void **)&d));
+  EXPECT_OK(weft_device_alloc(sizeof(int), (void **)&d));
   void *args[] = {&d, &v};
-  CHECK_OK(weft_launch(&tk.set_value, WEFT_DIM1(1), WEFT_DIM1(1), 0, args));
-  CHECK_OK(weft_copy(out, d, sizeof(int)));
-  CHECK_OK(weft_device_free(d));
-  CHECK_OK(weft_sync());
-  CHECK_EQ_INT(*out, 1234);
+  EXPECT_OK(weft_launch(&tk.set_value, WEFT_DIM1(1), WEFT_DIM1(1), 0, args));
+  EXPECT_OK(weft_copy(out, d, sizeof(int)));
+  EXPECT_OK(weft_device_free(d));
+  EXPECT_OK(weft_sync());
+  EXPECT_EQ_INT(*out, 1234);
 }
 
 static void check_works(weft_runtime *rt) {
   int *out;
-  CHECK_OK(weft_pinned_alloc(sizeof(int), (void **)&out));
+  EXPECT_OK(weft_pinned_alloc(sizeof(int), (void **)&out));
   *out = -1;
   weft_task *t;
-  CHECK_OK(weft_task_spawn(rt, &t, gpu_roundtrip, out, NULL));
-  CHECK_OK(weft_task_join(t));
-  CHECK_EQ_INT(*out, 1234);
-  CHECK_OK(weft_pinned_free(out));
+  EXPECT_OK(weft_task_spawn(rt, &t, gpu_roundtrip, out, NULL));
+  EXPECT_OK(weft_task_join(t));
+  EXPECT_EQ_INT(*out, 1234);
+  EXPECT_OK(weft_pinned_free(out));
 }
 
 static void init_with(int workers, size_t stack) {
   weft_runtime_opts o;
   weft_runtime_opts_init(&o);
-  CHECK_EQ_INT(o.struct_size, sizeof o);
+  EXPECT_EQ_INT(o.struct_size, sizeof o);
   o.workers = workers;
   o.stack_size = stack;
   weft_runtime *rt = tt_open(&o);
-  CHECK_EQ_INT(rt->sched.nworkers, workers);
-  CHECK(rt->stacks.stack_size >= stack);
+  EXPECT_EQ_INT(rt->sched.nworkers, workers);
+  EXPECT(rt->stacks.stack_size >= stack);
 
   together tg = {.want = workers};
   weft_task *t[64];
   for (int i = 0; i < workers; i++)
-    CHECK_OK(weft_task_spawn(rt, &t[i], meet, &tg, NULL));
+    EXPECT_OK(weft_task_spawn(rt, &t[i], meet, &tg, NULL));
   for (int i = 0; i < workers; i++)
-    CHECK_OK(weft_task_join(t[i]));
-  CHECK_MSG(tg.ok == workers,
-            "with %d workers only %d tasks ran at the same time", workers,
-            tg.ok);
+    EXPECT_OK(weft_task_join(t[i]));
+  EXPECT_MSG(tg.ok == workers,
+             "with %d workers only %d tasks ran at the same time", workers,
+             tg.ok);
 
   int n = 0;
   for (int i = 0; i < 64; i++)
-    CHECK_OK(weft_task_spawn(rt, &t[i], add_one, &n, NULL));
+    EXPECT_OK(weft_task_spawn(rt, &t[i], add_one, &n, NULL));
   for (int i = 0; i < 64; i++)
-    CHECK_OK(weft_task_join(t[i]));
-  CHECK_EQ_INT(n, 64);
+    EXPECT_OK(weft_task_join(t[i]));
+  EXPECT_EQ_INT(n, 64);
   check_works(rt);
   tt_close(rt);
   /* The thread's context died with the runtime. */
-  CHECK_ERR(weft_sync(), WEFT_ESTATE);
+  EXPECT_ERR(weft_sync(), WEFT_ESTATE);
 }
 
 /* Workers by default: one per CPU the process may run on, not per CPU of
@@ -133,42 +133,42 @@ static void set_flag(void *arg) {
 static void wait_flag(void *arg) {
   weft_runtime *rt = arg;
   weft_task *t;
-  CHECK_OK(weft_task_spawn(rt, &t, set_flag, NULL, NULL));
+  EXPECT_OK(weft_task_spawn(rt, &t, set_flag, NULL, NULL));
   while (!tt_load(&flag_set))
     weft_yield();
-  CHECK_OK(weft_task_join(t));
+  EXPECT_OK(weft_task_join(t));
 }
 
 static void default_workers_follow_affinity(void) {
 #ifdef __linux__
   cpu_set_t all, one;
-  CHECK(sched_getaffinity(0, sizeof all, &all) == 0);
+  EXPECT(sched_getaffinity(0, sizeof all, &all) == 0);
   /* The mask, less where a cgroup CPU quota is tighter (a container's
    * limit; unit.cpus checks that part). */
   int avail = weft__cpus_available();
-  CHECK(avail >= 1 && avail <= CPU_COUNT(&all));
+  EXPECT(avail >= 1 && avail <= CPU_COUNT(&all));
   weft_runtime *rt = tt_open(NULL);
-  CHECK_EQ_INT(rt->sched.nworkers, avail);
-  CHECK_EQ_INT(rt->sched.one_cpu, avail == 1);
+  EXPECT_EQ_INT(rt->sched.nworkers, avail);
+  EXPECT_EQ_INT(rt->sched.one_cpu, avail == 1);
   tt_close(rt);
   int first = 0;
   while (!CPU_ISSET(first, &all))
     first++;
   CPU_ZERO(&one);
   CPU_SET(first, &one);
-  CHECK(sched_setaffinity(0, sizeof one, &one) == 0);
+  EXPECT(sched_setaffinity(0, sizeof one, &one) == 0);
   rt = tt_open(NULL);
-  CHECK_EQ_INT(rt->sched.nworkers, 1);
-  CHECK_EQ_INT(rt->sched.one_cpu, 1);
+  EXPECT_EQ_INT(rt->sched.nworkers, 1);
+  EXPECT_EQ_INT(rt->sched.one_cpu, 1);
   check_works(rt);
   for (int i = 0; i < 20; i++) {
     tt_store(&flag_set, 0);
     weft_task *t;
-    CHECK_OK(weft_task_spawn(rt, &t, wait_flag, rt, NULL));
-    CHECK_OK(weft_task_join(t));
+    EXPECT_OK(weft_task_spawn(rt, &t, wait_flag, rt, NULL));
+    EXPECT_OK(weft_task_join(t));
   }
   tt_close(rt);
-  CHECK(sched_setaffinity(0, sizeof all, &all) == 0);
+  EXPECT(sched_setaffinity(0, sizeof all, &all) == 0);
 #endif
 }
 
@@ -179,36 +179,36 @@ static void bad_options(void) {
 
   weft_runtime_opts_init(&o);
   o.struct_size = 0;
-  CHECK_ERR(weft_init(&rt, &o), WEFT_EINVAL);
-  CHECK(strstr(weft_last_error_message(), "struct_size") != NULL);
+  EXPECT_ERR(weft_init(&rt, &o), WEFT_EINVAL);
+  EXPECT(strstr(weft_last_error_message(), "struct_size") != NULL);
   weft_runtime_opts_init(&o);
   o.struct_size = sizeof o + 8;
-  CHECK_ERR(weft_init(&rt, &o), WEFT_EINVAL);
+  EXPECT_ERR(weft_init(&rt, &o), WEFT_EINVAL);
 
   weft_runtime_opts_init(&o);
   o.stack_size = 4096;
-  CHECK_ERR(weft_init(&rt, &o), WEFT_EINVAL);
-  CHECK(strstr(weft_last_error_message(), "stack_size") != NULL);
+  EXPECT_ERR(weft_init(&rt, &o), WEFT_EINVAL);
+  EXPECT(strstr(weft_last_error_message(), "stack_size") != NULL);
   o.stack_size = 16 * 1024 - 1;
-  CHECK_ERR(weft_init(&rt, &o), WEFT_EINVAL);
+  EXPECT_ERR(weft_init(&rt, &o), WEFT_EINVAL);
   o.stack_size = ((size_t)1 << 30) + 1;
-  CHECK_ERR(weft_init(&rt, &o), WEFT_EINVAL);
+  EXPECT_ERR(weft_init(&rt, &o), WEFT_EINVAL);
 
   weft_runtime_opts_init(&o);
   o.workers = -1;
-  CHECK_ERR(weft_init(&rt, &o), WEFT_EINVAL);
+  EXPECT_ERR(weft_init(&rt, &o), WEFT_EINVAL);
   weft_runtime_opts_init(&o);
   o.host_threads = -2;
-  CHECK_ERR(weft_init(&rt, &o), WEFT_EINVAL);
+  EXPECT_ERR(weft_init(&rt, &o), WEFT_EINVAL);
   weft_runtime_opts_init(&o);
   o.backend = (weft_backend_kind)42;
-  CHECK_ERR(weft_init(&rt, &o), WEFT_EINVAL);
+  EXPECT_ERR(weft_init(&rt, &o), WEFT_EINVAL);
 
-  CHECK_ERR(weft_init(NULL, NULL), WEFT_EINVAL);
-  CHECK_ERR(weft_shutdown(NULL), WEFT_EINVAL);
-  CHECK(rt == sentinel);
+  EXPECT_ERR(weft_init(NULL, NULL), WEFT_EINVAL);
+  EXPECT_ERR(weft_shutdown(NULL), WEFT_EINVAL);
+  EXPECT(rt == sentinel);
   /* Failed inits opened nothing. */
-  CHECK_ERR(weft_sync(), WEFT_ESTATE);
+  EXPECT_ERR(weft_sync(), WEFT_ESTATE);
 
   /* The smallest stack accepted, and one not a multiple of the page size. */
   weft_runtime_opts_init(&o);
@@ -218,7 +218,7 @@ static void bad_options(void) {
   tt_close(rt);
   o.stack_size = 20000;
   rt = tt_open(&o);
-  CHECK(rt->stacks.stack_size >= 20000);
+  EXPECT(rt->stacks.stack_size >= 20000);
   check_works(rt);
   tt_close(rt);
 }
@@ -260,14 +260,14 @@ static void *releaser(void *arg) {
       tt_store(&ss.refused, 1);
       break;
     }
-    CHECK_OK(rc);
+    EXPECT_OK(rc);
     ss.extra_spawned++;
-    CHECK_MSG(tt_now_ns() < deadline, "weft_shutdown never began");
+    EXPECT_MSG(tt_now_ns() < deadline, "weft_shutdown never began");
     tt_sleep_ms(1);
   }
   /* Shutdown is now waiting; none of the holders may have ended. */
   for (int i = 0; i < HOLDERS + KEPT; i++)
-    CHECK_MSG(!tt_load(&ss.done[i]), "holder %d ended before release", i);
+    EXPECT_MSG(!tt_load(&ss.done[i]), "holder %d ended before release", i);
   tt_store(&ss.release, 1);
   return NULL;
 }
@@ -276,20 +276,20 @@ static void shutdown_waits(void) {
   ss.rt = tt_open(NULL);
   /* Detached at spawn, and joinable handles never joined. */
   for (int i = 0; i < HOLDERS; i++)
-    CHECK_OK(weft_task_spawn(ss.rt, NULL, holder, (void *)(intptr_t)i, NULL));
+    EXPECT_OK(weft_task_spawn(ss.rt, NULL, holder, (void *)(intptr_t)i, NULL));
   weft_task *kept[KEPT];
   for (int i = 0; i < KEPT; i++)
-    CHECK_OK(weft_task_spawn(ss.rt, &kept[i], holder,
-                             (void *)(intptr_t)(HOLDERS + i), NULL));
+    EXPECT_OK(weft_task_spawn(ss.rt, &kept[i], holder,
+                              (void *)(intptr_t)(HOLDERS + i), NULL));
   pthread_t th;
-  CHECK(pthread_create(&th, NULL, releaser, NULL) == 0);
-  CHECK_OK(weft_shutdown(ss.rt));
-  CHECK(pthread_join(th, NULL) == 0);
-  CHECK(ss.refused);
+  EXPECT(pthread_create(&th, NULL, releaser, NULL) == 0);
+  EXPECT_OK(weft_shutdown(ss.rt));
+  EXPECT(pthread_join(th, NULL) == 0);
+  EXPECT(ss.refused);
   for (int i = 0; i < HOLDERS + KEPT; i++)
-    CHECK_MSG(ss.done[i],
-              "task %d had not finished when weft_shutdown returned", i);
-  CHECK_EQ_INT(ss.extra_ran, ss.extra_spawned);
+    EXPECT_MSG(ss.done[i],
+               "task %d had not finished when weft_shutdown returned", i);
+  EXPECT_EQ_INT(ss.extra_ran, ss.extra_spawned);
 }
 
 /* ---- shutdown refused while user objects live ---- */
@@ -297,31 +297,31 @@ static void shutdown_waits(void) {
 static void busy_objects(void) {
   weft_runtime *rt = tt_open(NULL);
   weft_event *ev = NULL;
-  CHECK_OK(weft_event_create(&ev));
-  CHECK_ERR(weft_shutdown(rt), WEFT_EBUSY);
-  CHECK(strstr(weft_last_error_message(), "1 events") != NULL);
+  EXPECT_OK(weft_event_create(&ev));
+  EXPECT_ERR(weft_shutdown(rt), WEFT_EBUSY);
+  EXPECT(strstr(weft_last_error_message(), "1 events") != NULL);
   /* Nothing was closed: tasks, GPU work and the event still work. */
   check_works(rt);
-  CHECK_OK(weft_event_record(ev));
-  CHECK_OK(weft_event_sync(ev));
-  CHECK_OK(weft_event_destroy(&ev));
-  CHECK(ev == NULL);
+  EXPECT_OK(weft_event_record(ev));
+  EXPECT_OK(weft_event_sync(ev));
+  EXPECT_OK(weft_event_destroy(&ev));
+  EXPECT(ev == NULL);
 
   void *p = NULL, *d = NULL;
-  CHECK_OK(weft_pinned_alloc(100, &p));
-  CHECK_ERR(weft_shutdown(rt), WEFT_EBUSY);
-  CHECK_OK(weft_pinned_free(p));
-  CHECK_OK(weft_device_alloc(100, &d));
-  CHECK_OK(weft_sync());
-  CHECK_ERR(weft_shutdown(rt), WEFT_EBUSY);
-  CHECK_OK(weft_device_free(d));
-  CHECK_OK(weft_sync());
+  EXPECT_OK(weft_pinned_alloc(100, &p));
+  EXPECT_ERR(weft_shutdown(rt), WEFT_EBUSY);
+  EXPECT_OK(weft_pinned_free(p));
+  EXPECT_OK(weft_device_alloc(100, &d));
+  EXPECT_OK(weft_sync());
+  EXPECT_ERR(weft_shutdown(rt), WEFT_EBUSY);
+  EXPECT_OK(weft_device_free(d));
+  EXPECT_OK(weft_sync());
   /* The host backend's own streams count too, and the message says so. */
   weft_host_stream *hs = NULL;
   if (weft_host_stream_create(rt, 0, 0, &hs) == 0) {
-    CHECK_ERR(weft_shutdown(rt), WEFT_EBUSY);
-    CHECK(strstr(weft_last_error_message(), "1 streams") != NULL);
-    CHECK_OK(weft_host_stream_destroy(&hs));
+    EXPECT_ERR(weft_shutdown(rt), WEFT_EBUSY);
+    EXPECT(strstr(weft_last_error_message(), "1 streams") != NULL);
+    EXPECT_OK(weft_host_stream_destroy(&hs));
   }
   check_works(rt);
   tt_close(rt);
@@ -332,16 +332,16 @@ static void busy_objects(void) {
 static void lifecycle_in_task(void *arg) {
   weft_runtime *rt = arg;
   weft_runtime *other = (weft_runtime *)(uintptr_t)0x5eed;
-  CHECK_ERR(weft_init(&other, NULL), WEFT_ESTATE);
-  CHECK(other == (weft_runtime *)(uintptr_t)0x5eed);
-  CHECK_ERR(weft_shutdown(rt), WEFT_ESTATE);
+  EXPECT_ERR(weft_init(&other, NULL), WEFT_ESTATE);
+  EXPECT(other == (weft_runtime *)(uintptr_t)0x5eed);
+  EXPECT_ERR(weft_shutdown(rt), WEFT_ESTATE);
 }
 
 static void in_task(void) {
   weft_runtime *rt = tt_open(NULL);
   weft_task *t;
-  CHECK_OK(weft_task_spawn(rt, &t, lifecycle_in_task, rt, NULL));
-  CHECK_OK(weft_task_join(t));
+  EXPECT_OK(weft_task_spawn(rt, &t, lifecycle_in_task, rt, NULL));
+  EXPECT_OK(weft_task_join(t));
   check_works(rt);
   tt_close(rt);
 }
@@ -355,10 +355,10 @@ static void env_refused(const char *var, const char *const *bad, size_t n,
                         const char *range) {
   weft_runtime *rt = NULL;
   for (size_t i = 0; i < n; i++) {
-    CHECK(setenv(var, bad[i], 1) == 0);
-    CHECK_ERR(weft_init(&rt, NULL), WEFT_EINVAL);
-    CHECK(strstr(weft_last_error_message(), var) != NULL);
-    CHECK(!range || strstr(weft_last_error_message(), range) != NULL);
+    EXPECT(setenv(var, bad[i], 1) == 0);
+    EXPECT_ERR(weft_init(&rt, NULL), WEFT_EINVAL);
+    EXPECT(strstr(weft_last_error_message(), var) != NULL);
+    EXPECT(!range || strstr(weft_last_error_message(), range) != NULL);
   }
 }
 
@@ -368,47 +368,47 @@ static void env_checks(void) {
   const char *vars[] = {"WEFT_WORKERS", "WEFT_HOST_THREADS"};
   for (size_t v = 0; v < 2; v++)
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-      CHECK(setenv(vars[v], bad[i], 1) == 0);
-      CHECK_ERR(weft_init(&rt, NULL), WEFT_EINVAL);
-      CHECK(strstr(weft_last_error_message(), vars[v]) != NULL);
-      CHECK(unsetenv(vars[v]) == 0);
+      EXPECT(setenv(vars[v], bad[i], 1) == 0);
+      EXPECT_ERR(weft_init(&rt, NULL), WEFT_EINVAL);
+      EXPECT(strstr(weft_last_error_message(), vars[v]) != NULL);
+      EXPECT(unsetenv(vars[v]) == 0);
     }
   weft_runtime_opts o;
   weft_runtime_opts_init(&o);
   o.workers = 20000;
-  CHECK_ERR(weft_init(&rt, &o), WEFT_EINVAL);
-  CHECK(strstr(weft_last_error_message(), "workers") != NULL);
+  EXPECT_ERR(weft_init(&rt, &o), WEFT_EINVAL);
+  EXPECT(strstr(weft_last_error_message(), "workers") != NULL);
   weft_runtime_opts_init(&o);
   o.host_threads = 1025;
-  CHECK_ERR(weft_init(&rt, &o), WEFT_EINVAL);
+  EXPECT_ERR(weft_init(&rt, &o), WEFT_EINVAL);
   /* The staging blocks of a pageable copy: 2 to 256. */
   static const char *const bad_chunks[] = {"1", "257", "abc", "-3"};
   env_refused("WEFT_STAGE_CHUNKS", bad_chunks, 4, "2 to 256");
-  CHECK(unsetenv("WEFT_STAGE_CHUNKS") == 0);
+  EXPECT(unsetenv("WEFT_STAGE_CHUNKS") == 0);
   /* 0 or 1 only, whatever the backend. */
   static const char *const bad_pageable[] = {"2", "yes", "on", " 1"};
   env_refused("WEFT_HOST_PAGEABLE", bad_pageable, 4, "expected 0");
-  CHECK(setenv("WEFT_HOST_PAGEABLE", "0", 1) == 0);
+  EXPECT(setenv("WEFT_HOST_PAGEABLE", "0", 1) == 0);
   tt_close(tt_open(NULL));
-  CHECK(unsetenv("WEFT_HOST_PAGEABLE") == 0);
+  EXPECT(unsetenv("WEFT_HOST_PAGEABLE") == 0);
   weft_runtime_opts_init(&o);
   o.stage_chunks = 257;
-  CHECK_ERR(weft_init(&rt, &o), WEFT_EINVAL);
-  CHECK(strstr(weft_last_error_message(), "stage_chunks") != NULL);
+  EXPECT_ERR(weft_init(&rt, &o), WEFT_EINVAL);
+  EXPECT(strstr(weft_last_error_message(), "stage_chunks") != NULL);
   o.stage_chunks = 1;
-  CHECK_ERR(weft_init(&rt, &o), WEFT_EINVAL);
-  CHECK(strstr(weft_last_error_message(), "2 to 256") != NULL);
+  EXPECT_ERR(weft_init(&rt, &o), WEFT_EINVAL);
+  EXPECT(strstr(weft_last_error_message(), "2 to 256") != NULL);
   o.stage_chunks = 2;
   rt = tt_open(&o);
   tt_close(rt);
   /* Streams made at weft_init: 1 to 65536 per device, 32 by default. */
   static const char *const bad_streams[] = {"0", "65537", "abc", "-1"};
   env_refused("WEFT_STREAMS", bad_streams, 4, "1 to 65536");
-  CHECK(setenv("WEFT_STREAMS", "5", 1) == 0);
+  EXPECT(setenv("WEFT_STREAMS", "5", 1) == 0);
   rt = tt_open(NULL);
-  CHECK_EQ_INT((int)rt->pools.nstreams, 5 * rt->bk->ndev);
+  EXPECT_EQ_INT((int)rt->pools.nstreams, 5 * rt->bk->ndev);
   tt_close(rt);
-  CHECK(unsetenv("WEFT_STREAMS") == 0);
+  EXPECT(unsetenv("WEFT_STREAMS") == 0);
   /* CUDA's completion flags: 0 or 1, any other value refused whatever the
    * backend, so that an automatic choice falling back to the host cannot
    * hide a typo. */
@@ -419,73 +419,74 @@ static void env_checks(void) {
   static const char *const bad_flags[] = {"2", "on", "01", " 1"};
   env_refused("WEFT_CUDA_FLAGS", bad_flags, 4, NULL);
   for (int on = 0; on < 2; on++) {
-    CHECK(setenv("WEFT_CUDA_FLAGS", on ? "1" : "0", 1) == 0);
+    EXPECT(setenv("WEFT_CUDA_FLAGS", on ? "1" : "0", 1) == 0);
     rt = tt_open(NULL);
     tt_close(rt);
   }
   /* Put back as the run had it (a run with the flags off stays off). */
-  CHECK((flags_env ? setenv("WEFT_CUDA_FLAGS", flags_saved, 1)
-                   : unsetenv("WEFT_CUDA_FLAGS")) == 0);
+  EXPECT((flags_env ? setenv("WEFT_CUDA_FLAGS", flags_saved, 1)
+                    : unsetenv("WEFT_CUDA_FLAGS")) == 0);
   weft_runtime_opts_init(&o);
   o.streams = 65537;
-  CHECK_ERR(weft_init(&rt, &o), WEFT_EINVAL);
-  CHECK(strstr(weft_last_error_message(), "streams") != NULL);
+  EXPECT_ERR(weft_init(&rt, &o), WEFT_EINVAL);
+  EXPECT(strstr(weft_last_error_message(), "streams") != NULL);
   o.streams = -2;
-  CHECK_ERR(weft_init(&rt, &o), WEFT_EINVAL);
+  EXPECT_ERR(weft_init(&rt, &o), WEFT_EINVAL);
   rt = tt_open(NULL);
-  CHECK_EQ_INT((int)rt->pools.nstreams, 32 * rt->bk->ndev);
+  EXPECT_EQ_INT((int)rt->pools.nstreams, 32 * rt->bk->ndev);
   tt_close(rt);
   o.streams = 300;
   rt = tt_open(&o);
-  CHECK_EQ_INT((int)rt->pools.nstreams, 300 * rt->bk->ndev);
+  EXPECT_EQ_INT((int)rt->pools.nstreams, 300 * rt->bk->ndev);
   /* Tasks and this thread lease the streams made ahead: none is made, and
    * the first lease gets the lowest id, 1, however many runtimes this
    * process opened before (ids are the runtime's own). */
   weft__stream *first = rt->pools.streams[0].v[rt->pools.streams[0].n - 1];
-  CHECK_EQ_INT((int)first->id, 1);
+  EXPECT_EQ_INT((int)first->id, 1);
   for (size_t i = 0; i + 1 < rt->pools.streams[0].n; i++)
-    CHECK(((weft__stream *)rt->pools.streams[0].v[i])->id > first->id);
+    EXPECT(((weft__stream *)rt->pools.streams[0].v[i])->id > first->id);
   int *out;
-  CHECK_OK(weft_pinned_alloc(sizeof(int), (void **)&out));
+  EXPECT_OK(weft_pinned_alloc(sizeof(int), (void **)&out));
   weft_task *t;
-  CHECK_OK(weft_task_spawn(rt, &t, gpu_roundtrip, out, NULL));
-  CHECK_OK(weft_task_join(t));
-  CHECK_OK(weft_pinned_free(out));
-  CHECK_EQ_INT((int)rt->pools.nstreams, 300 * rt->bk->ndev);
+  EXPECT_OK(weft_task_spawn(rt, &t, gpu_roundtrip, out, NULL));
+  EXPECT_OK(weft_task_join(t));
+  EXPECT_OK(weft_pinned_free(out));
+  EXPECT_EQ_INT((int)rt->pools.nstreams, 300 * rt->bk->ndev);
   tt_close(rt);
   /* weft_task_stats counts the streams: those made ahead, and those made
    * since because more tasks held one at once. */
   o.streams = 2;
   rt = tt_open(&o);
   weft_task_stats ts = {.struct_size = sizeof ts};
-  CHECK_OK(weft_task_stats_get(rt, &ts));
-  CHECK_EQ_INT((int)ts.streams, 2 * rt->bk->ndev);
+  EXPECT_OK(weft_task_stats_get(rt, &ts));
+  EXPECT_EQ_INT((int)ts.streams, 2 * rt->bk->ndev);
   enum { STREAM_HOLDERS = 6 };
   weft_task *holders[STREAM_HOLDERS];
   int release = 0;
   holders_in = 0;
   for (int i = 0; i < STREAM_HOLDERS; i++)
-    CHECK_OK(weft_task_spawn(rt, &holders[i], stream_holder, &release, NULL));
+    EXPECT_OK(weft_task_spawn(rt, &holders[i], stream_holder, &release, NULL));
   while (__atomic_load_n(&holders_in, __ATOMIC_SEQ_CST) < STREAM_HOLDERS)
     sched_yield();
-  CHECK_OK(weft_task_stats_get(rt, &ts));
-  CHECK_MSG(ts.streams >= STREAM_HOLDERS && ts.streams == rt->pools.nstreams,
-            "%d tasks hold a stream each, weft_task_stats says %llu streams "
-            "(the runtime %zu)",
-            STREAM_HOLDERS, (unsigned long long)ts.streams, rt->pools.nstreams);
+  EXPECT_OK(weft_task_stats_get(rt, &ts));
+  EXPECT_MSG(ts.streams >= STREAM_HOLDERS && ts.streams == rt->pools.nstreams,
+             "%d tasks hold a stream each, weft_task_stats says %llu streams "
+             "(the runtime %zu)",
+             STREAM_HOLDERS, (unsigned long long)ts.streams,
+             rt->pools.nstreams);
   tt_store(&release, 1);
   for (int i = 0; i < STREAM_HOLDERS; i++)
-    CHECK_OK(weft_task_join(holders[i]));
+    EXPECT_OK(weft_task_join(holders[i]));
   tt_close(rt);
   /* A valid value is used; the option wins over the variable. */
-  CHECK(setenv("WEFT_WORKERS", "3", 1) == 0);
+  EXPECT(setenv("WEFT_WORKERS", "3", 1) == 0);
   rt = tt_open(NULL);
   tt_close(rt);
   weft_runtime_opts_init(&o);
   o.workers = 2;
   rt = tt_open(&o);
   tt_close(rt);
-  CHECK(unsetenv("WEFT_WORKERS") == 0);
+  EXPECT(unsetenv("WEFT_WORKERS") == 0);
   /* This run's backend, spelled in upper case. */
   const char *be = getenv("WEFT_BACKEND");
   if (be && *be) {
@@ -496,10 +497,10 @@ static void env_checks(void) {
       upper[i] =
           (char)(saved[i] >= 'a' && saved[i] <= 'z' ? saved[i] - 32 : saved[i]);
     upper[i] = '\0';
-    CHECK(setenv("WEFT_BACKEND", upper, 1) == 0);
+    EXPECT(setenv("WEFT_BACKEND", upper, 1) == 0);
     rt = tt_open(NULL);
     tt_close(rt);
-    CHECK(setenv("WEFT_BACKEND", saved, 1) == 0);
+    EXPECT(setenv("WEFT_BACKEND", saved, 1) == 0);
   }
 }
 
@@ -514,7 +515,7 @@ static void bystander(void *arg) {
 /* Waits for the whole device while another task is alive: a finding. */
 static void device_syncer(void *arg) {
   (void)arg;
-  CHECK_OK(weft_device_sync());
+  EXPECT_OK(weft_device_sync());
 }
 
 /* A trace file that cannot be written fails weft_init, not the shutdown
@@ -524,9 +525,9 @@ static void init_and_shutdown_checks(void) {
   weft_runtime_opts o;
   weft_runtime_opts_init(&o);
   o.trace_path = "/nonexistent-weft-dir/trace.json";
-  CHECK_ERR(weft_init(&rt, &o), WEFT_EIO);
-  CHECK(strstr(weft_last_error_message(), "nonexistent-weft-dir") != NULL);
-  CHECK(rt == NULL);
+  EXPECT_ERR(weft_init(&rt, &o), WEFT_EIO);
+  EXPECT(strstr(weft_last_error_message(), "nonexistent-weft-dir") != NULL);
+  EXPECT(rt == NULL);
   /* One runtime traces at a time; the refused one leaves no file. */
   char pa[64], pb[64];
   snprintf(pa, sizeof pa, "/tmp/weft-lifecycle-%d-a.json", (int)getpid());
@@ -543,11 +544,11 @@ static void init_and_shutdown_checks(void) {
     unlink(pa);
     traced = NULL;
   } else {
-    CHECK_OK(rc);
+    EXPECT_OK(rc);
     o.trace_path = pb;
-    CHECK_ERR(weft_init(&rt, &o), WEFT_EBUSY);
-    CHECK(rt == NULL);
-    CHECK_MSG(access(pb, F_OK) != 0, "the refused weft_init left %s", pb);
+    EXPECT_ERR(weft_init(&rt, &o), WEFT_EBUSY);
+    EXPECT(rt == NULL);
+    EXPECT_MSG(access(pb, F_OK) != 0, "the refused weft_init left %s", pb);
   }
   /* Another runtime's weft check findings stay out of the file. */
   weft_runtime_opts co;
@@ -555,36 +556,36 @@ static void init_and_shutdown_checks(void) {
   co.check = 1;
   weft_runtime *checked = tt_open(&co);
   FILE *quiet = fopen("/dev/null", "w");
-  CHECK(quiet != NULL);
+  EXPECT(quiet != NULL);
   weft__check_set_output(weft__runtime_backend(checked)->check, quiet);
   int stop = 0;
   weft_task *by, *syncer;
-  CHECK_OK(weft_task_spawn(checked, &by, bystander, &stop, NULL));
-  CHECK_OK(weft_task_spawn(checked, &syncer, device_syncer, NULL, NULL));
-  CHECK_OK(weft_task_join(syncer));
+  EXPECT_OK(weft_task_spawn(checked, &by, bystander, &stop, NULL));
+  EXPECT_OK(weft_task_spawn(checked, &syncer, device_syncer, NULL, NULL));
+  EXPECT_OK(weft_task_join(syncer));
   tt_store(&stop, 1);
-  CHECK_OK(weft_task_join(by));
-  CHECK(weft__check_findings(weft__runtime_backend(checked)->check) >= 1);
+  EXPECT_OK(weft_task_join(by));
+  EXPECT(weft__check_findings(weft__runtime_backend(checked)->check) >= 1);
   tt_close(checked);
   fclose(quiet);
   if (traced) {
     tt_close(traced);
-    CHECK(access(pa, F_OK) == 0);
+    EXPECT(access(pa, F_OK) == 0);
     FILE *tf = fopen(pa, "r");
-    CHECK(tf != NULL);
+    EXPECT(tf != NULL);
     static char text[1 << 20];
     size_t got = fread(text, 1, sizeof text - 1, tf);
     text[got] = '\0';
     fclose(tf);
-    CHECK_MSG(strstr(text, "weft_check") == NULL,
-              "another runtime's weft check finding is in %s", pa);
+    EXPECT_MSG(strstr(text, "weft_check") == NULL,
+               "another runtime's weft check finding is in %s", pa);
     unlink(pa);
   }
-  CHECK_ERR(weft_sync(), WEFT_ESTATE); /* nothing was opened */
+  EXPECT_ERR(weft_sync(), WEFT_ESTATE); /* nothing was opened */
   rt = tt_open(NULL);
   tt_close(rt);
-  CHECK_ERR(weft_shutdown(rt), WEFT_EHANDLE);
-  CHECK(strstr(weft_last_error_message(), "not an open runtime") != NULL);
+  EXPECT_ERR(weft_shutdown(rt), WEFT_EHANDLE);
+  EXPECT(strstr(weft_last_error_message(), "not an open runtime") != NULL);
   /* Every call taking the runtime refuses it once shut down, before
    * reading any of its (freed) memory; the sanitizer builds would see a
    * read. No runtime is opened in between, so none can have its address. */
@@ -593,21 +594,21 @@ static void init_and_shutdown_checks(void) {
   weft_task *t = NULL;
   weft_mem_stats ms = {.struct_size = sizeof ms};
   weft_task_stats ts = {.struct_size = sizeof ts};
-  CHECK_ERR(weft_task_spawn(rt, &t, noop, NULL, NULL), WEFT_EHANDLE);
-  CHECK(t == NULL);
-  CHECK(strstr(weft_last_error_message(), "weft_task_spawn") != NULL);
-  CHECK_ERR(weft_device_count(rt, &n), WEFT_EHANDLE);
-  CHECK_ERR(weft_device_get_info(rt, 0, &info), WEFT_EHANDLE);
-  CHECK_ERR(weft_device_peer(rt, 0, 0, &direct), WEFT_EHANDLE);
-  CHECK_ERR(weft_mem_stats_get(rt, &ms), WEFT_EHANDLE);
-  CHECK_ERR(weft_mem_trim(rt), WEFT_EHANDLE);
-  CHECK_ERR(weft_task_stats_get(rt, &ts), WEFT_EHANDLE);
-  CHECK_ERR(weft_runtime_set_admission(rt, 1), WEFT_EHANDLE);
-  CHECK(weft_runtime_backend(rt) == WEFT_BACKEND_AUTO);
+  EXPECT_ERR(weft_task_spawn(rt, &t, noop, NULL, NULL), WEFT_EHANDLE);
+  EXPECT(t == NULL);
+  EXPECT(strstr(weft_last_error_message(), "weft_task_spawn") != NULL);
+  EXPECT_ERR(weft_device_count(rt, &n), WEFT_EHANDLE);
+  EXPECT_ERR(weft_device_get_info(rt, 0, &info), WEFT_EHANDLE);
+  EXPECT_ERR(weft_device_peer(rt, 0, 0, &direct), WEFT_EHANDLE);
+  EXPECT_ERR(weft_mem_stats_get(rt, &ms), WEFT_EHANDLE);
+  EXPECT_ERR(weft_mem_trim(rt), WEFT_EHANDLE);
+  EXPECT_ERR(weft_task_stats_get(rt, &ts), WEFT_EHANDLE);
+  EXPECT_ERR(weft_runtime_set_admission(rt, 1), WEFT_EHANDLE);
+  EXPECT(weft_runtime_backend(rt) == WEFT_BACKEND_AUTO);
   weft_host_stream *hs = NULL;
-  CHECK_ERR(weft_host_stream_create(rt, 0, 0, &hs), WEFT_EHANDLE);
+  EXPECT_ERR(weft_host_stream_create(rt, 0, 0, &hs), WEFT_EHANDLE);
   int not_a_runtime = 0;
-  CHECK_ERR(weft_shutdown((weft_runtime *)&not_a_runtime), WEFT_EHANDLE);
+  EXPECT_ERR(weft_shutdown((weft_runtime *)&not_a_runtime), WEFT_EHANDLE);
 }
 
 /* A task joining a task of another runtime is refused; a plain thread may
@@ -633,23 +634,23 @@ static void cross_runtime_join(void) {
   weft_runtime *a = tt_open_workers(2);
   weft_runtime *b = tt_open_workers(2);
   weft_task *tb, *ta;
-  CHECK_OK(weft_task_spawn(b, &tb, noop_task, NULL, NULL));
+  EXPECT_OK(weft_task_spawn(b, &tb, noop_task, NULL, NULL));
   cross c = {tb, 0};
-  CHECK_OK(weft_task_spawn(a, &ta, cross_joiner, &c, NULL));
-  CHECK_OK(weft_task_join(ta));
-  CHECK(c.rc == WEFT_EINVAL);
+  EXPECT_OK(weft_task_spawn(a, &ta, cross_joiner, &c, NULL));
+  EXPECT_OK(weft_task_join(ta));
+  EXPECT(c.rc == WEFT_EINVAL);
   /* Following it is refused too, even once it has completed (it is not
    * joined yet, so its runtime is known). */
   while (!tt_task_done(tb))
     tt_sleep_ms(1);
   c.rc = 0;
-  CHECK_OK(weft_task_spawn(a, &ta, cross_follower, &c, NULL));
-  CHECK_OK(weft_task_join(ta));
-  CHECK_MSG(c.rc == WEFT_EINVAL,
-            "weft_task_after of another runtime's "
-            "completed task: %d",
-            c.rc);
-  CHECK_OK(weft_task_join(tb)); /* the handle is still the plain thread's */
+  EXPECT_OK(weft_task_spawn(a, &ta, cross_follower, &c, NULL));
+  EXPECT_OK(weft_task_join(ta));
+  EXPECT_MSG(c.rc == WEFT_EINVAL,
+             "weft_task_after of another runtime's "
+             "completed task: %d",
+             c.rc);
+  EXPECT_OK(weft_task_join(tb)); /* the handle is still the plain thread's */
   tt_close(b);
   tt_close(a);
 }
@@ -660,42 +661,42 @@ static void cross_runtime_join(void) {
 static void *second_thread(void *arg) {
   weft_runtime **which = arg;
   int *p;
-  CHECK_OK(weft_pinned_alloc(sizeof *p, (void **)&p));
+  EXPECT_OK(weft_pinned_alloc(sizeof *p, (void **)&p));
   weft_mem_stats st = {.struct_size = sizeof st};
   for (int i = 0; i < 2; i++) {
-    CHECK_OK(weft_mem_stats_get(which[i], &st));
+    EXPECT_OK(weft_mem_stats_get(which[i], &st));
     if (st.pinned_blocks == 1)
       which[2] = which[i]; /* the runtime the block came from */
   }
-  CHECK_OK(weft_pinned_free(p));
-  CHECK_OK(weft_sync());
+  EXPECT_OK(weft_pinned_free(p));
+  EXPECT_OK(weft_sync());
   return NULL;
 }
 
 static void two_runtimes(void) {
   weft_runtime *a = tt_open_workers(2);
   char *buf;
-  CHECK_OK(weft_pinned_alloc(4096, (void **)&buf));
-  CHECK_OK(weft_memset(buf, 7, 4096)); /* on main's stream, of a */
+  EXPECT_OK(weft_pinned_alloc(4096, (void **)&buf));
+  EXPECT_OK(weft_memset(buf, 7, 4096)); /* on main's stream, of a */
   weft_runtime *b = tt_open_workers(2);
   /* main still belongs to a: its sync waits for the memset */
-  CHECK_OK(weft_sync());
+  EXPECT_OK(weft_sync());
   for (int i = 0; i < 4096; i++)
-    CHECK_MSG(buf[i] == 7, "byte %d is %d after weft_sync", i, buf[i]);
+    EXPECT_MSG(buf[i] == 7, "byte %d is %d after weft_sync", i, buf[i]);
   /* a thread new to weft takes b, the newest */
   weft_runtime *which[3] = {a, b, NULL};
   pthread_t th;
-  CHECK(pthread_create(&th, NULL, second_thread, which) == 0);
-  CHECK(pthread_join(th, NULL) == 0);
-  CHECK(which[2] == b);
+  EXPECT(pthread_create(&th, NULL, second_thread, which) == 0);
+  EXPECT(pthread_join(th, NULL) == 0);
+  EXPECT(which[2] == b);
   /* b's shutdown leaves main with a */
   tt_close(b);
-  CHECK_OK(weft_memset(buf, 9, 4096));
-  CHECK_OK(weft_sync());
-  CHECK(buf[4095] == 9);
-  CHECK_OK(weft_pinned_free(buf)); /* main can free a's block */
-  tt_close(a);                     /* and a closes: nothing of it is left */
-  CHECK_ERR(weft_sync(), WEFT_ESTATE);
+  EXPECT_OK(weft_memset(buf, 9, 4096));
+  EXPECT_OK(weft_sync());
+  EXPECT(buf[4095] == 9);
+  EXPECT_OK(weft_pinned_free(buf)); /* main can free a's block */
+  tt_close(a);                      /* and a closes: nothing of it is left */
+  EXPECT_ERR(weft_sync(), WEFT_ESTATE);
 }
 
 /* Two threads, each opening a runtime of its own: each thread's calls go
@@ -718,42 +719,42 @@ static void *own_runtime_thread(void *arg) {
   weft_runtime_opts opts;
   weft_runtime_opts_init(&opts);
   opts.workers = 1;
-  CHECK_OK(weft_init(&o->rt, &opts));
+  EXPECT_OK(weft_init(&o->rt, &opts));
   if (o->first)
     pthread_barrier_wait(o->bar); /* 1 */
   pthread_barrier_wait(o->bar);   /* 2: both open, neither has called */
-  CHECK(weft_runtime_current() == o->rt);
+  EXPECT(weft_runtime_current() == o->rt);
   int *p;
-  CHECK_OK(weft_pinned_alloc(sizeof *p, (void **)&p));
+  EXPECT_OK(weft_pinned_alloc(sizeof *p, (void **)&p));
   weft_mem_stats st = {.struct_size = sizeof st};
-  CHECK_OK(weft_mem_stats_get(o->rt, &st));
-  CHECK_EQ_INT((int)st.pinned_blocks, 1);
-  CHECK_OK(weft_memset(p, 5, sizeof *p));
-  CHECK_OK(weft_sync());
-  CHECK(*p == 0x05050505);
+  EXPECT_OK(weft_mem_stats_get(o->rt, &st));
+  EXPECT_EQ_INT((int)st.pinned_blocks, 1);
+  EXPECT_OK(weft_memset(p, 5, sizeof *p));
+  EXPECT_OK(weft_sync());
+  EXPECT(*p == 0x05050505);
   pthread_barrier_wait(o->bar); /* 3: both allocated */
-  CHECK_OK(weft_pinned_free(p));
+  EXPECT_OK(weft_pinned_free(p));
   pthread_barrier_wait(o->bar); /* 4: both freed */
-  CHECK_OK(weft_shutdown(o->rt));
+  EXPECT_OK(weft_shutdown(o->rt));
   return NULL;
 }
 
 static void own_runtimes(void) {
   pthread_barrier_t bar;
-  CHECK(pthread_barrier_init(&bar, NULL, 2) == 0);
+  EXPECT(pthread_barrier_init(&bar, NULL, 2) == 0);
   own_rt o[2] = {{&bar, 1, NULL}, {&bar, 0, NULL}};
   pthread_t th[2];
   for (int i = 0; i < 2; i++)
-    CHECK(pthread_create(&th[i], NULL, own_runtime_thread, &o[i]) == 0);
+    EXPECT(pthread_create(&th[i], NULL, own_runtime_thread, &o[i]) == 0);
   for (int i = 0; i < 2; i++)
-    CHECK(pthread_join(th[i], NULL) == 0);
-  CHECK(o[0].rt != o[1].rt);
+    EXPECT(pthread_join(th[i], NULL) == 0);
+  EXPECT(o[0].rt != o[1].rt);
   pthread_barrier_destroy(&bar);
 }
 
 static void memset_sync(void *arg) {
-  CHECK_OK(weft_memset(arg, 3, 4096));
-  CHECK_OK(weft_sync());
+  EXPECT_OK(weft_memset(arg, 3, 4096));
+  EXPECT_OK(weft_sync());
 }
 
 /* Counts the free events of rt's device 0 in one pool, checking that each
@@ -762,42 +763,43 @@ static int pooled(weft_runtime *rt, int blocking) {
   weft__ptrvec *v = &rt->pools.events[blocking];
   for (size_t i = 0; i < v->n; i++) {
     weft__event *e = v->v[i];
-    CHECK_MSG(((e->flags & WEFT__EVENT_BLOCKING) != 0) == blocking,
-              "a %s pool's event %s blocking sync",
-              blocking ? "blocking" : "polled", blocking ? "lacks" : "has");
+    EXPECT_MSG(((e->flags & WEFT__EVENT_BLOCKING) != 0) == blocking,
+               "a %s pool's event %s blocking sync",
+               blocking ? "blocking" : "polled", blocking ? "lacks" : "has");
   }
   return (int)v->n;
 }
 
 /* A plain thread's weft_sync waits on an event with blocking sync (it
  * sleeps in the driver); a task's on a polled one without (CUDA holds
- * only some hundreds of blocking-sync events pending, docs/NOTES.md). */
+ * only some hundreds of blocking-sync events pending, docs/decisions/cuda.md).
+ */
 static void event_pools(void) {
   weft_runtime *rt = tt_open_workers(2);
   char *buf;
-  CHECK_OK(weft_pinned_alloc(4096, (void **)&buf));
+  EXPECT_OK(weft_pinned_alloc(4096, (void **)&buf));
   /* None made yet: a task's sync below must make a polled one. */
-  CHECK_EQ_INT(pooled(rt, 0), 0);
-  CHECK_EQ_INT(pooled(rt, 1), 0);
-  CHECK_OK(weft_memset(buf, 1, 4096));
-  CHECK_OK(weft_sync());
-  CHECK_EQ_INT(pooled(rt, 1), 1);
-  CHECK_EQ_INT(pooled(rt, 0), 0);
+  EXPECT_EQ_INT(pooled(rt, 0), 0);
+  EXPECT_EQ_INT(pooled(rt, 1), 0);
+  EXPECT_OK(weft_memset(buf, 1, 4096));
+  EXPECT_OK(weft_sync());
+  EXPECT_EQ_INT(pooled(rt, 1), 1);
+  EXPECT_EQ_INT(pooled(rt, 0), 0);
   weft_task *t;
-  CHECK_OK(weft_task_spawn(rt, &t, memset_sync, buf, NULL));
-  CHECK_OK(weft_task_join(t));
-  CHECK(pooled(rt, 0) > 0);
-  CHECK_EQ_INT(pooled(rt, 1), 1);
-  CHECK(buf[0] == 3 && buf[4095] == 3);
-  CHECK_OK(weft_pinned_free(buf));
+  EXPECT_OK(weft_task_spawn(rt, &t, memset_sync, buf, NULL));
+  EXPECT_OK(weft_task_join(t));
+  EXPECT(pooled(rt, 0) > 0);
+  EXPECT_EQ_INT(pooled(rt, 1), 1);
+  EXPECT(buf[0] == 3 && buf[4095] == 3);
+  EXPECT_OK(weft_pinned_free(buf));
   tt_close(rt);
 }
 
 static void stats_task(void *arg) {
   weft_task_stats st = {.struct_size = sizeof st};
-  CHECK_OK(weft_task_stats_get(arg, &st));
-  CHECK(st.live >= 1);          /* this one */
-  CHECK(st.stacks_in_use >= 1); /* its stack */
+  EXPECT_OK(weft_task_stats_get(arg, &st));
+  EXPECT(st.live >= 1);          /* this one */
+  EXPECT(st.stacks_in_use >= 1); /* its stack */
 }
 
 /* weft_task_stats_get: counts while a task lives and after, and its
@@ -805,27 +807,27 @@ static void stats_task(void *arg) {
 static void task_stats(void) {
   weft_runtime *rt = tt_open_workers(2);
   weft_task_stats st = {.struct_size = sizeof st};
-  CHECK_OK(weft_task_stats_get(rt, &st));
-  CHECK(st.live == 0 && st.stacks_in_use == 0);
+  EXPECT_OK(weft_task_stats_get(rt, &st));
+  EXPECT(st.live == 0 && st.stacks_in_use == 0);
   weft_task *t;
-  CHECK_OK(weft_task_spawn(rt, &t, stats_task, rt, NULL));
-  CHECK_OK(weft_task_join(t));
-  CHECK_OK(weft_task_stats_get(rt, &st));
-  CHECK(st.live == 0 && st.stacks_in_use == 0);
-  CHECK_ERR(weft_task_stats_get(NULL, &st), WEFT_EINVAL);
-  CHECK_ERR(weft_task_stats_get(rt, NULL), WEFT_EINVAL);
+  EXPECT_OK(weft_task_spawn(rt, &t, stats_task, rt, NULL));
+  EXPECT_OK(weft_task_join(t));
+  EXPECT_OK(weft_task_stats_get(rt, &st));
+  EXPECT(st.live == 0 && st.stacks_in_use == 0);
+  EXPECT_ERR(weft_task_stats_get(NULL, &st), WEFT_EINVAL);
+  EXPECT_ERR(weft_task_stats_get(rt, NULL), WEFT_EINVAL);
   st.struct_size = 1;
-  CHECK_ERR(weft_task_stats_get(rt, &st), WEFT_EINVAL);
-  CHECK(strstr(weft_last_error_message(), "struct_size") != NULL);
+  EXPECT_ERR(weft_task_stats_get(rt, &st), WEFT_EINVAL);
+  EXPECT(strstr(weft_last_error_message(), "struct_size") != NULL);
   st.struct_size = sizeof st + 8;
-  CHECK_ERR(weft_task_stats_get(rt, &st), WEFT_EINVAL);
+  EXPECT_ERR(weft_task_stats_get(rt, &st), WEFT_EINVAL);
   /* A caller built before streams was added: the rest is filled, streams
    * is left as it was. */
   st.struct_size = offsetof(weft_task_stats, streams);
   st.streams = 12345;
   st.live = 99;
-  CHECK_OK(weft_task_stats_get(rt, &st));
-  CHECK(st.live == 0 && st.streams == 12345);
+  EXPECT_OK(weft_task_stats_get(rt, &st));
+  EXPECT(st.live == 0 && st.streams == 12345);
   tt_close(rt);
 }
 

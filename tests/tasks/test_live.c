@@ -57,7 +57,7 @@ static int *marks;
 
 static void spawn_all(void) {
   for (int i = 0; i < N; i++)
-    CHECK_OK(weft_task_spawn(rt, &handles[i], member, &marks[i], NULL));
+    EXPECT_OK(weft_task_spawn(rt, &handles[i], member, &marks[i], NULL));
   tt_store(&all_spawned, 1);
 }
 
@@ -69,22 +69,22 @@ static void run(int from_task) {
     marks[i] = 0;
   if (from_task) {
     weft_task *t;
-    CHECK_OK(weft_task_spawn(rt, &t, spawner, NULL, NULL));
-    CHECK_OK(weft_task_join(t));
+    EXPECT_OK(weft_task_spawn(rt, &t, spawner, NULL, NULL));
+    EXPECT_OK(weft_task_join(t));
   } else {
     spawn_all();
   }
   for (int i = 0; i < N; i++)
-    CHECK_OK(weft_task_join(handles[i]));
-  CHECK_MSG(!starved,
-            "spawned from %s: a task yielded %ld times in a row while others "
-            "waited to start",
-            from_task ? "a task" : "the main thread", max_yields);
-  CHECK_EQ_INT(finished, N);
-  CHECK_EQ_INT(live, 0);
-  CHECK_EQ_INT(max_live, N);
+    EXPECT_OK(weft_task_join(handles[i]));
+  EXPECT_MSG(!starved,
+             "spawned from %s: a task yielded %ld times in a row while others "
+             "waited to start",
+             from_task ? "a task" : "the main thread", max_yields);
+  EXPECT_EQ_INT(finished, N);
+  EXPECT_EQ_INT(live, 0);
+  EXPECT_EQ_INT(max_live, N);
   for (int i = 0; i < N; i++)
-    CHECK_MSG(marks[i] == 1, "task %d did not run to its end", i);
+    EXPECT_MSG(marks[i] == 1, "task %d did not run to its end", i);
   printf("%d live tasks spawned from %s, %d worker(s): ok\n", N,
          from_task ? "a task" : "the main thread", rt->sched.nworkers);
   fflush(stdout);
@@ -93,7 +93,7 @@ static void run(int from_task) {
 int main(void) {
   handles = calloc(N, sizeof *handles);
   marks = calloc(N, sizeof *marks);
-  CHECK(handles && marks);
+  EXPECT(handles && marks);
   for (int workers = 1; workers <= 2; workers++) {
     rt = tt_open_workers(workers);
     max_yields = workers == 1 ? 1000000 : 50000000;

@@ -43,7 +43,7 @@ static void act(int action, uint64_t *r) {
       weft_yield();
     break;
   case 2:
-    CHECK_OK(weft_sync());
+    EXPECT_OK(weft_sync());
     break;
   case 3:
     for (int k = 0; k < 40; k++)
@@ -60,7 +60,7 @@ static void follow(int j) {
     tt_add(&n_pending, 1);
   else
     tt_add(&n_completed, 1);
-  CHECK_OK(weft_task_after(o));
+  EXPECT_OK(weft_task_after(o));
 }
 
 static void step(void *arg) {
@@ -77,8 +77,8 @@ static void step(void *arg) {
   float a = p->a, b = p->b;
   void *args[] = {&d, &n, &a, &b};
   unsigned blocks = (LEN + TEST_THREADS - 1) / TEST_THREADS;
-  CHECK_OK(weft_launch(&tk.axpb, WEFT_DIM1(blocks), WEFT_DIM1(TEST_THREADS), 0,
-                       args));
+  EXPECT_OK(weft_launch(&tk.axpb, WEFT_DIM1(blocks), WEFT_DIM1(TEST_THREADS), 0,
+                        args));
   act(p->after, &r);
   tt_add(&finished, 1);
 }
@@ -88,18 +88,18 @@ int main(void) {
   weft_runtime *rt = tt_open_workers(4);
   plans = calloc((size_t)ntasks, sizeof *plans);
   handles = calloc((size_t)ntasks, sizeof *handles);
-  CHECK(plans && handles);
+  EXPECT(plans && handles);
 
   float *host;
-  CHECK_OK(weft_pinned_alloc(BUFS * LEN * sizeof(float), (void **)&host));
+  EXPECT_OK(weft_pinned_alloc(BUFS * LEN * sizeof(float), (void **)&host));
   static float ref[BUFS][LEN];
   for (int k = 0; k < BUFS; k++) {
     for (int e = 0; e < LEN; e++)
       ref[k][e] = host[k * LEN + e] = (float)(e % 17 - 8 + k);
-    CHECK_OK(weft_device_alloc(LEN * sizeof(float), (void **)&bufs[k]));
-    CHECK_OK(weft_copy(bufs[k], host + k * LEN, LEN * sizeof(float)));
+    EXPECT_OK(weft_device_alloc(LEN * sizeof(float), (void **)&bufs[k]));
+    EXPECT_OK(weft_copy(bufs[k], host + k * LEN, LEN * sizeof(float)));
   }
-  CHECK_OK(weft_sync());
+  EXPECT_OK(weft_sync());
 
   uint64_t r = 2024;
   int last[BUFS];
@@ -122,32 +122,33 @@ int main(void) {
   }
 
   for (int i = 0; i < ntasks; i++)
-    CHECK_OK(weft_task_spawn(rt, &handles[i], step, (void *)(intptr_t)i, NULL));
+    EXPECT_OK(
+        weft_task_spawn(rt, &handles[i], step, (void *)(intptr_t)i, NULL));
   /* A handle may be joined only once no task can still follow it. */
   while (tt_load(&finished) < ntasks)
     tt_sleep_ms(1);
   for (int i = 0; i < ntasks; i++)
-    CHECK_OK(weft_task_join(handles[i]));
+    EXPECT_OK(weft_task_join(handles[i]));
 
   for (int k = 0; k < BUFS; k++)
-    CHECK_OK(weft_copy(host + k * LEN, bufs[k], LEN * sizeof(float)));
-  CHECK_OK(weft_sync());
+    EXPECT_OK(weft_copy(host + k * LEN, bufs[k], LEN * sizeof(float)));
+  EXPECT_OK(weft_sync());
   for (int k = 0; k < BUFS; k++)
     for (int e = 0; e < LEN; e++)
-      CHECK_MSG(host[k * LEN + e] == ref[k][e],
-                "buffer %d element %d: %g, expected %g", k, e,
-                (double)host[k * LEN + e], (double)ref[k][e]);
+      EXPECT_MSG(host[k * LEN + e] == ref[k][e],
+                 "buffer %d element %d: %g, expected %g", k, e,
+                 (double)host[k * LEN + e], (double)ref[k][e]);
 
   printf("%d tasks; weft_task_after found the other task running %d times, "
          "returned with work pending %d times, completed %d times\n",
          ntasks, n_running, n_pending, n_completed);
-  CHECK_MSG(n_running > 0, "no weft_task_after call met a running task");
-  CHECK_MSG(n_completed > 0, "no weft_task_after call met a completed task");
+  EXPECT_MSG(n_running > 0, "no weft_task_after call met a running task");
+  EXPECT_MSG(n_completed > 0, "no weft_task_after call met a completed task");
 
   for (int k = 0; k < BUFS; k++)
-    CHECK_OK(weft_device_free(bufs[k]));
-  CHECK_OK(weft_sync());
-  CHECK_OK(weft_pinned_free(host));
+    EXPECT_OK(weft_device_free(bufs[k]));
+  EXPECT_OK(weft_sync());
+  EXPECT_OK(weft_pinned_free(host));
   tt_close(rt);
   free(plans);
   free(handles);

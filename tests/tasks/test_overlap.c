@@ -27,10 +27,10 @@ static void task_a(void *arg) {
   tt_gate_launch(&s->gate);
   if (s->use_event) {
     weft_event *ev;
-    CHECK_OK(weft_event_create(&ev));
-    CHECK_OK(weft_event_record(ev));
+    EXPECT_OK(weft_event_create(&ev));
+    EXPECT_OK(weft_event_record(ev));
     s->a_rc = weft_event_sync(ev);
-    CHECK_OK(weft_event_destroy(&ev));
+    EXPECT_OK(weft_event_destroy(&ev));
   } else {
     s->a_rc = weft_sync();
   }
@@ -43,8 +43,8 @@ static void task_b(void *arg) {
   tt_gate_wait_started(&s->gate);
   int v = 77;
   void *args[] = {&s->d, &v};
-  CHECK_OK(weft_launch(&tk.set_value, WEFT_DIM1(1), WEFT_DIM1(1), 0, args));
-  CHECK_OK(weft_copy(s->out, s->d, sizeof(int)));
+  EXPECT_OK(weft_launch(&tk.set_value, WEFT_DIM1(1), WEFT_DIM1(1), 0, args));
+  EXPECT_OK(weft_copy(s->out, s->d, sizeof(int)));
   int rc = weft_sync();
   s->b_saw_state = tt_gate_state(&s->gate);
   s->b_ok = rc == 0 && *s->out == 77;
@@ -55,34 +55,34 @@ static void run(weft_runtime *rt, int use_event) {
   static scene s;
   s = (scene){.use_event = use_event};
   tt_gate_init(&s.gate);
-  CHECK_OK(weft_pinned_alloc(sizeof(int), (void **)&s.out));
+  EXPECT_OK(weft_pinned_alloc(sizeof(int), (void **)&s.out));
   *s.out = -1;
-  CHECK_OK(weft_device_alloc(sizeof(int), (void **)&s.d));
-  CHECK_OK(weft_sync());
+  EXPECT_OK(weft_device_alloc(sizeof(int), (void **)&s.d));
+  EXPECT_OK(weft_sync());
 
   weft_task *a, *b;
-  CHECK_OK(weft_task_spawn(rt, &a, task_a, &s, NULL));
-  CHECK_OK(weft_task_spawn(rt, &b, task_b, &s, NULL));
-  CHECK_OK(weft_task_join(b));
-  CHECK_OK(weft_task_join(a));
+  EXPECT_OK(weft_task_spawn(rt, &a, task_a, &s, NULL));
+  EXPECT_OK(weft_task_spawn(rt, &b, task_b, &s, NULL));
+  EXPECT_OK(weft_task_join(b));
+  EXPECT_OK(weft_task_join(a));
 
-  CHECK_MSG(s.b_ok,
-            "task B's launch, copy and sync did not complete (out = %d)",
-            *s.out);
-  CHECK_MSG(
+  EXPECT_MSG(s.b_ok,
+             "task B's launch, copy and sync did not complete (out = %d)",
+             *s.out);
+  EXPECT_MSG(
       s.b_saw_state == TEST_SPIN_STARTED,
       "A's kernel should have been spinning when B's work completed (state %d)",
       s.b_saw_state);
-  CHECK_OK(s.a_rc);
-  CHECK_MSG(s.a_state == TEST_SPIN_RELEASED,
-            "A's kernel was not released by B (state %d%s)", s.a_state,
-            s.a_state == TEST_SPIN_TIMED_OUT
-                ? ": timed out, so B could not run while A waited"
-                : "");
+  EXPECT_OK(s.a_rc);
+  EXPECT_MSG(s.a_state == TEST_SPIN_RELEASED,
+             "A's kernel was not released by B (state %d%s)", s.a_state,
+             s.a_state == TEST_SPIN_TIMED_OUT
+                 ? ": timed out, so B could not run while A waited"
+                 : "");
 
-  CHECK_OK(weft_device_free(s.d));
-  CHECK_OK(weft_sync());
-  CHECK_OK(weft_pinned_free(s.out));
+  EXPECT_OK(weft_device_free(s.d));
+  EXPECT_OK(weft_sync());
+  EXPECT_OK(weft_pinned_free(s.out));
   tt_gate_fini(&s.gate);
 }
 

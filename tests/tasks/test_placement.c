@@ -31,21 +31,21 @@ static void placed(void *arg) {
   probe *p = arg;
   p->saw = weft_task_device();
   void *d;
-  CHECK_OK(weft_device_alloc(256, &d));
-  CHECK_OK(weft_memset(d, 1, 256));
-  CHECK_OK(weft_sync());
+  EXPECT_OK(weft_device_alloc(256, &d));
+  EXPECT_OK(weft_memset(d, 1, 256));
+  EXPECT_OK(weft_sync());
   p->stream_d = (int)weft__exec_self()->stream->hdr.dev;
-  CHECK_OK(weft_device_free(d));
+  EXPECT_OK(weft_device_free(d));
   probe c = {0}, o = {0};
   weft_task *t;
-  CHECK_OK(weft_task_spawn(weft__exec_self()->rt, &t, report, &c, NULL));
-  CHECK_OK(weft_task_join(t));
+  EXPECT_OK(weft_task_spawn(weft__exec_self()->rt, &t, report, &c, NULL));
+  EXPECT_OK(weft_task_join(t));
   p->child = c.saw;
   weft_task_opts opts;
   weft_task_opts_init(&opts);
   opts.device = (p->want + 1) % ndev;
-  CHECK_OK(weft_task_spawn(weft__exec_self()->rt, &t, report, &o, &opts));
-  CHECK_OK(weft_task_join(t));
+  EXPECT_OK(weft_task_spawn(weft__exec_self()->rt, &t, report, &o, &opts));
+  EXPECT_OK(weft_task_join(t));
   p->other = o.saw;
 }
 
@@ -65,11 +65,11 @@ int main(void) {
   ro.host_devices = 4;
   ro.workers = 4;
   weft_runtime *rt = tt_open(&ro);
-  CHECK_OK(weft_device_count(rt, &ndev));
-  CHECK(ndev >= 1 && ndev <= MAXDEV);
+  EXPECT_OK(weft_device_count(rt, &ndev));
+  EXPECT(ndev >= 1 && ndev <= MAXDEV);
   if (weft_runtime_backend(rt) == WEFT_BACKEND_HOST)
-    CHECK_EQ_INT(ndev, 4);
-  CHECK_EQ_INT(weft_task_device(), 0);
+    EXPECT_EQ_INT(ndev, 4);
+  EXPECT_EQ_INT(weft_task_device(), 0);
 
   /* Explicit placement, inheritance, a child placed elsewhere. */
   probe p[MAXDEV];
@@ -79,18 +79,18 @@ int main(void) {
     weft_task_opts o;
     weft_task_opts_init(&o);
     o.device = d;
-    CHECK_OK(weft_task_spawn(rt, &t[d], placed, &p[d], &o));
+    EXPECT_OK(weft_task_spawn(rt, &t[d], placed, &p[d], &o));
   }
-  CHECK_OK(weft_device_sync()); /* device 0's, from the plain thread */
+  EXPECT_OK(weft_device_sync()); /* device 0's, from the plain thread */
   for (int d = 0; d < ndev; d++) {
-    CHECK_OK(weft_task_join(t[d]));
-    CHECK_MSG(p[d].saw == d && p[d].stream_d == d,
-              "placed on %d: weft_task_device %d, stream on %d", d, p[d].saw,
-              p[d].stream_d);
-    CHECK_MSG(p[d].child == d, "a child of a task on %d inherited %d", d,
-              p[d].child);
-    CHECK_MSG(p[d].other == (d + 1) % ndev, "a child placed on %d ran on %d",
-              (d + 1) % ndev, p[d].other);
+    EXPECT_OK(weft_task_join(t[d]));
+    EXPECT_MSG(p[d].saw == d && p[d].stream_d == d,
+               "placed on %d: weft_task_device %d, stream on %d", d, p[d].saw,
+               p[d].stream_d);
+    EXPECT_MSG(p[d].child == d, "a child of a task on %d inherited %d", d,
+               p[d].child);
+    EXPECT_MSG(p[d].other == (d + 1) % ndev, "a child placed on %d ran on %d",
+               (d + 1) % ndev, p[d].other);
   }
 
   /* WEFT_DEVICE_ANY: two live tasks per device, all held at once. */
@@ -101,18 +101,18 @@ int main(void) {
     weft_task_opts o;
     weft_task_opts_init(&o);
     o.device = WEFT_DEVICE_ANY;
-    CHECK_OK(weft_task_spawn(rt, &t[i], held, &q[i], &o));
+    EXPECT_OK(weft_task_spawn(rt, &t[i], held, &q[i], &o));
   }
   tt_add(&released, 1);
   int per[MAXDEV] = {0};
   for (int i = 0; i < n; i++) {
-    CHECK_OK(weft_task_join(t[i]));
-    CHECK(q[i].saw >= 0 && q[i].saw < ndev);
+    EXPECT_OK(weft_task_join(t[i]));
+    EXPECT(q[i].saw >= 0 && q[i].saw < ndev);
     per[q[i].saw]++;
   }
   for (int d = 0; d < ndev; d++)
-    CHECK_MSG(per[d] == 2, "WEFT_DEVICE_ANY put %d of %d live tasks on %d",
-              per[d], n, d);
+    EXPECT_MSG(per[d] == 2, "WEFT_DEVICE_ANY put %d of %d live tasks on %d",
+               per[d], n, d);
 
   /* Idle devices tie: one task at a time goes round them all. */
   int seen[MAXDEV] = {0};
@@ -121,20 +121,20 @@ int main(void) {
     weft_task_opts o;
     weft_task_opts_init(&o);
     o.device = WEFT_DEVICE_ANY;
-    CHECK_OK(weft_task_spawn(rt, &t[0], report, &r, &o));
-    CHECK_OK(weft_task_join(t[0]));
+    EXPECT_OK(weft_task_spawn(rt, &t[0], report, &r, &o));
+    EXPECT_OK(weft_task_join(t[0]));
     seen[r.saw]++;
   }
   for (int d = 0; d < ndev; d++)
-    CHECK_MSG(seen[d] == 1, "going round %d idle devices, %d got %d tasks",
-              ndev, d, seen[d]);
+    EXPECT_MSG(seen[d] == 1, "going round %d idle devices, %d got %d tasks",
+               ndev, d, seen[d]);
 
   weft_task_opts o;
   weft_task_opts_init(&o);
   o.device = ndev;
-  CHECK_ERR(weft_task_spawn(rt, &t[0], report, NULL, &o), WEFT_ENODEV);
+  EXPECT_ERR(weft_task_spawn(rt, &t[0], report, NULL, &o), WEFT_ENODEV);
   o.device = -5;
-  CHECK_ERR(weft_task_spawn(rt, &t[0], report, NULL, &o), WEFT_ENODEV);
+  EXPECT_ERR(weft_task_spawn(rt, &t[0], report, NULL, &o), WEFT_ENODEV);
   tt_close(rt);
   puts("ok");
   return 0;

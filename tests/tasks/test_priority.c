@@ -37,7 +37,7 @@ static scene sc;
 /* The priority of the calling task's stream (leased here). */
 static int stream_priority(void) {
   weft_stream *s = weft_stream_current();
-  CHECK(s != NULL);
+  EXPECT(s != NULL);
   return ((weft__stream *)s)->priority;
 }
 
@@ -54,18 +54,18 @@ static void high(void *arg) {
 
 static void spawn_all(void) {
   for (int i = 0; i < N; i++)
-    CHECK_OK(weft_task_spawn(rt, &sc.t[i], normal, (void *)(intptr_t)i, NULL));
+    EXPECT_OK(weft_task_spawn(rt, &sc.t[i], normal, (void *)(intptr_t)i, NULL));
   weft_task_opts o;
   weft_task_opts_init(&o);
   o.priority = WEFT_PRIORITY_HIGH;
-  CHECK_OK(weft_task_spawn(rt, &sc.t[N], high, NULL, &o));
+  EXPECT_OK(weft_task_spawn(rt, &sc.t[N], high, NULL, &o));
 }
 
 static void spawn_high(void) {
   weft_task_opts o;
   weft_task_opts_init(&o);
   o.priority = WEFT_PRIORITY_HIGH;
-  CHECK_OK(weft_task_spawn(rt, &sc.t[N], high, NULL, &o));
+  EXPECT_OK(weft_task_spawn(rt, &sc.t[N], high, NULL, &o));
 }
 
 static void blocker(void *arg) {
@@ -74,12 +74,12 @@ static void blocker(void *arg) {
      * injected by the main thread; the blocker then returns without
      * yielding, so only the choice of the next task orders them. */
     for (int i = 0; i < N; i++)
-      CHECK_OK(
+      EXPECT_OK(
           weft_task_spawn(rt, &sc.t[i], normal, (void *)(intptr_t)i, NULL));
     tt_store(&sc.started, 1);
     int64_t deadline = tt_now_ns() + 10000000000LL;
     while (!tt_load(&sc.go))
-      CHECK_MSG(tt_now_ns() < deadline, "the main thread never set go");
+      EXPECT_MSG(tt_now_ns() < deadline, "the main thread never set go");
     return;
   }
   tt_store(&sc.started, 1);
@@ -89,7 +89,7 @@ static void blocker(void *arg) {
     /* Busy: the worker cannot take the tasks the main thread spawns. */
     int64_t deadline = tt_now_ns() + 10000000000LL;
     while (!tt_load(&sc.go))
-      CHECK_MSG(tt_now_ns() < deadline, "the main thread never set go");
+      EXPECT_MSG(tt_now_ns() < deadline, "the main thread never set go");
   }
   weft_yield();
 }
@@ -97,7 +97,7 @@ static void blocker(void *arg) {
 static void run(int from_blocker) {
   sc = (scene){.from_blocker = from_blocker, .high_ticket = -1};
   weft_task *b;
-  CHECK_OK(weft_task_spawn(rt, &b, blocker, NULL, NULL));
+  EXPECT_OK(weft_task_spawn(rt, &b, blocker, NULL, NULL));
   tt_wait_flag(&sc.started, 10000, "the blocker to start");
   if (from_blocker == 0) {
     spawn_all();
@@ -106,21 +106,21 @@ static void run(int from_blocker) {
     spawn_high();
     tt_store(&sc.go, 1);
   }
-  CHECK_OK(weft_task_join(b));
+  EXPECT_OK(weft_task_join(b));
   for (int i = 0; i <= N; i++)
-    CHECK_OK(weft_task_join(sc.t[i]));
+    EXPECT_OK(weft_task_join(sc.t[i]));
 
   for (int i = 0; i < N; i++)
-    CHECK_MSG(sc.high_ticket < sc.ticket[i],
-              "spawned %s: the high-priority task ran as number %d, after "
-              "normal task %d (number %d)",
-              from_blocker == 2 ? "normal by a task, high by the main thread"
-              : from_blocker    ? "by a task"
-                                : "by the main thread",
-              sc.high_ticket, i, sc.ticket[i]);
+    EXPECT_MSG(sc.high_ticket < sc.ticket[i],
+               "spawned %s: the high-priority task ran as number %d, after "
+               "normal task %d (number %d)",
+               from_blocker == 2 ? "normal by a task, high by the main thread"
+               : from_blocker    ? "by a task"
+                                 : "by the main thread",
+               sc.high_ticket, i, sc.ticket[i]);
   for (int i = 0; i < N; i++)
-    CHECK_EQ_INT(sc.stream_prio[i], info.priority_least);
-  CHECK_EQ_INT(sc.stream_prio[N], info.priority_greatest);
+    EXPECT_EQ_INT(sc.stream_prio[i], info.priority_least);
+  EXPECT_EQ_INT(sc.stream_prio[N], info.priority_greatest);
 }
 
 /* Priority also holds for GPU work: a high task's launch on its stream
@@ -129,9 +129,9 @@ static void high_gpu(void *arg) {
   int *out = arg;
   int v = 5;
   void *args[] = {&out, &v};
-  CHECK_OK(weft_launch(&tk.set_value, WEFT_DIM1(1), WEFT_DIM1(1), 0, args));
-  CHECK_OK(weft_sync());
-  CHECK_EQ_INT(*out, 5);
+  EXPECT_OK(weft_launch(&tk.set_value, WEFT_DIM1(1), WEFT_DIM1(1), 0, args));
+  EXPECT_OK(weft_sync());
+  EXPECT_EQ_INT(*out, 5);
 }
 
 static int flag_set, flag_spins, flag_seen;
@@ -157,16 +157,16 @@ static void spawn_pair(weft_task **high, weft_task **normal) {
   weft_task_opts o;
   weft_task_opts_init(&o);
   o.priority = WEFT_PRIORITY_HIGH;
-  CHECK_OK(weft_task_spawn(rt, normal, set_flag, NULL, NULL));
-  CHECK_OK(weft_task_spawn(rt, high, yield_until_flag, NULL, &o));
+  EXPECT_OK(weft_task_spawn(rt, normal, set_flag, NULL, NULL));
+  EXPECT_OK(weft_task_spawn(rt, high, yield_until_flag, NULL, &o));
 }
 
 static void pair_driver(void *arg) {
   (void)arg;
   weft_task *h, *n;
   spawn_pair(&h, &n);
-  CHECK_OK(weft_task_join(h));
-  CHECK_OK(weft_task_join(n));
+  EXPECT_OK(weft_task_join(h));
+  EXPECT_OK(weft_task_join(n));
 }
 
 static void high_yields_to_normal(int from_task) {
@@ -175,23 +175,23 @@ static void high_yields_to_normal(int from_task) {
   tt_store(&flag_spins, 0);
   if (from_task) {
     weft_task *d;
-    CHECK_OK(weft_task_spawn(rt, &d, pair_driver, NULL, NULL));
-    CHECK_OK(weft_task_join(d));
+    EXPECT_OK(weft_task_spawn(rt, &d, pair_driver, NULL, NULL));
+    EXPECT_OK(weft_task_join(d));
   } else {
     weft_task *h, *n;
     spawn_pair(&h, &n);
-    CHECK_OK(weft_task_join(h));
-    CHECK_OK(weft_task_join(n));
+    EXPECT_OK(weft_task_join(h));
+    EXPECT_OK(weft_task_join(n));
   }
-  CHECK_MSG(tt_load(&flag_seen),
-            "spawned by %s: a high task yielded %d times in 10 s and the "
-            "normal task never ran",
-            from_task ? "a task" : "the main thread", tt_load(&flag_spins));
+  EXPECT_MSG(tt_load(&flag_seen),
+             "spawned by %s: a high task yielded %d times in 10 s and the "
+             "normal task never ran",
+             from_task ? "a task" : "the main thread", tt_load(&flag_spins));
 }
 
 int main(void) {
   rt = tt_open_workers(1);
-  CHECK_OK(weft_device_get_info(rt, 0, &info));
+  EXPECT_OK(weft_device_get_info(rt, 0, &info));
   run(0);
   run(1);
   run(2);
@@ -200,15 +200,15 @@ int main(void) {
   high_yields_to_normal(0);
 
   int *out;
-  CHECK_OK(weft_pinned_alloc(sizeof(int), (void **)&out));
+  EXPECT_OK(weft_pinned_alloc(sizeof(int), (void **)&out));
   *out = 0;
   weft_task_opts o;
   weft_task_opts_init(&o);
   o.priority = WEFT_PRIORITY_HIGH;
   weft_task *t;
-  CHECK_OK(weft_task_spawn(rt, &t, high_gpu, out, &o));
-  CHECK_OK(weft_task_join(t));
-  CHECK_OK(weft_pinned_free(out));
+  EXPECT_OK(weft_task_spawn(rt, &t, high_gpu, out, &o));
+  EXPECT_OK(weft_task_join(t));
+  EXPECT_OK(weft_pinned_free(out));
   tt_close(rt);
   puts("ok");
   return 0;

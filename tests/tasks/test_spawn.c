@@ -40,24 +40,24 @@ static void many_results(void) {
     char name[48];
     snprintf(name, sizeof name, "square-%d", i);
     o.name = i % 2 ? name : NULL;
-    CHECK_OK(weft_task_spawn(rt, &jobs[i].handle, square, &jobs[i], &o));
+    EXPECT_OK(weft_task_spawn(rt, &jobs[i].handle, square, &jobs[i], &o));
   }
   for (int i = 0; i < N; i++)
-    CHECK_OK(weft_task_join(jobs[i].handle));
+    EXPECT_OK(weft_task_join(jobs[i].handle));
   for (int i = 0; i < N; i++) {
     long long s = 0;
     for (int k = 0; k <= i; k++)
       s += (long long)k * k;
-    CHECK_MSG(jobs[i].out == s, "task %d returned %lld, expected %lld", i,
-              jobs[i].out, s);
-    CHECK_MSG(jobs[i].self_ok, "task %d: weft_task_self is not its handle", i);
+    EXPECT_MSG(jobs[i].out == s, "task %d returned %lld, expected %lld", i,
+               jobs[i].out, s);
+    EXPECT_MSG(jobs[i].self_ok, "task %d: weft_task_self is not its handle", i);
     if (i % 2) {
       char want[48];
       snprintf(want, sizeof want, "square-%d", i);
-      CHECK_MSG(strcmp(jobs[i].name, want) == 0, "task %d named '%s'", i,
-                jobs[i].name);
+      EXPECT_MSG(strcmp(jobs[i].name, want) == 0, "task %d named '%s'", i,
+                 jobs[i].name);
     } else {
-      CHECK_MSG(jobs[i].name[0] != '\0', "task %d has no default name", i);
+      EXPECT_MSG(jobs[i].name[0] != '\0', "task %d has no default name", i);
     }
   }
 }
@@ -68,8 +68,8 @@ static void nothing(void *arg) {}
 
 static void long_name(void *arg) {
   const char *n = weft_task_name(weft_task_self());
-  CHECK_EQ_INT(strlen(n), 31);
-  CHECK(strncmp(n, "abcdefghijklmnopqrstuvwxyz0123456789", 31) == 0);
+  EXPECT_EQ_INT(strlen(n), 31);
+  EXPECT(strncmp(n, "abcdefghijklmnopqrstuvwxyz0123456789", 31) == 0);
 }
 
 static void spawn_options(void) {
@@ -77,28 +77,28 @@ static void spawn_options(void) {
   weft_task *t = sentinel;
   weft_task_opts o;
   weft_task_opts_init(&o);
-  CHECK_EQ_INT(o.struct_size, sizeof o);
-  CHECK_EQ_INT(o.priority, WEFT_PRIORITY_NORMAL);
-  CHECK_EQ_INT(o.device, WEFT_DEVICE_INHERIT);
+  EXPECT_EQ_INT(o.struct_size, sizeof o);
+  EXPECT_EQ_INT(o.priority, WEFT_PRIORITY_NORMAL);
+  EXPECT_EQ_INT(o.device, WEFT_DEVICE_INHERIT);
 
-  CHECK_ERR(weft_task_spawn(NULL, &t, nothing, NULL, NULL), WEFT_EINVAL);
-  CHECK_ERR(weft_task_spawn(rt, &t, NULL, NULL, NULL), WEFT_EINVAL);
+  EXPECT_ERR(weft_task_spawn(NULL, &t, nothing, NULL, NULL), WEFT_EINVAL);
+  EXPECT_ERR(weft_task_spawn(rt, &t, NULL, NULL, NULL), WEFT_EINVAL);
   o.struct_size = 0;
-  CHECK_ERR(weft_task_spawn(rt, &t, nothing, NULL, &o), WEFT_EINVAL);
+  EXPECT_ERR(weft_task_spawn(rt, &t, nothing, NULL, &o), WEFT_EINVAL);
   weft_task_opts_init(&o);
   o.priority = (weft_priority)7;
-  CHECK_ERR(weft_task_spawn(rt, &t, nothing, NULL, &o), WEFT_EINVAL);
+  EXPECT_ERR(weft_task_spawn(rt, &t, nothing, NULL, &o), WEFT_EINVAL);
   weft_task_opts_init(&o);
   o.device = 1000;
-  CHECK_ERR(weft_task_spawn(rt, &t, nothing, NULL, &o), WEFT_ENODEV);
+  EXPECT_ERR(weft_task_spawn(rt, &t, nothing, NULL, &o), WEFT_ENODEV);
   o.device = -3; /* neither an ordinal nor WEFT_DEVICE_INHERIT/ANY */
-  CHECK_ERR(weft_task_spawn(rt, &t, nothing, NULL, &o), WEFT_ENODEV);
-  CHECK(t == sentinel);
+  EXPECT_ERR(weft_task_spawn(rt, &t, nothing, NULL, &o), WEFT_ENODEV);
+  EXPECT(t == sentinel);
 
   weft_task_opts_init(&o);
   o.name = "abcdefghijklmnopqrstuvwxyz0123456789";
-  CHECK_OK(weft_task_spawn(rt, &t, long_name, NULL, &o));
-  CHECK_OK(weft_task_join(t));
+  EXPECT_OK(weft_task_spawn(rt, &t, long_name, NULL, &o));
+  EXPECT_OK(weft_task_join(t));
 }
 
 /* ---- handle rules ---- */
@@ -121,40 +121,40 @@ static void join_self(void *arg) {
 }
 
 static void handle_rules(void) {
-  CHECK_ERR(weft_task_join(NULL), WEFT_EINVAL);
-  CHECK_ERR(weft_task_detach(NULL), WEFT_EINVAL);
+  EXPECT_ERR(weft_task_join(NULL), WEFT_EINVAL);
+  EXPECT_ERR(weft_task_detach(NULL), WEFT_EINVAL);
 
   /* Join twice. */
   weft_task *t;
-  CHECK_OK(weft_task_spawn(rt, &t, nothing, NULL, NULL));
-  CHECK_OK(weft_task_join(t));
-  CHECK_ERR(weft_task_join(t), WEFT_EHANDLE);
-  CHECK_ERR(weft_task_detach(t), WEFT_EHANDLE);
+  EXPECT_OK(weft_task_spawn(rt, &t, nothing, NULL, NULL));
+  EXPECT_OK(weft_task_join(t));
+  EXPECT_ERR(weft_task_join(t), WEFT_EHANDLE);
+  EXPECT_ERR(weft_task_detach(t), WEFT_EHANDLE);
 
   /* Detach a running task, then join or detach it again. */
   held h = {0};
-  CHECK_OK(weft_task_spawn(rt, &t, hold, &h, NULL));
-  CHECK_OK(weft_task_detach(t));
-  CHECK_ERR(weft_task_join(t), WEFT_EHANDLE);
-  CHECK_ERR(weft_task_detach(t), WEFT_EHANDLE);
+  EXPECT_OK(weft_task_spawn(rt, &t, hold, &h, NULL));
+  EXPECT_OK(weft_task_detach(t));
+  EXPECT_ERR(weft_task_join(t), WEFT_EHANDLE);
+  EXPECT_ERR(weft_task_detach(t), WEFT_EHANDLE);
   tt_store(&h.release, 1);
   tt_wait_flag(&h.ended, 10000, "the detached task to end");
 
   /* Detach a task that already completed (it frees itself at once). */
-  CHECK_OK(weft_task_spawn(rt, &t, nothing, NULL, NULL));
+  EXPECT_OK(weft_task_spawn(rt, &t, nothing, NULL, NULL));
   int64_t deadline = tt_now_ns() + 10000000000LL;
   while (!tt_task_done(t)) {
-    CHECK_MSG(tt_now_ns() < deadline, "a trivial task did not complete");
+    EXPECT_MSG(tt_now_ns() < deadline, "a trivial task did not complete");
     tt_sleep_ms(1);
   }
-  CHECK_OK(weft_task_detach(t));
-  CHECK_ERR(weft_task_join(t), WEFT_EHANDLE);
+  EXPECT_OK(weft_task_detach(t));
+  EXPECT_ERR(weft_task_join(t), WEFT_EHANDLE);
 
   /* A task joining itself is refused; the task is unaffected. */
   int rc = 0;
-  CHECK_OK(weft_task_spawn(rt, &t, join_self, &rc, NULL));
-  CHECK_OK(weft_task_join(t));
-  CHECK_ERR(rc, WEFT_ESTATE);
+  EXPECT_OK(weft_task_spawn(rt, &t, join_self, &rc, NULL));
+  EXPECT_OK(weft_task_join(t));
+  EXPECT_ERR(rc, WEFT_ESTATE);
 }
 
 /* ---- nested spawns ---- */
@@ -178,11 +178,11 @@ static void tree(void *arg) {
   weft_task *kt[FANOUT];
   for (int k = 0; k < FANOUT; k++) {
     kids[k] = (node){.depth = n->depth - 1, .value = n->value * FANOUT + k};
-    CHECK_OK(weft_task_spawn(rt, &kt[k], tree, &kids[k], NULL));
+    EXPECT_OK(weft_task_spawn(rt, &kt[k], tree, &kids[k], NULL));
   }
   weft_yield();
   for (int k = 0; k < FANOUT; k++) {
-    CHECK_OK(weft_task_join(kt[k]));
+    EXPECT_OK(weft_task_join(kt[k]));
     n->count += kids[k].count;
     n->sum += kids[k].sum;
   }
@@ -191,8 +191,8 @@ static void tree(void *arg) {
 static void nested(void) {
   node root = {.depth = DEPTH, .value = 1};
   weft_task *t;
-  CHECK_OK(weft_task_spawn(rt, &t, tree, &root, NULL));
-  CHECK_OK(weft_task_join(t));
+  EXPECT_OK(weft_task_spawn(rt, &t, tree, &root, NULL));
+  EXPECT_OK(weft_task_join(t));
   /* The same tree computed directly. */
   long long count = 0, sum = 0;
   long long first = 1, width = 1;
@@ -203,8 +203,8 @@ static void nested(void) {
     first *= FANOUT;
     width *= FANOUT;
   }
-  CHECK_EQ_INT(root.count, count);
-  CHECK_EQ_INT(root.sum, sum);
+  EXPECT_EQ_INT(root.count, count);
+  EXPECT_EQ_INT(root.sum, sum);
 }
 
 /* ---- plain threads joining ---- */
@@ -249,23 +249,23 @@ static void thread_joins(void) {
   for (int i = 0; i <= JOINERS; i++)
     js[i].idx = i;
   for (int i = 0; i < JOINERS; i++)
-    CHECK_OK(weft_task_spawn(rt, &js[i].t, produce, &js[i], NULL));
+    EXPECT_OK(weft_task_spawn(rt, &js[i].t, produce, &js[i], NULL));
   /* One more whose task completed before its joiner starts. */
-  CHECK_OK(
+  EXPECT_OK(
       weft_task_spawn(rt, &js[JOINERS].t, produce_now, &js[JOINERS], NULL));
   for (int i = 0; i <= JOINERS; i++)
-    CHECK(pthread_create(&th[i], NULL, joiner, &js[i]) == 0);
+    EXPECT(pthread_create(&th[i], NULL, joiner, &js[i]) == 0);
   for (int i = 0; i <= JOINERS; i++)
     tt_wait_flag(&js[i].ready, 10000, "a joiner thread to start");
   for (int i = 0; i < JOINERS; i++)
     tt_store(&js[i].release, 1);
   for (int i = 0; i <= JOINERS; i++) {
-    CHECK(pthread_join(th[i], NULL) == 0);
-    CHECK_OK(js[i].rc);
+    EXPECT(pthread_join(th[i], NULL) == 0);
+    EXPECT_OK(js[i].rc);
   }
   for (int i = 0; i < JOINERS; i++)
-    CHECK_EQ_INT(js[i].seen, 7000 + i);
-  CHECK_EQ_INT(js[JOINERS].seen, 42);
+    EXPECT_EQ_INT(js[i].seen, 7000 + i);
+  EXPECT_EQ_INT(js[JOINERS].seen, 42);
 }
 
 /* A handle kept past its task's join stays dead after the task's memory is
@@ -275,20 +275,20 @@ static void stale_handles(void) {
   /* A runtime of its own, so that its pool of task objects starts empty. */
   weft_runtime *r = tt_open_workers(1);
   weft_task *old, *t;
-  CHECK_OK(weft_task_spawn(r, &old, nothing, NULL, NULL));
-  CHECK_OK(weft_task_join(old));
+  EXPECT_OK(weft_task_spawn(r, &old, nothing, NULL, NULL));
+  EXPECT_OK(weft_task_join(old));
   /* 64 more freed tasks fill the pool's quarantine: the next spawn reuses
    * the memory old named (a fresh object each time until then). */
   for (int i = 0; i < 64; i++) {
-    CHECK_OK(weft_task_spawn(r, &t, nothing, NULL, NULL));
-    CHECK_OK(weft_task_join(t));
+    EXPECT_OK(weft_task_spawn(r, &t, nothing, NULL, NULL));
+    EXPECT_OK(weft_task_join(t));
   }
   weft_task *fresh;
-  CHECK_OK(weft_task_spawn(r, &fresh, nothing, NULL, NULL));
-  CHECK_ERR(weft_task_join(old), WEFT_EHANDLE);
-  CHECK_ERR(weft_task_detach(old), WEFT_EHANDLE);
-  CHECK(strcmp(weft_task_name(old), "") == 0);
-  CHECK_OK(weft_task_join(fresh)); /* its owner's join is intact */
+  EXPECT_OK(weft_task_spawn(r, &fresh, nothing, NULL, NULL));
+  EXPECT_ERR(weft_task_join(old), WEFT_EHANDLE);
+  EXPECT_ERR(weft_task_detach(old), WEFT_EHANDLE);
+  EXPECT(strcmp(weft_task_name(old), "") == 0);
+  EXPECT_OK(weft_task_join(fresh)); /* its owner's join is intact */
   tt_close(r);
 }
 

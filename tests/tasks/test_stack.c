@@ -39,9 +39,9 @@ static void __attribute__((noinline)) use_stack(use *u) {
     weft_yield();
   long long s = 0;
   for (size_t i = 0; i < n; i++) {
-    CHECK_MSG(buf[i] == ((int)(i * 2654435761u) ^ u->id),
-              "task %d: its stack word %zu changed while it was suspended",
-              u->id, i);
+    EXPECT_MSG(buf[i] == ((int)(i * 2654435761u) ^ u->id),
+               "task %d: its stack word %zu changed while it was suspended",
+               u->id, i);
     s += buf[i];
   }
   u->sum = s;
@@ -64,14 +64,14 @@ static void big_stacks(size_t stack_size, size_t use_bytes, int tasks) {
   weft_runtime *rt = tt_open(&o);
   static use us[64];
   weft_task *t[64];
-  CHECK(tasks <= 64);
+  EXPECT(tasks <= 64);
   for (int i = 0; i < tasks; i++) {
     us[i] = (use){.bytes = use_bytes, .yields = 5, .id = i + 1};
-    CHECK_OK(weft_task_spawn(rt, &t[i], stack_task, &us[i], NULL));
+    EXPECT_OK(weft_task_spawn(rt, &t[i], stack_task, &us[i], NULL));
   }
   for (int i = 0; i < tasks; i++) {
-    CHECK_OK(weft_task_join(t[i]));
-    CHECK_EQ_INT(us[i].sum, expected_sum(use_bytes, i + 1));
+    EXPECT_OK(weft_task_join(t[i]));
+    EXPECT_EQ_INT(us[i].sum, expected_sum(use_bytes, i + 1));
   }
   tt_close(rt);
 }
@@ -140,10 +140,10 @@ static void child_stderr_to(int fds[2]) {
 static void overflow(weft_task_fn fn, size_t guards) {
   overflowing = fn;
   int fds[2];
-  CHECK(pipe(fds) == 0);
+  EXPECT(pipe(fds) == 0);
   fflush(NULL);
   pid_t pid = fork();
-  CHECK(pid >= 0);
+  EXPECT(pid >= 0);
   if (pid == 0) {
     child_stderr_to(fds);
     overflow_child(guards);
@@ -162,16 +162,16 @@ static void overflow(weft_task_fn fn, size_t guards) {
   out[len] = '\0';
   close(fds[0]);
   int status = 0;
-  CHECK(waitpid(pid, &status, 0) == pid);
+  EXPECT(waitpid(pid, &status, 0) == pid);
   if (WIFEXITED(status) && WEXITSTATUS(status) == 77)
     return; /* no device for this backend: the rest of the test skips */
-  CHECK_MSG(
+  EXPECT_MSG(
       WIFSIGNALED(status) && WTERMSIG(status) == SIGSEGV,
       "the overflowing child did not die by SIGSEGV (%s %d); its stderr: %s",
       WIFSIGNALED(status) ? "signal" : "exit",
       WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status), out);
-  CHECK_MSG(strstr(out, "overflowed") != NULL,
-            "no overflow message on stderr: '%s'", out);
+  EXPECT_MSG(strstr(out, "overflowed") != NULL,
+             "no overflow message on stderr: '%s'", out);
 }
 
 /* The same with the child's stderr a pipe whose reader is gone: the
@@ -181,7 +181,7 @@ static void overflow_unread(void) {
   overflowing = overflow_task;
   fflush(NULL);
   pid_t pid = fork();
-  CHECK(pid >= 0);
+  EXPECT(pid >= 0);
   if (pid == 0) {
     int fds[2];
     if (pipe(fds) != 0)
@@ -190,14 +190,14 @@ static void overflow_unread(void) {
     overflow_child(SIZE_MAX);
   }
   int status = 0;
-  CHECK(waitpid(pid, &status, 0) == pid);
+  EXPECT(waitpid(pid, &status, 0) == pid);
   if (WIFEXITED(status) && WEXITSTATUS(status) == 77)
     return;
-  CHECK_MSG(WIFSIGNALED(status) && WTERMSIG(status) == SIGSEGV,
-            "with stderr unread, the overflowing child did not die by "
-            "SIGSEGV (%s %d)",
-            WIFSIGNALED(status) ? "signal" : "exit",
-            WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
+  EXPECT_MSG(WIFSIGNALED(status) && WTERMSIG(status) == SIGSEGV,
+             "with stderr unread, the overflowing child did not die by "
+             "SIGSEGV (%s %d)",
+             WIFSIGNALED(status) ? "signal" : "exit",
+             WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
 }
 
 /* ---- no stack: ordered all the same ---- */
@@ -236,7 +236,7 @@ static void after_c(void *arg) {
 static size_t address_space(void) {
   FILE *f = fopen("/proc/self/statm", "r");
   unsigned long pages = 0;
-  CHECK(f && fscanf(f, "%lu", &pages) == 1);
+  EXPECT(f && fscanf(f, "%lu", &pages) == 1);
   fclose(f);
   return (size_t)pages * (size_t)sysconf(_SC_PAGESIZE);
 }
@@ -251,40 +251,40 @@ static void nostack_child(void) {
     tt_close(rt);
     exit(0); /* the CUDA driver's own mappings need room the cap takes */
   }
-  CHECK_OK(weft_device_alloc(64, (void **)&nostack_buf));
+  EXPECT_OK(weft_device_alloc(64, (void **)&nostack_buf));
   weft_access rw = {nostack_buf, 64, WEFT_RW};
   weft_task_opts to;
   weft_task_opts_init(&to);
   to.accesses = &rw;
   to.naccesses = 1;
   weft_task *a, *f, *b, *c;
-  CHECK_OK(weft_task_spawn(rt, &a, hold_a, NULL, &to));
-  CHECK_OK(weft_task_spawn(rt, &f, hold_f, NULL, NULL));
+  EXPECT_OK(weft_task_spawn(rt, &a, hold_a, NULL, &to));
+  EXPECT_OK(weft_task_spawn(rt, &f, hold_f, NULL, NULL));
   tt_wait_flag(&a_running, 10000, "A running");
   tt_wait_flag(&f_running, 10000, "F running");
   struct rlimit old, cap;
-  CHECK(getrlimit(RLIMIT_AS, &old) == 0);
+  EXPECT(getrlimit(RLIMIT_AS, &old) == 0);
   cap = old;
   cap.rlim_cur = address_space() + (32u << 20);
-  CHECK(setrlimit(RLIMIT_AS, &cap) == 0);
-  CHECK_OK(weft_task_spawn(rt, &b, after_b, NULL, &to));
-  CHECK_OK(weft_task_spawn(rt, &c, after_c, NULL, &to));
+  EXPECT(setrlimit(RLIMIT_AS, &cap) == 0);
+  EXPECT_OK(weft_task_spawn(rt, &b, after_b, NULL, &to));
+  EXPECT_OK(weft_task_spawn(rt, &c, after_c, NULL, &to));
   tt_sleep_ms(20);
-  CHECK(!tt_load(&b_ran) && !tt_load(&c_ran));
+  EXPECT(!tt_load(&b_ran) && !tt_load(&c_ran));
   tt_store(&release_f, 1); /* a stack is free, A still runs */
-  CHECK_OK(weft_task_join(f));
+  EXPECT_OK(weft_task_join(f));
   tt_sleep_ms(20);
-  CHECK_MSG(!tt_load(&b_ran) && !tt_load(&c_ran),
-            "B ran %d, C ran %d before A ended", tt_load(&b_ran),
-            tt_load(&c_ran));
+  EXPECT_MSG(!tt_load(&b_ran) && !tt_load(&c_ran),
+             "B ran %d, C ran %d before A ended", tt_load(&b_ran),
+             tt_load(&c_ran));
   tt_store(&release_a, 1);
-  CHECK_OK(weft_task_join(a));
-  CHECK_OK(weft_task_join(b));
-  CHECK_OK(weft_task_join(c));
-  CHECK(tt_load(&c_ran) && tt_load(&c_saw_a) && tt_load(&c_saw_b));
-  CHECK(setrlimit(RLIMIT_AS, &old) == 0);
-  CHECK_OK(weft_device_free(nostack_buf));
-  CHECK_OK(weft_sync());
+  EXPECT_OK(weft_task_join(a));
+  EXPECT_OK(weft_task_join(b));
+  EXPECT_OK(weft_task_join(c));
+  EXPECT(tt_load(&c_ran) && tt_load(&c_saw_a) && tt_load(&c_saw_b));
+  EXPECT(setrlimit(RLIMIT_AS, &old) == 0);
+  EXPECT_OK(weft_device_free(nostack_buf));
+  EXPECT_OK(weft_sync());
   tt_close(rt);
   exit(0);
 }
@@ -292,15 +292,15 @@ static void nostack_child(void) {
 static void no_stack_ordered(void) {
   fflush(NULL);
   pid_t pid = fork();
-  CHECK(pid >= 0);
+  EXPECT(pid >= 0);
   if (pid == 0)
     nostack_child();
   int status = 0;
-  CHECK(waitpid(pid, &status, 0) == pid);
+  EXPECT(waitpid(pid, &status, 0) == pid);
   if (WIFEXITED(status) && WEXITSTATUS(status) == 77)
     return;
-  CHECK_MSG(WIFEXITED(status) && WEXITSTATUS(status) == 0,
-            "the no-stack child failed (status %d)", status);
+  EXPECT_MSG(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+             "the no-stack child failed (status %d)", status);
 }
 
 int main(void) {

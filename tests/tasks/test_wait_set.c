@@ -29,20 +29,20 @@ static int recorded, entered, left;
 static void gate_task(void *arg) {
   (void)arg;
   tt_gate_launch(&gate);
-  CHECK_OK(weft_event_record(ev));
+  EXPECT_OK(weft_event_record(ev));
   tt_store(&recorded, 1);
 }
 
 static void waiter(void *arg) {
   int i = (int)(intptr_t)arg;
-  CHECK_OK(weft_event_wait(ev));
+  EXPECT_OK(weft_event_wait(ev));
   float *d = x + i;
   int one = 1;
   float a = 1.0f, b = (float)(i + 1);
   void *args[] = {&d, &one, &a, &b};
-  CHECK_OK(weft_launch(&tk.axpb, WEFT_DIM1(1), WEFT_DIM1(1), 0, args));
+  EXPECT_OK(weft_launch(&tk.axpb, WEFT_DIM1(1), WEFT_DIM1(1), 0, args));
   tt_add(&entered, 1);
-  CHECK_OK(weft_sync());
+  EXPECT_OK(weft_sync());
   tt_add(&left, 1);
 }
 
@@ -50,8 +50,8 @@ static void waiter(void *arg) {
 static void wait_count(const int *p, int want, const char *what) {
   int64_t end = tt_now_ns() + 60LL * 1000000000LL;
   while (tt_load(p) < want) {
-    CHECK_MSG(tt_now_ns() < end, "%s: %d of %d after 60 s", what, tt_load(p),
-              want);
+    EXPECT_MSG(tt_now_ns() < end, "%s: %d of %d after 60 s", what, tt_load(p),
+               want);
     tt_sleep_ms(1);
   }
 }
@@ -69,45 +69,45 @@ static void run(void) {
   weft_runtime *rt = tt_open(&o);
   weft_task **h = calloc((size_t)n, sizeof *h);
   float *host = calloc((size_t)n, sizeof *host);
-  CHECK(h && host);
+  EXPECT(h && host);
   tt_gate_init(&gate);
-  CHECK_OK(weft_event_create(&ev));
-  CHECK_OK(weft_device_alloc((size_t)n * sizeof(float), (void **)&x));
-  CHECK_OK(weft_memset(x, 0, (size_t)n * sizeof(float)));
-  CHECK_OK(weft_sync());
+  EXPECT_OK(weft_event_create(&ev));
+  EXPECT_OK(weft_device_alloc((size_t)n * sizeof(float), (void **)&x));
+  EXPECT_OK(weft_memset(x, 0, (size_t)n * sizeof(float)));
+  EXPECT_OK(weft_sync());
 
   for (int round = 1; round <= ROUNDS; round++) {
     tt_store(&recorded, 0);
     tt_store(&entered, 0);
     tt_store(&left, 0);
     weft_task *g;
-    CHECK_OK(weft_task_spawn(rt, &g, gate_task, NULL, NULL));
+    EXPECT_OK(weft_task_spawn(rt, &g, gate_task, NULL, NULL));
     wait_count(&recorded, 1, "the gate's record");
     for (int i = 0; i < n; i++)
-      CHECK_OK(weft_task_spawn(rt, &h[i], waiter, (void *)(intptr_t)i, NULL));
+      EXPECT_OK(weft_task_spawn(rt, &h[i], waiter, (void *)(intptr_t)i, NULL));
     wait_count(&entered, n, "tasks inside weft_sync");
     tt_sleep_ms(20);
-    CHECK_MSG(tt_gate_state(&gate) != TEST_SPIN_TIMED_OUT,
-              "round %d: the gate timed out before all %d tasks waited", round,
-              n);
-    CHECK_MSG(tt_load(&left) == 0,
-              "round %d: %d of %d syncs returned with the gate closed", round,
-              tt_load(&left), n);
+    EXPECT_MSG(tt_gate_state(&gate) != TEST_SPIN_TIMED_OUT,
+               "round %d: the gate timed out before all %d tasks waited", round,
+               n);
+    EXPECT_MSG(tt_load(&left) == 0,
+               "round %d: %d of %d syncs returned with the gate closed", round,
+               tt_load(&left), n);
     tt_gate_open(&gate);
     for (int i = 0; i < n; i++)
-      CHECK_OK(weft_task_join(h[i]));
-    CHECK_OK(weft_task_join(g));
-    CHECK_EQ_INT(tt_load(&left), n);
+      EXPECT_OK(weft_task_join(h[i]));
+    EXPECT_OK(weft_task_join(g));
+    EXPECT_EQ_INT(tt_load(&left), n);
   }
 
-  CHECK_OK(weft_copy(host, x, (size_t)n * sizeof(float)));
-  CHECK_OK(weft_sync());
+  EXPECT_OK(weft_copy(host, x, (size_t)n * sizeof(float)));
+  EXPECT_OK(weft_sync());
   for (int i = 0; i < n; i++)
-    CHECK_MSG(host[i] == (float)ROUNDS * (float)(i + 1),
-              "x[%d] = %g, expected %g", i, (double)host[i],
-              (double)ROUNDS * (i + 1));
-  CHECK_OK(weft_device_free(x));
-  CHECK_OK(weft_event_destroy(&ev));
+    EXPECT_MSG(host[i] == (float)ROUNDS * (float)(i + 1),
+               "x[%d] = %g, expected %g", i, (double)host[i],
+               (double)ROUNDS * (i + 1));
+  EXPECT_OK(weft_device_free(x));
+  EXPECT_OK(weft_event_destroy(&ev));
   tt_gate_fini(&gate);
   free(h);
   free(host);

@@ -21,8 +21,8 @@ static int flag_set(void *arg) {
 
 static void waiter(void *arg) {
   int i = (int)(intptr_t)arg;
-  CHECK_OK(weft_wait_until(flag_set, &flags[i]));
-  CHECK(tt_load(&flags[i]) == 1);
+  EXPECT_OK(weft_wait_until(flag_set, &flags[i]));
+  EXPECT(tt_load(&flags[i]) == 1);
   tt_store(&woke[i], 1);
 }
 
@@ -68,38 +68,38 @@ int main(void) {
   /* One worker: the waiters suspend, the releaser runs. */
   weft_task *t[MANY + 1];
   for (int i = 0; i < MANY; i++)
-    CHECK_OK(weft_task_spawn(rt, &t[i], waiter, (void *)(intptr_t)i, NULL));
-  CHECK_OK(
+    EXPECT_OK(weft_task_spawn(rt, &t[i], waiter, (void *)(intptr_t)i, NULL));
+  EXPECT_OK(
       weft_task_spawn(rt, &t[MANY], releaser, (void *)(intptr_t)MANY, NULL));
   for (int i = 0; i <= MANY; i++)
-    CHECK_OK(weft_task_join(t[i]));
+    EXPECT_OK(weft_task_join(t[i]));
   for (int i = 0; i < MANY; i++)
-    CHECK_MSG(woke[i], "waiter %d never woke", i);
+    EXPECT_MSG(woke[i], "waiter %d never woke", i);
 
   /* The test's own value, and no failure of the task. */
   int got = 0;
   weft_task *a;
-  CHECK_OK(weft_task_spawn(rt, &a, answering, &got, NULL));
-  CHECK_OK(weft_task_join(a));
-  CHECK_EQ_INT(got, ANSWER);
+  EXPECT_OK(weft_task_spawn(rt, &a, answering, &got, NULL));
+  EXPECT_OK(weft_task_join(a));
+  EXPECT_EQ_INT(got, ANSWER);
 
   /* A plain thread calls the test itself. */
   int calls = 0;
-  CHECK_EQ_INT(weft_wait_until(answer, &calls), ANSWER);
-  CHECK_EQ_INT(calls, 3);
-  CHECK_ERR(weft_wait_until(NULL, NULL), WEFT_EINVAL);
+  EXPECT_EQ_INT(weft_wait_until(answer, &calls), ANSWER);
+  EXPECT_EQ_INT(calls, 3);
+  EXPECT_ERR(weft_wait_until(NULL, NULL), WEFT_EINVAL);
 
   /* A wait for something that never comes does not hold weft_shutdown
    * for ever: it ends with WEFT_ESTATE, saying so. */
   weft_task *orphan;
-  CHECK_OK(weft_task_spawn(rt, &orphan, never_task, NULL, NULL));
-  CHECK_OK(weft_task_detach(orphan));
+  EXPECT_OK(weft_task_spawn(rt, &orphan, never_task, NULL, NULL));
+  EXPECT_OK(weft_task_detach(orphan));
   while (!tt_load(&never_waiting))
     tt_sleep_ms(1);
   tt_close(rt);
-  CHECK_EQ_INT(never_rc, WEFT_ESTATE);
-  CHECK_MSG(strstr(never_msg, "weft_shutdown began") != NULL, "message: %s",
-            never_msg);
+  EXPECT_EQ_INT(never_rc, WEFT_ESTATE);
+  EXPECT_MSG(strstr(never_msg, "weft_shutdown began") != NULL, "message: %s",
+             never_msg);
   puts("ok");
   return 0;
 }

@@ -59,14 +59,15 @@ static void turn_player(void *arg) {
 }
 
 static void expect_alternating(const pingpong *pp, const char *what) {
-  CHECK_MSG(
+  EXPECT_MSG(
       !pp->starved,
       "%s: a task yielded %d times and the other never ran (log so far: %.*s)",
       what, MAX_YIELDS, pp->pos, pp->log);
-  CHECK_EQ_INT(pp->pos, 2 * ROUNDS);
+  EXPECT_EQ_INT(pp->pos, 2 * ROUNDS);
   for (int k = 0; k < 2 * ROUNDS; k++)
-    CHECK_MSG(pp->log[k] == 'A' + k % 2, "%s: interleaving %.*s is not ABAB...",
-              what, 2 * ROUNDS, pp->log);
+    EXPECT_MSG(pp->log[k] == 'A' + k % 2,
+               "%s: interleaving %.*s is not ABAB...", what, 2 * ROUNDS,
+               pp->log);
 }
 
 typedef struct duo {
@@ -81,11 +82,11 @@ typedef struct duo {
 static void parent(void *arg) {
   duo *d = arg;
   weft_task *ta, *tb;
-  CHECK_OK(weft_task_spawn(rt, &tb, d->fn, &d->b, NULL));
-  CHECK_OK(weft_task_spawn(rt, &ta, d->fn, &d->a, NULL));
+  EXPECT_OK(weft_task_spawn(rt, &tb, d->fn, &d->b, NULL));
+  EXPECT_OK(weft_task_spawn(rt, &ta, d->fn, &d->a, NULL));
   tt_store(&all_spawned, 1);
-  CHECK_OK(weft_task_join(ta));
-  CHECK_OK(weft_task_join(tb));
+  EXPECT_OK(weft_task_join(ta));
+  EXPECT_OK(weft_task_join(tb));
 }
 
 /* Waits until t is done without joining it, then joins it: a plain thread
@@ -94,10 +95,10 @@ static void parent(void *arg) {
 static void join_when_done(weft_task *t) {
   int64_t give_up = tt_now_ns() + 60000000000LL;
   while (!tt_task_done(t)) {
-    CHECK_MSG(tt_now_ns() < give_up, "a task did not finish in 60 s");
+    EXPECT_MSG(tt_now_ns() < give_up, "a task did not finish in 60 s");
     tt_sleep_ms(1);
   }
-  CHECK_OK(weft_task_join(t));
+  EXPECT_OK(weft_task_join(t));
 }
 
 static void run_duo(weft_task_fn fn, int from_task, const char *what) {
@@ -109,15 +110,15 @@ static void run_duo(weft_task_fn fn, int from_task, const char *what) {
   tt_store(&all_spawned, 0);
   if (from_task) {
     weft_task *t;
-    CHECK_OK(weft_task_spawn(rt, &t, parent, &d, NULL));
+    EXPECT_OK(weft_task_spawn(rt, &t, parent, &d, NULL));
     join_when_done(t);
   } else {
     weft_task *ta, *tb;
-    CHECK_OK(weft_task_spawn(rt, &ta, fn, &d.a, NULL));
-    CHECK_OK(weft_task_spawn(rt, &tb, fn, &d.b, NULL));
+    EXPECT_OK(weft_task_spawn(rt, &ta, fn, &d.a, NULL));
+    EXPECT_OK(weft_task_spawn(rt, &tb, fn, &d.b, NULL));
     tt_store(&all_spawned, 1);
-    CHECK_OK(weft_task_join(ta));
-    CHECK_OK(weft_task_join(tb));
+    EXPECT_OK(weft_task_join(ta));
+    EXPECT_OK(weft_task_join(tb));
   }
   expect_alternating(&d.pp, what);
 }
@@ -149,16 +150,17 @@ static void yield_until_later_task(void) {
   waiter w = {0};
   weft_task *a, *b;
   tt_store(&all_spawned, 0);
-  CHECK_OK(weft_task_spawn(rt, &a, wait_for_flag, &w, NULL));
+  EXPECT_OK(weft_task_spawn(rt, &a, wait_for_flag, &w, NULL));
   tt_wait_flag(&w.running, 10000, "the waiting task to start");
-  CHECK_OK(weft_task_spawn(rt, &b, set_flag, &w, NULL));
+  EXPECT_OK(weft_task_spawn(rt, &b, set_flag, &w, NULL));
   tt_store(&all_spawned, 1);
-  CHECK_OK(weft_task_join(a));
-  CHECK_OK(weft_task_join(b));
-  CHECK_MSG(!w.starved,
-            "a task yielded %d times while a task spawned from the main thread "
-            "never ran",
-            MAX_YIELDS);
+  EXPECT_OK(weft_task_join(a));
+  EXPECT_OK(weft_task_join(b));
+  EXPECT_MSG(
+      !w.starved,
+      "a task yielded %d times while a task spawned from the main thread "
+      "never ran",
+      MAX_YIELDS);
 }
 
 /* Many tasks yielding many times all finish. */
@@ -173,10 +175,10 @@ static void many_yielders(void) {
   weft_task *t[N];
   int done = 0;
   for (int i = 0; i < N; i++)
-    CHECK_OK(weft_task_spawn(rt, &t[i], yielder, &done, NULL));
+    EXPECT_OK(weft_task_spawn(rt, &t[i], yielder, &done, NULL));
   for (int i = 0; i < N; i++)
-    CHECK_OK(weft_task_join(t[i]));
-  CHECK_EQ_INT(done, N);
+    EXPECT_OK(weft_task_join(t[i]));
+  EXPECT_EQ_INT(done, N);
 }
 
 int main(void) {

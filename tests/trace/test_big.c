@@ -20,7 +20,7 @@ static double now(void) {
 
 static long max_rss_kib(void) {
   struct rusage ru;
-  CHECK(getrusage(RUSAGE_SELF, &ru) == 0);
+  EXPECT(getrusage(RUSAGE_SELF, &ru) == 0);
   return ru.ru_maxrss; /* KiB on Linux */
 }
 
@@ -30,7 +30,7 @@ static long max_rss_kib(void) {
 static char *generate(size_t nops, size_t *len) {
   size_t cap = nops * 200 + 4096, n = 0;
   char *buf = malloc(cap);
-  CHECK(buf != NULL);
+  EXPECT(buf != NULL);
   n +=
       (size_t)snprintf(buf, cap, "{\"schemaVersion\": 1, \"traceEvents\": [\n");
   double t = 1712345678000.0;
@@ -59,7 +59,7 @@ static char *generate(size_t nops, size_t *len) {
           "\"stream\":%zu,\"correlation\":%zu,\"grid\":[128,1,1],"
           "\"block\":[256,1,1]}}%s\n",
           i % 50, stream, call + 3.0, stream, i, i + 1 < nops / 2 ? "," : "");
-    CHECK(n < cap - 1024);
+    EXPECT(n < cap - 1024);
   }
   n += (size_t)snprintf(buf + n, cap - n, "], \"displayTimeUnit\": \"ms\"}\n");
   *len = n;
@@ -84,20 +84,20 @@ int main(void) {
   trace_model m;
   trace_error err;
   int rc = trace_model_load(&m, json, len, &err);
-  CHECK_MSG(rc == 0, "%s", err.message);
+  EXPECT_MSG(rc == 0, "%s", err.message);
   free(json);
   double t2 = now();
 
   trace_analysis a;
-  CHECK(trace_analyze(&m, &a) == 0);
+  EXPECT(trace_analyze(&m, &a) == 0);
   double t3 = now();
 
   FILE *null = fopen("/dev/null", "w");
-  CHECK(null != NULL);
+  EXPECT(null != NULL);
   trace_report_opts ro = {.source = "big", .json = 0, .top = 10};
-  CHECK(trace_report_print(null, &m, &a, &ro) == 0);
+  EXPECT(trace_report_print(null, &m, &a, &ro) == 0);
   ro.json = 1;
-  CHECK(trace_report_print(null, &m, &a, &ro) == 0);
+  EXPECT(trace_report_print(null, &m, &a, &ro) == 0);
   fclose(null);
   double t4 = now();
 
@@ -117,28 +117,28 @@ int main(void) {
   printf("  peak RSS  %ld MiB, %.0f bytes per op above the start\n",
          rss1 / 1024, (double)(rss1 - rss0) * 1024.0 / (double)nops);
 
-  CHECK_EQ_INT(m.nops, nops);
-  CHECK_EQ_INT(a.gpu_ops, nops / 2);
-  CHECK_EQ_INT(m.ngpu_lanes, 4);
-  CHECK_EQ_INT(a.launch.matched, nops / 2);
-  CHECK_NEAR(a.launch.median, 1.75); /* 3 - 1.25 */
-  CHECK_EQ_INT(a.nkernels, 50);
-  CHECK_EQ_INT(a.copies[TRACE_COPY_HTOD].count, nops / 8);
+  EXPECT_EQ_INT(m.nops, nops);
+  EXPECT_EQ_INT(a.gpu_ops, nops / 2);
+  EXPECT_EQ_INT(m.ngpu_lanes, 4);
+  EXPECT_EQ_INT(a.launch.matched, nops / 2);
+  EXPECT_NEAR(a.launch.median, 1.75); /* 3 - 1.25 */
+  EXPECT_EQ_INT(a.nkernels, 50);
+  EXPECT_EQ_INT(a.copies[TRACE_COPY_HTOD].count, nops / 8);
   /* Each stream gets an op every 8 us lasting 6.5 us (kernels, streams
    * 7-9) or 7 us (copies, stream 10), launched 3 us ahead: each gap comes
    * before an op already queued, so none is a host wait, and each is under
    * HTA's 30 us, so all are kernel wait (copies' gaps too, as HTA counts). */
   for (size_t i = 0; i < a.nstreams; i++) {
     const trace_stream_stats *s = &a.streams[i];
-    CHECK_NEAR(s->host_wait, 0);
-    CHECK_EQ_INT(s->gaps, s->ops - 1);
-    CHECK_NEAR(s->kernel_wait, s->idle);
+    EXPECT_NEAR(s->host_wait, 0);
+    EXPECT_EQ_INT(s->gaps, s->ops - 1);
+    EXPECT_NEAR(s->kernel_wait, s->idle);
   }
-  CHECK(svg_len < 2000000);
+  EXPECT(svg_len < 2000000);
 
   if (!sanitized) {
-    CHECK_MSG((double)(rss1 - rss0) * 1024.0 / (double)nops < 1024.0,
-              "peak memory %ld KiB for %zu ops", rss1 - rss0, nops);
+    EXPECT_MSG((double)(rss1 - rss0) * 1024.0 / (double)nops < 1024.0,
+               "peak memory %ld KiB for %zu ops", rss1 - rss0, nops);
   }
   trace_analysis_free(&a);
   trace_model_free(&m);

@@ -17,7 +17,7 @@ static int run(const char *args) {
   snprintf(cmd, sizeof cmd, "cd '%s' && '%s' %s >out.txt 2>err.txt", dir, weft,
            args);
   int status = system(cmd);
-  CHECK(status != -1 && WIFEXITED(status));
+  EXPECT(status != -1 && WIFEXITED(status));
   return WEXITSTATUS(status);
 }
 
@@ -25,7 +25,7 @@ static char *slurp(const char *name) {
   char path[4096];
   snprintf(path, sizeof path, "%s/%s", dir, name);
   FILE *f = fopen(path, "rb");
-  CHECK_MSG(f != NULL, "no %s", path);
+  EXPECT_MSG(f != NULL, "no %s", path);
   static char buf[1 << 20];
   size_t n = fread(buf, 1, sizeof buf - 1, f);
   buf[n] = '\0';
@@ -36,80 +36,80 @@ static char *slurp(const char *name) {
 /* stderr is exactly one line starting with prefix. */
 static void one_line_error(const char *prefix) {
   const char *err = slurp("err.txt");
-  CHECK_MSG(!strncmp(err, prefix, strlen(prefix)), "stderr: %s", err);
+  EXPECT_MSG(!strncmp(err, prefix, strlen(prefix)), "stderr: %s", err);
   const char *nl = strchr(err, '\n');
-  CHECK_MSG(nl && nl[1] == '\0', "not one line: %s", err);
+  EXPECT_MSG(nl && nl[1] == '\0', "not one line: %s", err);
 }
 
 int main(int argc, char **argv) {
-  CHECK(argc == 3);
+  EXPECT(argc == 3);
   weft = argv[1];
   data = argv[2];
-  CHECK(mkdtemp(dir) != NULL);
+  EXPECT(mkdtemp(dir) != NULL);
   char args[4096];
 
   snprintf(args, sizeof args, "trace report '%s/two_streams.json'", data);
-  CHECK_EQ_INT(run(args), 0);
-  CHECK_HAS(slurp("out.txt"), "25.0 % of busy time");
+  EXPECT_EQ_INT(run(args), 0);
+  EXPECT_HAS(slurp("out.txt"), "25.0 % of busy time");
 
   snprintf(args, sizeof args,
            "trace report --json --top 1 '%s/pytorch_sample.json'", data);
-  CHECK_EQ_INT(run(args), 0);
-  CHECK_HAS(slurp("out.txt"), "\"schema\": \"weft-trace-report/1\"");
+  EXPECT_EQ_INT(run(args), 0);
+  EXPECT_HAS(slurp("out.txt"), "\"schema\": \"weft-trace-report/1\"");
 
   snprintf(args, sizeof args, "trace report - < '%s/weft_tasks.json'", data);
-  CHECK_EQ_INT(run(args), 0);
-  CHECK_HAS(slurp("out.txt"), "compute");
+  EXPECT_EQ_INT(run(args), 0);
+  EXPECT_HAS(slurp("out.txt"), "compute");
 
   snprintf(args, sizeof args,
            "trace svg '%s/two_streams.json' -o out.svg --width 900", data);
-  CHECK_EQ_INT(run(args), 0);
-  CHECK(!strncmp(slurp("out.svg"), "<?xml", 5));
+  EXPECT_EQ_INT(run(args), 0);
+  EXPECT(!strncmp(slurp("out.svg"), "<?xml", 5));
 
-  CHECK_EQ_INT(run("help trace"), 0);
-  CHECK_HAS(slurp("out.txt"), "usage: weft trace");
+  EXPECT_EQ_INT(run("help trace"), 0);
+  EXPECT_HAS(slurp("out.txt"), "usage: weft trace");
 
   /* Usage errors: 2, one line. */
-  CHECK_EQ_INT(run("trace"), 2);
+  EXPECT_EQ_INT(run("trace"), 2);
   one_line_error("weft: ");
-  CHECK_EQ_INT(run("trace frob x.json"), 2);
+  EXPECT_EQ_INT(run("trace frob x.json"), 2);
   one_line_error("weft: unknown 'trace' subcommand");
-  CHECK_EQ_INT(run("trace report"), 2);
+  EXPECT_EQ_INT(run("trace report"), 2);
   one_line_error("weft: 'trace report' needs a trace FILE");
-  CHECK_EQ_INT(run("trace svg a.json b.json -o x.svg"), 2);
-  CHECK_EQ_INT(run("trace check a.json b.json"), 2);
-  CHECK_EQ_INT(run("trace report --frob a.json"), 2);
+  EXPECT_EQ_INT(run("trace svg a.json b.json -o x.svg"), 2);
+  EXPECT_EQ_INT(run("trace check a.json b.json"), 2);
+  EXPECT_EQ_INT(run("trace report --frob a.json"), 2);
   one_line_error("weft: unknown option '--frob'");
-  CHECK_EQ_INT(run("trace svg a.json"), 2);
+  EXPECT_EQ_INT(run("trace svg a.json"), 2);
   one_line_error("weft: 'trace svg' needs -o OUT.svg");
-  CHECK_EQ_INT(run("trace svg a.json -o x.svg --width 10"), 2);
-  CHECK_EQ_INT(run("trace report --top 0 a.json"), 2);
-  CHECK_EQ_INT(run("trace report --top 99999999999999999999 a.json"), 2);
+  EXPECT_EQ_INT(run("trace svg a.json -o x.svg --width 10"), 2);
+  EXPECT_EQ_INT(run("trace report --top 0 a.json"), 2);
+  EXPECT_EQ_INT(run("trace report --top 99999999999999999999 a.json"), 2);
   one_line_error("weft: option '--top': 99999999999999999999 is out of "
                  "range");
-  CHECK_EQ_INT(run("trace svg a.json --json -o x.svg"), 2);
+  EXPECT_EQ_INT(run("trace svg a.json --json -o x.svg"), 2);
 
   /* Failures: 1, one line naming the file and what went wrong. */
-  CHECK_EQ_INT(run("trace report missing.json"), 1);
+  EXPECT_EQ_INT(run("trace report missing.json"), 1);
   one_line_error("weft trace: missing.json: cannot open");
-  CHECK_EQ_INT(run("trace report missing.json other.json"), 1);
+  EXPECT_EQ_INT(run("trace report missing.json other.json"), 1);
   one_line_error("weft trace: missing.json: cannot open");
   FILE *f = fopen(strcat(strcpy(args, dir), "/bad.json"), "w");
-  CHECK(f != NULL);
+  EXPECT(f != NULL);
   fputs("{\"traceEvents\": [{\"ph\": \"X\", \"ts\": 1e999}]}", f);
   fclose(f);
-  CHECK_EQ_INT(run("trace report bad.json"), 1);
+  EXPECT_EQ_INT(run("trace report bad.json"), 1);
   one_line_error("weft trace: bad.json: byte 35 (line 1, column 36): number "
                  "out of range");
-  CHECK_EQ_INT(run("trace svg bad.json -o bad.svg"), 1);
-  CHECK(access(strcat(strcpy(args, dir), "/bad.svg"), F_OK) != 0);
+  EXPECT_EQ_INT(run("trace svg bad.json -o bad.svg"), 1);
+  EXPECT(access(strcat(strcpy(args, dir), "/bad.svg"), F_OK) != 0);
 
   /* check: an older weft trace without rank and launch arrows fails,
    * listing what is missing. */
   snprintf(args, sizeof args, "trace check '%s/weft_tasks.json'", data);
-  CHECK_EQ_INT(run(args), 1);
-  CHECK(strstr(slurp("out.txt"), "rank:") != NULL);
-  CHECK(strstr(slurp("out.txt"), "flows:") != NULL);
+  EXPECT_EQ_INT(run(args), 1);
+  EXPECT(strstr(slurp("out.txt"), "rank:") != NULL);
+  EXPECT(strstr(slurp("out.txt"), "flows:") != NULL);
   one_line_error("weft trace: ");
 
   /* Several files, one per rank: each file's report, then every rank's
@@ -118,29 +118,29 @@ int main(int argc, char **argv) {
   snprintf(args, sizeof args,
            "trace report '%s/two_streams.json' '%s/weft_tasks.json'", data,
            data);
-  CHECK_EQ_INT(run(args), 0);
-  CHECK_HAS(slurp("out.txt"), "==== every rank:");
-  CHECK_HAS(slurp("out.txt"), "two_streams.json");
-  CHECK_HAS(slurp("out.txt"), "  all ");
+  EXPECT_EQ_INT(run(args), 0);
+  EXPECT_HAS(slurp("out.txt"), "==== every rank:");
+  EXPECT_HAS(slurp("out.txt"), "two_streams.json");
+  EXPECT_HAS(slurp("out.txt"), "  all ");
   snprintf(args, sizeof args, "trace report '%s'", data);
-  CHECK_EQ_INT(run(args), 0);
-  CHECK_HAS(slurp("out.txt"), "pytorch_sample.json");
-  CHECK_HAS(slurp("out.txt"), "==== every rank:");
+  EXPECT_EQ_INT(run(args), 0);
+  EXPECT_HAS(slurp("out.txt"), "pytorch_sample.json");
+  EXPECT_HAS(slurp("out.txt"), "==== every rank:");
   snprintf(args, sizeof args,
            "trace report --json '%s/two_streams.json' '%s/weft_tasks.json'",
            data, data);
-  CHECK_EQ_INT(run(args), 2);
-  CHECK_EQ_INT(run("trace report ."), 1); /* dir: out.txt and err.txt only */
+  EXPECT_EQ_INT(run(args), 2);
+  EXPECT_EQ_INT(run("trace report ."), 1); /* dir: out.txt and err.txt only */
   one_line_error("weft trace: ");
 
   /* An endless input is refused once past the limit, in one line. */
-  CHECK(setenv("WEFT_TRACE_MAX_MIB", "1", 1) == 0);
-  CHECK_EQ_INT(run("trace report /dev/zero"), 1);
+  EXPECT(setenv("WEFT_TRACE_MAX_MIB", "1", 1) == 0);
+  EXPECT_EQ_INT(run("trace report /dev/zero"), 1);
   one_line_error("weft trace: /dev/zero: input larger than 1 MiB");
-  CHECK(unsetenv("WEFT_TRACE_MAX_MIB") == 0);
+  EXPECT(unsetenv("WEFT_TRACE_MAX_MIB") == 0);
 
   snprintf(args, sizeof args, "rm -rf '%s'", dir);
-  CHECK(system(args) == 0);
+  EXPECT(system(args) == 0);
   printf("cli: ok\n");
   return 0;
 }

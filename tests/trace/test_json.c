@@ -11,7 +11,7 @@
  * the message in msg. */
 static int walk(const char *buf, size_t n, char *msg, size_t size) {
   char *copy = malloc(n ? n : 1);
-  CHECK(copy != NULL);
+  EXPECT(copy != NULL);
   memcpy(copy, buf, n);
   trace_json j;
   trace_json_init(&j, copy, n);
@@ -20,11 +20,11 @@ static int walk(const char *buf, size_t n, char *msg, size_t size) {
   size_t count = 0;
   while ((type = trace_json_next(&j, &t)) != TRACE_JSON_EOF &&
          type != TRACE_JSON_ERROR)
-    CHECK(++count < 10 * n + 10); /* always progresses */
+    EXPECT(++count < 10 * n + 10); /* always progresses */
   int rc = type == TRACE_JSON_EOF ? 0 : -1;
   snprintf(msg, size, "%s", trace_json_error(&j));
   /* After the end or an error, it stays there. */
-  CHECK(trace_json_next(&j, &t) == type);
+  EXPECT(trace_json_next(&j, &t) == type);
   trace_json_free(&j);
   free(copy);
   return rc;
@@ -32,19 +32,19 @@ static int walk(const char *buf, size_t n, char *msg, size_t size) {
 
 static void valid(const char *text) {
   char msg[300];
-  CHECK_MSG(walk(text, strlen(text), msg, sizeof msg) == 0, "'%s': %s", text,
-            msg);
+  EXPECT_MSG(walk(text, strlen(text), msg, sizeof msg) == 0, "'%s': %s", text,
+             msg);
 }
 
 /* Expects an error containing want at byte offset at. */
 static void invalid_n(const char *text, size_t n, size_t at, const char *want) {
   char msg[300], where[64];
-  CHECK_MSG(walk(text, n, msg, sizeof msg) != 0, "accepted: '%.60s'", text);
+  EXPECT_MSG(walk(text, n, msg, sizeof msg) != 0, "accepted: '%.60s'", text);
   snprintf(where, sizeof where, "byte %zu ", at);
-  CHECK_MSG(strncmp(msg, where, strlen(where)) == 0,
-            "'%.60s': error '%s' is not at byte %zu", text, msg, at);
-  CHECK_MSG(strstr(msg, want) != NULL, "'%.60s': error '%s' lacks '%s'", text,
-            msg, want);
+  EXPECT_MSG(strncmp(msg, where, strlen(where)) == 0,
+             "'%.60s': error '%s' is not at byte %zu", text, msg, at);
+  EXPECT_MSG(strstr(msg, want) != NULL, "'%.60s': error '%s' lacks '%s'", text,
+             msg, want);
 }
 
 static void invalid(const char *text, size_t at, const char *want) {
@@ -57,27 +57,27 @@ static void test_tokens(void) {
   trace_json j;
   trace_json_init(&j, text, strlen(text));
   trace_json_token t;
-  CHECK(trace_json_next(&j, &t) == TRACE_JSON_OBJECT);
-  CHECK(trace_json_next(&j, &t) == TRACE_JSON_KEY && trace_json_is(&t, "a"));
-  CHECK_EQ_INT(t.offset, 1);
-  CHECK(trace_json_next(&j, &t) == TRACE_JSON_ARRAY);
-  CHECK(trace_json_next(&j, &t) == TRACE_JSON_NUMBER);
-  CHECK(t.is_integer && t.integer == 1 && t.num == 1.0);
-  CHECK(trace_json_next(&j, &t) == TRACE_JSON_NUMBER);
-  CHECK(!t.is_integer && t.num == -2500.0);
-  CHECK(trace_json_next(&j, &t) == TRACE_JSON_TRUE);
-  CHECK(trace_json_next(&j, &t) == TRACE_JSON_FALSE);
-  CHECK(trace_json_next(&j, &t) == TRACE_JSON_NULL);
-  CHECK(trace_json_next(&j, &t) == TRACE_JSON_STRING);
+  EXPECT(trace_json_next(&j, &t) == TRACE_JSON_OBJECT);
+  EXPECT(trace_json_next(&j, &t) == TRACE_JSON_KEY && trace_json_is(&t, "a"));
+  EXPECT_EQ_INT(t.offset, 1);
+  EXPECT(trace_json_next(&j, &t) == TRACE_JSON_ARRAY);
+  EXPECT(trace_json_next(&j, &t) == TRACE_JSON_NUMBER);
+  EXPECT(t.is_integer && t.integer == 1 && t.num == 1.0);
+  EXPECT(trace_json_next(&j, &t) == TRACE_JSON_NUMBER);
+  EXPECT(!t.is_integer && t.num == -2500.0);
+  EXPECT(trace_json_next(&j, &t) == TRACE_JSON_TRUE);
+  EXPECT(trace_json_next(&j, &t) == TRACE_JSON_FALSE);
+  EXPECT(trace_json_next(&j, &t) == TRACE_JSON_NULL);
+  EXPECT(trace_json_next(&j, &t) == TRACE_JSON_STRING);
   /* x, e-acute (2 bytes), U+1F600 (4 bytes), newline, quote */
-  CHECK_EQ_INT(t.len, 9);
-  CHECK(memcmp(t.str, "x\xC3\xA9\xF0\x9F\x98\x80\n\"", 9) == 0);
-  CHECK(trace_json_next(&j, &t) == TRACE_JSON_END_ARRAY);
-  CHECK(trace_json_next(&j, &t) == TRACE_JSON_KEY && trace_json_is(&t, "b"));
-  CHECK(trace_json_next(&j, &t) == TRACE_JSON_OBJECT);
-  CHECK(trace_json_next(&j, &t) == TRACE_JSON_END_OBJECT);
-  CHECK(trace_json_next(&j, &t) == TRACE_JSON_END_OBJECT);
-  CHECK(trace_json_next(&j, &t) == TRACE_JSON_EOF);
+  EXPECT_EQ_INT(t.len, 9);
+  EXPECT(memcmp(t.str, "x\xC3\xA9\xF0\x9F\x98\x80\n\"", 9) == 0);
+  EXPECT(trace_json_next(&j, &t) == TRACE_JSON_END_ARRAY);
+  EXPECT(trace_json_next(&j, &t) == TRACE_JSON_KEY && trace_json_is(&t, "b"));
+  EXPECT(trace_json_next(&j, &t) == TRACE_JSON_OBJECT);
+  EXPECT(trace_json_next(&j, &t) == TRACE_JSON_END_OBJECT);
+  EXPECT(trace_json_next(&j, &t) == TRACE_JSON_END_OBJECT);
+  EXPECT(trace_json_next(&j, &t) == TRACE_JSON_EOF);
   trace_json_free(&j);
 }
 
@@ -87,15 +87,16 @@ static void test_skip(void) {
   trace_json j;
   trace_json_init(&j, text, strlen(text));
   trace_json_token t;
-  CHECK(trace_json_next(&j, &t) == TRACE_JSON_OBJECT);
-  CHECK(trace_json_next(&j, &t) == TRACE_JSON_KEY);
-  CHECK(trace_json_next(&j, &t) == TRACE_JSON_OBJECT);
-  CHECK(trace_json_skip(&j, &t) == 0);
-  CHECK(trace_json_next(&j, &t) == TRACE_JSON_KEY && trace_json_is(&t, "keep"));
-  CHECK(trace_json_next(&j, &t) == TRACE_JSON_NUMBER && t.integer == 7);
-  CHECK(trace_json_skip(&j, &t) == 0); /* a scalar: nothing to skip */
-  CHECK(trace_json_next(&j, &t) == TRACE_JSON_END_OBJECT);
-  CHECK(trace_json_next(&j, &t) == TRACE_JSON_EOF);
+  EXPECT(trace_json_next(&j, &t) == TRACE_JSON_OBJECT);
+  EXPECT(trace_json_next(&j, &t) == TRACE_JSON_KEY);
+  EXPECT(trace_json_next(&j, &t) == TRACE_JSON_OBJECT);
+  EXPECT(trace_json_skip(&j, &t) == 0);
+  EXPECT(trace_json_next(&j, &t) == TRACE_JSON_KEY &&
+         trace_json_is(&t, "keep"));
+  EXPECT(trace_json_next(&j, &t) == TRACE_JSON_NUMBER && t.integer == 7);
+  EXPECT(trace_json_skip(&j, &t) == 0); /* a scalar: nothing to skip */
+  EXPECT(trace_json_next(&j, &t) == TRACE_JSON_END_OBJECT);
+  EXPECT(trace_json_next(&j, &t) == TRACE_JSON_EOF);
   trace_json_free(&j);
 }
 
@@ -103,9 +104,9 @@ static double number(const char *text, int *is_int, int64_t *ival) {
   trace_json j;
   trace_json_init(&j, text, strlen(text));
   trace_json_token t;
-  CHECK_MSG(trace_json_next(&j, &t) == TRACE_JSON_NUMBER, "'%s': %s", text,
-            trace_json_error(&j));
-  CHECK(trace_json_next(&j, &t) == TRACE_JSON_EOF);
+  EXPECT_MSG(trace_json_next(&j, &t) == TRACE_JSON_NUMBER, "'%s': %s", text,
+             trace_json_error(&j));
+  EXPECT(trace_json_next(&j, &t) == TRACE_JSON_EOF);
   trace_json_free(&j);
   *is_int = t.is_integer;
   *ival = t.integer;
@@ -115,18 +116,18 @@ static double number(const char *text, int *is_int, int64_t *ival) {
 static void test_numbers(void) {
   int is_int;
   int64_t iv;
-  CHECK(number("0", &is_int, &iv) == 0 && is_int && iv == 0);
-  CHECK(number("-0", &is_int, &iv) == 0 && is_int && iv == 0);
-  CHECK(number("9223372036854775807", &is_int, &iv) > 9.2e18 && is_int &&
-        iv == INT64_MAX);
-  CHECK(number("-9223372036854775808", &is_int, &iv) < -9.2e18 && is_int &&
-        iv == INT64_MIN);
-  CHECK(number("9223372036854775808", &is_int, &iv) == 9223372036854775808.0 &&
-        !is_int);
-  CHECK(number("12.0", &is_int, &iv) == 12.0 && !is_int);
-  CHECK(number("1e-999", &is_int, &iv) == 0.0); /* underflow reads as 0 */
-  CHECK(number("1.7976931348623157e308", &is_int, &iv) ==
-        1.7976931348623157e308);
+  EXPECT(number("0", &is_int, &iv) == 0 && is_int && iv == 0);
+  EXPECT(number("-0", &is_int, &iv) == 0 && is_int && iv == 0);
+  EXPECT(number("9223372036854775807", &is_int, &iv) > 9.2e18 && is_int &&
+         iv == INT64_MAX);
+  EXPECT(number("-9223372036854775808", &is_int, &iv) < -9.2e18 && is_int &&
+         iv == INT64_MIN);
+  EXPECT(number("9223372036854775808", &is_int, &iv) == 9223372036854775808.0 &&
+         !is_int);
+  EXPECT(number("12.0", &is_int, &iv) == 12.0 && !is_int);
+  EXPECT(number("1e-999", &is_int, &iv) == 0.0); /* underflow reads as 0 */
+  EXPECT(number("1.7976931348623157e308", &is_int, &iv) ==
+         1.7976931348623157e308);
 
   /* The fast path and strtod agree exactly, on numbers shaped like trace
    * timestamps and on arbitrary ones. */
@@ -155,7 +156,7 @@ static void test_numbers(void) {
     }
     double want = strtod(text, NULL);
     double got = number(text, &is_int, &iv);
-    CHECK_MSG(got == want, "%s: %.17g != %.17g", text, got, want);
+    EXPECT_MSG(got == want, "%s: %.17g != %.17g", text, got, want);
   }
 }
 
@@ -206,7 +207,7 @@ static void test_errors(void) {
   /* Hostile sizes: deep nesting, long numbers. */
   size_t deep = 100000;
   char *b = malloc(deep);
-  CHECK(b != NULL);
+  EXPECT(b != NULL);
   memset(b, '[', deep);
   invalid_n(b, deep, TRACE_JSON_MAX_DEPTH, "nesting deeper than 128");
   memset(b, '{', deep);
@@ -244,10 +245,10 @@ static void test_truncation(void) {
                     "false, null]}}], \"x\": \"\xF0\x9F\x98\x80\"}";
   size_t n = strlen(doc);
   char msg[300];
-  CHECK(walk(doc, n, msg, sizeof msg) == 0);
+  EXPECT(walk(doc, n, msg, sizeof msg) == 0);
   for (size_t k = 0; k < n; k++)
-    CHECK_MSG(walk(doc, k, msg, sizeof msg) != 0 && msg[0],
-              "prefix of %zu bytes accepted", k);
+    EXPECT_MSG(walk(doc, k, msg, sizeof msg) != 0 && msg[0],
+               "prefix of %zu bytes accepted", k);
 }
 
 int main(void) {

@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "analysis.h"
-#include "check.h"
+#include "expect.h"
 #include "kernels.h"
 #include "weft.h"
 #include "weft_internal.h"
@@ -45,16 +45,16 @@ static void child(void *arg) { (void)arg; }
 static void spawner(void *arg) {
   (void)arg;
   weft_task *c;
-  CHECK_OK(weft_task_spawn(rt, &c, child, NULL, NULL));
+  EXPECT_OK(weft_task_spawn(rt, &c, child, NULL, NULL));
   busy();
-  CHECK_OK(weft_task_join(c));
+  EXPECT_OK(weft_task_join(c));
 }
 
 static weft_task *awaited;
 
 static void follower(void *arg) {
   (void)arg;
-  CHECK_OK(weft_task_after(awaited)); /* suspends until it returns */
+  EXPECT_OK(weft_task_after(awaited)); /* suspends until it returns */
   busy();
 }
 
@@ -64,9 +64,9 @@ static void gpu_waiter(void *arg) {
   int *state = &gate[1 + i];
   long long timeout = 15LL * 1000000000LL; /* a broken runtime cannot hang */
   void *args[] = {&flag, &state, &timeout};
-  CHECK_OK(weft_launch(&tk.spin_until, WEFT_DIM1(1), WEFT_DIM1(1), 0, args));
-  CHECK_OK(weft_memset(dev + i, 0, sizeof *dev));
-  CHECK_OK(weft_sync());
+  EXPECT_OK(weft_launch(&tk.spin_until, WEFT_DIM1(1), WEFT_DIM1(1), 0, args));
+  EXPECT_OK(weft_memset(dev + i, 0, sizeof *dev));
+  EXPECT_OK(weft_sync());
 }
 
 static int driver_done;
@@ -74,31 +74,31 @@ static int driver_done;
 static void driver(void *arg) {
   (void)arg;
   weft_task *s;
-  CHECK_OK(weft_task_spawn(rt, &s, spawner, NULL, NULL));
-  CHECK_OK(weft_task_join(s));
+  EXPECT_OK(weft_task_spawn(rt, &s, spawner, NULL, NULL));
+  EXPECT_OK(weft_task_join(s));
 
   /* Two followers of one task; the task runs after both are waiting. */
   weft_task *f[2];
-  CHECK_OK(weft_task_spawn(rt, &awaited, child, NULL, NULL));
-  CHECK_OK(weft_task_spawn(rt, &f[0], follower, NULL, NULL));
-  CHECK_OK(weft_task_spawn(rt, &f[1], follower, NULL, NULL));
-  CHECK_OK(weft_task_join(f[0]));
-  CHECK_OK(weft_task_join(f[1]));
-  CHECK_OK(weft_task_join(awaited));
+  EXPECT_OK(weft_task_spawn(rt, &awaited, child, NULL, NULL));
+  EXPECT_OK(weft_task_spawn(rt, &f[0], follower, NULL, NULL));
+  EXPECT_OK(weft_task_spawn(rt, &f[1], follower, NULL, NULL));
+  EXPECT_OK(weft_task_join(f[0]));
+  EXPECT_OK(weft_task_join(f[1]));
+  EXPECT_OK(weft_task_join(awaited));
 
   weft_task *g[2];
   static int which[2] = {0, 1};
   for (int i = 0; i < 2; i++)
-    CHECK_OK(weft_task_spawn(rt, &g[i], gpu_waiter, &which[i], NULL));
+    EXPECT_OK(weft_task_spawn(rt, &g[i], gpu_waiter, &which[i], NULL));
   for (int i = 0; i < 2; i++)
-    CHECK_OK(weft_task_join(g[i]));
+    EXPECT_OK(weft_task_join(g[i]));
   __atomic_store_n(&driver_done, 1, __ATOMIC_RELEASE);
 }
 
 int main(void) {
   char path[] = "/tmp/weft-latency-XXXXXX";
   int fd = mkstemp(path);
-  CHECK(fd >= 0);
+  EXPECT(fd >= 0);
   close(fd);
   weft_runtime_opts o;
   weft_runtime_opts_init(&o);
@@ -117,20 +117,20 @@ int main(void) {
     printf("latency: CUPTI is taken by another tool, skipped\n");
     return 77;
   }
-  CHECK_OK(rc);
+  EXPECT_OK(rc);
   test_kernels_init(&tk);
-  CHECK_OK(weft_device_alloc(2 * sizeof *dev, (void **)&dev));
-  CHECK_OK(weft_pinned_alloc(3 * sizeof *gate, (void **)&gate));
+  EXPECT_OK(weft_device_alloc(2 * sizeof *dev, (void **)&dev));
+  EXPECT_OK(weft_pinned_alloc(3 * sizeof *gate, (void **)&gate));
   for (int i = 0; i < 3; i++)
     __atomic_store_n(&gate[i], 0, __ATOMIC_RELEASE);
-  CHECK_OK(weft_sync());
+  EXPECT_OK(weft_sync());
   /* Detached and waited for by a flag: a join would run the driver and its
    * spawns on this thread too (the guest slot), and the one worker would
    * not be the only thread running tasks. */
-  CHECK_OK(weft_task_spawn(rt, NULL, driver, NULL, NULL));
+  EXPECT_OK(weft_task_spawn(rt, NULL, driver, NULL, NULL));
   double give_up = now_ms() + 60000;
   while (!__atomic_load_n(&driver_done, __ATOMIC_ACQUIRE)) {
-    CHECK_MSG(now_ms() < give_up, "the driver did not finish in 60 s");
+    EXPECT_MSG(now_ms() < give_up, "the driver did not finish in 60 s");
     /* Both GPU waiters in the wait set: their work may finish. */
     if (!__atomic_load_n(&gate[0], __ATOMIC_ACQUIRE) &&
         atomic_load(&rt->waits.n) >= 2)
@@ -139,40 +139,40 @@ int main(void) {
     nanosleep(&ts, NULL);
   }
   for (int i = 0; i < 2; i++)
-    CHECK_MSG(gate[1 + i] == TEST_SPIN_RELEASED,
-              "GPU waiter %d's spin ended in state %d, not released", i,
-              gate[1 + i]);
-  CHECK_OK(weft_pinned_free(gate));
-  CHECK_OK(weft_device_free(dev));
-  CHECK_OK(weft_sync());
-  CHECK_OK(weft_shutdown(rt));
+    EXPECT_MSG(gate[1 + i] == TEST_SPIN_RELEASED,
+               "GPU waiter %d's spin ended in state %d, not released", i,
+               gate[1 + i]);
+  EXPECT_OK(weft_pinned_free(gate));
+  EXPECT_OK(weft_device_free(dev));
+  EXPECT_OK(weft_sync());
+  EXPECT_OK(weft_shutdown(rt));
 
   trace_model m;
   trace_error err;
-  CHECK_MSG(trace_model_load_file(&m, path, &err) == 0, "%s", err.message);
+  EXPECT_MSG(trace_model_load_file(&m, path, &err) == 0, "%s", err.message);
   unlink(path);
   trace_analysis a;
-  CHECK(trace_analyze(&m, &a) == 0);
+  EXPECT(trace_analyze(&m, &a) == 0);
   const double delay_us = DELAY_MS * 1000.0;
   const trace_latency_stats *sp = &a.latency[TRACE_READY_SPAWN];
   /* driver, spawner, child, awaited, 2 followers, 2 GPU waiters */
-  CHECK_EQ_INT(sp->count, 8);
-  CHECK_MSG(sp->max >= delay_us,
-            "the child spawned before %d ms of work "
-            "started %.1f us after its spawn",
-            DELAY_MS, sp->max);
+  EXPECT_EQ_INT(sp->count, 8);
+  EXPECT_MSG(sp->max >= delay_us,
+             "the child spawned before %d ms of work "
+             "started %.1f us after its spawn",
+             DELAY_MS, sp->max);
   const trace_latency_stats *jn = &a.latency[TRACE_READY_JOIN];
   /* driver (3 joins that waited at most), spawner, 2 followers */
-  CHECK_MSG(jn->count >= 3, "%zu join wake-ups", jn->count);
-  CHECK_MSG(jn->max >= delay_us,
-            "the second follower resumed %.1f us after "
-            "the task it followed ended, not after the first's %d ms",
-            jn->max, DELAY_MS);
+  EXPECT_MSG(jn->count >= 3, "%zu join wake-ups", jn->count);
+  EXPECT_MSG(jn->max >= delay_us,
+             "the second follower resumed %.1f us after "
+             "the task it followed ended, not after the first's %d ms",
+             jn->max, DELAY_MS);
   const trace_latency_stats *gp = &a.latency[TRACE_READY_GPU];
-  CHECK_MSG(gp->count >= 2, "%zu GPU wake-ups (2 tasks waited)", gp->count);
-  CHECK(gp->max >= 0 && gp->median <= gp->max);
-  CHECK(a.slowest_task != TRACE_NONE && a.slowest_delay >= 0);
-  CHECK(a.slowest_delay <= a.slowest_life);
+  EXPECT_MSG(gp->count >= 2, "%zu GPU wake-ups (2 tasks waited)", gp->count);
+  EXPECT(gp->max >= 0 && gp->median <= gp->max);
+  EXPECT(a.slowest_task != TRACE_NONE && a.slowest_delay >= 0);
+  EXPECT(a.slowest_delay <= a.slowest_life);
   trace_analysis_free(&a);
   trace_model_free(&m);
   printf("latency: ok\n");

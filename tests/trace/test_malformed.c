@@ -93,11 +93,11 @@ static void test_fields(void) {
   trace_model m;
   trace_error err;
   const char *t = EV("{\"ph\":\"X\",\"name\":\"k\",\"ts\":true,\"dur\":1}");
-  CHECK(trace_model_load(&m, t, strlen(t), &err) != 0);
+  EXPECT(trace_model_load(&m, t, strlen(t), &err) != 0);
   trace_model_free(&m);
   char want[32];
   snprintf(want, sizeof want, "byte %zu ", (size_t)(strstr(t, "true") - t));
-  CHECK_MSG(!strncmp(err.message, want, strlen(want)), "%s", err.message);
+  EXPECT_MSG(!strncmp(err.message, want, strlen(want)), "%s", err.message);
 }
 
 /* What the loader takes without complaint. */
@@ -116,12 +116,12 @@ static void test_liberal(void) {
                "\"future\":{\"x\":[null]},"
                "\"args\":{\"correlation\":9007199254740993}}"),
             &m, &a);
-  CHECK_EQ_INT(m.count[TRACE_OP_OTHER], 1);
-  CHECK_EQ_INT(m.count[TRACE_OP_KERNEL], 1); /* "Kernel": older Kineto */
-  CHECK_EQ_INT(m.ignored, 3);
-  CHECK_EQ_INT(m.gpu_lanes[0].device, 1);
-  CHECK_EQ_INT(m.gpu_lanes[0].stream, 9);
-  CHECK(m.ops[1].correlation == 9007199254740993LL);
+  EXPECT_EQ_INT(m.count[TRACE_OP_OTHER], 1);
+  EXPECT_EQ_INT(m.count[TRACE_OP_KERNEL], 1); /* "Kernel": older Kineto */
+  EXPECT_EQ_INT(m.ignored, 3);
+  EXPECT_EQ_INT(m.gpu_lanes[0].device, 1);
+  EXPECT_EQ_INT(m.gpu_lanes[0].stream, 9);
+  EXPECT(m.ops[1].correlation == 9007199254740993LL);
   trace_analysis_free(&a);
   trace_model_free(&m);
 }
@@ -129,7 +129,7 @@ static void test_liberal(void) {
 static void test_hostile(void) {
   size_t deep = 100000;
   char *b = malloc(deep + 32);
-  CHECK(b != NULL);
+  EXPECT(b != NULL);
   memcpy(b, "{\"traceEvents\": [{\"x\": ", 23);
   memset(b + 23, '[', deep);
   load_fails(b, deep + 23, "nesting deeper than 128");
@@ -142,8 +142,8 @@ static void test_hostile(void) {
 
   trace_model m;
   trace_error err;
-  CHECK(trace_model_load_file(&m, "/nonexistent/trace.json", &err) != 0);
-  CHECK_HAS(err.message, "cannot open");
+  EXPECT(trace_model_load_file(&m, "/nonexistent/trace.json", &err) != 0);
+  EXPECT_HAS(err.message, "cannot open");
   trace_model_free(&m);
 }
 
@@ -151,12 +151,12 @@ static char *read_data(const char *name, size_t *len) {
   char path[1024];
   snprintf(path, sizeof path, "%s/%s", WEFT_TRACE_DATA, name);
   FILE *f = fopen(path, "rb");
-  CHECK(f != NULL);
+  EXPECT(f != NULL);
   static char buf[1 << 16];
   *len = fread(buf, 1, sizeof buf, f);
   fclose(f);
   char *copy = malloc(*len);
-  CHECK(copy != NULL);
+  EXPECT(copy != NULL);
   memcpy(copy, buf, *len);
   return copy;
 }
@@ -166,25 +166,25 @@ static void exercise(const char *buf, size_t n) {
   trace_model m;
   trace_error err;
   char *copy = malloc(n ? n : 1);
-  CHECK(copy != NULL);
+  EXPECT(copy != NULL);
   memcpy(copy, buf, n);
   int rc = trace_model_load(&m, copy, n, &err);
   free(copy);
   if (rc != 0) {
-    CHECK(err.message[0] != '\0');
+    EXPECT(err.message[0] != '\0');
     trace_model_free(&m);
     return;
   }
   trace_analysis a;
-  CHECK(trace_analyze(&m, &a) == 0);
+  EXPECT(trace_analyze(&m, &a) == 0);
   FILE *null = fopen("/dev/null", "w");
-  CHECK(null != NULL);
+  EXPECT(null != NULL);
   trace_report_opts o = {.source = "fuzz", .json = 0, .top = 5};
-  CHECK(trace_report_print(null, &m, &a, &o) == 0);
+  EXPECT(trace_report_print(null, &m, &a, &o) == 0);
   o.json = 1;
-  CHECK(trace_report_print(null, &m, &a, &o) == 0);
+  EXPECT(trace_report_print(null, &m, &a, &o) == 0);
   trace_svg_opts so = {.width = 600, .title = "fuzz"};
-  CHECK(trace_svg_write(null, &m, &a, &so) == 0);
+  EXPECT(trace_svg_write(null, &m, &a, &so) == 0);
   fclose(null);
   trace_analysis_free(&a);
   trace_model_free(&m);
@@ -205,18 +205,18 @@ static void test_truncated_and_corrupted(void) {
       trace_model m;
       trace_error err;
       char *copy = malloc(k ? k : 1);
-      CHECK(copy != NULL);
+      EXPECT(copy != NULL);
       memcpy(copy, doc, k);
-      CHECK_MSG(trace_model_load(&m, copy, k, &err) != 0,
-                "%s: prefix of %zu bytes loaded", files[f], k);
-      CHECK(err.message[0] != '\0');
+      EXPECT_MSG(trace_model_load(&m, copy, k, &err) != 0,
+                 "%s: prefix of %zu bytes loaded", files[f], k);
+      EXPECT(err.message[0] != '\0');
       free(copy);
       trace_model_free(&m);
     }
     /* Random corruptions: flip, replace or delete bytes. */
     uint64_t x = 0x9E3779B97F4A7C15u + f;
     char *mut = malloc(n);
-    CHECK(mut != NULL);
+    EXPECT(mut != NULL);
     for (int round = 0; round < 3000; round++) {
       memcpy(mut, doc, n);
       size_t len = n;

@@ -8,66 +8,66 @@ static void test_two_streams(void) {
   trace_model m;
   trace_analysis a;
   load_data("two_streams.json", &m, &a);
-  CHECK_EQ_INT(m.count[TRACE_OP_KERNEL], 2);
-  CHECK_EQ_INT(m.count[TRACE_OP_MEMCPY], 2);
-  CHECK_EQ_INT(m.count[TRACE_OP_RUNTIME], 4);
-  CHECK_EQ_INT(m.ngpu_lanes, 2);
-  CHECK_EQ_INT(m.nthreads, 1);
+  EXPECT_EQ_INT(m.count[TRACE_OP_KERNEL], 2);
+  EXPECT_EQ_INT(m.count[TRACE_OP_MEMCPY], 2);
+  EXPECT_EQ_INT(m.count[TRACE_OP_RUNTIME], 4);
+  EXPECT_EQ_INT(m.ngpu_lanes, 2);
+  EXPECT_EQ_INT(m.nthreads, 1);
 
   /* Kernels [0,200) [300,400); copies [150,250) [350,450). */
   const trace_breakdown *b = &a.all;
-  CHECK_NEAR(b->start, 0);
-  CHECK_NEAR(b->span, 450);
-  CHECK_NEAR(b->compute, 300);
-  CHECK_NEAR(b->memory, 200);
-  CHECK_NEAR(b->overlap, 100);
-  CHECK_NEAR(b->busy, 400);
-  CHECK_NEAR(b->non_compute, 100);
-  CHECK_NEAR(b->idle, 50);
-  CHECK_NEAR(trace_pct(b->overlap, b->busy), 25.0);
-  CHECK_NEAR(trace_pct(b->overlap, b->memory), 50.0);
-  CHECK_NEAR(trace_pct(b->compute, b->span), 100.0 * 300 / 450);
-  CHECK_EQ_INT(a.ndevices, 1);
-  CHECK_NEAR(a.devices[0].overlap, 100);
-  CHECK_EQ_INT(a.noverlap, 2);
+  EXPECT_NEAR(b->start, 0);
+  EXPECT_NEAR(b->span, 450);
+  EXPECT_NEAR(b->compute, 300);
+  EXPECT_NEAR(b->memory, 200);
+  EXPECT_NEAR(b->overlap, 100);
+  EXPECT_NEAR(b->busy, 400);
+  EXPECT_NEAR(b->non_compute, 100);
+  EXPECT_NEAR(b->idle, 50);
+  EXPECT_NEAR(trace_pct(b->overlap, b->busy), 25.0);
+  EXPECT_NEAR(trace_pct(b->overlap, b->memory), 50.0);
+  EXPECT_NEAR(trace_pct(b->compute, b->span), 100.0 * 300 / 450);
+  EXPECT_EQ_INT(a.ndevices, 1);
+  EXPECT_NEAR(a.devices[0].overlap, 100);
+  EXPECT_EQ_INT(a.noverlap, 2);
 
   /* Each stream: one gap of 100 us whose next op's call ended late. */
   const trace_stream_stats *s7 = find_stream(&m, &a, 0, 7);
-  CHECK_EQ_INT(s7->ops, 2);
-  CHECK_NEAR(s7->span, 400);
-  CHECK_NEAR(s7->idle, 100);
-  CHECK_NEAR(s7->host_wait, 100);
-  CHECK_NEAR(s7->kernel_wait, 0);
-  CHECK_NEAR(s7->late_launch, 100);
+  EXPECT_EQ_INT(s7->ops, 2);
+  EXPECT_NEAR(s7->span, 400);
+  EXPECT_NEAR(s7->idle, 100);
+  EXPECT_NEAR(s7->host_wait, 100);
+  EXPECT_NEAR(s7->kernel_wait, 0);
+  EXPECT_NEAR(s7->late_launch, 100);
   /* HTA's queue: launched, not yet started: [-10,0) and [290,300) over
    * the window [-10,400); weft's in flight: to the ops' ends. */
-  CHECK_EQ_INT(s7->queue_max, 1);
-  CHECK_NEAR(s7->queue_mean, 20.0 / 410.0);
-  CHECK_EQ_INT(s7->inflight_max, 1);
-  CHECK_NEAR(s7->inflight_mean, 320.0 / 410.0);
+  EXPECT_EQ_INT(s7->queue_max, 1);
+  EXPECT_NEAR(s7->queue_mean, 20.0 / 410.0);
+  EXPECT_EQ_INT(s7->inflight_max, 1);
+  EXPECT_NEAR(s7->inflight_mean, 320.0 / 410.0);
   const trace_stream_stats *s8 = find_stream(&m, &a, 0, 8);
-  CHECK_NEAR(s8->host_wait, 100);
-  CHECK_NEAR(s8->queue_mean, 30.0 / 310.0);
-  CHECK_NEAR(s8->inflight_mean, 230.0 / 310.0);
+  EXPECT_NEAR(s8->host_wait, 100);
+  EXPECT_NEAR(s8->queue_mean, 30.0 / 310.0);
+  EXPECT_NEAR(s8->inflight_mean, 230.0 / 310.0);
 
   /* Launch delays 5, 5, 5, 15. */
-  CHECK_EQ_INT(a.launch.matched, 4);
-  CHECK_EQ_INT(a.launch.unmatched, 0);
-  CHECK_NEAR(a.launch.median, 5);
-  CHECK_NEAR(a.launch.p90, 12); /* 5 + 0.7 * (15 - 5) */
-  CHECK_NEAR(a.launch.max, 15);
+  EXPECT_EQ_INT(a.launch.matched, 4);
+  EXPECT_EQ_INT(a.launch.unmatched, 0);
+  EXPECT_NEAR(a.launch.median, 5);
+  EXPECT_NEAR(a.launch.p90, 12); /* 5 + 0.7 * (15 - 5) */
+  EXPECT_NEAR(a.launch.max, 15);
 
   /* Copies: 2 MB in 100 us is 20 GB/s, 1 MB in 100 us 10 GB/s. */
   const trace_copy_stats *h2d = &a.copies[TRACE_COPY_HTOD];
-  CHECK_EQ_INT(h2d->count, 1);
-  CHECK_NEAR(h2d->bytes / (h2d->total_with_bytes * 1e3), 20);
-  CHECK_NEAR(a.copies[TRACE_COPY_DTOH].bytes, 1e6);
-  CHECK_EQ_INT(h2d->pageable, 0);
+  EXPECT_EQ_INT(h2d->count, 1);
+  EXPECT_NEAR(h2d->bytes / (h2d->total_with_bytes * 1e3), 20);
+  EXPECT_NEAR(a.copies[TRACE_COPY_DTOH].bytes, 1e6);
+  EXPECT_EQ_INT(h2d->pageable, 0);
 
-  CHECK_EQ_INT(a.nkernels, 2);
-  CHECK(!strcmp(trace_model_str(&m, a.kernels[0].name), "matmul"));
-  CHECK_NEAR(a.kernels[0].total, 200);
-  CHECK_EQ_INT(a.ntasks, 0);
+  EXPECT_EQ_INT(a.nkernels, 2);
+  EXPECT(!strcmp(trace_model_str(&m, a.kernels[0].name), "matmul"));
+  EXPECT_NEAR(a.kernels[0].total, 200);
+  EXPECT_EQ_INT(a.ntasks, 0);
   trace_analysis_free(&a);
   trace_model_free(&m);
 }
@@ -84,16 +84,16 @@ static void test_empty(void) {
     trace_model m;
     trace_analysis a;
     load_text(texts[i], &m, &a);
-    CHECK_EQ_INT(a.gpu_ops, 0);
-    CHECK_EQ_INT(a.nstreams, 0);
-    CHECK_EQ_INT(a.launch.matched, 0);
+    EXPECT_EQ_INT(a.gpu_ops, 0);
+    EXPECT_EQ_INT(a.nstreams, 0);
+    EXPECT_EQ_INT(a.launch.matched, 0);
     char *text = report_text(&m, &a, 0);
-    CHECK_HAS(text, "no GPU activity");
-    CHECK(!strstr(text, "nan") && !strstr(text, "inf"));
+    EXPECT_HAS(text, "no GPU activity");
+    EXPECT(!strstr(text, "nan") && !strstr(text, "inf"));
     free(text);
     char *json = report_text(&m, &a, 1);
-    CHECK_HAS(json, "\"gpu\": null");
-    CHECK(!strstr(json, "nan") && !strstr(json, "inf"));
+    EXPECT_HAS(json, "\"gpu\": null");
+    EXPECT(!strstr(json, "nan") && !strstr(json, "inf"));
     free(json);
     trace_analysis_free(&a);
     trace_model_free(&m);
@@ -106,23 +106,23 @@ static void test_single_op(void) {
   load_text("[{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"only\",\"pid\":0,"
             "\"tid\":3,\"ts\":5,\"dur\":10}]",
             &m, &a);
-  CHECK_NEAR(a.all.span, 10);
-  CHECK_NEAR(a.all.compute, 10);
-  CHECK_NEAR(a.all.idle, 0);
-  CHECK_NEAR(trace_pct(a.all.overlap, a.all.busy), 0);
-  CHECK(trace_pct(a.all.overlap, a.all.memory) < 0); /* no memory time */
+  EXPECT_NEAR(a.all.span, 10);
+  EXPECT_NEAR(a.all.compute, 10);
+  EXPECT_NEAR(a.all.idle, 0);
+  EXPECT_NEAR(trace_pct(a.all.overlap, a.all.busy), 0);
+  EXPECT(trace_pct(a.all.overlap, a.all.memory) < 0); /* no memory time */
   const trace_stream_stats *s = find_stream(&m, &a, 0, 3);
-  CHECK_EQ_INT(s->gaps, 0);
+  EXPECT_EQ_INT(s->gaps, 0);
   /* No launch call: never queued (HTA), in flight for its whole span. */
-  CHECK_EQ_INT(s->queue_max, 0);
-  CHECK_NEAR(s->queue_mean, 0);
-  CHECK_EQ_INT(s->inflight_max, 1);
-  CHECK_NEAR(s->inflight_mean, 1);
-  CHECK_EQ_INT(a.launch.matched, 0);
-  CHECK_EQ_INT(a.launch.unmatched, 1);
+  EXPECT_EQ_INT(s->queue_max, 0);
+  EXPECT_NEAR(s->queue_mean, 0);
+  EXPECT_EQ_INT(s->inflight_max, 1);
+  EXPECT_NEAR(s->inflight_mean, 1);
+  EXPECT_EQ_INT(a.launch.matched, 0);
+  EXPECT_EQ_INT(a.launch.unmatched, 1);
   char *json = report_text(&m, &a, 1);
-  CHECK_HAS(json, "\"overlap_pct_of_memory\": null");
-  CHECK_HAS(json, "\"delay_us\": null");
+  EXPECT_HAS(json, "\"overlap_pct_of_memory\": null");
+  EXPECT_HAS(json, "\"delay_us\": null");
   free(json);
   trace_analysis_free(&a);
   trace_model_free(&m);
@@ -131,10 +131,10 @@ static void test_single_op(void) {
   load_text("[{\"ph\":\"X\",\"cat\":\"gpu_memset\",\"name\":\"Memset\","
             "\"ts\":5,\"dur\":0}]",
             &m, &a);
-  CHECK_NEAR(a.all.span, 0);
-  CHECK(trace_pct(a.all.idle, a.all.span) < 0);
+  EXPECT_NEAR(a.all.span, 0);
+  EXPECT(trace_pct(a.all.idle, a.all.span) < 0);
   json = report_text(&m, &a, 1);
-  CHECK(!strstr(json, "nan") && !strstr(json, "inf"));
+  EXPECT(!strstr(json, "nan") && !strstr(json, "inf"));
   free(json);
   trace_analysis_free(&a);
   trace_model_free(&m);
@@ -179,42 +179,42 @@ static void test_launch_and_gaps(void) {
                                                                             6) "]",
       &m, &a);
   const trace_stream_stats *s = find_stream(&m, &a, 0, 1);
-  CHECK_EQ_INT(s->ops, 6);
-  CHECK_NEAR(s->span, 90);
-  CHECK_NEAR(s->busy, 50);
-  CHECK_NEAR(s->idle, 40);
-  CHECK_NEAR(s->host_wait, 20);
-  CHECK_NEAR(s->kernel_wait, 15);
-  CHECK_NEAR(s->other_wait, 5);
-  CHECK_NEAR(s->late_launch, 20);
-  CHECK_EQ_INT(s->gaps, 4);
-  CHECK_NEAR(a.host_wait, 20);
+  EXPECT_EQ_INT(s->ops, 6);
+  EXPECT_NEAR(s->span, 90);
+  EXPECT_NEAR(s->busy, 50);
+  EXPECT_NEAR(s->idle, 40);
+  EXPECT_NEAR(s->host_wait, 20);
+  EXPECT_NEAR(s->kernel_wait, 15);
+  EXPECT_NEAR(s->other_wait, 5);
+  EXPECT_NEAR(s->late_launch, 20);
+  EXPECT_EQ_INT(s->gaps, 4);
+  EXPECT_NEAR(a.host_wait, 20);
 
   /* Delays: A 5, B 12, C 5, D 23, F 46; E unmatched. */
-  CHECK_EQ_INT(a.launch.matched, 5);
-  CHECK_EQ_INT(a.launch.unmatched, 1);
-  CHECK_NEAR(a.launch.median, 12);
-  CHECK_NEAR(a.launch.p90, 23 + 0.6 * (46 - 23));
-  CHECK_NEAR(a.launch.max, 46);
-  CHECK_NEAR(a.launch.min, 5);
+  EXPECT_EQ_INT(a.launch.matched, 5);
+  EXPECT_EQ_INT(a.launch.unmatched, 1);
+  EXPECT_NEAR(a.launch.median, 12);
+  EXPECT_NEAR(a.launch.p90, 23 + 0.6 * (46 - 23));
+  EXPECT_NEAR(a.launch.max, 46);
+  EXPECT_NEAR(a.launch.min, 5);
 
   /* HTA's queue, launched and not yet started: A [0,10) B [6,20) C [40,50)
    * D [46,70) F [48,95), E never (no call): at most 3 at once (48 to 50:
    * C, D, F); mean = 105 / (100 - 0). weft's in flight, to the ends (E from
    * its start): 155 / 100, at most 3 (46 to 60: C, D, F). */
-  CHECK_EQ_INT(s->queue_max, 3);
-  CHECK_NEAR(s->queue_mean, 1.05);
-  CHECK_EQ_INT(s->inflight_max, 3);
-  CHECK_NEAR(s->inflight_mean, 1.55);
+  EXPECT_EQ_INT(s->queue_max, 3);
+  EXPECT_NEAR(s->queue_mean, 1.05);
+  EXPECT_EQ_INT(s->inflight_max, 3);
+  EXPECT_NEAR(s->inflight_mean, 1.55);
   trace_analysis_free(&a);
   trace_model_free(&m);
 
   /* A call that returns after its kernel started: a delay of -6, clipped
    * to 0 as HTA does, and counted as early. */
   load_text("[" CALL(0, 10, 1) "," GPU("kernel", 4, 10, 1) "]", &m, &a);
-  CHECK_NEAR(a.launch.median, 0);
-  CHECK_NEAR(a.launch.min, 0);
-  CHECK_EQ_INT(a.launch.early, 1);
+  EXPECT_NEAR(a.launch.median, 0);
+  EXPECT_NEAR(a.launch.min, 0);
+  EXPECT_EQ_INT(a.launch.early, 1);
   trace_analysis_free(&a);
   trace_model_free(&m);
 }
@@ -228,20 +228,20 @@ static void test_devices(void) {
             "\"ts\":5,\"dur\":10,\"args\":{\"device\":1,\"stream\":1,"
             "\"bytes\":100}}]",
             &m, &a);
-  CHECK_EQ_INT(a.ndevices, 2);
-  CHECK_NEAR(a.all.span, 15);
-  CHECK_NEAR(a.all.overlap, 5);
-  CHECK_NEAR(a.all.busy, 15);
-  CHECK_EQ_INT(a.devices[0].device, 0);
-  CHECK_NEAR(a.devices[0].compute, 10);
-  CHECK_NEAR(a.devices[0].overlap, 0);
-  CHECK_EQ_INT(a.devices[1].device, 1);
-  CHECK_NEAR(a.devices[1].non_compute, 10);
-  CHECK_NEAR(a.devices[1].start, 5);
+  EXPECT_EQ_INT(a.ndevices, 2);
+  EXPECT_NEAR(a.all.span, 15);
+  EXPECT_NEAR(a.all.overlap, 5);
+  EXPECT_NEAR(a.all.busy, 15);
+  EXPECT_EQ_INT(a.devices[0].device, 0);
+  EXPECT_NEAR(a.devices[0].compute, 10);
+  EXPECT_NEAR(a.devices[0].overlap, 0);
+  EXPECT_EQ_INT(a.devices[1].device, 1);
+  EXPECT_NEAR(a.devices[1].non_compute, 10);
+  EXPECT_NEAR(a.devices[1].start, 5);
   /* Peer copies have a row of their own (PtoP), not DtoD's or other's. */
-  CHECK_EQ_INT(a.copies[TRACE_COPY_PTOP].count, 1);
-  CHECK_EQ_INT(a.copies[TRACE_COPY_OTHER].count, 0);
-  CHECK_EQ_INT(a.copies[TRACE_COPY_DTOD].count, 0);
+  EXPECT_EQ_INT(a.copies[TRACE_COPY_PTOP].count, 1);
+  EXPECT_EQ_INT(a.copies[TRACE_COPY_OTHER].count, 0);
+  EXPECT_EQ_INT(a.copies[TRACE_COPY_DTOD].count, 0);
   trace_analysis_free(&a);
   trace_model_free(&m);
 }
@@ -250,51 +250,51 @@ static void test_tasks(void) {
   trace_model m;
   trace_analysis a;
   load_data("weft_tasks.json", &m, &a);
-  CHECK_EQ_INT(m.count[TRACE_OP_TASK], 4);
-  CHECK_EQ_INT(m.count[TRACE_OP_WAIT], 2);
-  CHECK_EQ_INT(m.nthreads, 2);
+  EXPECT_EQ_INT(m.count[TRACE_OP_TASK], 4);
+  EXPECT_EQ_INT(m.count[TRACE_OP_WAIT], 2);
+  EXPECT_EQ_INT(m.nthreads, 2);
   char label[64];
   trace_thread_label(&m, &m.threads[0], label, sizeof label);
-  CHECK(!strcmp(label, "worker 0"));
-  CHECK(!strcmp(trace_model_str(&m, m.threads[1].process_name), "weft demo"));
+  EXPECT(!strcmp(label, "worker 0"));
+  EXPECT(!strcmp(trace_model_str(&m, m.threads[1].process_name), "weft demo"));
 
-  CHECK_EQ_INT(a.ntasks, 3);
+  EXPECT_EQ_INT(a.ntasks, 3);
   const trace_task_stats *t = &a.tasks[0]; /* most GPU time first */
-  CHECK_EQ_INT(t->task, 1);
-  CHECK(!strcmp(trace_model_str(&m, t->name), "load"));
-  CHECK_EQ_INT(t->slices, 2);
-  CHECK_NEAR(t->run, 20);
-  CHECK_NEAR(t->wait, 20);
-  CHECK_NEAR(t->ext_wait, 0); /* "wait: GPU" */
-  CHECK_EQ_INT(t->gpu_ops, 2);
-  CHECK_NEAR(t->gpu, 16);
-  CHECK_EQ_INT(t->nstreams, 1);
-  CHECK_EQ_INT(m.gpu_lanes[a.task_streams[t->streams_at]].stream, 3);
+  EXPECT_EQ_INT(t->task, 1);
+  EXPECT(!strcmp(trace_model_str(&m, t->name), "load"));
+  EXPECT_EQ_INT(t->slices, 2);
+  EXPECT_NEAR(t->run, 20);
+  EXPECT_NEAR(t->wait, 20);
+  EXPECT_NEAR(t->ext_wait, 0); /* "wait: GPU" */
+  EXPECT_EQ_INT(t->gpu_ops, 2);
+  EXPECT_NEAR(t->gpu, 16);
+  EXPECT_EQ_INT(t->nstreams, 1);
+  EXPECT_EQ_INT(m.gpu_lanes[a.task_streams[t->streams_at]].stream, 3);
 
   t = &a.tasks[1];
-  CHECK_EQ_INT(t->task, 2);
-  CHECK(!strcmp(trace_model_str(&m, t->name), "compute"));
-  CHECK_NEAR(t->run, 15);
-  CHECK_NEAR(t->wait, 0);
-  CHECK_NEAR(t->gpu, 12);
-  CHECK_EQ_INT(t->nstreams, 2);
+  EXPECT_EQ_INT(t->task, 2);
+  EXPECT(!strcmp(trace_model_str(&m, t->name), "compute"));
+  EXPECT_NEAR(t->run, 15);
+  EXPECT_NEAR(t->wait, 0);
+  EXPECT_NEAR(t->gpu, 12);
+  EXPECT_EQ_INT(t->nstreams, 2);
 
   t = &a.tasks[2];
-  CHECK_EQ_INT(t->task, 3);
-  CHECK_NEAR(t->gpu, 0);
-  CHECK_EQ_INT(t->nstreams, 0);
+  EXPECT_EQ_INT(t->task, 3);
+  EXPECT_NEAR(t->gpu, 0);
+  EXPECT_EQ_INT(t->nstreams, 0);
   /* "wait: weft_wait_until": a wait for something outside weft. */
-  CHECK_NEAR(t->wait, 7);
-  CHECK_NEAR(t->ext_wait, 7);
+  EXPECT_NEAR(t->wait, 7);
+  EXPECT_NEAR(t->ext_wait, 7);
 
   /* Copy directions from args.direction. */
-  CHECK_EQ_INT(a.copies[TRACE_COPY_HTOD].count, 1);
-  CHECK_EQ_INT(a.copies[TRACE_COPY_DTOH].count, 1);
-  CHECK_NEAR(a.copies[TRACE_COPY_HTOD].bytes, 800000);
+  EXPECT_EQ_INT(a.copies[TRACE_COPY_HTOD].count, 1);
+  EXPECT_EQ_INT(a.copies[TRACE_COPY_DTOH].count, 1);
+  EXPECT_NEAR(a.copies[TRACE_COPY_HTOD].bytes, 800000);
 
   char *text = report_text(&m, &a, 0);
-  CHECK_HAS(text, "load");
-  CHECK_HAS(text, "0/4 0/5");
+  EXPECT_HAS(text, "load");
+  EXPECT_HAS(text, "0/4 0/5");
   free(text);
   trace_analysis_free(&a);
   trace_model_free(&m);
@@ -328,32 +328,32 @@ static void test_latency(void) {
   trace_model m;
   trace_analysis a;
   load_text(text, &m, &a);
-  CHECK_EQ_INT(a.latency_slices, 6);
+  EXPECT_EQ_INT(a.latency_slices, 6);
   const trace_latency_stats *sp = &a.latency[TRACE_READY_SPAWN];
-  CHECK_EQ_INT(sp->count, 2);
-  CHECK_NEAR(sp->median, 20);
-  CHECK_NEAR(sp->p90, 28); /* 10 + 0.9 * (30 - 10) */
-  CHECK_NEAR(sp->max, 30);
-  CHECK_NEAR(sp->total, 40);
-  CHECK_EQ_INT(a.latency[TRACE_READY_GPU].count, 1);
-  CHECK_NEAR(a.latency[TRACE_READY_GPU].max, 2);
+  EXPECT_EQ_INT(sp->count, 2);
+  EXPECT_NEAR(sp->median, 20);
+  EXPECT_NEAR(sp->p90, 28); /* 10 + 0.9 * (30 - 10) */
+  EXPECT_NEAR(sp->max, 30);
+  EXPECT_NEAR(sp->total, 40);
+  EXPECT_EQ_INT(a.latency[TRACE_READY_GPU].count, 1);
+  EXPECT_NEAR(a.latency[TRACE_READY_GPU].max, 2);
   const trace_latency_stats *jn = &a.latency[TRACE_READY_JOIN];
-  CHECK_EQ_INT(jn->count, 2);
-  CHECK_NEAR(jn->median, 5);
-  CHECK_NEAR(jn->total, 10);
-  CHECK_EQ_INT(a.latency[TRACE_READY_YIELD].count, 1);
-  CHECK_EQ_INT((int)a.slowest_task, 2);
-  CHECK_NEAR(a.slowest_life, 260);
-  CHECK_NEAR(a.slowest_delay, 40);
+  EXPECT_EQ_INT(jn->count, 2);
+  EXPECT_NEAR(jn->median, 5);
+  EXPECT_NEAR(jn->total, 10);
+  EXPECT_EQ_INT(a.latency[TRACE_READY_YIELD].count, 1);
+  EXPECT_EQ_INT((int)a.slowest_task, 2);
+  EXPECT_NEAR(a.slowest_life, 260);
+  EXPECT_NEAR(a.slowest_delay, 40);
   char *txt = report_text(&m, &a, 0);
-  CHECK_HAS(txt, "runtime latency");
-  CHECK_HAS(txt, "spawn -> first run");
-  CHECK_HAS(txt, "slowest task 2 (b): life 0.260 ms, of which runtime delays "
-                 "0.040 ms (15.4 %)");
+  EXPECT_HAS(txt, "runtime latency");
+  EXPECT_HAS(txt, "spawn -> first run");
+  EXPECT_HAS(txt, "slowest task 2 (b): life 0.260 ms, of which runtime delays "
+                  "0.040 ms (15.4 %)");
   free(txt);
   char *json = report_text(&m, &a, 1);
-  CHECK_HAS(json, "\"spawn\": {\"count\": 2, \"median_us\": 20.000");
-  CHECK_HAS(json, "\"runtime_delay_us\": 40.000");
+  EXPECT_HAS(json, "\"spawn\": {\"count\": 2, \"median_us\": 20.000");
+  EXPECT_HAS(json, "\"runtime_delay_us\": 40.000");
   free(json);
   trace_analysis_free(&a);
   trace_model_free(&m);
@@ -362,12 +362,12 @@ static void test_latency(void) {
   load_text("[{\"ph\":\"X\",\"cat\":\"task\",\"name\":\"a\",\"ts\":0,"
             "\"dur\":1,\"args\":{\"task\":1}}]",
             &m, &a);
-  CHECK_EQ_INT(a.latency_slices, 0);
+  EXPECT_EQ_INT(a.latency_slices, 0);
   txt = report_text(&m, &a, 0);
-  CHECK(!strstr(txt, "runtime latency"));
+  EXPECT(!strstr(txt, "runtime latency"));
   free(txt);
   json = report_text(&m, &a, 1);
-  CHECK_HAS(json, "\"runtime_latency\": null");
+  EXPECT_HAS(json, "\"runtime_latency\": null");
   free(json);
   trace_analysis_free(&a);
   trace_model_free(&m);

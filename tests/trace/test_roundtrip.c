@@ -24,9 +24,9 @@
 #include <unistd.h>
 
 #include "analysis.h"
-#include "check.h"
 #include "compat.h"
 #include "conformance/kernels.h"
+#include "expect.h"
 #include "trace.h"
 #include "weft.h"
 
@@ -50,17 +50,17 @@ static void work(void *arg) {
   job *j = arg;
   float *d;
   int n = N;
-  CHECK_OK(weft_device_alloc(N * sizeof(float), (void **)&d));
-  CHECK_OK(weft_copy(d, j->host, N * sizeof(float)));
+  EXPECT_OK(weft_device_alloc(N * sizeof(float), (void **)&d));
+  EXPECT_OK(weft_copy(d, j->host, N * sizeof(float)));
   for (int i = 0; i < LAUNCHES; i++) {
     float a = 2, b = 1;
     void *args[] = {&d, &a, &b, &n};
-    CHECK_OK(weft_launch(i == 0 ? &bad_name : &tk.axpb, WEFT_DIM1(N / 256),
-                         WEFT_DIM1(256), 0, args));
+    EXPECT_OK(weft_launch(i == 0 ? &bad_name : &tk.axpb, WEFT_DIM1(N / 256),
+                          WEFT_DIM1(256), 0, args));
   }
-  CHECK_OK(weft_copy(j->host, d, N * sizeof(float)));
-  CHECK_OK(weft_device_free(d));
-  CHECK_OK(weft_sync());
+  EXPECT_OK(weft_copy(j->host, d, N * sizeof(float)));
+  EXPECT_OK(weft_device_free(d));
+  EXPECT_OK(weft_sync());
 }
 
 /* A graph of GRAPH_KERNELS launches, replayed REPLAYS times. */
@@ -70,19 +70,19 @@ static void graph_work(void *arg) {
   int n = N;
   float a = 1, b = 1;
   void *args[] = {&d, &n, &a, &b};
-  CHECK_OK(weft_device_alloc(N * sizeof(float), (void **)&d));
+  EXPECT_OK(weft_device_alloc(N * sizeof(float), (void **)&d));
   weft_graph *g;
-  CHECK_OK(weft_graph_begin());
+  EXPECT_OK(weft_graph_begin());
   for (int i = 0; i < GRAPH_KERNELS; i++)
-    CHECK_OK(
+    EXPECT_OK(
         weft_launch(&tk.axpb, WEFT_DIM1(N / 256), WEFT_DIM1(256), 0, args));
-  CHECK_OK(weft_graph_end(&g));
+  EXPECT_OK(weft_graph_end(&g));
   for (int r = 0; r < REPLAYS; r++)
-    CHECK_OK(weft_graph_launch(g));
-  CHECK_OK(weft_sync());
-  CHECK_OK(weft_graph_destroy(g));
-  CHECK_OK(weft_device_free(d));
-  CHECK_OK(weft_sync());
+    EXPECT_OK(weft_graph_launch(g));
+  EXPECT_OK(weft_sync());
+  EXPECT_OK(weft_graph_destroy(g));
+  EXPECT_OK(weft_device_free(d));
+  EXPECT_OK(weft_sync());
 }
 
 /* The untraced runtime's work: memsets and launches of its own. */
@@ -90,37 +90,37 @@ static void other_work(void *arg) {
   float *d;
   int n = N;
   (void)arg;
-  CHECK_OK(weft_device_alloc(N * sizeof(float), (void **)&d));
+  EXPECT_OK(weft_device_alloc(N * sizeof(float), (void **)&d));
   for (int i = 0; i < 3; i++) {
     float a = 1, b = 0;
     void *args[] = {&d, &a, &b, &n};
-    CHECK_OK(weft_memset(d, 0, N * sizeof(float)));
-    CHECK_OK(
+    EXPECT_OK(weft_memset(d, 0, N * sizeof(float)));
+    EXPECT_OK(
         weft_launch(&tk.axpb, WEFT_DIM1(N / 256), WEFT_DIM1(256), 0, args));
   }
-  CHECK_OK(weft_device_free(d));
-  CHECK_OK(weft_sync());
+  EXPECT_OK(weft_device_free(d));
+  EXPECT_OK(weft_sync());
 }
 
 static void other_round(weft_runtime *other) {
   weft_task *t[8];
   for (int i = 0; i < 8; i++)
-    CHECK_OK(weft_task_spawn(other, &t[i], other_work, NULL, NULL));
+    EXPECT_OK(weft_task_spawn(other, &t[i], other_work, NULL, NULL));
   for (int i = 0; i < 8; i++)
-    CHECK_OK(weft_task_join(t[i]));
+    EXPECT_OK(weft_task_join(t[i]));
 }
 
 /* The file's text, for what the model does not keep. */
 static char *slurp(const char *path) {
   FILE *f = fopen(path, "rb");
-  CHECK(f != NULL);
-  CHECK(fseek(f, 0, SEEK_END) == 0);
+  EXPECT(f != NULL);
+  EXPECT(fseek(f, 0, SEEK_END) == 0);
   long n = ftell(f);
-  CHECK(n > 0);
+  EXPECT(n > 0);
   rewind(f);
   char *buf = malloc((size_t)n + 1);
-  CHECK(buf != NULL);
-  CHECK(fread(buf, 1, (size_t)n, f) == (size_t)n);
+  EXPECT(buf != NULL);
+  EXPECT(fread(buf, 1, (size_t)n, f) == (size_t)n);
   buf[n] = '\0';
   fclose(f);
   return buf;
@@ -145,10 +145,10 @@ static void check_nesting(const trace_model *m) {
         continue;
       while (depth > 0 && end[depth - 1] <= op->ts + 1e-6)
         depth--;
-      CHECK_MSG(depth == 0 || op->ts + op->dur <= end[depth - 1] + 1e-6,
-                "lane %u: a slice at %.3f us ends %.3f us after the slice "
-                "it starts in",
-                lane, op->ts, op->ts + op->dur - end[depth - 1]);
+      EXPECT_MSG(depth == 0 || op->ts + op->dur <= end[depth - 1] + 1e-6,
+                 "lane %u: a slice at %.3f us ends %.3f us after the slice "
+                 "it starts in",
+                 lane, op->ts, op->ts + op->dur - end[depth - 1]);
       if (depth < 64)
         end[depth++] = op->ts + op->dur;
     }
@@ -162,7 +162,7 @@ static void check_nesting(const trace_model *m) {
 /* Creates the empty file tmpl names (mkstemp's XXXXXX filled in). */
 static void make_temp(char *tmpl) {
   int fd = mkstemp(tmpl);
-  CHECK(fd >= 0);
+  EXPECT(fd >= 0);
   close(fd);
 }
 
@@ -171,7 +171,7 @@ static void clamped_calls(void) {
   make_temp(path);
   static int owner;
   weft_device_info dev = {0};
-  CHECK_OK(weft__trace_open(path, "host", &owner, &dev, 1));
+  EXPECT_OK(weft__trace_open(path, "host", &owner, &dev, 1));
   uint32_t lane = weft__trace_thread_lane();
   uint64_t t = weft__trace_now();
   weft__trace_rec task = {.start = t + 100000,
@@ -193,10 +193,10 @@ static void clamped_calls(void) {
   weft__trace_emit(&before);
   weft__trace_emit(&task);
   weft__trace_emit(&inside);
-  CHECK_OK(weft__trace_close());
+  EXPECT_OK(weft__trace_close());
   trace_model m;
   trace_error err;
-  CHECK_MSG(trace_model_load_file(&m, path, &err) == 0, "%s", err.message);
+  EXPECT_MSG(trace_model_load_file(&m, path, &err) == 0, "%s", err.message);
   check_nesting(&m);
   trace_model_free(&m);
   unlink(path);
@@ -208,20 +208,20 @@ static float *shared_buf;
 static int met, synced;
 static void racer(void *arg) {
   (void)arg;
-  CHECK_OK(weft_memset(shared_buf, 0, N * sizeof(float)));
+  EXPECT_OK(weft_memset(shared_buf, 0, N * sizeof(float)));
   __atomic_add_fetch(&met, 1, __ATOMIC_ACQ_REL);
   while (__atomic_load_n(&met, __ATOMIC_ACQUIRE) < 2)
     weft_yield(); /* both hold their streams: no stream order between */
   while (!__atomic_load_n(&synced, __ATOMIC_ACQUIRE))
     weft_yield(); /* alive, so that the syncer's wait could stall us */
-  CHECK_OK(weft_sync());
+  EXPECT_OK(weft_sync());
 }
 
 static void syncer(void *arg) {
   (void)arg;
   while (__atomic_load_n(&met, __ATOMIC_ACQUIRE) < 2)
     weft_yield();
-  CHECK_OK(weft_device_sync()); /* an implicit sync: reported with its time */
+  EXPECT_OK(weft_device_sync()); /* an implicit sync: reported with its time */
   __atomic_store_n(&synced, 1, __ATOMIC_RELEASE);
 }
 
@@ -239,34 +239,34 @@ static void checked_findings(void) {
    * (CI runs the suite under WEFT_CHECK=1 and fails on any). */
   fflush(stderr);
   int saved = dup(2), null = open("/dev/null", O_WRONLY);
-  CHECK(saved >= 0 && null >= 0 && dup2(null, 2) == 2);
+  EXPECT(saved >= 0 && null >= 0 && dup2(null, 2) == 2);
   close(null);
   weft_runtime *rt;
-  CHECK_OK(weft_init(&rt, &o));
-  CHECK_OK(weft_device_alloc(N * sizeof(float), (void **)&shared_buf));
-  CHECK_OK(weft_sync());
+  EXPECT_OK(weft_init(&rt, &o));
+  EXPECT_OK(weft_device_alloc(N * sizeof(float), (void **)&shared_buf));
+  EXPECT_OK(weft_sync());
   weft_task *a, *b, *sy;
-  CHECK_OK(weft_task_spawn(rt, &a, racer, NULL, NULL));
-  CHECK_OK(weft_task_spawn(rt, &b, racer, NULL, NULL));
-  CHECK_OK(weft_task_spawn(rt, &sy, syncer, NULL, NULL));
-  CHECK_OK(weft_task_join(a));
-  CHECK_OK(weft_task_join(b));
-  CHECK_OK(weft_task_join(sy));
-  CHECK_OK(weft_device_free(shared_buf));
-  CHECK_OK(weft_sync());
-  CHECK_OK(weft_shutdown(rt));
+  EXPECT_OK(weft_task_spawn(rt, &a, racer, NULL, NULL));
+  EXPECT_OK(weft_task_spawn(rt, &b, racer, NULL, NULL));
+  EXPECT_OK(weft_task_spawn(rt, &sy, syncer, NULL, NULL));
+  EXPECT_OK(weft_task_join(a));
+  EXPECT_OK(weft_task_join(b));
+  EXPECT_OK(weft_task_join(sy));
+  EXPECT_OK(weft_device_free(shared_buf));
+  EXPECT_OK(weft_sync());
+  EXPECT_OK(weft_shutdown(rt));
   fflush(stderr);
-  CHECK(dup2(saved, 2) == 2);
+  EXPECT(dup2(saved, 2) == 2);
   close(saved);
   trace_model m;
   trace_error err;
-  CHECK_MSG(trace_model_load_file(&m, path, &err) == 0, "%s", err.message);
-  CHECK_EQ_INT((int)m.checks, 2);
-  CHECK_EQ_INT((int)m.check_races, 1);
-  CHECK_EQ_INT((int)m.check_syncs, 1);
-  CHECK_MSG(m.check_stall_us > 0, "the implicit sync carried no stall time");
+  EXPECT_MSG(trace_model_load_file(&m, path, &err) == 0, "%s", err.message);
+  EXPECT_EQ_INT((int)m.checks, 2);
+  EXPECT_EQ_INT((int)m.check_races, 1);
+  EXPECT_EQ_INT((int)m.check_syncs, 1);
+  EXPECT_MSG(m.check_stall_us > 0, "the implicit sync carried no stall time");
   check_nesting(&m);
-  CHECK_EQ_INT((int)trace_compat_problems(stderr, &m, 20), 0);
+  EXPECT_EQ_INT((int)trace_compat_problems(stderr, &m, 20), 0);
   trace_model_free(&m);
   unlink(path);
 }
@@ -277,23 +277,23 @@ static float *dev0_buf;
 
 static void dev0_fill(void *arg) {
   (void)arg;
-  CHECK_OK(weft_device_alloc(N * sizeof(float), (void **)&dev0_buf));
-  CHECK_OK(weft_memset(dev0_buf, 0, N * sizeof(float)));
-  CHECK_OK(weft_sync());
+  EXPECT_OK(weft_device_alloc(N * sizeof(float), (void **)&dev0_buf));
+  EXPECT_OK(weft_memset(dev0_buf, 0, N * sizeof(float)));
+  EXPECT_OK(weft_sync());
 }
 
 static void dev1_copy(void *arg) {
   (void)arg;
   float *mine;
-  CHECK_OK(weft_device_alloc(N * sizeof(float), (void **)&mine));
-  CHECK_OK(weft_copy(mine, dev0_buf, N * sizeof(float)));
-  CHECK_OK(weft_sync());
-  CHECK_OK(weft_device_free(mine));
+  EXPECT_OK(weft_device_alloc(N * sizeof(float), (void **)&mine));
+  EXPECT_OK(weft_copy(mine, dev0_buf, N * sizeof(float)));
+  EXPECT_OK(weft_sync());
+  EXPECT_OK(weft_device_free(mine));
 }
 
 static void dev0_free(void *arg) {
   (void)arg;
-  CHECK_OK(weft_device_free(dev0_buf));
+  EXPECT_OK(weft_device_free(dev0_buf));
 }
 
 static void on(weft_runtime *rt, int dev, weft_task_fn fn) {
@@ -301,8 +301,8 @@ static void on(weft_runtime *rt, int dev, weft_task_fn fn) {
   weft_task_opts_init(&to);
   to.device = dev;
   weft_task *t;
-  CHECK_OK(weft_task_spawn(rt, &t, fn, NULL, &to));
-  CHECK_OK(weft_task_join(t));
+  EXPECT_OK(weft_task_spawn(rt, &t, fn, NULL, &to));
+  EXPECT_OK(weft_task_join(t));
 }
 
 /* Each device's operations on lanes of that device, and the copy from
@@ -317,28 +317,28 @@ static void two_devices(void) {
   o.host_devices = 2;
   o.trace_path = path;
   weft_runtime *rt;
-  CHECK_OK(weft_init(&rt, &o));
+  EXPECT_OK(weft_init(&rt, &o));
   on(rt, 0, dev0_fill);
   on(rt, 1, dev1_copy);
   on(rt, 0, dev0_free);
-  CHECK_OK(weft_shutdown(rt));
+  EXPECT_OK(weft_shutdown(rt));
   trace_model m;
   trace_error err;
-  CHECK_MSG(trace_model_load_file(&m, path, &err) == 0, "%s", err.message);
+  EXPECT_MSG(trace_model_load_file(&m, path, &err) == 0, "%s", err.message);
   size_t ptop = 0, memsets_on_0 = 0;
   for (size_t i = 0; i < m.nops; i++) {
     const trace_op *op = &m.ops[i];
     if (op->kind == TRACE_OP_MEMCPY && op->copy == TRACE_COPY_PTOP) {
       ptop++;
-      CHECK_MSG(m.gpu_lanes[op->lane].device == 1,
-                "the copy into device 1's memory is on device %lld's lane",
-                (long long)m.gpu_lanes[op->lane].device);
+      EXPECT_MSG(m.gpu_lanes[op->lane].device == 1,
+                 "the copy into device 1's memory is on device %lld's lane",
+                 (long long)m.gpu_lanes[op->lane].device);
     }
     if (op->kind == TRACE_OP_MEMSET)
       memsets_on_0 += m.gpu_lanes[op->lane].device == 0;
   }
-  CHECK_MSG(ptop == 1, "%zu PtoP copies in the trace, want 1", ptop);
-  CHECK_EQ_INT((int)memsets_on_0, 1);
+  EXPECT_MSG(ptop == 1, "%zu PtoP copies in the trace, want 1", ptop);
+  EXPECT_EQ_INT((int)memsets_on_0, 1);
   trace_model_free(&m);
   unlink(path);
 }
@@ -351,8 +351,8 @@ static void traced_once(const char *path) {
   o.backend = WEFT_BACKEND_HOST;
   o.trace_path = path;
   weft_runtime *rt;
-  CHECK_OK(weft_init(&rt, &o));
-  CHECK_OK(weft_shutdown(rt));
+  EXPECT_OK(weft_init(&rt, &o));
+  EXPECT_OK(weft_shutdown(rt));
 }
 
 /* As Open MPI's launcher sets them for rank 2 of 4: %r is replaced, a
@@ -361,29 +361,29 @@ static void traced_once(const char *path) {
  * is kept and the rank is 0 of 1. */
 static void ranks(void) {
   char out[256];
-  CHECK_OK(weft__trace_rank_path("t.json", out, sizeof out));
-  CHECK(strcmp(out, "t.json") == 0);
-  CHECK_OK(weft__trace_rank_path("t%r.json", out, sizeof out));
-  CHECK(strcmp(out, "t0.json") == 0);
+  EXPECT_OK(weft__trace_rank_path("t.json", out, sizeof out));
+  EXPECT(strcmp(out, "t.json") == 0);
+  EXPECT_OK(weft__trace_rank_path("t%r.json", out, sizeof out));
+  EXPECT(strcmp(out, "t0.json") == 0);
   setenv("OMPI_COMM_WORLD_RANK", "2", 1);
   setenv("OMPI_COMM_WORLD_SIZE", "4", 1);
-  CHECK_OK(weft__trace_rank_path("t.json", out, sizeof out));
-  CHECK_MSG(strcmp(out, "t-rank2.json") == 0, "%s", out);
-  CHECK_OK(weft__trace_rank_path("trace", out, sizeof out));
-  CHECK(strcmp(out, "trace-rank2") == 0);
-  CHECK_OK(weft__trace_rank_path("r%r/t.json", out, sizeof out));
-  CHECK(strcmp(out, "r2/t.json") == 0);
-  CHECK_ERR(weft__trace_rank_path("t.json", out, 8), WEFT_ERANGE);
+  EXPECT_OK(weft__trace_rank_path("t.json", out, sizeof out));
+  EXPECT_MSG(strcmp(out, "t-rank2.json") == 0, "%s", out);
+  EXPECT_OK(weft__trace_rank_path("trace", out, sizeof out));
+  EXPECT(strcmp(out, "trace-rank2") == 0);
+  EXPECT_OK(weft__trace_rank_path("r%r/t.json", out, sizeof out));
+  EXPECT(strcmp(out, "r2/t.json") == 0);
+  EXPECT_ERR(weft__trace_rank_path("t.json", out, 8), WEFT_ERANGE);
   char dir[] = "/tmp/weft-ranks-XXXXXX";
-  CHECK(mkdtemp(dir) != NULL);
+  EXPECT(mkdtemp(dir) != NULL);
   char path[300], file[300];
   snprintf(path, sizeof path, "%s/t.json", dir);
   traced_once(path);
   snprintf(file, sizeof file, "%s/t-rank2.json", dir);
   char *text = slurp(file);
-  CHECK_MSG(text && strstr(text, "\"distributedInfo\": {\"rank\": 2, "
-                                 "\"world_size\": 4}"),
-            "%s: no rank 2 of 4 in its header", file);
+  EXPECT_MSG(text && strstr(text, "\"distributedInfo\": {\"rank\": 2, "
+                                  "\"world_size\": 4}"),
+             "%s: no rank 2 of 4 in its header", file);
   free(text);
   unlink(file);
   unsetenv("OMPI_COMM_WORLD_RANK");
@@ -410,90 +410,91 @@ int main(void) {
   oo.backend = WEFT_BACKEND_HOST;
   oo.trace_path = ""; /* not traced, whatever WEFT_TRACE says */
   weft_runtime *other;
-  CHECK_OK(weft_init(&other, &oo));
+  EXPECT_OK(weft_init(&other, &oo));
   weft_runtime *rt;
-  CHECK_OK(weft_init(&rt, &o));
+  EXPECT_OK(weft_init(&rt, &o));
   other_round(other);
   job jobs[TASKS];
   weft_task *t[TASKS];
   for (int i = 0; i < TASKS; i++) {
-    CHECK_OK(weft_pinned_alloc(N * sizeof(float), (void **)&jobs[i].host));
+    EXPECT_OK(weft_pinned_alloc(N * sizeof(float), (void **)&jobs[i].host));
     for (int k = 0; k < N; k++)
       jobs[i].host[k] = (float)k;
     weft_task_opts to;
     weft_task_opts_init(&to);
     to.name = i == 0 ? long_name : NULL;
-    CHECK_OK(weft_task_spawn(rt, &t[i], work, &jobs[i], &to));
+    EXPECT_OK(weft_task_spawn(rt, &t[i], work, &jobs[i], &to));
   }
   for (int i = 0; i < TASKS; i++)
-    CHECK_OK(weft_task_join(t[i]));
+    EXPECT_OK(weft_task_join(t[i]));
   for (int i = 0; i < TASKS; i++)
-    CHECK_OK(weft_pinned_free(jobs[i].host));
+    EXPECT_OK(weft_pinned_free(jobs[i].host));
   weft_task *gt;
-  CHECK_OK(weft_task_spawn(rt, &gt, graph_work, NULL, NULL));
-  CHECK_OK(weft_task_join(gt));
+  EXPECT_OK(weft_task_spawn(rt, &gt, graph_work, NULL, NULL));
+  EXPECT_OK(weft_task_join(gt));
   other_round(other);
-  CHECK_OK(weft_shutdown(rt)); /* writes the trace */
-  other_round(other);          /* after the tracer freed its buffers */
-  CHECK_OK(weft_shutdown(other));
+  EXPECT_OK(weft_shutdown(rt)); /* writes the trace */
+  other_round(other);           /* after the tracer freed its buffers */
+  EXPECT_OK(weft_shutdown(other));
 
   trace_model m;
   trace_error err;
   int rc = trace_model_load_file(&m, path, &err);
-  CHECK_MSG(rc == 0, "the exported trace does not load: %s", err.message);
-  CHECK_EQ_INT((int)m.count[TRACE_OP_KERNEL],
-               TASKS * LAUNCHES + GRAPH_KERNELS * REPLAYS);
-  CHECK_EQ_INT((int)m.count[TRACE_OP_MEMCPY], TASKS * 2);
-  CHECK_EQ_INT((int)m.count[TRACE_OP_MEMSET], 0); /* the other runtime's */
-  CHECK((int)m.count[TRACE_OP_TASK] >= TASKS);
+  EXPECT_MSG(rc == 0, "the exported trace does not load: %s", err.message);
+  EXPECT_EQ_INT((int)m.count[TRACE_OP_KERNEL],
+                TASKS * LAUNCHES + GRAPH_KERNELS * REPLAYS);
+  EXPECT_EQ_INT((int)m.count[TRACE_OP_MEMCPY], TASKS * 2);
+  EXPECT_EQ_INT((int)m.count[TRACE_OP_MEMSET], 0); /* the other runtime's */
+  EXPECT((int)m.count[TRACE_OP_TASK] >= TASKS);
   int attributed = 0;
   for (size_t i = 0; i < m.nops; i++)
     if ((m.ops[i].kind == TRACE_OP_KERNEL ||
          m.ops[i].kind == TRACE_OP_MEMCPY) &&
         m.ops[i].task != TRACE_NONE)
       attributed++;
-  CHECK_EQ_INT(attributed, TASKS * (LAUNCHES + 2) + GRAPH_KERNELS * REPLAYS);
+  EXPECT_EQ_INT(attributed, TASKS * (LAUNCHES + 2) + GRAPH_KERNELS * REPLAYS);
   check_nesting(&m);
-  CHECK_EQ_INT((int)trace_compat_problems(stderr, &m, 20),
-               0); /* weft trace check */
+  EXPECT_EQ_INT((int)trace_compat_problems(stderr, &m, 20),
+                0); /* weft trace check */
   char *text = slurp(path);
-  CHECK(strstr(text, "\"distributedInfo\": {\"rank\": 0") != NULL);
-  CHECK(strstr(text, "\"deviceProperties\": [{\"id\": 0") != NULL);
-  CHECK_EQ_INT((int)count_of(text, "\"name\":\"cudaLaunchKernel\""),
-               TASKS * LAUNCHES);
-  CHECK_EQ_INT((int)count_of(text, "\"name\":\"cudaMemcpyAsync\""), TASKS * 2);
-  CHECK_EQ_INT((int)count_of(text, "\"name\":\"cudaGraphLaunch\""), REPLAYS);
+  EXPECT(strstr(text, "\"distributedInfo\": {\"rank\": 0") != NULL);
+  EXPECT(strstr(text, "\"deviceProperties\": [{\"id\": 0") != NULL);
+  EXPECT_EQ_INT((int)count_of(text, "\"name\":\"cudaLaunchKernel\""),
+                TASKS * LAUNCHES);
+  EXPECT_EQ_INT((int)count_of(text, "\"name\":\"cudaMemcpyAsync\""), TASKS * 2);
+  EXPECT_EQ_INT((int)count_of(text, "\"name\":\"cudaGraphLaunch\""), REPLAYS);
   /* One arrow per replay, not per op of it. */
-  CHECK_EQ_INT((int)count_of(text, "\"ph\":\"s\""),
-               TASKS * (LAUNCHES + 2) + REPLAYS);
-  CHECK_EQ_INT((int)count_of(text, "\"ph\":\"f\""),
-               TASKS * (LAUNCHES + 2) + REPLAYS);
-  CHECK_EQ_INT((int)count_of(text, "\"graph id\":"), GRAPH_KERNELS * REPLAYS);
-  CHECK(strstr(text, "host") == NULL || strstr(text, "hostLaunch") == NULL);
+  EXPECT_EQ_INT((int)count_of(text, "\"ph\":\"s\""),
+                TASKS * (LAUNCHES + 2) + REPLAYS);
+  EXPECT_EQ_INT((int)count_of(text, "\"ph\":\"f\""),
+                TASKS * (LAUNCHES + 2) + REPLAYS);
+  EXPECT_EQ_INT((int)count_of(text, "\"graph id\":"), GRAPH_KERNELS * REPLAYS);
+  EXPECT(strstr(text, "host") == NULL || strstr(text, "hostLaunch") == NULL);
   free(text);
   trace_analysis a;
-  CHECK(trace_analyze(&m, &a) == 0);
-  CHECK_EQ_INT((int)a.launch.matched,
-               TASKS * (LAUNCHES + 2) + GRAPH_KERNELS * REPLAYS);
-  CHECK_EQ_INT((int)a.ntasks, TASKS + 1);
-  CHECK_EQ_INT((int)a.graph.launches, REPLAYS);
-  CHECK_EQ_INT((int)a.graph.graphs, 1);
-  CHECK_EQ_INT((int)a.graph.ops, GRAPH_KERNELS * REPLAYS);
-  CHECK_EQ_INT((int)a.graph.kernels, GRAPH_KERNELS * REPLAYS);
+  EXPECT(trace_analyze(&m, &a) == 0);
+  EXPECT_EQ_INT((int)a.launch.matched,
+                TASKS * (LAUNCHES + 2) + GRAPH_KERNELS * REPLAYS);
+  EXPECT_EQ_INT((int)a.ntasks, TASKS + 1);
+  EXPECT_EQ_INT((int)a.graph.launches, REPLAYS);
+  EXPECT_EQ_INT((int)a.graph.graphs, 1);
+  EXPECT_EQ_INT((int)a.graph.ops, GRAPH_KERNELS * REPLAYS);
+  EXPECT_EQ_INT((int)a.graph.kernels, GRAPH_KERNELS * REPLAYS);
   int cut = 0;
   for (size_t i = 0; i < a.ntasks; i++) {
     if (a.tasks[i].gpu_ops == GRAPH_KERNELS * REPLAYS)
       continue; /* graph_work */
-    CHECK_EQ_INT((int)a.tasks[i].gpu_ops, LAUNCHES + 2);
+    EXPECT_EQ_INT((int)a.tasks[i].gpu_ops, LAUNCHES + 2);
     const char *name = trace_model_str(&m, a.tasks[i].name);
     if (strncmp(name, long_name, 4) == 0) {
       size_t len = strlen(name);
-      CHECK_MSG(len <= 31 && len % 2 == 0 && strncmp(name, long_name, len) == 0,
-                "task name cut at %zu bytes: not at a character's edge", len);
+      EXPECT_MSG(len <= 31 && len % 2 == 0 &&
+                     strncmp(name, long_name, len) == 0,
+                 "task name cut at %zu bytes: not at a character's edge", len);
       cut = 1;
     }
   }
-  CHECK_MSG(cut, "the long-named task is missing");
+  EXPECT_MSG(cut, "the long-named task is missing");
   trace_analysis_free(&a);
   trace_model_free(&m);
   unlink(path);

@@ -12,46 +12,46 @@ static void check_xml(const char *s) {
   int depth = 0, root = 0;
   for (const char *p = s; *p; p++) {
     if (*p == '&') {
-      CHECK_MSG(!strncmp(p, "&amp;", 5) || !strncmp(p, "&lt;", 4) ||
-                    !strncmp(p, "&gt;", 4) || !strncmp(p, "&quot;", 6) ||
-                    !strncmp(p, "&#", 2),
-                "bad entity at: %.40s", p);
+      EXPECT_MSG(!strncmp(p, "&amp;", 5) || !strncmp(p, "&lt;", 4) ||
+                     !strncmp(p, "&gt;", 4) || !strncmp(p, "&quot;", 6) ||
+                     !strncmp(p, "&#", 2),
+                 "bad entity at: %.40s", p);
       continue;
     }
-    CHECK_MSG(*p != '>', "stray '>' at: %.40s", p);
+    EXPECT_MSG(*p != '>', "stray '>' at: %.40s", p);
     if (*p != '<')
       continue;
     if (p[1] == '?') { /* the declaration */
       p = strstr(p, "?>");
-      CHECK(p != NULL);
+      EXPECT(p != NULL);
       p++;
       continue;
     }
     int closing = p[1] == '/';
     const char *name = p + 1 + closing;
     size_t n = strcspn(name, " />\n");
-    CHECK_MSG(n > 0, "empty tag at: %.40s", p);
+    EXPECT_MSG(n > 0, "empty tag at: %.40s", p);
     /* Find the tag's end outside quoted attribute values. */
     const char *q = name + n;
     while (*q && *q != '>') {
       if (*q == '"') {
         const char *end = strchr(q + 1, '"');
-        CHECK(end != NULL);
-        CHECK_MSG(memchr(q, '<', (size_t)(end - q)) == NULL,
-                  "'<' in an attribute: %.60s", q);
+        EXPECT(end != NULL);
+        EXPECT_MSG(memchr(q, '<', (size_t)(end - q)) == NULL,
+                   "'<' in an attribute: %.60s", q);
         q = end;
       }
       q++;
     }
-    CHECK_MSG(*q == '>', "unterminated tag: %.40s", p);
+    EXPECT_MSG(*q == '>', "unterminated tag: %.40s", p);
     int self = q[-1] == '/';
     if (closing) {
-      CHECK_MSG(depth > 0 && lens[depth - 1] == n &&
-                    !strncmp(stack[depth - 1], name, n),
-                "mismatched </%.*s>", (int)n, name);
+      EXPECT_MSG(depth > 0 && lens[depth - 1] == n &&
+                     !strncmp(stack[depth - 1], name, n),
+                 "mismatched </%.*s>", (int)n, name);
       depth--;
     } else if (!self) {
-      CHECK(depth < 64);
+      EXPECT(depth < 64);
       if (depth == 0)
         root++;
       stack[depth] = name;
@@ -59,8 +59,8 @@ static void check_xml(const char *s) {
     }
     p = q;
   }
-  CHECK_EQ_INT(depth, 0);
-  CHECK_EQ_INT(root, 1);
+  EXPECT_EQ_INT(depth, 0);
+  EXPECT_EQ_INT(root, 1);
 }
 
 static size_t count(const char *s, const char *sub) {
@@ -86,17 +86,17 @@ static void test_two_streams(void) {
   char *svg = svg_text(&m, &a, 1000, "two_streams.json", &len);
   save("trace_two_streams.svg", svg, len);
   check_xml(svg);
-  CHECK(!strncmp(svg, "<?xml", 5));
-  CHECK_HAS(svg, "width=\"1000\"");
-  CHECK_HAS(svg, ">stream 7<");
-  CHECK_HAS(svg, ">stream 8<");
-  CHECK_HAS(svg, ">GPU 0<");
-  CHECK_HAS(svg, ">main<"); /* the CPU thread, by its thread_name */
-  CHECK_HAS(svg, ">copy HtoD<");
-  CHECK_HAS(svg, ">kernel ∩ copy<");
-  CHECK_HAS(svg, "= 25.0% of busy, 50.0% of memory time");
-  CHECK_HAS(svg, ">matmul<"); /* wide enough to be labelled */
-  CHECK_HAS(svg, ">0.45<");   /* an axis tick */
+  EXPECT(!strncmp(svg, "<?xml", 5));
+  EXPECT_HAS(svg, "width=\"1000\"");
+  EXPECT_HAS(svg, ">stream 7<");
+  EXPECT_HAS(svg, ">stream 8<");
+  EXPECT_HAS(svg, ">GPU 0<");
+  EXPECT_HAS(svg, ">main<"); /* the CPU thread, by its thread_name */
+  EXPECT_HAS(svg, ">copy HtoD<");
+  EXPECT_HAS(svg, ">kernel ∩ copy<");
+  EXPECT_HAS(svg, "= 25.0% of busy, 50.0% of memory time");
+  EXPECT_HAS(svg, ">matmul<"); /* wide enough to be labelled */
+  EXPECT_HAS(svg, ">0.45<");   /* an axis tick */
   free(svg);
   trace_analysis_free(&a);
   trace_model_free(&m);
@@ -110,10 +110,10 @@ static void test_tasks_and_pytorch(void) {
   char *svg = svg_text(&m, &a, 1200, "weft_tasks.json", &len);
   save("trace_weft_tasks.svg", svg, len);
   check_xml(svg);
-  CHECK_HAS(svg, ">worker 0<");
-  CHECK_HAS(svg, ">worker 1<");
-  CHECK_HAS(svg, ">load<");
-  CHECK_HAS(svg, ">compute<");
+  EXPECT_HAS(svg, ">worker 0<");
+  EXPECT_HAS(svg, ">worker 1<");
+  EXPECT_HAS(svg, ">load<");
+  EXPECT_HAS(svg, ">compute<");
   free(svg);
   trace_analysis_free(&a);
   trace_model_free(&m);
@@ -122,14 +122,14 @@ static void test_tasks_and_pytorch(void) {
   svg = svg_text(&m, &a, 0, "pytorch_sample.json", &len);
   save("trace_pytorch_sample.svg", svg, len);
   check_xml(svg);
-  CHECK_HAS(svg, "width=\"1600\"");
-  CHECK_HAS(svg, ">stream 14<");
-  CHECK_HAS(svg, "&lt;4, at::native::pow_tensor_scalar_kernel_impl");
+  EXPECT_HAS(svg, "width=\"1600\"");
+  EXPECT_HAS(svg, ">stream 14<");
+  EXPECT_HAS(svg, "&lt;4, at::native::pow_tensor_scalar_kernel_impl");
   free(svg);
   /* The narrowest picture still wraps its legend inside it. */
   svg = svg_text(&m, &a, 10, NULL, &len);
   check_xml(svg);
-  CHECK_HAS(svg, "width=\"400\"");
+  EXPECT_HAS(svg, "width=\"400\"");
   free(svg);
   trace_analysis_free(&a);
   trace_model_free(&m);
@@ -150,11 +150,11 @@ static void test_hostile(void) {
   /* A title that is not UTF-8 (file names need not be). */
   char *svg = svg_text(&m, &a, 800, "bad\xFF<name>.json", &len);
   check_xml(svg);
-  CHECK(!strstr(svg, "<script>"));
-  CHECK(!strstr(svg, "<b>"));
-  CHECK_HAS(svg, "&lt;script&gt;alert(1)&lt;/script&gt;");
-  CHECK_HAS(svg, "&lt;b&gt;&amp;amp;??&quot;&#39;");
-  CHECK_HAS(svg, "bad?&lt;name&gt;.json");
+  EXPECT(!strstr(svg, "<script>"));
+  EXPECT(!strstr(svg, "<b>"));
+  EXPECT_HAS(svg, "&lt;script&gt;alert(1)&lt;/script&gt;");
+  EXPECT_HAS(svg, "&lt;b&gt;&amp;amp;??&quot;&#39;");
+  EXPECT_HAS(svg, "bad?&lt;name&gt;.json");
   free(svg);
   trace_analysis_free(&a);
   trace_model_free(&m);
@@ -165,7 +165,7 @@ static void test_hostile(void) {
 static void test_merging(void) {
   size_t n = 200000, cap = n * 140 + 1000, len = 0;
   char *text = malloc(cap);
-  CHECK(text != NULL);
+  EXPECT(text != NULL);
   len += (size_t)snprintf(text + len, cap - len, "[");
   for (size_t i = 0; i < n; i++)
     len += (size_t)snprintf(
@@ -180,7 +180,7 @@ static void test_merging(void) {
                          "\"ts\":%zu,\"dur\":300,\"args\":{\"stream\":2}}",
                          i * 400);
   len += (size_t)snprintf(text + len, cap - len, "]");
-  CHECK(len < cap);
+  EXPECT(len < cap);
   trace_model m;
   trace_analysis a;
   load_text(text, &m, &a);
@@ -192,9 +192,9 @@ static void test_merging(void) {
   size_t rects = count(svg, "<rect");
   printf("merge: %zu ops drawn as %zu rects, %zu bytes of SVG\n", m.nops, rects,
          svg_len);
-  CHECK(rects < 4 * 1600);
-  CHECK(svg_len < 1000000);
-  CHECK_EQ_INT(count(svg, ">big<"), 10); /* each wide op keeps its label */
+  EXPECT(rects < 4 * 1600);
+  EXPECT(svg_len < 1000000);
+  EXPECT_EQ_INT(count(svg, ">big<"), 10); /* each wide op keeps its label */
   free(svg);
   trace_analysis_free(&a);
   trace_model_free(&m);

@@ -9,26 +9,26 @@
 #include <string.h>
 
 #include "analysis.h"
-#include "check.h"
+#include "expect.h"
 #include "model.h"
 #include "svg.h"
 
 /* a and b agree to within 1e-6 (times in microseconds, percentages). */
-#define CHECK_NEAR(a, b)                                                       \
+#define EXPECT_NEAR(a, b)                                                      \
   do {                                                                         \
     double check_a_ = (a), check_b_ = (b);                                     \
     if (!(fabs(check_a_ - check_b_) <= 1e-6 * (1 + fabs(check_b_))))           \
-      CHECK_FAIL_("CHECK_NEAR(%s, %s) failed: %.9g != %.9g", #a, #b, check_a_, \
-                  check_b_);                                                   \
+      EXPECT_FAIL_("EXPECT_NEAR(%s, %s) failed: %.9g != %.9g", #a, #b,         \
+                   check_a_, check_b_);                                        \
   } while (0)
 
 /* s contains sub. */
-#define CHECK_HAS(s, sub)                                                      \
+#define EXPECT_HAS(s, sub)                                                     \
   do {                                                                         \
     const char *check_s_ = (s), *check_sub_ = (sub);                           \
     if (!strstr(check_s_, check_sub_))                                         \
-      CHECK_FAIL_("CHECK_HAS(%s, \"%s\") failed in:\n%s", #s, check_sub_,      \
-                  check_s_);                                                   \
+      EXPECT_FAIL_("EXPECT_HAS(%s, \"%s\") failed in:\n%s", #s, check_sub_,    \
+                   check_s_);                                                  \
   } while (0)
 
 /* Loads text (NUL-terminated) and analyses it; fails the test on an error. */
@@ -38,12 +38,12 @@ static inline void load_text(const char *text, trace_model *m,
   /* An exact-size copy, so ASan sees any read past the end. */
   size_t n = strlen(text);
   char *copy = malloc(n ? n : 1);
-  CHECK(copy != NULL);
+  EXPECT(copy != NULL);
   memcpy(copy, text, n);
   int rc = trace_model_load(m, copy, n, &err);
   free(copy);
-  CHECK_MSG(rc == 0, "load failed: %s", err.message);
-  CHECK(trace_analyze(m, a) == 0);
+  EXPECT_MSG(rc == 0, "load failed: %s", err.message);
+  EXPECT(trace_analyze(m, a) == 0);
 }
 
 /* Expects loading text to fail with a message containing want. */
@@ -51,15 +51,15 @@ static inline void load_fails(const char *text, size_t n, const char *want) {
   trace_model m;
   trace_error err;
   char *copy = malloc(n ? n : 1);
-  CHECK(copy != NULL);
+  EXPECT(copy != NULL);
   memcpy(copy, text, n);
   int rc = trace_model_load(&m, copy, n, &err);
   free(copy);
   trace_model_free(&m);
-  CHECK_MSG(rc != 0, "loaded, expected an error containing '%s': %.200s", want,
-            text);
-  CHECK_MSG(strstr(err.message, want) != NULL,
-            "error '%s' does not contain '%s'", err.message, want);
+  EXPECT_MSG(rc != 0, "loaded, expected an error containing '%s': %.200s", want,
+             text);
+  EXPECT_MSG(strstr(err.message, want) != NULL,
+             "error '%s' does not contain '%s'", err.message, want);
 }
 
 static inline void load_data(const char *name, trace_model *m,
@@ -68,8 +68,8 @@ static inline void load_data(const char *name, trace_model *m,
   snprintf(path, sizeof path, "%s/%s", WEFT_TRACE_DATA, name);
   trace_error err;
   int rc = trace_model_load_file(m, path, &err);
-  CHECK_MSG(rc == 0, "%s: %s", path, err.message);
-  CHECK(trace_analyze(m, a) == 0);
+  EXPECT_MSG(rc == 0, "%s: %s", path, err.message);
+  EXPECT(trace_analyze(m, a) == 0);
 }
 
 static inline const trace_stream_stats *find_stream(const trace_model *m,
@@ -81,7 +81,7 @@ static inline const trace_stream_stats *find_stream(const trace_model *m,
     if (l->device == device && l->stream == stream)
       return &a->streams[i];
   }
-  CHECK_FAIL_("no stream %lld on device %lld", stream, device);
+  EXPECT_FAIL_("no stream %lld on device %lld", stream, device);
   return NULL;
 }
 
@@ -96,11 +96,11 @@ static inline void capture_open(capture *c) {
   c->buf = NULL;
   c->len = 0;
   c->f = open_memstream(&c->buf, &c->len);
-  CHECK(c->f != NULL);
+  EXPECT(c->f != NULL);
 }
 
 static inline void capture_close(capture *c) {
-  CHECK(fclose(c->f) == 0);
+  EXPECT(fclose(c->f) == 0);
   c->f = NULL;
 }
 
@@ -109,7 +109,7 @@ static inline char *report_text(const trace_model *m, const trace_analysis *a,
   capture c;
   capture_open(&c);
   trace_report_opts o = {.source = "test", .json = json, .top = 10};
-  CHECK(trace_report_print(c.f, m, a, &o) == 0);
+  EXPECT(trace_report_print(c.f, m, a, &o) == 0);
   capture_close(&c);
   return c.buf;
 }
@@ -119,7 +119,7 @@ static inline char *svg_text(const trace_model *m, const trace_analysis *a,
   capture c;
   capture_open(&c);
   trace_svg_opts o = {.width = width, .title = title};
-  CHECK(trace_svg_write(c.f, m, a, &o) == 0);
+  EXPECT(trace_svg_write(c.f, m, a, &o) == 0);
   capture_close(&c);
   if (len)
     *len = c.len;

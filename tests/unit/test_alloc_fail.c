@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "check.h"
+#include "expect.h"
 #include "weft.h"
 
 void *__real_calloc(size_t n, size_t size);
@@ -31,22 +31,22 @@ static void *plain_thread(void *arg) {
   fail_calloc = 1;
   int rc = weft_sync();
   fail_calloc = 0;
-  CHECK_ERR(rc, WEFT_ENOMEM);
-  CHECK_MSG(strstr(weft_last_error_message(), "out of memory") != NULL,
-            "message: '%s'", weft_last_error_message());
-  CHECK_OK(weft_sync()); /* memory is back: the context is made now */
+  EXPECT_ERR(rc, WEFT_ENOMEM);
+  EXPECT_MSG(strstr(weft_last_error_message(), "out of memory") != NULL,
+             "message: '%s'", weft_last_error_message());
+  EXPECT_OK(weft_sync()); /* memory is back: the context is made now */
   return NULL;
 }
 
 static void free_without_memory(void) {
   void *d;
-  CHECK_OK(weft_device_alloc(4096, &d));
-  CHECK_OK(weft_memset(d, 1, 4096));
+  EXPECT_OK(weft_device_alloc(4096, &d));
+  EXPECT_OK(weft_memset(d, 1, 4096));
   fail_calloc = 1;
   int rc = weft_device_free(d);
   fail_calloc = 0;
-  CHECK_OK(rc);
-  CHECK_OK(weft_sync());
+  EXPECT_OK(rc);
+  EXPECT_OK(weft_sync());
 }
 
 int main(void) {
@@ -55,12 +55,12 @@ int main(void) {
   o.backend = WEFT_BACKEND_HOST;
   o.workers = 2;
   weft_runtime *rt;
-  CHECK_OK(weft_init(&rt, &o));
+  EXPECT_OK(weft_init(&rt, &o));
   pthread_t th;
-  CHECK(pthread_create(&th, NULL, plain_thread, NULL) == 0);
-  CHECK(pthread_join(th, NULL) == 0);
+  EXPECT(pthread_create(&th, NULL, plain_thread, NULL) == 0);
+  EXPECT(pthread_join(th, NULL) == 0);
   free_without_memory();
-  CHECK_OK(weft_shutdown(rt)); /* nothing left allocated */
+  EXPECT_OK(weft_shutdown(rt)); /* nothing left allocated */
   puts("ok");
   return 0;
 }

@@ -10,7 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "check.h"
+#include "expect.h"
 #include "weft_internal.h"
 
 static char root[64];
@@ -25,57 +25,57 @@ static void put(const char *rel, const char *text) {
     *p = '/';
   }
   FILE *f = fopen(path, "w");
-  CHECK(f != NULL);
+  EXPECT(f != NULL);
   fputs(text, f);
   fclose(f);
 }
 
 int main(void) {
-  CHECK_EQ_INT(weft__cpus_of_quota(100000, 100000), 1);
-  CHECK_EQ_INT(weft__cpus_of_quota(150000, 100000), 2);
-  CHECK_EQ_INT(weft__cpus_of_quota(50000, 100000), 1);
-  CHECK_EQ_INT(weft__cpus_of_quota(400000, 100000), 4);
-  CHECK_EQ_INT(weft__cpus_of_quota(-1, 100000), 0);
-  CHECK_EQ_INT(weft__cpus_of_quota(100000, 0), 0);
+  EXPECT_EQ_INT(weft__cpus_of_quota(100000, 100000), 1);
+  EXPECT_EQ_INT(weft__cpus_of_quota(150000, 100000), 2);
+  EXPECT_EQ_INT(weft__cpus_of_quota(50000, 100000), 1);
+  EXPECT_EQ_INT(weft__cpus_of_quota(400000, 100000), 4);
+  EXPECT_EQ_INT(weft__cpus_of_quota(-1, 100000), 0);
+  EXPECT_EQ_INT(weft__cpus_of_quota(100000, 0), 0);
 
   snprintf(root, sizeof root, "/tmp/weft-cpus-XXXXXX");
-  CHECK(mkdtemp(root) != NULL);
+  EXPECT(mkdtemp(root) != NULL);
   /* v2: the parent allows 3, its child 6 (bounded by the parent's 3),
    * the grandchild none of its own. */
   put("a/cpu.max", "300000 100000\n");
   put("a/b/cpu.max", "600000 100000\n");
   put("a/b/c/cpu.max", "max 100000\n");
-  CHECK_EQ_INT(weft__cpus_quota("0::/a/b/c\n", root), 3);
+  EXPECT_EQ_INT(weft__cpus_quota("0::/a/b/c\n", root), 3);
   put("a/b/c/cpu.max", "150000 100000\n");
-  CHECK_EQ_INT(weft__cpus_quota("0::/a/b/c\n", root), 2);
+  EXPECT_EQ_INT(weft__cpus_quota("0::/a/b/c\n", root), 2);
   /* No quota on the way: none. */
   put("free/cpu.max", "max 100000\n");
-  CHECK_EQ_INT(weft__cpus_quota("0::/free\n", root), 0);
+  EXPECT_EQ_INT(weft__cpus_quota("0::/free\n", root), 0);
   /* A path hidden by a namespace: the mount's own group. */
-  CHECK_EQ_INT(weft__cpus_quota("0::/not/here\n", root), 0);
+  EXPECT_EQ_INT(weft__cpus_quota("0::/not/here\n", root), 0);
   put("cpu.max", "200000 100000\n");
-  CHECK_EQ_INT(weft__cpus_quota("0::/not/here\n", root), 2);
+  EXPECT_EQ_INT(weft__cpus_quota("0::/not/here\n", root), 2);
   /* v1: the cpu controller mounted with cpuacct, beside other lines. */
   put("cpu,cpuacct/job/cpu.cfs_quota_us", "50000\n");
   put("cpu,cpuacct/job/cpu.cfs_period_us", "100000\n");
-  CHECK_EQ_INT(weft__cpus_quota("4:memory:/job\n3:cpu,cpuacct:/job\n", root),
-               1);
+  EXPECT_EQ_INT(weft__cpus_quota("4:memory:/job\n3:cpu,cpuacct:/job\n", root),
+                1);
   put("cpu,cpuacct/job/cpu.cfs_quota_us", "-1\n");
-  CHECK_EQ_INT(weft__cpus_quota("3:cpu,cpuacct:/job\n", root), 0);
+  EXPECT_EQ_INT(weft__cpus_quota("3:cpu,cpuacct:/job\n", root), 0);
   /* Text that is not /proc/self/cgroup's: none. */
-  CHECK_EQ_INT(weft__cpus_quota("", root), 0);
-  CHECK_EQ_INT(weft__cpus_quota("nonsense\n:\n", root), 0);
+  EXPECT_EQ_INT(weft__cpus_quota("", root), 0);
+  EXPECT_EQ_INT(weft__cpus_quota("nonsense\n:\n", root), 0);
   char cmd[128];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
-  CHECK(system(cmd) == 0);
+  EXPECT(system(cmd) == 0);
 
   /* The count: at least 1, no more than the affinity mask or the most
    * threads weft starts. */
   int n = weft__cpus_available();
   cpu_set_t set;
-  CHECK(sched_getaffinity(0, sizeof set, &set) == 0);
-  CHECK_MSG(n >= 1 && n <= CPU_COUNT(&set) && n <= WEFT__MAX_THREADS,
-            "%d CPUs available of %d", n, CPU_COUNT(&set));
+  EXPECT(sched_getaffinity(0, sizeof set, &set) == 0);
+  EXPECT_MSG(n >= 1 && n <= CPU_COUNT(&set) && n <= WEFT__MAX_THREADS,
+             "%d CPUs available of %d", n, CPU_COUNT(&set));
   puts("ok");
   return 0;
 }

@@ -9,7 +9,7 @@
  * builds' leak check sees it). */
 #include <stdlib.h>
 
-#include "check.h"
+#include "expect.h"
 #include "weft_internal.h"
 
 enum { SLOTS = WEFT__POOL_QUARANTINE + 1, CYCLES = 5000000 };
@@ -27,8 +27,8 @@ int main(void) {
   size_t retired = 0;
   for (int i = 0; i < CYCLES; i++) {
     weft__obj *o = weft__pool_get(&p, sizeof(obj));
-    CHECK(o != NULL);
-    CHECK_EQ_INT((int)p.live, 1);
+    EXPECT(o != NULL);
+    EXPECT_EQ_INT((int)p.live, 1);
     void *h = weft__handle_of(o);
     if (nfirst < SLOTS && o->gen == 0) {
       first[nfirst] = h;
@@ -36,21 +36,21 @@ int main(void) {
     }
     for (int k = 0; i >= SLOTS && k < nfirst; k++)
       if (addr[k] == o)
-        CHECK_MSG(h != first[k],
-                  "cycle %d: the first life's handle %p came "
-                  "back",
-                  i, h);
-    CHECK(weft__handle_obj(h) == o);
-    CHECK(weft__handle_live(h, o));
+        EXPECT_MSG(h != first[k],
+                   "cycle %d: the first life's handle %p came "
+                   "back",
+                   i, h);
+    EXPECT(weft__handle_obj(h) == o);
+    EXPECT(weft__handle_live(h, o));
     if (o->gen == UINT16_MAX)
       retired++;
     weft__pool_put(&p, o);
   }
-  CHECK_EQ_INT(nfirst, SLOTS);
-  CHECK_MSG(retired > 0, "no object ran out of generations in %d cycles",
-            CYCLES);
-  CHECK_EQ_INT((int)p.live, 0);
+  EXPECT_EQ_INT(nfirst, SLOTS);
+  EXPECT_MSG(retired > 0, "no object ran out of generations in %d cycles",
+             CYCLES);
+  EXPECT_EQ_INT((int)p.live, 0);
   weft__pool_drain(&p);
-  CHECK(p.retired == NULL && p.head == NULL);
+  EXPECT(p.retired == NULL && p.head == NULL);
   return 0;
 }

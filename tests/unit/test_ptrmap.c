@@ -6,7 +6,7 @@
  * what exercises the backward-shift deletion. */
 #include <stdlib.h>
 
-#include "check.h"
+#include "expect.h"
 #include "weft_internal.h"
 
 enum { NKEYS = 3000 };
@@ -32,29 +32,29 @@ static void check_all(const weft__ptrmap *m) {
   for (int i = 0; i < NKEYS; i++) {
     weft__alloc_info got = {0, -1, -1, 0};
     int present = weft__ptrmap_get(m, refs[i].key, &got);
-    CHECK_MSG(present == refs[i].live, "key %d: present %d, live %d", i,
-              present, refs[i].live);
+    EXPECT_MSG(present == refs[i].live, "key %d: present %d, live %d", i,
+               present, refs[i].live);
     if (present) {
-      CHECK(got.size == refs[i].info.size && got.kind == refs[i].info.kind &&
-            got.dev == refs[i].info.dev);
+      EXPECT(got.size == refs[i].info.size && got.kind == refs[i].info.kind &&
+             got.dev == refs[i].info.dev);
       per_kind[refs[i].info.kind]++;
     } else {
-      CHECK_EQ_INT(got.kind, -1); /* untouched when absent */
+      EXPECT_EQ_INT(got.kind, -1); /* untouched when absent */
     }
   }
   for (int k = 0; k < 3; k++)
-    CHECK_EQ_INT(weft__ptrmap_count(m, k), per_kind[k]);
+    EXPECT_EQ_INT(weft__ptrmap_count(m, k), per_kind[k]);
 }
 
 static void put(weft__ptrmap *m, int i) {
   refs[i].info = (weft__alloc_info){(size_t)next() % 100000, (int)(next() % 3),
                                     (int)(next() % 8), 0};
   refs[i].live = 1;
-  CHECK_OK(weft__ptrmap_put(m, refs[i].key, refs[i].info));
+  EXPECT_OK(weft__ptrmap_put(m, refs[i].key, refs[i].info));
 }
 
 static void del(weft__ptrmap *m, int i) {
-  CHECK_EQ_INT(weft__ptrmap_del(m, refs[i].key), refs[i].live);
+  EXPECT_EQ_INT(weft__ptrmap_del(m, refs[i].key), refs[i].live);
   refs[i].live = 0;
 }
 
@@ -64,7 +64,7 @@ int main(void) {
     refs[i].key = (const void *)(uintptr_t)(0x7f0000001000ULL + 64ULL * i +
                                             (i % 7) * 0x100000ULL);
   weft__ptrmap *m = weft__ptrmap_new();
-  CHECK(m != NULL);
+  EXPECT(m != NULL);
   check_all(m);
 
   /* Fill in order, delete in insertion order, fill, delete in reverse. */
@@ -107,7 +107,7 @@ int main(void) {
       put(m, i);
     }
   }
-  CHECK_EQ_INT(weft__ptrmap_del(m, (const void *)0x10), 0); /* never present */
+  EXPECT_EQ_INT(weft__ptrmap_del(m, (const void *)0x10), 0); /* never present */
   weft__ptrmap_free(m);
   weft__ptrmap_free(NULL);
   return 0;
