@@ -708,6 +708,8 @@ int weft__device_alloc(weft__stream *s, size_t n, void **out) {
     b->ops->device_free(s, p);
     return weft__err(rc, "weft_device_alloc: registry out of memory");
   }
+  if (b->check)
+    weft__check_alloc(b->check, p, n, 0);
   *out = p;
   return 0;
 }
@@ -739,6 +741,10 @@ int weft__device_free(weft__stream *s, void *p) {
                      "weft_device_free: %p is not a live device allocation "
                      "(foreign pointer or double free)",
                      p);
+  /* Before the free: once freed, the block may be handed out again (on
+   * another thread) before this call returns. */
+  if (b->check)
+    weft__check_dealloc(b->check, p);
   int rc = b->ops->device_free(s, p);
   if (rc) { /* the backend kept it: keep it registered too */
     pthread_mutex_lock(&b->lock);

@@ -31,6 +31,11 @@
 #include "weft/error.h"
 #include "weft/kernel.h"
 
+/* Set while weft makes device calls of its own that a backend's watcher of
+ * raw calls (CUDA: CUPTI, cuda_checker.c) would otherwise report to weft
+ * check: they are reported at weft's level, or are deliberate. */
+extern _Thread_local int weft__check_quiet;
+
 /* Devices a runtime uses at most (weft_init refuses more). */
 #define WEFT__MAX_DEVICES 64
 

@@ -83,6 +83,7 @@ static weft__exec *exec_get_for(const char *call, weft_runtime *pick) {
     return NULL;
   }
   x->rt = rt;
+  x->bk = rt->bk;
   if (rt->bk->check)
     weft__check_thread_start(rt->bk->check, x);
   pthread_mutex_lock(&rt->lock);

@@ -17,6 +17,7 @@ typedef struct weft__exec weft__exec;
 /* Whoever issues GPU work: a task, or a plain thread. */
 struct weft__exec {
   struct weft_runtime *rt;
+  weft__backend *bk;    /* rt's backend */
   weft__stream *stream; /* leased on the first GPU operation */
   /* Work may have been queued on stream since a weft_sync last saw it
    * idle: set whenever the stream is handed out (weft__exec_stream), so a

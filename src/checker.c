@@ -658,6 +658,7 @@ void weft__check_dealloc(weft__checker *k, const void *p) {
   pthread_mutex_unlock(&k->lock);
 }
 
+/* Declared in backend.h, for the backends' watchers of raw calls. */
 _Thread_local int weft__check_quiet;
 
 void weft__check_cuda_call(weft__checker *k, const char *name, const char *what,

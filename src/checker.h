@@ -97,11 +97,6 @@ void weft__check_exec_gone(weft__checker *k, weft__exec *x);
 void weft__check_alloc(weft__checker *k, const void *p, size_t n, int pinned);
 void weft__check_dealloc(weft__checker *k, const void *p);
 
-/* Set while weft makes CUDA calls of its own that the CUDA side would
- * otherwise report (cuda_checker.c): they are reported at weft's level, or
- * are deliberate. */
-extern _Thread_local int weft__check_quiet;
-
 /* A raw CUDA call (name) seen by the backend, reported if the calling
  * thread runs a task: an implicit synchronisation (ns: how long it took),
  * or work on the legacy default stream (default_stream). */

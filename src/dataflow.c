@@ -15,9 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "caller.h"
 #include "error_internal.h"
-#include "runtime_internal.h"
-#include "weft/stream.h"
 
 typedef struct range {
   uintptr_t lo, hi;   /* [lo, hi) */

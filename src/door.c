@@ -26,6 +26,7 @@ int weft__door(const char *call, unsigned flags, const char *why,
       (rc = weft__door_refuse_in_capture(x, call, why)) != 0)
     return rc;
   c->x = x;
+  c->bk = x->bk;
   c->dev = x->dev;
   c->epoch = x->rt->epoch;
   if (!(flags & WEFT__DOOR_ISSUE))

@@ -15,10 +15,11 @@
 
 /* What the door did for the call. */
 typedef struct weft__caller {
-  weft__exec *x;   /* the calling task's or thread's context */
-  weft__stream *s; /* its stream (WEFT__DOOR_ISSUE), else NULL */
-  int dev;         /* the device the caller's work goes to */
-  uint64_t epoch;  /* its runtime's: caches made for another are stale */
+  weft__exec *x;     /* the calling task's or thread's context */
+  weft__backend *bk; /* its runtime's backend */
+  weft__stream *s;   /* its stream (WEFT__DOOR_ISSUE), else NULL */
+  int dev;           /* the device the caller's work goes to */
+  uint64_t epoch;    /* its runtime's: caches made for another are stale */
 } weft__caller;
 
 enum {

@@ -2,7 +2,6 @@
 #include "weft/event.h"
 #include "checker.h"
 #include "door.h"
-#include "runtime_internal.h"
 #include "wait.h"
 
 /* Public event handles carry their object's generation (pool.h), so a
@@ -26,7 +25,7 @@ int weft_event_create(weft_event **ev) {
   if (rc)
     return rc;
   weft__event *e;
-  rc = weft__event_create(c.x->rt->bk, c.dev, WEFT__EVENT_TIMING, &e);
+  rc = weft__event_create(c.bk, c.dev, WEFT__EVENT_TIMING, &e);
   if (rc == 0)
     *ev = (weft_event *)weft__handle_of(&e->hdr);
   return rc;
@@ -75,8 +74,8 @@ int weft_event_sync(weft_event *ev) {
   rc = weft__event_recorded(EV(ev), "weft_event_sync");
   if (rc == 0)
     rc = weft__exec_wait_event(x, EV(ev));
-  if (rc == 0 && x->rt->bk->check)
-    weft__check_event_synced(x->rt->bk->check, x, EV(ev));
+  if (rc == 0 && x->bk->check)
+    weft__check_event_synced(x->bk->check, x, EV(ev));
   return rc;
 }
 

@@ -1,7 +1,6 @@
 /* weft/kernel.h: launches on the caller's stream. */
 #include "weft/kernel.h"
 #include "door.h"
-#include "runtime_internal.h"
 
 int weft_launch(const weft_kernel *k, weft_dim3 grid, weft_dim3 block,
                 size_t shared_bytes, void **args) {
@@ -15,9 +14,6 @@ int weft_launch(const weft_kernel *k, weft_dim3 grid, weft_dim3 block,
 
 int weft_kernel_preload(const weft_kernel *k) {
   weft__caller c;
-  int entered = weft__door("weft_kernel_preload", 0, NULL, &c);
-  if (entered)
-    return entered;
-  weft__exec *x = c.x;
-  return weft__kernel_preload(x->rt->bk, x->dev, k);
+  int rc = weft__door("weft_kernel_preload", 0, NULL, &c);
+  return rc ? rc : weft__kernel_preload(c.bk, c.dev, k);
 }

@@ -14,7 +14,6 @@
 #include <string.h>
 
 #include "caller.h"
-#include "checker.h"
 #include "door.h"
 #include "error_internal.h"
 #include "library_internal.h"

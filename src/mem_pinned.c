@@ -2,8 +2,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "error_internal.h"
 #include "mem_pinned.h"
-#include "runtime_internal.h"
 #include "stream_pool.h"
 
 #define LARGE_ALIGN ((size_t)64 << 10)
@@ -20,10 +20,11 @@ static int class_of(size_t n) {
 
 static size_t class_size(int c) { return (size_t)512 << c; }
 
-int weft__pinned_cache_init(weft__pinned_cache *c, weft_runtime *rt) {
+int weft__pinned_cache_init(weft__pinned_cache *c, weft_runtime *rt,
+                            weft__backend *bk) {
   memset(c, 0, sizeof *c);
   c->rt = rt;
-  c->bk = rt->bk;
+  c->bk = bk;
   return pthread_mutex_init(&c->lock, NULL) ? WEFT_ENOMEM : 0;
 }
 

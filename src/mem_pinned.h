@@ -68,7 +68,8 @@ typedef struct weft__pinned_cache {
   weft__pinned_stats st;
 } weft__pinned_cache;
 
-int weft__pinned_cache_init(weft__pinned_cache *c, weft_runtime *rt);
+int weft__pinned_cache_init(weft__pinned_cache *c, weft_runtime *rt,
+                            weft__backend *bk);
 /* Frees every chunk; the caller checked no block is in use. */
 void weft__pinned_cache_fini(weft__pinned_cache *c);
 int weft__pinned_cache_alloc(weft__pinned_cache *c, size_t n, void **out);

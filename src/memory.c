@@ -363,10 +363,7 @@ int weft_device_alloc(size_t bytes, void **ptr) {
                  "allocate before the capture", &c);
   if (rc)
     return rc;
-  rc = weft__device_alloc(c.s, bytes, ptr);
-  if (rc == 0 && c.s->hdr.bk->check)
-    weft__check_alloc(c.s->hdr.bk->check, *ptr, bytes, 0);
-  return rc;
+  return weft__device_alloc(c.s, bytes, ptr);
 }
 
 int weft_device_free(void *ptr) {
@@ -376,10 +373,6 @@ int weft_device_free(void *ptr) {
                  "free after the capture", &c);
   if (rc)
     return rc;
-  /* Before the free: once freed, the block may be handed out again (on
-   * another thread) before this call returns. */
-  if (ptr && c.s->hdr.bk->check)
-    weft__check_dealloc(c.s->hdr.bk->check, ptr);
   size_t size =
       ptr && c.x->flow ? weft__device_alloc_size(c.s->hdr.bk, ptr) : 0;
   rc = weft__device_free(c.s, ptr);

@@ -8,7 +8,6 @@
 #include <string.h>
 
 #include "door.h"
-#include "runtime_internal.h"
 #include "weft/memory.h"
 #include "weft/pipeline.h"
 #include "weft/stream.h"

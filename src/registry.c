@@ -15,6 +15,8 @@ static weft_runtime **open_rts; /* open, oldest first */
 static size_t nopen, cap_open;
 static atomic_uint_fast64_t epochs;
 
+weft__backend *weft__registry_backend(weft_runtime *rt) { return rt->bk; }
+
 void weft__registry_lock(void) { pthread_mutex_lock(&global_lock); }
 
 void weft__registry_unlock(void) { pthread_mutex_unlock(&global_lock); }

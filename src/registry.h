@@ -17,6 +17,8 @@ int weft__registry_has(weft_runtime *rt);
  * (never opened, or shut down: its memory is gone, so nothing of it is
  * read), with a message naming call. */
 int weft__registry_check(weft_runtime *rt, const char *call);
+/* The backend of rt, which the caller checked open (weft__registry_check). */
+struct weft__backend *weft__registry_backend(weft_runtime *rt);
 /* The registry's lock, which also keeps a runtime from shutting down
  * while a plain thread's context is linked to it or unlinked (caller.c). */
 void weft__registry_lock(void);

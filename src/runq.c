@@ -10,7 +10,7 @@
  * anything on the critical path measures. */
 #include <string.h>
 
-#include "runtime_internal.h"
+#include "worker.h"
 
 int weft__rq_init(weft__rq *q) {
   memset(q, 0, sizeof *q);

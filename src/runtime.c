@@ -246,7 +246,7 @@ int weft_init(weft_runtime **rtp, const weft_runtime_opts *user) {
     weft__err(rc, "weft_init: cannot create the stack pool");
     goto fail_pools;
   }
-  rc = weft__pinned_cache_init(&rt->pinned, rt);
+  rc = weft__pinned_cache_init(&rt->pinned, rt, rt->bk);
   if (rc) {
     weft__err(rc, "weft_init: cannot create the pinned cache");
     goto fail_pinned;

@@ -204,6 +204,7 @@ int weft_task_spawn(weft_runtime *rt, weft_task **task, weft_task_fn fn,
   pthread_mutex_unlock(&rt->lock);
 
   t->x.rt = rt;
+  t->x.bk = rt->bk;
   t->x.dev = dev;
   atomic_fetch_add(&rt->tasks.dev_live[dev], 1);
   t->x.high = opts.priority == WEFT_PRIORITY_HIGH;

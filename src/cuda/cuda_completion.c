@@ -4,9 +4,9 @@
  *
  * Why: a cudaEventQuery costs 1.3 us on the H200 and takes driver locks
  * that launches on other threads need (an empty launch 3.95 us alone, 4.65
- * us beside a thread querying events, docs/decisions/wait-and-poll.md). The poller queries
- * every waiting event over and over while tasks on other workers launch,
- * so seed 002's tasks pay for it on their critical path. With a flag, a
+ * us beside a thread querying events, docs/decisions/wait-and-poll.md). The
+ * poller queries every waiting event over and over while tasks on other workers
+ * launch, so seed 002's tasks pay for it on their critical path. With a flag, a
  * poll is a load from pinned memory; the record pays one
  * cuStreamWriteValue32 more (behind the work, off the GPU's critical path).
  * On by default since the CUDA suite passed with them on the H200 and

@@ -13,7 +13,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "checker.h"
 #include "cuda_internal.h"
 #include "door.h"
 #include "error_internal.h"

@@ -5,7 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "checker.h"
 #include "cuda_internal.h"
 #include "door.h"
 #include "error_internal.h"

@@ -14,7 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "checker.h"
 #include "cuda_internal.h"
 #include "error_internal.h"
 

@@ -25,7 +25,6 @@
 #include <pthread.h>
 #include <stdlib.h>
 
-#include "checker.h"
 #include "cuda_internal.h"
 #include "error_internal.h"
 

@@ -3,10 +3,10 @@
  * are the backend's own objects. */
 #include "weft/host.h"
 #include "backend.h"
+#include "caller.h"
 #include "checker.h"
 #include "error_internal.h"
 #include "registry.h"
-#include "runtime_internal.h"
 
 #define S(s) ((weft__stream *)(s))
 #define E(e) ((weft__event *)(e))
@@ -16,10 +16,11 @@ static int host_backend(weft_runtime *rt, const char *call,
   int rc = weft__registry_check(rt, call);
   if (rc)
     return rc;
-  if (rt->bk->ops->kind != WEFT_BACKEND_HOST)
+  weft__backend *bk = weft__registry_backend(rt);
+  if (bk->ops->kind != WEFT_BACKEND_HOST)
     return weft__err(WEFT_ENOTSUP, "%s: the runtime uses the %s backend", call,
-                     rt->bk->ops->name);
-  *out = rt->bk;
+                     bk->ops->name);
+  *out = bk;
   return 0;
 }
 
