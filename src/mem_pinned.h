@@ -1,8 +1,9 @@
 /* The pinned (page-locked) host memory cache.
  *
- * cudaMallocHost is slow (64 MiB took 23.7 ms on the H200) and pinned
- * copies are what keep transfers asynchronous, so freed blocks are kept for
- * reuse. Small requests (up to 1 MiB) round up to a power-of-two class and
+ * cudaMallocHost is slow and can wait for the device, and pinned copies
+ * are what keep transfers asynchronous, so freed blocks are kept for reuse
+ * (docs/decisions/memory.md, "Pinning synchronises the device").
+ * Small requests (up to 1 MiB) round up to a power-of-two class and
  * are carved from 2 MiB chunks; large ones round up to 64 KiB and get a
  * chunk each, reused for any request it fits with at most an eighth wasted.
  * A block that a stream used (a weft_copy touched it) is reused only after

@@ -5,8 +5,8 @@
  *
  * Copies between device memory and pinned memory go straight to the
  * stream. A copy from or to pageable memory would make CUDA block the
- * calling thread (a 512 MiB pageable cudaMemcpyAsync held the host for all
- * 58.7 ms on the H200, at 8.5 GB/s against 55 GB/s pinned), so it is staged
+ * calling thread for the whole transfer (docs/decisions/memory.md,
+ * "Pageable copies are staged by tasks"), so it is staged
  * through pinned blocks in 4 MiB chunks, a ring of blocks per copy
  * (reused once their transfer is done; sizes at ring_chunks), so a
  * copy of any size holds a bounded amount of pinned memory:

@@ -5,9 +5,9 @@
  * Pushed on every resume, traced or not, on both backends of a build that
  * has the NVTX headers (a CUDA build): with no tool attached an NVTX call
  * is an indirect call to an empty function (NVTX initialises itself on
- * first use and finds no tool): the yield ping-pong measured 52.7 and
- * 52.2 ns a switch with the ranges against 52.8 and 51.9 without, on the
- * 2-core development machine. Whether a tool is there is NVTX's to find
+ * first use and finds no tool), a cost too small to measure on a fiber
+ * switch (docs/decisions/tracing.md, "NVTX ranges always, not only when
+ * tracing"). Whether a tool is there is NVTX's to find
  * out (NVTX_INJECTION64_PATH, which nsys sets). A range is pushed and
  * popped on the same thread around one fiber switch, so ranges never
  * nest across tasks and always balance. */

@@ -1,7 +1,8 @@
 /* The open runtimes, oldest first. A plain thread keeps the runtime it
  * first used until that runtime shuts down; one that has used none takes
- * the newest still open (caller.c). docs/decisions/reliability.md says why
- * a thread does not follow whichever runtime opened last. */
+ * the newest still open (caller.c). docs/decisions/reliability.md, "A
+ * thread uses the runtime it opens", says why a thread does not follow
+ * whichever runtime opened last. */
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>

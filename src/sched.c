@@ -214,12 +214,12 @@ static void after_switch_do(weft__worker *w, weft_task *t) {
 
 /* Before a task runs: if other work waits behind it here and nobody is
  * awake to take it, wake a worker. This is the one wake-up on the path of
- * a burst (see "wake-ups" above). One task queued behind is left to this
+ * a burst (see "wake-ups" in worker.c). One task queued behind is left to this
  * worker: a GPU task issues its work and suspends within microseconds, and
- * the wake-up (a futex call on this worker's critical path) cost more than
- * it saved. On the H200 seed 002's two tasks went from 1.10 x raw two
- * streams to 1.02-1.04 x (together with busy_poll's rule); a task that computes
- * long leaves its one queued sibling to the sentinel, at most 1 ms. */
+ * the wake-up (a futex call on this worker's critical path) costs more than
+ * it saves (docs/decisions/wait-and-poll.md, "Where seed 002's remaining
+ * microseconds went"). A task that computes long leaves its one queued
+ * sibling to the sentinel, at most SENTINEL_NS. */
 #define WAKE_QUEUED 2
 static void help_if_needed(weft__worker *w) {
   if (atomic_load_explicit(&w->rq.n, memory_order_relaxed) >= WAKE_QUEUED)
@@ -357,19 +357,19 @@ static uint64_t now_ns(void) {
  * sleeps between polls, 50 us doubling to 200 us. Spinning costs one core
  * at most, since one worker at a time holds the role, and it is what a raw
  * CUDA thread does in cudaStreamSynchronize under the default schedule.
- * The first ladder (spin 50 us, then 50 us doubling to 1 ms) saw a 2 ms
- * wait up to 1 ms late: on the H200, a task waiting for 2.3 ms batches
- * reached 0.61 x the raw loop's throughput, 100 blocking 4 MiB copies took
- * 2 x as long as raw, and seed 002's 140 us iteration took 198 us. Past
- * 5 ms the 200 us step bounds the lateness at 4 % of the wait.
+ * Longer sleeps saw waits of a few hundred us to a few ms up to a whole
+ * sleep late; past the spin the 200 us cap keeps the lateness a small part
+ * of the wait (docs/decisions/wait-and-poll.md, "On CUDA the poller spins
+ * 5 ms").
  *
  * A backend that reports completions (the host backend) wakes the sleeper
  * at once, so there the poller spins only 50 us before it parks: spinning
  * would take a core from the executor threads that run the kernels. Its
  * sleeps still stop at 200 us while a weft_wait_until test waits (nobody
- * reports those); spinning 5 ms for them instead made the MPI stencil's
- * four oversubscribed ranks on two cores slower (3.8-4.2 ms an iteration
- * against 2.4-3.1), so only the sleep is capped.
+ * reports those); only the sleep is capped, since spinning the CUDA
+ * ladder's 5 ms for them measured worse with oversubscribed ranks
+ * (docs/decisions/wait-and-poll.md, "Sleeps capped while a weft_wait_until
+ * test waits").
  * sched_yield is not used between polls (on a busy machine it can give the
  * core away for a whole time slice) except where the runtime's threads
  * share one CPU (weft__spin_pause), where the pause would hold it from the
@@ -420,8 +420,8 @@ static int poll_ladder(weft__worker *w) {
 }
 
 /* Work is made ready without waking anyone when its worker will get to it
- * (see "wake-ups"), and GPU waits go unpolled while the worker that last
- * polled runs what it found. So that neither can wait long behind a task
+ * (see "wake-ups" in worker.c), and GPU waits go unpolled while the worker that
+ * last polled runs what it found. So that neither can wait long behind a task
  * that computes without yielding, one parked worker, the sentinel, sleeps
  * at most this long while tasks are alive, and looks for work when it
  * wakes. It costs one wake-up a millisecond, and none once no task lives. */
@@ -431,14 +431,13 @@ static int poll_ladder(weft__worker *w) {
  * comes before a task that yielded (a task that yields in a loop is
  * waiting for something, perhaps for a wait this poll would end), and
  * before any other task only if no worker has polled between tasks for
- * BUSY_POLL_NS. A cudaEventQuery costs 1.3 us on the H200 and slows
- * launches on other threads meanwhile (an empty launch took 4.65 us
- * instead of 3.95 beside a thread querying events): polling before every
- * task put queries of events just recorded on the critical path of the
- * tasks about to queue more work (seed 002's eight tasks: 1.21 x raw with
- * polls before every resumed task, 1.06-1.12 x with the bound alone), and
- * the bound alone left a round trip beside two yielding tasks 50 us late.
- * The bound keeps a stream of fresh tasks from starving waits. */
+ * BUSY_POLL_NS. An event query slows launches on other threads meanwhile,
+ * so polling before every task would put queries of events just recorded
+ * on the critical path of the tasks about to queue more work, while with
+ * the bound alone a wait beside yielding tasks could be seen a whole bound
+ * late (docs/decisions/wait-and-poll.md, "Where seed 002's remaining
+ * microseconds went"). The bound keeps a stream of fresh tasks from
+ * starving waits. */
 #define BUSY_POLL_NS (50 * 1000u)
 
 static void busy_poll(weft__worker *w, const weft_task *next) {
@@ -455,9 +454,9 @@ static void busy_poll(weft__worker *w, const weft_task *next) {
 #define IDLE_PARK_NS (100 * 1000000L)
 
 /* The last idle worker looks for work this long before it parks: with
- * the join's watch (task.c), spawn+join from a plain thread went from
- * 6.7 us to 2.0 us on the H200 (14.3 us with neither: two futex
- * wake-ups). */
+ * the join's watch (task.c), a spawn+join from a plain thread then needs
+ * neither of its two futex wake-ups (docs/decisions/scheduler.md, "Short
+ * watches before sleeping"). */
 #define IDLE_SPIN_NS (20 * 1000u)
 
 /* A worker about to park while no other looks for work keeps looking a
@@ -558,12 +557,9 @@ static void *worker_main(void *arg) {
  *
  * A plain thread that joins a task would otherwise sleep twice on the
  * task's path: the task's spawn wakes a parked worker, and the task's end
- * wakes the joiner. On the H200's virtual machine, after the workers had
- * idled 3 ms (as between two runs of a benchmark), a task's first
- * instruction came 40-55 us after its spawn and the join returned 20-45 us
- * after its last: 70-80 us a spawn+join that raw CUDA, issuing from the
- * same thread, does not pay (saturation's one task at B = 4096 was 0.989 x
- * raw, 1.000 x with four times as many batches a run).
+ * wakes the joiner: a cost on every spawn+join that raw CUDA, issuing from
+ * the same thread, does not pay (docs/decisions/scheduler.md, "Saturation's
+ * last 1-2 % was a fixed cost a run").
  *
  * So the joiner fills the guest slot, one plain thread at a time, and works
  * there as a worker does, with two limits. It takes the task it waits for
@@ -573,10 +569,9 @@ static void *worker_main(void *arg) {
  * from a worker's queue ran a normal task of a one-worker runtime beside
  * a high one the worker had yet to pick, tasks.priority). What the tasks
  * it runs spawn or wake stays on its queue, newest first, which the
- * workers steal from, as from a worker's: a first version sent those to
- * the workers and cost a wake-up a spawn (seed 002's two tasks, spawned by
- * a driver task that the main thread joined, went from 1.00-1.02 x raw
- * to 1.18 x on the H200). Between slices it polls the GPU wait set when no
+ * workers steal from, as from a worker's: sending those to the workers
+ * would cost a wake-up a spawn (the entry named above, rule (1)).
+ * Between slices it polls the GPU wait set when no
  * worker does, spinning as the poll ladder does (5 ms on CUDA, 50 us with
  * completion reports) and never parking. It leaves as soon as what it
  * waits for is there, when a task it runs yields (the workers take that
@@ -595,9 +590,9 @@ static int guest_done(const weft__worker *w) {
 }
 
 /* Work for the guest itself (guest_find's): the workers' work is theirs;
- * returning to look at it made the guest poll in a tight loop, beside the
- * MPI stencil's ranks (two on the host: 4.1-4.4 ms an iteration against
- * 2.7 before the guest). */
+ * returning to look at it would make the guest poll in a tight loop
+ * (docs/decisions/scheduler.md, "Saturation's last 1-2 % was a fixed cost
+ * a run", rule (2)). */
 static int guest_has_work(weft__worker *w) {
   return atomic_load_explicit(&w->rq.n, memory_order_relaxed) > 0 ||
          atomic_load_explicit(&w->guest_for->queued_in, memory_order_relaxed) ==
@@ -744,10 +739,9 @@ void weft__sched_each(weft_runtime *rt, void (*fn)(void *), void *arg) {
 int weft__sched_start(weft_runtime *rt, void (*body)(weft_task *t)) {
   rt->sched.body = body;
   /* weft_init validated WEFT_WORKERS into opts.workers; 0: a worker per
-   * core the process may run on. The machine's count instead put sixteen
-   * workers on the one core that Open MPI binds each of two ranks to (the
-   * H200's MPI stencil, 2 ranks: 2.7 ms an iteration against plain MPI's
-   * 0.70 ms, while 4 ranks, unbound, took 0.68 against 1.27). */
+   * core the process may run on. The machine's count instead would put
+   * all the workers on the one core a launcher such as Open MPI binds a
+   * rank to (docs/decisions/scheduler.md, "Workers per available core"). */
   int cpus = weft__cpus_available();
   rt->sched.one_cpu = cpus == 1;
   int n = rt->opts.workers > 0 ? rt->opts.workers : cpus;

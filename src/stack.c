@@ -1,17 +1,17 @@
 /* Fiber stacks in slabs.
  *
  * A stack per mmap cost two system calls per task, and munmap's TLB
- * shootdowns took the mmap lock against every other thread: getting 100 000
- * tasks into weft_sync spent 43 % of its time in mmap, munmap and mprotect
- * (perf, host backend, 2 cores). A slab maps up to 64 stacks at once and is
- * unmapped only when all of them are free and enough other free stacks
- * remain, so the calls fall by the slab's size.
+ * shootdowns take the mmap lock against every other thread
+ * (docs/decisions/scheduler.md, "Fiber stacks in slabs"). A slab maps up to
+ * 64 stacks at once and is unmapped only when all of them are free and
+ * enough other free stacks remain, so the calls fall by the slab's size.
  *
  * Each guarded stack costs two kernel mappings (the stack and its guard);
  * the kernel allows vm.max_map_count (65530 by default) per process, and
  * malloc, thread stacks and the CUDA driver need mappings too. So at most
  * an eighth of the limit goes to guarded stacks; stacks beyond that run
- * with a canary at their low end instead. */
+ * with a canary at their low end instead (docs/decisions/memory.md, "Guard
+ * pages within a budget"). */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -208,7 +208,8 @@ weft__stack *weft__stack_get(weft__stack_pool *p) {
   pthread_mutex_unlock(&p->lock);
   s->next = NULL;
   /* A guarded stack needs no canary, and writing one would touch a page
-   * the task may never use (4 KiB of its ~9 KiB resident). */
+   * the task may never use, a resident page per task
+   * (docs/decisions/memory.md, "Guard pages within a budget"). */
   if (!s->guarded)
     *(uint64_t *)s->lo = WEFT__STACK_CANARY;
   return s;
@@ -217,10 +218,10 @@ weft__stack *weft__stack_get(weft__stack_pool *p) {
 /* Free stacks kept before a fully free slab is unmapped: max_free, or as
  * many as were ever live at once, up to KEEP_BYTES of address space. A
  * program that runs bursts of thousands of tasks (a data-flow step) then
- * maps, faults in and unmaps nothing after its first burst: with the
- * count fixed at 1024, munmap's TLB shootdowns, mprotect and page faults
- * took over half of a 6 000-task Cholesky's time (host backend, 1 MiB
- * stacks). Lock held. */
+ * maps, faults in and unmaps nothing after its first burst, where a fixed
+ * count let munmap's TLB shootdowns, mprotect and page faults dominate
+ * (docs/decisions/scheduler.md, "Free stacks kept up to the peak"). Lock
+ * held. */
 #define KEEP_BYTES ((size_t)16 << 30)
 static size_t keep_free(const weft__stack_pool *p) {
   size_t cap = KEEP_BYTES / p->stride;

@@ -31,7 +31,9 @@ int weft_sync(void) {
                  weft__event_record(ev, x->stream) == 0;
     if (queued) {
       /* Just recorded behind the task's work: a query now would almost
-       * always say "pending" (a CUDA call, ~0.2 us); the poll will ask. */
+       * always say "pending" and cost a CUDA call; the poll will ask
+       * (docs/decisions/scheduler.md, "Wake-ups are the dearest thing on
+       * the critical path"). */
       rc = weft__exec_wait_recorded(x, ev);
     } else {
       /* No event to wait on (out of memory): wait for the stream the

@@ -82,7 +82,7 @@ int weft__event_pool_get(weft_runtime *rt, int dev, int blocking,
     /* Polled: tasks wait for it in the wait set. Blocking sync only where
      * a plain thread will wait on it (it sleeps, not spins): pending
      * blocking-sync events slowed the next record on CUDA
-     * (docs/decisions/cuda.md). */
+     * (docs/decisions/cuda.md, "Streams made while the GPU works"). */
     int rc = weft__event_create(
         rt->bk, dev, blocking ? WEFT__EVENT_BLOCKING : WEFT__EVENT_POLLED, &e);
     if (rc)

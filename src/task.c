@@ -97,8 +97,9 @@ int weft_task_device(void) {
   return rc ? rc : c.dev;
 }
 
-/* "task-<id>", written by hand: snprintf cost a spawn ~400 instructions
- * (2.5 % of a spawn-heavy run under callgrind), for a name rarely read. */
+/* "task-<id>", written by hand: snprintf cost a spawn too much for a name
+ * rarely read (docs/decisions/scheduler.md, "Two cuts on the spawn and end
+ * path"). */
 static void default_name(char buf[32], uint64_t id) {
   char digits[20];
   int n = 0;
@@ -296,10 +297,9 @@ static uint64_t mono_ns(void) {
 
 /* A plain thread about to sleep until other returns or completes: watches
  * for it a while first (lock released), as cudaStreamSynchronize spins.
- * Sleeping costs the joiner a futex wake-up, ~5 us on the H200's virtual
- * machine, more than a short task takes: spawn+join from a plain thread
- * took 14.3 us without the watch, 6.7 us with it (2.0 us with the idle
- * worker's watch, sched.c, too). Returns with the lock held
+ * Sleeping costs the joiner a futex wake-up, more than a short task takes
+ * (docs/decisions/scheduler.md, "Short watches before sleeping"; the idle
+ * worker's watch, sched.c, is the other half). Returns with the lock held
  * again; the caller looks at the task once more before it sleeps. */
 #define JOIN_SPIN_NS (20 * 1000u)
 

@@ -118,7 +118,8 @@ int weft__task_deps_done(weft_task *t);
  * returns whether it did. x's work must come after other's anyway, so the
  * stream's own order is the wait, and no false dependency is added;
  * without it every task of a chain would hold a stream until its work was
- * done, a stream per task in flight (docs/decisions/dataflow.md). Not
+ * done, a stream per task in flight (docs/decisions/dataflow.md, "A
+ * data-flow run holds a stream per task in flight"). Not
  * under weft check, whose clocks follow each lease. Runtime lock held; x a
  * task's. */
 int weft__task_take_stream(weft__exec *x, weft_task *other);

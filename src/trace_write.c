@@ -333,12 +333,13 @@ static const cpu_slice *find_slice(const cpu_slice *v, size_t n, uint64_t key,
 }
 
 /* An API call is made inside a task slice on its thread, but CUPTI stamps
- * it with its own clock, converted to weft's: it could end 0.05-0.16 us
- * after the slice that holds it, which Perfetto, needing slices on a
- * thread to nest, cannot draw. Such a call is clamped into its slice. A
- * call between slices (the poller's event queries on a worker) is clamped
- * to end where the next slice on its thread begins: one ended 0.9 us into
- * the task slice that followed it on the H200. */
+ * it with its own clock, converted to weft's: it can end a little after
+ * the slice that holds it, which Perfetto, needing slices on a thread to
+ * nest, cannot draw. Such a call is clamped into its slice. A call between
+ * slices (the poller's event queries on a worker) is clamped to end where
+ * the next slice on its thread begins, for the same reason
+ * (docs/decisions/tracing.md, "API calls are clamped into the task slices
+ * around them"). */
 static void nest_in_task(const cpu_index *ix, weft__trace_rec *r) {
   size_t i = slice_past(ix->tasks, ix->ntasks, r->lane, r->start);
   const cpu_slice *t =

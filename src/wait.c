@@ -1,7 +1,8 @@
 /* Waiting for the GPU without blocking a thread: a task waiting on an event
  * joins the wait set and suspends; workers poll the set and make tasks
- * ready as their events complete (no host callbacks: a launch-and-poll
- * round trip measured 7.6 us against 16.4 us through cudaLaunchHostFunc).
+ * ready as their events complete. No host callbacks: a round trip through
+ * cudaLaunchHostFunc is slower than polling (docs/decisions/wait-and-poll.md,
+ * "Wake-ups by polling").
  * A poll is the backend's event query: on CUDA a driver call, or with
  * completion flags on a read of host memory (cuda/cuda_completion.c). */
 #include <time.h>

@@ -45,8 +45,10 @@ void weft__wait_test_done(weft_runtime *rt, weft_task *t);
  * the last poll stopped, so a poll costs the same however many tasks wait.
  * Returns the number made ready. */
 int weft__wait_poll(weft_runtime *rt, int batch);
-/* The poller's batch, and a busy worker's between two tasks: an event
- * query costs ~0.2 us on CUDA. */
+/* The poller's batch, and a busy worker's between two tasks, which polls
+ * on the path of its next task and so looks at fewer
+ * (docs/decisions/wait-and-poll.md, "The wait set is polled in batches
+ * from a cursor"). */
 #define WEFT__POLL_BATCH 64
 #define WEFT__POLL_BATCH_BUSY 4
 

@@ -18,7 +18,8 @@ __attribute__((noinline)) weft_task *weft__worker_task(void) {
 /* ---- wake-ups ----
  *
  * Waking a parked worker is the dearest thing the scheduler does
- * (docs/decisions/scheduler.md, "wake-ups"). So work made ready on a worker
+ * (docs/decisions/scheduler.md, "Wake-ups are the dearest thing on the
+ * critical path"). So work made ready on a worker
  * stays on its queue, where that worker runs it next, and a parked worker
  * is woken only when the work would otherwise wait: when a worker starts a
  * task while others remain queued behind it, when work arrives from a

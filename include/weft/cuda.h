@@ -52,7 +52,7 @@ WEFT_API cudaStream_t weft_cuda_stream(void);
  * on another thread: call weft_cublas() again afterwards rather than keep
  * the handle. cuBLAS's first calls load the library and its kernels on
  * deep stacks: tasks that call cuBLAS need weft_runtime_opts.stack_size of
- * 1 MiB or so (64 KiB overflowed on the H200). Returns NULL on failure (no
+ * 1 MiB or so (the default 64 KiB is not enough). Returns NULL on failure (no
  * runtime, not the CUDA backend, cuBLAS failed), with the reason in
  * weft_last_error_message().
  *
@@ -82,8 +82,8 @@ WEFT_API cublasHandle_t weft_cublas(void);
 /* Makes weft_cublas()'s handle on every worker thread of rt, and on the
  * calling plain thread (it runs tasks it joins), for every device, now
  * (weft_library_warm), so that no task's first weft_cublas()
- * pays cublasCreate (70-150 us a thread on the H200, 16 ms for the
- * process's first). The streams' workspaces are still made on each
+ * pays cublasCreate (costly on every thread, most of all the process's
+ * first, which loads cuBLAS). The streams' workspaces are still made on each
  * stream's first call. Errors: WEFT_EINVAL (NULL), WEFT_ENOTSUP (not the
  * CUDA backend), WEFT_EDEVICE (cuBLAS failed), WEFT_ENOMEM. Context: a
  * plain thread or a task; blocks until every worker has made its

@@ -59,8 +59,8 @@ WEFT_API cusolverDnHandle_t weft_cusolver_dn(void);
  * seed from its own inputs draws the same numbers every run. Pass the
  * offset on (in numbers drawn) to continue a sequence. Cost: the first
  * draw after a new seed or offset sets the generator up again inside
- * cuRAND, and that waits for the whole device (cudaDeviceSynchronize,
- * ~10 us on the H200; weft check reports it): call weft_curand once per
+ * cuRAND, and that waits for the whole device (cudaDeviceSynchronize;
+ * weft check reports it): call weft_curand once per
  * task and draw on from there, not before every draw. The stream's
  * generator's state is set up when it is made, not in a task. */
 WEFT_API curandGenerator_t weft_curand(unsigned long long seed,

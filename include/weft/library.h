@@ -96,8 +96,8 @@ WEFT_API int weft_library_handle(const weft_library *lib, void **handle);
 /* Makes lib's handle for device dev on every worker thread of rt now, and
  * on the calling thread when it is a plain one (it runs tasks while it
  * joins one), so that a task's first weft_library_handle on any of them is
- * as cheap as its hundredth (creation is what costs: cublasCreate took
- * 70-150 us a thread on the H200). Each worker makes its own between
+ * as cheap as its hundredth (creation is what costs, a cublasCreate a
+ * thread for cuBLAS). Each worker makes its own between
  * tasks, on its own stack; the call returns when all have. Handles made per
  * stream (per_stream) and keyed handles are made with their stream or key, not
  * here. Errors: WEFT_EINVAL (rt or lib NULL, a bad description, a

@@ -76,10 +76,10 @@ typedef struct weft_runtime_opts {
    * tasks and plain threads lease before any is made on demand; 1 to
    * 65536; 0 means the environment variable WEFT_STREAMS (1 to 65536)
    * or, unset, 32. Set it to the tasks that hold a stream at once in a
-   * program that keeps many tasks waiting behind long GPU work: on CUDA
-   * (13, H200), with a kernel running, the 35th stream made after it
-   * started waited for that kernel, and the worker that asked with it
-   * (docs/decisions/cuda.md, "Streams made while the GPU works"); if that work
+   * program that keeps many tasks waiting behind long GPU work: on CUDA,
+   * a stream made while a kernel runs can wait for that kernel, and the
+   * worker that asked with it (docs/decisions/cuda.md, "Streams made while
+   * the GPU works"); if that work
    * waits for a task, as a kernel spinning on a flag does, it can wait
    * for ever. */
   int streams;

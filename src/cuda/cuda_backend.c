@@ -9,9 +9,9 @@
 #include "error_internal.h"
 
 /* On every task resume, so it must cost nothing when the device is
- * already current: the thread's cached device decides. (With a
- * cudaGetDevice here, a weft_yield ping-pong took 980 ns per switch on the
- * H200 against 72 ns on the host backend.) A task
+ * already current: the thread's cached device decides, since asking CUDA
+ * would cost every fiber switch a driver call (docs/decisions/cuda.md,
+ * "The device is bound from a per-thread cache on resume"). A task
  * that calls cudaSetDevice itself must set it back before it waits or
  * yields. Errors are left for the task's next CUDA call to report. */
 static void bind_device(weft__backend *b, int dev) {
@@ -63,17 +63,18 @@ static int ptr_kind(weft__backend *b, const void *p) {
 /* Kernels of different streams that can be resident at once, from the CUDA
  * C++ Programming Guide's table of technical specifications per compute
  * capability, row "Maximum number of resident grids per device (Concurrent
- * Kernel Execution)": 128 from 7.0 on (H200: the 129th waits, measured);
- * 16 to 128 before, and 32 is the common value there. CUDA 13 supports
- * nothing older than 7.5, so the older rows only matter to older
- * toolkits. */
+ * Kernel Execution)": 128 from 7.0 on; 16 to 128 before, and 32 is the
+ * common value there. CUDA 13 supports nothing older than 7.5, so the
+ * older rows only matter to older toolkits (docs/decisions/cuda.md,
+ * "Resident grids from the programming guide's table"). */
 static int resident_grids(int cc_major) { return cc_major >= 7 ? 128 : 32; }
 
 /* Reads what never changes about a device, and makes its default memory
  * pool keep freed memory: with the default release threshold of 0 the pool
  * returns memory to the driver at every synchronisation, and each later
- * cudaMallocAsync pays for a fresh mapping (cudaMalloc of 1 MiB took
- * 44.5 us, a cached cudaMallocAsync + cudaFreeAsync 0.96 us, DESIGN.md). */
+ * cudaMallocAsync pays for a fresh mapping, which costs many times a cached
+ * allocation (docs/decisions/memory.md, "The device's memory pool keeps
+ * freed memory"). */
 static int read_device(int dev, weft__cuda_device *d, int *prev) {
   weft_device_info *info = &d->info;
   int rc = weft__cuda_use_device(dev, prev);
@@ -125,10 +126,9 @@ static int read_device(int dev, weft__cuda_device *d, int *prev) {
 static int cuda_open(weft__backend *base, const weft__backend_config *cfg) {
   /* Every task has its own stream, so more streams are live at once than
    * CUDA's default 8 hardware work queues; streams sharing a queue get
-   * false dependencies. The demo's ten tasks took 17.1 ms with the default
-   * and 15.2 ms with 32 (H200, one run each); ten hand-made streams were
-   * unaffected (15.2 / 15.7 ms). Takes effect only if this is the process's
-   * first CUDA call; a value the user set is kept. */
+   * false dependencies (docs/decisions/cuda.md, "32 hardware work
+   * queues"). Takes effect only if this is the process's first CUDA call;
+   * a value the user set is kept. */
   setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", 0);
   weft__cuda_backend *b = (weft__cuda_backend *)base;
   int n = 0;

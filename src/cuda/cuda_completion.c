@@ -2,16 +2,14 @@
  * with an event's record, so that the wait set learns of a completion by
  * reading memory instead of asking the driver.
  *
- * Why: a cudaEventQuery costs 1.3 us on the H200 and takes driver locks
- * that launches on other threads need (an empty launch 3.95 us alone, 4.65
- * us beside a thread querying events, docs/decisions/wait-and-poll.md). The
- * poller queries every waiting event over and over while tasks on other workers
- * launch, so seed 002's tasks pay for it on their critical path. With a flag, a
- * poll is a load from pinned memory; the record pays one
- * cuStreamWriteValue32 more (behind the work, off the GPU's critical path).
- * On by default since the CUDA suite passed with them on the H200 and
- * every A/B there was even or better: a task's round trip 0.86-0.89 x the
- * raw query loop's against 1.00 x without (docs/decisions/wait-and-poll.md).
+ * Why: a cudaEventQuery takes driver locks that launches on other threads
+ * need, and the poller queries every waiting event over and over while
+ * tasks on other workers launch, so the tasks pay for it on their critical
+ * path (docs/decisions/wait-and-poll.md, "Where seed 002's remaining
+ * microseconds went"). With a flag, a poll is a load from pinned memory;
+ * the record pays one cuStreamWriteValue32 more (behind the work, off the
+ * GPU's critical path). On by default: no measured row was worse with them
+ * (docs/decisions/wait-and-poll.md, "Completion flags on by default").
  *
  * Only events that the wait set polls get a flag (WEFT__EVENT_POLLED, the
  * runtime's pool). A flag says "done" when it holds the value of the

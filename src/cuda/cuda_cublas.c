@@ -1,11 +1,11 @@
 /* weft_cublas: a cuBLAS handle that follows the calling task's stream.
  *
- * Creating a handle is expensive (cublasCreate took 16 ms the first time
- * and 70-150 us after on the H200) and cublasSetStream cheap (32 ns), so
- * each thread keeps one handle per device in weft/library.h's cache, made
- * on first use and moved to the caller's stream only when that changed;
- * this file is the cache's description of cuBLAS; each stream's workspace
- * comes from cuda_workspace.c.
+ * Creating a handle is expensive and cublasSetStream cheap
+ * (docs/decisions/libraries.md, "Library handles: per thread, like
+ * cuBLAS's, for now"), so each thread keeps one handle per device in
+ * weft/library.h's cache, made on first use and moved to the caller's
+ * stream only when that changed; this file is the cache's description of
+ * cuBLAS; each stream's workspace comes from cuda_workspace.c.
  */
 #include <cublas_v2.h>
 #include <errno.h>
@@ -56,8 +56,9 @@ static __attribute__((noinline)) void bind_report(void) {
 }
 
 /* cublasCreate loads cuBLAS on first use and needs more stack than a
- * task's fiber has (it overflowed 64 KiB on the H200): the cache runs it
- * on the thread's own stack, the device already current. */
+ * task's fiber has by default (docs/decisions/libraries.md, "cuBLAS needs
+ * deep stacks"): the cache runs it on the thread's own stack, the device
+ * already current. */
 static int lib_create(void *user, int dev, const void *key, size_t key_bytes,
                       void **handle) {
   (void)user;

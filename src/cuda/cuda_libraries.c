@@ -169,10 +169,10 @@ static int rand_create(void *user, int dev, const void *key, size_t key_bytes,
 
 /* Called once, when the stream's generator is made (per_stream). The
  * generator's first draw would allocate its state (a cudaMalloc, which
- * weft check saw in every task's first draw on the H200, and no longer
- * after this); curandGenerateSeeds does that here, once per stream. Each
- * new seed still costs a device-wide wait in the next draw (the header
- * says so). */
+ * weft check reports, inside a task); curandGenerateSeeds does that here,
+ * once per stream. Each new seed still costs a device-wide wait in the
+ * next draw (the header says so; docs/decisions/libraries.md, "cuRAND's
+ * set-up moved out of the tasks"). */
 static int rand_set_stream(void *user, void *h, void *stream) {
   (void)user;
   curandStatus_t st = curandSetStream(h, stream);

@@ -30,9 +30,9 @@ static int cupti_fail(CUptiResult r, const char *call) {
 
 /* CUPTI keeps a buffer per thread (its default) and asks for it on the
  * thread's first record, inside the call that made it; unless told the
- * buffer comes zeroed, it zeroes all 8 MiB there. On the H200 that put
- * 6-16 ms between a worker's first cudaSetDevice and the start of its
- * first traced task, every worker once per run (docs/decisions/tracing.md).
+ * buffer comes zeroed, it zeroes all BUF_SIZE there, which delays every
+ * worker's first traced task (docs/decisions/tracing.md, "Every worker's
+ * first traced task started milliseconds late").
  * A fresh anonymous mapping is zero already and costs no pass over it: its
  * pages fault in as records fill them. */
 static void CUPTIAPI buffer_requested(uint8_t **buf, size_t *size,

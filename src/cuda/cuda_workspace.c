@@ -13,9 +13,10 @@
  * 0 there leaves cuBLAS its own default.
  *
  * A stream per task means as many streams as tasks in flight: a data-flow
- * program queues thousands at once. 32 MiB each ran the H200 out of memory
- * at 6 000 streams, and the cudaMalloc per stream (serialised in the
- * driver) cost more than the factorisation at 800. So the first
+ * program queues thousands at once, and a full workspace each can run the
+ * device out of memory, its cudaMalloc per stream (serialised in the
+ * driver) costing more than the work (docs/decisions/libraries.md, "Full
+ * workspaces for a device's first 32 streams, slices after"). So the first
  * FULL_STREAMS streams of a device get the full size, each its own
  * allocation, and later ones a SLICE of a slab shared by SLAB_SLICES
  * streams (one cudaMalloc per SLAB_SLICES streams): still a workspace per
