@@ -6,7 +6,7 @@
 
 #include <stdlib.h>
 
-#include "runtime_internal.h"
+#include "runtime_state.h"
 #include "stream_pool.h"
 #include "wait.h"
 #include "weft/task.h"
@@ -75,7 +75,7 @@ int weft__admit(weft__exec *x, weft__stream *s) {
   while ((depth = atomic_load(&rt->admission)) > 0 && a->n >= (unsigned)depth &&
          atomic_load(&rt->tasks.nhigh_live) > 0) {
     held h = {rt, *slot(a, 0), a->n};
-    int rc = weft__exec_wait_test(x, room, &h);
+    int rc = weft__wait_for_test(x, room, &h);
     if (rc)
       return rc;
     if (weft__event_query(h.oldest) != 0)

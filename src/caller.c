@@ -11,7 +11,7 @@
 #include "caller.h"
 #include "checker.h"
 #include "registry.h"
-#include "runtime_internal.h"
+#include "runtime_state.h"
 #include "stream_pool.h"
 
 static _Thread_local weft__exec *tls_thread_exec;
@@ -26,7 +26,7 @@ static void exec_free(weft__exec *x) {
   free(x);
 }
 
-weft__exec *weft__exec_self(void) {
+weft__exec *weft__caller_self(void) {
   weft_task *t = weft__worker_task();
   if (t)
     return &t->x;
@@ -54,7 +54,7 @@ static void thread_exit(void *p) {
         break;
       }
     pthread_mutex_unlock(&rt->lock);
-    weft__exec_release_stream(x);
+    weft__caller_release_stream(x);
   }
   weft__registry_unlock();
   exec_free(x);
@@ -65,7 +65,7 @@ static void make_key(void) { pthread_key_create(&thread_key, thread_exit); }
 /* The calling thread's context, made for rt (NULL: the newest open
  * runtime) if the thread has none. */
 static weft__exec *exec_get_for(const char *call, weft_runtime *pick) {
-  weft__exec *x = weft__exec_self();
+  weft__exec *x = weft__caller_self();
   if (x)
     return x;
   pthread_once(&thread_key_once, make_key);
@@ -96,30 +96,30 @@ static weft__exec *exec_get_for(const char *call, weft_runtime *pick) {
   return x;
 }
 
-weft__exec *weft__exec_get(const char *call) {
+weft__exec *weft__caller_get(const char *call) {
   return exec_get_for(call, NULL);
 }
 
-int weft__exec_adopt(weft_runtime *rt) {
-  return exec_get_for("weft_init", rt) ? 0 : weft__exec_get_failed();
+int weft__caller_adopt(weft_runtime *rt) {
+  return exec_get_for("weft_init", rt) ? 0 : weft__caller_get_failed();
 }
 
 /* Shutdown: the runtime's thread contexts die with it; their threads free
  * them and make new ones, for a runtime still open, on their next call. */
-void weft__exec_threads_release(weft_runtime *rt) {
+void weft__caller_threads_release(weft_runtime *rt) {
   weft__registry_lock();
   weft__exec *x = rt->threads;
   rt->threads = NULL;
   while (x) {
     weft__exec *next = x->next;
-    weft__exec_release_stream(x);
+    weft__caller_release_stream(x);
     atomic_store_explicit(&x->dead, 1, memory_order_release);
     x = next;
   }
   weft__registry_unlock();
 }
 
-int weft__exec_fail(weft__exec *x, int rc) {
+int weft__caller_fail(weft__exec *x, int rc) {
   if (!x->pending_err)
     x->pending_err = rc;
   /* Failures seen off the exec's own slot (e.g. by a worker polling for
@@ -135,7 +135,7 @@ int weft__exec_fail(weft__exec *x, int rc) {
   return rc;
 }
 
-int weft__exec_lease(weft__exec *x, weft__stream **out) {
+int weft__caller_lease(weft__exec *x, weft__stream **out) {
   weft_runtime *rt = x->rt;
   weft__stream *s;
   int rc = weft__stream_pool_get(rt, x->dev, x->high, &s);
@@ -148,7 +148,7 @@ int weft__exec_lease(weft__exec *x, weft__stream **out) {
   return 0;
 }
 
-void weft__exec_release_stream(weft__exec *x) {
+void weft__caller_release_stream(weft__exec *x) {
   weft_runtime *rt = x->rt;
   /* A task dropped its capture when it returned; a thread's goes now. */
   if (x->drop_capture)

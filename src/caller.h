@@ -1,6 +1,6 @@
 /* The caller's context (an exec): the task or plain thread that issues GPU
  * work, with its leased stream, device and first error. Found by
- * weft__exec_self/weft__exec_get (caller.c); public calls reach it through
+ * weft__caller_self/weft__caller_get (caller.c); public calls reach it through
  * the door (door.h). */
 #ifndef WEFT__CALLER_H
 #define WEFT__CALLER_H
@@ -20,7 +20,7 @@ struct weft__exec {
   weft__backend *bk;    /* rt's backend */
   weft__stream *stream; /* leased on the first GPU operation */
   /* Work may have been queued on stream since a weft_sync last saw it
-   * idle: set whenever the stream is handed out (weft__exec_stream), so a
+   * idle: set whenever the stream is handed out (weft__caller_stream), so a
    * task that ends right after a sync skips asking the device. */
   int unsynced;
   int dev;
@@ -56,37 +56,39 @@ struct weft__exec {
 /* The calling exec: the running task's, else the plain thread's if it has
  * one, else NULL. Not inlined: a fiber can resume on another thread, and a
  * cached thread-local address would then name the old thread's variable. */
-weft__exec *weft__exec_self(void);
+weft__exec *weft__caller_self(void);
 /* The exec of the calling task or thread, made for a plain thread on its
  * first call, or NULL with WEFT_ESTATE recorded when no runtime is open. */
-weft__exec *weft__exec_get(const char *call);
+weft__exec *weft__caller_get(const char *call);
 /* weft_init, rt registered open: a plain thread that uses no open runtime
- * uses rt from now on. Returns 0 or what weft__exec_get_failed reports. */
-int weft__exec_adopt(struct weft_runtime *rt);
-/* What a failed weft__exec_get recorded: WEFT_ESTATE (no runtime) or
+ * uses rt from now on. Returns 0 or what weft__caller_get_failed reports. */
+int weft__caller_adopt(struct weft_runtime *rt);
+/* What a failed weft__caller_get recorded: WEFT_ESTATE (no runtime) or
  * WEFT_ENOMEM (no memory for a plain thread's context). */
-static inline int weft__exec_get_failed(void) { return weft__err_slot()->code; }
+static inline int weft__caller_get_failed(void) {
+  return weft__err_slot()->code;
+}
 
 /* Records a failure of a GPU operation against x and returns rc. */
-int weft__exec_fail(weft__exec *x, int rc);
+int weft__caller_fail(weft__exec *x, int rc);
 /* Leases a stream for x from the runtime's pool (or makes one). A failure
  * is reported (weft_last_error_message) but not recorded against x: the
  * caller decides whether x failed. */
-int weft__exec_lease(weft__exec *x, weft__stream **out);
+int weft__caller_lease(weft__exec *x, weft__stream **out);
 /* The exec's stream, leased on first use; a failed lease fails x. */
-static inline int weft__exec_stream(weft__exec *x, weft__stream **out) {
+static inline int weft__caller_stream(weft__exec *x, weft__stream **out) {
   x->unsynced = 1;
   if (x->stream) {
     *out = x->stream;
     return 0;
   }
-  int rc = weft__exec_lease(x, out);
-  return rc ? weft__exec_fail(x, rc) : 0;
+  int rc = weft__caller_lease(x, out);
+  return rc ? weft__caller_fail(x, rc) : 0;
 }
 /* Returns x's stream to its pool (a capture still open on it is dropped
  * first, through x->drop_capture). */
-void weft__exec_release_stream(weft__exec *x);
+void weft__caller_release_stream(weft__exec *x);
 /* Shutdown: the runtime's plain-thread contexts die with it. */
-void weft__exec_threads_release(struct weft_runtime *rt);
+void weft__caller_threads_release(struct weft_runtime *rt);
 
 #endif

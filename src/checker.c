@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "error_internal.h"
-#include "runtime_internal.h"
+#include "runtime_state.h"
 #include "trace.h"
 
 /* Ticks per stream id; c[i] beyond n is 0. */
@@ -66,7 +66,7 @@ typedef struct seen_race {
 struct weft__checker {
   pthread_mutex_t lock;
   const void *owner; /* the backend: findings go into its trace only */
-  /* How to find the calling exec (caller.c's weft__exec_self), given at
+  /* How to find the calling exec (caller.c's weft__caller_self), given at
    * creation: the checker sits beneath the caller layer it serves. */
   weft__exec *(*self)(void);
   stream_state *streams; /* by stream id */

@@ -2,7 +2,7 @@
 #include "door.h"
 #include "admission.h"
 #include "checker.h"
-#include "runtime_internal.h"
+#include "runtime_state.h"
 
 int weft__door_refuse_in_capture(const weft__exec *x, const char *call,
                                  const char *why) {
@@ -18,9 +18,9 @@ int weft__door(const char *call, unsigned flags, const char *why,
                weft__caller *c) {
   c->x = NULL;
   c->s = NULL;
-  weft__exec *x = weft__exec_get(call);
+  weft__exec *x = weft__caller_get(call);
   if (!x)
-    return weft__exec_get_failed();
+    return weft__caller_get_failed();
   int rc;
   if ((flags & WEFT__DOOR_NO_CAPTURE) &&
       (rc = weft__door_refuse_in_capture(x, call, why)) != 0)
@@ -32,7 +32,7 @@ int weft__door(const char *call, unsigned flags, const char *why,
   if (!(flags & WEFT__DOOR_ISSUE))
     return 0;
   weft__stream *s;
-  if ((rc = weft__exec_stream(x, &s)) != 0)
+  if ((rc = weft__caller_stream(x, &s)) != 0)
     return rc;
   weft_runtime *rt = x->rt;
   if (atomic_load_explicit(&rt->admission, memory_order_relaxed) &&

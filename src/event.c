@@ -73,7 +73,7 @@ int weft_event_sync(weft_event *ev) {
   weft__exec *x = c.x;
   rc = weft__event_recorded(EV(ev), "weft_event_sync");
   if (rc == 0)
-    rc = weft__exec_wait_event(x, EV(ev));
+    rc = weft__wait_for_event(x, EV(ev));
   if (rc == 0 && x->bk->check)
     weft__check_event_synced(x->bk->check, x, EV(ev));
   return rc;
@@ -83,8 +83,8 @@ int weft_event_query(weft_event *ev) {
   int rc = weft__event_query(EV(ev));
   /* Seen complete: the asker knows its work is done. */
   weft__checker *k = rc == 0 ? EV(ev)->hdr.bk->check : NULL;
-  if (k && weft__exec_self())
-    weft__check_event_synced(k, weft__exec_self(), EV(ev));
+  if (k && weft__caller_self())
+    weft__check_event_synced(k, weft__caller_self(), EV(ev));
   return rc;
 }
 

@@ -11,7 +11,7 @@
 #include "error_internal.h"
 #include "graph_internal.h"
 #include "ptrmap.h"
-#include "runtime_internal.h"
+#include "runtime_state.h"
 #include "stream_pool.h"
 #include "weft/graph.h"
 
@@ -72,15 +72,15 @@ typedef struct weft__steps {
 static int branch_lease(weft__exec *x, weft__stream **out) {
   weft__stream *origin = x->stream;
   x->stream = NULL;
-  int rc = weft__exec_lease(x, out);
+  int rc = weft__caller_lease(x, out);
   x->stream = origin;
-  return rc ? weft__exec_fail(x, rc) : 0;
+  return rc ? weft__caller_fail(x, rc) : 0;
 }
 
 static void branch_release(weft__exec *x, weft__stream *s) {
   weft__stream *origin = x->stream;
   x->stream = s;
-  weft__exec_release_stream(x);
+  weft__caller_release_stream(x);
   x->stream = origin;
 }
 
@@ -582,8 +582,9 @@ void weft__graph_drop_capture(weft__exec *x, const char *why) {
     s->hdr.bk->ops->graph_destroy(s->hdr.bk, impl);
   steps_free(x, cap);
   capture_free(cap);
-  weft__exec_fail(x, weft__err(WEFT_ESTATE,
-                               "weft_graph_begin: the capture was never ended "
-                               "(%s); it was dropped",
-                               why));
+  weft__caller_fail(x,
+                    weft__err(WEFT_ESTATE,
+                              "weft_graph_begin: the capture was never ended "
+                              "(%s); it was dropped",
+                              why));
 }

@@ -18,7 +18,7 @@
 #include "error_internal.h"
 #include "library_internal.h"
 #include "registry.h"
-#include "runtime_internal.h"
+#include "runtime_state.h"
 
 /* 64 slots of 80 bytes a thread: a few libraries, each with a few keyed
  * handles (cuFFT plans of a few shapes). */

@@ -30,7 +30,7 @@
 #include "door.h"
 #include "memory_internal.h"
 #include "registry.h"
-#include "runtime_internal.h"
+#include "runtime_state.h"
 #include "stream_pool.h"
 #include "trace.h"
 #include "weft/memory.h"
@@ -84,7 +84,7 @@ static int spawn_helper(weft__exec *x, weft_task **t, weft_task_fn fn,
 
 static void stage_in(void *arg) {
   stage_job *j = arg;
-  if (j->ev && (j->rc = weft__exec_wait_event(weft__exec_self(), j->ev)) != 0)
+  if (j->ev && (j->rc = weft__wait_for_event(weft__caller_self(), j->ev)) != 0)
     return;
   memcpy(j->pinned, j->host, j->n);
 }
@@ -99,8 +99,8 @@ static void out_done(stage_job *j) {
 
 static void stage_out(void *arg) {
   stage_job *j = arg;
-  weft__exec *x = weft__exec_self();
-  j->rc = weft__exec_wait_event(x, j->ev);
+  weft__exec *x = weft__caller_self();
+  j->rc = weft__wait_for_event(x, j->ev);
   if (j->rc == 0)
     memcpy(j->host, j->pinned, j->n);
   out_done(j);
@@ -461,7 +461,7 @@ int weft_mem_trim(weft_runtime *rt) {
   if (rc0)
     return rc0;
   weft__checker *k = rt->bk->check;
-  weft__exec *x = k ? weft__exec_self() : NULL;
+  weft__exec *x = k ? weft__caller_self() : NULL;
   uint64_t t0 = x && x->is_task && rt->bk->ops->kind == WEFT_BACKEND_CUDA
                     ? weft__trace_now()
                     : 0;

@@ -9,7 +9,7 @@
 
 #include "error_internal.h"
 #include "registry.h"
-#include "runtime_internal.h"
+#include "runtime_state.h"
 
 static pthread_mutex_t global_lock = PTHREAD_MUTEX_INITIALIZER;
 static weft_runtime **open_rts; /* open, oldest first */

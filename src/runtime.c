@@ -12,7 +12,7 @@
 #include "error_internal.h"
 #include "library_internal.h"
 #include "registry.h"
-#include "runtime_internal.h"
+#include "runtime_state.h"
 #include "stream_pool.h"
 #include "trace.h"
 #include "weft/runtime.h"
@@ -235,7 +235,7 @@ int weft_init(weft_runtime **rtp, const weft_runtime_opts *user) {
                                                      : STREAMS_AHEAD);
   if (rc)
     goto fail_pools;
-  if (check && !(rt->bk->check = weft__check_new(rt->bk, weft__exec_self))) {
+  if (check && !(rt->bk->check = weft__check_new(rt->bk, weft__caller_self))) {
     rc = WEFT_ENOMEM;
     goto fail_pools;
   }
@@ -277,12 +277,12 @@ int weft_init(weft_runtime **rtp, const weft_runtime_opts *user) {
     goto fail_sched;
   /* The caller's next plain-thread calls go here, not to a runtime another
    * thread opens meanwhile (caller.c). */
-  rc = weft__exec_adopt(rt);
+  rc = weft__caller_adopt(rt);
   if (rc == 0)
     rc = weft__sched_start(rt, weft__task_body);
   if (rc) {
     weft__registry_remove(rt);
-    weft__exec_threads_release(rt);
+    weft__caller_threads_release(rt);
     goto fail_sched;
   }
   *rtp = rt;
@@ -369,7 +369,7 @@ int weft_shutdown(weft_runtime *rt) {
     free(t);
   }
   weft__pool_drain(&rt->tasks.pool);
-  weft__exec_threads_release(rt);
+  weft__caller_threads_release(rt);
   weft__library_release(rt);
   if (rt->bk->ops->release_libraries)
     rt->bk->ops->release_libraries(rt->bk);
@@ -396,9 +396,9 @@ int weft_shutdown(weft_runtime *rt) {
 }
 
 weft_runtime *weft_runtime_current(void) {
-  weft__exec *x = weft__exec_self();
+  weft__exec *x = weft__caller_self();
   if (!x)
-    x = weft__exec_get("weft_runtime_current");
+    x = weft__caller_get("weft_runtime_current");
   return x ? x->rt : NULL;
 }
 

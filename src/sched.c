@@ -18,7 +18,7 @@
 
 #include "cpus.h"
 #include "nvtx.h"
-#include "runtime_internal.h"
+#include "runtime_state.h"
 #include "trace.h"
 
 /* The run queues: the workers' and the guest slot's. */

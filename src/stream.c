@@ -4,7 +4,7 @@
 #include "checker.h"
 #include "door.h"
 #include "memory_internal.h"
-#include "runtime_internal.h"
+#include "runtime_state.h"
 #include "stream_pool.h"
 #include "trace.h"
 
@@ -12,7 +12,7 @@ weft_stream *weft_stream_current(void) {
   weft__caller c;
   weft__stream *s;
   if (weft__door("weft_stream_current", 0, NULL, &c) != 0 ||
-      weft__exec_stream(c.x, &s) != 0)
+      weft__caller_stream(c.x, &s) != 0)
     return NULL;
   return (weft_stream *)s;
 }
@@ -34,7 +34,7 @@ int weft_sync(void) {
        * always say "pending" and cost a CUDA call; the poll will ask
        * (docs/decisions/scheduler.md, "Wake-ups are the dearest thing on
        * the critical path"). */
-      rc = weft__exec_wait_recorded(x, ev);
+      rc = weft__wait_for_recorded(x, ev);
     } else {
       /* No event to wait on (out of memory): wait for the stream the
        * blocking way, the worker with it, rather than return with the
@@ -47,14 +47,14 @@ int weft_sync(void) {
     if (ev)
       weft__event_pool_put(x->rt, ev);
     if (rc)
-      weft__exec_fail(x, rc);
+      weft__caller_fail(x, rc);
   }
   if (rc == 0 && x->stream && x->rt->bk->check)
     weft__check_synced(x->rt->bk->check, x, x->stream);
   if (x->npending) {
     int jr = weft__memory_join_pending(x);
     if (jr)
-      weft__exec_fail(x, jr);
+      weft__caller_fail(x, jr);
   }
   int pending = x->pending_err;
   x->pending_err = 0;
@@ -79,7 +79,7 @@ int weft_device_sync(void) {
                               "every task's work; weft_sync waits for this "
                               "task's alone",
                               weft__trace_now() - t0);
-  return rc ? weft__exec_fail(x, rc) : 0;
+  return rc ? weft__caller_fail(x, rc) : 0;
 }
 
 int weft_task_after(weft_task *h) {
@@ -131,7 +131,7 @@ int weft_task_after(weft_task *h) {
   }
   /* Leased outside the lock, which the lease takes. */
   weft__stream *s;
-  int rc = weft__exec_stream(x, &s);
+  int rc = weft__caller_stream(x, &s);
   if (rc)
     return rc;
   pthread_mutex_lock(&rt->lock);

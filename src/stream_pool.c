@@ -2,7 +2,7 @@
 #include <stdlib.h>
 
 #include "error_internal.h"
-#include "runtime_internal.h"
+#include "runtime_state.h"
 #include "stream_pool.h"
 
 static int vec_push(weft__ptrvec *v, void *p) {

@@ -12,7 +12,7 @@
 #include "door.h"
 #include "graph_internal.h"
 #include "registry.h"
-#include "runtime_internal.h"
+#include "runtime_state.h"
 #include "trace.h"
 
 enum { MAGIC_TASK = 0x5441534bu }; /* "TASK" */
@@ -73,7 +73,7 @@ static int place(weft_runtime *rt, int want) {
   if (want >= 0)
     return want;
   if (want == WEFT_DEVICE_INHERIT) {
-    weft__exec *x = weft__exec_self();
+    weft__exec *x = weft__caller_self();
     return x && x->rt == rt ? x->dev : 0;
   }
   /* WEFT_DEVICE_ANY: the fewest live tasks, looking from a device that
@@ -119,9 +119,9 @@ static void default_name(char buf[32], uint64_t id) {
  * (two tasks on two devices' streams then looked unordered). Made here,
  * outside rt->lock; NULL when the thread's runtime is another. */
 static weft__exec *checked_self(weft_runtime *rt, const char *call) {
-  weft__exec *x = weft__exec_self();
+  weft__exec *x = weft__caller_self();
   if (!x) {
-    x = weft__exec_get(call);
+    x = weft__caller_get(call);
     if (x && x->rt != rt)
       x = NULL;
   }
@@ -167,9 +167,9 @@ int weft_task_spawn(weft_runtime *rt, weft_task **task, weft_task_fn fn,
   /* Declarations are ordered in their spawner's record. */
   weft__exec *spawner = NULL;
   if (opts.naccesses) {
-    spawner = weft__exec_get("weft_task_spawn");
+    spawner = weft__caller_get("weft_task_spawn");
     if (!spawner)
-      return weft__exec_get_failed();
+      return weft__caller_get_failed();
     if (spawner->rt != rt)
       return weft__err(WEFT_EINVAL, "weft_task_spawn: accesses declared by a "
                                     "task or thread of another runtime");
@@ -415,7 +415,7 @@ int weft_wait_until(int (*test)(void *arg), void *arg) {
     return weft__err(WEFT_EINVAL, "weft_wait_until: test is NULL");
   weft__caller c;
   int rc = weft__door("weft_wait_until", 0, NULL, &c);
-  return rc ? rc : weft__exec_wait_test(c.x, test, arg);
+  return rc ? rc : weft__wait_for_test(c.x, test, arg);
 }
 
 void weft_yield(void) {

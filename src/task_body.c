@@ -7,7 +7,7 @@
 #include "admission.h"
 #include "graph_internal.h"
 #include "memory_internal.h"
-#include "runtime_internal.h"
+#include "runtime_state.h"
 #include "weft/stream.h"
 
 /* Follows the earlier tasks d[0..n) as weft_task_after follows each
@@ -63,7 +63,7 @@ static void follow_all(weft_task *t, const void **d, uint32_t n) {
       pthread_mutex_unlock(&rt->lock);
       /* A failed lease is not the task's failure: it waits on the host. */
       t->x.unsynced = 1;
-      on_host = weft__exec_lease(&t->x, &s) != 0;
+      on_host = weft__caller_lease(&t->x, &s) != 0;
       pthread_mutex_lock(&rt->lock);
       if (!weft__task_live(h, other))
         continue;
@@ -91,7 +91,7 @@ static int follow_deps(weft_task *t) {
   weft__flow_deps_free(d, t->flow_inline);
   int rc = t->flow_host ? weft_sync() : 0;
   if (rc)
-    weft__exec_fail(&t->x, rc);
+    weft__caller_fail(&t->x, rc);
   return rc;
 }
 
@@ -104,7 +104,7 @@ void weft__task_body(weft_task *t) {
   if (t->x.npending) {
     int rc = weft__memory_join_pending(&t->x);
     if (rc)
-      weft__exec_fail(&t->x, rc);
+      weft__caller_fail(&t->x, rc);
   }
   weft__admission_free(&t->x);
   weft__graph_drop_capture(&t->x, "the task returned");

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 
 #include "checker.h"
-#include "runtime_internal.h"
+#include "runtime_state.h"
 #include "stream_pool.h"
 
 void weft__task_free(weft_runtime *rt, weft_task *t) {
@@ -93,12 +93,12 @@ int weft__task_returned(weft_task *t) {
        * work is done then: nothing failed that the join should report. */
       int s = weft__stream_sync(t->x.stream);
       if (s)
-        weft__exec_fail(&t->x, s);
+        weft__caller_fail(&t->x, s);
       if (rt->bk->check)
         weft__check_synced(rt->bk->check, &t->x, t->x.stream);
     }
   } else if (q < 0) {
-    weft__exec_fail(&t->x, q);
+    weft__caller_fail(&t->x, q);
   }
   pthread_mutex_lock(&rt->lock);
   __atomic_store_n(&t->returned, 1,
@@ -137,7 +137,7 @@ void weft__task_finalize(weft_task *t) {
    * taken over (weft__task_take_stream), so without one the stream is this
    * thread's to look at: a task that never had one takes no lock here. */
   if (t->end_ev || t->x.stream)
-    weft__exec_release_stream(&t->x);
+    weft__caller_release_stream(&t->x);
   pthread_mutex_lock(&rt->lock);
   weft__event *ev = t->end_ev;
   t->end_ev = NULL;

@@ -7,7 +7,7 @@
  * completion flags on a read of host memory (cuda/cuda_completion.c). */
 #include <time.h>
 
-#include "runtime_internal.h"
+#include "runtime_state.h"
 #include "trace.h"
 #include "trace_format.h"
 
@@ -30,7 +30,7 @@ static int suspend_waiting(weft__exec *x, weft_task *t) {
   return t->wait_rc;
 }
 
-int weft__exec_wait_recorded(weft__exec *x, weft__event *ev) {
+int weft__wait_for_recorded(weft__exec *x, weft__event *ev) {
   if (!x->is_task)
     return weft__event_sync(ev);
   weft_task *t = (weft_task *)((char *)x - offsetof(weft_task, x));
@@ -38,7 +38,7 @@ int weft__exec_wait_recorded(weft__exec *x, weft__event *ev) {
   return suspend_waiting(x, t);
 }
 
-int weft__exec_wait_test(weft__exec *x, int (*test)(void *arg), void *arg) {
+int weft__wait_for_test(weft__exec *x, int (*test)(void *arg), void *arg) {
   int rc = test(arg);
   if (rc != WEFT_EAGAIN)
     return rc;
@@ -68,9 +68,9 @@ int weft__exec_wait_test(weft__exec *x, int (*test)(void *arg), void *arg) {
   return rc;
 }
 
-int weft__exec_wait_event(weft__exec *x, weft__event *ev) {
+int weft__wait_for_event(weft__exec *x, weft__event *ev) {
   int rc = weft__event_query(ev);
-  return rc == WEFT_EAGAIN ? weft__exec_wait_recorded(x, ev) : rc;
+  return rc == WEFT_EAGAIN ? weft__wait_for_recorded(x, ev) : rc;
 }
 
 void weft__wait_test_set(weft_runtime *rt, weft_task *t, int (*test)(void *),
@@ -136,7 +136,7 @@ int weft__wait_poll(weft_runtime *rt, int batch) {
     t->wait_rc = rc;
     /* A GPU failure is the task's; a test's outcome is its caller's. */
     if (rc && !t->wait_test)
-      weft__exec_fail(&t->x, rc);
+      weft__caller_fail(&t->x, rc);
     t->next = done;
     done = t;
     n++;

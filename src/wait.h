@@ -26,14 +26,14 @@ typedef struct weft__wait_set {
 } weft__wait_set;
 
 /* Waits for ev: suspends a task (polled by the workers), blocks a thread. */
-int weft__exec_wait_event(weft__exec *x, weft__event *ev);
+int weft__wait_for_event(weft__exec *x, weft__event *ev);
 /* The same for an event just recorded, which is not queried first (it is
  * almost always pending then: a CUDA call spent for nothing). */
-int weft__exec_wait_recorded(weft__exec *x, weft__event *ev);
+int weft__wait_for_recorded(weft__exec *x, weft__event *ev);
 /* weft_wait_until for x: calls test(arg) until it says other than
  * WEFT_EAGAIN, from the wait set's poll for a task (which suspends
  * meanwhile), in a sleeping loop for a plain thread. */
-int weft__exec_wait_test(weft__exec *x, int (*test)(void *arg), void *arg);
+int weft__wait_for_test(weft__exec *x, int (*test)(void *arg), void *arg);
 /* Adds t, whose wait_ev is set, to the wait set. */
 void weft__wait_add(weft_runtime *rt, weft_task *t);
 /* Makes t's wait one on test(arg) instead of an event, counted in

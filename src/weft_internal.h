@@ -14,7 +14,7 @@
 #include "dataflow.h"
 #include "error_internal.h"
 #include "ptrmap.h"
-#include "runtime_internal.h"
+#include "runtime_state.h"
 
 #ifdef WEFT_INTERNAL_CUDA
 #include "cuda/cuda_internal.h"

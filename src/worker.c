@@ -2,7 +2,7 @@
  * task are running, making a task ready, suspending the running one, and
  * waking a parked worker. The workers' own loop is sched.c. */
 #include "worker.h"
-#include "runtime_internal.h"
+#include "runtime_state.h"
 
 _Thread_local weft__worker *weft__worker_tls;
 _Thread_local weft_task *weft__task_tls;

@@ -80,7 +80,7 @@ static int lib_set_stream(void *user, void *handle, void *stream) {
   /* The cache hands the native stream alone; the caller's weft stream
    * holds the workspace. Looked up here, not passed down from
    * weft_cublas(): the task may have resumed on another thread since. */
-  weft__exec *x = weft__exec_self();
+  weft__exec *x = weft__caller_self();
   weft__cuda_stream *s = x ? (weft__cuda_stream *)x->stream : NULL;
   if (!s || s->cs != stream) {
     bind_failed(weft__err(WEFT_ESTATE, "weft_cublas: internal: the handle "

@@ -194,7 +194,7 @@ int weft__cuda_pinned_alloc(weft__backend *b, size_t n, void **out);
 int weft__cuda_pinned_free(weft__backend *b, void *p);
 
 /* cuBLAS handles cached per thread (cuda_cublas.c): weft_cublas and
- * weft_cublas_workspace (weft/cuda.h, cuda.c) are these. */
+ * weft_cublas_workspace (weft/cuda.h, cuda_api.c) are these. */
 cublasHandle_t weft__cuda_cublas(void);
 int weft__cuda_cublas_warm(weft_runtime *rt);
 int weft__cuda_cublas_workspace(void **ptr, size_t *bytes);

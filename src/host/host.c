@@ -60,14 +60,14 @@ int weft_host_stream_destroy(weft_host_stream **s) {
  * all the same. */
 static void seen_stream(weft__stream *s) {
   weft__checker *k = s->hdr.bk->check;
-  weft__exec *x = k ? weft__exec_get("weft_host_stream_sync") : NULL;
+  weft__exec *x = k ? weft__caller_get("weft_host_stream_sync") : NULL;
   if (x)
     weft__check_synced(k, x, s);
 }
 
 static void seen_event(weft__event *e) {
   weft__checker *k = e->hdr.bk->check;
-  weft__exec *x = k ? weft__exec_get("weft_host_event_sync") : NULL;
+  weft__exec *x = k ? weft__caller_get("weft_host_event_sync") : NULL;
   if (x)
     weft__check_event_synced(k, x, e);
 }
@@ -87,7 +87,7 @@ int weft_host_stream_wait_event(weft_host_stream *s, weft_host_event *ev) {
  * seen. */
 static void issue(weft__stream *s) {
   weft__checker *k = s && s->hdr.bk ? s->hdr.bk->check : NULL;
-  weft__exec *x = k ? weft__exec_get("weft_host_launch") : NULL;
+  weft__exec *x = k ? weft__caller_get("weft_host_launch") : NULL;
   if (x)
     weft__check_issue(k, x, s);
 }

@@ -147,7 +147,7 @@ static void random_program(weft_runtime *rt, int n, uint64_t seed) {
   for (int i = 0; i < n; i++)
     EXPECT_OK(weft_task_join(t[i]));
   snapshot(flow);
-  size_t ranges = weft__flow_ranges(weft__exec_self());
+  size_t ranges = weft__flow_ranges(weft__caller_self());
 
   one_at_a_time(rt, p, n, 1, seq);
   char what[96];
@@ -312,11 +312,11 @@ static void host_access(weft_runtime *rt) {
   EXPECT_MSG(host_saw_ok, "a WEFT_ACCESS_HOST reader saw pinned memory before "
                           "the writer's GPU work finished");
   /* Freed memory leaves the record (a new allocation there is new data). */
-  size_t before = weft__flow_ranges(weft__exec_self());
+  size_t before = weft__flow_ranges(weft__caller_self());
   EXPECT_OK(weft_device_free(dev_x));
   EXPECT_OK(weft_pinned_free(pin_x));
   EXPECT_OK(weft_sync());
-  size_t after = weft__flow_ranges(weft__exec_self());
+  size_t after = weft__flow_ranges(weft__caller_self());
   EXPECT_MSG(after + 2 <= before, "%zu ranges before the frees, %zu after",
              before, after);
 }

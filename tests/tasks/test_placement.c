@@ -34,17 +34,17 @@ static void placed(void *arg) {
   EXPECT_OK(weft_device_alloc(256, &d));
   EXPECT_OK(weft_memset(d, 1, 256));
   EXPECT_OK(weft_sync());
-  p->stream_d = (int)weft__exec_self()->stream->hdr.dev;
+  p->stream_d = (int)weft__caller_self()->stream->hdr.dev;
   EXPECT_OK(weft_device_free(d));
   probe c = {0}, o = {0};
   weft_task *t;
-  EXPECT_OK(weft_task_spawn(weft__exec_self()->rt, &t, report, &c, NULL));
+  EXPECT_OK(weft_task_spawn(weft__caller_self()->rt, &t, report, &c, NULL));
   EXPECT_OK(weft_task_join(t));
   p->child = c.saw;
   weft_task_opts opts;
   weft_task_opts_init(&opts);
   opts.device = (p->want + 1) % ndev;
-  EXPECT_OK(weft_task_spawn(weft__exec_self()->rt, &t, report, &o, &opts));
+  EXPECT_OK(weft_task_spawn(weft__caller_self()->rt, &t, report, &o, &opts));
   EXPECT_OK(weft_task_join(t));
   p->other = o.saw;
 }

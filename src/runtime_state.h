@@ -1,7 +1,7 @@
 /* A runtime (weft_init): its options and backend, the lock its lifecycle
  * shares, and one part per module, each written by that module's files. */
-#ifndef WEFT__RUNTIME_INTERNAL_H
-#define WEFT__RUNTIME_INTERNAL_H
+#ifndef WEFT__RUNTIME_STATE_H
+#define WEFT__RUNTIME_STATE_H
 
 #include <pthread.h>
 #include <stdatomic.h>

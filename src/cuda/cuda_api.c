@@ -1,8 +1,8 @@
 /* weft/cuda.h: what weft offers code that calls CUDA and its libraries
  * itself. The cuBLAS handle cache is cuda_cublas.c's. */
-#include "weft/cuda.h"
 #include "cuda_internal.h"
 #include "error_internal.h"
+#include "weft/cuda.h"
 #include "weft/stream.h"
 
 cudaStream_t weft_cuda_stream(void) {
