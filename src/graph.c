@@ -24,8 +24,15 @@ typedef struct graph_ref {
   int pinned;
 } graph_ref;
 
+/* Graph objects come from the runtime's pool (pool.h): their handles carry
+ * a generation, so a handle kept past its destroy names no graph made
+ * later at that address, and the object's memory outlives the handle. A
+ * call using a graph holds it (users, under rt->lock), so a destroy racing
+ * a launch on another thread frees it only once that launch is done. */
 struct weft_graph {
-  uint32_t magic;
+  weft__obj hdr; /* magic GRAPH_MAGIC while live */
+  int users;     /* calls using it now, under rt->lock */
+  int dying;     /* destroyed: freed when the last user is done */
   weft_runtime *rt;
   void *impl; /* the backend's */
   graph_ref *refs;
@@ -426,20 +433,30 @@ int weft_graph_end(weft_graph **out) {
   if (rc == 0 && !out)
     rc = weft__err(WEFT_EINVAL, "weft_graph_end: out is NULL (the capture "
                                 "is ended and dropped)");
-  if (rc == 0 && !(g = calloc(1, sizeof *g)))
-    rc = weft__err(WEFT_ENOMEM, "weft_graph_end: out of memory");
+  if (rc == 0) {
+    pthread_mutex_lock(&rt->lock);
+    g = (weft_graph *)weft__pool_get(&rt->graph_pool, sizeof *g);
+    pthread_mutex_unlock(&rt->lock);
+    if (!g)
+      rc = weft__err(WEFT_ENOMEM, "weft_graph_end: out of memory");
+  }
   if (rc == 0)
     rc = take_refs(rt, cap, &g->refs, &g->nrefs);
   if (rc == 0)
     take_spans(g, cap);
   capture_free(cap);
   if (rc) {
-    free(g);
+    if (g) {
+      free(g->refs);
+      pthread_mutex_lock(&rt->lock);
+      weft__pool_put(&rt->graph_pool, &g->hdr);
+      pthread_mutex_unlock(&rt->lock);
+    }
     if (impl)
       ops->graph_destroy(rt->bk, impl);
     return rc;
   }
-  g->magic = GRAPH_MAGIC;
+  g->hdr.magic = GRAPH_MAGIC;
   g->rt = rt;
   g->impl = impl;
   ops->graph_counts(impl, &g->ops, &g->kernels, &g->copies);
@@ -448,38 +465,80 @@ int weft_graph_end(weft_graph **out) {
   rt->graphs = g;
   rt->ngraphs++;
   pthread_mutex_unlock(&rt->lock);
-  *out = g;
+  *out = (weft_graph *)weft__handle_of(&g->hdr);
   return 0;
 }
 
-/* 0 if g is a live graph of x's runtime, else the error, reported. */
-static int check_graph(const weft_graph *g, weft_runtime *rt,
-                       const char *call) {
-  if (!g)
-    return weft__err(WEFT_EINVAL, "%s: graph is NULL", call);
-  int live = 0;
+/* The live graph of rt that handle h names, held for the caller until
+ * graph_put; NULL with the error, reported, when there is none. */
+static weft_graph *graph_take(const weft_graph *h, weft_runtime *rt,
+                              const char *call, int *rc) {
+  if (!h) {
+    *rc = weft__err(WEFT_EINVAL, "%s: graph is NULL", call);
+    return NULL;
+  }
+  /* Found among rt's live graphs before its header is read: a handle of
+   * another runtime, or no handle at all, is never dereferenced. */
+  const weft__obj *o = weft__handle_obj(h);
+  weft_graph *g = NULL;
   pthread_mutex_lock(&rt->lock);
-  for (const weft_graph *h = rt->graphs; h && !live; h = h->next)
-    live = h == g;
+  for (weft_graph *it = rt->graphs; it && !g; it = it->next)
+    if (&it->hdr == o && weft__handle_live(h, &it->hdr))
+      g = it;
+  if (g)
+    g->users++;
   pthread_mutex_unlock(&rt->lock);
-  if (!live || g->magic != GRAPH_MAGIC)
-    return weft__err(WEFT_EHANDLE,
-                     "%s: not a live graph of this runtime (destroyed, or "
-                     "made by another runtime)",
-                     call);
-  return 0;
+  *rc = g ? 0
+          : weft__err(WEFT_EHANDLE,
+                      "%s: not a live graph of this runtime (destroyed, or "
+                      "made by another runtime)",
+                      call);
+  return g;
 }
 
-int weft_graph_update(weft_graph *g) {
+/* Frees a destroyed graph nobody uses any longer. */
+static void graph_free(weft_runtime *rt, weft_graph *g) {
+  rt->bk->ops->graph_destroy(rt->bk, g->impl);
+  hold_refs(rt, g->refs, g->nrefs, -1);
+  free(g->refs);
+  free(g->spans);
+  weft__check_vc_free(g->check_vc);
+  pthread_mutex_lock(&rt->lock);
+  weft__pool_put(&rt->graph_pool, &g->hdr);
+  pthread_mutex_unlock(&rt->lock);
+}
+
+/* The caller is done with g (graph_take). */
+static void graph_put(weft_runtime *rt, weft_graph *g) {
+  pthread_mutex_lock(&rt->lock);
+  int last = --g->users == 0 && g->dying;
+  pthread_mutex_unlock(&rt->lock);
+  if (last)
+    graph_free(rt, g);
+}
+
+static int graph_update(weft__exec *x, weft_graph *g);
+
+int weft_graph_update(weft_graph *h) {
   weft__caller c;
   int entered = weft__door("weft_graph_update", 0, NULL, &c);
   if (entered)
     return entered;
   weft__exec *x = c.x;
   weft_runtime *rt = x->rt;
-  int rc = check_graph(g, rt, "weft_graph_update");
-  if (rc)
+  int rc;
+  weft_graph *g = graph_take(h, rt, "weft_graph_update", &rc);
+  if (!g)
     return rc;
+  rc = graph_update(x, g);
+  graph_put(rt, g);
+  return rc;
+}
+
+/* weft_graph_update's work on g, held. */
+static int graph_update(weft__exec *x, weft_graph *g) {
+  weft_runtime *rt = x->rt;
+  int rc;
   weft__capture *cap = open_capture(x, "weft_graph_update");
   if (!cap)
     return WEFT_ESTATE;
@@ -506,7 +565,7 @@ int weft_graph_update(weft_graph *g) {
   return 0;
 }
 
-int weft_graph_launch(weft_graph *g) {
+int weft_graph_launch(weft_graph *h) {
   weft__caller c;
   int rc =
       weft__door("weft_graph_launch", WEFT__DOOR_ISSUE | WEFT__DOOR_NO_CAPTURE,
@@ -514,25 +573,27 @@ int weft_graph_launch(weft_graph *g) {
   if (rc)
     return rc;
   weft__exec *x = c.x;
-  if ((rc = check_graph(g, x->rt, "weft_graph_launch")) != 0)
+  weft_graph *g = graph_take(h, x->rt, "weft_graph_launch", &rc);
+  if (!g)
     return rc;
   rc = x->rt->bk->ops->graph_launch(c.s, g->impl);
   if (rc == 0 && x->rt->bk->check)
     weft__check_replay(x->rt->bk->check, c.s, g->spans, g->nspans,
                        &g->check_vc);
+  graph_put(x->rt, g);
   return rc;
 }
 
-int weft_graph_destroy(weft_graph *g) {
+int weft_graph_destroy(weft_graph *h) {
   weft__caller c;
-  int entered = weft__door("weft_graph_destroy", 0, NULL, &c);
-  if (entered)
-    return entered;
-  weft__exec *x = c.x;
-  weft_runtime *rt = x->rt;
-  int rc = check_graph(g, rt, "weft_graph_destroy");
+  int rc = weft__door("weft_graph_destroy", 0, NULL, &c);
   if (rc)
     return rc;
+  weft_runtime *rt = c.x->rt;
+  weft_graph *g = graph_take(h, rt, "weft_graph_destroy", &rc);
+  if (!g)
+    return rc;
+  /* Out of the live list at once: from now on its handle is refused. */
   pthread_mutex_lock(&rt->lock);
   for (weft_graph **pp = &rt->graphs; *pp; pp = &(*pp)->next)
     if (*pp == g) {
@@ -540,33 +601,29 @@ int weft_graph_destroy(weft_graph *g) {
       break;
     }
   rt->ngraphs--;
+  g->dying = 1;
   pthread_mutex_unlock(&rt->lock);
-  g->magic = 0;
-  rt->bk->ops->graph_destroy(rt->bk, g->impl);
-  hold_refs(rt, g->refs, g->nrefs, -1);
-  free(g->refs);
-  free(g->spans);
-  weft__check_vc_free(g->check_vc);
-  free(g);
+  graph_put(rt, g);
   return 0;
 }
 
-int weft_graph_get_info(const weft_graph *g, weft_graph_info *info) {
+int weft_graph_get_info(const weft_graph *h, weft_graph_info *info) {
   weft__caller c;
   int entered = weft__door("weft_graph_get_info", 0, NULL, &c);
   if (entered)
     return entered;
   weft__exec *x = c.x;
-  int rc = check_graph(g, x->rt, "weft_graph_get_info");
-  if (rc)
+  int rc;
+  weft_graph *g = graph_take(h, x->rt, "weft_graph_get_info", &rc);
+  if (!g)
     return rc;
-  if (!info)
-    return weft__err(WEFT_EINVAL, "weft_graph_get_info: info is NULL");
-  *info = (weft_graph_info){.ops = g->ops,
-                            .kernels = g->kernels,
-                            .copies = g->copies,
-                            .refs = g->nrefs};
-  return 0;
+  if (info)
+    *info = (weft_graph_info){.ops = g->ops,
+                              .kernels = g->kernels,
+                              .copies = g->copies,
+                              .refs = g->nrefs};
+  graph_put(x->rt, g);
+  return info ? 0 : weft__err(WEFT_EINVAL, "weft_graph_get_info: info is NULL");
 }
 
 void weft__graph_drop_capture(weft__exec *x, const char *why) {

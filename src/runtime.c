@@ -369,6 +369,7 @@ int weft_shutdown(weft_runtime *rt) {
     free(t);
   }
   weft__pool_drain(&rt->tasks.pool);
+  weft__pool_drain(&rt->graph_pool);
   weft__caller_threads_release(rt);
   weft__library_release(rt);
   if (rt->bk->ops->release_libraries)

@@ -52,6 +52,7 @@ struct weft_runtime {
   /* Live graphs (graph.c), under lock: handles are checked against it. */
   struct weft_graph *graphs;
   size_t ngraphs;
+  weft__pool graph_pool; /* graph objects, with generations */
 };
 
 /* Notes when and why t was made ready, for the trace's runtime-latency

@@ -5,7 +5,12 @@
  * and the capture goes on; memory a live graph uses cannot be freed; an
  * update swaps the buffers and refuses another shape; replays of one graph
  * from two tasks run one after another; a task that returns with a capture
- * open is failed; handles are checked; shutdown waits for graphs. */
+ * open is failed; handles are checked, a stale one never names the graph
+ * made after it, and a destroy racing launches from other threads leaves
+ * them refused, not crashed; shutdown waits for graphs. */
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -254,6 +259,78 @@ static void forgetful_task(void *arg) {
   launch_axpb(d, N, 2, 1);
 }
 
+/* A graph of one kernel on d. */
+static weft_graph *small_graph(float *d) {
+  weft_graph *g;
+  EXPECT_OK(weft_graph_begin());
+  launch_axpb(d, N, 1, 1);
+  EXPECT_OK(weft_graph_end(&g));
+  return g;
+}
+
+/* A handle kept past its graph's destroy names no graph, even once a new
+ * graph took the old one's memory. */
+static void stale_handles(void) {
+  float *d;
+  EXPECT_OK(weft_device_alloc(N * sizeof(float), (void **)&d));
+  for (int i = 0; i < 100; i++) {
+    weft_graph *old = small_graph(d);
+    EXPECT_OK(weft_graph_destroy(old));
+    weft_graph *g = small_graph(d);
+    EXPECT_ERR(weft_graph_launch(old), WEFT_EHANDLE);
+    EXPECT_ERR(weft_graph_destroy(old), WEFT_EHANDLE);
+    weft_graph_info info;
+    EXPECT_ERR(weft_graph_get_info(old, &info), WEFT_EHANDLE);
+    EXPECT_OK(weft_graph_launch(g)); /* the newer graph is untouched */
+    EXPECT_OK(weft_sync());
+    EXPECT_OK(weft_graph_destroy(g));
+  }
+  EXPECT_OK(weft_device_free(d));
+}
+
+typedef struct racer {
+  weft_graph *g;
+  atomic_int launched;
+  int refused;
+} racer;
+
+/* Launches g from a plain thread until it is refused. */
+static void *launch_until_refused(void *arg) {
+  racer *r = arg;
+  for (;;) {
+    int rc = weft_graph_launch(r->g);
+    if (rc == WEFT_EHANDLE) {
+      r->refused = 1;
+      break;
+    }
+    EXPECT_OK(rc);
+    atomic_fetch_add(&r->launched, 1);
+  }
+  EXPECT_OK(weft_sync());
+  return NULL;
+}
+
+/* weft_graph_destroy while other threads launch the same graph: each
+ * launch either runs or is refused with WEFT_EHANDLE. */
+static void destroy_racing_launches(void) {
+  float *d;
+  EXPECT_OK(weft_device_alloc(N * sizeof(float), (void **)&d));
+  for (int round = 0; round < 20; round++) {
+    racer r = {.g = small_graph(d)};
+    pthread_t th[3];
+    for (int i = 0; i < 3; i++)
+      EXPECT(pthread_create(&th[i], NULL, launch_until_refused, &r) == 0);
+    while (atomic_load(&r.launched) < 3 * (round % 4 + 1))
+      sched_yield();
+    EXPECT_OK(weft_graph_destroy(r.g));
+    for (int i = 0; i < 3; i++)
+      EXPECT(pthread_join(th[i], NULL) == 0);
+    EXPECT(r.refused);
+  }
+  EXPECT_OK(weft_sync());
+  EXPECT_OK(weft_device_free(d));
+}
+
 int main(void) {
   weft_runtime *rt = tt_open_workers(4);
   weft_task *t;
@@ -288,6 +365,9 @@ int main(void) {
   EXPECT_ERR(weft_task_join(t), WEFT_ESTATE);
   EXPECT(strstr(weft_last_error_message(), "never ended") != NULL);
   EXPECT_OK(weft_device_free(d)); /* the dropped capture held nothing */
+
+  stale_handles();
+  destroy_racing_launches();
 
   /* Shutdown refuses while a graph lives. */
   EXPECT_ERR(weft_shutdown(rt), WEFT_EBUSY);
