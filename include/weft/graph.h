@@ -94,7 +94,10 @@ WEFT_API int weft_graph_update(weft_graph *g);
 WEFT_API int weft_graph_launch(weft_graph *g);
 
 /* Frees g once replays already queued have run (they are not cancelled),
- * and releases the memory it held busy. */
+ * and releases the memory it held busy. From then on g is refused with
+ * WEFT_EHANDLE by every graph call, even after a new graph reuses its
+ * memory; a call on g racing the destroy from another thread either
+ * completes, g freed after it, or is refused. */
 WEFT_API int weft_graph_destroy(weft_graph *g);
 
 /* What a graph holds, as captured. */
