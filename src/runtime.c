@@ -257,7 +257,10 @@ int weft_init(weft_runtime **rtp, const weft_runtime_opts *user) {
   if (trace && *trace) {
     rc = weft__trace_rank_path(trace, ranked, sizeof ranked);
     if (rc)
-      weft__err(rc, "weft_init: the trace path '%s' is too long", trace);
+      rc = weft__err(WEFT_EINVAL,
+                     "weft_init: the trace path is too long (%zu bytes, "
+                     "with the rank's suffix at most %zu)",
+                     strlen(trace), sizeof ranked - 1);
     else
       trace = ranked;
     if (rc == 0)

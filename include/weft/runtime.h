@@ -97,7 +97,8 @@ WEFT_API void weft_runtime_opts_init(weft_runtime_opts *opts);
  * Under WEFT_BACKEND_AUTO any failure to open CUDA (not only a missing
  * device) falls back to the host backend.
  * Errors: WEFT_EINVAL (rt NULL; bad struct_size, backend, thread count or
- * stack_size, which must lie in 16 KiB .. 1 GiB; a WEFT_BACKEND,
+ * stack_size, which must lie in 16 KiB .. 1 GiB; a trace path too long
+ * for a file name (4 KiB with the rank's suffix); a WEFT_BACKEND,
  * WEFT_WORKERS or WEFT_HOST_THREADS value that is not valid, named in the
  * message; backend names are case-insensitive), WEFT_ESTATE (called from a
  * task), WEFT_ENODEV (the chosen backend is not built or has no device),

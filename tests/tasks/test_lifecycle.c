@@ -528,6 +528,17 @@ static void init_and_shutdown_checks(void) {
   EXPECT_ERR(weft_init(&rt, &o), WEFT_EIO);
   EXPECT(strstr(weft_last_error_message(), "nonexistent-weft-dir") != NULL);
   EXPECT(rt == NULL);
+  /* A path too long for a file name is a bad argument, as documented. */
+  char *longpath = malloc(5001);
+  EXPECT(longpath != NULL);
+  memset(longpath, 'a', 5000);
+  longpath[0] = '/';
+  longpath[5000] = '\0';
+  o.trace_path = longpath;
+  EXPECT_ERR(weft_init(&rt, &o), WEFT_EINVAL);
+  EXPECT(strstr(weft_last_error_message(), "too long") != NULL);
+  EXPECT(rt == NULL);
+  free(longpath);
   /* One runtime traces at a time; the refused one leaves no file. */
   char pa[64], pb[64];
   snprintf(pa, sizeof pa, "/tmp/weft-lifecycle-%d-a.json", (int)getpid());
