@@ -49,6 +49,9 @@ typedef struct weft__capture {
   const void **ptrs; /* pointers the recorded work uses, for graph refs */
   size_t nptrs, cap;
   int failed; /* first error of a recorded call, or 0 */
+  /* A data-flow step's function is running (graph.c): a call refused now
+   * fails the capture, not just the call (door.c). */
+  int in_step;
   /* Under weft check: what the recorded work reads and writes, checked
    * again at every replay (check.h). */
   struct weft__check_span *spans;

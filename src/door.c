@@ -8,6 +8,11 @@ int weft__door_refuse_in_capture(const weft__exec *x, const char *call,
                                  const char *why) {
   if (!x || !x->stream || !x->stream->capture)
     return 0;
+  weft__capture *cap = x->stream->capture;
+  /* Inside a data-flow step the refusal is the step's failure, and the
+   * capture makes no graph (weft/dataflow.h). */
+  if (cap->in_step && !cap->failed)
+    cap->failed = WEFT_ESTATE;
   return weft__err(WEFT_ESTATE,
                    "%s inside a graph capture: %s; end the capture first "
                    "(weft_graph_end)",

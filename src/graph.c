@@ -72,7 +72,6 @@ typedef struct weft__steps {
   weft__event **ends; /* per step: recorded after it, on its branch */
   uint32_t *on;       /* per step: its branch */
   size_t n, cap;
-  int in_step; /* a step's function is running */
 } weft__steps;
 
 /* A stream from x's pool for a branch; x keeps its own. */
@@ -151,7 +150,7 @@ int weft__graph_step(weft__exec *x, weft_task_fn fn, void *arg,
   weft__capture *cap = origin->capture;
   weft_runtime *rt = x->rt;
   weft__steps *st = cap->steps;
-  if (st && st->in_step)
+  if (cap->in_step)
     return step_fail(cap, weft__err(WEFT_ESTATE,
                                     "weft_task_spawn: a step of a graph "
                                     "capture declared accesses of its own "
@@ -220,9 +219,9 @@ int weft__graph_step(weft__exec *x, weft_task_fn fn, void *arg,
     x->ndecl = (uint32_t)n;
   }
   x->stream = s;
-  st->in_step = 1;
+  cap->in_step = 1;
   fn(arg);
-  st->in_step = 0;
+  cap->in_step = 0;
   x->stream = origin;
   x->decl = decl;
   x->ndecl = ndecl;
@@ -280,7 +279,7 @@ static void steps_free(weft__exec *x, weft__capture *cap) {
 /* 0, or WEFT_ESTATE reported for call when a step's function is running
  * (the capture cannot end from inside one of its steps). */
 static int refuse_in_step(const weft__capture *cap, const char *call) {
-  if (cap->steps && cap->steps->in_step)
+  if (cap->in_step)
     return weft__err(WEFT_ESTATE,
                      "%s inside a data-flow step of the capture: the step "
                      "must return first",
@@ -519,6 +518,21 @@ static void graph_put(weft_runtime *rt, weft_graph *g) {
 
 static int graph_update(weft__exec *x, weft_graph *g);
 
+/* A weft_graph_update refused for its handle still ends the caller's open
+ * capture, as every failed end does (weft/graph.h): what it recorded is
+ * dropped. The refusal's message is kept. */
+static void end_unkept(weft__exec *x) {
+  weft__capture *cap = x->stream ? x->stream->capture : NULL;
+  if (!cap || cap->in_step)
+    return;
+  weft__errinfo refusal = *weft__err_slot();
+  void *impl = NULL;
+  if (end_capture(x, cap, &impl, "weft_graph_update") == 0 && impl)
+    x->rt->bk->ops->graph_destroy(x->rt->bk, impl);
+  capture_free(cap);
+  *weft__err_slot() = refusal;
+}
+
 int weft_graph_update(weft_graph *h) {
   weft__caller c;
   int entered = weft__door("weft_graph_update", 0, NULL, &c);
@@ -528,8 +542,10 @@ int weft_graph_update(weft_graph *h) {
   weft_runtime *rt = x->rt;
   int rc;
   weft_graph *g = graph_take(h, rt, "weft_graph_update", &rc);
-  if (!g)
+  if (!g) {
+    end_unkept(x);
     return rc;
+  }
   rc = graph_update(x, g);
   graph_put(rt, g);
   return rc;

@@ -56,10 +56,10 @@
  *
  * Errors: WEFT_ESTATE (no runtime, a capture already open or none open, a
  * refused call inside a capture), WEFT_EHANDLE (g not a live graph, or of
- * another runtime), WEFT_EINVAL (NULL out, an update of another shape),
- * WEFT_ENOMEM, WEFT_EDEVICE (CUDA refused the capture: the message says
- * which call). Context: any task or plain thread of a runtime; none of
- * these calls switch the fiber or block. */
+ * another runtime), WEFT_EINVAL (g or out NULL, an update of another
+ * shape), WEFT_ENOMEM, WEFT_EDEVICE (CUDA refused the capture: the
+ * message says which call). Context: any task or plain thread of a
+ * runtime; none of these calls switch the fiber or block. */
 #ifndef WEFT_GRAPH_H
 #define WEFT_GRAPH_H
 
@@ -87,7 +87,9 @@ WEFT_API int weft_graph_end(weft_graph **out);
  * same operations in the same order with new arguments, buffers or sizes.
  * Cheaper than weft_graph_end plus weft_graph_destroy when a loop's
  * buffers change. WEFT_EINVAL, g unchanged, if the shape differs (another
- * kernel, another kind or count of operations). */
+ * kernel, another kind or count of operations). As with weft_graph_end,
+ * the capture is over whatever the result: refused (g not a live graph,
+ * WEFT_EHANDLE) or failed, what it recorded is dropped. */
 WEFT_API int weft_graph_update(weft_graph *g);
 
 /* Queues one replay of g on the caller's stream. */

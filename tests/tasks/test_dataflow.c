@@ -230,6 +230,9 @@ static void spawn_inside(void *arg) {
   *(int *)arg = weft_task_spawn(the_rt, NULL, nothing_step, NULL, &o);
 }
 
+/* A call the capture refuses, made by a step that ignores the refusal. */
+static void sync_inside(void *arg) { *(int *)arg = weft_sync(); }
+
 /* What a capture refuses of its steps; each refusal makes the capture
  * end without a graph. */
 static void captured_refusals(weft_runtime *rt) {
@@ -254,6 +257,15 @@ static void captured_refusals(weft_runtime *rt) {
   EXPECT_MSG(inner == WEFT_ESTATE, "weft_graph_end inside a step: %d", inner);
   EXPECT_OK(weft_task_spawn(rt, NULL, spawn_inside, &inner, &o));
   EXPECT_MSG(inner == WEFT_ESTATE, "a step declaring a step: %d", inner);
+  EXPECT_ERR(weft_graph_end(&g), WEFT_ESTATE);
+  EXPECT(g == NULL);
+
+  /* A refused call inside a step fails the capture even when the step
+   * goes on as if nothing happened (weft/dataflow.h). */
+  EXPECT_OK(weft_graph_begin());
+  inner = 0;
+  EXPECT_OK(weft_task_spawn(rt, NULL, sync_inside, &inner, &o));
+  EXPECT_MSG(inner == WEFT_ESTATE, "weft_sync inside a step: %d", inner);
   EXPECT_ERR(weft_graph_end(&g), WEFT_ESTATE);
   EXPECT(g == NULL);
 

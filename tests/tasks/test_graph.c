@@ -281,6 +281,13 @@ static void stale_handles(void) {
     EXPECT_ERR(weft_graph_destroy(old), WEFT_EHANDLE);
     weft_graph_info info;
     EXPECT_ERR(weft_graph_get_info(old, &info), WEFT_EHANDLE);
+    /* An update refused for its handle still ends the capture. */
+    EXPECT_OK(weft_graph_begin());
+    launch_axpb(d, N, 2, 0);
+    EXPECT_ERR(weft_graph_update(old), WEFT_EHANDLE);
+    weft_graph *none = NULL;
+    EXPECT_ERR(weft_graph_end(&none), WEFT_ESTATE);
+    EXPECT(none == NULL);
     EXPECT_OK(weft_graph_launch(g)); /* the newer graph is untouched */
     EXPECT_OK(weft_sync());
     EXPECT_OK(weft_graph_destroy(g));
