@@ -84,6 +84,10 @@ static int outputs_ok(const bench_args *a) {
       (!S_ISDIR(st.st_mode) || access(a->plot, W_OK) != 0))
     return cli_fail("bench", "cannot draw charts into %s: %s", a->plot,
                     S_ISDIR(st.st_mode) ? strerror(errno) : "not a directory");
+  /* A chart folder that cannot be made is refused before the runs, not
+   * after minutes of them. */
+  if (a->plot && stat(a->plot, &st) != 0 && mkdir(a->plot, 0777) != 0)
+    return cli_fail("bench", "cannot make %s: %s", a->plot, strerror(errno));
   return CLI_OK;
 }
 
