@@ -298,7 +298,7 @@ static void stale_handles(void) {
 typedef struct racer {
   weft_graph *g;
   atomic_int launched;
-  int refused;
+  atomic_int refused; /* set by the launching threads */
 } racer;
 
 /* Launches g from a plain thread until it is refused. */
@@ -307,7 +307,7 @@ static void *launch_until_refused(void *arg) {
   for (;;) {
     int rc = weft_graph_launch(r->g);
     if (rc == WEFT_EHANDLE) {
-      r->refused = 1;
+      atomic_store(&r->refused, 1);
       break;
     }
     EXPECT_OK(rc);
@@ -332,7 +332,7 @@ static void destroy_racing_launches(void) {
     EXPECT_OK(weft_graph_destroy(r.g));
     for (int i = 0; i < 3; i++)
       EXPECT(pthread_join(th[i], NULL) == 0);
-    EXPECT(r.refused);
+    EXPECT(atomic_load(&r.refused));
   }
   EXPECT_OK(weft_sync());
   EXPECT_OK(weft_device_free(d));
