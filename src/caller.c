@@ -153,12 +153,5 @@ void weft__caller_release_stream(weft__exec *x) {
   /* A task dropped its capture when it returned; a thread's goes now. */
   if (x->drop_capture)
     x->drop_capture(x, "its thread or runtime ended");
-  /* Taken under the lock: while a task finishes, one that follows it may
-   * take its stream over (weft__task_take_stream). */
-  pthread_mutex_lock(&rt->lock);
-  weft__stream *s = x->stream;
-  x->stream = NULL;
-  pthread_mutex_unlock(&rt->lock);
-  if (s)
-    weft__stream_pool_put(rt, s, x->high);
+  weft__stream_pool_put(rt, &x->stream, x->high);
 }

@@ -54,8 +54,17 @@ int weft__stream_pool_get(weft_runtime *rt, int dev, int high,
   return 0;
 }
 
-void weft__stream_pool_put(weft_runtime *rt, weft__stream *s, int high) {
+void weft__stream_pool_put(weft_runtime *rt, weft__stream **slot, int high) {
+  /* Taken from the slot under the lock that also guards the pool: while a
+   * task finishes, one that follows it may take its stream over
+   * (weft__task_take_stream). */
   pthread_mutex_lock(&rt->lock);
+  weft__stream *s = *slot;
+  *slot = NULL;
+  if (!s) {
+    pthread_mutex_unlock(&rt->lock);
+    return;
+  }
   if (vec_push(&rt->pools.streams[s->hdr.dev * 2 + high], s) != 0) {
     rt->pools.nstreams--;
     pthread_mutex_unlock(&rt->lock);

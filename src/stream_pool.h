@@ -36,7 +36,10 @@ void weft__stream_pool_fini(weft_runtime *rt);
  * made; a failure is reported. */
 int weft__stream_pool_get(weft_runtime *rt, int dev, int high,
                           weft__stream **out);
-void weft__stream_pool_put(weft_runtime *rt, weft__stream *s, int high);
+/* Takes the stream out of *slot (a caller's, which other threads may
+ * read under rt->lock) and back into the pool, in one hold of the lock;
+ * nothing when *slot is NULL. */
+void weft__stream_pool_put(weft_runtime *rt, weft__stream **slot, int high);
 /* Streams made by the runtime, leased or free. */
 size_t weft__stream_pool_count(weft_runtime *rt);
 /* A pooled event of device dev; blocking: one a plain thread will wait on
