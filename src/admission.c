@@ -6,7 +6,7 @@
 
 #include <stdlib.h>
 
-#include "runtime_state.h"
+#include "caller.h"
 #include "stream_pool.h"
 #include "wait.h"
 #include "weft/task.h"
@@ -28,7 +28,7 @@ static void pop(weft_runtime *rt, weft__admission *a) {
 }
 
 typedef struct held {
-  weft_runtime *rt;
+  weft__admission_state *st;
   weft__event *oldest;
   unsigned inflight; /* operations in flight when it was held */
 } held;
@@ -40,15 +40,15 @@ typedef struct held {
  * matter of speed). */
 static int room(void *arg) {
   held *h = arg;
-  int depth = atomic_load(&h->rt->admission);
-  if (atomic_load(&h->rt->tasks.nhigh_live) == 0 || depth == 0 ||
-      (unsigned)depth > h->inflight || atomic_load(&h->rt->waits.cancel))
+  int depth = atomic_load(&h->st->depth);
+  if (atomic_load(&h->st->nhigh_live) == 0 || depth == 0 ||
+      (unsigned)depth > h->inflight || atomic_load(h->st->cancel))
     return 0;
   int rc = weft__event_query(h->oldest);
   return rc == WEFT_EAGAIN ? WEFT_EAGAIN : rc;
 }
 
-int weft__admit(weft__exec *x, weft__stream *s) {
+int weft__admit(weft__admission_state *st, weft__exec *x, weft__stream *s) {
   weft_runtime *rt = x->rt;
   if (s->capture) /* a capture records, it runs nothing now */
     return 0;
@@ -72,9 +72,9 @@ int weft__admit(weft__exec *x, weft__stream *s) {
     }
   }
   int depth;
-  while ((depth = atomic_load(&rt->admission)) > 0 && a->n >= (unsigned)depth &&
-         atomic_load(&rt->tasks.nhigh_live) > 0) {
-    held h = {rt, *slot(a, 0), a->n};
+  while ((depth = atomic_load(&st->depth)) > 0 && a->n >= (unsigned)depth &&
+         atomic_load(&st->nhigh_live) > 0) {
+    held h = {st, *slot(a, 0), a->n};
     int rc = weft__wait_for_test(x, room, &h);
     if (rc)
       return rc;

@@ -9,6 +9,8 @@
 #ifndef WEFT__ADMISSION_H
 #define WEFT__ADMISSION_H
 
+#include <stdatomic.h>
+
 #include "backend.h"
 
 struct weft__exec;
@@ -18,11 +20,20 @@ struct weft__exec;
 
 typedef struct weft__admission weft__admission;
 
+/* weft_runtime.adm: what the policy reads on every issue. */
+typedef struct weft__admission_state {
+  atomic_int depth;      /* 0: off (runtime.c) */
+  atomic_int nhigh_live; /* high-priority tasks alive (task.c, task_end.c) */
+  /* The wait set's: weft_shutdown began, and a held task goes on. */
+  const atomic_int *cancel;
+} weft__admission_state;
+
 /* Before x queues an operation on s (weft__caller_get, which checked that
  * the policy is on, x a normal-priority task and a high one alive): notes
  * what x queued since its last operation and, past the depth, waits. 0,
  * or the wait's error. */
-int weft__admit(struct weft__exec *x, weft__stream *s);
+int weft__admit(weft__admission_state *st, struct weft__exec *x,
+                weft__stream *s);
 
 /* The task's record goes back (its events to the pool) when it returns. */
 void weft__admission_free(struct weft__exec *x);

@@ -10,9 +10,10 @@
 
 #include "caller.h"
 #include "checker.h"
+#include "dataflow.h"
 #include "registry.h"
-#include "runtime_state.h"
 #include "stream_pool.h"
+#include "worker.h"
 
 static _Thread_local weft__exec *tls_thread_exec;
 static pthread_key_t thread_key;
@@ -46,7 +47,7 @@ static void thread_exit(void *p) {
   weft__exec *x = p;
   weft__registry_lock();
   if (!atomic_load(&x->dead)) {
-    weft_runtime *rt = x->rt;
+    weft__runtime_head *rt = weft__head(x->rt);
     pthread_mutex_lock(&rt->lock);
     for (weft__exec **pp = &rt->threads; *pp; pp = &(*pp)->next)
       if (*pp == x) {
@@ -82,14 +83,15 @@ static weft__exec *exec_get_for(const char *call, weft_runtime *pick) {
     weft__err(WEFT_ESTATE, "%s: no weft runtime is open (weft_init)", call);
     return NULL;
   }
+  weft__runtime_head *rh = weft__head(rt);
   x->rt = rt;
-  x->bk = rt->bk;
-  if (rt->bk->check)
-    weft__check_thread_start(rt->bk->check, x);
-  pthread_mutex_lock(&rt->lock);
-  x->next = rt->threads;
-  rt->threads = x;
-  pthread_mutex_unlock(&rt->lock);
+  x->bk = rh->bk;
+  if (x->bk->check)
+    weft__check_thread_start(x->bk->check, x);
+  pthread_mutex_lock(&rh->lock);
+  x->next = rh->threads;
+  rh->threads = x;
+  pthread_mutex_unlock(&rh->lock);
   tls_thread_exec = x;
   pthread_setspecific(thread_key, x);
   weft__registry_unlock();
@@ -108,8 +110,9 @@ int weft__caller_adopt(weft_runtime *rt) {
  * them and make new ones, for a runtime still open, on their next call. */
 void weft__caller_threads_release(weft_runtime *rt) {
   weft__registry_lock();
-  weft__exec *x = rt->threads;
-  rt->threads = NULL;
+  weft__runtime_head *rh = weft__head(rt);
+  weft__exec *x = rh->threads;
+  rh->threads = NULL;
   while (x) {
     weft__exec *next = x->next;
     weft__caller_release_stream(x);
@@ -141,8 +144,8 @@ int weft__caller_lease(weft__exec *x, weft__stream **out) {
   int rc = weft__stream_pool_get(rt, x->dev, x->high, &s);
   if (rc)
     return rc;
-  if (rt->bk->check)
-    weft__check_lease(rt->bk->check, s);
+  if (x->bk->check)
+    weft__check_lease(x->bk->check, s);
   x->stream = s;
   *out = s;
   return 0;

@@ -10,6 +10,7 @@
 
 #include "backend.h"
 #include "error_internal.h"
+#include "runtime_head.h"
 #include "weft/dataflow.h"
 
 typedef struct weft__exec weft__exec;

@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "error_internal.h"
-#include "runtime_state.h"
+#include "task_internal.h"
 #include "trace.h"
 
 /* Ticks per stream id; c[i] beyond n is 0. */
@@ -69,7 +69,8 @@ struct weft__checker {
   /* How to find the calling exec (caller.c's weft__caller_self), given at
    * creation: the checker sits beneath the caller layer it serves. */
   weft__exec *(*self)(void);
-  stream_state *streams; /* by stream id */
+  const atomic_long *nlive; /* the runtime's live tasks (task.c) */
+  stream_state *streams;    /* by stream id */
   uint32_t nstreams;
   tracked *allocs; /* sorted by base, disjoint */
   size_t nallocs, cap;
@@ -234,7 +235,8 @@ static void finding(weft__checker *k, const char *kind, uint64_t ns,
 
 /* ---- the checker ---- */
 
-weft__checker *weft__check_new(const void *owner, weft__exec *(*self)(void)) {
+weft__checker *weft__check_new(const void *owner, weft__exec *(*self)(void),
+                               const atomic_long *nlive) {
   weft__checker *k = calloc(1, sizeof *k);
   if (!k || pthread_mutex_init(&k->lock, NULL) != 0) {
     free(k);
@@ -244,6 +246,7 @@ weft__checker *weft__check_new(const void *owner, weft__exec *(*self)(void)) {
   k->out = stderr;
   k->owner = owner;
   k->self = self;
+  k->nlive = nlive;
   return k;
 }
 
@@ -666,7 +669,7 @@ void weft__check_cuda_call(weft__checker *k, const char *name, const char *what,
   weft__exec *x = k ? k->self() : NULL;
   /* CUPTI watches the whole process for the one runtime subscribed: a
    * task of another runtime (one with weft check off) is not k's. */
-  if (!k || !x || !x->is_task || x->rt->bk->check != k)
+  if (!k || !x || !x->is_task || x->bk->check != k)
     return;
   if (!default_stream) {
     weft__check_implicit_sync(k, x, name, what, ns);
@@ -687,7 +690,7 @@ void weft__check_implicit_sync(weft__checker *k, weft__exec *x,
    * that sets up its buffers, a root task before it spawns, waits for
    * nothing but its own stream; reporting it would bury the findings
    * that matter. */
-  if (atomic_load(&x->rt->tasks.nlive) <= 1)
+  if (atomic_load(k->nlive) <= 1)
     return;
   char who[WHO];
   who_of(x, who, sizeof who);

@@ -24,6 +24,7 @@
 #ifndef WEFT__CHECKER_H
 #define WEFT__CHECKER_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -42,9 +43,11 @@ typedef struct weft__check_span {
 } weft__check_span;
 
 /* For the runtime of backend owner, whose trace (if it traces) gets the
- * findings; self finds the calling exec (or NULL). NULL on ENOMEM
+ * findings; self finds the calling exec (or NULL), nlive counts its live
+ * tasks (implicit syncs matter only while another lives). NULL on ENOMEM
  * (reported). */
-weft__checker *weft__check_new(const void *owner, weft__exec *(*self)(void));
+weft__checker *weft__check_new(const void *owner, weft__exec *(*self)(void),
+                               const atomic_long *nlive);
 /* Prints the summary line if there were findings. */
 void weft__check_free(weft__checker *k);
 size_t weft__check_findings(const weft__checker *k);

@@ -2,7 +2,6 @@
 #include "door.h"
 #include "admission.h"
 #include "checker.h"
-#include "runtime_state.h"
 
 int weft__door_refuse_in_capture(const weft__exec *x, const char *call,
                                  const char *why) {
@@ -33,20 +32,20 @@ int weft__door(const char *call, unsigned flags, const char *why,
   c->x = x;
   c->bk = x->bk;
   c->dev = x->dev;
-  c->epoch = x->rt->epoch;
+  weft__runtime_head *rt = weft__head(x->rt);
+  c->epoch = rt->epoch;
   if (!(flags & WEFT__DOOR_ISSUE))
     return 0;
   weft__stream *s;
   if ((rc = weft__caller_stream(x, &s)) != 0)
     return rc;
-  weft_runtime *rt = x->rt;
-  if (atomic_load_explicit(&rt->admission, memory_order_relaxed) &&
+  if (atomic_load_explicit(&rt->adm.depth, memory_order_relaxed) &&
       x->is_task && !x->high &&
-      atomic_load_explicit(&rt->tasks.nhigh_live, memory_order_relaxed) > 0 &&
-      (rc = weft__admit(x, s)) != 0)
+      atomic_load_explicit(&rt->adm.nhigh_live, memory_order_relaxed) > 0 &&
+      (rc = weft__admit(&rt->adm, x, s)) != 0)
     return rc;
-  if (rt->bk->check)
-    weft__check_issue(rt->bk->check, x, s);
+  if (x->bk->check)
+    weft__check_issue(x->bk->check, x, s);
   c->s = s;
   return 0;
 }

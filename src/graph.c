@@ -27,11 +27,11 @@ typedef struct graph_ref {
 /* Graph objects come from the runtime's pool (pool.h): their handles carry
  * a generation, so a handle kept past its destroy names no graph made
  * later at that address, and the object's memory outlives the handle. A
- * call using a graph holds it (users, under rt->lock), so a destroy racing
+ * call using a graph holds it (users, under rt->h.lock), so a destroy racing
  * a launch on another thread frees it only once that launch is done. */
 struct weft_graph {
   weft__obj hdr; /* magic GRAPH_MAGIC while live */
-  int users;     /* calls using it now, under rt->lock */
+  int users;     /* calls using it now, under rt->h.lock */
   int dying;     /* destroyed: freed when the last user is done */
   weft_runtime *rt;
   void *impl; /* the backend's */
@@ -214,7 +214,7 @@ int weft__graph_step(weft__exec *x, weft_task_fn fn, void *arg,
    * step's accesses as the declarations weft check holds it to. */
   weft_access *decl = x->decl;
   uint32_t ndecl = x->ndecl;
-  if (rt->bk->check) {
+  if (rt->h.bk->check) {
     x->decl = (weft_access *)a;
     x->ndecl = (uint32_t)n;
   }
@@ -345,7 +345,7 @@ int weft_graph_begin(void) {
 /* Holds (delta +1) or releases (-1) the memory behind refs. */
 static void hold_refs(weft_runtime *rt, const graph_ref *refs, size_t n,
                       int delta) {
-  weft__backend *b = rt->bk;
+  weft__backend *b = rt->h.bk;
   for (size_t i = 0; i < n; i++) {
     if (refs[i].pinned) {
       weft__pinned_cache_hold(&rt->pinned, refs[i].p, delta);
@@ -366,7 +366,7 @@ static int take_refs(weft_runtime *rt, const weft__capture *cap,
   size_t n = 0;
   if (cap->nptrs && !(refs = malloc(cap->nptrs * sizeof *refs)))
     return weft__err(WEFT_ENOMEM, "weft_graph_end: out of memory");
-  weft__backend *b = rt->bk;
+  weft__backend *b = rt->h.bk;
   for (size_t i = 0; i < cap->nptrs; i++) {
     const void *p = cap->ptrs[i];
     int dup = 0;
@@ -425,7 +425,7 @@ int weft_graph_end(weft_graph **out) {
   if (rs)
     return rs;
   weft_runtime *rt = x->rt;
-  const struct weft__backend_ops *ops = rt->bk->ops;
+  const struct weft__backend_ops *ops = rt->h.bk->ops;
   void *impl = NULL;
   int rc = end_capture(x, cap, &impl, "weft_graph_end");
   weft_graph *g = NULL;
@@ -433,9 +433,9 @@ int weft_graph_end(weft_graph **out) {
     rc = weft__err(WEFT_EINVAL, "weft_graph_end: out is NULL (the capture "
                                 "is ended and dropped)");
   if (rc == 0) {
-    pthread_mutex_lock(&rt->lock);
+    pthread_mutex_lock(&rt->h.lock);
     g = (weft_graph *)weft__pool_get(&rt->graph_pool, sizeof *g);
-    pthread_mutex_unlock(&rt->lock);
+    pthread_mutex_unlock(&rt->h.lock);
     if (!g)
       rc = weft__err(WEFT_ENOMEM, "weft_graph_end: out of memory");
   }
@@ -447,23 +447,23 @@ int weft_graph_end(weft_graph **out) {
   if (rc) {
     if (g) {
       free(g->refs);
-      pthread_mutex_lock(&rt->lock);
+      pthread_mutex_lock(&rt->h.lock);
       weft__pool_put(&rt->graph_pool, &g->hdr);
-      pthread_mutex_unlock(&rt->lock);
+      pthread_mutex_unlock(&rt->h.lock);
     }
     if (impl)
-      ops->graph_destroy(rt->bk, impl);
+      ops->graph_destroy(rt->h.bk, impl);
     return rc;
   }
   g->hdr.magic = GRAPH_MAGIC;
   g->rt = rt;
   g->impl = impl;
   ops->graph_counts(impl, &g->ops, &g->kernels, &g->copies);
-  pthread_mutex_lock(&rt->lock);
+  pthread_mutex_lock(&rt->h.lock);
   g->next = rt->graphs;
   rt->graphs = g;
   rt->ngraphs++;
-  pthread_mutex_unlock(&rt->lock);
+  pthread_mutex_unlock(&rt->h.lock);
   *out = (weft_graph *)weft__handle_of(&g->hdr);
   return 0;
 }
@@ -480,13 +480,13 @@ static weft_graph *graph_take(const weft_graph *h, weft_runtime *rt,
    * another runtime, or no handle at all, is never dereferenced. */
   const weft__obj *o = weft__handle_obj(h);
   weft_graph *g = NULL;
-  pthread_mutex_lock(&rt->lock);
+  pthread_mutex_lock(&rt->h.lock);
   for (weft_graph *it = rt->graphs; it && !g; it = it->next)
     if (&it->hdr == o && weft__handle_live(h, &it->hdr))
       g = it;
   if (g)
     g->users++;
-  pthread_mutex_unlock(&rt->lock);
+  pthread_mutex_unlock(&rt->h.lock);
   *rc = g ? 0
           : weft__err(WEFT_EHANDLE,
                       "%s: not a live graph of this runtime (destroyed, or "
@@ -497,21 +497,21 @@ static weft_graph *graph_take(const weft_graph *h, weft_runtime *rt,
 
 /* Frees a destroyed graph nobody uses any longer. */
 static void graph_free(weft_runtime *rt, weft_graph *g) {
-  rt->bk->ops->graph_destroy(rt->bk, g->impl);
+  rt->h.bk->ops->graph_destroy(rt->h.bk, g->impl);
   hold_refs(rt, g->refs, g->nrefs, -1);
   free(g->refs);
   free(g->spans);
   weft__check_vc_free(g->check_vc);
-  pthread_mutex_lock(&rt->lock);
+  pthread_mutex_lock(&rt->h.lock);
   weft__pool_put(&rt->graph_pool, &g->hdr);
-  pthread_mutex_unlock(&rt->lock);
+  pthread_mutex_unlock(&rt->h.lock);
 }
 
 /* The caller is done with g (graph_take). */
 static void graph_put(weft_runtime *rt, weft_graph *g) {
-  pthread_mutex_lock(&rt->lock);
+  pthread_mutex_lock(&rt->h.lock);
   int last = --g->users == 0 && g->dying;
-  pthread_mutex_unlock(&rt->lock);
+  pthread_mutex_unlock(&rt->h.lock);
   if (last)
     graph_free(rt, g);
 }
@@ -528,7 +528,7 @@ static void end_unkept(weft__exec *x) {
   weft__errinfo refusal = *weft__err_slot();
   void *impl = NULL;
   if (end_capture(x, cap, &impl, "weft_graph_update") == 0 && impl)
-    x->rt->bk->ops->graph_destroy(x->rt->bk, impl);
+    x->rt->h.bk->ops->graph_destroy(x->rt->h.bk, impl);
   capture_free(cap);
   *weft__err_slot() = refusal;
 }
@@ -577,7 +577,7 @@ static int graph_update(weft__exec *x, weft_graph *g) {
   free(g->refs);
   g->refs = refs;
   g->nrefs = nrefs;
-  rt->bk->ops->graph_counts(g->impl, &g->ops, &g->kernels, &g->copies);
+  rt->h.bk->ops->graph_counts(g->impl, &g->ops, &g->kernels, &g->copies);
   return 0;
 }
 
@@ -592,9 +592,9 @@ int weft_graph_launch(weft_graph *h) {
   weft_graph *g = graph_take(h, x->rt, "weft_graph_launch", &rc);
   if (!g)
     return rc;
-  rc = x->rt->bk->ops->graph_launch(c.s, g->impl);
-  if (rc == 0 && x->rt->bk->check)
-    weft__check_replay(x->rt->bk->check, c.s, g->spans, g->nspans,
+  rc = x->rt->h.bk->ops->graph_launch(c.s, g->impl);
+  if (rc == 0 && x->rt->h.bk->check)
+    weft__check_replay(x->rt->h.bk->check, c.s, g->spans, g->nspans,
                        &g->check_vc);
   graph_put(x->rt, g);
   return rc;
@@ -610,7 +610,7 @@ int weft_graph_destroy(weft_graph *h) {
   if (!g)
     return rc;
   /* Out of the live list at once: from now on its handle is refused. */
-  pthread_mutex_lock(&rt->lock);
+  pthread_mutex_lock(&rt->h.lock);
   for (weft_graph **pp = &rt->graphs; *pp; pp = &(*pp)->next)
     if (*pp == g) {
       *pp = g->next;
@@ -618,7 +618,7 @@ int weft_graph_destroy(weft_graph *h) {
     }
   rt->ngraphs--;
   g->dying = 1;
-  pthread_mutex_unlock(&rt->lock);
+  pthread_mutex_unlock(&rt->h.lock);
   graph_put(rt, g);
   return 0;
 }

@@ -13,12 +13,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "caller.h"
-#include "door.h"
 #include "error_internal.h"
 #include "library_internal.h"
 #include "registry.h"
-#include "runtime_state.h"
+#include "worker.h"
 
 /* 64 slots of 80 bytes a thread: a few libraries, each with a few keyed
  * handles (cuFFT plans of a few shapes). */
@@ -305,13 +303,13 @@ typedef struct warm_job {
  * dev), made unless it has one. */
 static void warm_here(void *arg) {
   warm_job *j = arg;
-  ident id = {j->lib, j->dev, 0, j->rt->epoch, NULL, {0}};
+  ident id = {j->lib, j->dev, 0, weft__head(j->rt)->epoch, NULL, {0}};
   slot *s = slot_for(&id);
   if (s && s->handle)
     return;
   /* Not in a task: make() creates right here, on this stack. */
   void *h;
-  int rc = s ? make(&id, j->rt->bk, NULL, NULL, &h) : WEFT_ENOMEM;
+  int rc = s ? make(&id, weft__head(j->rt)->bk, NULL, NULL, &h) : WEFT_ENOMEM;
   if (rc == 0) {
     s->handle = h;
     s->stream = NULL;
@@ -340,7 +338,8 @@ int weft_library_warm(weft_runtime *rt, const weft_library *lib, int dev) {
                      "weft_library_warm %s: its handles are per stream, made "
                      "with their stream",
                      lib->name ? lib->name : "(unnamed library)");
-  if (dev < 0 || dev >= rt->bk->ndev)
+  weft__backend *bk = weft__head(rt)->bk;
+  if (dev < 0 || dev >= bk->ndev)
     return weft__err(WEFT_ENODEV, "weft_library_warm: no device %d", dev);
   warm_job j = {.lib = lib, .rt = rt, .dev = dev};
   if (pthread_mutex_init(&j.lock, NULL))
@@ -349,10 +348,10 @@ int weft_library_warm(weft_runtime *rt, const weft_library *lib, int dev) {
   /* A plain thread runs tasks while it joins one (sched.c's guest); its
    * own current device is put back after. */
   if (!weft__worker_task()) {
-    int cur = weft__backend_current_device(rt->bk);
+    int cur = weft__backend_current_device(bk);
     warm_here(&j);
     if (cur >= 0)
-      rt->bk->ops->bind_device(rt->bk, cur);
+      bk->ops->bind_device(bk, cur);
   }
   pthread_mutex_destroy(&j.lock);
   if (j.rc)
@@ -366,7 +365,7 @@ void weft__library_release(weft_runtime *rt) {
   size_t keep = 0;
   for (size_t i = 0; i < nmade; i++) {
     made *m = &registry[i];
-    if (m->id.epoch != rt->epoch) {
+    if (m->id.epoch != weft__head(rt)->epoch) {
       registry[keep++] = *m;
       continue;
     }

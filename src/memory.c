@@ -317,16 +317,16 @@ int weft_copy(void *dst, const void *src, size_t bytes) {
   /* Here, not only in weft__copy: staging copies in chunks no longer at
    * the start of the allocation, and the pinned cache below records the
    * stream's use of a block, which a refused call must not do. */
-  rc = weft__check_extent(x->rt->bk, dst, src, bytes, "weft_copy");
+  rc = weft__check_extent(x->rt->h.bk, dst, src, bytes, "weft_copy");
   if (rc)
     return rc;
   weft__pinned_cache *pc = &x->rt->pinned;
-  const struct weft__backend_ops *ops = x->rt->bk->ops;
+  const struct weft__backend_ops *ops = x->rt->h.bk->ops;
   int src_kind = weft__pinned_cache_use(pc, src, bytes, s) ? WEFT__MEM_PINNED
-                 : ops->ptr_kind ? ops->ptr_kind(x->rt->bk, src)
+                 : ops->ptr_kind ? ops->ptr_kind(x->rt->h.bk, src)
                                  : WEFT__MEM_PINNED;
   int dst_kind = weft__pinned_cache_use(pc, dst, bytes, s) ? WEFT__MEM_PINNED
-                 : ops->ptr_kind ? ops->ptr_kind(x->rt->bk, dst)
+                 : ops->ptr_kind ? ops->ptr_kind(x->rt->h.bk, dst)
                                  : WEFT__MEM_PINNED;
   int pageable =
       src_kind == WEFT__MEM_PAGEABLE || dst_kind == WEFT__MEM_PAGEABLE;
@@ -387,7 +387,7 @@ int weft_pinned_alloc(size_t bytes, void **ptr) {
   if (entered)
     return entered;
   weft__exec *x = c.x;
-  weft__checker *k = x->rt->bk->check;
+  weft__checker *k = x->rt->h.bk->check;
   if (!k)
     return weft__pinned_cache_alloc(&x->rt->pinned, bytes, ptr);
   weft__pinned_stats before, after;
@@ -401,7 +401,7 @@ int weft_pinned_alloc(size_t bytes, void **ptr) {
   /* On CUDA a miss allocates page-locked memory (cudaHostAlloc), which
    * waits for the whole device; the host backend's does not. */
   if (rc == 0 && x->is_task && after.misses > before.misses &&
-      x->rt->bk->ops->kind == WEFT_BACKEND_CUDA)
+      x->rt->h.bk->ops->kind == WEFT_BACKEND_CUDA)
     weft__check_implicit_sync(
         k, x, "weft_pinned_alloc",
         "a pinned-cache miss allocates page-locked memory (cudaHostAlloc), "
@@ -420,8 +420,8 @@ int weft_pinned_free(void *ptr) {
   if (rc)
     return rc;
   weft__exec *x = c.x;
-  if (ptr && x->rt->bk->check) /* before: see weft_device_free */
-    weft__check_dealloc(x->rt->bk->check, ptr);
+  if (ptr && x->rt->h.bk->check) /* before: see weft_device_free */
+    weft__check_dealloc(x->rt->h.bk->check, ptr);
   size_t size =
       ptr && x->flow ? weft__pinned_cache_size(&x->rt->pinned, ptr) : 0;
   rc = weft__pinned_cache_free(&x->rt->pinned, ptr);
@@ -442,7 +442,7 @@ int weft_mem_stats_get(weft_runtime *rt, weft_mem_stats *out) {
   weft__pinned_stats p;
   weft__pinned_cache_stats(&rt->pinned, &p);
   weft__backend_counts c;
-  weft__backend_get_counts(rt->bk, &c);
+  weft__backend_get_counts(rt->h.bk, &c);
   out->pinned_reserved = p.reserved;
   out->pinned_in_use = p.in_use;
   out->pinned_requested = p.requested;
@@ -460,9 +460,9 @@ int weft_mem_trim(weft_runtime *rt) {
   int rc0 = weft__registry_check(rt, "weft_mem_trim");
   if (rc0)
     return rc0;
-  weft__checker *k = rt->bk->check;
+  weft__checker *k = rt->h.bk->check;
   weft__exec *x = k ? weft__caller_self() : NULL;
-  uint64_t t0 = x && x->is_task && rt->bk->ops->kind == WEFT_BACKEND_CUDA
+  uint64_t t0 = x && x->is_task && rt->h.bk->ops->kind == WEFT_BACKEND_CUDA
                     ? weft__trace_now()
                     : 0;
   weft__pinned_cache_trim(&rt->pinned);

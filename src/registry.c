@@ -9,14 +9,16 @@
 
 #include "error_internal.h"
 #include "registry.h"
-#include "runtime_state.h"
+#include "runtime_head.h"
 
 static pthread_mutex_t global_lock = PTHREAD_MUTEX_INITIALIZER;
 static weft_runtime **open_rts; /* open, oldest first */
 static size_t nopen, cap_open;
 static atomic_uint_fast64_t epochs;
 
-weft__backend *weft__registry_backend(weft_runtime *rt) { return rt->bk; }
+weft__backend *weft__registry_backend(weft_runtime *rt) {
+  return weft__head(rt)->bk;
+}
 
 void weft__registry_lock(void) { pthread_mutex_lock(&global_lock); }
 
@@ -38,7 +40,7 @@ int weft__registry_add(weft_runtime *rt) {
     open_rts = v;
     cap_open = cap;
   }
-  rt->epoch = atomic_fetch_add(&epochs, 1) + 1;
+  weft__head(rt)->epoch = atomic_fetch_add(&epochs, 1) + 1;
   open_rts[nopen++] = rt;
   pthread_mutex_unlock(&global_lock);
   return 0;

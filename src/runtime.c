@@ -77,12 +77,13 @@ static int admission_wanted(int opt, int *depth) {
 }
 
 static int rt_locks_init(weft_runtime *rt) {
-  if (pthread_mutex_init(&rt->lock, NULL))
+  if (pthread_mutex_init(&rt->h.lock, NULL))
     goto fail_lock;
   if (pthread_cond_init(&rt->done_cv, NULL))
     goto fail_done;
   if (pthread_mutex_init(&rt->sched.park_lock, NULL))
     goto fail_park;
+  rt->waits.sched = &rt->sched;
   if (pthread_mutex_init(&rt->waits.lock, NULL))
     goto fail_wait;
   if (pthread_mutex_init(&rt->sched.each_lock, NULL))
@@ -99,7 +100,7 @@ fail_wait:
 fail_park:
   pthread_cond_destroy(&rt->done_cv);
 fail_done:
-  pthread_mutex_destroy(&rt->lock);
+  pthread_mutex_destroy(&rt->h.lock);
 fail_lock:
   return weft__err(WEFT_ENOMEM, "weft_init: cannot create locks");
 }
@@ -110,7 +111,7 @@ static void rt_locks_fini(weft_runtime *rt) {
   pthread_mutex_destroy(&rt->waits.lock);
   pthread_mutex_destroy(&rt->sched.park_lock);
   pthread_cond_destroy(&rt->done_cv);
-  pthread_mutex_destroy(&rt->lock);
+  pthread_mutex_destroy(&rt->h.lock);
 }
 
 /* Thread counts: an option (0: not set) or else the environment variable,
@@ -214,19 +215,21 @@ int weft_init(weft_runtime **rtp, const weft_runtime_opts *user) {
   if (!rt)
     return weft__err(WEFT_ENOMEM, "weft_init: out of memory");
   rt->opts = opts;
-  atomic_init(&rt->admission, admission);
+  atomic_init(&rt->h.adm.depth, admission);
+  rt->h.adm.cancel = &rt->waits.cancel;
   int rc = rt_locks_init(rt);
   if (rc)
     goto fail_locks;
   weft__backend_config cfg = {
       .host_threads = opts.host_threads,
       .host_devices = opts.host_devices > 0 ? opts.host_devices : 1};
-  rc = weft__backend_open(opts.backend, 1, &cfg, &rt->bk);
+  rc = weft__backend_open(opts.backend, 1, &cfg, &rt->h.bk);
   if (rc)
     goto fail_backend;
-  if (rt->bk->ndev > WEFT__MAX_DEVICES) {
+  rt->waits.bk = rt->h.bk;
+  if (rt->h.bk->ndev > WEFT__MAX_DEVICES) {
     rc = weft__err(WEFT_ENOTSUP, "weft_init: %d devices (at most %d)",
-                   rt->bk->ndev, WEFT__MAX_DEVICES);
+                   rt->h.bk->ndev, WEFT__MAX_DEVICES);
     goto fail_pools;
   }
   rc = weft__stream_pool_init(rt);
@@ -235,18 +238,19 @@ int weft_init(weft_runtime **rtp, const weft_runtime_opts *user) {
                                                      : STREAMS_AHEAD);
   if (rc)
     goto fail_pools;
-  if (check && !(rt->bk->check = weft__check_new(rt->bk, weft__caller_self))) {
+  if (check && !(rt->h.bk->check = weft__check_new(rt->h.bk, weft__caller_self,
+                                                   &rt->tasks.nlive))) {
     rc = WEFT_ENOMEM;
     goto fail_pools;
   }
-  if (rt->bk->check && rt->bk->ops->check_start)
-    rt->bk->ops->check_start(rt->bk);
+  if (rt->h.bk->check && rt->h.bk->ops->check_start)
+    rt->h.bk->ops->check_start(rt->h.bk);
   rc = weft__stack_pool_init(&rt->stacks, opts.stack_size);
   if (rc) {
     weft__err(rc, "weft_init: cannot create the stack pool");
     goto fail_pools;
   }
-  rc = weft__pinned_cache_init(&rt->pinned, rt, rt->bk);
+  rc = weft__pinned_cache_init(&rt->pinned, rt, rt->h.bk);
   if (rc) {
     weft__err(rc, "weft_init: cannot create the pinned cache");
     goto fail_pinned;
@@ -266,10 +270,10 @@ int weft_init(weft_runtime **rtp, const weft_runtime_opts *user) {
     if (rc == 0)
       rc = trace_path_ok(trace, &trace_created);
     if (rc == 0)
-      rc = weft__trace_open(trace, rt->bk->ops->name, rt->bk, rt->bk->info,
-                            rt->bk->ndev);
-    if (rc == 0 && rt->bk->ops->trace_start &&
-        (rc = rt->bk->ops->trace_start(rt->bk)) != 0)
+      rc = weft__trace_open(trace, rt->h.bk->ops->name, rt->h.bk,
+                            rt->h.bk->info, rt->h.bk->ndev);
+    if (rc == 0 && rt->h.bk->ops->trace_start &&
+        (rc = rt->h.bk->ops->trace_start(rt->h.bk)) != 0)
       weft__trace_close();
     if (rc)
       goto fail_trace;
@@ -293,8 +297,8 @@ int weft_init(weft_runtime **rtp, const weft_runtime_opts *user) {
 
 fail_sched:
   if (rt->tracing) {
-    if (rt->bk->ops->trace_stop)
-      rt->bk->ops->trace_stop(rt->bk);
+    if (rt->h.bk->ops->trace_stop)
+      rt->h.bk->ops->trace_stop(rt->h.bk);
     weft__trace_close();
   }
 fail_trace:
@@ -305,11 +309,11 @@ fail_pinned:
   weft__stack_pool_fini(&rt->stacks);
 fail_pools:
   weft__stream_pool_fini(rt); /* the streams made ahead too */
-  if (rt->bk->check && rt->bk->ops->check_stop)
-    rt->bk->ops->check_stop(rt->bk);
-  weft__check_free(rt->bk->check);
-  rt->bk->check = NULL;
-  weft__backend_close(rt->bk);
+  if (rt->h.bk->check && rt->h.bk->ops->check_stop)
+    rt->h.bk->ops->check_stop(rt->h.bk);
+  weft__check_free(rt->h.bk->check);
+  rt->h.bk->check = NULL;
+  weft__backend_close(rt->h.bk);
 fail_backend:
   rt_locks_fini(rt);
 fail_locks:
@@ -321,14 +325,14 @@ fail_locks:
  * backend counts, less the runtime's own pooled streams and events. */
 static size_t user_objects(weft_runtime *rt, char *what, size_t len) {
   weft__backend_counts c;
-  weft__backend_get_counts(rt->bk, &c);
+  weft__backend_get_counts(rt->h.bk, &c);
   weft__pinned_stats p;
   weft__pinned_cache_stats(&rt->pinned, &p);
   size_t ev = c.events - rt->pools.nevents;
   size_t st = c.streams - rt->pools.nstreams;
-  pthread_mutex_lock(&rt->lock);
+  pthread_mutex_lock(&rt->h.lock);
   size_t graphs = rt->ngraphs;
-  pthread_mutex_unlock(&rt->lock);
+  pthread_mutex_unlock(&rt->h.lock);
   snprintf(what, len,
            "%zu events, %zu streams (weft_host_stream), %zu device and %zu "
            "pinned allocations, %zu graphs",
@@ -344,20 +348,20 @@ int weft_shutdown(weft_runtime *rt) {
                                    "(already shut down?)");
   if (weft__worker_task())
     return weft__err(WEFT_ESTATE, "weft_shutdown: called from a task");
-  pthread_mutex_lock(&rt->lock);
+  pthread_mutex_lock(&rt->h.lock);
   rt->closing = 1;
   atomic_store(&rt->waits.cancel, 1);
   while (atomic_load(&rt->tasks.nlive) > 0)
-    pthread_cond_wait(&rt->done_cv, &rt->lock);
-  pthread_mutex_unlock(&rt->lock);
+    pthread_cond_wait(&rt->done_cv, &rt->h.lock);
+  pthread_mutex_unlock(&rt->h.lock);
   /* No task runs and none can start (closing), so the count is stable;
    * counting takes locks of its own. */
   char what[160];
   if (user_objects(rt, what, sizeof what) > 0) {
-    pthread_mutex_lock(&rt->lock);
+    pthread_mutex_lock(&rt->h.lock);
     rt->closing = 0;
     atomic_store(&rt->waits.cancel, 0);
-    pthread_mutex_unlock(&rt->lock);
+    pthread_mutex_unlock(&rt->h.lock);
     return weft__err(WEFT_EBUSY, "weft_shutdown: still live: %s", what);
   }
 
@@ -375,25 +379,25 @@ int weft_shutdown(weft_runtime *rt) {
   weft__pool_drain(&rt->graph_pool);
   weft__caller_threads_release(rt);
   weft__library_release(rt);
-  if (rt->bk->ops->release_libraries)
-    rt->bk->ops->release_libraries(rt->bk);
+  if (rt->h.bk->ops->release_libraries)
+    rt->h.bk->ops->release_libraries(rt->h.bk);
   weft__pinned_cache_fini(&rt->pinned);
   weft__stream_pool_fini(rt);
   int trc = 0;
   if (rt->tracing) {
     /* Everything queued has completed (tasks ended, pools drained), so the
      * backend has seen every operation; flush, then write the file. */
-    weft__device_sync(rt->bk, 0);
-    if (rt->bk->ops->trace_stop)
-      rt->bk->ops->trace_stop(rt->bk);
+    weft__device_sync(rt->h.bk, 0);
+    if (rt->h.bk->ops->trace_stop)
+      rt->h.bk->ops->trace_stop(rt->h.bk);
     trc = weft__trace_close();
   }
   weft__stack_pool_fini(&rt->stacks);
-  if (rt->bk->check && rt->bk->ops->check_stop)
-    rt->bk->ops->check_stop(rt->bk);
-  weft__check_free(rt->bk->check);
-  rt->bk->check = NULL;
-  int rc = weft__backend_close(rt->bk);
+  if (rt->h.bk->check && rt->h.bk->ops->check_stop)
+    rt->h.bk->ops->check_stop(rt->h.bk);
+  weft__check_free(rt->h.bk->check);
+  rt->h.bk->check = NULL;
+  int rc = weft__backend_close(rt->h.bk);
   rt_locks_fini(rt);
   free(rt);
   return rc ? rc : trc;
@@ -407,7 +411,7 @@ weft_runtime *weft_runtime_current(void) {
 }
 
 weft_backend_kind weft_runtime_backend(const weft_runtime *rt) {
-  return rt && weft__registry_has((weft_runtime *)rt) ? rt->bk->ops->kind
+  return rt && weft__registry_has((weft_runtime *)rt) ? rt->h.bk->ops->kind
                                                       : WEFT_BACKEND_AUTO;
 }
 
@@ -417,7 +421,7 @@ int weft_device_count(weft_runtime *rt, int *count) {
     return rc;
   if (!count)
     return weft__err(WEFT_EINVAL, "weft_device_count: count is NULL");
-  *count = rt->bk->ndev;
+  *count = rt->h.bk->ndev;
   return 0;
 }
 
@@ -427,14 +431,14 @@ int weft_device_peer(weft_runtime *rt, int dev, int peer, int *direct) {
     return rc;
   if (!direct)
     return weft__err(WEFT_EINVAL, "weft_device_peer: direct is NULL");
-  int bad = dev < 0 || dev >= rt->bk->ndev ? dev : peer;
-  if (bad < 0 || bad >= rt->bk->ndev)
+  int bad = dev < 0 || dev >= rt->h.bk->ndev ? dev : peer;
+  if (bad < 0 || bad >= rt->h.bk->ndev)
     return weft__err(WEFT_ENODEV, "weft_device_peer: no device %d", bad);
-  if (dev == peer || !rt->bk->ops->device_peer) {
+  if (dev == peer || !rt->h.bk->ops->device_peer) {
     *direct = 1;
     return 0;
   }
-  return rt->bk->ops->device_peer(rt->bk, dev, peer, direct);
+  return rt->h.bk->ops->device_peer(rt->h.bk, dev, peer, direct);
 }
 
 int weft_device_get_info(weft_runtime *rt, int dev, weft_device_info *info) {
@@ -443,10 +447,10 @@ int weft_device_get_info(weft_runtime *rt, int dev, weft_device_info *info) {
     return rc;
   if (!info)
     return weft__err(WEFT_EINVAL, "weft_device_get_info: info is NULL");
-  if (dev < 0 || dev >= rt->bk->ndev)
+  if (dev < 0 || dev >= rt->h.bk->ndev)
     return weft__err(WEFT_ENODEV, "weft_device_get_info: no device %d", dev);
   /* Free memory changes; everything else was read at open. */
-  return rt->bk->ops->device_info(rt->bk, dev, info);
+  return rt->h.bk->ops->device_info(rt->h.bk, dev, info);
 }
 
 int weft_runtime_set_admission(weft_runtime *rt, int depth) {
@@ -460,6 +464,6 @@ int weft_runtime_set_admission(weft_runtime *rt, int depth) {
   if (!weft__registry_has(rt))
     return weft__err(WEFT_EHANDLE, "weft_runtime_set_admission: not an open "
                                    "runtime");
-  atomic_store(&rt->admission, depth);
+  atomic_store(&rt->h.adm.depth, depth);
   return 0;
 }

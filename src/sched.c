@@ -49,7 +49,7 @@ static void search_end(weft__worker *w, int found) {
   w->searching = 0;
   if (atomic_fetch_sub(&w->rt->sched.nsearching, 1) == 1 && found &&
       work_available(w->rt))
-    weft__worker_wake(w->rt);
+    weft__worker_wake(w->home);
 }
 
 /* Steals half of a victim's queue: returns the oldest task and queues the
@@ -150,7 +150,7 @@ static void after_switch_do(weft__worker *w, weft_task *t) {
       t->yielded = 1;
       weft__mark_ready(t, WEFT__TR_READY_YIELD);
       weft__rq_push(&rt->sched.inject, t, 0);
-      weft__worker_wake(rt);
+      weft__worker_wake(&rt->sched);
       w->guest_left = 1;
       break;
     }
@@ -180,19 +180,19 @@ static void after_switch_do(weft__worker *w, weft_task *t) {
     weft__rq_push(&w->rq, t, 1);
     break;
   case AFTER_WAIT:
-    weft__wait_add(rt, t);
+    weft__wait_add(&rt->waits, t);
     break;
   case AFTER_BLOCK:
-    pthread_mutex_lock(&rt->lock);
+    pthread_mutex_lock(&rt->h.lock);
     t->blocking = 0;
     if (t->wake_pending) {
       t->wake_pending = 0;
       weft__mark_ready(t, WEFT__TR_READY_JOIN);
-      weft__worker_ready(rt, t);
+      weft__worker_ready(&rt->sched, t);
     } else {
       t->blocked = 1;
     }
-    pthread_mutex_unlock(&rt->lock);
+    pthread_mutex_unlock(&rt->h.lock);
     break;
   case AFTER_EXIT:
     if (weft__stack_check(t->fiber.stack))
@@ -200,11 +200,11 @@ static void after_switch_do(weft__worker *w, weft_task *t) {
     weft__stack_put(&rt->stacks, t->fiber.stack);
     weft__fiber_release(&t->fiber);
     if (weft__task_returned(t))
-      weft__wait_add(rt, t);
+      weft__wait_add(&rt->waits, t);
     break;
   case AFTER_CALL:
     w->call(w->call_arg);
-    weft__worker_ready(rt, t);
+    weft__worker_ready(&rt->sched, t);
     break;
   case AFTER_NONE:
     break;
@@ -223,7 +223,7 @@ static void after_switch_do(weft__worker *w, weft_task *t) {
 #define WAKE_QUEUED 2
 static void help_if_needed(weft__worker *w) {
   if (atomic_load_explicit(&w->rq.n, memory_order_relaxed) >= WAKE_QUEUED)
-    weft__worker_wake(w->rt);
+    weft__worker_wake(w->home);
 }
 
 /* The wait of a task that could not start until the tasks it follows
@@ -234,7 +234,7 @@ static int deps_done_test(void *arg) {
 
 static void run_task(weft__worker *w, weft_task *t) {
   if (t->wait_test == deps_done_test) /* back from that wait */
-    weft__wait_test_done(w->rt, t);
+    weft__wait_test_done(t);
   if (!t->fiber.stack) {
     weft__stack *s = weft__stack_get(&w->rt->stacks);
     if (!s || weft__fiber_make(&t->fiber, s, task_entry, t) != 0) {
@@ -244,16 +244,16 @@ static void run_task(weft__worker *w, weft_task *t) {
        * may end only once those it follows have. It waits for them in the
        * wait set (no stack needed), then tries for a stack again. */
       if (t->flow_deps && !weft__task_deps_done(t)) {
-        weft__wait_test_set(w->rt, t, deps_done_test, t);
+        weft__wait_test_set(t, deps_done_test, t);
         t->state = TASK_SUSPENDED;
-        weft__wait_add(w->rt, t);
+        weft__wait_add(&w->rt->waits, t);
         return;
       }
       /* The task cannot start: it ends at once, reporting why. */
       t->x.first_err = weft__err(
           WEFT_ENOMEM, "weft: no memory for the stack of task '%s'", t->name);
       if (weft__task_returned(t))
-        weft__wait_add(w->rt, t);
+        weft__wait_add(&w->rt->waits, t);
       return;
     }
   }
@@ -261,21 +261,21 @@ static void run_task(weft__worker *w, weft_task *t) {
   t->state = TASK_RUNNING;
   t->yielded = 0;
   w->cur = t;
-  if (w->rt->bk->ops->bind_device)
-    w->rt->bk->ops->bind_device(w->rt->bk, t->x.dev);
+  if (w->rt->h.bk->ops->bind_device)
+    w->rt->h.bk->ops->bind_device(w->rt->h.bk, t->x.dev);
   weft__task_tls = t;
   weft__err_cur = &t->x.errinfo;
   weft__fiber_set_current_stack(t->fiber.stack, t->name);
-  int traced = weft__trace_on_for(w->rt->bk);
+  int traced = weft__trace_on_for(w->rt->h.bk);
   uint64_t t0 = 0, ready = t->ready_ns;
   uint8_t why = t->ready_why;
   t->ready_ns = 0;
   t->ready_why = WEFT__TR_READY_NONE;
   if (traced) {
-    const struct weft__backend_ops *ops = w->rt->bk->ops;
+    const struct weft__backend_ops *ops = w->rt->h.bk->ops;
     weft__trace_task = t->id;
     if (ops->trace_task) /* once per resume, not per launch */
-      ops->trace_task(w->rt->bk, t->id, t->name);
+      ops->trace_task(w->rt->h.bk, t->id, t->name);
     t0 = weft__trace_now();
   }
   weft__nvtx_push(t->name);
@@ -291,8 +291,8 @@ static void run_task(weft__worker *w, weft_task *t) {
                          .why = ready && ready <= t0 ? why : 0};
     weft__trace_emit(&r);
     weft__trace_task = 0;
-    if (w->rt->bk->ops->trace_task)
-      w->rt->bk->ops->trace_task(w->rt->bk, 0, NULL);
+    if (w->rt->h.bk->ops->trace_task)
+      w->rt->h.bk->ops->trace_task(w->rt->h.bk, 0, NULL);
   }
   weft__fiber_set_current_stack(NULL, NULL);
   weft__err_cur = NULL;
@@ -383,7 +383,7 @@ static int guest_has_work(weft__worker *w);
 static int poll_ladder(weft__worker *w) {
   weft_runtime *rt = w->rt;
   long sleep_ns = 50000;
-  int hook = rt->bk->ops->set_completion_hook != NULL;
+  int hook = rt->h.bk->ops->set_completion_hook != NULL;
   long max_sleep_ns = hook ? 1000000 : 200000;
   uint64_t spin_ns = hook ? 50000 : 5000000;
   uint64_t spin_until = now_ns() + spin_ns;
@@ -392,7 +392,7 @@ static int poll_ladder(weft__worker *w) {
      * with such waits the sleeps stop at 200 us, as without a hook. */
     if (hook && max_sleep_ns > 200000 && atomic_load(&rt->waits.ntests))
       max_sleep_ns = 200000;
-    if (weft__wait_poll(rt, WEFT__POLL_BATCH) > 0 ||
+    if (weft__wait_poll(&rt->waits, WEFT__POLL_BATCH) > 0 ||
         (w->guest_for ? guest_has_work(w) : work_available(rt)) ||
         atomic_load(&rt->sched.stop) || atomic_load(&rt->waits.n) == 0)
       return 1;
@@ -449,7 +449,7 @@ static void busy_poll(weft__worker *w, const weft_task *next) {
       now - atomic_load(&rt->sched.busy_polled_ns) < BUSY_POLL_NS)
     return;
   atomic_store(&rt->sched.busy_polled_ns, now);
-  weft__wait_poll(rt, WEFT__POLL_BATCH_BUSY);
+  weft__wait_poll(&rt->waits, WEFT__POLL_BATCH_BUSY);
 }
 #define IDLE_PARK_NS (100 * 1000000L)
 
@@ -640,7 +640,7 @@ static int guest_step(weft__worker *w, uint64_t *idle_since, int *ran) {
     atomic_store(&rt->sched.poller, 0);
     /* Its spin is over: the worker that next idles takes the role. */
     if (!more && atomic_load(&rt->waits.n) > 0)
-      weft__worker_wake(rt);
+      weft__worker_wake(&rt->sched);
     return more;
   }
   /* A worker polls, or the task runs elsewhere: watched a while, as a
@@ -663,7 +663,7 @@ int weft__sched_guest(weft_runtime *rt, weft_task *other, int until_end) {
     return 0;
   }
   weft__worker *w = &rt->sched.workers[rt->sched.nworkers];
-  int dev = weft__backend_current_device(rt->bk);
+  int dev = weft__backend_current_device(rt->h.bk);
   weft__errinfo *err = weft__err_cur;
   weft__fiber_init_thread(&w->sched);
   weft__fiber_guest_altstack();
@@ -680,11 +680,11 @@ int weft__sched_guest(weft_runtime *rt, weft_task *other, int until_end) {
   w->guest_left = 0;
   /* What it queued and did not run: the workers' now. */
   if (guest_hand_over(w))
-    weft__worker_wake(rt);
+    weft__worker_wake(&rt->sched);
   weft__err_cur = err;
   /* The tasks bound their devices; the thread's own is put back. */
   if (ran && dev >= 0)
-    rt->bk->ops->bind_device(rt->bk, dev);
+    rt->h.bk->ops->bind_device(rt->h.bk, dev);
   atomic_store(&rt->sched.guest, 0);
   return 1;
 }
@@ -702,13 +702,13 @@ static void on_completion(void *arg) {
     while (*pp && *pp != p)
       pp = &(*pp)->park_next;
     if (*pp)
-      weft__worker_unpark(rt, pp, p);
+      weft__worker_unpark(&rt->sched, pp, p);
     pthread_mutex_unlock(&rt->sched.park_lock);
     return;
   }
   pthread_mutex_unlock(&rt->sched.park_lock);
   if (!p)
-    weft__worker_wake(rt);
+    weft__worker_wake(&rt->sched);
 }
 
 static void stop_workers(weft_runtime *rt, int running);
@@ -722,7 +722,7 @@ void weft__sched_each(weft_runtime *rt, void (*fn)(void *), void *arg) {
   /* Parked workers would see it at their next wake-up only. */
   pthread_mutex_lock(&rt->sched.park_lock);
   while (rt->sched.parked)
-    weft__worker_unpark(rt, &rt->sched.parked, rt->sched.parked);
+    weft__worker_unpark(&rt->sched, &rt->sched.parked, rt->sched.parked);
   pthread_mutex_unlock(&rt->sched.park_lock);
   while (atomic_load(&rt->sched.each_left) > 0) {
     weft_task *self = weft__worker_task();
@@ -756,6 +756,7 @@ int weft__sched_start(weft_runtime *rt, void (*body)(weft_task *t)) {
   for (; made <= n; made++) {
     weft__worker *w = &rt->sched.workers[made];
     w->rt = rt;
+    w->home = &rt->sched;
     w->index = made;
     w->rng = 0x9e3779b9u * (unsigned)(made + 1);
     if (weft__rq_init(&w->rq))
@@ -782,8 +783,8 @@ int weft__sched_start(weft_runtime *rt, void (*body)(weft_task *t)) {
     stop_workers(rt, started);
     return weft__err(rc, "weft_init: cannot start worker thread %d", started);
   }
-  if (rt->bk->ops->set_completion_hook)
-    rt->bk->ops->set_completion_hook(rt->bk, on_completion, rt);
+  if (rt->h.bk->ops->set_completion_hook)
+    rt->h.bk->ops->set_completion_hook(rt->h.bk, on_completion, rt);
   return 0;
 fail:
   for (int i = 0; i < made; i++) {
@@ -827,7 +828,7 @@ static void stop_workers(weft_runtime *rt, int running) {
 }
 
 void weft__sched_stop(weft_runtime *rt) {
-  if (rt->bk->ops->set_completion_hook)
-    rt->bk->ops->set_completion_hook(rt->bk, NULL, NULL);
+  if (rt->h.bk->ops->set_completion_hook)
+    rt->h.bk->ops->set_completion_hook(rt->h.bk, NULL, NULL);
   stop_workers(rt, rt->sched.nworkers);
 }

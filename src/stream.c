@@ -4,9 +4,10 @@
 #include "checker.h"
 #include "door.h"
 #include "memory_internal.h"
-#include "runtime_state.h"
 #include "stream_pool.h"
 #include "trace.h"
+#include "wait.h"
+#include "worker.h"
 
 weft_stream *weft_stream_current(void) {
   weft__caller c;
@@ -49,8 +50,8 @@ int weft_sync(void) {
     if (rc)
       weft__caller_fail(x, rc);
   }
-  if (rc == 0 && x->stream && x->rt->bk->check)
-    weft__check_synced(x->rt->bk->check, x, x->stream);
+  if (rc == 0 && x->stream && x->bk->check)
+    weft__check_synced(x->bk->check, x, x->stream);
   if (x->npending) {
     int jr = weft__memory_join_pending(x);
     if (jr)
@@ -68,9 +69,9 @@ int weft_device_sync(void) {
   if (rc)
     return rc;
   weft__exec *x = c.x;
-  weft__checker *k = x->rt->bk->check;
+  weft__checker *k = x->bk->check;
   uint64_t t0 = k ? weft__trace_now() : 0;
-  rc = weft__device_sync(x->rt->bk, x->dev);
+  rc = weft__device_sync(x->bk, x->dev);
   if (k && rc == 0)
     weft__check_device_synced(k, x, x->dev);
   if (k && x->is_task)
@@ -93,12 +94,13 @@ int weft_task_after(weft_task *h) {
   weft__exec *x = c.x;
   weft_task *other = (weft_task *)weft__handle_obj(h);
   weft_runtime *rt = x->rt;
-  pthread_mutex_lock(&rt->lock);
+  pthread_mutex_t *lock = &weft__head(rt)->lock;
+  pthread_mutex_lock(lock);
   int live = weft__task_live(h, other);
   /* A stale handle may name this task's own object, recycled: that task
    * completed long ago and is followed like any completed one below. */
   if (live && other == weft__worker_task()) {
-    pthread_mutex_unlock(&rt->lock);
+    pthread_mutex_unlock(lock);
     return weft__err(WEFT_ESTATE, "weft_task_after: a task cannot follow "
                                   "itself");
   }
@@ -108,24 +110,24 @@ int weft_task_after(weft_task *h) {
   /* Completed: what it did is done, and known from now on (weft check;
    * for a task already joined or detached and gone, what has completed
    * by now stands in for its clock). */
-  if (!live && !foreign && rt->bk->check)
-    weft__check_joined(rt->bk->check, x,
+  if (!live && !foreign && x->bk->check)
+    weft__check_joined(x->bk->check, x,
                        weft__handle_live(h, &other->hdr) && other->x.rt == rt
                            ? &other->x
                            : NULL);
-  pthread_mutex_unlock(&rt->lock);
+  pthread_mutex_unlock(lock);
   if (foreign)
     return weft__err(WEFT_EINVAL, "weft_task_after: task of another runtime");
   if (!live) /* completed: already ordered; no stream needed */
     return 0;
   /* A task without a stream yet may continue on other's, once it has
    * returned (weft__task_take_stream). */
-  if (x->is_task && !x->stream && !rt->bk->check) {
-    pthread_mutex_lock(&rt->lock);
+  if (x->is_task && !x->stream && !x->bk->check) {
+    pthread_mutex_lock(lock);
     if (weft__task_live(h, other))
       weft__task_wait_for(rt, other, 0);
     int done = !weft__task_live(h, other) || weft__task_take_stream(x, other);
-    pthread_mutex_unlock(&rt->lock);
+    pthread_mutex_unlock(lock);
     if (done)
       return 0;
   }
@@ -134,7 +136,7 @@ int weft_task_after(weft_task *h) {
   int rc = weft__caller_stream(x, &s);
   if (rc)
     return rc;
-  pthread_mutex_lock(&rt->lock);
+  pthread_mutex_lock(lock);
   if (weft__task_live(h, other)) {
     weft__task_wait_for(rt, other, 0);
     /* end_ev lives until the task is finalized, which takes this lock. */
@@ -144,9 +146,9 @@ int weft_task_after(weft_task *h) {
   /* Followed, or completed meanwhile (while the stream was leased, or
    * while this task waited for it to return): either way what it did is
    * before what this stream does next. */
-  if (rc == 0 && rt->bk->check)
-    weft__check_after(rt->bk->check, s,
+  if (rc == 0 && x->bk->check)
+    weft__check_after(x->bk->check, s,
                       weft__handle_live(h, &other->hdr) ? &other->x : NULL);
-  pthread_mutex_unlock(&rt->lock);
+  pthread_mutex_unlock(lock);
   return rc;
 }

@@ -22,8 +22,8 @@ static void *vec_pop(weft__ptrvec *v) { return v->n ? v->v[--v->n] : NULL; }
 
 int weft__stream_pool_init(weft_runtime *rt) {
   weft__stream_pool *p = &rt->pools;
-  p->streams = calloc((size_t)rt->bk->ndev * 2, sizeof *p->streams);
-  p->events = calloc((size_t)rt->bk->ndev * 2, sizeof *p->events);
+  p->streams = calloc((size_t)rt->h.bk->ndev * 2, sizeof *p->streams);
+  p->events = calloc((size_t)rt->h.bk->ndev * 2, sizeof *p->events);
   if (!p->streams || !p->events) {
     free(p->streams);
     free(p->events);
@@ -37,18 +37,18 @@ int weft__stream_pool_init(weft_runtime *rt) {
 int weft__stream_pool_get(weft_runtime *rt, int dev, int high,
                           weft__stream **out) {
   weft__ptrvec *v = &rt->pools.streams[dev * 2 + high];
-  pthread_mutex_lock(&rt->lock);
+  pthread_mutex_lock(&rt->h.lock);
   weft__stream *s = vec_pop(v);
-  pthread_mutex_unlock(&rt->lock);
+  pthread_mutex_unlock(&rt->h.lock);
   if (!s) {
-    const weft_device_info *di = &rt->bk->info[dev];
+    const weft_device_info *di = &rt->h.bk->info[dev];
     int prio = high ? di->priority_greatest : di->priority_least;
-    int rc = weft__stream_create(rt->bk, dev, prio, &s);
+    int rc = weft__stream_create(rt->h.bk, dev, prio, &s);
     if (rc)
       return rc;
-    pthread_mutex_lock(&rt->lock);
+    pthread_mutex_lock(&rt->h.lock);
     rt->pools.nstreams++;
-    pthread_mutex_unlock(&rt->lock);
+    pthread_mutex_unlock(&rt->h.lock);
   }
   *out = s;
   return 0;
@@ -58,72 +58,73 @@ void weft__stream_pool_put(weft_runtime *rt, weft__stream **slot, int high) {
   /* Taken from the slot under the lock that also guards the pool: while a
    * task finishes, one that follows it may take its stream over
    * (weft__task_take_stream). */
-  pthread_mutex_lock(&rt->lock);
+  pthread_mutex_lock(&rt->h.lock);
   weft__stream *s = *slot;
   *slot = NULL;
   if (!s) {
-    pthread_mutex_unlock(&rt->lock);
+    pthread_mutex_unlock(&rt->h.lock);
     return;
   }
   if (vec_push(&rt->pools.streams[s->hdr.dev * 2 + high], s) != 0) {
     rt->pools.nstreams--;
-    pthread_mutex_unlock(&rt->lock);
+    pthread_mutex_unlock(&rt->h.lock);
     weft__stream_destroy(&s);
     return;
   }
-  pthread_mutex_unlock(&rt->lock);
+  pthread_mutex_unlock(&rt->h.lock);
 }
 
 size_t weft__stream_pool_count(weft_runtime *rt) {
-  pthread_mutex_lock(&rt->lock);
+  pthread_mutex_lock(&rt->h.lock);
   size_t n = rt->pools.nstreams;
-  pthread_mutex_unlock(&rt->lock);
+  pthread_mutex_unlock(&rt->h.lock);
   return n;
 }
 
 int weft__event_pool_get(weft_runtime *rt, int dev, int blocking,
                          weft__event **out) {
   blocking = blocking != 0;
-  pthread_mutex_lock(&rt->lock);
+  pthread_mutex_lock(&rt->h.lock);
   weft__event *e = vec_pop(&rt->pools.events[dev * 2 + blocking]);
-  pthread_mutex_unlock(&rt->lock);
+  pthread_mutex_unlock(&rt->h.lock);
   if (!e) {
     /* Polled: tasks wait for it in the wait set. Blocking sync only where
      * a plain thread will wait on it (it sleeps, not spins): pending
      * blocking-sync events slowed the next record on CUDA
      * (docs/decisions/cuda.md, "Streams made while the GPU works"). */
     int rc = weft__event_create(
-        rt->bk, dev, blocking ? WEFT__EVENT_BLOCKING : WEFT__EVENT_POLLED, &e);
+        rt->h.bk, dev, blocking ? WEFT__EVENT_BLOCKING : WEFT__EVENT_POLLED,
+        &e);
     if (rc)
       return rc;
-    pthread_mutex_lock(&rt->lock);
+    pthread_mutex_lock(&rt->h.lock);
     rt->pools.nevents++;
-    pthread_mutex_unlock(&rt->lock);
+    pthread_mutex_unlock(&rt->h.lock);
   }
   *out = e;
   return 0;
 }
 
 void weft__event_pool_put(weft_runtime *rt, weft__event *e) {
-  pthread_mutex_lock(&rt->lock);
+  pthread_mutex_lock(&rt->h.lock);
   int blocking = (e->flags & WEFT__EVENT_BLOCKING) != 0;
   if (vec_push(&rt->pools.events[e->hdr.dev * 2 + blocking], e) != 0) {
     rt->pools.nevents--;
-    pthread_mutex_unlock(&rt->lock);
+    pthread_mutex_unlock(&rt->h.lock);
     weft__event_destroy(&e);
     return;
   }
-  pthread_mutex_unlock(&rt->lock);
+  pthread_mutex_unlock(&rt->h.lock);
 }
 
 int weft__stream_pool_fill(weft_runtime *rt, int n) {
-  for (int d = 0; d < rt->bk->ndev; d++) {
+  for (int d = 0; d < rt->h.bk->ndev; d++) {
     weft__ptrvec *v = &rt->pools.streams[d * 2];
-    int prio = rt->bk->info[d].priority_least;
+    int prio = rt->h.bk->info[d].priority_least;
     size_t first = v->n;
     for (int i = 0; i < n; i++) {
       weft__stream *s;
-      int rc = weft__stream_create(rt->bk, d, prio, &s);
+      int rc = weft__stream_create(rt->h.bk, d, prio, &s);
       if (rc == 0 && vec_push(v, s) != 0) {
         weft__stream_destroy(&s);
         rc = weft__err(WEFT_ENOMEM, "weft_init: out of memory");
@@ -154,7 +155,7 @@ void weft__stream_pool_fini(weft_runtime *rt) {
     p->events = NULL;
     return;
   }
-  for (int d = 0; d < rt->bk->ndev; d++) {
+  for (int d = 0; d < rt->h.bk->ndev; d++) {
     for (int h = 0; h < 2; h++) {
       weft__ptrvec *v = &p->streams[d * 2 + h];
       weft__stream *s;

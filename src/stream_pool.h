@@ -16,7 +16,8 @@ typedef struct weft__ptrvec {
   size_t n, cap;
 } weft__ptrvec;
 
-/* weft_runtime.pools: written by stream_pool.c alone, under rt->lock. */
+/* weft_runtime.pools: written by stream_pool.c alone, under the lifecycle lock.
+ */
 typedef struct weft__stream_pool {
   weft__ptrvec *streams; /* [dev * 2 + high] free streams */
   weft__ptrvec *events;  /* [dev * 2 + blocking] free sync events */
@@ -37,8 +38,8 @@ void weft__stream_pool_fini(weft_runtime *rt);
 int weft__stream_pool_get(weft_runtime *rt, int dev, int high,
                           weft__stream **out);
 /* Takes the stream out of *slot (a caller's, which other threads may
- * read under rt->lock) and back into the pool, in one hold of the lock;
- * nothing when *slot is NULL. */
+ * read under the lifecycle lock) and back into the pool, in one hold of the
+ * lock; nothing when *slot is NULL. */
 void weft__stream_pool_put(weft_runtime *rt, weft__stream **slot, int high);
 /* Streams made by the runtime, leased or free. */
 size_t weft__stream_pool_count(weft_runtime *rt);

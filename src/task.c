@@ -78,7 +78,7 @@ static int place(weft_runtime *rt, int want) {
   }
   /* WEFT_DEVICE_ANY: the fewest live tasks, looking from a device that
    * moves on by one each time, so that ties go round. */
-  int n = rt->bk->ndev,
+  int n = rt->h.bk->ndev,
       from = (int)(atomic_fetch_add(&rt->tasks.any_next, 1) % n);
   int best = from, least = atomic_load(&rt->tasks.dev_live[from]);
   for (int i = 1; i < n; i++) {
@@ -117,7 +117,7 @@ static void default_name(char buf[32], uint64_t id) {
  * or join: a plain thread that has made no weft call yet has none, and
  * its clock would be lost between joining one task and spawning the next
  * (two tasks on two devices' streams then looked unordered). Made here,
- * outside rt->lock; NULL when the thread's runtime is another. */
+ * outside rt->h.lock; NULL when the thread's runtime is another. */
 static weft__exec *checked_self(weft_runtime *rt, const char *call) {
   weft__exec *x = weft__caller_self();
   if (!x) {
@@ -157,7 +157,7 @@ int weft_task_spawn(weft_runtime *rt, weft_task **task, weft_task_fn fn,
                      (int)opts.priority);
   if ((opts.device < 0 && opts.device != WEFT_DEVICE_INHERIT &&
        opts.device != WEFT_DEVICE_ANY) ||
-      opts.device >= rt->bk->ndev)
+      opts.device >= rt->h.bk->ndev)
     return weft__err(WEFT_ENODEV, "weft_task_spawn: no device %d", opts.device);
   int dev = place(rt, opts.device);
   int vrc =
@@ -189,29 +189,29 @@ int weft_task_spawn(weft_runtime *rt, weft_task **task, weft_task_fn fn,
     }
   }
 
-  pthread_mutex_lock(&rt->lock);
+  pthread_mutex_lock(&rt->h.lock);
   if (rt->closing) {
-    pthread_mutex_unlock(&rt->lock);
+    pthread_mutex_unlock(&rt->h.lock);
     return weft__err(WEFT_ESTATE, "weft_task_spawn: runtime is shutting down");
   }
   weft_task *t = (weft_task *)weft__pool_get(&rt->tasks.pool, sizeof *t);
   if (!t) {
-    pthread_mutex_unlock(&rt->lock);
+    pthread_mutex_unlock(&rt->h.lock);
     return weft__err(WEFT_ENOMEM, "weft_task_spawn: out of memory");
   }
   t->hdr.magic = MAGIC_TASK;
   all_link(rt, t);
   atomic_fetch_add(&rt->tasks.nlive, 1);
-  pthread_mutex_unlock(&rt->lock);
+  pthread_mutex_unlock(&rt->h.lock);
 
   t->x.rt = rt;
-  t->x.bk = rt->bk;
+  t->x.bk = rt->h.bk;
   t->x.dev = dev;
   atomic_fetch_add(&rt->tasks.dev_live[dev], 1);
   t->x.high = opts.priority == WEFT_PRIORITY_HIGH;
   t->x.adm = NULL;
   if (t->x.high) /* before it can run: admission holds others from now */
-    atomic_fetch_add(&rt->tasks.nhigh_live, 1);
+    atomic_fetch_add(&rt->h.adm.nhigh_live, 1);
   t->x.is_task = 1;
   t->fn = fn;
   t->arg = arg;
@@ -220,7 +220,7 @@ int weft_task_spawn(weft_runtime *rt, weft_task **task, weft_task_fn fn,
     copy_name(t->name, sizeof t->name, opts.name);
   else
     default_name(t->name, t->id);
-  if (weft__trace_on_for(rt->bk))
+  if (weft__trace_on_for(rt->h.bk))
     weft__trace_task_name(t->id, t->name);
   if (!task)
     t->handle_gone = t->detached = 1;
@@ -239,14 +239,14 @@ int weft_task_spawn(weft_runtime *rt, weft_task **task, weft_task_fn fn,
                            opts.accesses, opts.naccesses, t->flow_inline,
                            &t->flow_deps, &t->nflow_deps, &host) != 0) {
       /* Nothing was recorded and nothing ran: the task goes unseen. */
-      pthread_mutex_lock(&rt->lock);
+      pthread_mutex_lock(&rt->h.lock);
       weft__task_free(rt, t);
       atomic_fetch_sub(&rt->tasks.nlive, 1);
       atomic_fetch_sub(&rt->tasks.dev_live[dev], 1);
       if (opts.priority == WEFT_PRIORITY_HIGH)
-        atomic_fetch_sub(&rt->tasks.nhigh_live, 1);
+        atomic_fetch_sub(&rt->h.adm.nhigh_live, 1);
       pthread_cond_broadcast(&rt->done_cv);
-      pthread_mutex_unlock(&rt->lock);
+      pthread_mutex_unlock(&rt->h.lock);
       return weft__err(WEFT_ENOMEM, "weft_task_spawn: out of memory for its "
                                     "declared accesses");
     }
@@ -255,20 +255,20 @@ int weft_task_spawn(weft_runtime *rt, weft_task **task, weft_task_fn fn,
      * the copy it checks nothing (fewer findings, never a false one). */
     t->x.decl = NULL;
     t->x.ndecl = 0;
-    if (rt->bk->check &&
+    if (rt->h.bk->check &&
         (t->x.decl = malloc(opts.naccesses * sizeof *t->x.decl)) != NULL) {
       memcpy(t->x.decl, opts.accesses, opts.naccesses * sizeof *t->x.decl);
       t->x.ndecl = (uint32_t)opts.naccesses;
     }
   }
-  if (rt->bk->check) /* the child starts with what its spawner has seen */
-    weft__check_spawn(rt->bk->check, checked_self(rt, "weft_task_spawn"),
+  if (rt->h.bk->check) /* the child starts with what its spawner has seen */
+    weft__check_spawn(rt->h.bk->check, checked_self(rt, "weft_task_spawn"),
                       &t->x);
   /* Only now: a failed spawn leaves *task as it was (weft/error.h). */
   if (task)
     *task = (weft_task *)weft__handle_of(&t->hdr);
   weft__mark_ready(t, WEFT__TR_READY_SPAWN);
-  weft__worker_ready(rt, t);
+  weft__worker_ready(&rt->sched, t);
   return 0;
 }
 
@@ -304,11 +304,11 @@ static uint64_t mono_ns(void) {
 #define JOIN_SPIN_NS (20 * 1000u)
 
 static void spin_for(weft_runtime *rt, weft_task *other, int until_end) {
-  pthread_mutex_unlock(&rt->lock);
+  pthread_mutex_unlock(&rt->h.lock);
   /* Better still, it runs tasks meanwhile (sched.c, "the joining thread
    * works"); if another thread does, it watches. */
   if (weft__sched_guest(rt, other, until_end)) {
-    pthread_mutex_lock(&rt->lock);
+    pthread_mutex_lock(&rt->h.lock);
     return;
   }
   uint64_t until = mono_ns() + JOIN_SPIN_NS;
@@ -320,7 +320,7 @@ static void spin_for(weft_runtime *rt, weft_task *other, int until_end) {
       weft__spin_pause(rt->sched.one_cpu, 1);
     }
   } while (!ok && mono_ns() < until);
-  pthread_mutex_lock(&rt->lock);
+  pthread_mutex_lock(&rt->h.lock);
 }
 
 void weft__task_wait_for(weft_runtime *rt, weft_task *other, int until_end) {
@@ -336,15 +336,15 @@ void weft__task_wait_for(weft_runtime *rt, weft_task *other, int until_end) {
       other->waiters = self;
       self->state = TASK_SUSPENDED;
       self->blocking = 1;
-      pthread_mutex_unlock(&rt->lock);
+      pthread_mutex_unlock(&rt->h.lock);
       weft__worker_suspend(self, AFTER_BLOCK);
-      pthread_mutex_lock(&rt->lock);
+      pthread_mutex_lock(&rt->h.lock);
     } else if (!spun) {
       spun = 1; /* then look again, under the lock */
       spin_for(rt, other, until_end);
     } else {
       other->thread_waiters++;
-      pthread_cond_wait(&rt->done_cv, &rt->lock);
+      pthread_cond_wait(&rt->done_cv, &rt->h.lock);
       other->thread_waiters--;
     }
   }
@@ -367,10 +367,10 @@ int weft_task_join(weft_task *h) {
                      "(a task joins tasks of its own runtime; a plain thread "
                      "may join any)",
                      t->name);
-  weft__exec *me = rt->bk->check ? checked_self(rt, "weft_task_join") : NULL;
-  pthread_mutex_lock(&rt->lock);
+  weft__exec *me = rt->h.bk->check ? checked_self(rt, "weft_task_join") : NULL;
+  pthread_mutex_lock(&rt->h.lock);
   if (t->handle_gone) {
-    pthread_mutex_unlock(&rt->lock);
+    pthread_mutex_unlock(&rt->h.lock);
     return weft__err(WEFT_EHANDLE,
                      "weft_task_join: task '%s' was already joined or "
                      "detached",
@@ -379,13 +379,13 @@ int weft_task_join(weft_task *h) {
   t->handle_gone = 1;
   weft__task_wait_for(rt, t, 1);
   if (me)
-    weft__check_joined(rt->bk->check, me, &t->x);
+    weft__check_joined(rt->h.bk->check, me, &t->x);
   rc = t->x.first_err;
   if (rc) /* hand the task's failure detail to the joiner */
     weft__err_raw(rc, t->x.first_raw, "task '%s': %s", t->name,
                   t->x.first_msg ? t->x.first_msg : weft_strerror(rc));
   weft__task_free(rt, t);
-  pthread_mutex_unlock(&rt->lock);
+  pthread_mutex_unlock(&rt->h.lock);
   return rc;
 }
 
@@ -395,9 +395,9 @@ int weft_task_detach(weft_task *h) {
   if (!t)
     return rc;
   weft_runtime *rt = t->x.rt;
-  pthread_mutex_lock(&rt->lock);
+  pthread_mutex_lock(&rt->h.lock);
   if (t->handle_gone) {
-    pthread_mutex_unlock(&rt->lock);
+    pthread_mutex_unlock(&rt->h.lock);
     return weft__err(WEFT_EHANDLE,
                      "weft_task_detach: task '%s' was already joined or "
                      "detached",
@@ -406,7 +406,7 @@ int weft_task_detach(weft_task *h) {
   t->handle_gone = t->detached = 1;
   if (t->done)
     weft__task_free(rt, t);
-  pthread_mutex_unlock(&rt->lock);
+  pthread_mutex_unlock(&rt->h.lock);
   return 0;
 }
 
@@ -442,9 +442,9 @@ int weft_task_stats_get(weft_runtime *rt, weft_task_stats *out) {
   pthread_mutex_unlock(&rt->stacks.lock);
   if (out->struct_size >=
       offsetof(weft_task_stats, streams) + sizeof out->streams) {
-    pthread_mutex_lock(&rt->lock);
+    pthread_mutex_lock(&rt->h.lock);
     out->streams = rt->pools.nstreams;
-    pthread_mutex_unlock(&rt->lock);
+    pthread_mutex_unlock(&rt->h.lock);
   }
   return 0;
 }

@@ -7,7 +7,7 @@
 #include "admission.h"
 #include "graph_internal.h"
 #include "memory_internal.h"
-#include "runtime_state.h"
+#include "task_internal.h"
 #include "weft/stream.h"
 
 /* Follows the earlier tasks d[0..n) as weft_task_after follows each
@@ -22,22 +22,23 @@
  * every task after it, which follows it alone. */
 static void follow_all(weft_task *t, const void **d, uint32_t n) {
   weft_runtime *rt = t->x.rt;
-  if (rt->bk->check) {
+  pthread_mutex_t *lock = &weft__head(rt)->lock;
+  if (t->x.bk->check) {
     for (uint32_t i = 0; i < n; i++)
       if (weft_task_after((weft_task *)d[i]) != 0) {
         const weft_task *h = d[i];
         weft_task *other = (weft_task *)weft__handle_obj(h);
-        pthread_mutex_lock(&rt->lock);
+        pthread_mutex_lock(lock);
         if (weft__task_live(h, other))
           weft__task_wait_for(rt, other, 1);
-        pthread_mutex_unlock(&rt->lock);
+        pthread_mutex_unlock(lock);
       }
     return;
   }
   weft__stream *s = NULL;
   int on_host = 0; /* no stream: wait for completions on the host */
   int taken = -1;  /* the one whose stream this task took over */
-  pthread_mutex_lock(&rt->lock);
+  pthread_mutex_lock(lock);
   /* Each must have returned (queued all its work) before this task's
    * stream can wait for it; one whose work is still queued may hand its
    * stream over, which orders this task after it with no wait at all. */
@@ -60,11 +61,11 @@ static void follow_all(weft_task *t, const void **d, uint32_t n) {
       continue;
     if (!s && !on_host) {
       /* Leased outside the lock, which the lease takes. */
-      pthread_mutex_unlock(&rt->lock);
+      pthread_mutex_unlock(lock);
       /* A failed lease is not the task's failure: it waits on the host. */
       t->x.unsynced = 1;
       on_host = weft__caller_lease(&t->x, &s) != 0;
-      pthread_mutex_lock(&rt->lock);
+      pthread_mutex_lock(lock);
       if (!weft__task_live(h, other))
         continue;
     }
@@ -76,7 +77,7 @@ static void follow_all(weft_task *t, const void **d, uint32_t n) {
     if (other->end_ev && weft__stream_wait_event(s, other->end_ev) != 0)
       weft__task_wait_for(rt, other, 1);
   }
-  pthread_mutex_unlock(&rt->lock);
+  pthread_mutex_unlock(lock);
 }
 
 /* Declared data: follows the earlier tasks first, and waits on the host

@@ -24,7 +24,7 @@ void weft__task_free(weft_runtime *rt, weft_task *t) {
   free(t->x.decl);
   t->x.decl = NULL;
   t->x.ndecl = 0;
-  weft__check_exec_gone(rt->bk->check, &t->x);
+  weft__check_exec_gone(rt->h.bk->check, &t->x);
   weft__pool_put(&rt->tasks.pool, &t->hdr);
 }
 
@@ -35,12 +35,12 @@ int weft__task_live(const weft_task *h, const weft_task *other) {
 int weft__task_deps_done(weft_task *t) {
   weft_runtime *rt = t->x.rt;
   int done = 1;
-  pthread_mutex_lock(&rt->lock);
+  pthread_mutex_lock(&rt->h.lock);
   for (uint32_t i = 0; i < t->nflow_deps && done; i++) {
     const weft_task *h = t->flow_deps[i];
     done = !weft__task_live(h, (weft_task *)weft__handle_obj(h));
   }
-  pthread_mutex_unlock(&rt->lock);
+  pthread_mutex_unlock(&rt->h.lock);
   return done;
 }
 
@@ -54,7 +54,7 @@ static void wake_waiters(weft_runtime *rt, weft_task *t, int ended) {
       if (w->blocked) { /* switched out: make it ready */
         w->blocked = 0;
         weft__mark_ready(w, WEFT__TR_READY_JOIN);
-        weft__worker_ready(rt, w);
+        weft__worker_ready(&rt->sched, w);
       } else { /* still switching out: its scheduler will */
         w->wake_pending = 1;
       }
@@ -75,8 +75,8 @@ int weft__task_returned(weft_task *t) {
   int q = t->x.stream && t->x.unsynced ? weft__stream_query(t->x.stream) : 0;
   /* Its stream's work is done: what it did is known to whoever sees it
    * return (weft_task_after), before anyone can. */
-  if (q == 0 && t->x.stream && rt->bk->check)
-    weft__check_synced(rt->bk->check, &t->x, t->x.stream);
+  if (q == 0 && t->x.stream && rt->h.bk->check)
+    weft__check_synced(rt->h.bk->check, &t->x, t->x.stream);
   if (q == WEFT_EAGAIN) {
     int rc = weft__event_pool_get(rt, t->x.dev, 0, &ev);
     if (rc == 0) {
@@ -94,13 +94,13 @@ int weft__task_returned(weft_task *t) {
       int s = weft__stream_sync(t->x.stream);
       if (s)
         weft__caller_fail(&t->x, s);
-      if (rt->bk->check)
-        weft__check_synced(rt->bk->check, &t->x, t->x.stream);
+      if (rt->h.bk->check)
+        weft__check_synced(rt->h.bk->check, &t->x, t->x.stream);
     }
   } else if (q < 0) {
     weft__caller_fail(&t->x, q);
   }
-  pthread_mutex_lock(&rt->lock);
+  pthread_mutex_lock(&rt->h.lock);
   __atomic_store_n(&t->returned, 1,
                    __ATOMIC_RELEASE); /* see task.c's spin_for */
   t->end_ev = ev;
@@ -109,7 +109,7 @@ int weft__task_returned(weft_task *t) {
     t->state = TASK_FINISHING;
     t->wait_ev = ev;
   }
-  pthread_mutex_unlock(&rt->lock);
+  pthread_mutex_unlock(&rt->h.lock);
   if (!ev) {
     weft__task_finalize(t);
     return 0;
@@ -131,14 +131,14 @@ int weft__task_take_stream(weft__exec *x, weft_task *other) {
 void weft__task_finalize(weft_task *t) {
   weft_runtime *rt = t->x.rt;
   /* Done, its stream's work included: a joiner sees all of it. */
-  if (rt->bk->check && t->x.stream)
-    weft__check_synced(rt->bk->check, &t->x, t->x.stream);
+  if (rt->h.bk->check && t->x.stream)
+    weft__check_synced(rt->h.bk->check, &t->x, t->x.stream);
   /* Only a task that finished behind an end event can have had its stream
    * taken over (weft__task_take_stream), so without one the stream is this
    * thread's to look at: a task that never had one takes no lock here. */
   if (t->end_ev || t->x.stream)
     weft__caller_release_stream(&t->x);
-  pthread_mutex_lock(&rt->lock);
+  pthread_mutex_lock(&rt->h.lock);
   weft__event *ev = t->end_ev;
   t->end_ev = NULL;
   t->state = TASK_DONE;
@@ -147,10 +147,10 @@ void weft__task_finalize(weft_task *t) {
   atomic_fetch_sub(&rt->tasks.nlive, 1);
   atomic_fetch_sub(&rt->tasks.dev_live[t->x.dev], 1);
   if (t->x.high)
-    atomic_fetch_sub(&rt->tasks.nhigh_live, 1);
+    atomic_fetch_sub(&rt->h.adm.nhigh_live, 1);
   if (t->detached)
     weft__task_free(rt, t);
-  pthread_mutex_unlock(&rt->lock);
+  pthread_mutex_unlock(&rt->h.lock);
   if (ev)
     weft__event_pool_put(rt, ev);
 }

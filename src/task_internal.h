@@ -33,7 +33,7 @@ struct weft_task {
   uint64_t id;
   task_state state; /* written by the thread moving the task; informative
                        except FINISHING, which the wait set reads */
-  /* Under rt->lock: what waiters and handle checks look at. */
+  /* Under the lifecycle lock: what waiters and handle checks look at. */
   int handle_gone;        /* joined or detached: the handle is spent */
   int returned;           /* fn returned */
   int done;               /* and its GPU work completed */
@@ -55,8 +55,8 @@ struct weft_task {
   int wait_rc;
   int wait_for_end; /* in waiters: 1 = until DONE, 0 = until returned */
   int detached;     /* frees itself when DONE */
-  /* Blocking in a waiters list, under rt->lock: a wake that arrives while
-   * the task is still switching out is remembered and applied by the
+  /* Blocking in a waiters list, under the lifecycle lock: a wake that arrives
+   * while the task is still switching out is remembered and applied by the
    * scheduler once it has (no lock is held across the switch: TSan sees
    * each fiber as a thread of its own). */
   int blocking, blocked, wake_pending;
@@ -90,7 +90,7 @@ void weft__task_body(weft_task *t);
  * reported, when the handle is NULL or not live (joined, detached, its
  * object reused: pool.h's generations). */
 weft_task *weft__task_of(const weft_task *h, const char *call, int *rc);
-/* Suspends the calling task (rt->lock held) until other returns
+/* Suspends the calling task (the lifecycle lock held) until other returns
  * (until_end 0) or completes (1); on a plain thread, blocks. Returns with
  * the lock held. */
 void weft__task_wait_for(weft_runtime *rt, weft_task *other, int until_end);
@@ -103,9 +103,10 @@ void weft__task_wait_for(weft_runtime *rt, weft_task *other, int until_end);
 int weft__task_returned(weft_task *t);
 /* Runs when a task's GPU work has completed (or it had none). */
 void weft__task_finalize(weft_task *t);
-/* Recycles the task object (rt->lock held): joined, or detached and done. */
+/* Recycles the task object (the lifecycle lock held): joined, or detached and
+ * done. */
 void weft__task_free(weft_runtime *rt, weft_task *t);
-/* 1 if handle h still names a live task, other (its object; rt->lock
+/* 1 if handle h still names a live task, other (its object; the lifecycle lock
  * held). A handle joined or detached since names a task that completed:
  * its object is dead or already someone else's (pool.h's generations
  * tell). */

@@ -7,14 +7,15 @@
  * completion flags on a read of host memory (cuda/cuda_completion.c). */
 #include <time.h>
 
-#include "runtime_state.h"
 #include "trace.h"
 #include "trace_format.h"
+#include "wait.h"
+#include "worker.h"
 
 /* Suspends task t in the wait set until its wait_ev or wait_test is
  * done; returns the outcome. */
 static int suspend_waiting(weft__exec *x, weft_task *t) {
-  uint64_t t0 = weft__trace_on_for(x->rt->bk) ? weft__trace_now() : 0;
+  uint64_t t0 = weft__trace_on_for(x->bk) ? weft__trace_now() : 0;
   const char *what = t->wait_test ? WEFT_TRF_WAIT_EXTERNAL : WEFT_TRF_WAIT_GPU;
   t->state = TASK_SUSPENDED;
   weft__worker_suspend(t, AFTER_WAIT);
@@ -55,9 +56,9 @@ int weft__wait_for_test(weft__exec *x, int (*test)(void *arg), void *arg) {
     return rc;
   }
   weft_task *t = (weft_task *)((char *)x - offsetof(weft_task, x));
-  weft__wait_test_set(x->rt, t, test, arg);
+  weft__wait_test_set(t, test, arg);
   rc = suspend_waiting(x, t);
-  weft__wait_test_done(x->rt, t);
+  weft__wait_test_done(t);
   if (t->wait_cancelled) {
     t->wait_cancelled = 0;
     return weft__err(WEFT_ESTATE,
@@ -73,58 +74,55 @@ int weft__wait_for_event(weft__exec *x, weft__event *ev) {
   return rc == WEFT_EAGAIN ? weft__wait_for_recorded(x, ev) : rc;
 }
 
-void weft__wait_test_set(weft_runtime *rt, weft_task *t, int (*test)(void *),
-                         void *arg) {
+void weft__wait_test_set(weft_task *t, int (*test)(void *), void *arg) {
   t->wait_ev = NULL;
   t->wait_test = test;
   t->wait_arg = arg;
   t->wait_cancelled = 0;
-  atomic_fetch_add(&rt->waits.ntests, 1);
 }
 
-void weft__wait_test_done(weft_runtime *rt, weft_task *t) {
-  atomic_fetch_sub(&rt->waits.ntests, 1);
-  t->wait_test = NULL;
+void weft__wait_test_done(weft_task *t) { t->wait_test = NULL; }
+
+void weft__wait_add(weft__wait_set *ws, weft_task *t) {
+  pthread_mutex_lock(&ws->lock);
+  t->next = ws->head;
+  ws->head = t;
+  if (!ws->cursor)
+    ws->cursor = &ws->head;
+  atomic_fetch_add(&ws->n, 1);
+  if (t->wait_test)
+    atomic_fetch_add(&ws->ntests, 1);
+  pthread_mutex_unlock(&ws->lock);
 }
 
-void weft__wait_add(weft_runtime *rt, weft_task *t) {
-  pthread_mutex_lock(&rt->waits.lock);
-  t->next = rt->waits.head;
-  rt->waits.head = t;
-  if (!rt->waits.cursor)
-    rt->waits.cursor = &rt->waits.head;
-  atomic_fetch_add(&rt->waits.n, 1);
-  pthread_mutex_unlock(&rt->waits.lock);
-}
-
-/* The cursor is a link: &rt->waits.head or the next field of a task still in
+/* The cursor is a link: &ws->head or the next field of a task still in
  * the set. Removing the task a link points to leaves the link valid, and
  * adding at the head changes no task's next, so it stays valid across
  * both; only the poll, under the lock, moves it. */
-int weft__wait_poll(weft_runtime *rt, int batch) {
-  if (atomic_load(&rt->waits.n) == 0 ||
-      pthread_mutex_trylock(&rt->waits.lock) != 0)
+int weft__wait_poll(weft__wait_set *ws, int batch) {
+  if (atomic_load(&ws->n) == 0 || pthread_mutex_trylock(&ws->lock) != 0)
     return 0;
   weft_task *done = NULL;
+  int ntests = 0;
   int n = 0, looked = 0, wrapped = 0;
-  const struct weft__backend_ops *ops = rt->bk->ops;
-  weft_task **pp = rt->waits.cursor ? rt->waits.cursor : &rt->waits.head;
+  const struct weft__backend_ops *ops = ws->bk->ops;
+  weft_task **pp = ws->cursor ? ws->cursor : &ws->head;
   weft_task *first = *pp; /* where this poll began: stop on meeting it */
   while (looked < batch) {
     if (wrapped && *pp == first)
       break;
     if (!*pp) {
-      if (wrapped || !rt->waits.head)
+      if (wrapped || !ws->head)
         break;
       wrapped = 1; /* round to the head, once */
-      pp = &rt->waits.head;
+      pp = &ws->head;
       continue;
     }
     weft_task *t = *pp;
     looked++;
     int rc =
         t->wait_test ? t->wait_test(t->wait_arg) : ops->event_query(t->wait_ev);
-    if (rc == WEFT_EAGAIN && t->wait_test && atomic_load(&rt->waits.cancel)) {
+    if (rc == WEFT_EAGAIN && t->wait_test && atomic_load(&ws->cancel)) {
       rc = WEFT_ESTATE; /* weft_shutdown: no waiting on for the outside */
       t->wait_cancelled = 1;
     }
@@ -133,6 +131,7 @@ int weft__wait_poll(weft_runtime *rt, int batch) {
       continue;
     }
     *pp = t->next;
+    ntests += t->wait_test != NULL;
     t->wait_rc = rc;
     /* A GPU failure is the task's; a test's outcome is its caller's. */
     if (rc && !t->wait_test)
@@ -141,9 +140,11 @@ int weft__wait_poll(weft_runtime *rt, int batch) {
     done = t;
     n++;
   }
-  rt->waits.cursor = pp;
-  atomic_fetch_sub(&rt->waits.n, n);
-  pthread_mutex_unlock(&rt->waits.lock);
+  ws->cursor = pp;
+  atomic_fetch_sub(&ws->n, n);
+  if (ntests)
+    atomic_fetch_sub(&ws->ntests, ntests);
+  pthread_mutex_unlock(&ws->lock);
   while (done) {
     weft_task *t = done;
     done = t->next;
@@ -151,7 +152,7 @@ int weft__wait_poll(weft_runtime *rt, int batch) {
       weft__task_finalize(t);
     } else {
       weft__mark_ready(t, WEFT__TR_READY_GPU);
-      weft__worker_ready(rt, t);
+      weft__worker_ready(ws->sched, t);
     }
   }
   return n;

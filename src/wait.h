@@ -12,6 +12,8 @@
 
 /* weft_runtime.waits: written by wait.c alone. */
 typedef struct weft__wait_set {
+  weft__backend *bk;
+  struct weft__sched *sched; /* where tasks done waiting go */
   pthread_mutex_t lock;
   weft_task *head;
   weft_task **cursor; /* &head or &(a waiting task)->next */
@@ -34,17 +36,17 @@ int weft__wait_for_recorded(weft__exec *x, weft__event *ev);
  * WEFT_EAGAIN, from the wait set's poll for a task (which suspends
  * meanwhile), in a sleeping loop for a plain thread. */
 int weft__wait_for_test(weft__exec *x, int (*test)(void *arg), void *arg);
-/* Adds t, whose wait_ev is set, to the wait set. */
-void weft__wait_add(weft_runtime *rt, weft_task *t);
-/* Makes t's wait one on test(arg) instead of an event, counted in
- * ntests until the waiter takes it back (weft__wait_test_done). */
-void weft__wait_test_set(weft_runtime *rt, weft_task *t, int (*test)(void *),
-                         void *arg);
-void weft__wait_test_done(weft_runtime *rt, weft_task *t);
+/* Adds t, whose wait_ev or wait_test is set, to the wait set; a test is
+ * counted in ntests while it is there. */
+void weft__wait_add(weft__wait_set *ws, weft_task *t);
+/* Makes t's wait one on test(arg) instead of an event, until the waiter
+ * takes it back (weft__wait_test_done). */
+void weft__wait_test_set(weft_task *t, int (*test)(void *), void *arg);
+void weft__wait_test_done(weft_task *t);
 /* Polls up to batch waiting tasks' events, going round the set from where
  * the last poll stopped, so a poll costs the same however many tasks wait.
  * Returns the number made ready. */
-int weft__wait_poll(weft_runtime *rt, int batch);
+int weft__wait_poll(weft__wait_set *ws, int batch);
 /* The poller's batch, and a busy worker's between two tasks, which polls
  * on the path of its next task and so looks at fewer
  * (docs/decisions/wait-and-poll.md, "The wait set is polled in batches

@@ -22,7 +22,7 @@
 
 /* The backend of a public runtime. */
 static inline weft__backend *weft__runtime_backend(weft_runtime *rt) {
-  return rt->bk;
+  return rt->h.bk;
 }
 
 #endif

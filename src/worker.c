@@ -2,7 +2,6 @@
  * task are running, making a task ready, suspending the running one, and
  * waking a parked worker. The workers' own loop is sched.c. */
 #include "worker.h"
-#include "runtime_state.h"
 
 _Thread_local weft__worker *weft__worker_tls;
 _Thread_local weft_task *weft__task_tls;
@@ -28,42 +27,41 @@ __attribute__((noinline)) weft_task *weft__worker_task(void) {
 
 /* Takes w, found at *link on the parked stack, off it and wakes it as a
  * searcher. park_lock held. */
-void weft__worker_unpark(weft_runtime *rt, weft__worker **link,
+void weft__worker_unpark(weft__sched *sc, weft__worker **link,
                          weft__worker *w) {
   *link = w->park_next;
   w->parked = 0;
   w->woken = 1;
   w->searching = 1;
-  atomic_fetch_add(&rt->sched.nsearching, 1);
-  atomic_fetch_sub(&rt->sched.nparked, 1);
+  atomic_fetch_add(&sc->nsearching, 1);
+  atomic_fetch_sub(&sc->nparked, 1);
   pthread_cond_signal(&w->park_cv);
 }
 
 /* Wakes one parked worker, the most recently parked. */
-static void wake_one(weft_runtime *rt) {
-  if (atomic_load(&rt->sched.nparked) == 0)
+static void wake_one(weft__sched *sc) {
+  if (atomic_load(&sc->nparked) == 0)
     return;
-  pthread_mutex_lock(&rt->sched.park_lock);
-  if (rt->sched.parked)
-    weft__worker_unpark(rt, &rt->sched.parked, rt->sched.parked);
-  pthread_mutex_unlock(&rt->sched.park_lock);
+  pthread_mutex_lock(&sc->park_lock);
+  if (sc->parked)
+    weft__worker_unpark(sc, &sc->parked, sc->parked);
+  pthread_mutex_unlock(&sc->park_lock);
 }
 
 /* Wakes a worker unless one is already searching. */
-void weft__worker_wake(weft_runtime *rt) {
-  if (atomic_load(&rt->sched.nsearching) == 0 &&
-      atomic_load(&rt->sched.nparked) > 0)
-    wake_one(rt);
+void weft__worker_wake(weft__sched *sc) {
+  if (atomic_load(&sc->nsearching) == 0 && atomic_load(&sc->nparked) > 0)
+    wake_one(sc);
 }
 
-void weft__worker_ready(weft_runtime *rt, weft_task *t) {
+void weft__worker_ready(weft__sched *sc, weft_task *t) {
   t->state = TASK_READY;
   weft__worker *w = weft__worker_tls;
-  if (w && w->rt == rt) {
+  if (w && w->home == sc) {
     weft__rq_push(&w->rq, t, 0);
   } else {
-    weft__rq_push(&rt->sched.inject, t, 0);
-    weft__worker_wake(rt);
+    weft__rq_push(&sc->inject, t, 0);
+    weft__worker_wake(sc);
   }
 }
 

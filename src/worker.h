@@ -13,6 +13,7 @@
 
 #include "fiber.h"
 #include "task_internal.h"
+#include "trace.h"
 
 typedef struct weft__worker weft__worker;
 
@@ -54,6 +55,7 @@ typedef enum after_switch {
 
 struct weft__worker {
   weft_runtime *rt;
+  struct weft__sched *home; /* &rt->sched */
   int index;
   pthread_t thread;
   weft__fiber sched; /* the worker thread's own context */
@@ -130,21 +132,30 @@ extern _Thread_local weft_task *weft__task_tls;
 weft__worker *weft__worker_self(void);
 weft_task *weft__worker_task(void);
 /* Makes a task runnable: on the calling worker's queue, else injected. */
-void weft__worker_ready(weft_runtime *rt, weft_task *t);
+void weft__worker_ready(struct weft__sched *sc, weft_task *t);
 /* Switches from the running task to its worker's scheduler, which then
  * performs after. Returns when the task is resumed. */
 void weft__worker_suspend(weft_task *t, after_switch after);
 /* Wakes a parked worker unless one is already searching. */
-void weft__worker_wake(weft_runtime *rt);
+void weft__worker_wake(struct weft__sched *sc);
 /* Takes w, found at *link on the parked stack, off it and wakes it as a
  * searcher. park_lock held. */
-void weft__worker_unpark(weft_runtime *rt, weft__worker **link,
+void weft__worker_unpark(struct weft__sched *sc, weft__worker **link,
                          weft__worker *w);
 /* Runs fn(arg) on the calling thread's own stack: from a task, by
  * switching to the worker's scheduler context for the call (library code
  * such as cuBLAS's first initialisation needs more stack than a fiber
  * has); elsewhere, directly. */
 void weft__worker_call_on_stack(void (*fn)(void *), void *arg);
+
+/* Notes when and why t was made ready, for the trace's runtime-latency
+ * figures; nothing when not tracing. */
+static inline void weft__mark_ready(weft_task *t, int why) {
+  if (weft__trace_on_for(t->x.bk)) {
+    t->ready_ns = weft__trace_now();
+    t->ready_why = (uint8_t)why;
+  }
+}
 
 /* ---- sched.c ---- */
 

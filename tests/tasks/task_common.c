@@ -125,9 +125,9 @@ void tt_gate_fini(tt_gate *g) {
 
 int tt_task_returned(weft_task *h) {
   weft_task *t = (weft_task *)weft__handle_obj(h);
-  pthread_mutex_lock(&t->x.rt->lock);
+  pthread_mutex_lock(&t->x.rt->h.lock);
   int r = t->returned;
-  pthread_mutex_unlock(&t->x.rt->lock);
+  pthread_mutex_unlock(&t->x.rt->h.lock);
   return r;
 }
 
@@ -138,18 +138,18 @@ void tt_chain_holds_streams_ahead(weft_runtime *rt, weft_task **t, int n,
       sched_yield();
   weft_task_stats ts = {.struct_size = sizeof ts};
   EXPECT_OK(weft_task_stats_get(rt, &ts));
-  if (!rt->bk->check)
-    EXPECT_MSG(ts.streams == (uint64_t)(ahead * rt->bk->ndev),
+  if (!rt->h.bk->check)
+    EXPECT_MSG(ts.streams == (uint64_t)(ahead * rt->h.bk->ndev),
                "%d chained tasks returned behind a gate, and the runtime "
                "holds %llu streams, not the %d made ahead",
-               n, (unsigned long long)ts.streams, ahead * rt->bk->ndev);
+               n, (unsigned long long)ts.streams, ahead * rt->h.bk->ndev);
   EXPECT_MSG(!tt_task_done(t[n - 1]), "the chain ended with the gate closed");
 }
 
 int tt_task_done(weft_task *h) {
   weft_task *t = (weft_task *)weft__handle_obj(h);
-  pthread_mutex_lock(&t->x.rt->lock);
+  pthread_mutex_lock(&t->x.rt->h.lock);
   int r = t->done;
-  pthread_mutex_unlock(&t->x.rt->lock);
+  pthread_mutex_unlock(&t->x.rt->h.lock);
   return r;
 }

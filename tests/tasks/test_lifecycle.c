@@ -406,7 +406,7 @@ static void env_checks(void) {
   env_refused("WEFT_STREAMS", bad_streams, 4, "1 to 65536");
   EXPECT(setenv("WEFT_STREAMS", "5", 1) == 0);
   rt = tt_open(NULL);
-  EXPECT_EQ_INT((int)rt->pools.nstreams, 5 * rt->bk->ndev);
+  EXPECT_EQ_INT((int)rt->pools.nstreams, 5 * rt->h.bk->ndev);
   tt_close(rt);
   EXPECT(unsetenv("WEFT_STREAMS") == 0);
   /* CUDA's completion flags: 0 or 1, any other value refused whatever the
@@ -433,11 +433,11 @@ static void env_checks(void) {
   o.streams = -2;
   EXPECT_ERR(weft_init(&rt, &o), WEFT_EINVAL);
   rt = tt_open(NULL);
-  EXPECT_EQ_INT((int)rt->pools.nstreams, 32 * rt->bk->ndev);
+  EXPECT_EQ_INT((int)rt->pools.nstreams, 32 * rt->h.bk->ndev);
   tt_close(rt);
   o.streams = 300;
   rt = tt_open(&o);
-  EXPECT_EQ_INT((int)rt->pools.nstreams, 300 * rt->bk->ndev);
+  EXPECT_EQ_INT((int)rt->pools.nstreams, 300 * rt->h.bk->ndev);
   /* Tasks and this thread lease the streams made ahead: none is made, and
    * the first lease gets the lowest id, 1, however many runtimes this
    * process opened before (ids are the runtime's own). */
@@ -451,7 +451,7 @@ static void env_checks(void) {
   EXPECT_OK(weft_task_spawn(rt, &t, gpu_roundtrip, out, NULL));
   EXPECT_OK(weft_task_join(t));
   EXPECT_OK(weft_pinned_free(out));
-  EXPECT_EQ_INT((int)rt->pools.nstreams, 300 * rt->bk->ndev);
+  EXPECT_EQ_INT((int)rt->pools.nstreams, 300 * rt->h.bk->ndev);
   tt_close(rt);
   /* weft_task_stats counts the streams: those made ahead, and those made
    * since because more tasks held one at once. */
@@ -459,7 +459,7 @@ static void env_checks(void) {
   rt = tt_open(&o);
   weft_task_stats ts = {.struct_size = sizeof ts};
   EXPECT_OK(weft_task_stats_get(rt, &ts));
-  EXPECT_EQ_INT((int)ts.streams, 2 * rt->bk->ndev);
+  EXPECT_EQ_INT((int)ts.streams, 2 * rt->h.bk->ndev);
   enum { STREAM_HOLDERS = 6 };
   weft_task *holders[STREAM_HOLDERS];
   int release = 0;
