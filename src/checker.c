@@ -221,7 +221,7 @@ static void finding(weft__checker *k, const char *kind, uint64_t ns,
   k->findings++;
   fprintf(k->out, "weft check: %s: %s\n", kind, msg);
   if (weft__trace_on_for(k->owner)) {
-    uint64_t now = weft__trace_now();
+    uint64_t now = weft__clock_ns();
     weft__trace_rec r = {.start = ns && ns < now ? now - ns : now,
                          .end = now,
                          .task = weft__trace_task,

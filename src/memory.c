@@ -32,7 +32,7 @@
 #include "registry.h"
 #include "runtime_state.h"
 #include "stream_pool.h"
-#include "trace.h"
+#include "clock.h"
 #include "weft/memory.h"
 
 #define CHUNK ((size_t)4 << 20)
@@ -392,9 +392,9 @@ int weft_pinned_alloc(size_t bytes, void **ptr) {
     return weft__pinned_cache_alloc(&x->rt->pinned, bytes, ptr);
   weft__pinned_stats before, after;
   weft__pinned_cache_stats(&x->rt->pinned, &before);
-  uint64_t t0 = weft__trace_now();
+  uint64_t t0 = weft__clock_ns();
   int rc = weft__pinned_cache_alloc(&x->rt->pinned, bytes, ptr);
-  uint64_t ns = weft__trace_now() - t0;
+  uint64_t ns = weft__clock_ns() - t0;
   weft__pinned_cache_stats(&x->rt->pinned, &after);
   if (rc == 0)
     weft__check_alloc(k, *ptr, bytes, 1);
@@ -463,7 +463,7 @@ int weft_mem_trim(weft_runtime *rt) {
   weft__checker *k = rt->h.bk->check;
   weft__exec *x = k ? weft__caller_self() : NULL;
   uint64_t t0 = x && x->is_task && rt->h.bk->ops->kind == WEFT_BACKEND_CUDA
-                    ? weft__trace_now()
+                    ? weft__clock_ns()
                     : 0;
   weft__pinned_cache_trim(&rt->pinned);
   if (t0) /* cudaFreeHost, like cudaHostAlloc, waits for the device */
@@ -471,6 +471,6 @@ int weft_mem_trim(weft_runtime *rt) {
                               "freeing page-locked memory (cudaFreeHost) "
                               "waits for the whole device; trim from a "
                               "plain thread while the GPU is idle",
-                              weft__trace_now() - t0);
+                              weft__clock_ns() - t0);
   return 0;
 }

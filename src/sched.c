@@ -148,7 +148,7 @@ static void after_switch_do(weft__worker *w, weft_task *t) {
       guest_hand_over(w);
       t->state = TASK_READY;
       t->yielded = 1;
-      weft__mark_ready(t, WEFT__TR_READY_YIELD);
+      weft__mark_ready(t, WEFT_TRF_READY_YIELD);
       weft__rq_push(&rt->sched.inject, t, 0);
       weft__worker_wake(&rt->sched);
       w->guest_left = 1;
@@ -176,7 +176,7 @@ static void after_switch_do(weft__worker *w, weft_task *t) {
       w->normal_next = 1;
     t->state = TASK_READY;
     t->yielded = 1;
-    weft__mark_ready(t, WEFT__TR_READY_YIELD);
+    weft__mark_ready(t, WEFT_TRF_READY_YIELD);
     weft__rq_push(&w->rq, t, 1);
     break;
   case AFTER_WAIT:
@@ -187,7 +187,7 @@ static void after_switch_do(weft__worker *w, weft_task *t) {
     t->blocking = 0;
     if (t->wake_pending) {
       t->wake_pending = 0;
-      weft__mark_ready(t, WEFT__TR_READY_JOIN);
+      weft__mark_ready(t, WEFT_TRF_READY_JOIN);
       weft__worker_ready(&rt->sched, t);
     } else {
       t->blocked = 1;
@@ -270,20 +270,20 @@ static void run_task(weft__worker *w, weft_task *t) {
   uint64_t t0 = 0, ready = t->ready_ns;
   uint8_t why = t->ready_why;
   t->ready_ns = 0;
-  t->ready_why = WEFT__TR_READY_NONE;
+  t->ready_why = WEFT_TRF_READY_NONE;
   if (traced) {
     const struct weft__backend_ops *ops = w->rt->h.bk->ops;
     weft__trace_task = t->id;
     if (ops->trace_task) /* once per resume, not per launch */
       ops->trace_task(w->rt->h.bk, t->id, t->name);
-    t0 = weft__trace_now();
+    t0 = weft__clock_ns();
   }
   weft__nvtx_push(t->name);
   weft__fiber_switch(&w->sched, &t->fiber, 0);
   weft__nvtx_pop();
   if (traced) {
     weft__trace_rec r = {.start = t0,
-                         .end = weft__trace_now(),
+                         .end = weft__clock_ns(),
                          .task = t->id,
                          .lane = weft__trace_thread_lane(),
                          .kind = WEFT__TR_TASK,

@@ -5,7 +5,7 @@
 #include "door.h"
 #include "memory_internal.h"
 #include "stream_pool.h"
-#include "trace.h"
+#include "clock.h"
 #include "wait.h"
 #include "worker.h"
 
@@ -70,7 +70,7 @@ int weft_device_sync(void) {
     return rc;
   weft__exec *x = c.x;
   weft__checker *k = x->bk->check;
-  uint64_t t0 = k ? weft__trace_now() : 0;
+  uint64_t t0 = k ? weft__clock_ns() : 0;
   rc = weft__device_sync(x->bk, x->dev);
   if (k && rc == 0)
     weft__check_device_synced(k, x, x->dev);
@@ -79,7 +79,7 @@ int weft_device_sync(void) {
                               "it waits for every stream of the device, "
                               "every task's work; weft_sync waits for this "
                               "task's alone",
-                              weft__trace_now() - t0);
+                              weft__clock_ns() - t0);
   return rc ? weft__caller_fail(x, rc) : 0;
 }
 

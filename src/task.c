@@ -267,7 +267,7 @@ int weft_task_spawn(weft_runtime *rt, weft_task **task, weft_task_fn fn,
   /* Only now: a failed spawn leaves *task as it was (weft/error.h). */
   if (task)
     *task = (weft_task *)weft__handle_of(&t->hdr);
-  weft__mark_ready(t, WEFT__TR_READY_SPAWN);
+  weft__mark_ready(t, WEFT_TRF_READY_SPAWN);
   weft__worker_ready(&rt->sched, t);
   return 0;
 }

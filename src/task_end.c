@@ -53,7 +53,7 @@ static void wake_waiters(weft_runtime *rt, weft_task *t, int ended) {
       *pp = w->next;
       if (w->blocked) { /* switched out: make it ready */
         w->blocked = 0;
-        weft__mark_ready(w, WEFT__TR_READY_JOIN);
+        weft__mark_ready(w, WEFT_TRF_READY_JOIN);
         weft__worker_ready(&rt->sched, w);
       } else { /* still switching out: its scheduler will */
         w->wake_pending = 1;

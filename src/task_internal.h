@@ -64,7 +64,7 @@ struct weft_task {
   /* Runtime latency, while tracing: when and why the task was last made
    * ready; its next run slice reports the delay (trace.h). */
   uint64_t ready_ns;
-  uint8_t ready_why; /* WEFT__TR_READY_* */
+  uint8_t ready_why; /* WEFT_TRF_READY_* */
   uint8_t yielded;   /* last suspended by weft_yield (sched.c's busy_poll) */
   /* Declared data (follow.c): the earlier tasks to follow before fn runs,
    * and whether to wait for their GPU work on the host too. */

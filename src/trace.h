@@ -18,6 +18,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
+#include "clock.h"
 #include "weft/device.h"
 
 #include "trace_format.h"
@@ -42,19 +43,6 @@ enum { /* copy directions, as CUPTI numbers them */
        WEFT__TR_HTOH = 9,
        WEFT__TR_PTOP = 10, /* between two devices' memory */
 };
-
-/* Why a task was made ready, for the runtime-latency figures: its next run
- * slice records the delay from then to its start. The kinds and their
- * numbers are the trace format's list (WEFT_TRF_READY_KINDS in
- * trace_format.h). */
-#define WEFT__TR_READY_ENUM(kind, name, what)                                  \
-  WEFT__TR_READY_##kind = WEFT_TRF_READY_##kind,
-enum {
-  WEFT__TR_READY_NONE = WEFT_TRF_READY_NONE,
-  WEFT_TRF_READY_KINDS(WEFT__TR_READY_ENUM) /* the list's kinds, then: */
-  WEFT__TR_READY_NKINDS = WEFT_TRF_READY_NKINDS
-};
-#undef WEFT__TR_READY_ENUM
 
 typedef struct weft__trace_rec {
   uint64_t start, end; /* ns on the tracer's clock (CLOCK_MONOTONIC) */
@@ -118,7 +106,6 @@ void weft__trace_emit(const weft__trace_rec *r);
 void weft__trace_emit_batch(const weft__trace_rec *r, size_t n);
 /* A copy of s that lives until the trace is written. */
 const char *weft__trace_intern(const char *s);
-uint64_t weft__trace_now(void);
 /* The lane of the calling thread's CPU records (see trace_record.c). */
 uint32_t weft__trace_thread_lane(void);
 void weft__trace_thread_name(const char *name);

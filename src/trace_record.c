@@ -8,7 +8,6 @@
 #include <time.h>
 
 #include "error_internal.h"
-#include "trace.h"
 #include "trace_buffers.h"
 
 struct weft__trace_buffers weft__trace_buf = {
@@ -25,12 +24,6 @@ static _Thread_local chunk *tls_chunk;
 static _Thread_local uint64_t tls_epoch;
 static _Thread_local uint32_t tls_lane;
 static _Thread_local uint64_t tls_lane_epoch;
-
-uint64_t weft__trace_now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 uint64_t weft__trace_next_corr(void) {
   return atomic_fetch_add(&T->next_corr, 1) + 1;

@@ -10,7 +10,6 @@
 
 #include "error_internal.h"
 #include "json_write.h"
-#include "trace.h"
 #include "trace_buffers.h"
 #include "trace_format.h"
 

@@ -7,27 +7,14 @@
  * completion flags on a read of host memory (cuda/cuda_completion.c). */
 #include <time.h>
 
-#include "trace.h"
-#include "trace_format.h"
 #include "wait.h"
 #include "worker.h"
 
 /* Suspends task t in the wait set until its wait_ev or wait_test is
  * done; returns the outcome. */
-static int suspend_waiting(weft__exec *x, weft_task *t) {
-  uint64_t t0 = weft__trace_on_for(x->bk) ? weft__trace_now() : 0;
-  const char *what = t->wait_test ? WEFT_TRF_WAIT_EXTERNAL : WEFT_TRF_WAIT_GPU;
+static int suspend_waiting(weft_task *t) {
   t->state = TASK_SUSPENDED;
-  weft__worker_suspend(t, AFTER_WAIT);
-  if (t0) {
-    weft__trace_rec r = {.start = t0,
-                         .end = weft__trace_now(),
-                         .task = t->id,
-                         .lane = weft__trace_thread_lane(),
-                         .kind = WEFT__TR_WAIT,
-                         .name = what};
-    weft__trace_emit(&r);
-  }
+  weft__worker_suspend(t, AFTER_WAIT); /* traced as a wait slice there */
   return t->wait_rc;
 }
 
@@ -36,7 +23,7 @@ int weft__wait_for_recorded(weft__exec *x, weft__event *ev) {
     return weft__event_sync(ev);
   weft_task *t = (weft_task *)((char *)x - offsetof(weft_task, x));
   t->wait_ev = ev;
-  return suspend_waiting(x, t);
+  return suspend_waiting(t);
 }
 
 int weft__wait_for_test(weft__exec *x, int (*test)(void *arg), void *arg) {
@@ -57,7 +44,7 @@ int weft__wait_for_test(weft__exec *x, int (*test)(void *arg), void *arg) {
   }
   weft_task *t = (weft_task *)((char *)x - offsetof(weft_task, x));
   weft__wait_test_set(t, test, arg);
-  rc = suspend_waiting(x, t);
+  rc = suspend_waiting(t);
   weft__wait_test_done(t);
   if (t->wait_cancelled) {
     t->wait_cancelled = 0;
@@ -151,7 +138,7 @@ int weft__wait_poll(weft__wait_set *ws, int batch) {
     if (t->state == TASK_FINISHING) {
       weft__task_finalize(t);
     } else {
-      weft__mark_ready(t, WEFT__TR_READY_GPU);
+      weft__mark_ready(t, WEFT_TRF_READY_GPU);
       weft__worker_ready(ws->sched, t);
     }
   }

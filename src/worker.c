@@ -2,6 +2,8 @@
  * task are running, making a task ready, suspending the running one, and
  * waking a parked worker. The workers' own loop is sched.c. */
 #include "worker.h"
+#include "trace.h"
+#include "trace_format.h"
 
 _Thread_local weft__worker *weft__worker_tls;
 _Thread_local weft_task *weft__task_tls;
@@ -77,8 +79,30 @@ void weft__worker_call_on_stack(void (*fn)(void *), void *arg) {
   weft__worker_suspend(t, AFTER_CALL);
 }
 
+/* A wait in the wait set is a slice of the trace's task lane, from the
+ * suspension to the resumption. */
 void weft__worker_suspend(weft_task *t, after_switch after) {
+  uint64_t t0 = after == AFTER_WAIT && weft__trace_on_for(t->x.bk)
+                    ? weft__clock_ns()
+                    : 0;
+  const char *what = t->wait_test ? WEFT_TRF_WAIT_EXTERNAL : WEFT_TRF_WAIT_GPU;
   weft__worker *w = weft__worker_self();
   w->after = after;
   weft__fiber_switch(&t->fiber, &w->sched, after == AFTER_EXIT);
+  if (t0) {
+    weft__trace_rec r = {.start = t0,
+                         .end = weft__clock_ns(),
+                         .task = t->id,
+                         .lane = weft__trace_thread_lane(),
+                         .kind = WEFT__TR_WAIT,
+                         .name = what};
+    weft__trace_emit(&r);
+  }
+}
+
+void weft__mark_ready(weft_task *t, int why) {
+  if (weft__trace_on_for(t->x.bk)) {
+    t->ready_ns = weft__clock_ns();
+    t->ready_why = (uint8_t)why;
+  }
 }

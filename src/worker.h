@@ -13,7 +13,7 @@
 
 #include "fiber.h"
 #include "task_internal.h"
-#include "trace.h"
+#include "trace_format.h"
 
 typedef struct weft__worker weft__worker;
 
@@ -148,14 +148,9 @@ void weft__worker_unpark(struct weft__sched *sc, weft__worker **link,
  * has); elsewhere, directly. */
 void weft__worker_call_on_stack(void (*fn)(void *), void *arg);
 
-/* Notes when and why t was made ready, for the trace's runtime-latency
- * figures; nothing when not tracing. */
-static inline void weft__mark_ready(weft_task *t, int why) {
-  if (weft__trace_on_for(t->x.bk)) {
-    t->ready_ns = weft__trace_now();
-    t->ready_why = (uint8_t)why;
-  }
-}
+/* Notes when and why (WEFT_TRF_READY_*) t was made ready, for the trace's
+ * runtime-latency figures; nothing when not tracing. */
+void weft__mark_ready(weft_task *t, int why);
 
 /* ---- sched.c ---- */
 

@@ -18,7 +18,7 @@
 
 #include "checker.h"
 #include "cuda_internal.h"
-#include "trace.h"
+#include "clock.h"
 
 static CUpti_SubscriberHandle sub;
 static int subscribed;
@@ -108,13 +108,13 @@ static void CUPTIAPI on_call(void *arg, CUpti_CallbackDomain domain,
   if (domain != CUPTI_CB_DOMAIN_RUNTIME_API || weft__check_quiet)
     return;
   if (cd->callbackSite == CUPTI_API_ENTER) {
-    *cd->correlationData = weft__trace_now();
+    *cd->correlationData = weft__clock_ns();
     return;
   }
   for (size_t i = 0; i < NWATCHED; i++) {
     if (watched[i].id != id)
       continue;
-    uint64_t ns = weft__trace_now() - *cd->correlationData;
+    uint64_t ns = weft__clock_ns() - *cd->correlationData;
     if (watched[i].kind == DEFAULT_STREAM) {
       cudaStream_t s = stream_arg(id, cd->functionParams);
       if (s != NULL && s != cudaStreamLegacy) {

@@ -144,7 +144,7 @@ int weft__cuda_trace_start(weft__backend *b) {
   CUptiResult r = cuptiGetTimestamp(&gpu);
   if (r != CUPTI_SUCCESS)
     return cupti_fail(r, "cuptiGetTimestamp");
-  clock_offset = (int64_t)weft__trace_now() - (int64_t)gpu;
+  clock_offset = (int64_t)weft__clock_ns() - (int64_t)gpu;
   /* buffer_requested's buffers come zeroed: CUPTI need not clear them. A
    * CUPTI that does not know the attribute clears them itself, as before. */
   uint8_t zeroed = 1;

@@ -6,7 +6,7 @@
 
 #include "error_internal.h"
 #include "host/host_internal.h"
-#include "trace.h"
+#include "clock.h"
 
 uint64_t weft__host_now_ns(void) {
   struct timespec ts;
@@ -163,36 +163,6 @@ static void execute(weft__host_op *op) {
   }
 }
 
-/* The executor is the host backend's device: it records what it ran, as
- * CUPTI does for a GPU. */
-static void trace_op(weft__host_stream *s, const weft__host_op *op,
-                     uint64_t t0) {
-  weft__trace_rec r = {.start = t0,
-                       .end = weft__trace_now(),
-                       .task = op->task,
-                       .corr = op->corr,
-                       .name = op->name,
-                       .lane = s->base.id,
-                       .dev = (int16_t)s->base.hdr.dev,
-                       .graph = op->graph};
-  switch (op->kind) {
-  case HOP_COPY:
-    r.kind = WEFT__TR_MEMCPY;
-    r.bytes = op->u.copy.n;
-    r.copy = op->copy_dir;
-    r.src_pinned = r.dst_pinned = 1; /* nothing here is pageable */
-    break;
-  case HOP_MEMSET:
-    r.kind = WEFT__TR_MEMSET;
-    r.bytes = op->u.set.n;
-    break;
-  default:
-    r.kind = WEFT__TR_KERNEL;
-    break;
-  }
-  weft__trace_emit(&r);
-}
-
 /* Highest priority level first; FIFO within a level, and a stream goes to
  * the back of its level after each operation, so equal streams share. */
 static weft__host_stream *pick(weft__host_backend *hb, int dev) {
@@ -214,7 +184,7 @@ static void *executor(void *arg) {
   const host_executor *me = arg;
   weft__host_backend *hb = me->hb;
   int dev = me->dev;
-  weft__trace_thread_name("host executor");
+  weft__host_trace_executor();
   pthread_mutex_lock(&hb->mu);
   for (;;) {
     weft__host_stream *s = pick(hb, dev);
@@ -231,10 +201,10 @@ static void *executor(void *arg) {
     s->state = HOST_RUNNING;
     pthread_mutex_unlock(&hb->mu);
 
-    uint64_t t0 = op->corr ? weft__trace_now() : 0;
+    uint64_t t0 = op->corr ? weft__clock_ns() : 0;
     execute(op);
     if (t0)
-      trace_op(s, op, t0);
+      weft__host_trace_ran(s, op, t0);
 
     pthread_mutex_lock(&hb->mu);
     op_done(hb, s, op);

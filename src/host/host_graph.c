@@ -9,7 +9,6 @@
 
 #include "error_internal.h"
 #include "host/host_internal.h"
-#include "trace.h"
 
 static void free_ops(weft__host_op *op) {
   while (op) {
@@ -120,9 +119,8 @@ static weft__host_op *op_clone(const weft__host_op *t) {
 int weft__host_graph_launch(weft__stream *s, void *gp) {
   weft__host_graph *g = gp;
   weft__host_backend *hb = weft__host_of(s->hdr.bk);
-  int traced = weft__trace_on_for(s->hdr.bk);
-  uint64_t t0 = traced ? weft__trace_now() : 0;
-  uint64_t corr = traced ? weft__trace_next_corr() : 0;
+  uint64_t corr = 0, task = 0;
+  uint64_t t0 = weft__host_trace_issue(s->hdr.bk, &corr, &task);
   /* Everything is built before anything is queued, so that running out
    * of memory queues nothing. */
   weft__host_op *wait = calloc(1, sizeof *wait);
@@ -138,8 +136,8 @@ int weft__host_graph_launch(weft__stream *s, void *gp) {
     }
     op->graph = g->id;
     op->corr = corr;
-    op->task = traced ? weft__trace_task : 0;
-    if (!traced)
+    op->task = task;
+    if (!t0)
       op->name = NULL;
     *tail = op;
     tail = &op->next;
@@ -173,16 +171,8 @@ int weft__host_graph_launch(weft__stream *s, void *gp) {
     head = next;
   }
   weft__host_enqueue((weft__host_stream *)s, rec);
-  if (traced) {
-    weft__trace_rec r = {.start = t0,
-                         .end = weft__trace_now(),
-                         .task = weft__trace_task,
-                         .corr = corr,
-                         .name = "cudaGraphLaunch",
-                         .lane = weft__trace_thread_lane(),
-                         .kind = WEFT__TR_API};
-    weft__trace_emit(&r);
-  }
+  if (t0)
+    weft__host_trace_api(t0, corr, task, "cudaGraphLaunch");
   return 0;
 }
 

@@ -196,4 +196,21 @@ void weft__host_exec_stop(weft__host_backend *hb);
 void weft__host_enqueue(weft__host_stream *s, weft__host_op *op);
 void weft__host_rec_release(weft__host_rec *r); /* lock held */
 
+/* host_trace.c: the tracer's records of the host backend's work. */
+/* 0 when b's runtime is not traced; else the issue's start time, with a
+ * new correlation id and the issuing task in *corr and *task. */
+uint64_t weft__host_trace_issue(weft__backend *b, uint64_t *corr,
+                                uint64_t *task);
+/* After the enqueue: the issue's record, named api (a CUDA call's name). */
+void weft__host_trace_api(uint64_t t0, uint64_t corr, uint64_t task,
+                          const char *api);
+/* A copy's direction as the trace names it (CUPTI's numbers). */
+uint8_t weft__host_trace_copy_dir(weft__backend *b, void *dst, const void *src,
+                                  weft__copy_kind kind);
+/* The executor ran op of s, from t0 to now. */
+void weft__host_trace_ran(const weft__host_stream *s, const weft__host_op *op,
+                          uint64_t t0);
+/* The calling thread is an executor: its lane's name. */
+void weft__host_trace_executor(void);
+
 #endif

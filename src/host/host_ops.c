@@ -6,7 +6,6 @@
 #include "error_internal.h"
 #include "host/host_internal.h"
 #include "ptrmap.h"
-#include "trace.h"
 
 #define HS(s) ((weft__host_stream *)(s))
 #define HE(e) ((weft__host_event *)(e))
@@ -153,65 +152,14 @@ static int event_elapsed(weft__event *start, weft__event *end, float *ms) {
 
 /* ---- work ---- */
 
-/* Tracing: marks op with a correlation id and the task queuing it, and
- * after the enqueue records the "API call" that queued it, under the name
- * of the CUDA call that does the same, so traces of the host backend read
- * like CUDA's (launch delay, host waits) and one analysis, weft's or
- * HTA's, serves both. */
+/* Tracing (host_trace.c): the issue of op, under the name of the CUDA
+ * call that does the same; 0 when not traced. */
 static uint64_t trace_begin(weft__stream *s, weft__host_op *op,
                             const char *name) {
-  if (!weft__trace_on_for(s->hdr.bk))
-    return 0;
-  op->corr = weft__trace_next_corr();
-  op->task = weft__trace_task;
-  op->name = name;
-  return weft__trace_now();
-}
-
-static void trace_api(uint64_t t0, uint64_t corr, uint64_t task,
-                      const char *api) {
-  weft__trace_rec r = {.start = t0,
-                       .end = weft__trace_now(),
-                       .task = task,
-                       .corr = corr,
-                       .name = api,
-                       .lane = weft__trace_thread_lane(),
-                       .kind = WEFT__TR_API};
-  weft__trace_emit(&r);
-}
-
-/* Host memory is all one here; for the trace, a pointer the core
- * registered as a device allocation is that device's: the device whose
- * allocation starts at p, or -1. */
-static int device_of(weft__backend *b, const void *p) {
-  weft__alloc_info info;
-  pthread_mutex_lock(&b->lock);
-  int dev =
-      weft__ptrmap_get(b->allocs, p, &info) && info.kind == WEFT__ALLOC_DEVICE
-          ? info.dev
-          : -1;
-  pthread_mutex_unlock(&b->lock);
-  return dev;
-}
-
-static uint8_t copy_dir(weft__backend *b, void *dst, const void *src,
-                        weft__copy_kind kind) {
-  static const uint8_t dirs[2][2] = {{WEFT__TR_HTOH, WEFT__TR_HTOD},
-                                     {WEFT__TR_DTOH, WEFT__TR_DTOD}};
-  switch (kind) {
-  case WEFT__COPY_H2D:
-    return WEFT__TR_HTOD;
-  case WEFT__COPY_D2H:
-    return WEFT__TR_DTOH;
-  default: { /* H2H too: the core cannot tell device memory here */
-    int from = device_of(b, src), to = device_of(b, dst);
-    if (from >= 0 && to >= 0 && from != to)
-      return WEFT__TR_PTOP;
-    if (kind == WEFT__COPY_D2D)
-      return WEFT__TR_DTOD;
-    return dirs[from >= 0][to >= 0];
-  }
-  }
+  uint64_t t0 = weft__host_trace_issue(s->hdr.bk, &op->corr, &op->task);
+  if (t0)
+    op->name = name;
+  return t0;
 }
 
 static int copy(weft__stream *s, void *dst, const void *src, size_t n,
@@ -223,17 +171,17 @@ static int copy(weft__stream *s, void *dst, const void *src, size_t n,
   op->u.copy.src = src;
   op->u.copy.n = n;
   if (HS(s)->capturing) { /* replays are traced: know the direction now */
-    op->copy_dir = copy_dir(s->hdr.bk, dst, src, kind);
+    op->copy_dir = weft__host_trace_copy_dir(s->hdr.bk, dst, src, kind);
     weft__host_capture_op(HS(s), op);
     return 0;
   }
   uint64_t t0 = trace_begin(s, op, NULL);
   if (t0)
-    op->copy_dir = copy_dir(s->hdr.bk, dst, src, kind);
+    op->copy_dir = weft__host_trace_copy_dir(s->hdr.bk, dst, src, kind);
   uint64_t corr = op->corr, task = op->task;
   weft__host_enqueue(HS(s), op);
   if (t0)
-    trace_api(t0, corr, task, "cudaMemcpyAsync");
+    weft__host_trace_api(t0, corr, task, "cudaMemcpyAsync");
   return 0;
 }
 
@@ -250,7 +198,7 @@ static int memset_op(weft__stream *s, void *dst, int value, size_t n) {
   uint64_t corr = op->corr, task = op->task;
   weft__host_enqueue(HS(s), op);
   if (t0)
-    trace_api(t0, corr, task, "cudaMemsetAsync");
+    weft__host_trace_api(t0, corr, task, "cudaMemsetAsync");
   return 0;
 }
 
@@ -288,7 +236,7 @@ static int launch(weft__stream *s, const weft_kernel *k, weft_dim3 grid,
   uint64_t corr = op->corr, task = op->task;
   weft__host_enqueue(HS(s), op);
   if (t0)
-    trace_api(t0, corr, task, "cudaLaunchKernel");
+    weft__host_trace_api(t0, corr, task, "cudaLaunchKernel");
   return 0;
 }
 

@@ -173,7 +173,7 @@ static void clamped_calls(void) {
   weft_device_info dev = {0};
   EXPECT_OK(weft__trace_open(path, "host", &owner, &dev, 1));
   uint32_t lane = weft__trace_thread_lane();
-  uint64_t t = weft__trace_now();
+  uint64_t t = weft__clock_ns();
   weft__trace_rec task = {.start = t + 100000,
                           .end = t + 200000,
                           .task = 7,
