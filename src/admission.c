@@ -7,7 +7,7 @@
 #include <stdlib.h>
 
 #include "caller.h"
-#include "stream_pool.h"
+#include "event_pool.h"
 #include "wait.h"
 #include "weft/task.h"
 

@@ -158,3 +158,59 @@ void weft__caller_release_stream(weft__exec *x) {
     x->drop_capture(x, "its thread or runtime ended");
   weft__stream_pool_put(rt, &x->stream, x->high);
 }
+
+/* ---- what a caller did, told to weft check ---- */
+
+void weft__caller_issues(weft__exec *x, weft__stream *s) {
+  if (s->hdr.bk->check)
+    weft__check_issue(s->hdr.bk->check, x, s);
+}
+
+void weft__caller_synced(weft__exec *x, weft__stream *s) {
+  if (s->hdr.bk->check)
+    weft__check_synced(s->hdr.bk->check, x, s);
+}
+
+void weft__caller_event_synced(weft__exec *x, weft__event *e) {
+  if (e->hdr.bk->check)
+    weft__check_event_synced(e->hdr.bk->check, x, e);
+}
+
+void weft__caller_device_synced(weft__exec *x, int dev) {
+  if (x->bk->check)
+    weft__check_device_synced(x->bk->check, x, dev);
+}
+
+void weft__caller_joined(weft__exec *x, weft__exec *done) {
+  if (x->bk->check)
+    weft__check_joined(x->bk->check, x, done);
+}
+
+void weft__caller_follows(weft__stream *s, weft__exec *done) {
+  if (s->hdr.bk->check)
+    weft__check_after(s->hdr.bk->check, s, done);
+}
+
+void weft__caller_spawned(weft__exec *parent, weft__exec *child) {
+  if (child->bk->check)
+    weft__check_spawn(child->bk->check, parent, child);
+}
+
+void weft__caller_allocated(weft__exec *x, const void *p, size_t n,
+                            int pinned) {
+  if (x->bk->check)
+    weft__check_alloc(x->bk->check, p, n, pinned);
+}
+
+void weft__caller_freeing(weft__exec *x, const void *p) {
+  if (x->bk->check)
+    weft__check_dealloc(x->bk->check, p);
+}
+
+void weft__caller_implicit_sync(weft__exec *x, const char *call,
+                                const char *what, uint64_t ns) {
+  if (x->bk->check)
+    weft__check_implicit_sync(x->bk->check, x, call, what, ns);
+}
+
+void weft__caller_gone(weft__exec *x) { weft__check_exec_gone(NULL, x); }

@@ -92,4 +92,31 @@ void weft__caller_release_stream(weft__exec *x);
 /* Shutdown: the runtime's plain-thread contexts die with it. */
 void weft__caller_threads_release(struct weft_runtime *rt);
 
+/* ---- what a caller did, told to weft check (checker.h) ----
+ * The one way the public calls report to the checker, which they need not
+ * know: each does nothing while weft check is off. The checker is the
+ * runtime's of the stream or event named, else the caller's. */
+
+/* x issues an operation on s. */
+void weft__caller_issues(weft__exec *x, weft__stream *s);
+/* x has seen s's work up to now complete, or e's, or device dev's. */
+void weft__caller_synced(weft__exec *x, weft__stream *s);
+void weft__caller_event_synced(weft__exec *x, weft__event *e);
+void weft__caller_device_synced(weft__exec *x, int dev);
+/* x joined done; stream s follows done (weft_task_after). done NULL: a
+ * task that completed and is gone (checker.h says what stands in). */
+void weft__caller_joined(weft__exec *x, weft__exec *done);
+void weft__caller_follows(weft__stream *s, weft__exec *done);
+/* child starts with what parent (NULL: nothing) has seen. */
+void weft__caller_spawned(weft__exec *parent, weft__exec *child);
+/* x allocated p (n bytes; pinned or device memory), or is freeing it. */
+void weft__caller_allocated(weft__exec *x, const void *p, size_t n, int pinned);
+void weft__caller_freeing(weft__exec *x, const void *p);
+/* x, a task, made a call (call) that waits for more than its own stream
+ * (what: why; ns: how long it took, 0 if not measured). */
+void weft__caller_implicit_sync(weft__exec *x, const char *call,
+                                const char *what, uint64_t ns);
+/* x's context goes away: its clock with it. */
+void weft__caller_gone(weft__exec *x);
+
 #endif

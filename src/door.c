@@ -1,7 +1,6 @@
 /* The one door of every public call that acts for its caller (door.h). */
 #include "door.h"
 #include "admission.h"
-#include "checker.h"
 
 int weft__door_refuse_in_capture(const weft__exec *x, const char *call,
                                  const char *why) {
@@ -45,7 +44,7 @@ int weft__door(const char *call, unsigned flags, const char *why,
       (rc = weft__admit(&rt->adm, x, s)) != 0)
     return rc;
   if (x->bk->check)
-    weft__check_issue(x->bk->check, x, s);
+    weft__caller_issues(x, s);
   c->s = s;
   return 0;
 }

@@ -1,6 +1,5 @@
 /* Public events, on the calling task's (or thread's) stream. */
 #include "weft/event.h"
-#include "checker.h"
 #include "door.h"
 #include "wait.h"
 
@@ -74,17 +73,17 @@ int weft_event_sync(weft_event *ev) {
   rc = weft__event_recorded(EV(ev), "weft_event_sync");
   if (rc == 0)
     rc = weft__wait_for_event(x, EV(ev));
-  if (rc == 0 && x->bk->check)
-    weft__check_event_synced(x->bk->check, x, EV(ev));
+  if (rc == 0)
+    weft__caller_event_synced(x, EV(ev));
   return rc;
 }
 
 int weft_event_query(weft_event *ev) {
   int rc = weft__event_query(EV(ev));
   /* Seen complete: the asker knows its work is done. */
-  weft__checker *k = rc == 0 ? EV(ev)->hdr.bk->check : NULL;
-  if (k && weft__caller_self())
-    weft__check_event_synced(k, weft__caller_self(), EV(ev));
+  weft__exec *x = rc == 0 ? weft__caller_self() : NULL;
+  if (x)
+    weft__caller_event_synced(x, EV(ev));
   return rc;
 }
 

@@ -9,10 +9,10 @@
 #include "dataflow.h"
 #include "door.h"
 #include "error_internal.h"
+#include "event_pool.h"
 #include "graph_internal.h"
 #include "ptrmap.h"
 #include "runtime_state.h"
-#include "stream_pool.h"
 #include "weft/graph.h"
 
 #define GRAPH_MAGIC 0x47524148u /* "GRAH" */

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "door.h"
 #include "error_internal.h"
 #include "library_internal.h"
 #include "registry.h"
@@ -207,17 +208,39 @@ static int valid(const weft_library *lib, const void *key, size_t key_bytes,
   return 0;
 }
 
+static int handle_for(const weft__caller *c, const weft_library *lib,
+                      const void *key, size_t key_bytes, void **handle);
+
 int weft_library_handle_keyed(const weft_library *lib, const void *key,
                               size_t key_bytes, void **handle) {
   int rc = valid(lib, key, key_bytes, handle);
   weft__caller c;
   if (rc == 0)
     rc = weft__door("weft_library_handle", WEFT__DOOR_ISSUE, NULL, &c);
-  return rc ? rc : weft__library_handle_for(&c, lib, key, key_bytes, handle);
+  return rc ? rc : handle_for(&c, lib, key, key_bytes, handle);
+}
+
+weft__stream *weft__library_caller_stream(void) {
+  weft__exec *x = weft__caller_self();
+  return x ? x->stream : NULL;
+}
+
+int weft__library_enter(const char *call, weft_backend_kind kind,
+                        const weft_library *lib, const void *key,
+                        size_t key_bytes, weft__stream **s, void **handle) {
+  weft__caller c;
+  int rc = weft__door(call, WEFT__DOOR_ISSUE, NULL, &c);
+  if (rc)
+    return rc;
+  if (c.bk->ops->kind != kind)
+    return weft__err(WEFT_ENOTSUP, "%s: the runtime uses the %s backend", call,
+                     c.bk->ops->name);
+  *s = c.s;
+  return lib ? handle_for(&c, lib, key, key_bytes, handle) : 0;
 }
 
 /* Everything but the common case: finds or takes a slot, makes or finds
- * the handle, binds it. Not inlined into weft__library_handle_for, so
+ * the handle, binds it. Not inlined into handle_for, so
  * that the common case pays for none of its frame. */
 __attribute__((noinline)) static int handle_slow(const weft__caller *caller,
                                                  const weft_library *lib,
@@ -271,8 +294,9 @@ __attribute__((noinline)) static int handle_slow(const weft__caller *caller,
 /* The common case, a task asking again on the thread and stream it asked
  * on last: the slot found last, checked in place. Nothing here switches,
  * so the thread-local address cannot go stale. */
-int weft__library_handle_for(const weft__caller *c, const weft_library *lib,
-                             const void *key, size_t key_bytes, void **handle) {
+/* weft_library_handle_keyed for caller c, lib a valid description. */
+static int handle_for(const weft__caller *c, const weft_library *lib,
+                      const void *key, size_t key_bytes, void **handle) {
   weft__backend *bk = c->s->hdr.bk;
   void *stream = bk->ops->native_stream ? bk->ops->native_stream(c->s) : c->s;
   void *owner = lib->per_stream ? stream : NULL;

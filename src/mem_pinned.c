@@ -3,8 +3,8 @@
 #include <string.h>
 
 #include "error_internal.h"
+#include "event_pool.h"
 #include "mem_pinned.h"
-#include "stream_pool.h"
 
 #define LARGE_ALIGN ((size_t)64 << 10)
 

@@ -25,14 +25,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "checker.h"
+#include "clock.h"
 #include "dataflow.h"
 #include "door.h"
+#include "event_pool.h"
 #include "memory_internal.h"
 #include "registry.h"
 #include "runtime_state.h"
-#include "stream_pool.h"
-#include "clock.h"
 #include "weft/memory.h"
 
 #define CHUNK ((size_t)4 << 20)
@@ -387,8 +386,7 @@ int weft_pinned_alloc(size_t bytes, void **ptr) {
   if (entered)
     return entered;
   weft__exec *x = c.x;
-  weft__checker *k = x->rt->h.bk->check;
-  if (!k)
+  if (!x->bk->check)
     return weft__pinned_cache_alloc(&x->rt->pinned, bytes, ptr);
   weft__pinned_stats before, after;
   weft__pinned_cache_stats(&x->rt->pinned, &before);
@@ -397,13 +395,13 @@ int weft_pinned_alloc(size_t bytes, void **ptr) {
   uint64_t ns = weft__clock_ns() - t0;
   weft__pinned_cache_stats(&x->rt->pinned, &after);
   if (rc == 0)
-    weft__check_alloc(k, *ptr, bytes, 1);
+    weft__caller_allocated(x, *ptr, bytes, 1);
   /* On CUDA a miss allocates page-locked memory (cudaHostAlloc), which
    * waits for the whole device; the host backend's does not. */
   if (rc == 0 && x->is_task && after.misses > before.misses &&
-      x->rt->h.bk->ops->kind == WEFT_BACKEND_CUDA)
-    weft__check_implicit_sync(
-        k, x, "weft_pinned_alloc",
+      x->bk->ops->kind == WEFT_BACKEND_CUDA)
+    weft__caller_implicit_sync(
+        x, "weft_pinned_alloc",
         "a pinned-cache miss allocates page-locked memory (cudaHostAlloc), "
         "which waits for the whole device; allocate before the tasks start, "
         "or free and reuse blocks of this size",
@@ -420,8 +418,8 @@ int weft_pinned_free(void *ptr) {
   if (rc)
     return rc;
   weft__exec *x = c.x;
-  if (ptr && x->rt->h.bk->check) /* before: see weft_device_free */
-    weft__check_dealloc(x->rt->h.bk->check, ptr);
+  if (ptr) /* before: see weft_device_free */
+    weft__caller_freeing(x, ptr);
   size_t size =
       ptr && x->flow ? weft__pinned_cache_size(&x->rt->pinned, ptr) : 0;
   rc = weft__pinned_cache_free(&x->rt->pinned, ptr);
@@ -460,17 +458,16 @@ int weft_mem_trim(weft_runtime *rt) {
   int rc0 = weft__registry_check(rt, "weft_mem_trim");
   if (rc0)
     return rc0;
-  weft__checker *k = rt->h.bk->check;
-  weft__exec *x = k ? weft__caller_self() : NULL;
+  weft__exec *x = rt->h.bk->check ? weft__caller_self() : NULL;
   uint64_t t0 = x && x->is_task && rt->h.bk->ops->kind == WEFT_BACKEND_CUDA
                     ? weft__clock_ns()
                     : 0;
   weft__pinned_cache_trim(&rt->pinned);
   if (t0) /* cudaFreeHost, like cudaHostAlloc, waits for the device */
-    weft__check_implicit_sync(k, x, "weft_mem_trim",
-                              "freeing page-locked memory (cudaFreeHost) "
-                              "waits for the whole device; trim from a "
-                              "plain thread while the GPU is idle",
-                              weft__clock_ns() - t0);
+    weft__caller_implicit_sync(x, "weft_mem_trim",
+                               "freeing page-locked memory (cudaFreeHost) "
+                               "waits for the whole device; trim from a "
+                               "plain thread while the GPU is idle",
+                               weft__clock_ns() - t0);
   return 0;
 }

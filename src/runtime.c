@@ -234,6 +234,8 @@ int weft_init(weft_runtime **rtp, const weft_runtime_opts *user) {
   }
   rc = weft__stream_pool_init(rt);
   if (rc == 0)
+    rc = weft__event_pool_init(rt);
+  if (rc == 0)
     rc = weft__stream_pool_fill(rt, opts.streams > 0 ? opts.streams
                                                      : STREAMS_AHEAD);
   if (rc)
@@ -309,6 +311,7 @@ fail_pinned:
   weft__stack_pool_fini(&rt->stacks);
 fail_pools:
   weft__stream_pool_fini(rt); /* the streams made ahead too */
+  weft__event_pool_fini(rt);
   if (rt->h.bk->check && rt->h.bk->ops->check_stop)
     rt->h.bk->ops->check_stop(rt->h.bk);
   weft__check_free(rt->h.bk->check);
@@ -328,7 +331,7 @@ static size_t user_objects(weft_runtime *rt, char *what, size_t len) {
   weft__backend_get_counts(rt->h.bk, &c);
   weft__pinned_stats p;
   weft__pinned_cache_stats(&rt->pinned, &p);
-  size_t ev = c.events - rt->pools.nevents;
+  size_t ev = c.events - rt->h.events.n;
   size_t st = c.streams - rt->pools.nstreams;
   pthread_mutex_lock(&rt->h.lock);
   size_t graphs = rt->ngraphs;
@@ -383,6 +386,7 @@ int weft_shutdown(weft_runtime *rt) {
     rt->h.bk->ops->release_libraries(rt->h.bk);
   weft__pinned_cache_fini(&rt->pinned);
   weft__stream_pool_fini(rt);
+  weft__event_pool_fini(rt);
   int trc = 0;
   if (rt->tracing) {
     /* Everything queued has completed (tasks ended, pools drained), so the

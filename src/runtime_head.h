@@ -1,8 +1,9 @@
 /* What the layers beneath runtime.c read of their runtime: its backend and
  * epoch, the lifecycle lock, and the two parts owned by modules down there
- * (admission's state, the plain threads' contexts). It is the first member
- * of weft_runtime (runtime_state.h), so a runtime's address is its head's;
- * the rest of a runtime is private to the files that own its parts. */
+ * (admission's state, the plain threads' contexts, the pooled events). It is
+ * the first member of weft_runtime (runtime_state.h), so a runtime's address is
+ * its head's; the rest of a runtime is private to the files that own its parts.
+ */
 #ifndef WEFT__RUNTIME_HEAD_H
 #define WEFT__RUNTIME_HEAD_H
 
@@ -11,6 +12,7 @@
 
 #include "admission.h"
 #include "backend.h"
+#include "event_pool.h"
 
 struct weft_runtime;
 struct weft__exec;
@@ -22,6 +24,7 @@ typedef struct weft__runtime_head {
   pthread_mutex_t lock;
   weft__admission_state adm;  /* runtime.c, task.c, task_end.c */
   struct weft__exec *threads; /* plain-thread contexts (caller.c) */
+  weft__event_pool events;    /* event_pool.c */
 } weft__runtime_head;
 
 static inline weft__runtime_head *weft__head(struct weft_runtime *rt) {

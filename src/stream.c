@@ -1,11 +1,10 @@
 /* weft/stream.h: the caller's stream, waiting for it, ordering it after
  * another task. */
 #include "weft/stream.h"
-#include "checker.h"
-#include "door.h"
-#include "memory_internal.h"
-#include "stream_pool.h"
 #include "clock.h"
+#include "door.h"
+#include "event_pool.h"
+#include "memory_internal.h"
 #include "wait.h"
 #include "worker.h"
 
@@ -50,8 +49,8 @@ int weft_sync(void) {
     if (rc)
       weft__caller_fail(x, rc);
   }
-  if (rc == 0 && x->stream && x->bk->check)
-    weft__check_synced(x->bk->check, x, x->stream);
+  if (rc == 0 && x->stream)
+    weft__caller_synced(x, x->stream);
   if (x->npending) {
     int jr = weft__memory_join_pending(x);
     if (jr)
@@ -69,17 +68,17 @@ int weft_device_sync(void) {
   if (rc)
     return rc;
   weft__exec *x = c.x;
-  weft__checker *k = x->bk->check;
-  uint64_t t0 = k ? weft__clock_ns() : 0;
+  int checked = x->bk->check != NULL;
+  uint64_t t0 = checked ? weft__clock_ns() : 0;
   rc = weft__device_sync(x->bk, x->dev);
-  if (k && rc == 0)
-    weft__check_device_synced(k, x, x->dev);
-  if (k && x->is_task)
-    weft__check_implicit_sync(k, x, "weft_device_sync",
-                              "it waits for every stream of the device, "
-                              "every task's work; weft_sync waits for this "
-                              "task's alone",
-                              weft__clock_ns() - t0);
+  if (rc == 0)
+    weft__caller_device_synced(x, x->dev);
+  if (checked && x->is_task)
+    weft__caller_implicit_sync(x, "weft_device_sync",
+                               "it waits for every stream of the device, "
+                               "every task's work; weft_sync waits for this "
+                               "task's alone",
+                               weft__clock_ns() - t0);
   return rc ? weft__caller_fail(x, rc) : 0;
 }
 
@@ -110,11 +109,10 @@ int weft_task_after(weft_task *h) {
   /* Completed: what it did is done, and known from now on (weft check;
    * for a task already joined or detached and gone, what has completed
    * by now stands in for its clock). */
-  if (!live && !foreign && x->bk->check)
-    weft__check_joined(x->bk->check, x,
-                       weft__handle_live(h, &other->hdr) && other->x.rt == rt
-                           ? &other->x
-                           : NULL);
+  if (!live && !foreign)
+    weft__caller_joined(
+        x, weft__handle_live(h, &other->hdr) && other->x.rt == rt ? &other->x
+                                                                  : NULL);
   pthread_mutex_unlock(lock);
   if (foreign)
     return weft__err(WEFT_EINVAL, "weft_task_after: task of another runtime");
@@ -146,9 +144,9 @@ int weft_task_after(weft_task *h) {
   /* Followed, or completed meanwhile (while the stream was leased, or
    * while this task waited for it to return): either way what it did is
    * before what this stream does next. */
-  if (rc == 0 && x->bk->check)
-    weft__check_after(x->bk->check, s,
-                      weft__handle_live(h, &other->hdr) ? &other->x : NULL);
+  if (rc == 0)
+    weft__caller_follows(s,
+                         weft__handle_live(h, &other->hdr) ? &other->x : NULL);
   pthread_mutex_unlock(lock);
   return rc;
 }

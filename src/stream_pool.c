@@ -1,36 +1,15 @@
-/* The streams and sync events a runtime lends, pooled per device. */
+/* The streams a runtime lends, pooled per device and priority. */
 #include <stdlib.h>
 
 #include "error_internal.h"
 #include "runtime_state.h"
 #include "stream_pool.h"
 
-static int vec_push(weft__ptrvec *v, void *p) {
-  if (v->n == v->cap) {
-    size_t cap = v->cap ? v->cap * 2 : 16;
-    void **nv = realloc(v->v, cap * sizeof *nv);
-    if (!nv)
-      return WEFT_ENOMEM;
-    v->v = nv;
-    v->cap = cap;
-  }
-  v->v[v->n++] = p;
-  return 0;
-}
-
-static void *vec_pop(weft__ptrvec *v) { return v->n ? v->v[--v->n] : NULL; }
-
 int weft__stream_pool_init(weft_runtime *rt) {
   weft__stream_pool *p = &rt->pools;
   p->streams = calloc((size_t)rt->h.bk->ndev * 2, sizeof *p->streams);
-  p->events = calloc((size_t)rt->h.bk->ndev * 2, sizeof *p->events);
-  if (!p->streams || !p->events) {
-    free(p->streams);
-    free(p->events);
-    p->streams = NULL;
-    p->events = NULL;
+  if (!p->streams)
     return weft__err(WEFT_ENOMEM, "weft_init: out of memory");
-  }
   return 0;
 }
 
@@ -38,7 +17,7 @@ int weft__stream_pool_get(weft_runtime *rt, int dev, int high,
                           weft__stream **out) {
   weft__ptrvec *v = &rt->pools.streams[dev * 2 + high];
   pthread_mutex_lock(&rt->h.lock);
-  weft__stream *s = vec_pop(v);
+  weft__stream *s = weft__ptrvec_pop(v);
   pthread_mutex_unlock(&rt->h.lock);
   if (!s) {
     const weft_device_info *di = &rt->h.bk->info[dev];
@@ -65,7 +44,7 @@ void weft__stream_pool_put(weft_runtime *rt, weft__stream **slot, int high) {
     pthread_mutex_unlock(&rt->h.lock);
     return;
   }
-  if (vec_push(&rt->pools.streams[s->hdr.dev * 2 + high], s) != 0) {
+  if (weft__ptrvec_push(&rt->pools.streams[s->hdr.dev * 2 + high], s) != 0) {
     rt->pools.nstreams--;
     pthread_mutex_unlock(&rt->h.lock);
     weft__stream_destroy(&s);
@@ -81,42 +60,6 @@ size_t weft__stream_pool_count(weft_runtime *rt) {
   return n;
 }
 
-int weft__event_pool_get(weft_runtime *rt, int dev, int blocking,
-                         weft__event **out) {
-  blocking = blocking != 0;
-  pthread_mutex_lock(&rt->h.lock);
-  weft__event *e = vec_pop(&rt->pools.events[dev * 2 + blocking]);
-  pthread_mutex_unlock(&rt->h.lock);
-  if (!e) {
-    /* Polled: tasks wait for it in the wait set. Blocking sync only where
-     * a plain thread will wait on it (it sleeps, not spins): pending
-     * blocking-sync events slowed the next record on CUDA
-     * (docs/decisions/cuda.md, "Streams made while the GPU works"). */
-    int rc = weft__event_create(
-        rt->h.bk, dev, blocking ? WEFT__EVENT_BLOCKING : WEFT__EVENT_POLLED,
-        &e);
-    if (rc)
-      return rc;
-    pthread_mutex_lock(&rt->h.lock);
-    rt->pools.nevents++;
-    pthread_mutex_unlock(&rt->h.lock);
-  }
-  *out = e;
-  return 0;
-}
-
-void weft__event_pool_put(weft_runtime *rt, weft__event *e) {
-  pthread_mutex_lock(&rt->h.lock);
-  int blocking = (e->flags & WEFT__EVENT_BLOCKING) != 0;
-  if (vec_push(&rt->pools.events[e->hdr.dev * 2 + blocking], e) != 0) {
-    rt->pools.nevents--;
-    pthread_mutex_unlock(&rt->h.lock);
-    weft__event_destroy(&e);
-    return;
-  }
-  pthread_mutex_unlock(&rt->h.lock);
-}
-
 int weft__stream_pool_fill(weft_runtime *rt, int n) {
   for (int d = 0; d < rt->h.bk->ndev; d++) {
     weft__ptrvec *v = &rt->pools.streams[d * 2];
@@ -125,7 +68,7 @@ int weft__stream_pool_fill(weft_runtime *rt, int n) {
     for (int i = 0; i < n; i++) {
       weft__stream *s;
       int rc = weft__stream_create(rt->h.bk, d, prio, &s);
-      if (rc == 0 && vec_push(v, s) != 0) {
+      if (rc == 0 && weft__ptrvec_push(v, s) != 0) {
         weft__stream_destroy(&s);
         rc = weft__err(WEFT_ENOMEM, "weft_init: out of memory");
       }
@@ -148,31 +91,18 @@ int weft__stream_pool_fill(weft_runtime *rt, int n) {
 
 void weft__stream_pool_fini(weft_runtime *rt) {
   weft__stream_pool *p = &rt->pools;
-  if (!p->streams || !p->events) {
-    free(p->streams);
-    free(p->events);
-    p->streams = NULL;
-    p->events = NULL;
+  if (!p->streams)
     return;
-  }
   for (int d = 0; d < rt->h.bk->ndev; d++) {
     for (int h = 0; h < 2; h++) {
       weft__ptrvec *v = &p->streams[d * 2 + h];
       weft__stream *s;
-      while ((s = vec_pop(v)) != NULL)
+      while ((s = weft__ptrvec_pop(v)) != NULL)
         weft__stream_destroy(&s);
       free(v->v);
     }
-    for (int b = 0; b < 2; b++) {
-      weft__event *e;
-      while ((e = vec_pop(&p->events[d * 2 + b])) != NULL)
-        weft__event_destroy(&e);
-      free(p->events[d * 2 + b].v);
-    }
   }
   free(p->streams);
-  free(p->events);
   p->streams = NULL;
-  p->events = NULL;
-  p->nstreams = p->nevents = 0;
+  p->nstreams = 0;
 }

@@ -1,28 +1,21 @@
-/* The streams and sync events a runtime lends (stream_pool.c): a task or
- * thread leases a stream on its first GPU operation and gives it back when
- * it ends; events are taken for one wait and put back. Pooled per device
- * and priority (streams) or per device and wait kind (events). */
+/* The streams a runtime lends (stream_pool.c): a task or thread leases a
+ * stream on its first GPU operation and gives it back when it ends. Pooled
+ * per device and priority; the sync events are event_pool.h's. */
 #ifndef WEFT__STREAM_POOL_H
 #define WEFT__STREAM_POOL_H
 
 #include <stddef.h>
 
 #include "backend.h"
+#include "ptrvec.h"
 
 typedef struct weft_runtime weft_runtime;
-
-typedef struct weft__ptrvec {
-  void **v;
-  size_t n, cap;
-} weft__ptrvec;
 
 /* weft_runtime.pools: written by stream_pool.c alone, under the lifecycle lock.
  */
 typedef struct weft__stream_pool {
   weft__ptrvec *streams; /* [dev * 2 + high] free streams */
-  weft__ptrvec *events;  /* [dev * 2 + blocking] free sync events */
   size_t nstreams;       /* leased or free, made by the runtime */
-  size_t nevents;
 } weft__stream_pool;
 
 /* Allocates the per-device lists; 0 or WEFT_ENOMEM, reported. */
@@ -43,11 +36,5 @@ int weft__stream_pool_get(weft_runtime *rt, int dev, int high,
 void weft__stream_pool_put(weft_runtime *rt, weft__stream **slot, int high);
 /* Streams made by the runtime, leased or free. */
 size_t weft__stream_pool_count(weft_runtime *rt);
-/* A pooled event of device dev; blocking: one a plain thread will wait on
- * with weft__event_sync (it sleeps there), else one polled by tasks (or
- * queried; the pinned cache's, synced at shutdown, spin there briefly). */
-int weft__event_pool_get(weft_runtime *rt, int dev, int blocking,
-                         weft__event **out);
-void weft__event_pool_put(weft_runtime *rt, weft__event *e);
 
 #endif

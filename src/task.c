@@ -7,7 +7,6 @@
 #include <time.h>
 
 #include "admission.h"
-#include "checker.h"
 #include "dataflow.h"
 #include "door.h"
 #include "graph_internal.h"
@@ -262,8 +261,7 @@ int weft_task_spawn(weft_runtime *rt, weft_task **task, weft_task_fn fn,
     }
   }
   if (rt->h.bk->check) /* the child starts with what its spawner has seen */
-    weft__check_spawn(rt->h.bk->check, checked_self(rt, "weft_task_spawn"),
-                      &t->x);
+    weft__caller_spawned(checked_self(rt, "weft_task_spawn"), &t->x);
   /* Only now: a failed spawn leaves *task as it was (weft/error.h). */
   if (task)
     *task = (weft_task *)weft__handle_of(&t->hdr);
@@ -379,7 +377,7 @@ int weft_task_join(weft_task *h) {
   t->handle_gone = 1;
   weft__task_wait_for(rt, t, 1);
   if (me)
-    weft__check_joined(rt->h.bk->check, me, &t->x);
+    weft__caller_joined(me, &t->x);
   rc = t->x.first_err;
   if (rc) /* hand the task's failure detail to the joiner */
     weft__err_raw(rc, t->x.first_raw, "task '%s': %s", t->name,

@@ -4,9 +4,8 @@
  * the scheduler and the wait set, which call it. */
 #include <stdlib.h>
 
-#include "checker.h"
+#include "event_pool.h"
 #include "runtime_state.h"
-#include "stream_pool.h"
 
 void weft__task_free(weft_runtime *rt, weft_task *t) {
   if (t->all_prev)
@@ -24,7 +23,7 @@ void weft__task_free(weft_runtime *rt, weft_task *t) {
   free(t->x.decl);
   t->x.decl = NULL;
   t->x.ndecl = 0;
-  weft__check_exec_gone(rt->h.bk->check, &t->x);
+  weft__caller_gone(&t->x);
   weft__pool_put(&rt->tasks.pool, &t->hdr);
 }
 
@@ -75,8 +74,8 @@ int weft__task_returned(weft_task *t) {
   int q = t->x.stream && t->x.unsynced ? weft__stream_query(t->x.stream) : 0;
   /* Its stream's work is done: what it did is known to whoever sees it
    * return (weft_task_after), before anyone can. */
-  if (q == 0 && t->x.stream && rt->h.bk->check)
-    weft__check_synced(rt->h.bk->check, &t->x, t->x.stream);
+  if (q == 0 && t->x.stream)
+    weft__caller_synced(&t->x, t->x.stream);
   if (q == WEFT_EAGAIN) {
     int rc = weft__event_pool_get(rt, t->x.dev, 0, &ev);
     if (rc == 0) {
@@ -94,8 +93,7 @@ int weft__task_returned(weft_task *t) {
       int s = weft__stream_sync(t->x.stream);
       if (s)
         weft__caller_fail(&t->x, s);
-      if (rt->h.bk->check)
-        weft__check_synced(rt->h.bk->check, &t->x, t->x.stream);
+      weft__caller_synced(&t->x, t->x.stream);
     }
   } else if (q < 0) {
     weft__caller_fail(&t->x, q);
@@ -131,8 +129,8 @@ int weft__task_take_stream(weft__exec *x, weft_task *other) {
 void weft__task_finalize(weft_task *t) {
   weft_runtime *rt = t->x.rt;
   /* Done, its stream's work included: a joiner sees all of it. */
-  if (rt->h.bk->check && t->x.stream)
-    weft__check_synced(rt->h.bk->check, &t->x, t->x.stream);
+  if (t->x.stream)
+    weft__caller_synced(&t->x, t->x.stream);
   /* Only a task that finished behind an end event can have had its stream
    * taken over (weft__task_take_stream), so without one the stream is this
    * thread's to look at: a task that never had one takes no lock here. */

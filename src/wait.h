@@ -7,7 +7,6 @@
 #include <stdatomic.h>
 
 #include "backend.h"
-#include "caller.h"
 #include "task_internal.h"
 
 /* weft_runtime.waits: written by wait.c alone. */

@@ -5,7 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cuda_call.h"
 #include "cuda_internal.h"
+#include "cuda_watchers.h"
 #include "error_internal.h"
 
 /* On every task resume, so it must cost nothing when the device is

@@ -17,8 +17,8 @@
 #include <stdio.h>
 
 #include "checker.h"
-#include "cuda_internal.h"
 #include "clock.h"
+#include "cuda_watchers.h"
 
 static CUpti_SubscriberHandle sub;
 static int subscribed;

@@ -13,8 +13,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "cuda_cublas.h"
 #include "cuda_internal.h"
-#include "door.h"
 #include "error_internal.h"
 #include "library_internal.h"
 #include "registry.h"
@@ -80,8 +80,7 @@ static int lib_set_stream(void *user, void *handle, void *stream) {
   /* The cache hands the native stream alone; the caller's weft stream
    * holds the workspace. Looked up here, not passed down from
    * weft_cublas(): the task may have resumed on another thread since. */
-  weft__exec *x = weft__caller_self();
-  weft__cuda_stream *s = x ? (weft__cuda_stream *)x->stream : NULL;
+  weft__cuda_stream *s = (weft__cuda_stream *)weft__library_caller_stream();
   if (!s || s->cs != stream) {
     bind_failed(weft__err(WEFT_ESTATE, "weft_cublas: internal: the handle "
                                        "is bound to another stream than the "
@@ -117,19 +116,6 @@ static const weft_library cublas_lib = {.struct_size = sizeof cublas_lib,
                                         .destroy = lib_destroy,
                                         .describe = lib_describe};
 
-/* The caller (weft__door) and its CUDA stream, for call. Returns 0
- * or the error, reported. */
-static int caller_cuda(const char *call, weft__caller *c, cudaStream_t *cs) {
-  int rc = weft__door(call, WEFT__DOOR_ISSUE, NULL, c);
-  if (rc)
-    return rc;
-  if (c->s->hdr.bk->ops->kind != WEFT_BACKEND_CUDA)
-    return weft__err(WEFT_ENOTSUP, "%s: the runtime uses the %s backend", call,
-                     c->s->hdr.bk->ops->name);
-  *cs = ((weft__cuda_stream *)c->s)->cs;
-  return 0;
-}
-
 int weft__cuda_cublas_warm(weft_runtime *rt) {
   int rc0 = weft__registry_check(rt, "weft_cublas_warm");
   if (rc0)
@@ -144,13 +130,11 @@ int weft__cuda_cublas_warm(weft_runtime *rt) {
 }
 
 cublasHandle_t weft__cuda_cublas(void) {
-  weft__caller me;
-  cudaStream_t cs = NULL;
-  if (caller_cuda("weft_cublas", &me, &cs) != 0)
-    return NULL;
+  weft__stream *s;
   void *e;
   bind_clear();
-  if (weft__library_handle_for(&me, &cublas_lib, NULL, 0, &e) != 0) {
+  if (weft__library_enter("weft_cublas", WEFT_BACKEND_CUDA, &cublas_lib, NULL,
+                          0, &s, &e) != 0) {
     bind_report();
     return NULL;
   }
@@ -162,13 +146,12 @@ int weft__cuda_cublas_workspace(void **ptr, size_t *bytes) {
     return weft__err(WEFT_EINVAL, "weft_cublas_workspace: NULL argument");
   *ptr = NULL;
   *bytes = 0;
-  weft__caller c;
-  cudaStream_t cs = NULL;
-  int rc = caller_cuda("weft_cublas_workspace", &c, &cs);
+  weft__stream *cs;
+  int rc = weft__library_enter("weft_cublas_workspace", WEFT_BACKEND_CUDA, NULL,
+                               NULL, 0, &cs, NULL);
   if (rc)
     return rc;
-  (void)cs;
-  const weft__cuda_stream *s = (const weft__cuda_stream *)c.s;
+  const weft__cuda_stream *s = (const weft__cuda_stream *)cs;
   *ptr = s->ws;
   *bytes = s->ws_bytes;
   return 0;

@@ -5,8 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cuda_internal.h"
-#include "door.h"
 #include "error_internal.h"
 #include "library_internal.h"
 #include "weft/cuda_libraries.h"
@@ -16,14 +14,9 @@
 static int fetch(const char *call, const weft_library *lib, const void *key,
                  size_t key_bytes, void **h) {
   *h = NULL;
-  weft__caller c;
-  int rc = weft__door(call, WEFT__DOOR_ISSUE, NULL, &c);
-  if (rc)
-    return rc;
-  if (c.s->hdr.bk->ops->kind != WEFT_BACKEND_CUDA)
-    return weft__err(WEFT_ENOTSUP, "%s: the runtime uses the %s backend", call,
-                     c.s->hdr.bk->ops->name);
-  return weft__library_handle_for(&c, lib, key, key_bytes, h);
+  weft__stream *s;
+  return weft__library_enter(call, WEFT_BACKEND_CUDA, lib, key, key_bytes, &s,
+                             h);
 }
 
 /* The handle of an unkeyed library, or NULL. */

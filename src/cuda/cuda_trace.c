@@ -9,7 +9,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "cuda_internal.h"
+#include "cuda_watchers.h"
 #include "error_internal.h"
 #include "trace.h"
 

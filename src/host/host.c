@@ -4,7 +4,6 @@
 #include "weft/host.h"
 #include "backend.h"
 #include "caller.h"
-#include "checker.h"
 #include "error_internal.h"
 #include "registry.h"
 
@@ -59,17 +58,17 @@ int weft_host_stream_destroy(weft_host_stream **s) {
  * streams are outside weft's tasks, but their work touches weft's memory
  * all the same. */
 static void seen_stream(weft__stream *s) {
-  weft__checker *k = s->hdr.bk->check;
-  weft__exec *x = k ? weft__caller_get("weft_host_stream_sync") : NULL;
+  weft__exec *x =
+      s->hdr.bk->check ? weft__caller_get("weft_host_stream_sync") : NULL;
   if (x)
-    weft__check_synced(k, x, s);
+    weft__caller_synced(x, s);
 }
 
 static void seen_event(weft__event *e) {
-  weft__checker *k = e->hdr.bk->check;
-  weft__exec *x = k ? weft__caller_get("weft_host_event_sync") : NULL;
+  weft__exec *x =
+      e->hdr.bk->check ? weft__caller_get("weft_host_event_sync") : NULL;
   if (x)
-    weft__check_event_synced(k, x, e);
+    weft__caller_event_synced(x, e);
 }
 
 int weft_host_stream_sync(weft_host_stream *s) {
@@ -86,10 +85,11 @@ int weft_host_stream_wait_event(weft_host_stream *s, weft_host_event *ev) {
 /* Under weft check: work queued now comes after what the caller has
  * seen. */
 static void issue(weft__stream *s) {
-  weft__checker *k = s && s->hdr.bk ? s->hdr.bk->check : NULL;
-  weft__exec *x = k ? weft__caller_get("weft_host_launch") : NULL;
+  weft__exec *x = s && s->hdr.bk && s->hdr.bk->check
+                      ? weft__caller_get("weft_host_launch")
+                      : NULL;
   if (x)
-    weft__check_issue(k, x, s);
+    weft__caller_issues(x, s);
 }
 
 int weft_host_launch(weft_host_stream *s, const weft_kernel *k, weft_dim3 grid,

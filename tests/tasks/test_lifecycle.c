@@ -771,7 +771,7 @@ static void memset_sync(void *arg) {
 /* Counts the free events of rt's device 0 in one pool, checking that each
  * asks for blocking sync exactly when the pool is the blocking one. */
 static int pooled(weft_runtime *rt, int blocking) {
-  weft__ptrvec *v = &rt->pools.events[blocking];
+  weft__ptrvec *v = &rt->h.events.free[blocking];
   for (size_t i = 0; i < v->n; i++) {
     weft__event *e = v->v[i];
     EXPECT_MSG(((e->flags & WEFT__EVENT_BLOCKING) != 0) == blocking,

@@ -1,0 +1,31 @@
+/* The sync events a runtime lends (event_pool.c): taken for one wait and
+ * put back, pooled per device and wait kind. */
+#ifndef WEFT__EVENT_POOL_H
+#define WEFT__EVENT_POOL_H
+
+#include <stddef.h>
+
+#include "backend.h"
+#include "ptrvec.h"
+
+struct weft_runtime;
+
+/* The runtime head's events (runtime_head.h): written by event_pool.c
+ * alone, under the lifecycle lock. */
+typedef struct weft__event_pool {
+  weft__ptrvec *free; /* [dev * 2 + blocking] */
+  size_t n;           /* pooled or taken, made by the runtime */
+} weft__event_pool;
+
+/* Allocates the per-device lists; 0 or WEFT_ENOMEM, reported. */
+int weft__event_pool_init(struct weft_runtime *rt);
+/* Destroys what is pooled and frees the lists. */
+void weft__event_pool_fini(struct weft_runtime *rt);
+/* A pooled event of device dev; blocking: one a plain thread will wait on
+ * with weft__event_sync (it sleeps there), else one polled by tasks (or
+ * queried; the pinned cache's, synced at shutdown, spin there briefly). */
+int weft__event_pool_get(struct weft_runtime *rt, int dev, int blocking,
+                         weft__event **out);
+void weft__event_pool_put(struct weft_runtime *rt, weft__event *e);
+
+#endif

@@ -1,0 +1,35 @@
+/* A growable stack of pointers, for the runtime's pools of streams and
+ * events. */
+#ifndef WEFT__PTRVEC_H
+#define WEFT__PTRVEC_H
+
+#include <stddef.h>
+#include <stdlib.h>
+
+#include "weft/error.h"
+
+typedef struct weft__ptrvec {
+  void **v;
+  size_t n, cap;
+} weft__ptrvec;
+
+/* 0, or WEFT_ENOMEM with v unchanged. */
+static inline int weft__ptrvec_push(weft__ptrvec *v, void *p) {
+  if (v->n == v->cap) {
+    size_t cap = v->cap ? v->cap * 2 : 16;
+    void **nv = realloc(v->v, cap * sizeof *nv);
+    if (!nv)
+      return WEFT_ENOMEM;
+    v->v = nv;
+    v->cap = cap;
+  }
+  v->v[v->n++] = p;
+  return 0;
+}
+
+/* The newest, or NULL when empty. */
+static inline void *weft__ptrvec_pop(weft__ptrvec *v) {
+  return v->n ? v->v[--v->n] : NULL;
+}
+
+#endif
