@@ -471,20 +471,67 @@ int weft__event_elapsed(weft__event *start, weft__event *end, float *ms) {
 
 /* ---- work on a stream ---- */
 
-/* Lock held: the extent check of one pointer. */
+/* Lock held: after a free, what the registry remembers of freed device
+ * memory. Pinned memory goes back to the system at once, which may hand
+ * its addresses to anyone: nothing of it is kept. */
+static void note_freed(weft__backend *b, const void *p, size_t n, int kind) {
+  if (kind != ALLOC_DEVICE)
+    weft__ptrmap_forget(b->allocs, p, n);
+  atomic_store_explicit(&b->nfreed, weft__ptrmap_nfreed(b->allocs),
+                        memory_order_relaxed);
+}
+
+static const char *kind_name(int kind) {
+  return kind == ALLOC_DEVICE ? "device" : "pinned";
+}
+
+/* Lock held: what p lies in, for a refusal (WEFT__PTR_*). A remembered
+ * freed range that the backend now knows as device memory was handed out
+ * again by the driver to someone else: forgotten, and p unknown. */
+static int lookup(weft__backend *b, const void *p, weft__alloc_ref *r) {
+  int what = weft__ptrmap_lookup(b->allocs, p, r);
+  if (what == WEFT__PTR_FREED && b->ops->reused && b->ops->reused(b, p)) {
+    weft__ptrmap_forget(b->allocs, r->base, r->info.size);
+    note_freed(b, p, 0, ALLOC_DEVICE);
+    return WEFT__PTR_UNKNOWN;
+  }
+  return what;
+}
+
+static int freed_error(const char *call, const char *what, const void *p,
+                       const weft__alloc_ref *r) {
+  return weft__err(WEFT_EINVAL,
+                   "%s: %s %p lies in device memory freed before (the %zu "
+                   "bytes at %p of device %d, weft_device_free)",
+                   call, what, p, r->info.size, r->base, r->info.dev);
+}
+
+/* Lock held: the extent check of one pointer: [p, p + n) must not lie in
+ * freed device memory nor run past the end of the allocation p lies in.
+ * Memory weft did not allocate is the backend's to judge. */
 static int extent_of(weft__backend *b, const void *p, size_t n,
                      const char *call, const char *what) {
   if ((uintptr_t)p + n < (uintptr_t)p)
     return weft__err(WEFT_EINVAL,
                      "%s: %zu bytes at %s %p run past the end of memory", call,
                      n, what, p);
-  weft__alloc_info info;
-  if (weft__ptrmap_get(b->allocs, p, &info) && info.kind == ALLOC_DEVICE &&
-      n > info.size)
-    return weft__err(WEFT_EINVAL,
-                     "%s: %zu bytes at %s, a device allocation of %zu bytes",
-                     call, n, what, info.size);
-  return 0;
+  weft__alloc_ref r;
+  switch (lookup(b, p, &r)) {
+  case WEFT__PTR_FREED:
+    return freed_error(call, what, p, &r);
+  case WEFT__PTR_LIVE: {
+    size_t off = (size_t)((const char *)p - (const char *)r.base);
+    if (n > r.info.size - off)
+      return weft__err(WEFT_EINVAL,
+                       "%s: %zu bytes at %s %p run past the end of its %s "
+                       "allocation (%zu bytes at %p: %zu left from %s)",
+                       call, n, what, p, kind_name(r.info.kind), r.info.size,
+                       r.base, r.info.size - off, what);
+    return 0;
+  }
+  default:
+    return 0;
+  }
 }
 
 size_t weft__device_alloc_size(weft__backend *b, const void *p) {
@@ -501,6 +548,17 @@ int weft__check_extent(weft__backend *b, const void *dst, const void *src,
   int rc = extent_of(b, dst, n, call, "dst");
   if (rc == 0 && src)
     rc = extent_of(b, src, n, call, "src");
+  /* A memset writes through the device: on memory weft did not allocate
+   * CUDA's refuses it (pageable memory), and the host backend's, which
+   * would write anywhere, refuses it the same way. */
+  if (rc == 0 && !src && b->ops->kind == WEFT_BACKEND_HOST) {
+    weft__alloc_ref r;
+    if (weft__ptrmap_lookup(b->allocs, dst, &r) != WEFT__PTR_LIVE)
+      rc = weft__err(WEFT_EINVAL,
+                     "%s: dst %p is not memory weft allocated (device or "
+                     "pinned); CUDA refuses a memset of pageable memory too",
+                     call, dst);
+  }
   pthread_mutex_unlock(&b->lock);
   return rc;
 }
@@ -575,34 +633,51 @@ static int no_implementation(const char *call, const weft_kernel *k,
                    call, name, b->ops->name);
 }
 
-/* With several devices: WEFT_EINVAL, reported, if a pointer argument is
- * the start of a device allocation of another device than s's (weft
- * enables no peer access: on CUDA the kernel would fault, and the host
- * backend refuses it the same way); else 0. Not looked up with one
- * device, so a single-GPU launch pays nothing. */
-static int foreign_args(weft__stream *s, const weft_kernel *k, void **args,
-                        const char *name) {
+/* WEFT_EINVAL, reported, if a pointer-sized argument lies in device
+ * memory freed before, or (with several devices) in a device allocation
+ * of another device than s's (weft enables no peer access: on CUDA the
+ * kernel would fault, and the host backend refuses it the same way); else
+ * 0. Looked up only while some device has freed memory remembered or
+ * there are several devices, so a single-GPU launch before any free pays
+ * one relaxed load. */
+static int bad_args(weft__stream *s, const weft_kernel *k, void **args,
+                    const char *name) {
   weft__backend *b = s->hdr.bk;
+  if (b->ndev == 1 &&
+      atomic_load_explicit(&b->nfreed, memory_order_relaxed) == 0)
+    return 0;
   unsigned bad = k->nargs;
-  weft__alloc_info info = {0};
+  int what = WEFT__PTR_UNKNOWN;
+  weft__alloc_ref r;
+  const void *p = NULL;
   pthread_mutex_lock(&b->lock); /* once for all the arguments */
   for (unsigned i = 0; i < k->nargs && bad == k->nargs; i++) {
     if (k->arg_size[i] != sizeof(void *))
       continue;
-    const void *p = *(void *const *)args[i];
-    if (p && weft__ptrmap_get(b->allocs, p, &info) &&
-        info.kind == WEFT__ALLOC_DEVICE && info.dev != s->hdr.dev)
+    p = *(void *const *)args[i];
+    what = p ? lookup(b, p, &r) : WEFT__PTR_UNKNOWN;
+    if (what == WEFT__PTR_FREED ||
+        (what == WEFT__PTR_LIVE && r.info.kind == WEFT__ALLOC_DEVICE &&
+         r.info.dev != s->hdr.dev))
       bad = i;
   }
   pthread_mutex_unlock(&b->lock);
   if (bad == k->nargs)
     return 0;
+  if (what == WEFT__PTR_FREED) {
+    char call[64];
+    snprintf(call, sizeof call, "weft_launch %s", name);
+    char arg[32];
+    snprintf(arg, sizeof arg, "parameter %u", bad);
+    return freed_error(call, arg, p, &r);
+  }
   return weft__err(WEFT_EINVAL,
-                   "weft_launch %s: parameter %u is memory of device %d, and "
-                   "the kernel runs on device %d (weft enables no peer "
-                   "access: weft_copy it to device %d first, or run the task "
-                   "there)",
-                   name, bad, info.dev, s->hdr.dev, s->hdr.dev);
+                   "weft_launch %s: parameter %u (%p) is memory of device %d "
+                   "(the %zu bytes at %p), and the kernel runs on device %d "
+                   "(weft enables no peer access: weft_copy it to device %d "
+                   "first, or run the task there)",
+                   name, bad, p, r.info.dev, r.info.size, r.base, s->hdr.dev,
+                   s->hdr.dev);
 }
 
 int weft__launch(weft__stream *s, const weft_kernel *k, weft_dim3 grid,
@@ -652,7 +727,7 @@ int weft__launch(weft__stream *s, const weft_kernel *k, weft_dim3 grid,
     return weft__err(WEFT_EINVAL,
                      "weft_launch %s: grid y and z must be at most 65535",
                      name);
-  if (b->ndev > 1 && (rc = foreign_args(s, k, args, name)) != 0)
+  if ((rc = bad_args(s, k, args, name)) != 0)
     return rc;
   if (s->capture) /* pointer-sized arguments may be buffers */
     for (unsigned i = 0; i < k->nargs; i++)
@@ -733,13 +808,22 @@ int weft__device_free(weft__stream *s, void *p) {
                      "weft_graph_destroy them first",
                      p, info.graphs, info.graphs == 1 ? "" : "s");
   }
-  if (known)
+  if (known) {
     weft__ptrmap_del(b->allocs, p);
+    note_freed(b, p, info.size, ALLOC_DEVICE);
+  }
+  weft__alloc_ref r;
+  int what = known ? WEFT__PTR_LIVE : weft__ptrmap_lookup(b->allocs, p, &r);
   pthread_mutex_unlock(&b->lock);
+  if (what == WEFT__PTR_FREED)
+    return weft__err(WEFT_EINVAL,
+                     "weft_device_free: %p was freed before (double free: "
+                     "the %zu bytes at %p of device %d)",
+                     p, r.info.size, r.base, r.info.dev);
   if (!known)
     return weft__err(WEFT_EINVAL,
                      "weft_device_free: %p is not a live device allocation "
-                     "(foreign pointer or double free)",
+                     "(foreign pointer, or not the start of one)",
                      p);
   /* Before the free: once freed, the block may be handed out again (on
    * another thread) before this call returns. */
@@ -785,8 +869,10 @@ int weft__pinned_free(weft__backend *b, void *p) {
   pthread_mutex_lock(&b->lock);
   int known =
       weft__ptrmap_get(b->allocs, p, &info) && info.kind == ALLOC_PINNED;
-  if (known)
+  if (known) {
     weft__ptrmap_del(b->allocs, p);
+    note_freed(b, p, info.size, ALLOC_PINNED);
+  }
   pthread_mutex_unlock(&b->lock);
   if (!known)
     return weft__err(WEFT_EINVAL,

@@ -24,9 +24,11 @@
 #define WEFT__BACKEND_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include "pool.h"
+#include "ptrmap.h"
 #include "weft/device.h"
 #include "weft/error.h"
 #include "weft/kernel.h"
@@ -191,6 +193,12 @@ struct weft__backend_ops {
   /* Optional: what memory p points to (WEFT__MEM_*). Without it, every
    * pointer can be copied asynchronously as it is (the host backend). */
   int (*ptr_kind)(weft__backend *b, const void *p);
+  /* Optional: 1 if p, in device memory weft freed, is live device memory
+   * again, handed out by the driver to someone else (CUDA: a pool or the
+   * program's own allocation), so that it is not refused as freed. Called
+   * with the backend's lock held. Without it, the backend tells the core
+   * when freed memory goes back to the system (weft__backend_forget). */
+  int (*reused)(weft__backend *b, const void *p);
 
   /* Optional: loads the kernel's code now. CUDA loads kernels lazily, at
    * their first launch, and loading may wait for kernels running on other
@@ -227,8 +235,7 @@ struct weft__backend_ops {
   int (*pinned_free)(weft__backend *b, void *p);
 };
 
-/* The registry of live allocations (ptrmap.h) and its kinds of entry. */
-typedef struct weft__ptrmap weft__ptrmap;
+/* The registry of allocations (ptrmap.h) and its kinds of entry. */
 enum { WEFT__ALLOC_DEVICE = 1, WEFT__ALLOC_PINNED = 2 };
 
 /* A backend's struct starts with this. */
@@ -236,7 +243,10 @@ struct weft__backend {
   const struct weft__backend_ops *ops;
   pthread_mutex_t lock; /* pools and the allocation registry */
   weft__pool streams, events;
-  weft__ptrmap *allocs;        /* live device and pinned allocations */
+  weft__ptrmap *allocs; /* device and pinned allocations, freed ones too */
+  /* Freed device ranges remembered in allocs, mirrored for a launch to
+   * skip its lookups without the lock while there are none. */
+  atomic_size_t nfreed;
   struct weft__checker *check; /* weft check (check.h), or NULL: off */
   int ndev;
   weft_device_info *info; /* ndev entries, read at open */
@@ -284,13 +294,26 @@ int weft__event_sync(weft__event *e);
 int weft__event_recorded(weft__event *e, const char *call);
 int weft__event_elapsed(weft__event *start, weft__event *end, float *ms);
 
-/* 0 if n bytes at dst, and at src unless it is NULL, neither wrap around
- * the address space nor, at the start of a device allocation weft made,
- * run past its end; else WEFT_EINVAL, reported for call. (A pointer inside
- * an allocation is not looked up: the registry is keyed by the pointers it
- * handed out.) */
 /* The size of the live device allocation p starts, or 0. */
 size_t weft__device_alloc_size(weft__backend *b, const void *p);
+/* The backend gave [p, p + n) back to the system (the host backend's
+ * blocks past its cache): what the registry remembers freed there goes.
+ * Inline: the backends sit beneath backend.c. */
+static inline void weft__backend_forget(weft__backend *b, const void *p,
+                                        size_t n) {
+  pthread_mutex_lock(&b->lock);
+  weft__ptrmap_forget(b->allocs, p, n);
+  atomic_store_explicit(&b->nfreed, weft__ptrmap_nfreed(b->allocs),
+                        memory_order_relaxed);
+  pthread_mutex_unlock(&b->lock);
+}
+/* 0 if n bytes at dst, and at src unless it is NULL (a memset), neither
+ * wrap around the address space, nor lie in device memory freed before,
+ * nor run past the end of the allocation weft made that they start in
+ * (looked up by any address inside); a memset's dst must be memory weft
+ * allocated where the backend cannot tell memory apart (the host's).
+ * Else WEFT_EINVAL, reported for call, naming the pointer and what it
+ * lies in. */
 int weft__check_extent(weft__backend *b, const void *dst, const void *src,
                        size_t n, const char *call);
 int weft__copy(weft__stream *s, void *dst, const void *src, size_t n,

@@ -60,6 +60,12 @@ static int ptr_kind(weft__backend *b, const void *p) {
   }
 }
 
+/* A freed range of weft's that the driver knows as device memory again
+ * was handed out anew (weft__backend_ops.reused). */
+static int reused(weft__backend *b, const void *p) {
+  return ptr_kind(b, p) == WEFT__MEM_DEVICE;
+}
+
 /* ---- opening ---- */
 
 /* Kernels of different streams that can be resident at once, from the CUDA
@@ -253,6 +259,7 @@ const struct weft__backend_ops weft__cuda_ops = {
     .current_device = current_device,
     .kernel_preload = kernel_preload,
     .ptr_kind = ptr_kind,
+    .reused = reused,
     .release_libraries = weft__cuda_workspace_release,
     .trace_start = weft__cuda_trace_start,
     .trace_stop = weft__cuda_trace_stop,

@@ -319,20 +319,20 @@ static int pinned_free(weft__backend *b, void *p) {
 
 /* Host memory is all one here and nothing needs staging: every pointer
  * is as good as pinned. With WEFT_HOST_PAGEABLE=1 (for tests of the
- * core's staging, memory.c) memory is told apart as CUDA would: the start
- * of a device allocation is device memory, of a pinned one pinned, the
- * rest pageable (interior pointers too, which only changes the path a
- * copy takes, never its result). */
+ * core's staging, memory.c) memory is told apart as CUDA would: inside a
+ * live device allocation is device memory, inside a pinned one pinned, the
+ * rest pageable. */
 static int ptr_kind(weft__backend *b, const void *p) {
   if (!weft__host_of(b)->pageable)
     return WEFT__MEM_PINNED;
-  weft__alloc_info info;
+  weft__alloc_ref r;
   pthread_mutex_lock(&b->lock);
-  int found = weft__ptrmap_get(b->allocs, p, &info);
+  int found = weft__ptrmap_lookup(b->allocs, p, &r) == WEFT__PTR_LIVE;
   pthread_mutex_unlock(&b->lock);
   if (!found)
     return WEFT__MEM_PAGEABLE;
-  return info.kind == WEFT__ALLOC_DEVICE ? WEFT__MEM_DEVICE : WEFT__MEM_PINNED;
+  return r.info.kind == WEFT__ALLOC_DEVICE ? WEFT__MEM_DEVICE
+                                           : WEFT__MEM_PINNED;
 }
 
 const struct weft__backend_ops weft__host_ops = {

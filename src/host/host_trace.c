@@ -28,16 +28,15 @@ void weft__host_trace_api(uint64_t t0, uint64_t corr, uint64_t task,
   weft__trace_emit(&r);
 }
 
-/* Host memory is all one here; for the trace, a pointer the core
- * registered as a device allocation is that device's: the device whose
- * allocation starts at p, or -1. */
+/* Host memory is all one here; for the trace, a pointer inside a device
+ * allocation the core registered is that device's: the device, or -1. */
 static int device_of(weft__backend *b, const void *p) {
-  weft__alloc_info info;
+  weft__alloc_ref r;
   pthread_mutex_lock(&b->lock);
-  int dev =
-      weft__ptrmap_get(b->allocs, p, &info) && info.kind == WEFT__ALLOC_DEVICE
-          ? info.dev
-          : -1;
+  int dev = weft__ptrmap_lookup(b->allocs, p, &r) == WEFT__PTR_LIVE &&
+                    r.info.kind == WEFT__ALLOC_DEVICE
+                ? r.info.dev
+                : -1;
   pthread_mutex_unlock(&b->lock);
   return dev;
 }

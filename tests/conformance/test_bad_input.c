@@ -187,6 +187,69 @@ static void bad_memory(weft__backend *b, weft__stream *s) {
   EXPECT_OK(weft__stream_sync(s));
 }
 
+/* Refused with code and a message that says what p lies in. */
+#define EXPECT_REFUSED_SAYING(expr, code, words)                               \
+  do {                                                                         \
+    EXPECT_ERR(expr, code);                                                    \
+    EXPECT_MSG(strstr(weft_last_error_message(), words) != NULL,               \
+               "%s: message '%s' does not say '%s'", #expr,                    \
+               weft_last_error_message(), words);                              \
+    conf_check_works(works_s);                                                 \
+  } while (0)
+
+/* Pointers are looked up by any address inside: a slice past its
+ * allocation's end, memory freed before, a memset of memory weft did not
+ * allocate, and another device's memory in a launch's arguments. */
+static void bad_pointers(weft__backend *b, weft__stream *s) {
+  char *d, *pin;
+  EXPECT_OK(weft__device_alloc(s, 256, (void **)&d));
+  EXPECT_OK(weft__pinned_alloc(b, 256, (void **)&pin));
+  EXPECT_OK(weft__copy(s, d + 64, pin, 192, WEFT__COPY_DEFAULT));
+  EXPECT_REFUSED_SAYING(weft__copy(s, d + 64, pin, 193, WEFT__COPY_DEFAULT),
+                        WEFT_EINVAL, "past the end of its device allocation");
+  EXPECT_REFUSED_SAYING(weft__copy(s, d, pin + 128, 129, WEFT__COPY_DEFAULT),
+                        WEFT_EINVAL, "past the end of its pinned allocation");
+  EXPECT_REFUSED_SAYING(weft__memset(s, d + 255, 0, 2), WEFT_EINVAL,
+                        "past the end");
+  char stack[64];
+  EXPECT_REFUSED(weft__memset(s, stack, 0, (size_t)1 << 50), WEFT_EINVAL);
+
+  /* Freed, and the free seen through: every use is refused, by any
+   * address inside, until the memory is handed out again. */
+  int v = 5;
+  char *inner = d + 16;
+  void *args[] = {&inner, &v};
+  EXPECT_OK(weft__stream_sync(s));
+  EXPECT_OK(weft__device_free(s, d));
+  EXPECT_OK(weft__stream_sync(s));
+  EXPECT_REFUSED_SAYING(weft__copy(s, pin, d + 8, 16, WEFT__COPY_DEFAULT),
+                        WEFT_EINVAL, "freed before");
+  EXPECT_REFUSED_SAYING(weft__copy(s, d, pin, 16, WEFT__COPY_DEFAULT),
+                        WEFT_EINVAL, "freed before");
+  EXPECT_REFUSED_SAYING(weft__memset(s, d + 200, 0, 8), WEFT_EINVAL,
+                        "freed before");
+  EXPECT_REFUSED_SAYING(
+      weft__launch(s, &tk.set_value, WEFT_DIM1(1), WEFT_DIM1(1), 0, args),
+      WEFT_EINVAL, "freed before");
+  EXPECT_REFUSED_SAYING(weft__device_free(s, d), WEFT_EINVAL, "double free");
+  EXPECT_OK(weft__pinned_free(b, pin));
+
+  /* A pointer inside another device's allocation. */
+  if (b->ndev > 1) {
+    weft__stream *s1;
+    char *d1;
+    EXPECT_OK(weft__stream_create(b, 1, 0, &s1));
+    EXPECT_OK(weft__device_alloc(s1, 256, (void **)&d1));
+    inner = d1 + 32;
+    EXPECT_REFUSED_SAYING(
+        weft__launch(s, &tk.set_value, WEFT_DIM1(1), WEFT_DIM1(1), 0, args),
+        WEFT_EINVAL, "memory of device 1");
+    EXPECT_OK(weft__device_free(s1, d1));
+    EXPECT_OK(weft__stream_sync(s1));
+    EXPECT_OK(weft__stream_destroy(&s1));
+  }
+}
+
 /* Objects of two backends do not mix; closing with live objects is EBUSY. */
 static void bad_backends(weft__backend *b, weft__stream *s) {
   weft__backend *other = NULL;
@@ -229,6 +292,7 @@ int main(void) {
   bad_handles(b, s);
   bad_work(s);
   bad_memory(b, s);
+  bad_pointers(b, s);
   bad_backends(b, s);
   EXPECT_REFUSED(weft__backend_close(b), WEFT_EBUSY); /* s is still live */
   EXPECT_OK(weft__stream_destroy(&s));
