@@ -479,6 +479,15 @@ static void note_freed(weft__backend *b, const void *p, size_t n, int kind) {
     weft__ptrmap_forget(b->allocs, p, n);
   atomic_store_explicit(&b->nfreed, weft__ptrmap_nfreed(b->allocs),
                         memory_order_relaxed);
+  atomic_fetch_add_explicit(&b->gen, 1, memory_order_release);
+}
+
+/* Lock held: registers p, or puts its entry back. */
+static int registry_put(weft__backend *b, const void *p,
+                        weft__alloc_info info) {
+  int rc = weft__ptrmap_put(b->allocs, p, info);
+  atomic_fetch_add_explicit(&b->gen, 1, memory_order_release);
+  return rc;
 }
 
 static const char *kind_name(int kind) {
@@ -633,18 +642,41 @@ static int no_implementation(const char *call, const weft_kernel *k,
                    call, name, b->ops->name);
 }
 
+/* 1 if every pointer-sized argument is one that s's last check found
+ * good, and the registry has not changed since. */
+static int args_seen_good(const weft__stream *s, const weft_kernel *k,
+                          void **args, uint64_t gen) {
+  if (s->ok_gen != gen)
+    return 0;
+  for (unsigned i = 0; i < k->nargs; i++) {
+    if (k->arg_size[i] != sizeof(void *))
+      continue;
+    const void *p = *(void *const *)args[i];
+    int seen = 0;
+    for (int j = 0; j < WEFT__OK_PTRS && !seen; j++)
+      seen = s->ok_ptr[j] == p;
+    if (!seen)
+      return 0;
+  }
+  return 1;
+}
+
 /* WEFT_EINVAL, reported, if a pointer-sized argument lies in device
  * memory freed before, or (with several devices) in a device allocation
  * of another device than s's (weft enables no peer access: on CUDA the
  * kernel would fault, and the host backend refuses it the same way); else
  * 0. Looked up only while some device has freed memory remembered or
- * there are several devices, so a single-GPU launch before any free pays
- * one relaxed load. */
+ * there are several devices, and not again for the pointers the stream's
+ * last launch passed while the registry is unchanged: a launch pays one
+ * relaxed load, or a few compares. */
 static int bad_args(weft__stream *s, const weft_kernel *k, void **args,
                     const char *name) {
   weft__backend *b = s->hdr.bk;
   if (b->ndev == 1 &&
       atomic_load_explicit(&b->nfreed, memory_order_relaxed) == 0)
+    return 0;
+  if (args_seen_good(s, k, args,
+                     atomic_load_explicit(&b->gen, memory_order_acquire)))
     return 0;
   unsigned bad = k->nargs;
   int what = WEFT__PTR_UNKNOWN;
@@ -660,6 +692,15 @@ static int bad_args(weft__stream *s, const weft_kernel *k, void **args,
         (what == WEFT__PTR_LIVE && r.info.kind == WEFT__ALLOC_DEVICE &&
          r.info.dev != s->hdr.dev))
       bad = i;
+  }
+  if (bad == k->nargs) { /* remembered: the first pointers, in order */
+    int n = 0;
+    for (unsigned i = 0; i < k->nargs && n < WEFT__OK_PTRS; i++)
+      if (k->arg_size[i] == sizeof(void *))
+        s->ok_ptr[n++] = *(void *const *)args[i];
+    for (; n < WEFT__OK_PTRS; n++)
+      s->ok_ptr[n] = NULL;
+    s->ok_gen = atomic_load_explicit(&b->gen, memory_order_relaxed);
   }
   pthread_mutex_unlock(&b->lock);
   if (bad == k->nargs)
@@ -776,8 +817,7 @@ int weft__device_alloc(weft__stream *s, size_t n, void **out) {
   if (rc)
     return rc;
   pthread_mutex_lock(&b->lock);
-  rc = weft__ptrmap_put(b->allocs, p,
-                        (weft__alloc_info){n, ALLOC_DEVICE, s->hdr.dev, 0});
+  rc = registry_put(b, p, (weft__alloc_info){n, ALLOC_DEVICE, s->hdr.dev, 0});
   pthread_mutex_unlock(&b->lock);
   if (rc) {
     b->ops->device_free(s, p);
@@ -832,7 +872,7 @@ int weft__device_free(weft__stream *s, void *p) {
   int rc = b->ops->device_free(s, p);
   if (rc) { /* the backend kept it: keep it registered too */
     pthread_mutex_lock(&b->lock);
-    weft__ptrmap_put(b->allocs, p, info);
+    registry_put(b, p, info);
     pthread_mutex_unlock(&b->lock);
   }
   return rc;
@@ -849,8 +889,7 @@ int weft__pinned_alloc(weft__backend *b, size_t n, void **out) {
   if (rc)
     return rc;
   pthread_mutex_lock(&b->lock);
-  rc =
-      weft__ptrmap_put(b->allocs, p, (weft__alloc_info){n, ALLOC_PINNED, 0, 0});
+  rc = registry_put(b, p, (weft__alloc_info){n, ALLOC_PINNED, 0, 0});
   pthread_mutex_unlock(&b->lock);
   if (rc) {
     b->ops->pinned_free(b, p);
@@ -882,7 +921,7 @@ int weft__pinned_free(weft__backend *b, void *p) {
   int rc = b->ops->pinned_free(b, p);
   if (rc) {
     pthread_mutex_lock(&b->lock);
-    weft__ptrmap_put(b->allocs, p, info);
+    registry_put(b, p, info);
     pthread_mutex_unlock(&b->lock);
   }
   return rc;

@@ -62,12 +62,19 @@ typedef struct weft__capture {
 } weft__capture;
 
 /* A backend's stream struct starts with this. */
+enum { WEFT__OK_PTRS = 4 };
+
 struct weft__stream {
   weft__obj hdr;
   int priority; /* clamped to the device's range */
   uint32_t id;  /* small number naming the stream in traces; from 1, the
                    backend's own */
   weft__capture *capture; /* while a graph is captured on it (graph.c) */
+  /* Pointer-sized launch arguments found good at the registry's
+   * generation ok_gen (backend.c's launch check): a launch with the same
+   * pointers looks nothing up. Written by the stream's holder alone. */
+  const void *ok_ptr[WEFT__OK_PTRS];
+  uint64_t ok_gen;
 };
 
 enum {
@@ -247,6 +254,9 @@ struct weft__backend {
   /* Freed device ranges remembered in allocs, mirrored for a launch to
    * skip its lookups without the lock while there are none. */
   atomic_size_t nfreed;
+  /* Bumped, under lock, whenever the registry changes what a lookup would
+   * answer (an allocation made, freed or forgotten). */
+  atomic_uint_fast64_t gen;
   struct weft__checker *check; /* weft check (check.h), or NULL: off */
   int ndev;
   weft_device_info *info; /* ndev entries, read at open */
@@ -305,6 +315,7 @@ static inline void weft__backend_forget(weft__backend *b, const void *p,
   weft__ptrmap_forget(b->allocs, p, n);
   atomic_store_explicit(&b->nfreed, weft__ptrmap_nfreed(b->allocs),
                         memory_order_relaxed);
+  atomic_fetch_add_explicit(&b->gen, 1, memory_order_release);
   pthread_mutex_unlock(&b->lock);
 }
 /* 0 if n bytes at dst, and at src unless it is NULL (a memset), neither

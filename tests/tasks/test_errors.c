@@ -289,8 +289,32 @@ static void chain_then_join(void) {
   EXPECT_OK(weft_pinned_free(chain_out));
 }
 
+/* A copy from device memory freed (and synced) before, to pinned and to
+ * pageable memory, is refused, saying so: on CUDA the pageable copy once
+ * reached the staging memcpy and died there (issue 37). */
+static void copy_from_freed(void *arg) {
+  (void)arg;
+  char *d, *pin, page[64];
+  EXPECT_OK(weft_device_alloc(4096, (void **)&d));
+  EXPECT_OK(weft_pinned_alloc(64, (void **)&pin));
+  EXPECT_OK(weft_memset(d, 7, 4096));
+  EXPECT_OK(weft_sync());
+  EXPECT_OK(weft_device_free(d));
+  EXPECT_OK(weft_sync());
+  EXPECT_ERR(weft_copy(pin, d + 100, 64), WEFT_EINVAL);
+  EXPECT(strstr(weft_last_error_message(), "freed before") != NULL);
+  EXPECT_ERR(weft_copy(page, d, 64), WEFT_EINVAL);
+  EXPECT(strstr(weft_last_error_message(), "freed before") != NULL);
+  EXPECT_ERR(weft_copy(d + 8, page, 64), WEFT_EINVAL);
+  EXPECT_OK(weft_sync()); /* the refusals failed nothing */
+  EXPECT_OK(weft_pinned_free(pin));
+}
+
 int main(void) {
   rt = tt_open_workers(2);
+  weft_task *t0;
+  EXPECT_OK(weft_task_spawn(rt, &t0, copy_from_freed, NULL, NULL));
+  EXPECT_OK(weft_task_join(t0));
   make_missing();
   notsup_in_tasks();
   plain_threads();

@@ -58,7 +58,52 @@ static void del(weft__ptrmap *m, int i) {
   refs[i].live = 0;
 }
 
+/* Found by any address inside; freed ranges remembered (the oldest
+ * forgotten past the bound) until memory is handed out there again. */
+static void interior_and_freed(void) {
+  weft__ptrmap *m = weft__ptrmap_new();
+  EXPECT(m != NULL);
+  const char *a = (const char *)0x100000, *b2 = (const char *)0x200000;
+  weft__alloc_ref r;
+  EXPECT_OK(weft__ptrmap_put(m, a, (weft__alloc_info){4096, 1, 0, 0}));
+  EXPECT_OK(weft__ptrmap_put(m, b2, (weft__alloc_info){64, 2, 1, 0}));
+  EXPECT_EQ_INT(weft__ptrmap_lookup(m, a + 4095, &r), WEFT__PTR_LIVE);
+  EXPECT(r.base == a && r.info.size == 4096);
+  EXPECT_EQ_INT(weft__ptrmap_lookup(m, a + 4096, &r), WEFT__PTR_UNKNOWN);
+  EXPECT_EQ_INT(weft__ptrmap_lookup(m, a - 1, &r), WEFT__PTR_UNKNOWN);
+  EXPECT_EQ_INT(weft__ptrmap_lookup(m, b2 + 10, &r), WEFT__PTR_LIVE);
+  EXPECT_EQ_INT(r.info.dev, 1);
+  EXPECT_EQ_INT(weft__ptrmap_del(m, a), 1);
+  EXPECT_EQ_INT(weft__ptrmap_lookup(m, a + 100, &r), WEFT__PTR_FREED);
+  EXPECT_EQ_INT(weft__ptrmap_get(m, a, NULL), 0);
+  EXPECT_EQ_INT(weft__ptrmap_del(m, a), 0);
+  EXPECT_EQ_INT(weft__ptrmap_count(m, 1), 0);
+  /* Handed out again over part of it: the freed record goes. */
+  EXPECT_OK(weft__ptrmap_put(m, a + 1024, (weft__alloc_info){16, 1, 0, 0}));
+  EXPECT_EQ_INT(weft__ptrmap_lookup(m, a + 100, &r), WEFT__PTR_UNKNOWN);
+  EXPECT_EQ_INT(weft__ptrmap_lookup(m, a + 1030, &r), WEFT__PTR_LIVE);
+  /* Forgotten: given back to the system. */
+  EXPECT_EQ_INT(weft__ptrmap_del(m, b2), 1);
+  EXPECT_EQ_INT(weft__ptrmap_lookup(m, b2, &r), WEFT__PTR_FREED);
+  weft__ptrmap_forget(m, b2 + 8, 1);
+  EXPECT_EQ_INT(weft__ptrmap_lookup(m, b2, &r), WEFT__PTR_UNKNOWN);
+  /* Bounded: the oldest freed ranges are forgotten first. */
+  const char *base = (const char *)0x10000000;
+  for (int i = 0; i < WEFT__PTRMAP_FREED_MAX + 10; i++) {
+    EXPECT_OK(
+        weft__ptrmap_put(m, base + 256 * i, (weft__alloc_info){128, 1, 0, 0}));
+    EXPECT_EQ_INT(weft__ptrmap_del(m, base + 256 * i), 1);
+  }
+  EXPECT_EQ_INT(weft__ptrmap_nfreed(m), WEFT__PTRMAP_FREED_MAX);
+  EXPECT_EQ_INT(weft__ptrmap_lookup(m, base + 5, &r), WEFT__PTR_UNKNOWN);
+  EXPECT_EQ_INT(
+      weft__ptrmap_lookup(m, base + 256 * (WEFT__PTRMAP_FREED_MAX + 9), &r),
+      WEFT__PTR_FREED);
+  weft__ptrmap_free(m);
+}
+
 int main(void) {
+  interior_and_freed();
   /* Keys look like allocations: aligned, clustered, never NULL. */
   for (int i = 0; i < NKEYS; i++)
     refs[i].key = (const void *)(uintptr_t)(0x7f0000001000ULL + 64ULL * i +
