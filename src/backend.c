@@ -520,7 +520,7 @@ static int freed_error(const char *call, const char *what, const void *p,
  * Memory weft did not allocate is the backend's to judge. */
 static int extent_of(weft__backend *b, const void *p, size_t n,
                      const char *call, const char *what) {
-  if ((uintptr_t)p + n < (uintptr_t)p)
+  if (n && n - 1 > UINTPTR_MAX - (uintptr_t)p) /* may end at the top */
     return weft__err(WEFT_EINVAL,
                      "%s: %zu bytes at %s %p run past the end of memory", call,
                      n, what, p);

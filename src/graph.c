@@ -38,7 +38,13 @@ struct weft_graph {
   graph_ref *refs;
   size_t nrefs;
   size_t ops, kernels, copies;
-  struct weft_graph *next; /* the runtime's live graphs */
+  struct weft_graph *next; /* the runtime's live, then retired, graphs */
+  /* The stream of the latest replay, under rt->h.lock: replays of one
+   * graph run in launch order, so when that one is done all are. */
+  weft__stream *last_s;
+  /* Retired (destroyed with replays still queued): an event after the
+   * last replay; its device memory stays held until it completes. */
+  weft__event *end_ev;
   /* weft check: what a replay reads and writes, and the graph's clock. */
   weft__check_span *spans;
   size_t nspans;
@@ -495,26 +501,116 @@ static weft_graph *graph_take(const weft_graph *h, weft_runtime *rt,
   return g;
 }
 
-/* Frees a destroyed graph nobody uses any longer. */
-static void graph_free(weft_runtime *rt, weft_graph *g) {
-  rt->h.bk->ops->graph_destroy(rt->h.bk, g->impl);
+/* Releases what a retired or destroyed graph still holds, and its object. */
+static void graph_release(weft_runtime *rt, weft_graph *g) {
   hold_refs(rt, g->refs, g->nrefs, -1);
+  if (g->end_ev)
+    weft__event_pool_put(rt, g->end_ev);
   free(g->refs);
-  free(g->spans);
-  weft__check_vc_free(g->check_vc);
   pthread_mutex_lock(&rt->h.lock);
   weft__pool_put(&rt->graph_pool, &g->hdr);
   pthread_mutex_unlock(&rt->h.lock);
 }
 
-/* The caller is done with g (graph_take). */
-static void graph_put(weft_runtime *rt, weft_graph *g) {
+/* Frees a destroyed graph nobody uses any longer. Its replays still
+ * queued keep what they touch: a pinned block is marked used by the last
+ * replay's stream (its free then waits for it, mem_pinned.c); device
+ * memory stays held, the graph retired behind an event after that
+ * replay, until the event completes or a free is ordered after it
+ * (weft__graph_before_free). docs/decisions/memory.md, "A graph's memory
+ * outlives its queued replays". */
+static void graph_free(weft_runtime *rt, weft_graph *g) {
+  rt->h.bk->ops->graph_destroy(rt->h.bk, g->impl);
+  free(g->spans);
+  g->spans = NULL;
+  weft__check_vc_free(g->check_vc);
+  g->check_vc = NULL;
+  weft__stream *s = g->last_s;
+  weft__event *e = NULL;
+  if (s) {
+    for (size_t i = 0; i < g->nrefs; i++)
+      if (g->refs[i].pinned)
+        weft__pinned_cache_use(&rt->pinned, g->refs[i].p, 1, s);
+    if (weft__event_pool_get(rt, s->hdr.dev, 0, &e) != 0) {
+      e = NULL;
+      weft__stream_sync(s); /* out of memory: wait instead */
+    } else if (weft__event_record(e, s) != 0) {
+      weft__event_pool_put(rt, e);
+      e = NULL;
+      weft__stream_sync(s);
+    } else if (weft__event_query(e) != WEFT_EAGAIN) { /* done already */
+      weft__event_pool_put(rt, e);
+      e = NULL;
+    }
+  }
+  if (!e) {
+    graph_release(rt, g);
+    return;
+  }
+  g->end_ev = e;
   pthread_mutex_lock(&rt->h.lock);
+  g->next = rt->retired;
+  rt->retired = g;
+  pthread_mutex_unlock(&rt->h.lock);
+}
+
+/* The caller is done with g (graph_take); launched: it replayed g on that
+ * stream. */
+static void graph_put(weft_runtime *rt, weft_graph *g, weft__stream *launched) {
+  pthread_mutex_lock(&rt->h.lock);
+  if (launched)
+    g->last_s = launched;
   int last = --g->users == 0 && g->dying;
   pthread_mutex_unlock(&rt->h.lock);
   if (last)
     graph_free(rt, g);
 }
+
+/* Takes the retired graphs whose replays are done (all of them, waiting
+ * for each, when wait) off rt's list and releases them. */
+static void retired_sweep(weft_runtime *rt, int wait) {
+  weft_graph *done = NULL;
+  pthread_mutex_lock(&rt->h.lock);
+  for (weft_graph **pp = &rt->retired; *pp;) {
+    weft_graph *g = *pp;
+    if (wait || weft__event_query(g->end_ev) != WEFT_EAGAIN) {
+      *pp = g->next;
+      g->next = done;
+      done = g;
+    } else {
+      pp = &g->next;
+    }
+  }
+  pthread_mutex_unlock(&rt->h.lock);
+  while (done) {
+    weft_graph *g = done;
+    done = g->next;
+    if (wait)
+      weft__event_sync(g->end_ev);
+    graph_release(rt, g);
+  }
+}
+
+int weft__graph_before_free(weft__exec *x, weft__stream *s, const void *p) {
+  weft_runtime *rt = x->rt;
+  retired_sweep(rt, 0);
+  int rc = 0;
+  pthread_mutex_lock(&rt->h.lock);
+  for (weft_graph *g = rt->retired; g && rc == 0; g = g->next)
+    for (size_t i = 0; i < g->nrefs; i++) {
+      if (g->refs[i].p != p || g->refs[i].pinned)
+        continue;
+      rc = weft__stream_wait_event(s, g->end_ev);
+      if (rc == 0) { /* the free is ordered after the replays */
+        hold_refs(rt, &g->refs[i], 1, -1);
+        g->refs[i].p = NULL;
+      }
+    }
+  pthread_mutex_unlock(&rt->h.lock);
+  return rc;
+}
+
+void weft__graph_retired_release(weft_runtime *rt) { retired_sweep(rt, 1); }
 
 static int graph_update(weft__exec *x, weft_graph *g);
 
@@ -547,7 +643,7 @@ int weft_graph_update(weft_graph *h) {
     return rc;
   }
   rc = graph_update(x, g);
-  graph_put(rt, g);
+  graph_put(rt, g, NULL);
   return rc;
 }
 
@@ -596,7 +692,7 @@ int weft_graph_launch(weft_graph *h) {
   if (rc == 0 && x->rt->h.bk->check)
     weft__check_replay(x->rt->h.bk->check, c.s, g->spans, g->nspans,
                        &g->check_vc);
-  graph_put(x->rt, g);
+  graph_put(x->rt, g, rc == 0 ? c.s : NULL);
   return rc;
 }
 
@@ -619,7 +715,8 @@ int weft_graph_destroy(weft_graph *h) {
   rt->ngraphs--;
   g->dying = 1;
   pthread_mutex_unlock(&rt->h.lock);
-  graph_put(rt, g);
+  graph_put(rt, g, NULL);
+  retired_sweep(rt, 0);
   return 0;
 }
 
@@ -638,7 +735,7 @@ int weft_graph_get_info(const weft_graph *h, weft_graph_info *info) {
                               .kernels = g->kernels,
                               .copies = g->copies,
                               .refs = g->nrefs};
-  graph_put(x->rt, g);
+  graph_put(x->rt, g, NULL);
   return info ? 0 : weft__err(WEFT_EINVAL, "weft_graph_get_info: info is NULL");
 }
 

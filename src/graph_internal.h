@@ -19,4 +19,11 @@ int weft__graph_step(weft__exec *x, weft_task_fn fn, void *arg,
  * with WEFT_ESTATE so that its join or next weft_sync says so. */
 void weft__graph_drop_capture(weft__exec *x, const char *why);
 
+/* Before x frees device memory p on s: s waits for the queued replays of
+ * destroyed graphs that used p, which then hold it no longer. 0 or the
+ * error of the wait, reported. */
+int weft__graph_before_free(weft__exec *x, weft__stream *s, const void *p);
+/* Shutdown, all work done: the retired graphs go. */
+void weft__graph_retired_release(struct weft_runtime *rt);
+
 #endif

@@ -29,6 +29,7 @@
 #include "dataflow.h"
 #include "door.h"
 #include "event_pool.h"
+#include "graph_internal.h"
 #include "memory_internal.h"
 #include "registry.h"
 #include "runtime_state.h"
@@ -374,6 +375,8 @@ int weft_device_free(void *ptr) {
     return rc;
   size_t size =
       ptr && c.x->flow ? weft__device_alloc_size(c.s->hdr.bk, ptr) : 0;
+  if (ptr && (rc = weft__graph_before_free(c.x, c.s, ptr)) != 0)
+    return rc;
   rc = weft__device_free(c.s, ptr);
   if (rc == 0 && size) /* a new allocation there is new data */
     weft__flow_forget(c.x, ptr, size);

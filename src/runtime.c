@@ -10,6 +10,7 @@
 #include "checker.h"
 #include "cpus.h"
 #include "error_internal.h"
+#include "graph_internal.h"
 #include "library_internal.h"
 #include "registry.h"
 #include "runtime_state.h"
@@ -379,6 +380,7 @@ int weft_shutdown(weft_runtime *rt) {
     free(t);
   }
   weft__pool_drain(&rt->tasks.pool);
+  weft__graph_retired_release(rt);
   weft__pool_drain(&rt->graph_pool);
   weft__caller_threads_release(rt);
   weft__library_release(rt);

@@ -46,6 +46,8 @@ struct weft_runtime {
   struct weft_graph *graphs;
   size_t ngraphs;
   weft__pool graph_pool; /* graph objects, with generations */
+  /* Destroyed graphs whose replays were still queued (graph.c). */
+  struct weft_graph *retired;
 };
 
 #endif

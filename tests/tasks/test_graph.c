@@ -338,8 +338,63 @@ static void destroy_racing_launches(void) {
   EXPECT_OK(weft_device_free(d));
 }
 
+/* A graph destroyed while its replay is still queued behind a closed
+ * gate on another task's stream: freeing its memory and allocating again
+ * must not hand out memory the replay will still write (issue 37). */
+typedef struct queued_replay {
+  weft_graph *g;
+  tt_gate gate;
+  int queued, go;
+} queued_replay;
+
+static void gated_replay_task(void *arg) {
+  queued_replay *q = arg;
+  tt_gate_launch(&q->gate);
+  EXPECT_OK(weft_graph_launch(q->g));
+  atomic_store((_Atomic int *)&q->queued, 1);
+  while (!atomic_load((_Atomic int *)&q->go))
+    weft_yield();
+  EXPECT_OK(weft_sync());
+}
+
+static void replay_outlives_destroy(weft_runtime *rt) {
+  enum { BYTES = 4096 };
+  queued_replay q = {0};
+  tt_gate_init(&q.gate);
+  unsigned char *d, *host;
+  EXPECT_OK(weft_device_alloc(BYTES, (void **)&d));
+  EXPECT_OK(weft_pinned_alloc(BYTES, (void **)&host));
+  EXPECT_OK(weft_graph_begin());
+  EXPECT_OK(weft_memset(d, 0xAA, BYTES));
+  EXPECT_OK(weft_graph_end(&q.g));
+  weft_task *t;
+  EXPECT_OK(weft_task_spawn(rt, &t, gated_replay_task, &q, NULL));
+  tt_wait_flag(&q.queued, 10000, "the replay queued");
+  EXPECT_OK(weft_graph_destroy(q.g));
+  EXPECT_OK(weft_device_free(d));
+  unsigned char *d2;
+  EXPECT_OK(weft_device_alloc(BYTES, (void **)&d2));
+  EXPECT_OK(weft_memset(d2, 0x11, BYTES));
+  tt_gate_open(&q.gate);
+  atomic_store((_Atomic int *)&q.go, 1);
+  EXPECT_OK(weft_task_join(t));
+  EXPECT_OK(weft_copy(host, d2, BYTES));
+  EXPECT_OK(weft_sync());
+  int bad = 0;
+  for (int i = 0; i < BYTES; i++)
+    bad += host[i] != 0x11;
+  EXPECT_MSG(bad == 0,
+             "%d of %d bytes of a new allocation overwritten by the replay "
+             "of a graph destroyed before (d %p, d2 %p)",
+             bad, BYTES, (void *)d, (void *)d2);
+  EXPECT_OK(weft_device_free(d2));
+  EXPECT_OK(weft_pinned_free(host));
+  tt_gate_fini(&q.gate);
+}
+
 int main(void) {
   weft_runtime *rt = tt_open_workers(4);
+  replay_outlives_destroy(rt);
   weft_task *t;
   int yield = 0;
   EXPECT_OK(weft_task_spawn(rt, &t, basic_task, &yield, NULL));
