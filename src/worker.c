@@ -82,9 +82,8 @@ void weft__worker_call_on_stack(void (*fn)(void *), void *arg) {
 /* A wait in the wait set is a slice of the trace's task lane, from the
  * suspension to the resumption. */
 void weft__worker_suspend(weft_task *t, after_switch after) {
-  uint64_t t0 = after == AFTER_WAIT && weft__trace_on_for(t->x.bk)
-                    ? weft__clock_ns()
-                    : 0;
+  uint64_t t0 =
+      after == AFTER_WAIT && weft__trace_on_for(t->x.bk) ? weft__clock_ns() : 0;
   const char *what = t->wait_test ? WEFT_TRF_WAIT_EXTERNAL : WEFT_TRF_WAIT_GPU;
   weft__worker *w = weft__worker_self();
   w->after = after;

@@ -98,9 +98,9 @@ WEFT_API int weft_graph_launch(weft_graph *g);
 /* Frees g once replays already queued have run (they are not cancelled),
  * and releases the memory it held busy, without waiting: a weft_device_free
  * or weft_pinned_free of that memory right after is ordered after those
- * replays, so memory allocated next is never written by them. From then on g is refused with
- * WEFT_EHANDLE by every graph call, even after a new graph reuses its
- * memory; a call on g racing the destroy from another thread either
+ * replays, so memory allocated next is never written by them. From then on g is
+ * refused with WEFT_EHANDLE by every graph call, even after a new graph reuses
+ * its memory; a call on g racing the destroy from another thread either
  * completes, g freed after it, or is refused. */
 WEFT_API int weft_graph_destroy(weft_graph *g);
 

@@ -4,9 +4,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "clock.h"
 #include "error_internal.h"
 #include "host/host_internal.h"
-#include "clock.h"
 
 uint64_t weft__host_now_ns(void) {
   struct timespec ts;
