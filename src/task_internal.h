@@ -8,7 +8,6 @@
 
 #include "backend.h"
 #include "caller.h"
-#include "clock.h"
 #include "dataflow.h"
 #include "fiber.h"
 #include "pool.h"
@@ -100,7 +99,7 @@ static inline void weft__task_stall(struct weft_task *t, int kind,
     atomic_store_explicit(&s->stream, t->x.stream ? t->x.stream->id : 0,
                           memory_order_relaxed);
   }
-  atomic_store_explicit(&s->since, weft__clock_ns(), memory_order_release);
+  atomic_store_explicit(&s->since, weft__stall_clock(), memory_order_release);
 }
 
 /* The task whose exec x is. */

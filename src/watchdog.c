@@ -114,7 +114,7 @@ static void scan(struct weft__watchdog *wd) {
   weft_runtime *rt = wd->rt;
   char *out = NULL;
   size_t len = 0, cap = 0;
-  uint64_t now = weft__clock_ns();
+  uint64_t now = weft__stall_clock();
   pthread_mutex_lock(&rt->h.lock);
   for (weft_task *t = rt->tasks.all; t; t = t->all_next) {
     int kind = 0, dev = 0;
