@@ -75,7 +75,10 @@ int weft__admit(weft__admission_state *st, weft__exec *x, weft__stream *s) {
   while ((depth = atomic_load(&st->depth)) > 0 && a->n >= (unsigned)depth &&
          atomic_load(&st->nhigh_live) > 0) {
     held h = {st, *slot(a, 0), a->n};
-    int rc = weft__wait_for_test(x, room, &h);
+    int rc = weft__wait_for_test(
+        x, room, &h,
+        "admission (a normal task held while high-priority tasks live, "
+        "until its oldest operation in flight ends)");
     if (rc)
       return rc;
     if (weft__event_query(h.oldest) != 0)

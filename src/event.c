@@ -72,7 +72,7 @@ int weft_event_sync(weft_event *ev) {
   weft__exec *x = c.x;
   rc = weft__event_recorded(EV(ev), "weft_event_sync");
   if (rc == 0)
-    rc = weft__wait_for_event(x, EV(ev));
+    rc = weft__wait_for_event(x, EV(ev), "weft_event_sync");
   if (rc == 0)
     weft__caller_event_synced(x, EV(ev));
   return rc;

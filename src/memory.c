@@ -84,7 +84,10 @@ static int spawn_helper(weft__exec *x, weft_task **t, weft_task_fn fn,
 
 static void stage_in(void *arg) {
   stage_job *j = arg;
-  if (j->ev && (j->rc = weft__wait_for_event(weft__caller_self(), j->ev)) != 0)
+  if (j->ev &&
+      (j->rc = weft__wait_for_event(
+           weft__caller_self(), j->ev,
+           "a staged copy's transfer (its pinned block's last use)")) != 0)
     return;
   memcpy(j->pinned, j->host, j->n);
 }
@@ -100,7 +103,7 @@ static void out_done(stage_job *j) {
 static void stage_out(void *arg) {
   stage_job *j = arg;
   weft__exec *x = weft__caller_self();
-  j->rc = weft__wait_for_event(x, j->ev);
+  j->rc = weft__wait_for_event(x, j->ev, "a staged copy's transfer");
   if (j->rc == 0)
     memcpy(j->host, j->pinned, j->n);
   out_done(j);

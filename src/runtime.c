@@ -16,6 +16,7 @@
 #include "runtime_state.h"
 #include "stream_pool.h"
 #include "trace.h"
+#include "watchdog.h"
 #include "weft/runtime.h"
 
 void weft_runtime_opts_init(weft_runtime_opts *opts) {
@@ -26,6 +27,7 @@ void weft_runtime_opts_init(weft_runtime_opts *opts) {
   opts->backend = WEFT_BACKEND_AUTO;
   opts->check = -1;
   opts->admission = -1;
+  opts->watchdog_ms = -1;
 }
 
 /* opts.check, or WEFT_CHECK for -1: 0 or 1, else WEFT_EINVAL reported. */
@@ -74,6 +76,46 @@ static int admission_wanted(int opt, int *depth) {
                      "depth of 1 to %d",
                      env, WEFT__ADMISSION_MAX);
   *depth = (int)v;
+  return 0;
+}
+
+/* The longest watchdog limit, a day, in ms. */
+#define WATCHDOG_MAX_MS (24 * 3600 * 1000)
+
+/* opts.watchdog_ms, or WEFT_WATCHDOG (seconds, decimals allowed) for -1:
+ * 0 (off) or 1 ms to a day, else WEFT_EINVAL reported. */
+static int watchdog_wanted(int opt, int *ms) {
+  if (opt >= 0 && opt <= WATCHDOG_MAX_MS) {
+    *ms = opt;
+    return 0;
+  }
+  if (opt != -1)
+    return weft__err(WEFT_EINVAL,
+                     "weft_init: watchdog_ms %d is not -1, 0 (off) or 1 to "
+                     "%d",
+                     opt, WATCHDOG_MAX_MS);
+  const char *env = getenv("WEFT_WATCHDOG");
+  *ms = 0;
+  if (!env || !*env)
+    return 0;
+  /* Digits with at most one point: strtod alone would take hexadecimal,
+   * exponents, "inf" and leading spaces. */
+  int digits = 0, points = 0, others = 0;
+  for (const char *c = env; *c; c++) {
+    if (*c >= '0' && *c <= '9')
+      digits++;
+    else if (*c == '.')
+      points++;
+    else
+      others++;
+  }
+  double s = digits > 0 && points <= 1 && !others ? strtod(env, NULL) : -1;
+  if (s < 0 || s * 1000 > WATCHDOG_MAX_MS || (s > 0 && s < 0.001))
+    return weft__err(WEFT_EINVAL,
+                     "weft_init: WEFT_WATCHDOG='%s' is not 0 (off) or a "
+                     "number of seconds from 0.001 to 86400",
+                     env);
+  *ms = (int)(s * 1000 + 0.5);
   return 0;
 }
 
@@ -196,11 +238,13 @@ int weft_init(weft_runtime **rtp, const weft_runtime_opts *user) {
                     256);
   if (rc0 == 0)
     rc0 = count_opt("streams", "WEFT_STREAMS", &opts.streams, 1, 65536);
-  int check = 0, admission = 0;
+  int check = 0, admission = 0, watchdog = 0;
   if (rc0 == 0)
     rc0 = check_wanted(opts.check, &check);
   if (rc0 == 0)
     rc0 = admission_wanted(opts.admission, &admission);
+  if (rc0 == 0)
+    rc0 = watchdog_wanted(opts.watchdog_ms, &watchdog);
   if (rc0)
     return rc0;
   if (opts.stack_size == 0)
@@ -216,6 +260,8 @@ int weft_init(weft_runtime **rtp, const weft_runtime_opts *user) {
   if (!rt)
     return weft__err(WEFT_ENOMEM, "weft_init: out of memory");
   rt->opts = opts;
+  rt->opts.watchdog_ms = watchdog;
+  rt->h.watchdog = watchdog > 0;
   atomic_init(&rt->h.adm.depth, admission);
   rt->h.adm.cancel = &rt->waits.cancel;
   int rc = rt_locks_init(rt);
@@ -282,7 +328,10 @@ int weft_init(weft_runtime **rtp, const weft_runtime_opts *user) {
       goto fail_trace;
     rt->tracing = 1;
   }
-  rc = weft__registry_add(rt);
+  /* Before any task can run: it only reads the tasks' stall records. */
+  rc = watchdog > 0 ? weft__watchdog_start(rt, watchdog) : 0;
+  if (rc == 0)
+    rc = weft__registry_add(rt);
   if (rc)
     goto fail_sched;
   /* The caller's next plain-thread calls go here, not to a runtime another
@@ -299,6 +348,7 @@ int weft_init(weft_runtime **rtp, const weft_runtime_opts *user) {
   return 0;
 
 fail_sched:
+  weft__watchdog_stop(rt);
   if (rt->tracing) {
     if (rt->h.bk->ops->trace_stop)
       rt->h.bk->ops->trace_stop(rt->h.bk);
@@ -372,6 +422,7 @@ int weft_shutdown(weft_runtime *rt) {
   if (!weft__registry_remove(rt)) /* another shutdown got here first */
     return weft__err(WEFT_EHANDLE, "weft_shutdown: runtime already shut "
                                    "down");
+  weft__watchdog_stop(rt); /* before the task objects go */
   weft__sched_stop(rt);
   /* Finished tasks never joined: their handles die with the runtime. */
   while (rt->tasks.all) {

@@ -25,6 +25,9 @@ typedef struct weft__runtime_head {
   weft__admission_state adm;  /* runtime.c, task.c, task_end.c */
   struct weft__exec *threads; /* plain-thread contexts (caller.c) */
   weft__event_pool events;    /* event_pool.c */
+  /* The watchdog is on (watchdog.c): tasks note their changes of state.
+   * Set before the workers start, then only read. */
+  int watchdog;
 } weft__runtime_head;
 
 static inline weft__runtime_head *weft__head(struct weft_runtime *rt) {

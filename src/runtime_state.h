@@ -35,6 +35,7 @@ struct weft_runtime {
 
   pthread_cond_t done_cv; /* a task ended: thread joiners and shutdown */
   int closing;            /* weft_shutdown began */
+  struct weft__watchdog *watchdog; /* watchdog.c, while it is on */
 
   weft__sched sched;         /* worker.c, sched.c */
   weft__wait_set waits;      /* wait.c */

@@ -246,6 +246,9 @@ static void run_task(weft__worker *w, weft_task *t) {
       if (t->flow_deps && !weft__task_deps_done(t)) {
         weft__wait_test_set(t, deps_done_test, t);
         t->state = TASK_SUSPENDED;
+        weft__task_stall(t, WEFT__STALL_TEST,
+                         "the tasks it follows by declared data, with no "
+                         "memory for its stack until they end");
         weft__wait_add(&w->rt->waits, t);
         return;
       }
@@ -259,6 +262,7 @@ static void run_task(weft__worker *w, weft_task *t) {
   }
   help_if_needed(w);
   t->state = TASK_RUNNING;
+  weft__task_stall(t, WEFT__STALL_RUNNING, NULL);
   t->yielded = 0;
   w->cur = t;
   if (w->rt->h.bk->ops->bind_device)

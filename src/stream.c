@@ -34,7 +34,7 @@ int weft_sync(void) {
        * always say "pending" and cost a CUDA call; the poll will ask
        * (docs/decisions/scheduler.md, "Wake-ups are the dearest thing on
        * the critical path"). */
-      rc = weft__wait_for_recorded(x, ev);
+      rc = weft__wait_for_recorded(x, ev, "weft_sync");
     } else {
       /* No event to wait on (out of memory): wait for the stream the
        * blocking way, the worker with it, rather than return with the
@@ -118,32 +118,37 @@ int weft_task_after(weft_task *h) {
     return weft__err(WEFT_EINVAL, "weft_task_after: task of another runtime");
   if (!live) /* completed: already ordered; no stream needed */
     return 0;
-  /* A task without a stream yet may continue on other's, once it has
-   * returned (weft__task_take_stream). */
-  if (x->is_task && !x->stream && !x->bk->check) {
-    pthread_mutex_lock(lock);
-    if (weft__task_live(h, other))
-      weft__task_wait_for(rt, other, 0);
-    int done = !weft__task_live(h, other) || weft__task_take_stream(x, other);
-    pthread_mutex_unlock(lock);
-    if (done)
-      return 0;
-  }
+  /* Waits for other to return first, before anything is leased: a wait
+   * refused (it would close a cycle of waits) changes nothing. */
+  pthread_mutex_lock(lock);
+  int rc = weft__task_live(h, other)
+               ? weft__task_wait_for(rt, other, 0, WEFT__STALL_AFTER,
+                                     "weft_task_after")
+               : 0;
+  /* Completed meanwhile: as above. A task without a stream yet may
+   * continue on other's, now that it has returned
+   * (weft__task_take_stream). */
+  int completed = rc == 0 && !weft__task_live(h, other);
+  if (completed)
+    weft__caller_joined(x,
+                        weft__handle_live(h, &other->hdr) ? &other->x : NULL);
+  int done = rc != 0 || completed ||
+             (x->is_task && !x->stream && !x->bk->check &&
+              weft__task_take_stream(x, other));
+  pthread_mutex_unlock(lock);
+  if (done)
+    return rc;
   /* Leased outside the lock, which the lease takes. */
   weft__stream *s;
-  int rc = weft__caller_stream(x, &s);
+  rc = weft__caller_stream(x, &s);
   if (rc)
     return rc;
   pthread_mutex_lock(lock);
-  if (weft__task_live(h, other)) {
-    weft__task_wait_for(rt, other, 0);
-    /* end_ev lives until the task is finalized, which takes this lock. */
-    if (weft__task_live(h, other) && other->end_ev)
-      rc = weft__stream_wait_event(s, other->end_ev);
-  }
-  /* Followed, or completed meanwhile (while the stream was leased, or
-   * while this task waited for it to return): either way what it did is
-   * before what this stream does next. */
+  /* end_ev lives until the task is finalized, which takes this lock. */
+  if (weft__task_live(h, other) && other->end_ev)
+    rc = weft__stream_wait_event(s, other->end_ev);
+  /* Followed, or completed while the stream was leased: either way what
+   * it did is before what this stream does next. */
   if (rc == 0)
     weft__caller_follows(s,
                          weft__handle_live(h, &other->hdr) ? &other->x : NULL);

@@ -321,19 +321,55 @@ static void spin_for(weft_runtime *rt, weft_task *other, int until_end) {
   pthread_mutex_lock(&rt->h.lock);
 }
 
-void weft__task_wait_for(weft_runtime *rt, weft_task *other, int until_end) {
+/* WEFT_EDEADLK, reported for call, when other waits for self, directly or
+ * through a chain of waiting tasks: self's wait would close a cycle that
+ * no task in it can break, since each ends only after the next (an abuse
+ * run found two tasks joining each other hanging without a word). The
+ * lock held, so no link changes meanwhile; the walk is as long as the
+ * chain, and stops after every live task in case a link went stale. */
+static int wait_cycle(weft_runtime *rt, weft_task *self, weft_task *other,
+                      const char *call) {
+  long left = atomic_load(&rt->tasks.nlive) + 1;
+  weft_task *t = other->waiting_for;
+  while (t && t != self && --left > 0)
+    t = t->waiting_for;
+  if (t != self)
+    return 0;
+  /* Names the tasks in between too, as far as the message holds them. */
+  char chain[320] = "";
+  size_t n = 0;
+  for (t = other->waiting_for; t != self && n < sizeof chain;
+       t = t->waiting_for)
+    n += (size_t)snprintf(chain + n, sizeof chain - n,
+                          ", which waits for task '%s' (id %llu)", t->name,
+                          (unsigned long long)t->id);
+  return weft__err(WEFT_EDEADLK,
+                   "%s: task '%s' (id %llu) would wait for task '%s' (id "
+                   "%llu)%s, which waits for task '%s': a cycle of waits that "
+                   "would never end",
+                   call, self->name, (unsigned long long)self->id, other->name,
+                   (unsigned long long)other->id, chain, self->name);
+}
+
+int weft__task_wait_for(weft_runtime *rt, weft_task *other, int until_end,
+                        int kind, const char *call) {
   weft_task *self = weft__worker_task();
   int spun = 0;
   for (;;) {
     int ok = until_end ? other->done : other->returned;
     if (ok)
-      return;
+      return 0;
     if (self) {
+      int rc = wait_cycle(rt, self, other, call);
+      if (rc)
+        return rc;
       self->wait_for_end = until_end;
       self->next = other->waiters;
       other->waiters = self;
+      self->waiting_for = other; /* cleared by the wake (task_end.c) */
       self->state = TASK_SUSPENDED;
       self->blocking = 1;
+      weft__task_stall(self, kind, NULL);
       pthread_mutex_unlock(&rt->h.lock);
       weft__worker_suspend(self, AFTER_BLOCK);
       pthread_mutex_lock(&rt->h.lock);
@@ -375,7 +411,12 @@ int weft_task_join(weft_task *h) {
                      t->name);
   }
   t->handle_gone = 1;
-  weft__task_wait_for(rt, t, 1);
+  rc = weft__task_wait_for(rt, t, 1, WEFT__STALL_JOIN, "weft_task_join");
+  if (rc) { /* a cycle: refused, and t may still be joined */
+    t->handle_gone = 0;
+    pthread_mutex_unlock(&rt->h.lock);
+    return rc;
+  }
   if (me)
     weft__caller_joined(me, &t->x);
   rc = t->x.first_err;
@@ -408,12 +449,16 @@ int weft_task_detach(weft_task *h) {
   return 0;
 }
 
-int weft_wait_until(int (*test)(void *arg), void *arg) {
+int weft_wait_until_named(int (*test)(void *arg), void *arg, const char *what) {
   if (!test)
     return weft__err(WEFT_EINVAL, "weft_wait_until: test is NULL");
   weft__caller c;
   int rc = weft__door("weft_wait_until", 0, NULL, &c);
-  return rc ? rc : weft__wait_for_test(c.x, test, arg);
+  return rc ? rc : weft__wait_for_test(c.x, test, arg, what);
+}
+
+int weft_wait_until(int (*test)(void *arg), void *arg) {
+  return weft_wait_until_named(test, arg, NULL);
 }
 
 void weft_yield(void) {

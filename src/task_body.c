@@ -15,25 +15,33 @@
  * under one hold of the runtime's lock and one stream for them all: the
  * stream of the first that hands its over (weft__task_take_stream), else
  * a lease;
- * weft check's bookkeeping is weft_task_after's own. It cannot fail:
- * where the stream cannot be leased or made to wait (out of memory, a
- * device error), the task waits on the host until that earlier task has
- * completed instead. A task that ran unordered would break the order of
- * every task after it, which follows it alone. */
-static void follow_all(weft_task *t, const void **d, uint32_t n) {
+ * weft check's bookkeeping is weft_task_after's own. Where the stream
+ * cannot be leased or made to wait (out of memory, a device error), the
+ * task waits on the host until that earlier task has completed instead:
+ * a task that ran unordered would break the order of every task after
+ * it, which follows it alone. It fails only where an earlier task waits
+ * for this one (joins it, say): WEFT_EDEADLK, reported, for the wait
+ * would never end. */
+#define FOLLOWS "a task following another by declared data"
+
+static int follow_all(weft_task *t, const void **d, uint32_t n) {
   weft_runtime *rt = t->x.rt;
   pthread_mutex_t *lock = &weft__head(rt)->lock;
+  int rc = 0;
   if (t->x.bk->check) {
-    for (uint32_t i = 0; i < n; i++)
-      if (weft_task_after((weft_task *)d[i]) != 0) {
+    for (uint32_t i = 0; i < n && rc != WEFT_EDEADLK; i++)
+      if ((rc = weft_task_after((weft_task *)d[i])) != 0 &&
+          rc != WEFT_EDEADLK) {
         const weft_task *h = d[i];
         weft_task *other = (weft_task *)weft__handle_obj(h);
         pthread_mutex_lock(lock);
-        if (weft__task_live(h, other))
-          weft__task_wait_for(rt, other, 1);
+        rc =
+            weft__task_live(h, other)
+                ? weft__task_wait_for(rt, other, 1, WEFT__STALL_FOLLOW, FOLLOWS)
+                : 0;
         pthread_mutex_unlock(lock);
       }
-    return;
+    return rc;
   }
   weft__stream *s = NULL;
   int on_host = 0; /* no stream: wait for completions on the host */
@@ -42,19 +50,19 @@ static void follow_all(weft_task *t, const void **d, uint32_t n) {
   /* Each must have returned (queued all its work) before this task's
    * stream can wait for it; one whose work is still queued may hand its
    * stream over, which orders this task after it with no wait at all. */
-  for (uint32_t i = 0; i < n; i++) {
+  for (uint32_t i = 0; i < n && rc == 0; i++) {
     const weft_task *h = d[i];
     weft_task *other = (weft_task *)weft__handle_obj(h);
     if (!weft__task_live(h, other))
       continue; /* completed: already ordered */
-    weft__task_wait_for(rt, other, 0);
-    if (taken < 0 && weft__task_live(h, other) &&
+    rc = weft__task_wait_for(rt, other, 0, WEFT__STALL_FOLLOW, FOLLOWS);
+    if (rc == 0 && taken < 0 && weft__task_live(h, other) &&
         weft__task_take_stream(&t->x, other)) {
       s = t->x.stream;
       taken = (int)i;
     }
   }
-  for (uint32_t i = 0; i < n; i++) {
+  for (uint32_t i = 0; i < n && rc == 0; i++) {
     const weft_task *h = d[i];
     weft_task *other = (weft_task *)weft__handle_obj(h);
     if ((int)i == taken || !weft__task_live(h, other))
@@ -69,15 +77,13 @@ static void follow_all(weft_task *t, const void **d, uint32_t n) {
       if (!weft__task_live(h, other))
         continue;
     }
-    if (on_host) {
-      weft__task_wait_for(rt, other, 1);
-      continue;
-    }
     /* end_ev lives until the task is finalized, which takes this lock. */
-    if (other->end_ev && weft__stream_wait_event(s, other->end_ev) != 0)
-      weft__task_wait_for(rt, other, 1);
+    if (on_host ||
+        (other->end_ev && weft__stream_wait_event(s, other->end_ev) != 0))
+      rc = weft__task_wait_for(rt, other, 1, WEFT__STALL_FOLLOW, FOLLOWS);
   }
   pthread_mutex_unlock(lock);
+  return rc;
 }
 
 /* Declared data: follows the earlier tasks first, and waits on the host
@@ -87,10 +93,10 @@ static int follow_deps(weft_task *t) {
   uint32_t n = t->nflow_deps;
   t->flow_deps = NULL;
   t->nflow_deps = 0;
-  if (n)
-    follow_all(t, d, n);
+  int rc = n ? follow_all(t, d, n) : 0;
   weft__flow_deps_free(d, t->flow_inline);
-  int rc = t->flow_host ? weft_sync() : 0;
+  if (rc == 0 && t->flow_host)
+    rc = weft_sync();
   if (rc)
     weft__caller_fail(&t->x, rc);
   return rc;

@@ -50,6 +50,7 @@ static void wake_waiters(weft_runtime *rt, weft_task *t, int ended) {
     weft_task *w = *pp;
     if (ended || !w->wait_for_end) {
       *pp = w->next;
+      w->waiting_for = NULL;
       if (w->blocked) { /* switched out: make it ready */
         w->blocked = 0;
         weft__mark_ready(w, WEFT_TRF_READY_JOIN);
@@ -106,6 +107,7 @@ int weft__task_returned(weft_task *t) {
   if (ev) {
     t->state = TASK_FINISHING;
     t->wait_ev = ev;
+    weft__task_stall(t, WEFT__STALL_FINISHING, NULL);
   }
   pthread_mutex_unlock(&rt->h.lock);
   if (!ev) {

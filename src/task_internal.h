@@ -11,6 +11,7 @@
 #include "dataflow.h"
 #include "fiber.h"
 #include "pool.h"
+#include "watchdog.h"
 #include "weft/task.h"
 
 typedef struct weft_runtime weft_runtime;
@@ -47,6 +48,11 @@ struct weft_task {
   int thread_waiters;        /* plain threads in weft_task_join */
   weft__event *end_ev;       /* recorded on return when work is pending */
   weft__event *wait_ev;      /* what a suspended task waits for */
+  /* The task whose waiters list holds this one, NULL when none; under the
+   * lifecycle lock. A task waits for one task at a time, so these links
+   * form chains, which a wait about to close one into a cycle walks and
+   * refuses (weft__task_wait_for). */
+  struct weft_task *waiting_for;
   /* Or a test the poll calls instead: set only inside weft_wait_until,
    * NULL otherwise (from spawn on). */
   int (*wait_test)(void *arg);
@@ -72,7 +78,29 @@ struct weft_task {
   const void *flow_inline[WEFT__FLOW_INLINE];
   uint32_t nflow_deps;
   uint8_t flow_host;
+  weft__stall stall; /* for the watchdog, written only while it is on */
 };
+
+/* Notes that t changed state (weft__stall_kind), for the watchdog, when it
+ * is on: what is the waiting call's words (EVENT, TEST), and for EVENT and
+ * FINISHING the task's stream is read, so only t's fiber or a thread that
+ * holds t switched out may note those. */
+static inline void weft__task_stall(struct weft_task *t, int kind,
+                                    const char *what) {
+  if (!weft__head(t->x.rt)->watchdog)
+    return;
+  weft__stall *s = &t->stall;
+  atomic_store_explicit(&s->since, 0, memory_order_relaxed);
+  atomic_thread_fence(memory_order_release);
+  atomic_store_explicit(&s->kind, kind, memory_order_relaxed);
+  atomic_store_explicit(&s->what, what, memory_order_relaxed);
+  if (kind == WEFT__STALL_EVENT || kind == WEFT__STALL_FINISHING) {
+    atomic_store_explicit(&s->dev, t->x.dev, memory_order_relaxed);
+    atomic_store_explicit(&s->stream, t->x.stream ? t->x.stream->id : 0,
+                          memory_order_relaxed);
+  }
+  atomic_store_explicit(&s->since, weft__stall_clock(), memory_order_release);
+}
 
 /* The task whose exec x is. */
 static inline weft_task *weft__task_of_exec(weft__exec *x) {
@@ -92,8 +120,12 @@ void weft__task_body(weft_task *t);
 weft_task *weft__task_of(const weft_task *h, const char *call, int *rc);
 /* Suspends the calling task (the lifecycle lock held) until other returns
  * (until_end 0) or completes (1); on a plain thread, blocks. Returns with
- * the lock held. */
-void weft__task_wait_for(weft_runtime *rt, weft_task *other, int until_end);
+ * the lock held: 0, or WEFT_EDEADLK reported for call (its name, for the
+ * message) without waiting when other waits for the calling task, itself
+ * or through a chain of tasks, so that neither could end. kind says why
+ * it waits, for the watchdog: WEFT__STALL_JOIN, _AFTER or _FOLLOW. */
+int weft__task_wait_for(weft_runtime *rt, weft_task *other, int until_end,
+                        int kind, const char *call);
 
 /* ---- task_end.c ---- */
 

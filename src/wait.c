@@ -12,21 +12,24 @@
 
 /* Suspends task t in the wait set until its wait_ev or wait_test is
  * done; returns the outcome. */
-static int suspend_waiting(weft_task *t) {
+static int suspend_waiting(weft_task *t, const char *what) {
   t->state = TASK_SUSPENDED;
+  weft__task_stall(t, t->wait_test ? WEFT__STALL_TEST : WEFT__STALL_EVENT,
+                   what);
   weft__worker_suspend(t, AFTER_WAIT); /* traced as a wait slice there */
   return t->wait_rc;
 }
 
-int weft__wait_for_recorded(weft__exec *x, weft__event *ev) {
+int weft__wait_for_recorded(weft__exec *x, weft__event *ev, const char *what) {
   if (!x->is_task)
     return weft__event_sync(ev);
   weft_task *t = (weft_task *)((char *)x - offsetof(weft_task, x));
   t->wait_ev = ev;
-  return suspend_waiting(t);
+  return suspend_waiting(t, what);
 }
 
-int weft__wait_for_test(weft__exec *x, int (*test)(void *arg), void *arg) {
+int weft__wait_for_test(weft__exec *x, int (*test)(void *arg), void *arg,
+                        const char *what) {
   int rc = test(arg);
   if (rc != WEFT_EAGAIN)
     return rc;
@@ -44,7 +47,7 @@ int weft__wait_for_test(weft__exec *x, int (*test)(void *arg), void *arg) {
   }
   weft_task *t = (weft_task *)((char *)x - offsetof(weft_task, x));
   weft__wait_test_set(t, test, arg);
-  rc = suspend_waiting(t);
+  rc = suspend_waiting(t, what);
   weft__wait_test_done(t);
   if (t->wait_cancelled) {
     t->wait_cancelled = 0;
@@ -56,9 +59,9 @@ int weft__wait_for_test(weft__exec *x, int (*test)(void *arg), void *arg) {
   return rc;
 }
 
-int weft__wait_for_event(weft__exec *x, weft__event *ev) {
+int weft__wait_for_event(weft__exec *x, weft__event *ev, const char *what) {
   int rc = weft__event_query(ev);
-  return rc == WEFT_EAGAIN ? weft__wait_for_recorded(x, ev) : rc;
+  return rc == WEFT_EAGAIN ? weft__wait_for_recorded(x, ev, what) : rc;
 }
 
 void weft__wait_test_set(weft_task *t, int (*test)(void *), void *arg) {

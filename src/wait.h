@@ -26,15 +26,18 @@ typedef struct weft__wait_set {
   atomic_int cancel;
 } weft__wait_set;
 
-/* Waits for ev: suspends a task (polled by the workers), blocks a thread. */
-int weft__wait_for_event(weft__exec *x, weft__event *ev);
+/* Waits for ev: suspends a task (polled by the workers), blocks a thread.
+ * what: the waiting call's words for the watchdog's report (a string that
+ * outlives the wait, e.g. "weft_sync"). */
+int weft__wait_for_event(weft__exec *x, weft__event *ev, const char *what);
 /* The same for an event just recorded, which is not queried first (it is
  * almost always pending then: a CUDA call spent for nothing). */
-int weft__wait_for_recorded(weft__exec *x, weft__event *ev);
+int weft__wait_for_recorded(weft__exec *x, weft__event *ev, const char *what);
 /* weft_wait_until for x: calls test(arg) until it says other than
  * WEFT_EAGAIN, from the wait set's poll for a task (which suspends
- * meanwhile), in a sleeping loop for a plain thread. */
-int weft__wait_for_test(weft__exec *x, int (*test)(void *arg), void *arg);
+ * meanwhile), in a sleeping loop for a plain thread. what: as above. */
+int weft__wait_for_test(weft__exec *x, int (*test)(void *arg), void *arg,
+                        const char *what);
 /* Adds t, whose wait_ev or wait_test is set, to the wait set; a test is
  * counted in ntests while it is there. */
 void weft__wait_add(weft__wait_set *ws, weft_task *t);

@@ -100,6 +100,7 @@ void weft__worker_suspend(weft_task *t, after_switch after) {
 }
 
 void weft__mark_ready(weft_task *t, int why) {
+  weft__task_stall(t, WEFT__STALL_READY, NULL);
   if (weft__trace_on_for(t->x.bk)) {
     t->ready_ns = weft__clock_ns();
     t->ready_why = (uint8_t)why;

@@ -149,7 +149,8 @@ void weft__worker_unpark(struct weft__sched *sc, weft__worker **link,
 void weft__worker_call_on_stack(void (*fn)(void *), void *arg);
 
 /* Notes when and why (WEFT_TRF_READY_*) t was made ready, for the trace's
- * runtime-latency figures; nothing when not tracing. */
+ * runtime-latency figures, and that it is ready, for the watchdog;
+ * nothing when neither is on. */
 void weft__mark_ready(weft_task *t, int why);
 
 /* ---- sched.c ---- */

@@ -28,8 +28,9 @@
  * it ran). A task whose host code reads what earlier tasks' GPU work wrote
  * (pinned memory) adds WEFT_ACCESS_HOST to that access, and its function
  * starts only once that work completed. If the ordering itself fails (out
- * of memory), the function does not run and the task's join returns the
- * error.
+ * of memory; WEFT_EDEADLK when an earlier task waits for this one, by
+ * joining it say), the function does not run and the task's join returns
+ * the error.
  *
  * Freeing memory (weft_device_free, weft_pinned_free) ends its data in the
  * freeing spawner's declarations: a new allocation at the same address is new

@@ -74,7 +74,8 @@ WEFT_BEGIN_DECLS
   X(ESTATE, -10, "call not valid in the current state")                        \
   X(ERANGE, -11, "value out of range")                                         \
   X(EIO, -12, "input/output error")                                            \
-  X(EFORMAT, -13, "malformed input")
+  X(EFORMAT, -13, "malformed input")                                           \
+  X(EDEADLK, -14, "the wait would never end: tasks waiting for each other")
 
 typedef enum weft_errno {
 #define WEFT__ERR_ENUM(name, value, text) WEFT_##name = (value),

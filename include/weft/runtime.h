@@ -83,6 +83,19 @@ typedef struct weft_runtime_opts {
    * waits for a task, as a kernel spinning on a flag does, it can wait
    * for ever. */
   int streams;
+  /* The watchdog: a thread that looks at every task a quarter of this
+   * many milliseconds apart and, on stderr, names each task that has made
+   * no progress (not run, not ended, not moved on from one wait to the
+   * next) for longer, with what it waits for: GPU work on a stream, a
+   * join, weft_task_after, a task it follows by declared data, a
+   * weft_wait_until test (weft_wait_until_named says which, as an MPI
+   * request), admission, or a worker to run it; once per stall. 1 to
+   * 86 400 000 (a day); 0 is off; -1 (the default) reads the environment
+   * variable WEFT_WATCHDOG (seconds, decimals allowed: 0.001 to 86400; 0
+   * or unset means off). Off, it costs a branch where a task changes
+   * state; on, a clock read there too, and a look at every task under the
+   * runtime's lock each quarter of the limit. */
+  int watchdog_ms;
 } weft_runtime_opts;
 
 /* Fills *opts with the defaults; NULL is ignored.
@@ -98,8 +111,9 @@ WEFT_API void weft_runtime_opts_init(weft_runtime_opts *opts);
  * device) falls back to the host backend.
  * Errors: WEFT_EINVAL (rt NULL; bad struct_size, backend, thread count or
  * stack_size, which must lie in 16 KiB .. 1 GiB; a trace path too long
- * for a file name (4 KiB with the rank's suffix); a WEFT_BACKEND,
- * WEFT_WORKERS or WEFT_HOST_THREADS value that is not valid, named in the
+ * for a file name (4 KiB with the rank's suffix); a watchdog_ms out of
+ * range; a WEFT_BACKEND, WEFT_WORKERS, WEFT_HOST_THREADS, WEFT_WATCHDOG
+ * or other variable's value (docs/ENV.md) that is not valid, named in the
  * message; backend names are case-insensitive), WEFT_ESTATE (called from a
  * task), WEFT_ENODEV (the chosen backend is not built or has no device),
  * WEFT_ENOMEM, WEFT_EBUSY (tracing while another runtime traces), WEFT_EIO

@@ -52,8 +52,10 @@ WEFT_API int weft_device_sync(void);
  * continues on that task's stream (its order is then the wait): a chain
  * of tasks holds one stream, not one per task in flight.
  * Errors: WEFT_EINVAL (other NULL, or a task of another runtime),
- * WEFT_ESTATE (the task itself, or no runtime), WEFT_ENOMEM, device
- * errors.
+ * WEFT_ESTATE (the task itself, or no runtime), WEFT_EDEADLK (other waits,
+ * itself or through a chain of tasks, for the calling task, so that
+ * neither would return: refused, changing nothing; weft_task_join says
+ * more), WEFT_ENOMEM, device errors.
  * Context: any thread; may switch (until the other task's function has
  * returned). */
 WEFT_API int weft_task_after(weft_task *other);

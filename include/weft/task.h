@@ -78,6 +78,14 @@ WEFT_API int weft_task_spawn(weft_runtime *rt, weft_task **task,
  * Context: a task or plain thread of a runtime; may switch. */
 WEFT_API int weft_wait_until(int (*test)(void *arg), void *arg);
 
+/* weft_wait_until, saying what the test waits for: the watchdog's report
+ * (weft_runtime_opts.watchdog_ms) names a task stalled in this wait by
+ * what, e.g. "an MPI request (weft_mpi_wait)". what is not copied: it must
+ * outlive the wait (a string literal does); NULL says "a test".
+ * Errors and context: weft_wait_until's. */
+WEFT_API int weft_wait_until_named(int (*test)(void *arg), void *arg,
+                                   const char *what);
+
 /* The device the calling task's GPU work goes to (weft_task_opts.device as
  * placed), or a plain thread's (0 unless it said otherwise); a negative
  * error if no runtime is open (WEFT_ESTATE).
@@ -95,10 +103,15 @@ WEFT_API int weft_task_device(void);
  * task's first error found after the call that caused it had returned
  * (weft/error.h: a GPU operation that failed on the device, say; 0 if none),
  * with its message as "task 'name': ..."; the task is joined all the same.
+ * A join that would never end is refused: when the task joined waits,
+ * itself or through a chain of tasks each waiting for the next (in
+ * weft_task_join, weft_task_after, or following by declared data), for
+ * the calling task, the call fails with WEFT_EDEADLK, names the tasks of
+ * the cycle, and changes nothing (the task may still be joined).
  * Errors: WEFT_EINVAL (NULL; from a task, a task of another runtime: a plain
  * thread may join any), WEFT_EHANDLE (already joined or detached), WEFT_ESTATE
- * (a task joining itself), or any code as the task's error. Context: any
- * thread; may switch. */
+ * (a task joining itself), WEFT_EDEADLK (a cycle of waits, above), or any
+ * code as the task's error. Context: any thread; may switch. */
 WEFT_API int weft_task_join(weft_task *task);
 
 /* Lets the task free itself when it completes (at once if it has). A task

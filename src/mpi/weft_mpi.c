@@ -103,7 +103,12 @@ static int wait_for(mpi_wait *w, const char *call) {
   if (rc)
     return rc;
   w->serial = level < MPI_THREAD_MULTIPLE;
-  rc = weft_wait_until(test, w);
+  /* What the watchdog names, should the request never complete. */
+  static const char *const what[] = {
+      [ONE] = "an MPI request (weft_mpi_wait)",
+      [ALL] = "MPI requests, all of them (weft_mpi_waitall)",
+      [ANY] = "MPI requests, any of them (weft_mpi_waitany)"};
+  rc = weft_wait_until_named(test, w, what[w->kind]);
   if (rc == WEFT_EIO) {
     char words[MPI_MAX_ERROR_STRING];
     return weft_error_set(WEFT_EIO, w->err, "%s: MPI error %d: %s", call,

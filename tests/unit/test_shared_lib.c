@@ -11,6 +11,8 @@ static void task(void *arg) {
   weft_yield();
 }
 
+static int done(void *arg) { return arg ? 0 : WEFT_EAGAIN; }
+
 int main(void) {
   weft_runtime *rt;
   weft_runtime_opts o;
@@ -30,7 +32,8 @@ int main(void) {
            weft_event_create(&ev) == 0 && weft_event_record(ev) == 0 &&
            weft_event_sync(ev) == 0 && weft_event_destroy(&ev) == 0 &&
            weft_device_sync() == 0 && weft_sync() == 0 &&
-           weft_stream_current() != NULL;
+           weft_stream_current() != NULL &&
+           weft_wait_until_named(done, &x, "the MPI component's call") == 0;
   if (weft_shutdown(rt) != 0 || !ok) {
     fprintf(stderr, "failed: %s\n", weft_last_error_message());
     return 1;
