@@ -136,7 +136,39 @@ static void *made_find(const ident *id) {
   return NULL;
 }
 
+/* A plain thread's handles go with it, as its table does: destroyed at
+ * its exit (workers' live until shutdown, and a per_stream handle is its
+ * stream's). Its runtime's shutdown destroyed them already if it came
+ * first. */
+static pthread_key_t exit_key;
+static pthread_once_t exit_once = PTHREAD_ONCE_INIT;
+
+static void thread_gone(void *unused) {
+  (void)unused;
+  pthread_mutex_lock(&lock);
+  for (int i = 0; i < SLOTS; i++) {
+    slot *s = &slots[i];
+    if (!s->id.lib || s->id.owner || !s->handle)
+      continue;
+    for (size_t j = 0; j < nmade; j++)
+      if (registry[j].handle == s->handle && same(&registry[j].id, &s->id)) {
+        if (s->id.lib->destroy)
+          s->id.lib->destroy(s->id.lib->user, s->handle);
+        registry[j] = registry[--nmade];
+        break;
+      }
+    *s = (slot){0};
+  }
+  pthread_mutex_unlock(&lock);
+}
+
+static void make_exit_key(void) { pthread_key_create(&exit_key, thread_gone); }
+
 static int remember(const ident *id, void *handle) {
+  if (!id->owner && !weft__worker_self()) {
+    pthread_once(&exit_once, make_exit_key);
+    pthread_setspecific(exit_key, (void *)1);
+  }
   pthread_mutex_lock(&lock);
   if (nmade == cap) {
     size_t nc = cap ? 2 * cap : 16;

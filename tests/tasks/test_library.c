@@ -6,6 +6,7 @@
  * destroyed at shutdown, a handle per key, handles per stream, handles
  * made ahead on every worker (weft_library_warm), and bad descriptions,
  * bad keys and failing creates reported (with the library's words). */
+#include <pthread.h>
 #include <stdatomic.h>
 #include <string.h>
 
@@ -138,6 +139,30 @@ static void failing_task(void *arg) {
   *rc = weft_library_handle(&fake, &h);
 }
 
+static void *plain_thread_handle(void *arg) {
+  (void)arg;
+  void *h;
+  EXPECT_OK(weft_library_handle(&fake, &h));
+  EXPECT(h != NULL);
+  return NULL;
+}
+
+/* Short-lived plain threads: each one's handle goes when it exits, not at
+ * shutdown (issue 37: 5 000 threads once left 5 000 handles). */
+static void plain_threads_take_theirs(void) {
+  enum { THREADS = 12 };
+  int c0 = atomic_load(&creates), d0 = atomic_load(&destroys);
+  for (int i = 0; i < THREADS; i++) {
+    pthread_t th;
+    EXPECT(pthread_create(&th, NULL, plain_thread_handle, NULL) == 0);
+    EXPECT(pthread_join(th, NULL) == 0);
+  }
+  EXPECT_EQ_INT(atomic_load(&creates) - c0, THREADS);
+  EXPECT_MSG(atomic_load(&destroys) - d0 == THREADS,
+             "%d of %d exited threads' handles destroyed",
+             atomic_load(&destroys) - d0, THREADS);
+}
+
 int main(void) {
   weft_runtime *rt = tt_open_workers(2);
   weft_task *t[TASKS];
@@ -236,6 +261,7 @@ int main(void) {
   EXPECT_ERR(weft_library_handle_keyed(&fake, big, sizeof big, &k1b),
              WEFT_EINVAL);
   EXPECT_ERR(weft_library_handle_keyed(&fake, NULL, 4, &k1b), WEFT_EINVAL);
+  plain_threads_take_theirs();
   made = atomic_load(&creates);
 
   tt_close(rt);
