@@ -126,8 +126,7 @@ static int rt_locks_init(weft_runtime *rt) {
     goto fail_done;
   if (pthread_mutex_init(&rt->sched.park_lock, NULL))
     goto fail_park;
-  rt->waits.sched = &rt->sched;
-  if (pthread_mutex_init(&rt->waits.lock, NULL))
+  if (weft__wait_init(&rt->waits, &rt->sched))
     goto fail_wait;
   if (pthread_mutex_init(&rt->sched.each_lock, NULL))
     goto fail_each;
@@ -137,7 +136,7 @@ static int rt_locks_init(weft_runtime *rt) {
 fail_inject:
   pthread_mutex_destroy(&rt->sched.each_lock);
 fail_each:
-  pthread_mutex_destroy(&rt->waits.lock);
+  weft__wait_fini(&rt->waits);
 fail_wait:
   pthread_mutex_destroy(&rt->sched.park_lock);
 fail_park:
@@ -151,7 +150,7 @@ fail_lock:
 static void rt_locks_fini(weft_runtime *rt) {
   weft__rq_fini(&rt->sched.inject);
   pthread_mutex_destroy(&rt->sched.each_lock);
-  pthread_mutex_destroy(&rt->waits.lock);
+  weft__wait_fini(&rt->waits);
   pthread_mutex_destroy(&rt->sched.park_lock);
   pthread_cond_destroy(&rt->done_cv);
   pthread_mutex_destroy(&rt->h.lock);

@@ -24,7 +24,27 @@ typedef struct weft__wait_set {
    * since what they wait for is outside weft and may never come. Atomic:
    * the poll reads it without the lock. */
   atomic_int cancel;
+  /* Tests found slow (one call took longer than WEFT__TEST_SLOW_NS) leave
+   * the set for a thread of their own, started on the first, which polls
+   * them as a plain thread polls its test: a slow test then holds up no
+   * worker and no GPU wait (docs/decisions/wait-and-poll.md, "A slow test
+   * is moved off the workers"). Under slow_lock. */
+  pthread_mutex_t slow_lock;
+  pthread_cond_t slow_cv;
+  weft_task *slow;
+  pthread_t slow_thread;
+  int slow_started, slow_stop;
+  int (*reported[8])(void *); /* slow tests already named on stderr */
+  int nreported;
 } weft__wait_set;
+
+/* A test call longer than this is slow. */
+#define WEFT__TEST_SLOW_NS 1000000u
+
+/* The set's locks; sched: where tasks done waiting go. 0 or WEFT_ENOMEM. */
+int weft__wait_init(weft__wait_set *ws, struct weft__sched *sched);
+/* Stops the slow tests' thread (none wait by then) and frees the locks. */
+void weft__wait_fini(weft__wait_set *ws);
 
 /* Waits for ev: suspends a task (polled by the workers), blocks a thread.
  * what: the waiting call's words for the watchdog's report (a string that

@@ -11,16 +11,6 @@
 #include "runtime_state.h"
 #include "watchdog.h"
 
-uint64_t weft__stall_clock(void) {
-  struct timespec ts;
-#ifdef CLOCK_MONOTONIC_COARSE
-  clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-#else
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-#endif
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 struct weft__watchdog {
   weft_runtime *rt;
   uint64_t limit_ns;

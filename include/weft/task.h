@@ -71,7 +71,10 @@ WEFT_API int weft_task_spawn(weft_runtime *rt, weft_task **task,
  * for something outside weft (an MPI request, weft/mpi.h) frees its worker
  * as a GPU wait does. On a plain thread it calls test again and again,
  * sleeping 1 to 100 us between calls. test must neither block nor switch
- * (no weft calls that wait), and may run on any thread. Once weft_shutdown
+ * (no weft calls that wait), and may run on any thread. A test that takes
+ * longer than 1 ms in one call is named on stderr (once per test function)
+ * and polled from then on by a thread of weft's own, as a plain thread's
+ * is, so that it holds up no other wait. Once weft_shutdown
  * has begun, a task's wait whose test is not done ends with WEFT_ESTATE
  * (what it waits for may never come; the shutdown would wait for ever).
  * Errors: test's, WEFT_EINVAL (test NULL), WEFT_ESTATE (no runtime).

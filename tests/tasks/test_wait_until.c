@@ -5,10 +5,13 @@
  * failure of the task; a plain thread waits by calling the test; a NULL
  * test is refused; and a wait that would never end is ended by
  * weft_shutdown with WEFT_ESTATE. */
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "task_common.h"
+#include "weft_internal.h"
 
 enum { MANY = 500, ANSWER = 42 };
 
@@ -59,6 +62,55 @@ static void never_task(void *arg) {
   snprintf(never_msg, sizeof never_msg, "%s", weft_last_error_message());
 }
 
+/* A slow test (each call 5 ms) is called by the task itself, once by the
+ * poll that finds it slow, then by the slow tests' thread alone, while a task's
+ * GPU round trips go on (issue 37: one 200 ms test once stalled every GPU
+ * wait). */
+static atomic_int slow_go, slow_on_workers, slow_off_workers;
+
+static int slow_test(void *arg) {
+  (void)arg;
+  if (weft__worker_self())
+    atomic_fetch_add(&slow_on_workers, 1);
+  else
+    atomic_fetch_add(&slow_off_workers, 1);
+  struct timespec ts = {0, 5000000};
+  nanosleep(&ts, NULL);
+  return atomic_load(&slow_go) ? 0 : WEFT_EAGAIN;
+}
+
+static void slow_waiter(void *arg) {
+  (void)arg;
+  EXPECT_OK(weft_wait_until(slow_test, NULL));
+}
+
+static void round_trips(void *arg) {
+  int *d = arg;
+  for (int i = 0; i < 50; i++) {
+    EXPECT_OK(weft_memset(d, i, sizeof *d));
+    EXPECT_OK(weft_sync());
+  }
+  atomic_store(&slow_go, 1);
+}
+
+static void slow_test_moves_off(weft_runtime *rt) {
+  int *d;
+  EXPECT_OK(weft_device_alloc(sizeof *d, (void **)&d));
+  weft_task *w, *r;
+  EXPECT_OK(weft_task_spawn(rt, &w, slow_waiter, NULL, NULL));
+  for (int ms = 0; ms < 10000 && atomic_load(&slow_off_workers) == 0; ms++)
+    tt_sleep_ms(1);
+  EXPECT_OK(weft_task_spawn(rt, &r, round_trips, d, NULL));
+  EXPECT_OK(weft_task_join(r));
+  EXPECT_OK(weft_task_join(w));
+  EXPECT_MSG(atomic_load(&slow_on_workers) == 2,
+             "the slow test was called %d times by workers (2 expected: "
+             "the task's own, and the poll's that found it slow)",
+             atomic_load(&slow_on_workers));
+  EXPECT(atomic_load(&slow_off_workers) >= 1);
+  EXPECT_OK(weft_device_free(d));
+}
+
 int main(void) {
   weft_runtime_opts ro;
   weft_runtime_opts_init(&ro);
@@ -88,6 +140,8 @@ int main(void) {
   EXPECT_EQ_INT(weft_wait_until(answer, &calls), ANSWER);
   EXPECT_EQ_INT(calls, 3);
   EXPECT_ERR(weft_wait_until(NULL, NULL), WEFT_EINVAL);
+
+  slow_test_moves_off(rt);
 
   /* A wait for something that never comes does not hold weft_shutdown
    * for ever: it ends with WEFT_ESTATE, saying so. */
