@@ -116,7 +116,10 @@ void weft__trace_emit(const weft__trace_rec *r);
 /* Appends records from any thread, under the tracer's lock (the CUPTI
  * buffer callback delivers thousands at a time). */
 void weft__trace_emit_batch(const weft__trace_rec *r, size_t n);
-/* A copy of s that lives until the trace is written. */
+/* The tracer's copy of s (NULL: ""), which lives until the trace is
+ * written: records never hold a caller's pointer. Equal strings share one
+ * copy, and a thread passing the same pointer again (a launch's kernel
+ * name) finds it without the lock. "?" when out of memory. */
 const char *weft__trace_intern(const char *s);
 uint64_t weft__trace_now(void);
 /* The lane of the calling thread's CPU records (see trace_record.c). */

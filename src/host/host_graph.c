@@ -139,8 +139,9 @@ int weft__host_graph_launch(weft__stream *s, void *gp) {
     op->graph = g->id;
     op->corr = corr;
     op->task = traced ? weft__trace_task : 0;
-    if (!traced)
-      op->name = NULL;
+    /* The clone's name is the graph's copy (op_clone leaves it out): the
+     * trace gets its own, since the graph may be destroyed first. */
+    op->name = traced && t->name ? weft__trace_intern(t->name) : NULL;
     *tail = op;
     tail = &op->next;
   }

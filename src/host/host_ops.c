@@ -164,7 +164,7 @@ static uint64_t trace_begin(weft__stream *s, weft__host_op *op,
     return 0;
   op->corr = weft__trace_next_corr();
   op->task = weft__trace_task;
-  op->name = name;
+  op->name = name ? weft__trace_intern(name) : NULL;
   return weft__trace_now();
 }
 
@@ -263,12 +263,19 @@ static int launch(weft__stream *s, const weft_kernel *k, weft_dim3 grid,
   size_t extra = 0;
   for (unsigned i = 0; i < k->nargs; i++)
     extra += align16(k->arg_size[i]);
+  const char *name = k->name ? k->name : "kernel";
   if (shmem > ((size_t)1 << 30))
     return weft__err(WEFT_EINVAL, "weft_launch %s: %zu bytes of shared memory",
-                     k->name ? k->name : "kernel", shmem);
-  weft__host_op *op = op_new(HOP_LAUNCH, extra + align16(shmem));
+                     name, shmem);
+  /* A graph keeps its launches beyond this call, and the caller may free
+   * the kernel's name meanwhile: a captured launch keeps a copy, after
+   * its extras and outside size, so that replays (which intern it) and
+   * an update's shape check see only the launch. */
+  size_t name_bytes = HS(s)->capturing ? strlen(name) + 1 : 0;
+  weft__host_op *op = op_new(HOP_LAUNCH, extra + align16(shmem) + name_bytes);
   if (!op)
     return no_memory("weft_launch");
+  op->size -= name_bytes;
   unsigned char *buf = (unsigned char *)(op + 1);
   for (unsigned i = 0; i < k->nargs; i++) {
     memcpy(buf, args[i], k->arg_size[i]);
@@ -280,11 +287,11 @@ static int launch(weft__stream *s, const weft_kernel *k, weft_dim3 grid,
   op->u.launch.block = block;
   op->u.launch.shared = shmem ? buf : NULL;
   if (HS(s)->capturing) {
-    op->name = k->name ? k->name : "kernel";
+    op->name = memcpy((char *)op + op->size, name, name_bytes);
     weft__host_capture_op(HS(s), op);
     return 0;
   }
-  uint64_t t0 = trace_begin(s, op, k->name ? k->name : "kernel");
+  uint64_t t0 = trace_begin(s, op, name);
   uint64_t corr = op->corr, task = op->task;
   weft__host_enqueue(HS(s), op);
   if (t0)
