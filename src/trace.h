@@ -107,7 +107,8 @@ int weft__trace_rank_path(const char *path, char *out, size_t len);
 int weft__trace_open(const char *path, const char *backend, void *owner,
                      const weft_device_info *devs, int ndev);
 /* Writes the file and stops recording. Every thread that recorded must
- * be idle. Returns 0 or WEFT_EIO. */
+ * be idle. Returns 0, WEFT_EIO (not written) or WEFT_ENOMEM (written,
+ * records dropped for want of memory). */
 int weft__trace_close(void);
 
 /* Appends a copy of r to the calling thread's buffer (dropped and counted

@@ -79,7 +79,9 @@ static inline int weft__trace_grow(void **v, size_t *cap, size_t n,
 
 /* Lock held, recording stopped. Writes the trace file at the path given to
  * weft__trace_open from the buffers; sorts the task and correlation maps
- * for its lookups. Returns 0 or WEFT_EIO. */
+ * for its lookups. Returns 0, WEFT_EIO (not written) or WEFT_ENOMEM
+ * (written, valid, with records dropped: the message and the file count
+ * them). */
 int weft__trace_write(void);
 
 #endif

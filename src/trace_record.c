@@ -134,8 +134,10 @@ static const char *intern_locked(const char *s) {
         return T->names[i]->s;
   }
   str *p = malloc(sizeof *p + len + 1);
-  if (!p)
+  if (!p) {
+    atomic_fetch_add(&T->dropped, 1); /* a name lost counts as a record */
     return "?";
+  }
   p->hash = h;
   memcpy(p->s, s, len + 1);
   p->next = T->strs;
@@ -191,6 +193,8 @@ void weft__trace_task_name(uint64_t id, const char *name) {
   if (weft__trace_grow((void **)&T->tasks, &T->cap_tasks, T->ntasks,
                        sizeof *T->tasks) == 0)
     T->tasks[T->ntasks++] = (id_name){id, intern_locked(name)};
+  else
+    atomic_fetch_add(&T->dropped, 1);
   pthread_mutex_unlock(&T->lock);
 }
 
@@ -199,6 +203,8 @@ void weft__trace_corr_task(uint64_t corr, uint64_t task) {
   if (weft__trace_grow((void **)&T->corrs, &T->cap_corrs, T->ncorrs,
                        sizeof *T->corrs) == 0)
     T->corrs[T->ncorrs++] = (pair){corr, task};
+  else
+    atomic_fetch_add(&T->dropped, 1);
   pthread_mutex_unlock(&T->lock);
 }
 
@@ -223,6 +229,8 @@ void weft__trace_thread_name(const char *name) {
   if (weft__trace_grow((void **)&T->lanes, &T->cap_lanes, T->nlanes,
                        sizeof *T->lanes) == 0)
     T->lanes[T->nlanes++] = (id_name){lane, intern_locked(name)};
+  else
+    atomic_fetch_add(&T->dropped, 1);
   pthread_mutex_unlock(&T->lock);
 }
 

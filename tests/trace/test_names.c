@@ -98,6 +98,7 @@ int main(void) {
   EXPECT_EQ_INT((long long)kernels_named(&m, "heap_kernel_first"), 1);
   EXPECT_EQ_INT((long long)kernels_named(&m, "heap_kernel_again"), 1);
   EXPECT_EQ_INT((long long)kernels_named(&m, "graph_kernel"), REPLAYS);
+  EXPECT_EQ_INT(m.dropped, 0);
   EXPECT_EQ_INT(trace_compat_problems(stderr, &m, 20), 0);
   trace_model_free(&m);
   unlink(path);
