@@ -305,19 +305,21 @@ int weft__trace_open(const char *path, const char *backend, void *owner,
   T->path = strdup(path);
   T->devs = ndev > 0 ? malloc((size_t)ndev * sizeof *devs) : NULL;
   /* The name table is made now, so that a launch's first intern does not
-   * allocate it. */
-  T->names = calloc(NAMES_CAP, sizeof *T->names);
-  if (!T->path || (ndev > 0 && !T->devs) || !T->names) {
+   * allocate it (one made by an intern while no trace was open is kept). */
+  str **names = T->names ? NULL : calloc(NAMES_CAP, sizeof *names);
+  if (!T->path || (ndev > 0 && !T->devs) || (!T->names && !names)) {
     free(T->path);
     free(T->devs);
-    free(T->names);
+    free(names);
     T->path = NULL;
     T->devs = NULL;
-    T->names = NULL;
     pthread_mutex_unlock(&T->lock);
     return weft__err(WEFT_ENOMEM, "weft trace: out of memory");
   }
-  T->cap_names = NAMES_CAP;
+  if (names) {
+    T->names = names;
+    T->cap_names = NAMES_CAP;
+  }
   if (ndev > 0)
     memcpy(T->devs, devs, (size_t)ndev * sizeof *devs);
   T->ndev = ndev > 0 ? ndev : 0;
