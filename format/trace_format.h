@@ -27,10 +27,12 @@
 #define WEFT_TRF_DUR "dur" /* duration, microseconds */
 #define WEFT_TRF_ARGS "args"
 
-/* Written only: the file's other members, which the reader skips. */
+/* The file's other members: the reader takes the rank and the dropped
+ * count from them and skips the rest. */
 #define WEFT_TRF_SCHEMA_VERSION "schemaVersion"
 #define WEFT_TRF_DISPLAY_TIME_UNIT "displayTimeUnit"
 #define WEFT_TRF_WEFT "weft" /* {version, backend, dropped_records} */
+#define WEFT_TRF_DROPPED_RECORDS "dropped_records"
 #define WEFT_TRF_DISTRIBUTED_INFO "distributedInfo" /* {"rank": N, ...} */
 #define WEFT_TRF_RANK "rank"
 /* Launch arrows: a flow from the API call to the GPU op it queued. */

@@ -57,7 +57,7 @@ typedef struct weft__trace_rec {
   uint8_t kind;
   uint8_t copy; /* WEFT__TR_HTOD.. for memcpys */
   uint8_t src_pinned, dst_pinned;
-  uint8_t why;    /* task slices: WEFT__TR_READY_* */
+  uint8_t why;    /* task slices: WEFT_TRF_READY_* */
   uint32_t graph; /* GPU kinds: the graph the op was replayed from, or 0 */
 } weft__trace_rec;
 
@@ -95,7 +95,8 @@ int weft__trace_rank_path(const char *path, char *out, size_t len);
 int weft__trace_open(const char *path, const char *backend, void *owner,
                      const weft_device_info *devs, int ndev);
 /* Writes the file and stops recording. Every thread that recorded must
- * be idle. Returns 0 or WEFT_EIO. */
+ * be idle. Returns 0, WEFT_EIO (not written) or WEFT_ENOMEM (written,
+ * records dropped for want of memory). */
 int weft__trace_close(void);
 
 /* Appends a copy of r to the calling thread's buffer (dropped and counted
@@ -104,7 +105,10 @@ void weft__trace_emit(const weft__trace_rec *r);
 /* Appends records from any thread, under the tracer's lock (the CUPTI
  * buffer callback delivers thousands at a time). */
 void weft__trace_emit_batch(const weft__trace_rec *r, size_t n);
-/* A copy of s that lives until the trace is written. */
+/* The tracer's copy of s (NULL: ""), which lives until the trace is
+ * written: records never hold a caller's pointer. Equal strings share one
+ * copy, and a thread passing the same pointer again (a launch's kernel
+ * name) finds it without the lock. "?" when out of memory. */
 const char *weft__trace_intern(const char *s);
 /* The lane of the calling thread's CPU records (see trace_record.c). */
 uint32_t weft__trace_thread_lane(void);

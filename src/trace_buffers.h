@@ -22,6 +22,7 @@ typedef struct chunk {
 
 typedef struct str {
   struct str *next;
+  uint64_t hash; /* of s, for the name table */
   char s[];
 } str;
 
@@ -45,7 +46,9 @@ struct weft__trace_buffers {
   atomic_uint_fast64_t epoch; /* a new trace invalidates thread buffers */
   chunk *chunks;              /* every chunk, for writing */
   chunk *shared;              /* the chunk batches go to (under lock) */
-  str *strs;
+  str *strs;                  /* every interned string, for freeing */
+  str **names; /* the same, found by content: open addressing, NULL free */
+  size_t nnames, cap_names;
   id_name *tasks;
   size_t ntasks, cap_tasks;
   id_name *lanes;
@@ -76,7 +79,9 @@ static inline int weft__trace_grow(void **v, size_t *cap, size_t n,
 
 /* Lock held, recording stopped. Writes the trace file at the path given to
  * weft__trace_open from the buffers; sorts the task and correlation maps
- * for its lookups. Returns 0 or WEFT_EIO. */
+ * for its lookups. Returns 0, WEFT_EIO (not written) or WEFT_ENOMEM
+ * (written, valid, with records dropped: the message and the file count
+ * them). */
 int weft__trace_write(void);
 
 #endif

@@ -77,22 +77,105 @@ void weft__trace_emit_batch(const weft__trace_rec *r, size_t n) {
   pthread_mutex_unlock(&T->lock);
 }
 
-/* Lock held. */
+/* Interned strings are the tracer's own copies, one per content, freed
+ * when the trace is written: a record never holds a caller's pointer,
+ * since the caller may free its string (a kernel description's name) long
+ * before weft_shutdown writes the file. */
+static uint64_t str_hash(const char *s, size_t *len) {
+  uint64_t h = 0xcbf29ce484222325u; /* FNV-1a */
+  size_t n = 0;
+  for (; s[n]; n++)
+    h = (h ^ (unsigned char)s[n]) * 0x100000001b3u;
+  *len = n;
+  return h;
+}
+
+enum { NAMES_CAP = 256 }; /* the name table's first size (a power of 2) */
+
+/* Lock held. Doubles the name table; -1 when out of memory (the table is
+ * then as it was). */
+static int names_grow(void) {
+  size_t cap = T->cap_names ? T->cap_names * 2 : NAMES_CAP;
+  str **v = calloc(cap, sizeof *v);
+  if (!v)
+    return -1;
+  for (size_t i = 0; i < T->cap_names; i++) {
+    str *e = T->names[i];
+    if (!e)
+      continue;
+    size_t j = (size_t)e->hash & (cap - 1);
+    while (v[j])
+      j = (j + 1) & (cap - 1);
+    v[j] = e;
+  }
+  free(T->names);
+  T->names = v;
+  T->cap_names = cap;
+  return 0;
+}
+
+/* Lock held. The tracer's copy of s, made if it has none; "?" when out of
+ * memory. A copy the full table cannot take is still made, only not
+ * shared. */
 static const char *intern_locked(const char *s) {
-  size_t len = strlen(s);
+  size_t len;
+  uint64_t h = str_hash(s, &len);
+  size_t mask = T->cap_names - 1, i = 0;
+  if (T->cap_names) {
+    for (i = (size_t)h & mask; T->names[i]; i = (i + 1) & mask)
+      if (T->names[i]->hash == h && strcmp(T->names[i]->s, s) == 0)
+        return T->names[i]->s;
+  }
   str *p = malloc(sizeof *p + len + 1);
-  if (!p)
+  if (!p) {
+    atomic_fetch_add(&T->dropped, 1); /* a name lost counts as a record */
     return "?";
+  }
+  p->hash = h;
   memcpy(p->s, s, len + 1);
   p->next = T->strs;
   T->strs = p;
+  if ((T->nnames + 1) * 2 > T->cap_names) {
+    if (names_grow() != 0)
+      return p->s;
+    mask = T->cap_names - 1;
+    for (i = (size_t)h & mask; T->names[i]; i = (i + 1) & mask)
+      ;
+  }
+  T->names[i] = p;
+  T->nnames++;
   return p->s;
 }
 
+/* Each thread's recent strings by the caller's pointer, which a launch
+ * passes unchanged every time (its kernel's name): found here without the
+ * lock. The content is compared too, since a freed string's address can
+ * come back holding another. Valid for the trace of tls_names_epoch. */
+enum { NAME_CACHE = 32 };
+typedef struct name_hit {
+  const char *key, *copy;
+} name_hit;
+static _Thread_local name_hit tls_names[NAME_CACHE];
+static _Thread_local uint64_t tls_names_epoch;
+
 const char *weft__trace_intern(const char *s) {
+  if (!s)
+    s = "";
+  uint64_t epoch = atomic_load_explicit(&T->epoch, memory_order_relaxed);
+  if (tls_names_epoch != epoch) {
+    memset(tls_names, 0, sizeof tls_names);
+    tls_names_epoch = epoch;
+  }
+  /* The slot: the top 5 bits of the pointer's Fibonacci hash. */
+  _Static_assert(NAME_CACHE == 32, "the slot is 5 bits");
+  name_hit *c =
+      &tls_names[((uint64_t)(uintptr_t)s * 0x9E3779B97F4A7C15u) >> 59];
+  if (c->key == s && strcmp(c->copy, s) == 0)
+    return c->copy;
   pthread_mutex_lock(&T->lock);
-  const char *r = intern_locked(s ? s : "");
+  const char *r = intern_locked(s);
   pthread_mutex_unlock(&T->lock);
+  *c = (name_hit){s, r};
   return r;
 }
 
@@ -103,6 +186,8 @@ void weft__trace_task_name(uint64_t id, const char *name) {
   if (weft__trace_grow((void **)&T->tasks, &T->cap_tasks, T->ntasks,
                        sizeof *T->tasks) == 0)
     T->tasks[T->ntasks++] = (id_name){id, intern_locked(name)};
+  else
+    atomic_fetch_add(&T->dropped, 1);
   pthread_mutex_unlock(&T->lock);
 }
 
@@ -111,6 +196,8 @@ void weft__trace_corr_task(uint64_t corr, uint64_t task) {
   if (weft__trace_grow((void **)&T->corrs, &T->cap_corrs, T->ncorrs,
                        sizeof *T->corrs) == 0)
     T->corrs[T->ncorrs++] = (pair){corr, task};
+  else
+    atomic_fetch_add(&T->dropped, 1);
   pthread_mutex_unlock(&T->lock);
 }
 
@@ -135,6 +222,8 @@ void weft__trace_thread_name(const char *name) {
   if (weft__trace_grow((void **)&T->lanes, &T->cap_lanes, T->nlanes,
                        sizeof *T->lanes) == 0)
     T->lanes[T->nlanes++] = (id_name){lane, intern_locked(name)};
+  else
+    atomic_fetch_add(&T->dropped, 1);
   pthread_mutex_unlock(&T->lock);
 }
 
@@ -208,13 +297,21 @@ int weft__trace_open(const char *path, const char *backend, void *owner,
   }
   T->path = strdup(path);
   T->devs = ndev > 0 ? malloc((size_t)ndev * sizeof *devs) : NULL;
-  if (!T->path || (ndev > 0 && !T->devs)) {
+  /* The name table is made now, so that a launch's first intern does not
+   * allocate it (one made by an intern while no trace was open is kept). */
+  str **names = T->names ? NULL : calloc(NAMES_CAP, sizeof *names);
+  if (!T->path || (ndev > 0 && !T->devs) || (!T->names && !names)) {
     free(T->path);
     free(T->devs);
+    free(names);
     T->path = NULL;
     T->devs = NULL;
     pthread_mutex_unlock(&T->lock);
     return weft__err(WEFT_ENOMEM, "weft trace: out of memory");
+  }
+  if (names) {
+    T->names = names;
+    T->cap_names = NAMES_CAP;
   }
   if (ndev > 0)
     memcpy(T->devs, devs, (size_t)ndev * sizeof *devs);
@@ -243,6 +340,9 @@ static void free_records(void) {
     T->strs = s->next;
     free(s);
   }
+  free(T->names);
+  T->names = NULL;
+  T->nnames = T->cap_names = 0;
   free(T->tasks);
   free(T->lanes);
   free(T->corrs);

@@ -131,8 +131,11 @@ static void write_check(FILE *f, const weft__trace_rec *r, uint64_t t0,
   fprintf(f, "}}");
 }
 
-static void write_rec(FILE *f, const weft__trace_rec *r, uint64_t t0,
-                      long host_pid) {
+/* paired: for a GPU op, whether its API call is in the file; an op whose
+ * call was dropped is written without its correlation, which would name
+ * a call that is not there (docs/TRACE.md, "Dropped records"). */
+static void write_rec(FILE *f, const weft__trace_rec *r, int paired,
+                      uint64_t t0, long host_pid) {
   if (r->kind == WEFT__TR_CHECK) {
     write_check(f, r, t0, host_pid);
     return;
@@ -186,7 +189,7 @@ static void write_rec(FILE *f, const weft__trace_rec *r, uint64_t t0,
     ARG(KEY(WEFT_TRF_ARG_DEVICE) "%d," KEY(WEFT_TRF_ARG_STREAM) "%" PRIu32,
         r->dev, r->lane);
   }
-  if (r->corr)
+  if (r->corr && (!gpu || paired))
     ARG(KEY(WEFT_TRF_ARG_CORRELATION) "%" PRIu64, r->corr);
   if (gpu && r->graph)
     ARG(KEY(WEFT_TRF_ARG_GRAPH) "%" PRIu32, r->graph);
@@ -272,9 +275,8 @@ static int cmp_slice(const void *a, const void *b) {
   return x->start < y->start ? -1 : x->start > y->start;
 }
 
-/* Lock held. Out of memory leaves the index empty: the file is written
- * without flows and without nesting, not lost. */
-static void index_cpu(cpu_index *ix) {
+/* Lock held. 0, or -1 with the index empty when out of memory. */
+static int index_cpu(cpu_index *ix) {
   *ix = (cpu_index){0};
   size_t na = 0, nt = 0;
   for (chunk *c = T->chunks; c; c = c->next) {
@@ -290,7 +292,7 @@ static void index_cpu(cpu_index *ix) {
     free(ix->apis);
     free(ix->tasks);
     *ix = (cpu_index){0};
-    return;
+    return -1;
   }
   for (chunk *c = T->chunks; c; c = c->next) {
     unsigned n = atomic_load_explicit(&c->n, memory_order_acquire);
@@ -307,11 +309,11 @@ static void index_cpu(cpu_index *ix) {
     qsort(ix->apis, ix->napis, sizeof *ix->apis, cmp_slice);
   if (ix->ntasks)
     qsort(ix->tasks, ix->ntasks, sizeof *ix->tasks, cmp_slice);
+  return 0;
 }
 
-/* The last slice of v (sorted by key, then start) with key and a start at
- * or before t, or NULL. */
-/* The index of the first slice past (key, t). */
+/* The index of the first slice of v (sorted by key, then start) past
+ * (key, t). */
 static size_t slice_past(const cpu_slice *v, size_t n, uint64_t key,
                          uint64_t t) {
   size_t lo = 0, hi = n;
@@ -325,6 +327,7 @@ static size_t slice_past(const cpu_slice *v, size_t n, uint64_t key,
   return lo;
 }
 
+/* The last slice of v with key and a start at or before t, or NULL. */
 static const cpu_slice *find_slice(const cpu_slice *v, size_t n, uint64_t key,
                                    uint64_t t) {
   size_t lo = slice_past(v, n, key, t);
@@ -355,12 +358,15 @@ static void nest_in_task(const cpu_index *ix, weft__trace_rec *r) {
 }
 
 /* Appends lane (a task id) to *v; a name per lane is written from it once
- * sorted and made unique (a search here would cost a pass per wait). */
-static void note_lane(uint32_t **v, size_t *n, size_t *cap, uint32_t lane) {
+ * sorted and made unique (a search here would cost a pass per wait).
+ * -1 when out of memory: the lane may go unnamed. */
+static int note_lane(uint32_t **v, size_t *n, size_t *cap, uint32_t lane) {
   if (*n && (*v)[*n - 1] == lane)
-    return;
-  if (weft__trace_grow((void **)v, cap, *n, sizeof **v) == 0)
-    (*v)[(*n)++] = lane;
+    return 0;
+  if (weft__trace_grow((void **)v, cap, *n, sizeof **v) != 0)
+    return -1;
+  (*v)[(*n)++] = lane;
+  return 0;
 }
 
 static int cmp_u32(const void *a, const void *b) {
@@ -371,16 +377,8 @@ static int cmp_u32(const void *a, const void *b) {
 /* Kineto's launch arrows: a flow from the API call that queued a GPU op
  * to the op, with the correlation as its id ("ac2g"), so that Perfetto
  * draws them. */
-static void write_flow(FILE *f, const cpu_index *ix, const weft__trace_rec *r,
+static void write_flow(FILE *f, const cpu_slice *a, const weft__trace_rec *r,
                        uint64_t t0, long host_pid) {
-  if (!r->corr)
-    return;
-  const cpu_slice *a = find_slice(ix->apis, ix->napis, r->corr, UINT64_MAX);
-  if (!a)
-    return;
-  /* The first call in time with the correlation, as the reader pairs. */
-  while (a > ix->apis && (a - 1)->key == r->corr)
-    a--;
   fprintf(f,
           ",\n{\"ph\":\"s\",\"id\":%" PRIu64 ",\"pid\":%ld,\"tid\":%" PRIu32
           ",\"ts\":%.3f,\"cat\":\"ac2g\",\"name\":\"ac2g\"}",
@@ -389,6 +387,17 @@ static void write_flow(FILE *f, const cpu_index *ix, const weft__trace_rec *r,
           ",\n{\"ph\":\"f\",\"id\":%" PRIu64 ",\"pid\":%d,\"tid\":%" PRIu32
           ",\"ts\":%.3f,\"cat\":\"ac2g\",\"name\":\"ac2g\",\"bp\":\"e\"}",
           r->corr, r->dev, r->lane, (double)(r->start - t0) / 1e3);
+}
+
+/* The API call of GPU op r: the first in time with its correlation, as
+ * the reader pairs them; NULL when the file has none. */
+static const cpu_slice *api_of(const cpu_index *ix, const weft__trace_rec *r) {
+  if (!r->corr)
+    return NULL;
+  const cpu_slice *a = find_slice(ix->apis, ix->napis, r->corr, UINT64_MAX);
+  while (a && a > ix->apis && (a - 1)->key == r->corr)
+    a--;
+  return a;
 }
 
 /* The correlations of graph launches that already have their arrow: the
@@ -429,15 +438,14 @@ static int corr_first(corr_set *s, uint64_t c) {
 }
 
 /* Lock held. The whole file: the header, the host's names, every record,
- * then a name for each GPU lane the records used. */
-static void write_trace(FILE *f, uint64_t t0) {
+ * then a name for each GPU lane the records used, and last weft's own
+ * member, whose count of dropped records includes what could not be
+ * written here. Returns that count. */
+static uint64_t write_trace(FILE *f, uint64_t t0) {
   long pid = (long)getpid();
+  uint64_t dropped = atomic_load(&T->dropped);
   fprintf(f, "{" KEY(WEFT_TRF_SCHEMA_VERSION) "1," KEY(
-                 WEFT_TRF_DISPLAY_TIME_UNIT) "\"ms\",");
-  fprintf(f,
-          KEY(WEFT_TRF_WEFT) "{\"version\":\"0.1.0\",\"backend\":\"%s\","
-                             "\"dropped_records\":%" PRIu64 "},\n",
-          T->backend, (uint64_t)atomic_load(&T->dropped));
+                 WEFT_TRF_DISPLAY_TIME_UNIT) "\"ms\",\n");
   write_devices(f);
   fprintf(f, KEY(WEFT_TRF_TRACE_EVENTS) "[\n");
   write_meta(f, WEFT_TRF_META_PROCESS_NAME, pid, -1, "weft host");
@@ -450,7 +458,9 @@ static void write_trace(FILE *f, uint64_t t0) {
   pair *seen = NULL;
   size_t nseen = 0, cap = 0;
   cpu_index ix;
-  index_cpu(&ix);
+  /* Without the index, API calls can be neither paired with their ops nor
+   * nested in their slices: they are left out, and counted. */
+  int no_index = index_cpu(&ix) != 0;
   corr_set graphs = {0};  /* graph launches already given an arrow */
   uint32_t *waits = NULL; /* the tasks with wait lanes, to name them */
   size_t nwaits = 0, wcap = 0;
@@ -459,23 +469,33 @@ static void write_trace(FILE *f, uint64_t t0) {
     for (unsigned i = 0; i < n; i++) {
       weft__trace_rec r1 = c->r[i];
       const weft__trace_rec *r = &r1;
-      if (r->kind == WEFT__TR_API)
+      if (r->kind == WEFT__TR_API) {
+        if (no_index) {
+          dropped++;
+          continue;
+        }
         nest_in_task(&ix, &r1);
-      if (r->kind == WEFT__TR_WAIT && r->task)
-        note_lane(&waits, &nwaits, &wcap, (uint32_t)r->task);
+      }
+      if (r->kind == WEFT__TR_WAIT && r->task &&
+          note_lane(&waits, &nwaits, &wcap, (uint32_t)r->task) != 0)
+        dropped++; /* the lane's name */
+      const cpu_slice *api = r->kind <= WEFT__TR_MEMSET ? api_of(&ix, r) : NULL;
       fprintf(f, ",\n");
-      write_rec(f, r, t0, pid);
+      write_rec(f, r, api != NULL, t0, pid);
       if (r->kind > WEFT__TR_MEMSET)
         continue;
-      if (!r->graph || corr_first(&graphs, r->corr))
-        write_flow(f, &ix, r, t0, pid);
+      if (api && (!r->graph || corr_first(&graphs, r->corr)))
+        write_flow(f, api, r, t0, pid);
       uint64_t key = ((uint64_t)(uint16_t)r->dev << 32) | r->lane;
       size_t k = 0;
       while (k < nseen && seen[k].key != key)
         k++;
-      if (k == nseen &&
-          weft__trace_grow((void **)&seen, &cap, nseen, sizeof *seen) == 0)
+      if (k < nseen)
+        continue;
+      if (weft__trace_grow((void **)&seen, &cap, nseen, sizeof *seen) == 0)
         seen[nseen++] = (pair){key, 0};
+      else
+        dropped++; /* the lane's name */
     }
   }
   for (size_t k = 0; k < nseen; k++) {
@@ -505,7 +525,12 @@ static void write_trace(FILE *f, uint64_t t0) {
   free(graphs.v);
   free(ix.apis);
   free(ix.tasks);
-  fprintf(f, "\n]}\n");
+  fprintf(
+      f,
+      "\n],\n" KEY(WEFT_TRF_WEFT) "{\"version\":\"0.1.0\",\"backend\":\"%s\","
+                                  "\"dropped_records\":%" PRIu64 "}}\n",
+      T->backend, dropped);
+  return dropped;
 }
 
 int weft__trace_write(void) {
@@ -525,9 +550,15 @@ int weft__trace_write(void) {
   if (!f) {
     rc = weft__err(WEFT_EIO, "weft trace: cannot write %s", T->path);
   } else {
-    write_trace(f, t0);
+    uint64_t dropped = write_trace(f, t0);
     if (fclose(f) != 0)
       rc = weft__err(WEFT_EIO, "weft trace: error writing %s", T->path);
+    else if (dropped)
+      rc = weft__err(WEFT_ENOMEM,
+                     "weft trace: %" PRIu64 " records dropped for want of "
+                     "memory; %s is valid but incomplete (its "
+                     "\"dropped_records\" says how many)",
+                     dropped, T->path);
   }
   return rc;
 }

@@ -28,8 +28,9 @@ static int read_events(trace_loader *L) {
   }
 }
 
-/* The members of "distributedInfo": its "rank", if a whole number. */
-static int read_rank(trace_loader *L) {
+/* The members of a header object: the whole number under key, if given,
+ * into *out ("distributedInfo"'s "rank", "weft"'s "dropped_records"). */
+static int read_header_number(trace_loader *L, const char *key, int64_t *out) {
   trace_json_token t;
   for (;;) {
     trace_json_type type = trace_json_next(&L->j, &t);
@@ -37,11 +38,11 @@ static int read_rank(trace_loader *L) {
       return 0;
     if (type != TRACE_JSON_KEY)
       return -1;
-    int rank = trace_json_is(&t, WEFT_TRF_RANK);
+    int wanted = trace_json_is(&t, key);
     if (trace_json_next(&L->j, &t) == TRACE_JSON_ERROR)
       return -1;
-    if (rank && t.type == TRACE_JSON_NUMBER && t.is_integer && t.num >= 0)
-      L->m->rank = (int64_t)t.num;
+    if (wanted && t.type == TRACE_JSON_NUMBER && t.is_integer && t.num >= 0)
+      *out = (int64_t)t.num;
     else if (trace_json_skip(&L->j, &t))
       return -1;
   }
@@ -63,11 +64,14 @@ static int read_document(trace_loader *L) {
         return -1;
       int events = trace_json_is(&t, WEFT_TRF_TRACE_EVENTS);
       int dist = trace_json_is(&t, WEFT_TRF_DISTRIBUTED_INFO);
+      int weft = trace_json_is(&t, WEFT_TRF_WEFT);
       type = trace_json_next(&L->j, &t);
       if (type == TRACE_JSON_ERROR)
         return -1;
-      if (dist && type == TRACE_JSON_OBJECT) {
-        if (read_rank(L))
+      if ((dist || weft) && type == TRACE_JSON_OBJECT) {
+        if (read_header_number(L,
+                               dist ? WEFT_TRF_RANK : WEFT_TRF_DROPPED_RECORDS,
+                               dist ? &L->m->rank : &L->m->dropped))
           return -1;
         continue;
       }
@@ -114,6 +118,7 @@ static int load(trace_model *m, const void *buf, size_t len, trace_error *err,
                 void *to_free) {
   memset(m, 0, sizeof *m);
   m->rank = -1;
+  m->dropped = -1;
   trace_loader L;
   memset(&L, 0, sizeof L);
   L.m = m;

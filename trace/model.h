@@ -129,6 +129,9 @@ typedef struct trace_model {
    * flows (cat "ac2g"): starts ("ph":"s") and ends ("ph":"f"), in file
    * order. */
   int64_t rank;
+  /* weft's traces: the records the tracer dropped for want of memory
+   * ("weft": {"dropped_records": N}); -1 when the file does not say. */
+  int64_t dropped;
   int64_t *flow_starts, *flow_ends;
   size_t nflow_starts, nflow_ends, cap_flow_starts, cap_flow_ends;
 

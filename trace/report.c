@@ -111,6 +111,11 @@ static void text_report(FILE *f, const trace_model *m, const trace_analysis *a,
           m->count[TRACE_OP_OTHER]);
   fprintf(f, "  lanes: GPU streams %zu (devices %zu), CPU threads %zu\n",
           m->ngpu_lanes, a->ndevices, m->nthreads);
+  if (m->dropped > 0)
+    fprintf(f,
+            "  incomplete: the tracer dropped %lld records for want of "
+            "memory\n",
+            (long long)m->dropped);
 
   if (a->gpu_ops == 0) {
     fprintf(f, "\nno GPU activity: the trace has no kernel, copy or memset "
@@ -393,6 +398,10 @@ static void json_report(FILE *f, const trace_model *m, const trace_analysis *a,
             trace_op_kind_name((trace_op_kind)k), m->count[k]);
   fprintf(f, "},\n  \"gpu_streams\": %zu,\n  \"cpu_threads\": %zu,\n",
           m->ngpu_lanes, m->nthreads);
+  if (m->dropped >= 0)
+    fprintf(f, "  \"dropped_records\": %lld,\n", (long long)m->dropped);
+  else
+    fprintf(f, "  \"dropped_records\": null,\n");
 
   fprintf(f, "  \"gpu\": ");
   if (a->gpu_ops)

@@ -45,7 +45,8 @@
  * - weft_task_join returning the task's own error has joined and freed it.
  * - weft_shutdown returning WEFT_EBUSY has first waited for every task, and
  *   refused the spawns made meanwhile. Returning WEFT_EIO (trace file not
- *   written) or the backend's WEFT_EBUSY, it has closed the runtime.
+ *   written), WEFT_ENOMEM (trace written with records dropped) or the
+ *   backend's WEFT_EBUSY, it has closed the runtime.
  * - weft_event_destroy failing in the backend has destroyed the event and
  *   set *ev to NULL all the same.
  * - weft_cublas_workspace sets *ptr to NULL and *bytes to 0 before any

@@ -65,9 +65,17 @@ WEFT_API int weft_mpi_waitany(int n, MPI_Request reqs[], int *index,
  * host memory), MPI reads and writes buf itself. WEFT_MPI_STAGE=1 stages
  * always (to test that path anywhere).
  * Errors: those of the waits, WEFT_EINVAL (buf NULL with count > 0, count
- * < 0, a datatype whose size MPI cannot give), WEFT_ENOMEM (no staging
- * memory), device errors. Below MPI_THREAD_SERIALIZED a task's call is
- * refused before anything is posted. The request is weft's: when
+ * < 0, MPI_DATATYPE_NULL or a datatype whose size MPI cannot give,
+ * MPI_COMM_NULL, a rank outside the communicator (its remote group for an
+ * intercommunicator) other than MPI_PROC_NULL and, for a receive,
+ * MPI_ANY_SOURCE, a tag outside 0 to MPI_TAG_UB other than a receive's
+ * MPI_ANY_TAG), WEFT_ENOMEM (no staging memory), device errors. These
+ * arguments are checked before MPI sees the message, so WEFT_EINVAL comes
+ * back under MPI's default error handler too, where MPI's own refusal
+ * would abort the job; what MPI has no query for (a freed or uncommitted
+ * datatype, a freed communicator) is left to MPI: WEFT_EIO under
+ * MPI_ERRORS_RETURN, else MPI's handler. Below MPI_THREAD_SERIALIZED a
+ * task's call is refused before anything is posted. The request is weft's: when
  * weft_shutdown ends a task's wait, a receive is cancelled (WEFT_ESTATE;
  * 0 if its message came meanwhile) and a send is waited for to its end,
  * so that MPI touches buf no more once the call returns. */

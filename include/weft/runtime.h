@@ -134,7 +134,10 @@ WEFT_API int weft_init(weft_runtime **rt, const weft_runtime_opts *opts);
  * Errors: WEFT_EINVAL (rt NULL), WEFT_EHANDLE (rt is not an open runtime:
  * shut down already, or never opened), WEFT_ESTATE (called from a task),
  * WEFT_EBUSY, WEFT_EIO (the trace file could not be written; the runtime
- * is closed all the same, and a second shutdown of it is WEFT_EHANDLE).
+ * is closed all the same, and a second shutdown of it is WEFT_EHANDLE),
+ * WEFT_ENOMEM (the trace is written and valid, but records were dropped
+ * for want of memory: the message and the file's "dropped_records" say
+ * how many; the runtime is closed all the same).
  * No other thread may be inside a weft call on this runtime while it shuts
  * down (a plain thread's weft_copy or weft_sync, say): its context and
  * stream are released under it. Finish or join such threads first.

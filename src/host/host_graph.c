@@ -137,8 +137,9 @@ int weft__host_graph_launch(weft__stream *s, void *gp) {
     op->graph = g->id;
     op->corr = corr;
     op->task = task;
-    if (!t0)
-      op->name = NULL;
+    /* The clone's name is the graph's copy (op_clone leaves it out): the
+     * trace gets its own, since the graph may be destroyed first. */
+    op->name = t0 && t->name ? weft__host_trace_name(t->name) : NULL;
     *tail = op;
     tail = &op->next;
   }

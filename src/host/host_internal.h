@@ -54,10 +54,12 @@ typedef enum host_op_kind {
 typedef struct weft__host_op {
   struct weft__host_op *next;
   host_op_kind kind;
-  size_t size;    /* bytes of the allocation, extras included: a graph's
-                     recorded operations are copied to replay them */
+  size_t size;    /* bytes of the op and its extras: a graph's recorded
+                     operations are copied to replay them (a captured
+                     launch's name follows, outside size) */
   uint32_t graph; /* the graph a replayed operation came from, or 0 */
-  /* Tracing: set when the op was queued while tracing was on. */
+  /* Tracing: set when the op was queued while tracing was on; name is
+   * the tracer's copy (weft__trace_intern), or a captured launch's own. */
   uint64_t corr, task;
   const char *name;
   uint8_t copy_dir;
@@ -201,6 +203,9 @@ void weft__host_rec_release(weft__host_rec *r); /* lock held */
  * new correlation id and the issuing task in *corr and *task. */
 uint64_t weft__host_trace_issue(weft__backend *b, uint64_t *corr,
                                 uint64_t *task);
+/* The tracer's own copy of an operation's name (the caller's may be
+ * freed before the trace is written). */
+const char *weft__host_trace_name(const char *name);
 /* After the enqueue: the issue's record, named api (a CUDA call's name). */
 void weft__host_trace_api(uint64_t t0, uint64_t corr, uint64_t task,
                           const char *api);

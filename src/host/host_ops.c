@@ -158,7 +158,7 @@ static uint64_t trace_begin(weft__stream *s, weft__host_op *op,
                             const char *name) {
   uint64_t t0 = weft__host_trace_issue(s->hdr.bk, &op->corr, &op->task);
   if (t0)
-    op->name = name;
+    op->name = name ? weft__host_trace_name(name) : NULL;
   return t0;
 }
 
@@ -211,12 +211,19 @@ static int launch(weft__stream *s, const weft_kernel *k, weft_dim3 grid,
   size_t extra = 0;
   for (unsigned i = 0; i < k->nargs; i++)
     extra += align16(k->arg_size[i]);
+  const char *name = k->name ? k->name : "kernel";
   if (shmem > ((size_t)1 << 30))
     return weft__err(WEFT_EINVAL, "weft_launch %s: %zu bytes of shared memory",
-                     k->name ? k->name : "kernel", shmem);
-  weft__host_op *op = op_new(HOP_LAUNCH, extra + align16(shmem));
+                     name, shmem);
+  /* A graph keeps its launches beyond this call, and the caller may free
+   * the kernel's name meanwhile: a captured launch keeps a copy, after
+   * its extras and outside size, so that replays (which intern it) and
+   * an update's shape check see only the launch. */
+  size_t name_bytes = HS(s)->capturing ? strlen(name) + 1 : 0;
+  weft__host_op *op = op_new(HOP_LAUNCH, extra + align16(shmem) + name_bytes);
   if (!op)
     return no_memory("weft_launch");
+  op->size -= name_bytes;
   unsigned char *buf = (unsigned char *)(op + 1);
   for (unsigned i = 0; i < k->nargs; i++) {
     memcpy(buf, args[i], k->arg_size[i]);
@@ -228,11 +235,11 @@ static int launch(weft__stream *s, const weft_kernel *k, weft_dim3 grid,
   op->u.launch.block = block;
   op->u.launch.shared = shmem ? buf : NULL;
   if (HS(s)->capturing) {
-    op->name = k->name ? k->name : "kernel";
+    op->name = memcpy((char *)op + op->size, name, name_bytes);
     weft__host_capture_op(HS(s), op);
     return 0;
   }
-  uint64_t t0 = trace_begin(s, op, k->name ? k->name : "kernel");
+  uint64_t t0 = trace_begin(s, op, name);
   uint64_t corr = op->corr, task = op->task;
   weft__host_enqueue(HS(s), op);
   if (t0)

@@ -16,6 +16,10 @@ uint64_t weft__host_trace_issue(weft__backend *b, uint64_t *corr,
   return weft__clock_ns();
 }
 
+const char *weft__host_trace_name(const char *name) {
+  return weft__trace_intern(name);
+}
+
 void weft__host_trace_api(uint64_t t0, uint64_t corr, uint64_t task,
                           const char *api) {
   weft__trace_rec r = {.start = t0,

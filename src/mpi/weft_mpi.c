@@ -179,24 +179,79 @@ int weft_mpi_staged(int *staged) {
   return rc;
 }
 
-/* The message's bytes, or -1 after reporting a bad argument. MPI must be
- * initialised (MPI_Type_size aborts the job otherwise). */
-static long long message_bytes(const void *buf, int count, MPI_Datatype type,
-                               const char *call) {
-  if (count < 0 || (count > 0 && !buf)) {
-    weft_error_set(WEFT_EINVAL, 0, "%s: %d elements at %p", call, count, buf);
-    return -1;
-  }
+/* The bound of tags: MPI_TAG_UB, cached on MPI_COMM_WORLD. */
+static int tag_ub(void) {
+  int *ub = NULL, flag = 0;
+  MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &ub, &flag);
+  return flag && ub ? *ub : 32767; /* the least MPI allows */
+}
+
+/* The message's bytes in *bytes, or WEFT_EINVAL, reported. Everything
+ * MPI can be asked about without an error is checked here, before MPI
+ * sees the message: under MPI's default error handler
+ * (MPI_ERRORS_ARE_FATAL) its refusal aborts the whole job, so the caller
+ * would never get WEFT_EINVAL. What MPI gives no query for (a freed or
+ * uncommitted datatype, a freed communicator) is still MPI's to refuse.
+ * MPI must be initialised, and below MPI_THREAD_MULTIPLE the lock held. */
+static int message_bytes(const void *buf, int count, MPI_Datatype type,
+                         int peer, int tag, MPI_Comm comm, int recv,
+                         const char *call, long long *bytes) {
+  if (count < 0 || (count > 0 && !buf))
+    return weft_error_set(WEFT_EINVAL, 0, "%s: %d elements at %p", call, count,
+                          buf);
+  if (type == MPI_DATATYPE_NULL || comm == MPI_COMM_NULL)
+    return weft_error_set(WEFT_EINVAL, 0, "%s: the %s is %s", call,
+                          comm == MPI_COMM_NULL ? "communicator" : "datatype",
+                          comm == MPI_COMM_NULL ? "MPI_COMM_NULL"
+                                                : "MPI_DATATYPE_NULL");
+  /* Peers of an intercommunicator are ranks of its remote group. */
+  int inter = 0, ranks = 0;
+  MPI_Comm_test_inter(comm, &inter);
+  if (inter)
+    MPI_Comm_remote_size(comm, &ranks);
+  else
+    MPI_Comm_size(comm, &ranks);
+  if (!(peer >= 0 && peer < ranks) && peer != MPI_PROC_NULL &&
+      !(recv && peer == MPI_ANY_SOURCE))
+    return weft_error_set(
+        WEFT_EINVAL, 0,
+        "%s: rank %d is not in the communicator's %s (0 to %d%s)", call, peer,
+        inter ? "remote group" : "group", ranks - 1,
+        recv ? ", MPI_ANY_SOURCE or MPI_PROC_NULL" : " or MPI_PROC_NULL");
+  int ub = tag_ub();
+  if (!(tag >= 0 && tag <= ub) && !(recv && tag == MPI_ANY_TAG))
+    return weft_error_set(WEFT_EINVAL, 0,
+                          "%s: tag %d is not in 0 to %d (MPI_TAG_UB%s)", call,
+                          tag, ub, recv ? "; or MPI_ANY_TAG" : "");
   int size = 0;
   int e = MPI_Type_size(type, &size);
   if (e != MPI_SUCCESS || size == MPI_UNDEFINED || size < 0) {
     char words[MPI_MAX_ERROR_STRING];
-    weft_error_set(WEFT_EINVAL, e, "%s: the datatype's size is %s", call,
-                   e != MPI_SUCCESS ? mpi_words(e, words)
-                                    : "more than an int holds");
-    return -1;
+    return weft_error_set(WEFT_EINVAL, e, "%s: the datatype's size is %s", call,
+                          e != MPI_SUCCESS ? mpi_words(e, words)
+                                           : "more than an int holds");
   }
-  return (long long)count * size;
+  *bytes = (long long)count * size;
+  return 0;
+}
+
+/* message_bytes after the thread-level check (a task below
+ * MPI_THREAD_SERIALIZED may not call MPI at all), under the lock below
+ * MPI_THREAD_MULTIPLE. Called before anything is staged or posted: a
+ * request posted and then not waited for would go on using buf. */
+static int checked_bytes(int level, const void *buf, int count,
+                         MPI_Datatype type, int peer, int tag, MPI_Comm comm,
+                         int recv, long long *bytes) {
+  const char *call = recv ? "weft_mpi_recv" : "weft_mpi_send";
+  int rc = level_ok(level, call);
+  if (rc)
+    return rc;
+  if (level < MPI_THREAD_MULTIPLE)
+    weft_mpi_lock();
+  rc = message_bytes(buf, count, type, peer, tag, comm, recv, call, bytes);
+  if (level < MPI_THREAD_MULTIPLE)
+    weft_mpi_unlock();
+  return rc;
 }
 
 /* Posts the send (recv 0) or receive of buf, under the lock below
@@ -205,11 +260,6 @@ static int post_and_wait(int level, int recv, void *buf, int count,
                          MPI_Datatype type, int peer, int tag, MPI_Comm comm,
                          MPI_Status *status) {
   const char *call = recv ? "weft_mpi_recv" : "weft_mpi_send";
-  /* Refused before anything is posted: a request posted and then not
-   * waited for would go on writing buf (or be lost). */
-  int rc = level_ok(level, call);
-  if (rc)
-    return rc;
   MPI_Request r;
   if (level < MPI_THREAD_MULTIPLE)
     weft_mpi_lock();
@@ -224,7 +274,7 @@ static int post_and_wait(int level, int recv, void *buf, int count,
                           mpi_words(e, words));
   }
   MPI_Status st;
-  rc = weft_mpi_wait(&r, status ? status : &st);
+  int rc = weft_mpi_wait(&r, status ? status : &st);
   if (rc == WEFT_ESTATE && r != MPI_REQUEST_NULL) {
     /* weft_shutdown ended the wait with the request active, and the
      * caller has no request to cancel: a receive is cancelled (or, if
@@ -258,9 +308,10 @@ int weft_mpi_send(const void *buf, int count, MPI_Datatype type, int dest,
   int level, rc = mpi_state("weft_mpi_send", &level);
   if (rc)
     return rc;
-  long long bytes = message_bytes(buf, count, type, "weft_mpi_send");
-  if (bytes < 0)
-    return WEFT_EINVAL;
+  long long bytes = 0;
+  rc = checked_bytes(level, buf, count, type, dest, tag, comm, 0, &bytes);
+  if (rc)
+    return rc;
   void *stage = NULL;
   const void *from = buf;
   if (bytes > 0 && staging()) {
@@ -286,9 +337,10 @@ int weft_mpi_recv(void *buf, int count, MPI_Datatype type, int source, int tag,
   int level, rc = mpi_state("weft_mpi_recv", &level);
   if (rc)
     return rc;
-  long long bytes = message_bytes(buf, count, type, "weft_mpi_recv");
-  if (bytes < 0)
-    return WEFT_EINVAL;
+  long long bytes = 0;
+  rc = checked_bytes(level, buf, count, type, source, tag, comm, 1, &bytes);
+  if (rc)
+    return rc;
   void *stage = NULL, *into = buf;
   if (bytes > 0 && staging()) {
     if ((rc = weft_pinned_alloc((size_t)bytes, &stage)) != 0)

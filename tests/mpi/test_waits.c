@@ -22,7 +22,8 @@
  * - weft_shutdown with a receive still waited for: the wait ends with
  *   WEFT_ESTATE and the task cancels the request; a weft_mpi_recv, whose
  *   request is weft's, is cancelled by weft;
- * - a send to a rank that does not exist: WEFT_EIO with MPI's words. */
+ * - a send of a datatype never committed (which only MPI can refuse):
+ *   WEFT_EIO with MPI's words (arguments weft checks first: test_args.c). */
 #include <mpi.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -253,17 +254,20 @@ static void error_task(void *arg) {
   EXPECT_OK(weft_mpi_wait(&s, MPI_STATUS_IGNORE));
 }
 
-/* A send to a rank that does not exist: refused at the post, with MPI's
- * own words for why. */
-static void bad_rank_task(void *arg) {
+/* A send of a datatype never committed, which weft cannot check (MPI has
+ * no query for it): refused at the post, with MPI's own words for why. */
+static void uncommitted_task(void *arg) {
   MPI_Comm comm = *(MPI_Comm *)arg;
-  int v = 1;
-  EXPECT_ERR(weft_mpi_send(&v, 1, MPI_INT, size, 0, comm), WEFT_EIO);
+  int v[2] = {1, 2};
+  MPI_Datatype pair;
+  MPI_Type_contiguous(2, MPI_INT, &pair);
+  EXPECT_ERR(weft_mpi_send(v, 1, pair, (rank + 1) % size, 0, comm), WEFT_EIO);
   char words[MPI_MAX_ERROR_STRING];
   int len = 0;
   MPI_Error_string(weft_last_error_raw(), words, &len);
   EXPECT_MSG(len > 0 && strstr(weft_last_error_message(), words) != NULL,
              "the message: %s", weft_last_error_message());
+  MPI_Type_free(&pair);
 }
 
 static void errors(weft_runtime *rt) {
@@ -273,7 +277,7 @@ static void errors(weft_runtime *rt) {
   weft_task *t;
   EXPECT_OK(weft_task_spawn(rt, &t, error_task, &comm, NULL));
   EXPECT_OK(weft_task_join(t)); /* the task's own error, not its failure */
-  EXPECT_OK(weft_task_spawn(rt, &t, bad_rank_task, &comm, NULL));
+  EXPECT_OK(weft_task_spawn(rt, &t, uncommitted_task, &comm, NULL));
   EXPECT_OK(weft_task_join(t));
   MPI_Comm_free(&comm);
 }

@@ -2,15 +2,19 @@
  * trace, pinned and device memory, copies from pinned and pageable memory,
  * launches, events, tasks (normal ones held by priority-aware admission
  * beside a high one), the pipelined map, tasks with declared data and
- * a library handle, sync, join, shutdown) is run
+ * a library handle, a graph captured from steps with declared data,
+ * replayed and updated, sync, join, shutdown) is run
  * once counting the allocations it makes (malloc, calloc, realloc,
  * posix_memalign, mmap, pthread_create: the library's objects are linked
  * with -Wl,--wrap for each), then once per k with the k-th of them failing.
  * Every run must end cleanly: each weft call returns 0 or an error, what
- * was made is given back, and weft_shutdown succeeds (a refusal with
- * WEFT_EBUSY is a leak). A crash, a hang (10 s) or a failed shutdown fails
- * the sweep, naming k; under ASan, LeakSanitizer checks each run's exit. Each
- * run is a child process, so that one run's state cannot reach another. */
+ * was made is given back, weft_shutdown succeeds (a refusal with
+ * WEFT_EBUSY is a leak), and the trace it writes passes `weft trace
+ * check`'s rules and counts the records it lost (weft_shutdown then says
+ * WEFT_ENOMEM). A crash, a hang (10 s), a failed shutdown or a bad trace
+ * fails the sweep, naming k; under ASan, LeakSanitizer checks each run's
+ * exit. Each run is a child process, so that one run's state cannot reach
+ * another. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
@@ -19,10 +23,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "compat.h"
 #include "expect.h"
+#include "model.h"
 #include "weft.h"
 
 /* ---- the wrapped allocators ---- */
@@ -146,6 +153,79 @@ static void flow_fn(void *arg) {
   weft_memset(arg, 1, 4096);
 }
 
+/* Graphs, data flow and tracing together: a task captures a graph whose
+ * steps are spawns with declared data (a launch on a, a copy from a to b,
+ * a memset of b: the steps have edges), replays it twice, puts a second
+ * capture of the same shape in with an update, replays it again, and
+ * destroys it; all of it traced. (Buffers are whole allocations: with
+ * WEFT_HOST_PAGEABLE=1 an interior pointer counts as pageable, whose
+ * staged copy a capture refuses.) */
+enum { STEP_BYTES = 4096 };
+
+typedef struct steps {
+  weft_runtime *rt;
+  float *a, *b;
+} steps;
+
+static void step_launch(void *arg) {
+  const steps *st = arg;
+  unsigned n = STEP_BYTES / sizeof(float);
+  void *args[] = {(void *)&st->a, &n};
+  weft_launch(&add_one, WEFT_DIM1(n / 256), WEFT_DIM1(256), 0, args);
+}
+
+static void step_copy(void *arg) {
+  const steps *st = arg;
+  weft_copy(st->b, st->a, STEP_BYTES);
+}
+
+static void step_memset(void *arg) {
+  const steps *st = arg;
+  weft_memset(st->b, 3, STEP_BYTES);
+}
+
+/* Spawns the steps in the open capture; a failed one fails its end. */
+static void capture_steps(steps *st) {
+  static void (*const fns[])(void *) = {step_launch, step_copy, step_memset};
+  weft_access acc[3][2] = {
+      {{st->a, STEP_BYTES, WEFT_RW}},
+      {{st->a, STEP_BYTES, WEFT_READ}, {st->b, STEP_BYTES, WEFT_WRITE}},
+      {{st->b, STEP_BYTES, WEFT_RW}}};
+  const size_t nacc[] = {1, 2, 1};
+  for (int i = 0; i < 3; i++) {
+    weft_task_opts to;
+    weft_task_opts_init(&to);
+    to.accesses = acc[i];
+    to.naccesses = nacc[i];
+    weft_task *t = NULL;
+    if (weft_task_spawn(st->rt, &t, fns[i], st, &to) != 0)
+      return;
+  }
+}
+
+static void graph_fn(void *arg) {
+  steps st = {weft_runtime_current(), arg, NULL};
+  if (weft_device_alloc(STEP_BYTES, (void **)&st.b) != 0)
+    return;
+  weft_graph *g = NULL;
+  for (int pass = 0; pass < 2; pass++) {
+    if (weft_graph_begin() != 0)
+      break;
+    capture_steps(&st);
+    int rc = pass == 0 ? weft_graph_end(&g) : weft_graph_update(g);
+    if (rc != 0 && !g)
+      break;
+    for (int r = 0; r < 2 - pass; r++)
+      weft_graph_launch(g);
+  }
+  weft_sync();
+  if (g)
+    weft_graph_destroy(g);
+  weft_device_free(st.b);
+}
+
+static int shutdown_rc; /* the run's weft_shutdown */
+
 /* Returns 0 when the run ended cleanly, whatever failed on the way. */
 static int program(const char *trace) {
   weft_runtime_opts o;
@@ -205,6 +285,9 @@ static int program(const char *trace) {
     for (int i = 0; i < 4; i++)
       if (flow[i])
         weft_task_join(flow[i]);
+    weft_task *graph = NULL;
+    if (weft_task_spawn(rt, &graph, graph_fn, dev, NULL) == 0)
+      weft_task_join(graph);
   }
   /* Give everything back, failures or not. */
   for (int i = 0; i < 3; i++)
@@ -219,13 +302,41 @@ static int program(const char *trace) {
     weft_pinned_free(pin);
   free(page_a);
   free(page_b);
-  int rc = weft_shutdown(rt);
-  if (rc == WEFT_EIO)
-    rc = 0; /* the trace could not be written: the runtime closed */
+  int rc = shutdown_rc = weft_shutdown(rt);
+  /* The trace could not be written (EIO), or lost records (ENOMEM): the
+   * runtime closed all the same. */
+  if (rc == WEFT_EIO || rc == WEFT_ENOMEM)
+    rc = 0;
   if (rc)
     fprintf(stderr, "weft_shutdown: %s: %s\n", weft_err_name(rc),
             weft_last_error_message());
   return rc ? 1 : 0;
+}
+
+/* The trace a run wrote, if it wrote one (a weft_init that failed leaves
+ * none): valid for Perfetto and HTA whatever failed (weft trace check's
+ * rules), its dropped_records not 0 exactly when weft_shutdown returned
+ * WEFT_ENOMEM. Returns 0 when so. */
+static int check_trace(const char *trace) {
+  struct stat st;
+  if (stat(trace, &st) != 0 || shutdown_rc == WEFT_EIO)
+    return 0;
+  trace_model m;
+  trace_error err;
+  int bad = 0;
+  if (trace_model_load_file(&m, trace, &err) != 0) {
+    fprintf(stderr, "the trace does not load: %s\n", err.message);
+    bad = 1;
+  } else if (trace_compat_problems(stderr, &m, 5) != 0) {
+    fprintf(stderr, "weft trace check rejects the trace (above)\n");
+    bad = 1;
+  } else if ((m.dropped > 0) != (shutdown_rc == WEFT_ENOMEM)) {
+    fprintf(stderr, "%lld records dropped, and weft_shutdown returned %s\n",
+            (long long)m.dropped, weft_err_name(shutdown_rc));
+    bad = 1;
+  }
+  trace_model_free(&m);
+  return bad;
 }
 
 /* Runs the program in a child with allocation k failing (0: none); returns
@@ -238,11 +349,15 @@ static int run(long k, const char *trace, long *count) {
   EXPECT(pid >= 0);
   if (pid == 0) {
     close(fds[0]);
-    alarm(10); /* a hang ends the child, and the sweep says which k */
+    alarm(10);     /* a hang ends the child, and the sweep says which k */
+    unlink(trace); /* each run's own, if it writes one */
     atomic_store(&seen, 0);
     atomic_store(&fail_at, k);
     int rc = program(trace);
     long c = atomic_load(&seen);
+    atomic_store(&fail_at, 0); /* the check below allocates freely */
+    if (rc == 0)
+      rc = check_trace(trace);
     ssize_t w = write(fds[1], &c, sizeof c);
     (void)w;
     exit(rc); /* exit, not _exit: LeakSanitizer checks here */
