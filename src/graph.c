@@ -529,8 +529,11 @@ static void graph_free(weft_runtime *rt, weft_graph *g) {
   weft__event *e = NULL;
   if (s) {
     for (size_t i = 0; i < g->nrefs; i++)
-      if (g->refs[i].pinned)
+      if (g->refs[i].pinned && g->refs[i].p) { /* free waits for s now */
         weft__pinned_cache_use(&rt->pinned, g->refs[i].p, 1, s);
+        hold_refs(rt, &g->refs[i], 1, -1);
+        g->refs[i].p = NULL;
+      }
     if (weft__event_pool_get(rt, s->hdr.dev, 0, &e) != 0) {
       e = NULL;
       weft__stream_sync(s); /* out of memory: wait instead */
