@@ -477,16 +477,14 @@ int weft__event_elapsed(weft__event *start, weft__event *end, float *ms) {
 static void note_freed(weft__backend *b, const void *p, size_t n, int kind) {
   if (kind != ALLOC_DEVICE)
     weft__ptrmap_forget(b->allocs, p, n);
-  atomic_store_explicit(&b->nfreed, weft__ptrmap_nfreed(b->allocs),
-                        memory_order_relaxed);
-  atomic_fetch_add_explicit(&b->gen, 1, memory_order_release);
+  weft__backend_registry_changed(b);
 }
 
 /* Lock held: registers p, or puts its entry back. */
 static int registry_put(weft__backend *b, const void *p,
                         weft__alloc_info info) {
   int rc = weft__ptrmap_put(b->allocs, p, info);
-  atomic_fetch_add_explicit(&b->gen, 1, memory_order_release);
+  weft__backend_registry_changed(b); /* it may forget freed ranges too */
   return rc;
 }
 
@@ -501,7 +499,7 @@ static int lookup(weft__backend *b, const void *p, weft__alloc_ref *r) {
   int what = weft__ptrmap_lookup(b->allocs, p, r);
   if (what == WEFT__PTR_FREED && b->ops->reused && b->ops->reused(b, p)) {
     weft__ptrmap_forget(b->allocs, r->base, r->info.size);
-    note_freed(b, p, 0, ALLOC_DEVICE);
+    weft__backend_registry_changed(b);
     return WEFT__PTR_UNKNOWN;
   }
   return what;

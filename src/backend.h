@@ -309,14 +309,20 @@ size_t weft__device_alloc_size(weft__backend *b, const void *p);
 /* The backend gave [p, p + n) back to the system (the host backend's
  * blocks past its cache): what the registry remembers freed there goes.
  * Inline: the backends sit beneath backend.c. */
+static inline void weft__backend_registry_changed(weft__backend *b);
 static inline void weft__backend_forget(weft__backend *b, const void *p,
                                         size_t n) {
   pthread_mutex_lock(&b->lock);
   weft__ptrmap_forget(b->allocs, p, n);
+  weft__backend_registry_changed(b);
+  pthread_mutex_unlock(&b->lock);
+}
+/* Lock held, after any change to the registry: its freed ranges' count
+ * mirrored, and its generation bumped (what launches' caches check). */
+static inline void weft__backend_registry_changed(weft__backend *b) {
   atomic_store_explicit(&b->nfreed, weft__ptrmap_nfreed(b->allocs),
                         memory_order_relaxed);
   atomic_fetch_add_explicit(&b->gen, 1, memory_order_release);
-  pthread_mutex_unlock(&b->lock);
 }
 /* 0 if n bytes at dst, and at src unless it is NULL (a memset), neither
  * wrap around the address space, nor lie in device memory freed before,
