@@ -325,8 +325,15 @@ static void spin_for(weft_runtime *rt, weft_task *other, int until_end) {
 
 void weft__task_wait_for(weft_runtime *rt, weft_task *other, int until_end) {
   weft_task *self = weft__worker_task();
+  /* The life waited for ends the wait when it ends: a detached task is
+   * recycled once done, and by the time a woken waiter looks again its
+   * object may be a later task's, which this one must not wait for (two
+   * tasks each waiting for the other's object hung a data-flow run). */
+  const void *life = weft__handle_of(&other->hdr);
   int spun = 0;
   for (;;) {
+    if (!weft__handle_live(life, &other->hdr))
+      return;
     int ok = until_end ? other->done : other->returned;
     if (ok)
       return;
@@ -345,7 +352,8 @@ void weft__task_wait_for(weft_runtime *rt, weft_task *other, int until_end) {
     } else {
       other->thread_waiters++;
       pthread_cond_wait(&rt->done_cv, &rt->lock);
-      other->thread_waiters--;
+      if (weft__handle_live(life, &other->hdr)) /* else a new life's count */
+        other->thread_waiters--;
     }
   }
 }
