@@ -12,12 +12,12 @@
  * them all (made by the record's owner), so that a writer follows at most
  * FOLD per range, however many tasks read it since its last write.
  *
- * A spawn is all or nothing, in three phases. First every boundary its
+ * A spawn is all or nothing, in two phases. First every boundary its
  * accesses need is made (splitting a range copies its state, a gap
  * becomes an empty range), with room for one more reader in each range it
- * reads (folding where full): none of this changes what the record says.
- * Then the dependencies are collected, which may allocate but changes
- * nothing. Only then is the record changed, which allocates nothing.
+ * reads (folding where full), and the dependencies are collected: none of
+ * this changes what the record says. Only then is the record changed,
+ * which allocates nothing.
  * After a write, the written ranges, all with the same writer and no
  * readers, merge again. Only the spawner touches its record (one task, or
  * one plain thread, at a time): no lock. */
@@ -187,7 +187,82 @@ static void drop(weft__flow *f, cur *c) {
   node_free(x);
 }
 
-/* ---- phase 1: boundaries and room; the record says what it said ---- */
+/* ---- phase 1: boundaries, room, dependencies; the record says what it
+ * said ---- */
+
+/* The list being collected: d[0..n), without repeats, self or NULL; the
+ * caller's buf first, then the heap; past LINEAR entries a hash set of
+ * them (h, hmask + 1 slots, at most half full) finds repeats. */
+typedef struct depset {
+  const void **d, **buf, **h;
+  uint32_t n, cap, hmask;
+  const void *self;
+  uint64_t *work;
+} depset;
+
+static uint32_t slot_of(const void *t, uint32_t mask) {
+  return (uint32_t)(((uint64_t)(uintptr_t)t * 0x9e3779b97f4a7c15u) >> 32) &
+         mask;
+}
+
+/* Rebuilds the hash set with slots slots (a power of two) from d. */
+static int rehash(depset *s, uint32_t slots) {
+  const void **h = calloc(slots, sizeof *h);
+  if (!h)
+    return WEFT_ENOMEM;
+  free((void *)s->h);
+  s->h = h;
+  s->hmask = slots - 1;
+  for (uint32_t i = 0; i < s->n; i++) {
+    uint32_t k = slot_of(s->d[i], s->hmask);
+    while (h[k])
+      k = (k + 1) & s->hmask;
+    h[k] = s->d[i];
+  }
+  *s->work += s->n;
+  return 0;
+}
+
+static int dep_add(depset *s, const void *t) {
+  if (!t || t == s->self)
+    return 0;
+  if (!s->h) {
+    for (uint32_t i = 0; i < s->n; i++) {
+      ++*s->work;
+      if (s->d[i] == t)
+        return 0;
+    }
+  } else {
+    uint32_t k = slot_of(t, s->hmask);
+    for (; s->h[k]; k = (k + 1) & s->hmask) {
+      ++*s->work;
+      if (s->h[k] == t)
+        return 0;
+    }
+  }
+  if (s->n == s->cap) {
+    uint32_t nc = 2 * s->cap;
+    const void **v = s->d == s->buf ? malloc(nc * sizeof *v)
+                                    : realloc((void *)s->d, nc * sizeof *v);
+    if (!v)
+      return WEFT_ENOMEM;
+    if (s->d == s->buf)
+      memcpy(v, s->buf, s->n * sizeof *v);
+    s->d = v;
+    s->cap = nc;
+  }
+  s->d[s->n++] = t;
+  if (s->h && 2 * s->n <= s->hmask + 1) {
+    uint32_t k = slot_of(t, s->hmask);
+    while (s->h[k])
+      k = (k + 1) & s->hmask;
+    s->h[k] = t;
+    return 0;
+  }
+  if (s->n > LINEAR)
+    return rehash(s, s->h ? 2 * (s->hmask + 1) : 4 * LINEAR);
+  return 0;
+}
 
 /* Cuts x, the range at c, at p inside it: x keeps [x->lo, p), a new range
  * after it takes [p, x->hi) with x's state and room for one more reader;
@@ -270,10 +345,11 @@ static int room(weft__flow *f, node *x, joiner *jn) {
 }
 
 /* Makes [lo, hi) a run of whole ranges: a range holding lo or hi inside
- * it is cut there, a gap becomes an empty range; with reads, each range
- * of the run gets room for one more reader. */
-static int cover(weft__flow *f, uintptr_t lo, uintptr_t hi, int reads,
-                 joiner *jn) {
+ * it is cut there, a gap becomes an empty range; a read gives each range
+ * of the run room for one more reader; and adds to s what the access
+ * follows: the ranges' writers, and for a write their readers too. */
+static int cover(weft__flow *f, uintptr_t lo, uintptr_t hi, int writes,
+                 joiner *jn, depset *s) {
   cur c;
   seek(f, &c, lo);
   node *x = at(&c);
@@ -294,86 +370,15 @@ static int cover(weft__flow *f, uintptr_t lo, uintptr_t hi, int reads,
     }
     if (x->hi > hi && (rc = split(f, &c, hi)) != 0)
       return rc;
-    if (reads && (rc = room(f, x, jn)) != 0)
+    if (!writes && (rc = room(f, x, jn)) != 0)
       return rc;
+    if ((rc = dep_add(s, x->writer)) != 0)
+      return rc;
+    for (uint32_t j = 0; writes && j < x->nrd; j++)
+      if ((rc = dep_add(s, x->rd[j])) != 0)
+        return rc;
     p = x->hi;
   }
-  return 0;
-}
-
-/* ---- phase 2: the dependencies, collected without a change ---- */
-
-/* The list being collected: d[0..n), without repeats, self or NULL; the
- * caller's buf first, then the heap; past LINEAR entries a hash set of
- * them (h, hmask + 1 slots, at most half full) finds repeats. */
-typedef struct depset {
-  const void **d, **buf, **h;
-  uint32_t n, cap, hmask;
-  const void *self;
-  uint64_t *work;
-} depset;
-
-static uint32_t slot_of(const void *t, uint32_t mask) {
-  return (uint32_t)(((uint64_t)(uintptr_t)t * 0x9e3779b97f4a7c15u) >> 32) &
-         mask;
-}
-
-/* Rebuilds the hash set with slots slots (a power of two) from d. */
-static int rehash(depset *s, uint32_t slots) {
-  const void **h = calloc(slots, sizeof *h);
-  if (!h)
-    return WEFT_ENOMEM;
-  free((void *)s->h);
-  s->h = h;
-  s->hmask = slots - 1;
-  for (uint32_t i = 0; i < s->n; i++) {
-    uint32_t k = slot_of(s->d[i], s->hmask);
-    while (h[k])
-      k = (k + 1) & s->hmask;
-    h[k] = s->d[i];
-  }
-  *s->work += s->n;
-  return 0;
-}
-
-static int dep_add(depset *s, const void *t) {
-  if (!t || t == s->self)
-    return 0;
-  if (!s->h) {
-    for (uint32_t i = 0; i < s->n; i++) {
-      ++*s->work;
-      if (s->d[i] == t)
-        return 0;
-    }
-  } else {
-    uint32_t k = slot_of(t, s->hmask);
-    for (; s->h[k]; k = (k + 1) & s->hmask) {
-      ++*s->work;
-      if (s->h[k] == t)
-        return 0;
-    }
-  }
-  if (s->n == s->cap) {
-    uint32_t nc = 2 * s->cap;
-    const void **v = s->d == s->buf ? malloc(nc * sizeof *v)
-                                    : realloc((void *)s->d, nc * sizeof *v);
-    if (!v)
-      return WEFT_ENOMEM;
-    if (s->d == s->buf)
-      memcpy(v, s->buf, s->n * sizeof *v);
-    s->d = v;
-    s->cap = nc;
-  }
-  s->d[s->n++] = t;
-  if (s->h && 2 * s->n <= s->hmask + 1) {
-    uint32_t k = slot_of(t, s->hmask);
-    while (s->h[k])
-      k = (k + 1) & s->hmask;
-    s->h[k] = t;
-    return 0;
-  }
-  if (s->n > LINEAR)
-    return rehash(s, s->h ? 2 * (s->hmask + 1) : 4 * LINEAR);
   return 0;
 }
 
@@ -400,17 +405,12 @@ int weft__flow_note(weft__flow **fp, const void *self, const weft_access *a,
   if (!*fp && !(*fp = flow_new()))
     return WEFT_ENOMEM;
   weft__flow *f = *fp;
-  /* Phase 1: each access a run of whole ranges, with room where it reads;
-   * a later access's cuts split them with their state, room included. */
+  /* Phase 1: each access a run of whole ranges, with room where it reads
+   * (a later access's cuts split them with their state, room included),
+   * and what it follows; reads first (the order in which dependencies
+   * have always been handed out: the first may hand its stream over), so
+   * that a write collects readers after any fold. */
   joiner jn = {join, ctx, 0, NULL, 0, {0}};
-  for (size_t i = 0; i < n; i++) {
-    uintptr_t lo = (uintptr_t)a[i].ptr;
-    int rc = cover(f, lo, lo + a[i].bytes, !(a[i].mode & WEFT_WRITE), &jn);
-    if (rc)
-      return rc;
-  }
-  /* Phase 2: what to follow, reads first (the order weft__flow_note has
-   * always handed out: the first may hand its stream over). */
   depset s = {buf, buf, NULL, 0, WEFT__FLOW_INLINE, 0, self, &f->work};
   int h = 0, rc = 0;
   for (int pass = 0; pass < 2 && rc == 0; pass++)
@@ -419,21 +419,15 @@ int weft__flow_note(weft__flow **fp, const void *self, const weft_access *a,
       if (writes != pass)
         continue;
       h |= (a[i].mode & WEFT_ACCESS_HOST) != 0;
-      uintptr_t lo = (uintptr_t)a[i].ptr, hi = lo + a[i].bytes;
-      cur c;
-      seek(f, &c, lo);
-      for (node *x; rc == 0 && (x = at(&c)) && x->lo < hi; step(f, &c)) {
-        rc = dep_add(&s, x->writer);
-        for (uint32_t j = 0; writes && rc == 0 && j < x->nrd; j++)
-          rc = dep_add(&s, x->rd[j]);
-      }
+      uintptr_t lo = (uintptr_t)a[i].ptr;
+      rc = cover(f, lo, lo + a[i].bytes, writes, &jn, &s);
     }
   free((void *)s.h);
   if (rc) {
     weft__flow_deps_free(s.d, buf);
     return rc;
   }
-  /* Phase 3: the record changes; nothing allocates. Reads first, so that
+  /* Phase 2: the record changes; nothing allocates. Reads first, so that
    * a task reading and writing one range is left its writer alone. */
   for (int pass = 0; pass < 2; pass++)
     for (size_t i = 0; i < n; i++) {
