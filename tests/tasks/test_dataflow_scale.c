@@ -31,9 +31,9 @@ static long n;      /* accesses in each shape */
 
 static uint64_t work_now(void) { return weft__flow_work(weft__caller_self()); }
 
-/* Steps an access may take in a record of r ranges: three searches of a
- * skip list, about 2 log2(r) nodes each, the ranges it covers and up to
- * 17 dependencies each; measured at 0.1 to 0.5 of this. */
+/* Steps an access may take in a record of r ranges: two searches of a
+ * skip list, about 2 log2(r) nodes each, and the ranges it covers with
+ * their dependencies; measured at 0.1 to 0.3 of this. */
 static uint64_t per_access(size_t r) {
   uint64_t lg = 0;
   while (r >>= 1)
