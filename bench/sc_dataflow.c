@@ -30,7 +30,8 @@
  * DAG allows it. On CUDA a full run factors five sizes (n 4096 to 16384,
  * tiles 256 to 1024), each its own rows. Then the bookkeeping: spawning a task
  * that declares three tile accesses against spawning one that declares none, ns
- * per spawn. */
+ * per spawn; and at scale, the record's cost an access in the four shapes of
+ * issue 37 at 1e5 and 1e6 accesses (below, "the bookkeeping at scale"). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -686,6 +687,212 @@ static int factor(bench_ctx *c, weft_runtime *rt, size sz, int sized,
   return rc;
 }
 
+/* ---- the bookkeeping at scale (issue 37) ----
+ *
+ * The four shapes whose record was quadratic, each spawned from a driver
+ * task of its own (a new record) with no-op tasks, n accesses timed in
+ * all, in ns an access: n readers of one range then a writer; n writers
+ * of gapped bytes then a reader over them all; n writes in falling
+ * address order (and rising, for reference); a 4096 x 4096 float matrix
+ * declared tile by tile down its columns, a range per tile row (tiles of
+ * 64: 262 144 accesses; of 16: 1 048 576). The baseline: n spawns that
+ * declare nothing. The addresses are a buffer's that no task touches. */
+
+enum { SC_PLAIN, SC_READERS, SC_GAPPED, SC_FALLING, SC_RISING, SC_TILES, NSC };
+
+typedef struct scale_job {
+  bench_ctx *c;
+  weft_runtime *rt;
+  int shape;
+  long n; /* accesses; tiles: the tile's side */
+  char *base;
+  uint64_t ns, one_ns; /* all accesses; the last spawn alone */
+  long accesses;
+} scale_job;
+
+static int scale_spawn(scale_job *j, weft_task **keep, const weft_access *a,
+                       size_t na) {
+  weft_task_opts to;
+  weft_task_opts_init(&to);
+  to.accesses = a;
+  to.naccesses = na;
+  int rc = weft_task_spawn(j->rt, keep, nothing, NULL, &to);
+  return rc ? bench_fail_weft(j->c, rc, "weft_task_spawn") : 0;
+}
+
+/* Untimed: a task writing the whole span (it follows every task before
+ * it, directly or through others), joined, then every task gone. */
+static void scale_drain(scale_job *j, size_t span) {
+  weft_task *last = NULL;
+  weft_access all = {j->base, span, WEFT_RW};
+  if (scale_spawn(j, &last, &all, 1) == 0)
+    weft_task_join(last);
+  weft_task_stats st = {.struct_size = sizeof st};
+  while (weft_task_stats_get(j->rt, &st) == 0 && st.live > 1)
+    weft_yield();
+}
+
+static void scale_driver(void *arg) {
+  scale_job *j = arg;
+  long n = j->n;
+  uint64_t t0 = bench_now_ns(), t1 = t0;
+  size_t span = 64;
+  int rc = 0;
+  switch (j->shape) {
+  case SC_PLAIN:
+    for (long i = 0; i < n && rc == 0; i++)
+      rc = scale_spawn(j, NULL, NULL, 0);
+    t1 = bench_now_ns();
+    j->accesses = n;
+    break;
+  case SC_READERS: {
+    weft_access r = {j->base, 64, WEFT_READ};
+    for (long i = 0; i < n - 1 && rc == 0; i++)
+      rc = scale_spawn(j, NULL, &r, 1);
+    t1 = bench_now_ns();
+    r.mode = WEFT_WRITE;
+    if (rc == 0)
+      rc = scale_spawn(j, NULL, &r, 1);
+    j->accesses = n;
+    break;
+  }
+  case SC_GAPPED: {
+    for (long i = 0; i < n - 1 && rc == 0; i++) {
+      weft_access w = {j->base + 2 * i, 1, WEFT_WRITE};
+      rc = scale_spawn(j, NULL, &w, 1);
+    }
+    t1 = bench_now_ns();
+    span = (size_t)(2 * n);
+    weft_access r = {j->base, span, WEFT_READ};
+    if (rc == 0)
+      rc = scale_spawn(j, NULL, &r, 1);
+    j->accesses = n;
+    break;
+  }
+  case SC_FALLING:
+  case SC_RISING:
+    for (long i = 0; i < n && rc == 0; i++) {
+      long k = j->shape == SC_FALLING ? n - 1 - i : i;
+      weft_access w = {j->base + 16 * k, 8, WEFT_WRITE};
+      rc = scale_spawn(j, NULL, &w, 1);
+    }
+    t1 = bench_now_ns();
+    span = (size_t)(16 * n);
+    j->accesses = n;
+    break;
+  case SC_TILES: {
+    long b = n, side = 4096, t = side / b;
+    weft_access *acc = malloc((size_t)b * sizeof *acc);
+    if (!acc) {
+      bench_fail(j->c, "out of memory");
+      return;
+    }
+    for (long tj = 0; tj < t && rc == 0; tj++)
+      for (long ti = 0; ti < t && rc == 0; ti++) {
+        for (long r = 0; r < b; r++)
+          acc[r] = (weft_access){j->base + 4 * ((ti * b + r) * side + tj * b),
+                                 (size_t)(4 * b), WEFT_RW};
+        rc = scale_spawn(j, NULL, acc, (size_t)b);
+      }
+    free(acc);
+    t1 = bench_now_ns();
+    span = (size_t)(4 * side * side);
+    j->accesses = side * side / b;
+    break;
+  }
+  }
+  uint64_t t2 = bench_now_ns();
+  j->ns = t2 - t0;
+  j->one_ns = t2 - t1;
+  scale_drain(j, span);
+}
+
+/* The rows of one size (n accesses; tiles of tb), each shape repeated. */
+static int scale_size(bench_ctx *c, weft_runtime *rt, char *base, long n,
+                      long tb, const double *prev, double *per) {
+  static bench_samples s[NSC], s1[NSC];
+  double one[NSC];
+  int rounds = bench_repeat(c) < 3 || n < 1000000 ? bench_repeat(c) : 3;
+  memset(s, 0, sizeof s);
+  memset(s1, 0, sizeof s1);
+  for (int r = 0; r <= rounds; r++)
+    for (int sh = 0; sh < NSC; sh++) {
+      scale_job j = {c, rt, sh, sh == SC_TILES ? tb : n, base, 0, 0, 0};
+      if (bench_in_task(c, rt, scale_driver, &j) != 0 || bench_failed(c))
+        return BENCH_FAIL;
+      if (r > 0) {
+        bench_samples_add(&s[sh], (double)j.ns / (double)j.accesses);
+        bench_samples_add(&s1[sh], (double)j.one_ns);
+      }
+    }
+  for (int sh = 0; sh < NSC; sh++) {
+    per[sh] = bench_stats_of(&s[sh]).median;
+    one[sh] = bench_stats_of(&s1[sh]).median;
+  }
+  char row[96], growth[NSC][80];
+  for (int sh = 0; sh < NSC; sh++) {
+    growth[sh][0] = '\0';
+    if (prev && prev[sh] > 0)
+      snprintf(growth[sh], sizeof growth[sh],
+               "; %.2f x the smaller size's, target <= 2 (%s)",
+               per[sh] / prev[sh], per[sh] / prev[sh] <= 2 ? "met" : "MISSED");
+  }
+  long tiles = 4096 / tb;
+  char sz[16];
+  snprintf(sz, sizeof sz, "1e%d", (int)lround(log10((double)n)));
+  snprintf(row, sizeof row, "spawn declaring nothing, %s", sz);
+  int rc = bench_report(c, row, "ns", &s[SC_PLAIN], BENCH_BASELINE,
+                        "%ld no-op tasks from a task, per spawn", n);
+  snprintf(row, sizeof row, "readers then a writer, %s", sz);
+  if (rc == 0)
+    rc = bench_report(c, row, "ns", &s[SC_READERS], 0,
+                      "per access: %ld readers of one range, then a writer "
+                      "whose spawn took %.1f us%s",
+                      n - 1, one[SC_READERS] / 1e3, growth[SC_READERS]);
+  snprintf(row, sizeof row, "gapped writers then a reader, %s", sz);
+  if (rc == 0)
+    rc =
+        bench_report(c, row, "ns", &s[SC_GAPPED], 0,
+                     "per access: %ld writers of gapped bytes, then a "
+                     "reader over %ld ranges following them all, whose "
+                     "spawn took %.1f ms%s",
+                     n - 1, 2 * n - 1, one[SC_GAPPED] / 1e6, growth[SC_GAPPED]);
+  snprintf(row, sizeof row, "writes at falling addresses, %s", sz);
+  if (rc == 0)
+    rc = bench_report(c, row, "ns", &s[SC_FALLING], 0, "per access%s",
+                      growth[SC_FALLING]);
+  snprintf(row, sizeof row, "writes at rising addresses, %s", sz);
+  if (rc == 0)
+    rc = bench_report(c, row, "ns", &s[SC_RISING], 0,
+                      "per access, for reference%s", growth[SC_RISING]);
+  snprintf(row, sizeof row, "4096^2 matrix in tiles of %ld, down columns", tb);
+  if (rc == 0)
+    rc = bench_report(c, row, "ns", &s[SC_TILES], 0,
+                      "per access: %ld x %ld tiles, each declared as its %ld "
+                      "rows, %ld accesses%s",
+                      tiles, tiles, tb, 4096L * 4096 / tb, growth[SC_TILES]);
+  bench_group(c);
+  return rc;
+}
+
+static int scale_rows(bench_ctx *c, weft_runtime *rt) {
+  long small = bench_size(c, 100000, 1000), big = bench_size(c, 1000000, 10000);
+  long tb_small = bench_size(c, 64, 256), tb_big = bench_size(c, 16, 128);
+  /* The largest span: the matrix, or 16 bytes a falling write. */
+  size_t span = (size_t)4 * 4096 * 4096;
+  if ((size_t)(16 * big) > span)
+    span = (size_t)(16 * big);
+  char *base = malloc(span);
+  if (!base)
+    return bench_fail(c, "out of memory");
+  double per_small[NSC], per_big[NSC];
+  int rc = scale_size(c, rt, base, small, tb_small, NULL, per_small);
+  if (rc == 0)
+    rc = scale_size(c, rt, base, big, tb_big, per_small, per_big);
+  free(base);
+  return rc;
+}
+
 static int run(bench_ctx *c) {
   weft_runtime *rt = NULL;
   int rc = bench_runtime_open_with(
@@ -705,6 +912,8 @@ static int run(bench_ctx *c) {
   }
   for (size_t i = 0; rc == 0 && i < nsizes; i++)
     rc = factor(c, rt, sizes[i], nsizes > 1, i == 0);
+  if (rc == 0)
+    rc = scale_rows(c, rt);
   if (bench_runtime_close(c, &rt))
     rc = BENCH_FAIL;
   return rc;
@@ -714,5 +923,6 @@ const bench_scenario bench_sc_dataflow = {
     "dataflow",
     "ordering from declared data: a tiled Cholesky factorisation in "
     "sequential order with declared accesses, against the same ordered by "
-    "hand with streams and events, and one stream",
+    "hand with streams and events, and one stream; then the record's cost "
+    "an access at 1e5 and 1e6",
     run};

@@ -1,15 +1,26 @@
-/* Declared data: a spawner's record, a sorted array of disjoint byte
- * ranges, each with its last writer and its readers since (task handles;
- * a handle whose task completed is simply stale, and following it costs
- * nothing: weft_task_after sees it done).
+/* Declared data: a spawner's record of disjoint byte ranges, each with its
+ * last writer and its readers since (identities: task handles, or a
+ * capture's step numbers; a handle whose task completed is stale, and
+ * following it costs nothing: weft_task_after sees it done).
  *
- * A spawn is all or nothing: first every boundary its accesses need is
- * made (splitting a range copies its state, a gap becomes an empty range:
- * neither changes what the record says) and room for every change is
- * reserved; only then are the dependencies read and the record changed,
- * which allocates nothing. After a write, the written ranges, all with the
- * same writer and no readers, merge again. Only the spawner touches its
- * record (one task, or one plain thread, at a time): no lock. */
+ * The ranges are a skip list in address order: finding a range, adding
+ * one and dropping one cost O(log n) expected in the n ranges held,
+ * whatever the order the program declares them in (a sorted array paid a
+ * move of the ranges after the new one, O(n), for each). An access then
+ * walks the ranges it covers. A range keeps at most FOLD readers: the
+ * next reader first folds them into a join, an identity that follows
+ * them all (made by the record's owner), so that a writer follows at most
+ * FOLD per range, however many tasks read it since its last write.
+ *
+ * A spawn is all or nothing, in two phases. First every boundary its
+ * accesses need is made (splitting a range copies its state, a gap
+ * becomes an empty range), with room for one more reader in each range it
+ * reads (folding where full), and the dependencies are collected: none of
+ * this changes what the record says. Only then is the record changed,
+ * which allocates nothing.
+ * After a write, the written ranges, all with the same writer and no
+ * readers, merge again. Only the spawner touches its record (one task, or
+ * one plain thread, at a time): no lock. */
 #include "dataflow.h"
 
 #include <stdlib.h>
@@ -18,16 +29,30 @@
 #include "caller.h"
 #include "error_internal.h"
 
-typedef struct range {
-  uintptr_t lo, hi;   /* [lo, hi) */
-  const void *writer; /* identities: task handles, or a capture's steps */
-  const void **readers;
-  uint32_t nreaders, cap;
-} range;
+/* MAXLV: levels of the skip list, each a quarter of the one below, enough
+ * for 4^16 ranges. FOLD: readers a range keeps before they become a join.
+ * INRD: readers a range holds in itself, without a list of its own (most
+ * data is read by one or two tasks between writes). LINEAR: dependencies
+ * checked for repeats one by one; beyond, a hash. */
+enum { MAXLV = 16, FOLD = WEFT__FLOW_FOLD, INRD = 2, LINEAR = 8 };
+
+typedef struct node node;
+struct node {
+  uintptr_t lo, hi;     /* [lo, hi) */
+  const void *writer;   /* the last, NULL for none */
+  const void **rd;      /* readers since: in, or malloc'd */
+  uint32_t nrd, cap;    /* nrd <= FOLD */
+  uint32_t lv;          /* levels: next[0..lv) */
+  const void *in[INRD]; /* the first readers' room */
+  struct node *next[];
+};
 
 struct weft__flow {
-  range *r;
-  size_t n, cap;
+  node *head; /* before every range, MAXLV levels */
+  uint32_t lv;
+  size_t n;
+  uint64_t rng;
+  uint64_t work;
 };
 
 int weft__flow_validate(const weft_access *a, size_t n, const char *call) {
@@ -54,191 +79,393 @@ int weft__flow_validate(const weft_access *a, size_t n, const char *call) {
   return 0;
 }
 
-/* The first range whose end lies beyond p. */
-static size_t first_after(const weft__flow *f, uintptr_t p) {
-  size_t lo = 0, hi = f->n;
-  while (lo < hi) {
-    size_t mid = (lo + hi) / 2;
-    if (f->r[mid].hi <= p)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
-  return lo;
+/* ---- the skip list ---- */
+
+static node *node_alloc(uint32_t lv) {
+  return malloc(offsetof(node, next) + lv * sizeof(node *));
 }
 
-static int reserve(weft__flow *f, size_t more) {
-  if (f->n + more <= f->cap)
+static weft__flow *flow_new(void) {
+  weft__flow *f = calloc(1, sizeof *f);
+  node *h = node_alloc(MAXLV);
+  if (!f || !h) {
+    free(f);
+    free(h);
+    return NULL;
+  }
+  memset(h, 0, offsetof(node, next) + MAXLV * sizeof(node *));
+  h->rd = h->in;
+  h->lv = MAXLV;
+  f->head = h;
+  f->lv = 1;
+  f->rng = 0x9e3779b97f4a7c15u; /* any fixed seed: runs repeat exactly */
+  return f;
+}
+
+/* A new range [lo, hi) with no writer and no readers, its level drawn:
+ * 1, then one more with odds of one in four each. */
+static node *node_new(weft__flow *f, uintptr_t lo, uintptr_t hi) {
+  uint64_t r = f->rng;
+  r ^= r << 13;
+  r ^= r >> 7;
+  r ^= r << 17;
+  f->rng = r;
+  uint32_t lv = 1;
+  while ((r & 3) == 0 && lv < MAXLV) {
+    lv++;
+    r >>= 2;
+  }
+  node *y = node_alloc(lv);
+  if (!y)
+    return NULL;
+  y->lo = lo;
+  y->hi = hi;
+  y->writer = NULL;
+  y->rd = y->in;
+  y->nrd = 0;
+  y->cap = INRD;
+  y->lv = lv;
+  return y;
+}
+
+static void node_free(node *x) {
+  if (x->rd != x->in)
+    free(x->rd);
+  free(x);
+}
+
+/* A position in the list: up[l] is the last node of level l before it. */
+typedef struct cur {
+  node *up[MAXLV];
+} cur;
+
+/* Places c before the first range whose end lies beyond p. */
+static void seek(weft__flow *f, cur *c, uintptr_t p) {
+  node *x = f->head;
+  for (uint32_t l = MAXLV; l-- > f->lv;)
+    c->up[l] = x;
+  for (uint32_t l = f->lv; l-- > 0;) {
+    while (x->next[l] && x->next[l]->hi <= p) {
+      x = x->next[l];
+      f->work++;
+    }
+    c->up[l] = x;
+    f->work++;
+  }
+}
+
+/* The range at c, NULL at the end. */
+static node *at(const cur *c) { return c->up[0]->next[0]; }
+
+/* Moves c past the range at it. */
+static void step(weft__flow *f, cur *c) {
+  node *x = at(c);
+  for (uint32_t l = 0; l < x->lv; l++)
+    c->up[l] = x;
+  f->work++;
+}
+
+/* Puts y at c (c then stands before y). */
+static void put(weft__flow *f, cur *c, node *y) {
+  if (y->lv > f->lv)
+    f->lv = y->lv; /* c->up[] holds the head on the levels above */
+  for (uint32_t l = 0; l < y->lv; l++) {
+    y->next[l] = c->up[l]->next[l];
+    c->up[l]->next[l] = y;
+  }
+  f->n++;
+  f->work += y->lv;
+}
+
+/* Drops the range at c and frees it. */
+static void drop(weft__flow *f, cur *c) {
+  node *x = at(c);
+  for (uint32_t l = 0; l < x->lv; l++)
+    c->up[l]->next[l] = x->next[l];
+  f->n--;
+  f->work += x->lv;
+  node_free(x);
+}
+
+/* ---- phase 1: boundaries, room, dependencies; the record says what it
+ * said ---- */
+
+/* The list being collected: d[0..n), without repeats, self or NULL; the
+ * caller's buf first, then the heap; past LINEAR entries a hash set of
+ * them (h, hmask + 1 slots, at most half full) finds repeats. */
+typedef struct depset {
+  const void **d, **buf, **h;
+  uint32_t n, cap, hmask;
+  const void *self;
+  uint64_t *work;
+} depset;
+
+static uint32_t slot_of(const void *t, uint32_t mask) {
+  return (uint32_t)(((uint64_t)(uintptr_t)t * 0x9e3779b97f4a7c15u) >> 32) &
+         mask;
+}
+
+/* Rebuilds the hash set with slots slots (a power of two) from d. */
+static int rehash(depset *s, uint32_t slots) {
+  const void **h = calloc(slots, sizeof *h);
+  if (!h)
+    return WEFT_ENOMEM;
+  free((void *)s->h);
+  s->h = h;
+  s->hmask = slots - 1;
+  for (uint32_t i = 0; i < s->n; i++) {
+    uint32_t k = slot_of(s->d[i], s->hmask);
+    while (h[k])
+      k = (k + 1) & s->hmask;
+    h[k] = s->d[i];
+  }
+  *s->work += s->n;
+  return 0;
+}
+
+static int dep_add(depset *s, const void *t) {
+  if (!t || t == s->self)
     return 0;
-  size_t nc = f->cap ? f->cap : 16;
-  while (nc < f->n + more)
-    nc *= 2;
-  range *v = realloc(f->r, nc * sizeof *v);
+  if (!s->h) {
+    for (uint32_t i = 0; i < s->n; i++) {
+      ++*s->work;
+      if (s->d[i] == t)
+        return 0;
+    }
+  } else {
+    uint32_t k = slot_of(t, s->hmask);
+    for (; s->h[k]; k = (k + 1) & s->hmask) {
+      ++*s->work;
+      if (s->h[k] == t)
+        return 0;
+    }
+  }
+  if (s->n == s->cap) {
+    uint32_t nc = 2 * s->cap;
+    const void **v = s->d == s->buf ? malloc(nc * sizeof *v)
+                                    : realloc((void *)s->d, nc * sizeof *v);
+    if (!v)
+      return WEFT_ENOMEM;
+    if (s->d == s->buf)
+      memcpy(v, s->buf, s->n * sizeof *v);
+    s->d = v;
+    s->cap = nc;
+  }
+  s->d[s->n++] = t;
+  if (s->h && 2 * s->n <= s->hmask + 1) {
+    uint32_t k = slot_of(t, s->hmask);
+    while (s->h[k])
+      k = (k + 1) & s->hmask;
+    s->h[k] = t;
+    return 0;
+  }
+  if (s->n > LINEAR)
+    return rehash(s, s->h ? 2 * (s->hmask + 1) : 4 * LINEAR);
+  return 0;
+}
+
+/* Cuts x, the range at c, at p inside it: x keeps [x->lo, p), a new range
+ * after it takes [p, x->hi) with x's state and room for one more reader;
+ * c stays before x. */
+static int split(weft__flow *f, cur *c, uintptr_t p) {
+  node *x = at(c), *y = node_new(f, p, x->hi);
+  if (!y)
+    return WEFT_ENOMEM;
+  if (x->nrd >= INRD) {
+    y->rd = malloc((x->nrd + 1) * sizeof *y->rd);
+    if (!y->rd) {
+      free(y);
+      return WEFT_ENOMEM;
+    }
+    y->cap = x->nrd + 1;
+  }
+  /* Not memcpy: x's list may be empty, and memcpy from NULL is undefined
+   * even for no bytes. */
+  for (uint32_t i = 0; i < x->nrd; i++)
+    y->rd[i] = x->rd[i];
+  y->nrd = x->nrd;
+  f->work += x->nrd;
+  y->writer = x->writer;
+  x->hi = p;
+  cur d = *c;
+  step(f, &d);
+  put(f, &d, y);
+  return 0;
+}
+
+/* How a spawn makes its joins: the owner's join(ctx, ...), and the last
+ * fold's readers and join, for the next range with the same readers (a
+ * range cut in pieces, then read across: one join for all). */
+typedef struct joiner {
+  weft__flow_join_fn join;
+  void *ctx;
+  int made;
+  const void *last; /* NULL: nothing left to follow */
+  uint32_t n;
+  const void *m[FOLD];
+} joiner;
+
+/* Room for one more reader in x: a bigger list, or, with FOLD readers
+ * already, the readers folded into one join that follows them (a writer
+ * then follows the join: the same order, one dependency). */
+static int room(weft__flow *f, node *x, joiner *jn) {
+  if (x->nrd >= FOLD) {
+    int same = jn->made && jn->n == x->nrd;
+    for (uint32_t i = 0; same && i < x->nrd; i++)
+      same = jn->m[i] == x->rd[i];
+    f->work += x->nrd;
+    if (!same) {
+      const void *j = NULL;
+      int rc = jn->join(jn->ctx, x->rd, x->nrd, &j);
+      if (rc)
+        return rc;
+      jn->made = 1;
+      jn->last = j;
+      jn->n = x->nrd;
+      for (uint32_t i = 0; i < x->nrd; i++)
+        jn->m[i] = x->rd[i];
+    }
+    x->rd[0] = jn->last;
+    x->nrd = jn->last != NULL;
+    return 0;
+  }
+  if (x->nrd < x->cap)
+    return 0;
+  uint32_t nc = 2 * x->cap < FOLD ? 2 * x->cap : FOLD;
+  const void **v = x->rd == x->in ? malloc(nc * sizeof *v)
+                                  : realloc((void *)x->rd, nc * sizeof *v);
   if (!v)
     return WEFT_ENOMEM;
-  f->r = v;
-  f->cap = nc;
+  if (x->rd == x->in)
+    for (uint32_t i = 0; i < x->nrd; i++)
+      v[i] = x->in[i];
+  x->rd = v;
+  x->cap = nc;
   return 0;
 }
 
-/* Inserts r at index i (room reserved). */
-static void insert_at(weft__flow *f, size_t i, range r) {
-  memmove(&f->r[i + 1], &f->r[i], (f->n - i) * sizeof *f->r);
-  f->r[i] = r;
-  f->n++;
-}
-
-/* Makes p a boundary: the range holding p inside it is cut in two, both
- * halves with its state. */
-static int cut(weft__flow *f, uintptr_t p) {
-  size_t i = first_after(f, p);
-  if (i == f->n || f->r[i].lo >= p)
-    return 0;
-  range *r = &f->r[i];
-  /* With room for one more reader, as fill() leaves every range. */
-  const void **copy = malloc((r->nreaders + 1) * sizeof *copy);
-  if (!copy)
-    return WEFT_ENOMEM;
-  memcpy(copy, r->readers, r->nreaders * sizeof *copy);
-  if (reserve(f, 1)) {
-    free(copy);
-    return WEFT_ENOMEM;
+/* Makes [lo, hi) a run of whole ranges: a range holding lo or hi inside
+ * it is cut there, a gap becomes an empty range; a read gives each range
+ * of the run room for one more reader; and adds to s what the access
+ * follows: the ranges' writers, and for a write their readers too. */
+static int cover(weft__flow *f, uintptr_t lo, uintptr_t hi, int writes,
+                 joiner *jn, depset *s) {
+  cur c;
+  seek(f, &c, lo);
+  node *x = at(&c);
+  int rc = 0;
+  if (x && x->lo < lo) {
+    if ((rc = split(f, &c, lo)) != 0)
+      return rc;
+    step(f, &c);
   }
-  r = &f->r[i];
-  range right = *r;
-  right.lo = p;
-  right.readers = copy;
-  right.cap = r->nreaders + 1;
-  r->hi = p;
-  insert_at(f, i + 1, right);
-  return 0;
-}
-
-/* Makes [lo, hi), whose ends are boundaries already, covered by ranges
- * (gaps become empty ones) with room for one more reader in each. */
-static int fill(weft__flow *f, uintptr_t lo, uintptr_t hi) {
-  uintptr_t p = lo;
-  size_t i = first_after(f, lo);
-  while (p < hi) {
-    if (i == f->n || f->r[i].lo > p) {
-      uintptr_t end = i == f->n || f->r[i].lo > hi ? hi : f->r[i].lo;
-      if (reserve(f, 1))
+  for (uintptr_t p = lo; p < hi; step(f, &c)) {
+    x = at(&c);
+    if (!x || x->lo > p) {
+      node *y = node_new(f, p, !x || x->lo > hi ? hi : x->lo);
+      if (!y)
         return WEFT_ENOMEM;
-      insert_at(f, i, (range){p, end, NULL, NULL, 0, 0});
+      put(f, &c, y);
+      x = y;
     }
-    range *r = &f->r[i];
-    if (r->nreaders == r->cap) {
-      uint32_t nc = r->cap ? 2 * r->cap : 4;
-      const void **v = realloc(r->readers, nc * sizeof *v);
-      if (!v)
-        return WEFT_ENOMEM;
-      r->readers = v;
-      r->cap = nc;
-    }
-    p = r->hi;
-    i++;
+    if (x->hi > hi && (rc = split(f, &c, hi)) != 0)
+      return rc;
+    if (!writes && (rc = room(f, x, jn)) != 0)
+      return rc;
+    if ((rc = dep_add(s, x->writer)) != 0)
+      return rc;
+    for (uint32_t j = 0; writes && j < x->nrd; j++)
+      if ((rc = dep_add(s, x->rd[j])) != 0)
+        return rc;
+    p = x->hi;
   }
   return 0;
 }
 
-/* Adds t to the list d[0..*n) unless there already (or self). */
-static void add_dep(const void **d, uint32_t *n, const void *t,
-                    const void *self) {
-  if (!t || t == self)
-    return;
-  for (uint32_t i = 0; i < *n; i++)
-    if (d[i] == t)
-      return;
-  d[(*n)++] = t;
-}
+/* ---- the spawn ---- */
 
-/* After a write of [lo, hi): its ranges, one writer and no readers now,
- * become one. */
-static void merge(weft__flow *f, uintptr_t lo, uintptr_t hi) {
-  size_t i = first_after(f, lo), j = i;
-  while (j + 1 < f->n && f->r[j + 1].lo == f->r[j].hi && f->r[j + 1].hi <= hi)
-    j++;
-  if (j == i)
-    return;
-  for (size_t k = i + 1; k <= j; k++)
-    free(f->r[k].readers);
-  f->r[i].hi = f->r[j].hi;
-  memmove(&f->r[i + 1], &f->r[j + 1], (f->n - j - 1) * sizeof *f->r);
-  f->n -= j - i;
+/* Merges the run at c, ranges up to hi just written by one writer and
+ * with no readers, into its first. */
+static void merge(weft__flow *f, cur *c, uintptr_t hi) {
+  node *x = at(c), *y;
+  step(f, c);
+  while ((y = at(c)) && y->lo == x->hi && y->hi <= hi) {
+    x->hi = y->hi;
+    drop(f, c);
+  }
 }
 
 int weft__flow_note(weft__flow **fp, const void *self, const weft_access *a,
-                    size_t n, const void **buf, const void ***deps,
-                    uint32_t *ndeps, int *host) {
+                    size_t n, weft__flow_join_fn join, void *ctx,
+                    const void **buf, const void ***deps, uint32_t *ndeps,
+                    int *host) {
   *deps = NULL;
   *ndeps = 0;
   *host = 0;
-  if (!*fp && !(*fp = calloc(1, sizeof **fp)))
+  if (!*fp && !(*fp = flow_new()))
     return WEFT_ENOMEM;
   weft__flow *f = *fp;
-  /* Phase 1: every boundary first, then gaps and room; the record still
-   * says what it said. */
-  size_t bound = 0;
-  for (size_t i = 0; i < n; i++) {
-    uintptr_t lo = (uintptr_t)a[i].ptr, hi = lo + a[i].bytes;
-    if (cut(f, lo) || cut(f, hi))
-      return WEFT_ENOMEM;
+  /* Phase 1: each access a run of whole ranges, with room where it reads
+   * (a later access's cuts split them with their state, room included),
+   * and what it follows; reads first (the order in which dependencies
+   * have always been handed out: the first may hand its stream over), so
+   * that a write collects readers after any fold. */
+  joiner jn = {join, ctx, 0, NULL, 0, {0}};
+  depset s = {buf, buf, NULL, 0, WEFT__FLOW_INLINE, 0, self, &f->work};
+  int h = 0, rc = 0;
+  for (int pass = 0; pass < 2 && rc == 0; pass++)
+    for (size_t i = 0; i < n && rc == 0; i++) {
+      int writes = (a[i].mode & WEFT_WRITE) != 0;
+      if (writes != pass)
+        continue;
+      h |= (a[i].mode & WEFT_ACCESS_HOST) != 0;
+      uintptr_t lo = (uintptr_t)a[i].ptr;
+      rc = cover(f, lo, lo + a[i].bytes, writes, &jn, &s);
+    }
+  free((void *)s.h);
+  if (rc) {
+    weft__flow_deps_free(s.d, buf);
+    return rc;
   }
-  for (size_t i = 0; i < n; i++) {
-    uintptr_t lo = (uintptr_t)a[i].ptr;
-    if (fill(f, lo, lo + a[i].bytes))
-      return WEFT_ENOMEM;
-  }
-  for (size_t i = 0; i < n; i++) {
-    uintptr_t lo = (uintptr_t)a[i].ptr, hi = lo + a[i].bytes;
-    for (size_t k = first_after(f, lo); k < f->n && f->r[k].lo < hi; k++)
-      bound += 1 + f->r[k].nreaders;
-  }
-  const void **d = bound <= WEFT__FLOW_INLINE ? buf : malloc(bound * sizeof *d);
-  if (!d)
-    return WEFT_ENOMEM;
-  /* Phase 2: what to follow, then the record; nothing allocates. Reads
-   * first, so that a task reading and writing one range does not count
-   * itself among its readers. */
-  uint32_t nd = 0;
+  /* Phase 2: the record changes; nothing allocates. Reads first, so that
+   * a task reading and writing one range is left its writer alone. */
   for (int pass = 0; pass < 2; pass++)
     for (size_t i = 0; i < n; i++) {
-      unsigned m = a[i].mode;
-      int writes = (m & WEFT_WRITE) != 0;
+      int writes = (a[i].mode & WEFT_WRITE) != 0;
       if (writes != pass)
         continue;
       uintptr_t lo = (uintptr_t)a[i].ptr, hi = lo + a[i].bytes;
-      if (m & WEFT_ACCESS_HOST)
-        *host = 1;
-      for (size_t k = first_after(f, lo); k < f->n && f->r[k].lo < hi; k++) {
-        range *r = &f->r[k];
-        add_dep(d, &nd, r->writer, self);
+      cur c, first;
+      seek(f, &c, lo);
+      first = c;
+      for (node *x; (x = at(&c)) && x->lo < hi; step(f, &c)) {
         if (writes) {
-          for (uint32_t j = 0; j < r->nreaders; j++)
-            add_dep(d, &nd, r->readers[j], self);
-          r->writer = self;
-          r->nreaders = 0;
-        } else if (r->writer != self &&
-                   (r->nreaders == 0 || r->readers[r->nreaders - 1] != self)) {
-          r->readers[r->nreaders++] = self; /* room made in phase 1 */
+          x->writer = self;
+          x->nrd = 0;
+        } else if (x->writer != self &&
+                   (x->nrd == 0 || x->rd[x->nrd - 1] != self)) {
+          x->rd[x->nrd++] = self; /* room made in phase 1 */
         }
       }
       if (writes)
-        merge(f, lo, hi);
+        merge(f, &first, hi);
     }
-  if (nd == 0) {
-    weft__flow_deps_free(d, buf);
-    d = NULL;
+  if (s.n == 0) {
+    weft__flow_deps_free(s.d, buf);
+    s.d = NULL;
   }
-  *deps = d;
-  *ndeps = nd;
+  *deps = s.d;
+  *ndeps = s.n;
+  *host = h;
   return 0;
 }
 
 int weft__flow_declare(weft__exec *x, weft_task *self, const weft_access *a,
-                       size_t n, const void **buf, const void ***deps,
-                       uint32_t *ndeps, int *host) {
-  return weft__flow_note(&x->flow, self, a, n, buf, deps, ndeps, host);
+                       size_t n, weft__flow_join_fn join, void *ctx,
+                       const void **buf, const void ***deps, uint32_t *ndeps,
+                       int *host) {
+  return weft__flow_note(&x->flow, self, a, n, join, ctx, buf, deps, ndeps,
+                         host);
 }
 
 void weft__flow_forget(weft__exec *x, const void *p, size_t n) {
@@ -246,28 +473,39 @@ void weft__flow_forget(weft__exec *x, const void *p, size_t n) {
   if (!f || n == 0)
     return;
   uintptr_t lo = (uintptr_t)p, hi = lo + n;
-  /* Without memory to cut at the ends the record stays: the worst it does
-   * is order a task after one it need not follow. */
-  if (cut(f, lo) || cut(f, hi))
-    return;
-  size_t i = first_after(f, lo), j = i;
-  while (j < f->n && f->r[j].lo < hi) {
-    free(f->r[j].readers);
-    j++;
+  cur c;
+  seek(f, &c, lo);
+  node *y = at(&c);
+  /* Without memory to cut at an end, what lies past the cut stays: the
+   * worst it does is order a task after one it need not follow. */
+  if (y && y->lo < lo) {
+    if (split(f, &c, lo))
+      return;
+    step(f, &c);
   }
-  memmove(&f->r[i], &f->r[j], (f->n - j) * sizeof *f->r);
-  f->n -= j - i;
+  while ((y = at(&c)) && y->lo < hi) {
+    if (y->hi > hi && split(f, &c, hi))
+      return;
+    drop(f, &c);
+  }
 }
 
 size_t weft__flow_ranges(const weft__exec *x) {
   return x && x->flow ? x->flow->n : 0;
 }
 
+uint64_t weft__flow_work(const weft__exec *x) {
+  return x && x->flow ? x->flow->work : 0;
+}
+
 void weft__flow_free(weft__flow *f) {
   if (!f)
     return;
-  for (size_t i = 0; i < f->n; i++)
-    free(f->r[i].readers);
-  free(f->r);
+  node *x = f->head;
+  while (x) {
+    node *next = x->next[0];
+    node_free(x);
+    x = next;
+  }
   free(f);
 }

@@ -21,21 +21,41 @@ int weft__flow_validate(const weft_access *a, size_t n, const char *call);
  * allocates no list for them. */
 #define WEFT__FLOW_INLINE 4
 
+/* A range keeps at most this many readers since its last write: the next
+ * reader first folds them into one join (below). */
+#define WEFT__FLOW_FOLD 64
+
+/* Makes an identity that follows every one of m[0..n) (n at most
+ * WEFT__FLOW_FOLD; the record's owner's: a task, or a capture's step) and
+ * puts it in *out: 0, or a negative WEFT_E* code with nothing made. The
+ * record calls it to fold a range's readers into one, so that a writer
+ * follows one identity instead of every reader since the last write. The
+ * owner may leave out members that completed: *out may then be one of m,
+ * or NULL when none is left to follow. m is the caller's, copied. */
+typedef int (*weft__flow_join_fn)(void *ctx, const void *const *m, uint32_t n,
+                                  const void **out);
+
 /* Records the accesses a[0..n) of the task whose handle is self, spawned
  * by x, and returns in *deps the handles of the earlier tasks it must
  * follow (NULL when none; buf, which has room for WEFT__FLOW_INLINE, when
  * they fit; else malloc'd), and in *host whether its host code waits for
- * their work. All or nothing: 0, or WEFT_ENOMEM with the record as it
- * was. The accesses were validated. */
+ * their work. join(ctx, ...) makes joins (above). All or nothing: 0, or
+ * an error (WEFT_ENOMEM, or join's) with the record saying what it said
+ * (its ranges may be cut finer, and readers folded into joins made).
+ * The accesses were validated. Cost: O(log r) expected in the r ranges
+ * the record holds, plus the ranges the accesses cover and the
+ * dependencies found (a range gives at most 17). */
 int weft__flow_declare(struct weft__exec *x, weft_task *self,
-                       const weft_access *a, size_t n, const void **buf,
-                       const void ***deps, uint32_t *ndeps, int *host);
+                       const weft_access *a, size_t n, weft__flow_join_fn join,
+                       void *ctx, const void **buf, const void ***deps,
+                       uint32_t *ndeps, int *host);
 
 /* The same in record *fp (made if NULL) for any identity self: a graph
  * capture's steps (graph.c) use their own record. */
 int weft__flow_note(weft__flow **fp, const void *self, const weft_access *a,
-                    size_t n, const void **buf, const void ***deps,
-                    uint32_t *ndeps, int *host);
+                    size_t n, weft__flow_join_fn join, void *ctx,
+                    const void **buf, const void ***deps, uint32_t *ndeps,
+                    int *host);
 
 /* Frees a dependency list that weft__flow_declare or weft__flow_note
  * returned, unless it is the caller's buf. */
@@ -44,23 +64,15 @@ static inline void weft__flow_deps_free(const void **deps, const void **buf) {
     free((void *)deps);
 }
 
-/* Before a task's function runs: follows its earlier tasks (and frees the
- * list), on the device or, when that fails, on the host. With
- * WEFT_ACCESS_HOST it then waits for them on the host too: 0, or that
- * wait's error, recorded as the task's (its join reports it), and then
- * its function must not run. */
-int weft__flow_enter(weft_task *t);
-
-/* 1 when every task that t follows has completed, its GPU work too (the
- * scheduler's test for a task that cannot start: it ends only after
- * them, or the tasks that follow it would not be ordered after them). */
-int weft__flow_deps_done(weft_task *t);
-
 /* Memory at [p, p + n) was freed by x: its data ends in x's record. */
 void weft__flow_forget(struct weft__exec *x, const void *p, size_t n);
 
 /* The ranges x's record holds (for tests). */
 size_t weft__flow_ranges(const struct weft__exec *x);
+
+/* The steps x's record has taken so far: nodes passed, entries copied or
+ * compared (for tests, which hold it to O(log n) an access). */
+uint64_t weft__flow_work(const struct weft__exec *x);
 
 void weft__flow_free(weft__flow *f);
 

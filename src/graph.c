@@ -150,6 +150,92 @@ static int step_fail(weft__capture *cap, int rc) {
   return rc;
 }
 
+/* Room in st for one more step. */
+static int steps_room(weft__steps *st) {
+  if (st->n < st->cap)
+    return 0;
+  size_t nc = st->cap ? 2 * st->cap : 64;
+  weft__event **e = realloc(st->ends, nc * sizeof *e);
+  if (e)
+    st->ends = e;
+  uint32_t *on = e ? realloc(st->on, nc * sizeof *on) : NULL;
+  if (on)
+    st->on = on;
+  if (!e || !on)
+    return weft__err(WEFT_ENOMEM, "weft_task_spawn: out of memory");
+  st->cap = nc;
+  return 0;
+}
+
+/* Where a step that follows the steps d[0..nd) runs: with forks, on the
+ * branch of one whose last step it follows, else on a new branch, waiting
+ * there for the others' events; its branch in *b (SIZE_MAX: none, the
+ * capturing stream) and its stream in *s. A step with no end event failed
+ * (and the capture with it): it is not followed, only stepped over. */
+static int step_place(weft__exec *x, weft__steps *st, const void *const *d,
+                      uint32_t nd, size_t *b, weft__stream **s) {
+  *s = x->stream;
+  *b = SIZE_MAX;
+  if (!x->stream->hdr.bk->ops->capture_forks)
+    return 0;
+  for (uint32_t k = 0; k < nd && *b == SIZE_MAX; k++) {
+    uint32_t id = (uint32_t)(uintptr_t)d[k];
+    if (st->ends[id - 1] && st->br[st->on[id - 1]].tail == id)
+      *b = st->on[id - 1];
+  }
+  int rc = *b == SIZE_MAX ? branch_new(x, st, b) : 0;
+  if (rc)
+    return rc;
+  *s = st->br[*b].s;
+  for (uint32_t k = 0; k < nd && rc == 0; k++) {
+    uint32_t id = (uint32_t)(uintptr_t)d[k];
+    if (st->ends[id - 1] && st->on[id - 1] != *b)
+      rc = edge(*s, st->ends[id - 1]);
+  }
+  return rc;
+}
+
+/* Step id, placed on branch b (SIZE_MAX: none) and run: its end event,
+ * which the steps after it wait for, and the branch's last step. */
+static int step_end(weft_runtime *rt, weft__steps *st, uint32_t id, size_t b,
+                    weft__stream *s) {
+  int rc = 0;
+  st->on[id - 1] = b == SIZE_MAX ? 0 : (uint32_t)b;
+  if (b != SIZE_MAX) {
+    st->ends[id - 1] = mark(rt, s, &rc);
+    st->br[b].tail = id;
+  }
+  return rc;
+}
+
+/* A join step (dataflow.h's joins): a step of no work that follows the
+ * steps m[0..n) (an empty node of the graph with their edges), so that a
+ * step writing what they read follows it alone. */
+typedef struct step_join_ctx {
+  weft__exec *x;
+  weft__steps *st;
+} step_join_ctx;
+
+static int step_join(void *ctx, const void *const *m, uint32_t n,
+                     const void **out) {
+  step_join_ctx *j = ctx;
+  weft__steps *st = j->st;
+  int rc = steps_room(st);
+  if (rc)
+    return rc;
+  uint32_t id = (uint32_t)st->n + 1;
+  st->ends[id - 1] = NULL;
+  st->on[id - 1] = 0;
+  st->n = id;
+  size_t b;
+  weft__stream *s;
+  if ((rc = step_place(j->x, st, m, n, &b, &s)) != 0 ||
+      (rc = step_end(j->x->rt, st, id, b, s)) != 0)
+    return rc;
+  *out = (const void *)(uintptr_t)id;
+  return 0;
+}
+
 int weft__graph_step(weft__exec *x, weft_task_fn fn, void *arg,
                      const weft_access *a, size_t n) {
   weft__stream *origin = x->stream;
@@ -173,46 +259,28 @@ int weft__graph_step(weft__exec *x, weft_task_fn fn, void *arg,
   if (!st && !(st = cap->steps = calloc(1, sizeof *st)))
     return step_fail(cap,
                      weft__err(WEFT_ENOMEM, "weft_task_spawn: out of memory"));
-  if (st->n == st->cap) {
-    size_t nc = st->cap ? 2 * st->cap : 64;
-    weft__event **e = realloc(st->ends, nc * sizeof *e);
-    if (e)
-      st->ends = e;
-    uint32_t *on = e ? realloc(st->on, nc * sizeof *on) : NULL;
-    if (on)
-      st->on = on;
-    if (!e || !on)
-      return step_fail(
-          cap, weft__err(WEFT_ENOMEM, "weft_task_spawn: out of memory"));
-    st->cap = nc;
-  }
+  int rc = steps_room(st);
+  if (rc)
+    return step_fail(cap, rc);
+  /* The step's number first: joins its record makes take the next ones. */
   uint32_t id = (uint32_t)st->n + 1;
+  st->ends[id - 1] = NULL;
+  st->on[id - 1] = 0;
+  st->n = id;
   const void *buf[WEFT__FLOW_INLINE], **deps = NULL;
   uint32_t nd = 0;
   int host = 0;
-  if (weft__flow_note(&st->flow, (const void *)(uintptr_t)id, a, n, buf, &deps,
-                      &nd, &host) != 0)
-    return step_fail(cap,
-                     weft__err(WEFT_ENOMEM, "weft_task_spawn: out of memory"));
-  weft__stream *s = origin;
-  size_t b = SIZE_MAX;
-  int rc = 0;
-  if (origin->hdr.bk->ops->capture_forks) {
-    for (uint32_t k = 0; k < nd && b == SIZE_MAX; k++) {
-      uint32_t d = (uint32_t)(uintptr_t)deps[k];
-      if (st->br[st->on[d - 1]].tail == d)
-        b = st->on[d - 1];
-    }
-    if (b == SIZE_MAX)
-      rc = branch_new(x, st, &b);
-    if (rc == 0)
-      s = st->br[b].s;
-    for (uint32_t k = 0; k < nd && rc == 0; k++) {
-      uint32_t d = (uint32_t)(uintptr_t)deps[k];
-      if (st->on[d - 1] != b)
-        rc = edge(s, st->ends[d - 1]);
-    }
-  }
+  step_join_ctx jc = {x, st};
+  rc = weft__flow_note(&st->flow, (const void *)(uintptr_t)id, a, n, step_join,
+                       &jc, buf, &deps, &nd, &host);
+  if (rc)
+    return step_fail(
+        cap, rc == WEFT_ENOMEM
+                 ? weft__err(WEFT_ENOMEM, "weft_task_spawn: out of memory")
+                 : rc);
+  size_t b;
+  weft__stream *s;
+  rc = step_place(x, st, deps, nd, &b, &s);
   weft__flow_deps_free(deps, buf);
   if (rc)
     return step_fail(cap, rc);
@@ -231,13 +299,7 @@ int weft__graph_step(weft__exec *x, weft_task_fn fn, void *arg,
   x->stream = origin;
   x->decl = decl;
   x->ndecl = ndecl;
-  st->on[id - 1] = b == SIZE_MAX ? 0 : (uint32_t)b;
-  st->ends[id - 1] = NULL;
-  st->n = id;
-  if (b != SIZE_MAX) {
-    st->ends[id - 1] = mark(rt, s, &rc);
-    st->br[b].tail = id;
-  }
+  rc = step_end(rt, st, id, b, s);
   return rc ? step_fail(cap, rc) : 0;
 }
 

@@ -127,6 +127,126 @@ static weft__exec *checked_self(weft_runtime *rt, const char *call) {
   return x;
 }
 
+/* A task object for fn(arg) on dev, counted live and ready to be made
+ * ready, in *out: 0, or the error reported (rt closing, out of memory).
+ * name NULL: "task-<id>"; detached: no handle will be joined. */
+static int task_new(weft_runtime *rt, int dev, int high, weft_task_fn fn,
+                    void *arg, const char *name, int detached,
+                    weft_task **out) {
+  pthread_mutex_lock(&rt->h.lock);
+  if (rt->closing) {
+    pthread_mutex_unlock(&rt->h.lock);
+    return weft__err(WEFT_ESTATE, "weft_task_spawn: runtime is shutting down");
+  }
+  weft_task *t = (weft_task *)weft__pool_get(&rt->tasks.pool, sizeof *t);
+  if (!t) {
+    pthread_mutex_unlock(&rt->h.lock);
+    return weft__err(WEFT_ENOMEM, "weft_task_spawn: out of memory");
+  }
+  t->hdr.magic = MAGIC_TASK;
+  all_link(rt, t);
+  atomic_fetch_add(&rt->tasks.nlive, 1);
+  pthread_mutex_unlock(&rt->h.lock);
+
+  t->x.rt = rt;
+  t->x.bk = rt->h.bk;
+  t->x.dev = dev;
+  atomic_fetch_add(&rt->tasks.dev_live[dev], 1);
+  t->x.high = high;
+  t->x.adm = NULL;
+  if (t->x.high) /* before it can run: admission holds others from now */
+    atomic_fetch_add(&rt->h.adm.nhigh_live, 1);
+  t->x.is_task = 1;
+  t->fn = fn;
+  t->arg = arg;
+  t->id = atomic_fetch_add(&rt->tasks.next_id, 1) + 1;
+  if (name)
+    copy_name(t->name, sizeof t->name, name);
+  else
+    default_name(t->name, t->id);
+  if (weft__trace_on_for(rt->h.bk))
+    weft__trace_task_name(t->id, t->name);
+  if (detached)
+    t->handle_gone = t->detached = 1;
+  t->x.check_vc = NULL;
+  t->x.flow = NULL;
+  t->x.decl = NULL;
+  t->x.ndecl = 0;
+  t->flow_deps = NULL;
+  t->nflow_deps = 0;
+  t->flow_host = 0;
+  t->wait_test = NULL;
+  atomic_store_explicit(&t->queued_in, NULL, memory_order_relaxed);
+  *out = t;
+  return 0;
+}
+
+/* Undoes task_new for a task never made ready. */
+static void task_drop(weft_runtime *rt, weft_task *t) {
+  int dev = t->x.dev, high = t->x.high;
+  pthread_mutex_lock(&rt->h.lock);
+  weft__task_free(rt, t);
+  atomic_fetch_sub(&rt->tasks.nlive, 1);
+  atomic_fetch_sub(&rt->tasks.dev_live[dev], 1);
+  if (high)
+    atomic_fetch_sub(&rt->h.adm.nhigh_live, 1);
+  pthread_cond_broadcast(&rt->done_cv);
+  pthread_mutex_unlock(&rt->h.lock);
+}
+
+/* A join (dataflow.h): a detached task that only follows the readers a
+ * range's record folds into it, so that a later writer follows the join
+ * alone instead of every reader since the last write. Readers that
+ * completed are left out: with one left, that reader stands for the join,
+ * and with none, nothing is made. It waits for the others to return
+ * without a stack (weft__task_join_advance), so joins of readers that
+ * wait hold no memory beyond their task object. Admission never holds a
+ * join: it issues nothing through the door. */
+typedef struct join_ctx {
+  weft_runtime *rt;
+  int dev;
+} join_ctx;
+
+static void join_body(void *arg) { (void)arg; }
+
+static int spawn_join(void *ctx, const void *const *m, uint32_t n,
+                      const void **out) {
+  const join_ctx *jc = ctx;
+  weft_runtime *rt = jc->rt;
+  const void *live[WEFT__FLOW_FOLD];
+  uint32_t k = 0;
+  pthread_mutex_lock(&rt->h.lock);
+  for (uint32_t i = 0; i < n && i < WEFT__FLOW_FOLD; i++)
+    if (weft__task_live(m[i], (weft_task *)weft__handle_obj(m[i])))
+      live[k++] = m[i];
+  pthread_mutex_unlock(&rt->h.lock);
+  if (k <= 1) {
+    *out = k ? live[0] : NULL;
+    return 0;
+  }
+  const void **d = NULL;
+  if (k > WEFT__FLOW_INLINE && !(d = malloc(k * sizeof *d)))
+    return WEFT_ENOMEM;
+  weft_task *t;
+  int rc = task_new(rt, jc->dev, 0, join_body, NULL, "dataflow join", 1, &t);
+  if (rc) {
+    free(d);
+    return rc;
+  }
+  t->flow_deps = d ? d : t->flow_inline;
+  memcpy((void *)t->flow_deps, live, k * sizeof *live);
+  t->nflow_deps = k;
+  if (rt->h.bk->check)
+    weft__caller_spawned(checked_self(rt, "weft_task_spawn"), &t->x);
+  *out = weft__handle_of(&t->hdr);
+  /* It runs once they all returned: until then it holds no stack. */
+  pthread_mutex_lock(&rt->h.lock);
+  weft__mark_ready(t, WEFT_TRF_READY_SPAWN);
+  weft__task_join_advance(rt, t);
+  pthread_mutex_unlock(&rt->h.lock);
+  return 0;
+}
+
 int weft_task_spawn(weft_runtime *rt, weft_task **task, weft_task_fn fn,
                     void *arg, const weft_task_opts *user) {
   weft_task_opts opts;
@@ -188,66 +308,25 @@ int weft_task_spawn(weft_runtime *rt, weft_task **task, weft_task_fn fn,
     }
   }
 
-  pthread_mutex_lock(&rt->h.lock);
-  if (rt->closing) {
-    pthread_mutex_unlock(&rt->h.lock);
-    return weft__err(WEFT_ESTATE, "weft_task_spawn: runtime is shutting down");
-  }
-  weft_task *t = (weft_task *)weft__pool_get(&rt->tasks.pool, sizeof *t);
-  if (!t) {
-    pthread_mutex_unlock(&rt->h.lock);
-    return weft__err(WEFT_ENOMEM, "weft_task_spawn: out of memory");
-  }
-  t->hdr.magic = MAGIC_TASK;
-  all_link(rt, t);
-  atomic_fetch_add(&rt->tasks.nlive, 1);
-  pthread_mutex_unlock(&rt->h.lock);
-
-  t->x.rt = rt;
-  t->x.bk = rt->h.bk;
-  t->x.dev = dev;
-  atomic_fetch_add(&rt->tasks.dev_live[dev], 1);
-  t->x.high = opts.priority == WEFT_PRIORITY_HIGH;
-  t->x.adm = NULL;
-  if (t->x.high) /* before it can run: admission holds others from now */
-    atomic_fetch_add(&rt->h.adm.nhigh_live, 1);
-  t->x.is_task = 1;
-  t->fn = fn;
-  t->arg = arg;
-  t->id = atomic_fetch_add(&rt->tasks.next_id, 1) + 1;
-  if (opts.name)
-    copy_name(t->name, sizeof t->name, opts.name);
-  else
-    default_name(t->name, t->id);
-  if (weft__trace_on_for(rt->h.bk))
-    weft__trace_task_name(t->id, t->name);
-  if (!task)
-    t->handle_gone = t->detached = 1;
-  t->x.check_vc = NULL;
-  t->x.flow = NULL;
-  t->x.decl = NULL;
-  t->x.ndecl = 0;
-  t->flow_deps = NULL;
-  t->nflow_deps = 0;
-  t->flow_host = 0;
-  t->wait_test = NULL;
-  atomic_store_explicit(&t->queued_in, NULL, memory_order_relaxed);
+  weft_task *t;
+  int rc = task_new(rt, dev, opts.priority == WEFT_PRIORITY_HIGH, fn, arg,
+                    opts.name, !task, &t);
+  if (rc)
+    return rc;
   if (spawner) {
     int host = 0;
-    if (weft__flow_declare(spawner, (weft_task *)weft__handle_of(&t->hdr),
-                           opts.accesses, opts.naccesses, t->flow_inline,
-                           &t->flow_deps, &t->nflow_deps, &host) != 0) {
+    join_ctx jc = {rt, dev};
+    rc = weft__flow_declare(spawner, (weft_task *)weft__handle_of(&t->hdr),
+                            opts.accesses, opts.naccesses, spawn_join, &jc,
+                            t->flow_inline, &t->flow_deps, &t->nflow_deps,
+                            &host);
+    if (rc) {
       /* Nothing was recorded and nothing ran: the task goes unseen. */
-      pthread_mutex_lock(&rt->h.lock);
-      weft__task_free(rt, t);
-      atomic_fetch_sub(&rt->tasks.nlive, 1);
-      atomic_fetch_sub(&rt->tasks.dev_live[dev], 1);
-      if (opts.priority == WEFT_PRIORITY_HIGH)
-        atomic_fetch_sub(&rt->h.adm.nhigh_live, 1);
-      pthread_cond_broadcast(&rt->done_cv);
-      pthread_mutex_unlock(&rt->h.lock);
-      return weft__err(WEFT_ENOMEM, "weft_task_spawn: out of memory for its "
-                                    "declared accesses");
+      task_drop(rt, t);
+      return rc == WEFT_ENOMEM
+                 ? weft__err(WEFT_ENOMEM, "weft_task_spawn: out of memory "
+                                          "for its declared accesses")
+                 : rc;
     }
     t->flow_host = (uint8_t)host;
     /* weft check holds the task's operations to them; without memory for
@@ -354,8 +433,15 @@ static int wait_cycle(weft_runtime *rt, weft_task *self, weft_task *other,
 int weft__task_wait_for(weft_runtime *rt, weft_task *other, int until_end,
                         int kind, const char *call) {
   weft_task *self = weft__worker_task();
+  /* The life waited for ends the wait when it ends: a detached task is
+   * recycled once done, and by the time a woken waiter looks again its
+   * object may be a later task's, which this one must not wait for (two
+   * tasks each waiting for the other's object hung a data-flow run). */
+  const void *life = weft__handle_of(&other->hdr);
   int spun = 0;
   for (;;) {
+    if (!weft__handle_live(life, &other->hdr))
+      return 0;
     int ok = until_end ? other->done : other->returned;
     if (ok)
       return 0;
@@ -379,7 +465,8 @@ int weft__task_wait_for(weft_runtime *rt, weft_task *other, int until_end,
     } else {
       other->thread_waiters++;
       pthread_cond_wait(&rt->done_cv, &rt->h.lock);
-      other->thread_waiters--;
+      if (weft__handle_live(life, &other->hdr)) /* else a new life's count */
+        other->thread_waiters--;
     }
   }
 }

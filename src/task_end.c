@@ -43,6 +43,25 @@ int weft__task_deps_done(weft_task *t) {
   return done;
 }
 
+void weft__task_join_advance(weft_runtime *rt, weft_task *j) {
+  for (; j->join_at < j->nflow_deps; j->join_at++) {
+    const weft_task *h = j->flow_deps[j->join_at];
+    weft_task *other = (weft_task *)weft__handle_obj(h);
+    if (weft__task_live(h, other) && !other->returned) {
+      j->join_wait = 1;
+      j->wait_for_end = 0;
+      j->state = TASK_SUSPENDED;
+      j->next = other->waiters;
+      other->waiters = j;
+      return;
+    }
+  }
+  j->join_wait = 0;
+  j->state = TASK_READY;
+  weft__mark_ready(j, WEFT_TRF_READY_JOIN);
+  weft__worker_ready(&rt->sched, j);
+}
+
 /* Lock held: makes ready the waiters that asked for this much. */
 static void wake_waiters(weft_runtime *rt, weft_task *t, int ended) {
   weft_task **pp = &t->waiters;
@@ -51,6 +70,10 @@ static void wake_waiters(weft_runtime *rt, weft_task *t, int ended) {
     if (ended || !w->wait_for_end) {
       *pp = w->next;
       w->waiting_for = NULL;
+      if (w->join_wait) { /* on to its next task, or ready */
+        weft__task_join_advance(rt, w);
+        continue;
+      }
       if (w->blocked) { /* switched out: make it ready */
         w->blocked = 0;
         weft__mark_ready(w, WEFT_TRF_READY_JOIN);

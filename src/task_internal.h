@@ -79,6 +79,10 @@ struct weft_task {
   uint32_t nflow_deps;
   uint8_t flow_host;
   weft__stall stall; /* for the watchdog, written only while it is on */
+  /* A data-flow join (task.c) waiting, without a stack, in the waiters
+   * of flow_deps[join_at], until every one of them has returned. */
+  uint8_t join_wait;
+  uint32_t join_at;
 };
 
 /* Notes that t changed state (weft__stall_kind), for the watchdog, when it
@@ -145,6 +149,10 @@ void weft__task_free(weft_runtime *rt, weft_task *t);
 int weft__task_live(const weft_task *h, const weft_task *other);
 /* 1 when every task t follows by declared data has completed. */
 int weft__task_deps_done(weft_task *t);
+/* A join (rt->lock held): waits, without a stack, in the waiters of the
+ * first of its tasks from join_at on that has not returned; with none
+ * left, it is made ready, and following them then suspends nothing. */
+void weft__task_join_advance(weft_runtime *rt, weft_task *j);
 /* Gives task exec x, which has no stream yet, the stream of other, a task
  * x follows that has returned and whose work is still queued (it finishes
  * when its end event completes), if it suits (device, priority pool);

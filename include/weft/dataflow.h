@@ -36,9 +36,14 @@
  * freeing spawner's declarations: a new allocation at the same address is new
  * data. The spawner's own accesses are not tracked: it orders itself after its
  * children with joins, weft_task_after or weft_sync as usual. Cost: per
- * access, a binary search and the overlapped ranges' readers; the bookkeeping
- * grows with the distinct ranges and the readers since each range's last
- * write, not with the number of tasks spawned.
+ * access, O(log n) expected in the n ranges the spawner's record holds,
+ * plus the ranges it covers and the tasks it follows, whatever the order
+ * the ranges are declared in. A range keeps at most 64 readers since its
+ * last write: the next reader folds those still running into a join, an
+ * internal task named "dataflow join" that follows them (it shows in
+ * traces and in weft_task_stats' live count), and a writer then follows
+ * the join; so the bookkeeping grows with the distinct ranges, not with
+ * the tasks spawned.
  *
  * Inside a graph capture (weft/graph.h) a spawn with declarations is a
  * step of the graph, not a task: its function runs at once, in the

@@ -5,7 +5,9 @@
  * another (or of itself) and running x = x * a + b over what it wrote,
  * declaring exactly what it reads and writes; run with the declarations
  * and joined at the end, then run again one task at a time (spawn, join),
- * and the buffers compared bit for bit. Tasks yield at random, so they
+ * and the buffers compared bit for bit; also read-mostly programs, whose
+ * ranges are read by many tasks between writes (readers folded into
+ * joins). Tasks yield at random, so they
  * interleave and migrate between workers. Then the edge cases: a task
  * whose host code reads pinned memory an earlier task's GPU work wrote
  * (WEFT_ACCESS_HOST), readers left to run side by side, tasks spawned by a
@@ -58,14 +60,25 @@ static void step_task(void *arg) {
   axpb(dst, s->len, s->a, s->b);
 }
 
+/* A seed above HOT makes a read-mostly program: most steps copy from
+ * buffer 0 or 1 and few write there, so that many tasks read a range
+ * between its writes (the record folds them into joins, which the
+ * writers then follow). */
+#define HOT 1000u
+
 static void make_program(step *p, int n, uint64_t seed) {
   static const float as[] = {-1.0f, 0.5f, 1.0f, 2.0f};
+  int hot = seed > HOT;
   for (int i = 0; i < n; i++) {
     step *s = &p[i];
     s->len = tt_rand_range(&seed, 1, LEN / 2);
     s->dst = tt_rand_range(&seed, 0, NBUF - 1);
+    if (hot && s->dst < 2 && tt_rand(&seed) % 16 != 0)
+      s->dst += 2;
     s->doff = tt_rand_range(&seed, 0, LEN - s->len);
     s->src = tt_rand(&seed) % 4 == 0 ? -1 : tt_rand_range(&seed, 0, NBUF - 1);
+    if (hot && tt_rand(&seed) % 8 != 0)
+      s->src = (int)(tt_rand(&seed) % 2);
     s->soff = tt_rand_range(&seed, 0, LEN - s->len);
     if (s->src == s->dst)
       s->soff = s->doff; /* a copy onto itself: the same range, read too */
@@ -522,8 +535,10 @@ int main(void) {
   random_program(rt, quick ? 300 : 1000, 1);
   random_program(rt, quick ? 600 : 20000, 2);
   random_program(rt, quick ? 300 : 3000, 3);
+  random_program(rt, quick ? 600 : 5000, HOT + 1);
   captured_program(rt, quick ? 200 : 500, 4, 3);
   captured_program(rt, quick ? 300 : 5000, 5, 2);
+  captured_program(rt, quick ? 600 : 3000, HOT + 2, 2);
   captured_refusals(rt);
   host_access(rt);
   concurrent_readers(rt);
