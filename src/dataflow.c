@@ -64,7 +64,8 @@ int weft__flow_validate(const weft_access *a, size_t n, const char *call) {
     if (!a[i].ptr || a[i].bytes == 0)
       return weft__err(WEFT_EINVAL, "%s: access %zu: %s", call, i,
                        a[i].ptr ? "0 bytes" : "NULL pointer");
-    if ((uintptr_t)a[i].ptr + a[i].bytes < (uintptr_t)a[i].ptr)
+    if (a[i].bytes - 1 >
+        UINTPTR_MAX - (uintptr_t)a[i].ptr) /* may end at the top */
       return weft__err(WEFT_EINVAL,
                        "%s: access %zu: %zu bytes at %p run past the end of "
                        "memory",
@@ -100,6 +101,20 @@ static weft__flow *flow_new(void) {
   f->lv = 1;
   f->rng = 0x9e3779b97f4a7c15u; /* any fixed seed: runs repeat exactly */
   return f;
+}
+
+/* The range [*lo, *hi) that n bytes at p take in the record. One ending at
+ * the top of the address space has no end a uintptr_t holds: it loses its
+ * last byte, and a range of that byte alone takes the byte below too, so
+ * that it still meets the others that hold it (more order, never less). */
+static void span(const void *p, size_t n, uintptr_t *lo, uintptr_t *hi) {
+  *lo = (uintptr_t)p;
+  *hi = *lo + n;
+  if (*hi == 0) {
+    *hi = UINTPTR_MAX;
+    if (*lo == UINTPTR_MAX)
+      *lo = UINTPTR_MAX - 1;
+  }
 }
 
 /* A new range [lo, hi) with no writer and no readers, its level drawn:
@@ -419,8 +434,9 @@ int weft__flow_note(weft__flow **fp, const void *self, const weft_access *a,
       if (writes != pass)
         continue;
       h |= (a[i].mode & WEFT_ACCESS_HOST) != 0;
-      uintptr_t lo = (uintptr_t)a[i].ptr;
-      rc = cover(f, lo, lo + a[i].bytes, writes, &jn, &s);
+      uintptr_t lo, hi;
+      span(a[i].ptr, a[i].bytes, &lo, &hi);
+      rc = cover(f, lo, hi, writes, &jn, &s);
     }
   free((void *)s.h);
   if (rc) {
@@ -434,7 +450,8 @@ int weft__flow_note(weft__flow **fp, const void *self, const weft_access *a,
       int writes = (a[i].mode & WEFT_WRITE) != 0;
       if (writes != pass)
         continue;
-      uintptr_t lo = (uintptr_t)a[i].ptr, hi = lo + a[i].bytes;
+      uintptr_t lo, hi;
+      span(a[i].ptr, a[i].bytes, &lo, &hi);
       cur c, first;
       seek(f, &c, lo);
       first = c;
@@ -472,7 +489,8 @@ void weft__flow_forget(weft__exec *x, const void *p, size_t n) {
   weft__flow *f = x ? x->flow : NULL;
   if (!f || n == 0)
     return;
-  uintptr_t lo = (uintptr_t)p, hi = lo + n;
+  uintptr_t lo, hi;
+  span(p, n, &lo, &hi);
   cur c;
   seek(f, &c, lo);
   node *y = at(&c);

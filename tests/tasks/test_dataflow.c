@@ -18,6 +18,8 @@
  * which runs nothing until replayed and then matches the program run
  * one task at a time, replay for replay; what a capture refuses of its
  * steps. */
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -502,7 +504,8 @@ static void bad_input(weft_runtime *rt) {
                        {bufs[0], 4, 0},
                        {bufs[0], 4, 8},
                        {bufs[0], 4, WEFT_WRITE | WEFT_ACCESS_HOST},
-                       {(void *)(uintptr_t)-16, 64, WEFT_READ}};
+                       {(void *)(uintptr_t)-16, 64, WEFT_READ},
+                       {(void *)(UINTPTR_MAX - 63), 65, WEFT_READ}};
   weft_task_stats before = {.struct_size = sizeof before};
   EXPECT_OK(weft_task_stats_get(rt, &before));
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
@@ -519,6 +522,48 @@ static void bad_input(weft_runtime *rt) {
   EXPECT_OK(weft_task_stats_get(rt, &after));
   EXPECT_MSG(after.live == before.live, "a refused spawn left a task");
   EXPECT(t == (weft_task *)1); /* and handed out no handle */
+}
+
+/* Ranges that end at the very top of the address space are accepted and
+ * ordered (issue 37, an off-by-one refused them): a writer of the top
+ * 64 bytes, held until the main thread lets it go, and a writer of the
+ * last byte alone, which must wait for it. The records are all a task
+ * with no GPU work touches: no memory is there. */
+static atomic_int top_go, top_first_done, top_second_ran;
+
+static void top_first(void *arg) {
+  (void)arg;
+  while (!atomic_load(&top_go))
+    weft_yield();
+  atomic_store(&top_first_done, 1);
+}
+
+static void top_second(void *arg) {
+  (void)arg;
+  EXPECT_MSG(atomic_load(&top_first_done),
+             "the writer of the last byte ran before the writer of the top "
+             "64 bytes ended");
+  atomic_store(&top_second_ran, 1);
+}
+
+static void top_of_memory(weft_runtime *rt) {
+  weft_access top64 = {(void *)(UINTPTR_MAX - 63), 64, WEFT_WRITE};
+  weft_access last = {(void *)UINTPTR_MAX, 1, WEFT_WRITE};
+  weft_task_opts o;
+  weft_task_opts_init(&o);
+  o.naccesses = 1;
+  weft_task *a, *b;
+  o.accesses = &top64;
+  EXPECT_OK(weft_task_spawn(rt, &a, top_first, NULL, &o));
+  o.accesses = &last;
+  EXPECT_OK(weft_task_spawn(rt, &b, top_second, NULL, &o));
+  /* Gives a wrong order time to show: the second would run at once. */
+  for (int i = 0; i < 20000 && !atomic_load(&top_second_ran); i++)
+    sched_yield();
+  atomic_store(&top_go, 1);
+  EXPECT_OK(weft_task_join(a));
+  EXPECT_OK(weft_task_join(b));
+  EXPECT(atomic_load(&top_second_ran));
 }
 
 int main(void) {
@@ -544,6 +589,7 @@ int main(void) {
   concurrent_readers(rt);
   nested(rt);
   bad_input(rt);
+  top_of_memory(rt);
   for (int b = 0; b < NBUF; b++)
     EXPECT_OK(weft_device_free(bufs[b]));
   tt_close(rt);
