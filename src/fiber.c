@@ -34,6 +34,7 @@ void __sanitizer_start_switch_fiber(void **fake_stack_save, const void *bottom,
                                     size_t size);
 void __sanitizer_finish_switch_fiber(void *fake_stack_save,
                                      const void **bottom_old, size_t *size_old);
+void __asan_unpoison_memory_region(void const volatile *addr, size_t size);
 #endif
 #ifdef WEFT__TSAN
 void *__tsan_get_current_fiber(void);
@@ -73,6 +74,11 @@ void weft__fiber_fini_thread(weft__fiber *f) { weft__ctx_release(&f->ctx); }
 
 int weft__fiber_make(weft__fiber *f, weft__stack *s, weft__ctx_entry entry,
                      void *arg) {
+#ifdef WEFT__ASAN
+  /* A fiber that ended by switching away never returned from its frames,
+   * so their poison is still on this memory: the new one starts clean. */
+  __asan_unpoison_memory_region(s->lo, s->size);
+#endif
   int rc = weft__ctx_make(&f->ctx, s->lo, s->size, entry, arg);
   if (rc)
     return rc;
