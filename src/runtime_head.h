@@ -1,6 +1,7 @@
 /* What the layers beneath runtime.c read of their runtime: its backend and
  * epoch, the lifecycle lock, and the two parts owned by modules down there
- * (admission's state, the plain threads' contexts, the pooled events). It is
+ * (admission's state, the plain threads' contexts, the pooled events and
+ * streams). It is
  * the first member of weft_runtime (runtime_state.h), so a runtime's address is
  * its head's; the rest of a runtime is private to the files that own its parts.
  */
@@ -13,6 +14,7 @@
 #include "admission.h"
 #include "backend.h"
 #include "event_pool.h"
+#include "stream_pool.h"
 
 struct weft_runtime;
 struct weft__exec;
@@ -25,6 +27,7 @@ typedef struct weft__runtime_head {
   weft__admission_state adm;  /* runtime.c, task.c, task_end.c */
   struct weft__exec *threads; /* plain-thread contexts (caller.c) */
   weft__event_pool events;    /* event_pool.c */
+  weft__stream_pool streams;  /* stream_pool.c */
   /* The watchdog is on (watchdog.c): tasks note their changes of state.
    * Set before the workers start, then only read. */
   int watchdog;

@@ -12,7 +12,6 @@
 #include "pool.h"
 #include "runtime_head.h"
 #include "stack.h"
-#include "stream_pool.h"
 #include "wait.h"
 #include "weft/runtime.h"
 #include "worker.h"
@@ -40,7 +39,6 @@ struct weft_runtime {
   weft__sched sched;         /* worker.c, sched.c */
   weft__wait_set waits;      /* wait.c */
   weft__task_table tasks;    /* task.c, task_end.c */
-  weft__stream_pool pools;   /* stream_pool.c */
   weft__stack_pool stacks;   /* stack.c */
   weft__pinned_cache pinned; /* mem_pinned.c */
   /* Live graphs (graph.c), under lock: handles are checked against it. */

@@ -11,8 +11,8 @@
 
 typedef struct weft_runtime weft_runtime;
 
-/* weft_runtime.pools: written by stream_pool.c alone, under the lifecycle lock.
- */
+/* The runtime head's streams: written by stream_pool.c alone, under the
+ * lifecycle lock. */
 typedef struct weft__stream_pool {
   weft__ptrvec *streams; /* [dev * 2 + high] free streams */
   size_t nstreams;       /* leased or free, made by the runtime */

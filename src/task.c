@@ -572,9 +572,7 @@ int weft_task_stats_get(weft_runtime *rt, weft_task_stats *out) {
   pthread_mutex_unlock(&rt->stacks.lock);
   if (out->struct_size >=
       offsetof(weft_task_stats, streams) + sizeof out->streams) {
-    pthread_mutex_lock(&rt->h.lock);
-    out->streams = rt->pools.nstreams;
-    pthread_mutex_unlock(&rt->h.lock);
+    out->streams = weft__stream_pool_count(rt);
   }
   return 0;
 }

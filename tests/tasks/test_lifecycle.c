@@ -406,7 +406,7 @@ static void env_checks(void) {
   env_refused("WEFT_STREAMS", bad_streams, 4, "1 to 65536");
   EXPECT(setenv("WEFT_STREAMS", "5", 1) == 0);
   rt = tt_open(NULL);
-  EXPECT_EQ_INT((int)rt->pools.nstreams, 5 * rt->h.bk->ndev);
+  EXPECT_EQ_INT((int)rt->h.streams.nstreams, 5 * rt->h.bk->ndev);
   tt_close(rt);
   EXPECT(unsetenv("WEFT_STREAMS") == 0);
   /* CUDA's completion flags: 0 or 1, any other value refused whatever the
@@ -433,25 +433,26 @@ static void env_checks(void) {
   o.streams = -2;
   EXPECT_ERR(weft_init(&rt, &o), WEFT_EINVAL);
   rt = tt_open(NULL);
-  EXPECT_EQ_INT((int)rt->pools.nstreams, 32 * rt->h.bk->ndev);
+  EXPECT_EQ_INT((int)rt->h.streams.nstreams, 32 * rt->h.bk->ndev);
   tt_close(rt);
   o.streams = 300;
   rt = tt_open(&o);
-  EXPECT_EQ_INT((int)rt->pools.nstreams, 300 * rt->h.bk->ndev);
+  EXPECT_EQ_INT((int)rt->h.streams.nstreams, 300 * rt->h.bk->ndev);
   /* Tasks and this thread lease the streams made ahead: none is made, and
    * the first lease gets the lowest id, 1, however many runtimes this
    * process opened before (ids are the runtime's own). */
-  weft__stream *first = rt->pools.streams[0].v[rt->pools.streams[0].n - 1];
+  weft__stream *first =
+      rt->h.streams.streams[0].v[rt->h.streams.streams[0].n - 1];
   EXPECT_EQ_INT((int)first->id, 1);
-  for (size_t i = 0; i + 1 < rt->pools.streams[0].n; i++)
-    EXPECT(((weft__stream *)rt->pools.streams[0].v[i])->id > first->id);
+  for (size_t i = 0; i + 1 < rt->h.streams.streams[0].n; i++)
+    EXPECT(((weft__stream *)rt->h.streams.streams[0].v[i])->id > first->id);
   int *out;
   EXPECT_OK(weft_pinned_alloc(sizeof(int), (void **)&out));
   weft_task *t;
   EXPECT_OK(weft_task_spawn(rt, &t, gpu_roundtrip, out, NULL));
   EXPECT_OK(weft_task_join(t));
   EXPECT_OK(weft_pinned_free(out));
-  EXPECT_EQ_INT((int)rt->pools.nstreams, 300 * rt->h.bk->ndev);
+  EXPECT_EQ_INT((int)rt->h.streams.nstreams, 300 * rt->h.bk->ndev);
   tt_close(rt);
   /* weft_task_stats counts the streams: those made ahead, and those made
    * since because more tasks held one at once. */
@@ -469,11 +470,11 @@ static void env_checks(void) {
   while (__atomic_load_n(&holders_in, __ATOMIC_SEQ_CST) < STREAM_HOLDERS)
     sched_yield();
   EXPECT_OK(weft_task_stats_get(rt, &ts));
-  EXPECT_MSG(ts.streams >= STREAM_HOLDERS && ts.streams == rt->pools.nstreams,
-             "%d tasks hold a stream each, weft_task_stats says %llu streams "
-             "(the runtime %zu)",
-             STREAM_HOLDERS, (unsigned long long)ts.streams,
-             rt->pools.nstreams);
+  EXPECT_MSG(
+      ts.streams >= STREAM_HOLDERS && ts.streams == rt->h.streams.nstreams,
+      "%d tasks hold a stream each, weft_task_stats says %llu streams "
+      "(the runtime %zu)",
+      STREAM_HOLDERS, (unsigned long long)ts.streams, rt->h.streams.nstreams);
   tt_store(&release, 1);
   for (int i = 0; i < STREAM_HOLDERS; i++)
     EXPECT_OK(weft_task_join(holders[i]));
