@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "error_internal.h"
-#include "task_internal.h"
+#include "task_object.h"
 #include "trace.h"
 
 /* Ticks per stream id; c[i] beyond n is 0. */
@@ -535,11 +535,9 @@ void weft__check_synced(weft__checker *k, weft__exec *x, weft__stream *s) {
   weft__vc *v = exec_vc(k, x);
   if (st && v)
     vc_join(k, v, &st->vc);
-  if (st && vc_reserve(&k->completed, s->id + 1) == 0) {
-    uint32_t t = vc_get(&st->vc, s->id);
-    if (t > k->completed.c[s->id])
-      k->completed.c[s->id] = t;
-  }
+  /* The stream's work has completed, and with it all it waited for. */
+  if (st)
+    vc_join(k, &k->completed, &st->vc);
   pthread_mutex_unlock(&k->lock);
 }
 

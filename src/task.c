@@ -197,7 +197,8 @@ static void task_drop(weft_runtime *rt, weft_task *t) {
 /* A join (dataflow.h): a detached task that only follows the readers a
  * range's record folds into it, so that a later writer follows the join
  * alone instead of every reader since the last write. Readers that
- * completed are left out: with one left, that reader stands for the join,
+ * completed are left out (but under weft check, below): with one left,
+ * that reader stands for the join,
  * and with none, nothing is made. It waits for the others to return
  * without a stack (weft__task_join_advance), so joins of readers that
  * wait hold no memory beyond their task object. Admission never holds a
@@ -215,9 +216,12 @@ static int spawn_join(void *ctx, const void *const *m, uint32_t n,
   weft_runtime *rt = jc->rt;
   const void *live[WEFT__FLOW_FOLD];
   uint32_t k = 0;
+  /* weft check learns a completed reader's work only from following it
+   * (weft_task_after's "completed" case): under it the join keeps them. */
+  int all = rt->h.bk->check != NULL;
   pthread_mutex_lock(&rt->h.lock);
   for (uint32_t i = 0; i < n && i < WEFT__FLOW_FOLD; i++)
-    if (weft__task_live(m[i], (weft_task *)weft__handle_obj(m[i])))
+    if (all || weft__task_live(m[i], (weft_task *)weft__handle_obj(m[i])))
       live[k++] = m[i];
   pthread_mutex_unlock(&rt->h.lock);
   if (k <= 1) {

@@ -7,7 +7,7 @@
 #include "admission.h"
 #include "graph_internal.h"
 #include "memory_internal.h"
-#include "task_internal.h"
+#include "task_object.h"
 #include "weft/stream.h"
 
 /* Follows the earlier tasks d[0..n) as weft_task_after follows each

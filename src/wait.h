@@ -7,7 +7,7 @@
 #include <stdatomic.h>
 
 #include "backend.h"
-#include "task_internal.h"
+#include "task_object.h"
 
 /* weft_runtime.waits: written by wait.c alone. */
 typedef struct weft__wait_set {

@@ -12,7 +12,7 @@
 #include <stdint.h>
 
 #include "fiber.h"
-#include "task_internal.h"
+#include "task_object.h"
 #include "trace_format.h"
 
 typedef struct weft__worker weft__worker;

@@ -1,7 +1,7 @@
 /* weft/cuda.h: what weft offers code that calls CUDA and its libraries
  * itself. The cuBLAS handle cache is cuda_cublas.c's. */
-#include "cuda_call.h"
 #include "cuda_cublas.h"
+#include "cuda_device.h"
 #include "cuda_internal.h"
 #include "error_internal.h"
 #include "weft/cuda.h"

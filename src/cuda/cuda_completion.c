@@ -34,7 +34,7 @@
 #include <cuda.h>
 #include <stdlib.h>
 
-#include "cuda_call.h"
+#include "cuda_device.h"
 #include "cuda_internal.h"
 #include "error_internal.h"
 

@@ -1,7 +1,7 @@
 /* The calling thread's current device, cached per thread so that a task
  * resumed on a thread whose device is already its own costs no driver
  * call. Beneath every other file of the CUDA backend, which all use it. */
-#include "cuda_call.h"
+#include "cuda_device.h"
 #include "error_internal.h"
 
 _Thread_local int weft__cuda_cur_dev = -1;

@@ -3,7 +3,7 @@
  * call, CUDA's error name and text, and the weft source line. */
 #include <string.h>
 
-#include "cuda_call.h"
+#include "cuda_error.h"
 #include "error_internal.h"
 
 int weft__cuda_is_sticky(cudaError_t e) {

@@ -11,7 +11,7 @@
  * (graph.c), so the thread-based checks would only misfire. */
 #include <stdlib.h>
 
-#include "cuda_call.h"
+#include "cuda_device.h"
 #include "cuda_internal.h"
 #include "error_internal.h"
 

@@ -1,6 +1,6 @@
 /* The CUDA backend's objects (backend, device, stream, event) and the
  * functions of the ops table, shared by the files of src/cuda/ only.
- * Calling CUDA (errors, the current device) is cuda_call.h; the CUPTI
+ * Calling CUDA is cuda_error.h and cuda_device.h; the CUPTI
  * watchers cuda_watchers.h; cuBLAS's handles cuda_cublas.h. */
 #ifndef WEFT__CUDA_INTERNAL_H
 #define WEFT__CUDA_INTERNAL_H

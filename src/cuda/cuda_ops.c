@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cuda_call.h"
+#include "cuda_device.h"
 #include "cuda_internal.h"
 #include "error_internal.h"
 

@@ -26,7 +26,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 
-#include "cuda_call.h"
+#include "cuda_device.h"
 #include "cuda_internal.h"
 #include "error_internal.h"
 

@@ -179,6 +179,60 @@ static void memset_declared_write(void) {
 
 /* ---- the cases ---- */
 
+/* WEFT__FLOW_FOLD readers of W.buf (a read-only kernel parameter each),
+ * detached, all done before one more is declared: the record folds them
+ * into a join (dataflow.c), and a writer after the last is ordered after
+ * every one of them, which weft check must see although they are gone
+ * (CI once saw two false races here in the data-flow suite). */
+static int fold_launched;
+
+/* The first FOLD hold their streams until all have launched: on one
+ * stream in turn their reads would be ordered by it. */
+static void fold_reader(void *arg) {
+  int slot = (int)(intptr_t)arg, *dst = W.other + slot, *src = W.buf;
+  void *args[] = {&dst, &src};
+  EXPECT_OK(weft_launch(&tk.copy_int, WEFT_DIM1(1), WEFT_DIM1(1), 0, args));
+  tt_add(&fold_launched, 1);
+  while (slot <= WEFT__FLOW_FOLD && tt_load(&fold_launched) < WEFT__FLOW_FOLD)
+    weft_yield();
+  EXPECT_OK(weft_sync());
+}
+
+/* Reader slot of W.buf, declared with the word of W.other it writes. */
+static void spawn_fold_reader(int slot, weft_task **t) {
+  weft_access acc[2] = {{W.buf, N * sizeof(int), WEFT_READ},
+                        {W.other + slot, sizeof(int), WEFT_WRITE}};
+  weft_task_opts o;
+  weft_task_opts_init(&o);
+  o.accesses = acc;
+  o.naccesses = 2;
+  o.name = "folded-reader";
+  EXPECT_OK(weft_task_spawn(W.rt, t, fold_reader, (void *)(intptr_t)slot, &o));
+}
+
+static void folded_readers_then_writer(void) {
+  fold_launched = 0;
+  for (int i = 1; i <= WEFT__FLOW_FOLD; i++)
+    spawn_fold_reader(i, NULL);
+  /* Done, and this thread learns nothing of it: no join, no sync. */
+  weft_task_stats st = {.struct_size = sizeof st};
+  do {
+    tt_sleep_ms(1);
+    EXPECT_OK(weft_task_stats_get(W.rt, &st));
+  } while (st.live > 0);
+  weft_task *last, *writer;
+  spawn_fold_reader(WEFT__FLOW_FOLD + 1, &last);
+  weft_access acc = {W.buf, N * sizeof(int), WEFT_WRITE};
+  weft_task_opts o;
+  weft_task_opts_init(&o);
+  o.accesses = &acc;
+  o.naccesses = 1;
+  o.name = "folded-writer";
+  EXPECT_OK(weft_task_spawn(W.rt, &writer, memset_task, NULL, &o));
+  EXPECT_OK(weft_task_join(last));
+  EXPECT_OK(weft_task_join(writer));
+}
+
 static void two_memsets(void) {
   weft_task *a = spawn(memset_task, "setter-a");
   weft_task *b = spawn(memset_task, "setter-b");
@@ -413,6 +467,7 @@ int main(void) {
   expect("a write past the declared half", memset_declared_half,
          KIND_UNDECLARED, "'declared-half'", NULL);
   silent("a write declared", memset_declared_write, 0);
+  silent("folded readers, then a writer", folded_readers_then_writer, 0);
   silent("weft_device_sync from a plain thread", sync_on_thread, 0);
   char out[8192];
   W.meet = 1;

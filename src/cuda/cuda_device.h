@@ -1,41 +1,11 @@
-/* Calling CUDA from weft: the one translation of its errors
- * (cuda_error.c), and the calling thread's current device (cuda_device.c).
+/* The calling thread's current device, and calls that need it current.
  * For the files of src/cuda/ only. */
-#ifndef WEFT__CUDA_CALL_H
-#define WEFT__CUDA_CALL_H
+#ifndef WEFT__CUDA_DEVICE_H
+#define WEFT__CUDA_DEVICE_H
 
-#include <cuda_runtime_api.h>
+#include "cuda_error.h"
 
-/* ---- errors (cuda_error.c) ---- */
-
-/* Translates a failed CUDA call into a WEFT_E* code, records the CUDA name
- * and message with file and line, and returns the code. The one place CUDA
- * errors are translated. cudaErrorNotReady from a query is an answer, not a
- * failure: callers test for it before coming here. */
-int weft__cuda_error(cudaError_t e, const char *call, const char *file,
-                     int line) __attribute__((cold));
-
-/* The same with the code chosen by the caller, for calls whose every
- * failure means one thing (cudaGetDeviceCount failing means no device). */
-int weft__cuda_error_as(int code, cudaError_t e, const char *call,
-                        const char *file, int line) __attribute__((cold));
-
-/* 1 for the errors that destroy the context: every later CUDA call in the
- * process fails with the same error. */
-int weft__cuda_is_sticky(cudaError_t e);
-
-/* Runs fn(...) and returns the translated error from the calling function
- * when it fails; fn's name goes into the message as written. */
-#define WEFT__CUDA_CHECK(fn, ...)                                              \
-  do {                                                                         \
-    cudaError_t e_ = fn(__VA_ARGS__);                                          \
-    if (__builtin_expect(e_ != cudaSuccess, 0))                                \
-      return weft__cuda_error(e_, #fn, __FILE__, __LINE__);                    \
-  } while (0)
-
-/* ---- the calling thread's current device (cuda_backend.c) ----
- *
- * The CUDA runtime's current device is per OS thread, and a kernel launch
+/* The CUDA runtime's current device is per OS thread, and a kernel launch
  * fails unless its stream's device is current. cudaSetDevice on every launch
  * would cost more than the launch budget allows, so each thread remembers
  * the device weft last made current. The cache goes stale when code on the

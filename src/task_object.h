@@ -1,8 +1,8 @@
 /* A task object and its lifecycle: spawn, join and the task's body in
  * task.c; its end (returned, then done once its GPU work completed) in
  * task_end.c, beneath the scheduler and the wait set, which call it. */
-#ifndef WEFT__TASK_INTERNAL_H
-#define WEFT__TASK_INTERNAL_H
+#ifndef WEFT__TASK_OBJECT_H
+#define WEFT__TASK_OBJECT_H
 
 #include <stdint.h>
 
