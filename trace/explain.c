@@ -732,6 +732,11 @@ static void verdict(const trace_explanation *e, char *out, size_t n) {
            trace_cause_name((trace_cause)e->top), remedy);
 }
 
+int trace_explain_verdict(const trace_explanation *e, char *out, size_t n) {
+  verdict(e, out, n);
+  return strlen(out) + 1 < n ? 0 : -1;
+}
+
 static int print_text(FILE *f, const trace_model *m, const trace_explanation *e,
                       const trace_explain_opts *o, int top) {
   fprintf(f, "weft trace explain: %s\n", o->source ? o->source : "-");

@@ -88,6 +88,9 @@ typedef struct trace_explain_opts {
   int top;            /* instances shown per cause (default 3) */
 } trace_explain_opts;
 
+/* The verdict's line, into out: 0, or -1 when it did not fit. */
+int trace_explain_verdict(const trace_explanation *e, char *out, size_t n);
+
 /* Prints the table of lost time by cause, the top instances of each with
  * their tasks and times, and the verdict. 0, or -1 when writing failed. */
 int trace_explain_print(FILE *f, const trace_model *m,
