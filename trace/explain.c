@@ -500,8 +500,13 @@ static int sweep_device(sweep *w, int64_t device) {
       int kern = kernel_class(op);
       l.op = p;
       if (best == 1) {
-        l.cause = TRACE_CAUSE_ONE_STREAM;
+        /* Behind another task's work: weft handed a finished task's
+         * stream to the task following it, so the order is declared. */
         l.by = w->lane_last[op->lane];
+        int64_t mine = task_of(m, op), theirs = task_of(m, &m->ops[l.by]);
+        l.cause = mine != TRACE_NONE && theirs != TRACE_NONE && mine != theirs
+                      ? TRACE_CAUSE_ORDERED
+                      : TRACE_CAUSE_ONE_STREAM;
       } else if (best == 2) {
         l.cause = kern ? TRACE_CAUSE_GPU_FULL : TRACE_CAUSE_COPY_ENGINE;
         l.by = kern ? kern_by : copy_by[op->copy];
