@@ -328,48 +328,65 @@ static int add_lost(sweep *w, const trace_lost *l) {
   return 0;
 }
 
-/* Why the device sat idle over [a, b) with nothing issued, next the op
- * that started after. */
-static void idle_cause(const sweep *w, double a, double b, uint32_t next,
-                       trace_lost *l) {
+/* Adds [a, b) of l's device and op with cause c and culprit by, when not
+ * empty. */
+static int add_piece(sweep *w, const trace_lost *l, double a, double b,
+                     trace_cause c, uint32_t by) {
+  if (!(b > a))
+    return 0;
+  trace_lost p = *l;
+  p.start = a;
+  p.end = b;
+  p.cause = (uint8_t)c;
+  p.by = by;
+  return add_lost(w, &p);
+}
+
+/* The device sat idle over [a, b) with nothing issued, l->op the op that
+ * started next: a host call holding the device makes it all implicit
+ * synchronisation; else the task that issued l->op splits it: until that
+ * task was ready, the host's (or weft's, when the task was waiting for
+ * the GPU, which had nothing left); from ready to running, weft's; from
+ * then to the call, the host's. */
+static int idle_lost(sweep *w, const trace_lost *l, double a, double b) {
   const trace_model *m = w->m;
   const held *h = held_in(w->holds, w->nholds, a, b);
   if (h) {
-    l->cause = TRACE_CAUSE_IMPLICIT_SYNC;
-    l->by = h->op;
-    l->sync = h->sync;
-    return;
+    trace_lost p = *l;
+    p.sync = h->sync;
+    return add_piece(w, &p, a, b, TRACE_CAUSE_IMPLICIT_SYNC, h->op);
   }
-  l->cause = TRACE_CAUSE_HOST_SLOW;
-  if (next == TRACE_NO_OP)
-    return;
-  const trace_op *n = &m->ops[next];
-  l->by = n->launch;
-  int64_t task = task_of(m, n);
-  if (task == TRACE_NONE)
-    return;
-  /* Issued from a slice that began after a: was the task ready then? */
-  double call = n->launch != TRACE_NO_OP ? m->ops[n->launch].ts : n->ts;
-  const tslice *s = slice_at(w->slices, w->nslices, task, call);
-  if (s) {
-    const trace_op *sl = &m->ops[s->op];
-    if (sl->ts > a && sl->ready_by != TRACE_READY_NONE &&
-        sl->ts - sl->ready_delay <= a) {
-      l->cause = TRACE_CAUSE_WEFT;
-      l->by = s->op;
-      return;
-    }
-  }
-  /* Waiting for the GPU then, which had nothing left to run. */
+  const trace_op *n = l->op != TRACE_NO_OP ? &m->ops[l->op] : NULL;
+  uint32_t call = n ? n->launch : TRACE_NO_OP;
+  int64_t task = n ? task_of(m, n) : TRACE_NONE;
+  const tslice *s =
+      task == TRACE_NONE
+          ? NULL
+          : slice_at(w->slices, w->nslices, task,
+                     call != TRACE_NO_OP ? m->ops[call].ts : n->ts);
+  if (!s)
+    return add_piece(w, l, a, b, TRACE_CAUSE_HOST_SLOW, call);
+  const trace_op *sl = &m->ops[s->op];
+  double run = sl->ts < a ? a : sl->ts > b ? b : sl->ts;
+  double ready =
+      sl->ready_by != TRACE_READY_NONE ? sl->ts - sl->ready_delay : sl->ts;
+  ready = ready < a ? a : ready > run ? run : ready;
+  /* Before it was ready: suspended waiting for the GPU, with the device
+   * idle, is weft not noticing the completion yet. */
+  double waited = a;
   const tslice *wt = slice_at(w->waits, w->nwaits, task, a);
   if (wt) {
     const trace_op *wo = &m->ops[wt->op];
     if (wo->ts + wo->dur > a &&
-        strcmp(trace_model_str(m, wo->name), WEFT_TRF_WAIT_GPU) == 0) {
-      l->cause = TRACE_CAUSE_WEFT;
-      l->by = wt->op;
-    }
+        strcmp(trace_model_str(m, wo->name), WEFT_TRF_WAIT_GPU) == 0)
+      waited = wo->ts + wo->dur < ready ? wo->ts + wo->dur : ready;
   }
+  if (add_piece(w, l, a, waited, TRACE_CAUSE_WEFT, wt ? wt->op : TRACE_NO_OP) ||
+      add_piece(w, l, waited, ready, TRACE_CAUSE_HOST_SLOW, call) ||
+      add_piece(w, l, ready, run, TRACE_CAUSE_WEFT, s->op) ||
+      add_piece(w, l, run, b, TRACE_CAUSE_HOST_SLOW, call))
+    return -1;
+  return 0;
 }
 
 static int sweep_device(sweep *w, int64_t device) {
@@ -471,7 +488,9 @@ static int sweep_device(sweep *w, int64_t device) {
       if (running)
         continue; /* it runs all that was issued */
       l.op = nx < nops ? byts[nx] : TRACE_NO_OP;
-      idle_cause(w, t, b, l.op, &l);
+      if (idle_lost(w, &l, t, b))
+        goto out;
+      continue;
     } else {
       /* The issued op most held back: free to run (its stream and an
        * engine free), else behind its own stream with an engine free,

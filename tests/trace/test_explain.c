@@ -198,7 +198,8 @@ static void implicit_sync_found(void) {
 }
 
 /* The task that issues the next kernel was ready (spawned) at 5 us and
- * ran only at 90: the idle stretch is weft's. */
+ * ran only at 90: weft's until then (80 us), the host's from 90 to its
+ * call at 100. */
 static void weft_cost(void) {
   begin();
   op("kernel", 1, 0, 10, -5, 15);
@@ -206,7 +207,7 @@ static void weft_cost(void) {
       "\"ts\":90,\"dur\":20,\"args\":{\"task\":16,\"task_name\":\"t16\","
       "\"weft_ready_by\":\"spawn\",\"weft_ready_delay_us\":85}}");
   op("kernel", 1, 100, 10, 100, 16);
-  expect_cause("weft", TRACE_CAUSE_WEFT, 90, "'t16' (id 16)");
+  expect_cause("weft", TRACE_CAUSE_WEFT, 80, "'t16' (id 16)");
 }
 
 /* One stream's 200 us and the host's 80 us in one trace: both named, the

@@ -202,7 +202,10 @@ static int run(program p, int workers, trace_model *m, trace_explanation *e) {
   EXPECT_OK(weft_shutdown(rt));
   trace_error err;
   EXPECT_MSG(trace_model_load_file(m, path, &err) == 0, "%s", err.message);
-  unlink(path);
+  if (getenv("WEFT_TEST_KEEP_TRACE")) /* for a look at a failure */
+    printf("trace kept: %s\n", path);
+  else
+    unlink(path);
   EXPECT(trace_explain(m, e) == 0);
   return 0;
 }
