@@ -275,8 +275,8 @@ int cmd_trace(cli_global *g, int argc, char **argv) {
   if (explain) {
     trace_explanation ex;
     int rc = CLI_OK;
-    trace_explain_opts o = {.source = file, .json = json,
-                            .top = top ? (int)top : 3};
+    trace_explain_opts o = {
+        .source = file, .json = json, .top = top ? (int)top : 3};
     if (trace_explain(&model, &ex) != 0)
       rc = cli_fail("trace", "%s: out of memory explaining %zu operations",
                     file, model.nops);
@@ -293,13 +293,18 @@ int cmd_trace(cli_global *g, int argc, char **argv) {
     rc = cli_fail("trace", "%s: out of memory analysing %zu operations", file,
                   model.nops);
   } else if (report) {
-    trace_report_opts o = {.source = file, .json = json,
-                           .top = top ? (int)top : 10};
+    trace_report_opts o = {
+        .source = file, .json = json, .top = top ? (int)top : 10};
     if (trace_report_print(stdout, &model, &an, &o) != 0 || fflush(stdout))
       rc = cli_fail("trace", "writing the report failed");
   } else {
-    trace_svg_opts o = {.width = (int)width, .title = file};
+    /* The lost stretches by cause, when there is memory to find them. */
+    trace_explanation ex;
+    int explained = trace_explain(&model, &ex) == 0;
+    trace_svg_opts o = {
+        .width = (int)width, .title = file, .explain = explained ? &ex : NULL};
     rc = write_svg(out, &model, &an, &o);
+    trace_explanation_free(&ex);
   }
   trace_analysis_free(&an);
   trace_model_free(&model);

@@ -1,7 +1,8 @@
 /* `weft trace explain` on planted traces, one per cause with the times
  * known (microseconds): the cause it names first, its time, the task it
  * names; a mix of two causes; a control that overlaps fully and gets no
- * finding; the text and JSON forms; and a truncated trace refused. */
+ * finding; the text and JSON forms, the SVG's band of lost time; and a
+ * truncated trace refused. */
 #include <stdarg.h>
 
 #include "explain.h"
@@ -232,6 +233,21 @@ static void mixed(void) {
   EXPECT_HAS(json, "\"cause\": \"host_slow\"");
   EXPECT_HAS(json, "\"task\": 18");
   free(json);
+  /* The SVG's band of lost time, its causes in the legend. */
+  char *svg = NULL;
+  size_t n = 0;
+  FILE *f = open_memstream(&svg, &n);
+  EXPECT(f != NULL);
+  trace_analysis a;
+  EXPECT(trace_analyze(&m, &a) == 0);
+  trace_svg_opts so = {.width = 800, .title = "mixed", .explain = &e};
+  EXPECT(trace_svg_write(f, &m, &a, &so) == 0);
+  EXPECT(fclose(f) == 0);
+  EXPECT_HAS(svg, "lost: why");
+  EXPECT_HAS(svg, ">one stream</text>");
+  EXPECT_HAS(svg, "fill=\"#1ABC9C\""); /* one stream's colour, drawn */
+  free(svg);
+  trace_analysis_free(&a);
   trace_explanation_free(&e);
   trace_model_free(&m);
 }
