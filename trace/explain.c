@@ -546,6 +546,8 @@ static int sweep_device(sweep *w, int64_t device) {
     if (add_lost(w, &l))
       goto out;
   }
+  if (!w->e->ndevices || first < w->e->t0)
+    w->e->t0 = first;
   w->e->span += last - first;
   w->e->busy += busy;
   w->e->ndevices++;
@@ -646,8 +648,8 @@ static void describe(const trace_model *m, uint32_t o, char *out, size_t n) {
 }
 
 /* One line on what held l, into out. */
-static void evidence(const trace_model *m, const trace_lost *l, char *out,
-                     size_t n) {
+static void evidence(const trace_model *m, const trace_lost *l, double t0,
+                     char *out, size_t n) {
   char a[256], b[256];
   describe(m, l->op, a, sizeof a);
   describe(m, l->by, b, sizeof b);
@@ -656,7 +658,7 @@ static void evidence(const trace_model *m, const trace_lost *l, char *out,
   case TRACE_CAUSE_ORDERED:
     if (by)
       snprintf(out, n, "%s, issued, waited for %s, which ended at %.3f ms", a,
-               b, (by->ts + by->dur) / 1e3);
+               b, (by->ts + by->dur - t0) / 1e3);
     else
       snprintf(out, n, "%s, issued, waited for another stream", a);
     break;
@@ -675,10 +677,10 @@ static void evidence(const trace_model *m, const trace_lost *l, char *out,
       snprintf(out, n,
                "%s, issued by %.3f ms, had nothing to wait for and "
                "had not started (launch latency)",
-               a, by ? (by->ts + by->dur) / 1e3 : l->start / 1e3);
+               a, by ? (by->ts + by->dur - t0) / 1e3 : (l->start - t0) / 1e3);
     else if (by)
       snprintf(out, n, "nothing issued until %s at %.3f ms, for %s", b,
-               (by->ts + by->dur) / 1e3, a);
+               (by->ts + by->dur - t0) / 1e3, a);
     else
       snprintf(out, n, "nothing issued until %s started", a);
     break;
@@ -693,7 +695,7 @@ static void evidence(const trace_model *m, const trace_lost *l, char *out,
       snprintf(out, n,
                "the task that issued %s waited for the GPU until %.3f ms "
                "with nothing running",
-               a, (by->ts + by->dur) / 1e3);
+               a, (by->ts + by->dur - t0) / 1e3);
     else if (by)
       snprintf(out, n,
                "the task that issued %s was ready (%s) %.3f ms "
@@ -771,6 +773,7 @@ static int print_text(FILE *f, const trace_model *m, const trace_explanation *e,
           e->span / 1e3, e->ndevices, e->ndevices == 1 ? "" : "s",
           e->busy / 1e3, pct(e->busy, e->span), e->idle / 1e3, e->lost / 1e3,
           e->lost_idle / 1e3, (e->lost - e->lost_idle) / 1e3);
+  fprintf(f, "times in ms from the first GPU operation\n");
   fprintf(f, "%-28s %10s %8s %9s\n", "cause", "lost ms", "% span", "stretches");
   for (int c = 0; c < TRACE_NCAUSES; c++)
     fprintf(f, "%-28s %10.3f %8.1f %9zu\n", trace_cause_name((trace_cause)c),
@@ -786,10 +789,10 @@ static int print_text(FILE *f, const trace_model *m, const trace_explanation *e,
         fprintf(f, "\n%s (%s):\n", trace_cause_name((trace_cause)c),
                 trace_cause_what((trace_cause)c));
       char line[640];
-      evidence(m, l, line, sizeof line);
-      fprintf(f, "  %.3f ms +%.3f ms, device %lld%s: %s\n", l->start / 1e3,
-              (l->end - l->start) / 1e3, (long long)l->device,
-              l->idle ? ", GPU idle" : "", line);
+      evidence(m, l, e->t0, line, sizeof line);
+      fprintf(f, "  %.3f ms +%.3f ms, device %lld%s: %s\n",
+              (l->start - e->t0) / 1e3, (l->end - l->start) / 1e3,
+              (long long)l->device, l->idle ? ", GPU idle" : "", line);
       shown++;
     }
   }
@@ -803,7 +806,9 @@ static int print_json(FILE *f, const trace_model *m, const trace_explanation *e,
                       const trace_explain_opts *o, int top) {
   fprintf(f, "{\n  \"schema\": \"weft-trace-explain/1\",\n  \"source\": ");
   json_write_string(f, o->source ? o->source : "-");
-  fprintf(f, ",\n  \"devices\": %d,\n  \"span_us\": ", e->ndevices);
+  fprintf(f, ",\n  \"devices\": %d,\n  \"t0_us\": ", e->ndevices);
+  json_write_fixed(f, e->t0, 3);
+  fprintf(f, ",\n  \"span_us\": ");
   json_write_fixed(f, e->span, 3);
   fprintf(f, ",\n  \"busy_us\": ");
   json_write_fixed(f, e->busy, 3);
@@ -832,9 +837,9 @@ static int print_json(FILE *f, const trace_model *m, const trace_explanation *e,
       const trace_op *op = l->op != TRACE_NO_OP ? &m->ops[l->op] : NULL;
       int64_t task = op ? task_of(m, op) : TRACE_NONE;
       char line[640];
-      evidence(m, l, line, sizeof line);
+      evidence(m, l, e->t0, line, sizeof line);
       fprintf(f, "%s\n      {\"start_us\": ", shown ? "," : "");
-      json_write_fixed(f, l->start, 3);
+      json_write_fixed(f, l->start - e->t0, 3);
       fprintf(f, ", \"dur_us\": ");
       json_write_fixed(f, l->end - l->start, 3);
       fprintf(f, ", \"device\": %lld, \"gpu_idle\": %s, \"task\": ",

@@ -58,6 +58,7 @@ typedef struct trace_lost {
 } trace_lost;
 
 typedef struct trace_explanation {
+  double t0;   /* the first GPU op's start: printed times count from it */
   double span; /* every device's span, summed */
   double busy; /* every device's busy time, summed */
   double idle; /* span - busy */
