@@ -21,6 +21,7 @@
 #include "analysis.h"
 #include "cli.h"
 #include "demo.h"
+#include "explain.h"
 #include "svg.h"
 
 #define DEMO_MAX_REPEAT 1000
@@ -93,6 +94,14 @@ static int report_trace(const char *path) {
       rc = cli_fail("demo", "cannot write %s", svg);
     if (rc == CLI_OK)
       printf("  timeline: %s; full report: weft trace report %s\n", svg, path);
+    trace_explanation ex;
+    char why[400];
+    if (rc == CLI_OK && trace_explain(&m, &ex) == 0 &&
+        trace_explain_verdict(&ex, why, sizeof why) == 0)
+      printf("  why the rest did not overlap: %s\n  (stretch by stretch: "
+             "weft trace explain %s)\n",
+             why, path);
+    trace_explanation_free(&ex);
   }
   trace_analysis_free(&a);
   trace_model_free(&m);

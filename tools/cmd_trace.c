@@ -11,6 +11,7 @@
 #include "analysis.h"
 #include "cli.h"
 #include "compat.h"
+#include "explain.h"
 #include "model.h"
 #include "svg.h"
 
@@ -164,23 +165,24 @@ int cmd_trace(cli_global *g, int argc, char **argv) {
   (void)g;
   if (argc < 2)
     return cli_usage_error(
-        "'trace' needs 'report FILE', 'svg FILE -o OUT' or 'check FILE'");
+        "'trace' needs 'report FILE', 'explain FILE', 'svg FILE -o OUT' or "
+        "'check FILE'");
   const char *sub = argv[1];
   if (is_help(sub)) {
     cli_print_command_help("trace");
     return CLI_OK;
   }
   int report = !strcmp(sub, "report"), svg = !strcmp(sub, "svg");
-  int check = !strcmp(sub, "check");
-  if (!report && !svg && !check)
+  int check = !strcmp(sub, "check"), explain = !strcmp(sub, "explain");
+  if (!report && !svg && !check && !explain)
     return cli_usage_error("unknown 'trace' subcommand '%s'; expected report, "
-                           "svg or check",
+                           "explain, svg or check",
                            sub);
 
   const char *file = NULL, *out = NULL, *v;
   static char *files[MAX_FILES];
   int nfiles = 0, json = 0, listed = 0;
-  long top = 10, width = TRACE_SVG_DEFAULT_WIDTH;
+  long top = 0, width = TRACE_SVG_DEFAULT_WIDTH;
   for (int i = 2; i < argc; i++) {
     const char *arg = argv[i];
     int m;
@@ -188,11 +190,12 @@ int cmd_trace(cli_global *g, int argc, char **argv) {
       cli_print_command_help("trace");
       return CLI_OK;
     }
-    if (report && !strcmp(arg, "--json")) {
+    if ((report || explain) && !strcmp(arg, "--json")) {
       json = 1;
       continue;
     }
-    if (report && (m = cli_flag_value(argc, argv, &i, "--top", &v)) != 0) {
+    if ((report || explain) &&
+        (m = cli_flag_value(argc, argv, &i, "--top", &v)) != 0) {
       if (m < 0)
         return -m;
       if (cli_parse_long("--top", v, 1, 1000000, &top))
@@ -238,7 +241,7 @@ int cmd_trace(cli_global *g, int argc, char **argv) {
   if (listed > 1) {
     if (json)
       return cli_usage_error("'trace report --json' reads one file at a time");
-    return report_ranks(files, nfiles, top);
+    return report_ranks(files, nfiles, top ? top : 10);
   }
   if (svg && !out)
     return cli_usage_error("'trace svg' needs -o OUT.svg");
@@ -269,18 +272,39 @@ int cmd_trace(cli_global *g, int argc, char **argv) {
            ops, flows);
     return CLI_OK;
   }
+  if (explain) {
+    trace_explanation ex;
+    int rc = CLI_OK;
+    trace_explain_opts o = {
+        .source = file, .json = json, .top = top ? (int)top : 3};
+    if (trace_explain(&model, &ex) != 0)
+      rc = cli_fail("trace", "%s: out of memory explaining %zu operations",
+                    file, model.nops);
+    else if (trace_explain_print(stdout, &model, &ex, &o) != 0 ||
+             fflush(stdout))
+      rc = cli_fail("trace", "writing the explanation failed");
+    trace_explanation_free(&ex);
+    trace_model_free(&model);
+    return rc;
+  }
   trace_analysis an;
   int rc = CLI_OK;
   if (trace_analyze(&model, &an) != 0) {
     rc = cli_fail("trace", "%s: out of memory analysing %zu operations", file,
                   model.nops);
   } else if (report) {
-    trace_report_opts o = {.source = file, .json = json, .top = (int)top};
+    trace_report_opts o = {
+        .source = file, .json = json, .top = top ? (int)top : 10};
     if (trace_report_print(stdout, &model, &an, &o) != 0 || fflush(stdout))
       rc = cli_fail("trace", "writing the report failed");
   } else {
-    trace_svg_opts o = {.width = (int)width, .title = file};
+    /* The lost stretches by cause, when there is memory to find them. */
+    trace_explanation ex;
+    int explained = trace_explain(&model, &ex) == 0;
+    trace_svg_opts o = {
+        .width = (int)width, .title = file, .explain = explained ? &ex : NULL};
     rc = write_svg(out, &model, &an, &o);
+    trace_explanation_free(&ex);
   }
   trace_analysis_free(&an);
   trace_model_free(&model);

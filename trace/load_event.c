@@ -50,6 +50,7 @@ typedef struct event {
   arg ready_by, ready_delay; /* weft task slices: runtime latency */
   arg graph;                 /* GPU ops replayed from a graph */
   arg stall;                 /* weft check instants: stall_us */
+  arg message;               /* weft check instants: the finding's line */
 } event;
 
 static int oom(trace_loader *L) {
@@ -116,6 +117,7 @@ static const struct {
     {WEFT_TRF_ARG_READY_DELAY_US, offsetof(event, ready_delay), ARG_NUM},
     {WEFT_TRF_ARG_GRAPH, offsetof(event, graph), ARG_INT},
     {WEFT_TRF_ARG_STALL_US, offsetof(event, stall), ARG_NUM},
+    {WEFT_TRF_ARG_MESSAGE, offsetof(event, message), ARG_STR},
 };
 enum { NARG_KEYS = sizeof arg_keys / sizeof arg_keys[0] };
 
@@ -430,6 +432,26 @@ static int add_flow(trace_loader *L, const event *e) {
   return 0;
 }
 
+/* An implicit synchronisation, for `weft trace explain`. */
+static int add_sync(trace_loader *L, const event *e) {
+  trace_model *m = L->m;
+  if (check_arg(L, &e->task) || check_arg(L, &e->message))
+    return -1;
+  if (!(fabs(e->ts) <= TRACE_MAX_TIME))
+    return trace_json_fail(&L->j, e->ts_offset,
+                           "\"" WEFT_TRF_TS "\" must be in [-1e15, 1e15]");
+  if (trace_grow((void **)&m->syncs, &m->cap_syncs, m->nsyncs + 1,
+                 sizeof *m->syncs))
+    return oom(L);
+  double stall = e->stall.present ? e->stall.num : 0;
+  m->syncs[m->nsyncs++] = (trace_sync){
+      .start = e->ts - stall,
+      .end = e->ts,
+      .task = e->task.present ? e->task.v : TRACE_NONE,
+      .message = e->message.present ? e->message.str : 0};
+  return 0;
+}
+
 /* ---- the event's fields -------------------------------------------------- */
 
 enum {
@@ -562,6 +584,8 @@ int trace_load_event(trace_loader *L, size_t offset) {
                              "duration in [0, 1e15]");
     if (e.stall.present)
       L->m->check_stall_us += e.stall.num;
+    if (strcmp(kind, "implicit sync") == 0 && e.has_ts)
+      return add_sync(L, &e);
     return 0;
   }
   if ((e.ph == PH_FLOW_START || e.ph == PH_FLOW_END) && e.has_id &&

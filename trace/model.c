@@ -18,6 +18,7 @@ void trace_model_free(trace_model *m) {
   free(m->string_table);
   free(m->flow_starts);
   free(m->flow_ends);
+  free(m->syncs);
   memset(m, 0, sizeof *m);
 }
 

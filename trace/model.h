@@ -108,6 +108,15 @@ typedef struct trace_thread {
   size_t nops;
 } trace_thread;
 
+/* One of weft check's implicit synchronisations (an instant of category
+ * weft_check named "implicit sync"): the call ran over [start, end] (end
+ * the instant, start end - args.stall_us, or end when not given). */
+typedef struct trace_sync {
+  double start, end;
+  int64_t task;     /* args.task, or TRACE_NONE */
+  uint32_t message; /* args.message, or 0 */
+} trace_sync;
+
 typedef struct trace_model {
   trace_op *ops; /* sorted by ts, ties in file order */
   size_t nops;
@@ -123,6 +132,8 @@ typedef struct trace_model {
   /* weft check's findings (instant events of cat weft_check), by kind. */
   size_t checks, check_races, check_syncs;
   double check_stall_us; /* summed stall_us of the implicit syncs */
+  trace_sync *syncs;     /* the implicit syncs, in file order */
+  size_t nsyncs, cap_syncs;
 
   /* What `weft trace check` looks at beyond the ops: the rank of a
    * top-level "distributedInfo" (-1 if none), and the ids of the launch

@@ -32,17 +32,31 @@ enum {
   C_TASK,
   C_WAIT,
   C_OVERLAP,
-  NCOLORS
+  C_CAUSE, /* then one per cause of explain.h, in its order */
+  NCOLORS = C_CAUSE + TRACE_NCAUSES
 };
 
 static const struct {
   const char *fill, *text, *legend;
 } colors[NCOLORS] = {
-    {"#4E79A7", "#fff", "kernel"},     {"#59A14F", "#fff", "copy HtoD"},
-    {"#E15759", "#fff", "copy DtoH"},  {"#B07AA1", "#fff", "copy DtoD"},
-    {"#76B7B2", "#000", "copy other"}, {"#9C755F", "#fff", "memset"},
-    {"#F28E2B", "#000", "API call"},   {"#EDC948", "#000", "task"},
-    {"#BAB0AC", "#000", "wait"},       {"#C0392B", "#fff", "kernel ∩ copy"},
+    {"#4E79A7", "#fff", "kernel"},
+    {"#59A14F", "#fff", "copy HtoD"},
+    {"#E15759", "#fff", "copy DtoH"},
+    {"#B07AA1", "#fff", "copy DtoD"},
+    {"#76B7B2", "#000", "copy other"},
+    {"#9C755F", "#fff", "memset"},
+    {"#F28E2B", "#000", "API call"},
+    {"#EDC948", "#000", "task"},
+    {"#BAB0AC", "#000", "wait"},
+    {"#C0392B", "#fff", "kernel ∩ copy"},
+    /* the causes of lost time */
+    {"#8E44AD", "#fff", "ordered on purpose"},
+    {"#000000", "#fff", "implicit sync"},
+    {"#1ABC9C", "#000", "one stream"},
+    {"#F1C40F", "#000", "host too slow"},
+    {"#2C3E50", "#fff", "GPU full"},
+    {"#E67E22", "#000", "copy engines"},
+    {"#95A5A6", "#000", "weft's own cost"},
 };
 
 static int op_color(const trace_op *op) {
@@ -336,6 +350,7 @@ typedef struct layout {
   double legend_x[NCOLORS], legend_y[NCOLORS];
   double top;     /* the overlap band */
   double lanes_y; /* the first heading */
+  int ncolors;    /* legend entries: the causes too when explained */
   size_t drawn, hidden, groups, cpu_lanes;
 } layout;
 
@@ -387,7 +402,7 @@ static void count_lanes(const trace_model *m, const lanes *gl, const lanes *tl,
 /* The legend wraps on narrow pictures; the band and the lanes go below it. */
 static void place(layout *lo) {
   double lx = 8, ly = 50;
-  for (int k = 0; k < NCOLORS; k++) {
+  for (int k = 0; k < lo->ncolors; k++) {
     double w = 16 + 6.5 * (double)strlen(colors[k].legend) + 14;
     if (lx + w > lo->width && lx > 8) {
       lx = 8;
@@ -397,8 +412,10 @@ static void place(layout *lo) {
     lo->legend_y[k] = ly;
     lx += w;
   }
-  lo->top = lo->legend_y[NCOLORS - 1] + 30;
+  lo->top = lo->legend_y[lo->ncolors - 1] + 30;
   lo->lanes_y = lo->top + BAND_H + 10;
+  if (lo->ncolors > C_CAUSE) /* the band of lost time below */
+    lo->lanes_y += BAND_H + 6;
   lo->height = lo->lanes_y + lo->groups * GROUP_H +
                (double)lo->drawn * (LANE_H + LANE_GAP) + AXIS_H + 10 +
                (lo->hidden ? 16 : 0);
@@ -449,7 +466,7 @@ static void write_title(FILE *f, const trace_analysis *a,
 }
 
 static void write_legend(FILE *f, const layout *lo) {
-  for (int k = 0; k < NCOLORS; k++)
+  for (int k = 0; k < lo->ncolors; k++)
     fprintf(f,
             "<rect x=\"%.1f\" y=\"%.1f\" width=\"12\" height=\"12\" "
             "fill=\"%s\"/><text x=\"%.1f\" y=\"%.1f\">%s</text>\n",
@@ -471,6 +488,26 @@ static void draw_overlap(canvas *c, const trace_analysis *a, double top) {
     row_add(&r, &fake, C_OVERLAP, 0);
   }
   row_flush(&r);
+}
+
+/* The band of lost time, by cause (`weft trace explain`). */
+static void draw_lost(canvas *c, const trace_explanation *e, double top) {
+  fprintf(c->f, "<text x=\"8\" y=\"%.1f\">lost: why</text>\n", top + 10);
+  fprintf(c->f,
+          "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%d\" "
+          "fill=\"#f4f4f4\"/>\n",
+          c->plot_x, top, c->plot_w, BAND_H);
+  /* Sorted by cause: one row per cause, each drawn over the band. */
+  for (size_t i = 0; i < e->nlost;) {
+    row r = {.c = c, .y = top, .h = BAND_H};
+    uint8_t cause = e->lost_at[i].cause;
+    for (; i < e->nlost && e->lost_at[i].cause == cause; i++) {
+      trace_op fake = {.ts = e->lost_at[i].start,
+                       .dur = e->lost_at[i].end - e->lost_at[i].start};
+      row_add(&r, &fake, C_CAUSE + cause, 0);
+    }
+    row_flush(&r);
+  }
 }
 
 /* GPU lanes from y on, under a heading per device, while budget lasts.
@@ -557,7 +594,8 @@ static double draw_cpu_lanes(canvas *c, const lanes *tl, size_t cpu_lanes,
 }
 
 /* Everything below the legend: the axis and grid, the band, the lanes. */
-static void draw_body(canvas *c, const trace_analysis *a, const lanes *gl,
+static void draw_body(canvas *c, const trace_analysis *a,
+                      const trace_explanation *e, const lanes *gl,
                       const lanes *tl, const layout *lo, double span) {
   /* The time axis and its grid first, so the ops are drawn over the grid. */
   double lanes_bottom = lo->lanes_y + (double)lo->groups * GROUP_H +
@@ -565,6 +603,8 @@ static void draw_body(canvas *c, const trace_analysis *a, const lanes *gl,
                         (lo->hidden ? 16 : 0);
   axis(c, span, lo->top, lanes_bottom + 4);
   draw_overlap(c, a, lo->top);
+  if (e)
+    draw_lost(c, e, lo->top + BAND_H + 6);
   size_t budget = TRACE_SVG_MAX_LANES;
   double y = draw_gpu_lanes(c, gl, lo->lanes_y, &budget);
   y = draw_cpu_lanes(c, tl, lo->cpu_lanes, y, &budget);
@@ -595,6 +635,8 @@ int trace_svg_write(FILE *f, const trace_model *m, const trace_analysis *a,
   if (!(span > 0))
     span = 1; /* a single instant: any scale will do */
   count_lanes(m, &gl, &tl, &lo);
+  const trace_explanation *ex = opts ? opts->explain : NULL;
+  lo.ncolors = ex ? NCOLORS : C_CAUSE;
   place(&lo);
 
   canvas c = {.f = f, .m = m, .t0 = t0};
@@ -606,7 +648,7 @@ int trace_svg_write(FILE *f, const trace_model *m, const trace_analysis *a,
   write_title(f, a, opts);
   write_legend(f, &lo);
   if (any)
-    draw_body(&c, a, &gl, &tl, &lo, span);
+    draw_body(&c, a, ex, &gl, &tl, &lo, span);
   else
     fprintf(f, "<text x=\"8\" y=\"%.0f\">No operations to draw.</text>\n",
             lo.top + 20);

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 
 #include "analysis.h"
+#include "explain.h"
 #include "json.h"
 #include "model.h"
 #include "svg.h"
@@ -58,6 +59,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       trace_svg_write(sink(), &m, &a, &so);
     }
     trace_analysis_free(&a);
+    trace_explanation e;
+    if (trace_explain(&m, &e) == 0) {
+      trace_explain_opts eo = {.source = "fuzz", .json = 0, .top = 3};
+      trace_explain_print(sink(), &m, &e, &eo);
+      eo.json = 1;
+      trace_explain_print(sink(), &m, &e, &eo);
+    }
+    trace_explanation_free(&e);
   } else if (!err.message[0]) {
     abort();
   }

@@ -1,5 +1,5 @@
 /* A generated trace of a million ops (about 150 MB of JSON), loaded,
- * analysed, reported and drawn. Prints the time of each step (not checked:
+ * analysed, reported, drawn and explained. Prints the time of each step (not checked:
  * machines differ) and checks that the results are right and that memory
  * stays proportional to the input: under 1 KiB per op at the peak, the JSON
  * text included.
@@ -10,6 +10,7 @@
 #include <sys/resource.h>
 #include <time.h>
 
+#include "explain.h"
 #include "trace_test.h"
 
 static double now(void) {
@@ -105,6 +106,15 @@ int main(void) {
   char *svg = svg_text(&m, &a, 1600, "big", &svg_len);
   free(svg);
   double t5 = now();
+
+  trace_explanation ex;
+  EXPECT(trace_explain(&m, &ex) == 0);
+  FILE *null2 = fopen("/dev/null", "w");
+  EXPECT(null2 != NULL);
+  trace_explain_opts eo = {.source = "big", .json = 0, .top = 3};
+  EXPECT(trace_explain_print(null2, &m, &ex, &eo) == 0);
+  fclose(null2);
+  double t6 = now();
   long rss1 = max_rss_kib();
 
   printf("%zu ops, %.1f MB of JSON\n", nops, (double)len / 1e6);
@@ -114,6 +124,8 @@ int main(void) {
   printf("  analyse   %7.3f s\n", t3 - t2);
   printf("  report    %7.3f s  (text and JSON)\n", t4 - t3);
   printf("  svg       %7.3f s  (%zu bytes)\n", t5 - t4, svg_len);
+  printf("  explain   %7.3f s  (%.0f MB/s of JSON)\n", t6 - t5,
+         (double)len / 1e6 / (t6 - t5));
   printf("  peak RSS  %ld MiB, %.0f bytes per op above the start\n",
          rss1 / 1024, (double)(rss1 - rss0) * 1024.0 / (double)nops);
 
@@ -135,6 +147,14 @@ int main(void) {
     EXPECT_NEAR(s->kernel_wait, s->idle);
   }
   EXPECT(svg_len < 2000000);
+  /* One device, never idle inside its span with nothing issued: what is
+   * lost is issued work behind other work, and the span is the
+   * breakdown's. */
+  EXPECT_EQ_INT(ex.ndevices, 1);
+  EXPECT_NEAR(ex.span, a.all.span);
+  EXPECT_NEAR(ex.busy, a.all.busy);
+  EXPECT(ex.lost <= ex.span);
+  trace_explanation_free(&ex);
 
   if (!sanitized) {
     EXPECT_MSG((double)(rss1 - rss0) * 1024.0 / (double)nops < 1024.0,

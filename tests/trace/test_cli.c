@@ -1,4 +1,4 @@
-/* `weft trace report` and `weft trace svg` from the command line: output,
+/* `weft trace report`, `explain` and `svg` from the command line: output,
  * exit codes (0 success, 1 failure, 2 usage) and one-line errors; several
  * files (or a directory of them) reported per rank and in total.
  * Arguments: the weft binary and the folder of sample traces. */
@@ -60,6 +60,16 @@ int main(int argc, char **argv) {
   snprintf(args, sizeof args, "trace report - < '%s/weft_tasks.json'", data);
   EXPECT_EQ_INT(run(args), 0);
   EXPECT_HAS(slurp("out.txt"), "compute");
+
+  snprintf(args, sizeof args, "trace explain '%s/two_streams.json'", data);
+  EXPECT_EQ_INT(run(args), 0);
+  EXPECT_HAS(slurp("out.txt"), "verdict: ");
+  snprintf(args, sizeof args,
+           "trace explain --json --top 1 '%s/weft_tasks.json'", data);
+  EXPECT_EQ_INT(run(args), 0);
+  EXPECT_HAS(slurp("out.txt"), "\"schema\": \"weft-trace-explain/1\"");
+  EXPECT_EQ_INT(run("trace explain a.json b.json"), 2);
+  EXPECT_EQ_INT(run("trace explain missing.json"), 1);
 
   snprintf(args, sizeof args,
            "trace svg '%s/two_streams.json' -o out.svg --width 900", data);

@@ -1,0 +1,272 @@
+/* `weft trace explain` on planted traces, one per cause with the times
+ * known (microseconds): the cause it names first, its time, the task it
+ * names; a mix of two causes; a control that overlaps fully and gets no
+ * finding; the text and JSON forms, the SVG's band of lost time; and a
+ * truncated trace refused. */
+#include <stdarg.h>
+
+#include "explain.h"
+#include "trace_test.h"
+
+/* ---- a trace built event by event ---- */
+
+static char buf[1 << 16];
+static size_t len;
+
+static void add(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void add(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  len += (size_t)vsnprintf(buf + len, sizeof buf - len, fmt, ap);
+  va_end(ap);
+  EXPECT(len < sizeof buf);
+}
+
+static int corr;
+
+static void begin(void) {
+  len = 0;
+  corr = 0;
+  add("{\"traceEvents\":[{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":1,"
+      "\"args\":{\"name\":\"host\"}}");
+}
+
+/* A GPU op on stream s over [ts, ts + dur), issued by task's call that ends
+ * at issue on thread 10. kind: "kernel", or a copy direction. */
+static void op(const char *kind, int s, double ts, double dur, double issue,
+               int task) {
+  int c = ++corr;
+  add(",{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"%s\",\"pid\":1,"
+      "\"tid\":10,\"ts\":%.3f,\"dur\":1,\"args\":{\"correlation\":%d,"
+      "\"task\":%d,\"task_name\":\"t%d\"}}",
+      strcmp(kind, "kernel") ? "cudaMemcpyAsync" : "cudaLaunchKernel",
+      issue - 1, c, task, task);
+  if (!strcmp(kind, "kernel"))
+    add(",{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k%d\",\"pid\":0,"
+        "\"tid\":%d,\"ts\":%.3f,\"dur\":%.3f,\"args\":{\"device\":0,"
+        "\"stream\":%d,\"correlation\":%d}}",
+        c, s, ts, dur, s, c);
+  else
+    add(",{\"ph\":\"X\",\"cat\":\"gpu_memcpy\",\"name\":\"Memcpy %s (Pinned "
+        "-> Device)\",\"pid\":0,\"tid\":%d,\"ts\":%.3f,\"dur\":%.3f,"
+        "\"args\":{\"device\":0,\"stream\":%d,\"correlation\":%d,"
+        "\"bytes\":1024,\"direction\":\"%s\"}}",
+        kind, s, ts, dur, s, c, kind);
+}
+
+static void load_explain(trace_model *m, trace_explanation *e) {
+  add("]}");
+  trace_analysis a;
+  buf[len] = '\0';
+  load_text(buf, m, &a);
+  trace_analysis_free(&a);
+  EXPECT(trace_explain(m, e) == 0);
+}
+
+static char *print(const trace_model *m, const trace_explanation *e, int json) {
+  char *out = NULL;
+  size_t n = 0;
+  FILE *f = open_memstream(&out, &n);
+  EXPECT(f != NULL);
+  trace_explain_opts o = {.source = "planted", .json = json, .top = 3};
+  EXPECT(trace_explain_print(f, m, e, &o) == 0);
+  EXPECT(fclose(f) == 0);
+  return out;
+}
+
+/* The planted cause comes first, with its time and its task named. */
+static void expect_cause(const char *what, trace_cause c, double us,
+                         const char *task) {
+  trace_model m;
+  trace_explanation e;
+  load_explain(&m, &e);
+  EXPECT_MSG(e.top == (int)c, "%s: top cause %d (%s), planted %s", what, e.top,
+             e.top >= 0 ? trace_cause_name(e.top) : "none",
+             trace_cause_name(c));
+  EXPECT_NEAR(e.cause[c], us);
+  char *text = print(&m, &e, 0);
+  EXPECT_HAS(text, trace_cause_name(c));
+  EXPECT_HAS(text, task);
+  EXPECT_HAS(text, "verdict: ");
+  free(text);
+  trace_explanation_free(&e);
+  trace_model_free(&m);
+}
+
+/* ---- the causes ---- */
+
+/* Two streams, a kernel and a copy side by side all along: nothing lost. */
+static void control(void) {
+  begin();
+  op("kernel", 1, 0, 100, -5, 1);
+  op("HtoD", 2, 0, 100, -5, 2);
+  op("kernel", 1, 100, 100, 95, 1);
+  op("HtoD", 2, 100, 100, 95, 2);
+  trace_model m;
+  trace_explanation e;
+  load_explain(&m, &e);
+  EXPECT_EQ_INT(e.top, -1);
+  EXPECT_NEAR(e.lost, 0);
+  EXPECT_NEAR(e.span, 200);
+  EXPECT_NEAR(e.busy, 200);
+  char *text = print(&m, &e, 0);
+  EXPECT_HAS(text, "verdict: nothing lost");
+  free(text);
+  trace_explanation_free(&e);
+  trace_model_free(&m);
+}
+
+/* Kernels of 10 us, each issued as the last ends 40 us later: 80 us idle
+ * with nothing issued; 110 / 30 rounds up to 4 tasks to fill it. */
+static void host_slow(void) {
+  begin();
+  op("kernel", 1, 0, 10, -5, 3);
+  op("kernel", 1, 50, 10, 50, 3);
+  op("kernel", 1, 100, 10, 100, 3);
+  trace_model m;
+  trace_explanation e;
+  load_explain(&m, &e);
+  EXPECT_EQ_INT(e.top, TRACE_CAUSE_HOST_SLOW);
+  EXPECT_NEAR(e.cause[TRACE_CAUSE_HOST_SLOW], 80);
+  EXPECT_NEAR(e.lost_idle, 80);
+  EXPECT_EQ_INT(e.tasks_to_fill, 4);
+  char *text = print(&m, &e, 0);
+  EXPECT_HAS(text, "about 4 tasks issuing side by side, or a graph");
+  EXPECT_HAS(text, "'t3' (id 3)");
+  free(text);
+  trace_explanation_free(&e);
+  trace_model_free(&m);
+}
+
+/* A copy, a kernel and a copy back, all issued up front on one stream:
+ * the kernel and the copy back wait behind it with their engines free. */
+static void one_stream(void) {
+  begin();
+  op("HtoD", 1, 0, 100, -5, 4);
+  op("kernel", 1, 100, 100, -5, 4);
+  op("DtoH", 1, 200, 100, -5, 4);
+  expect_cause("one stream", TRACE_CAUSE_ONE_STREAM, 200, "'t4' (id 4)");
+}
+
+/* A copy out on stream 2 waits for stream 1's kernel (an event): its
+ * stream and copy engine free, issued, it starts when the kernel ends. */
+static void ordered(void) {
+  begin();
+  op("kernel", 1, 0, 100, -5, 5);
+  op("DtoH", 2, 100, 50, -5, 6);
+  expect_cause("ordered", TRACE_CAUSE_ORDERED, 100, "'t6' (id 6)");
+}
+
+/* Two kernels of two streams, issued together, one after the other. */
+static void gpu_full(void) {
+  begin();
+  op("kernel", 1, 0, 100, -5, 7);
+  op("kernel", 2, 100, 100, -5, 8);
+  expect_cause("GPU full", TRACE_CAUSE_GPU_FULL, 100, "'t8' (id 8)");
+}
+
+/* Two copies to the device on two streams: one engine, one after the other. */
+static void copy_engine(void) {
+  begin();
+  op("HtoD", 1, 0, 100, -5, 9);
+  op("HtoD", 2, 100, 100, -5, 10);
+  expect_cause("copy engines", TRACE_CAUSE_COPY_ENGINE, 100, "'t10' (id 10)");
+}
+
+/* A cudaMalloc between two kernels holds the device for 70 of the 90 us
+ * idle: the whole stretch is the sync's. */
+static void implicit_sync_call(void) {
+  begin();
+  op("kernel", 1, 0, 10, -5, 11);
+  add(",{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaMalloc\","
+      "\"pid\":1,\"tid\":11,\"ts\":20,\"dur\":70,\"args\":{\"task\":12,"
+      "\"task_name\":\"t12\"}}");
+  op("kernel", 1, 100, 10, 100, 11);
+  expect_cause("cudaMalloc", TRACE_CAUSE_IMPLICIT_SYNC, 90, "cudaMalloc");
+}
+
+/* weft check's finding of a weft_device_sync in the same place. */
+static void implicit_sync_found(void) {
+  begin();
+  op("kernel", 1, 0, 10, -5, 13);
+  add(",{\"ph\":\"i\",\"s\":\"t\",\"cat\":\"weft_check\",\"name\":\"implicit "
+      "sync\",\"pid\":1,\"tid\":11,\"ts\":90,\"args\":{\"message\":"
+      "\"weft_device_sync from task 'syncer' (id 14) took 70.0 us\","
+      "\"task\":14,\"stall_us\":70}}");
+  op("kernel", 1, 100, 10, 100, 13);
+  expect_cause("weft check's sync", TRACE_CAUSE_IMPLICIT_SYNC, 90,
+               "task 'syncer' (id 14)");
+}
+
+/* The task that issues the next kernel was ready (spawned) at 5 us and
+ * ran only at 90: weft's until then (80 us), the host's from 90 to its
+ * call at 100. */
+static void weft_cost(void) {
+  begin();
+  op("kernel", 1, 0, 10, -5, 15);
+  add(",{\"ph\":\"X\",\"cat\":\"task\",\"name\":\"t16\",\"pid\":1,\"tid\":10,"
+      "\"ts\":90,\"dur\":20,\"args\":{\"task\":16,\"task_name\":\"t16\","
+      "\"weft_ready_by\":\"spawn\",\"weft_ready_delay_us\":85}}");
+  op("kernel", 1, 100, 10, 100, 16);
+  expect_cause("weft", TRACE_CAUSE_WEFT, 80, "'t16' (id 16)");
+}
+
+/* One stream's 200 us and the host's 80 us in one trace: both named, the
+ * larger first. */
+static void mixed(void) {
+  begin();
+  op("HtoD", 1, 0, 100, -5, 17);
+  op("kernel", 1, 100, 100, -5, 17);
+  op("DtoH", 1, 200, 100, -5, 17);
+  op("kernel", 1, 380, 10, 380, 18);
+  trace_model m;
+  trace_explanation e;
+  load_explain(&m, &e);
+  EXPECT_EQ_INT(e.top, TRACE_CAUSE_ONE_STREAM);
+  EXPECT_NEAR(e.cause[TRACE_CAUSE_ONE_STREAM], 200);
+  EXPECT_NEAR(e.cause[TRACE_CAUSE_HOST_SLOW], 80);
+  EXPECT_NEAR(e.lost, 280);
+  EXPECT_NEAR(e.lost_idle, 80);
+  char *json = print(&m, &e, 1);
+  EXPECT_HAS(json, "\"schema\": \"weft-trace-explain/1\"");
+  EXPECT_HAS(json, "\"verdict\": {\"cause\": \"one_stream\"");
+  EXPECT_HAS(json, "\"cause\": \"host_slow\"");
+  EXPECT_HAS(json, "\"task\": 18");
+  free(json);
+  /* The SVG's band of lost time, its causes in the legend. */
+  char *svg = NULL;
+  size_t n = 0;
+  FILE *f = open_memstream(&svg, &n);
+  EXPECT(f != NULL);
+  trace_analysis a;
+  EXPECT(trace_analyze(&m, &a) == 0);
+  trace_svg_opts so = {.width = 800, .title = "mixed", .explain = &e};
+  EXPECT(trace_svg_write(f, &m, &a, &so) == 0);
+  EXPECT(fclose(f) == 0);
+  EXPECT_HAS(svg, "lost: why");
+  EXPECT_HAS(svg, ">one stream</text>");
+  EXPECT_HAS(svg, "fill=\"#1ABC9C\""); /* one stream's colour, drawn */
+  free(svg);
+  trace_analysis_free(&a);
+  trace_explanation_free(&e);
+  trace_model_free(&m);
+}
+
+int main(void) {
+  control();
+  host_slow();
+  one_stream();
+  ordered();
+  gpu_full();
+  copy_engine();
+  implicit_sync_call();
+  implicit_sync_found();
+  weft_cost();
+  mixed();
+  /* Cut short, the file is refused by the loader, never explained. */
+  begin();
+  op("kernel", 1, 0, 10, -5, 1);
+  load_fails(buf, len / 2, "");
+  puts("ok");
+  return 0;
+}

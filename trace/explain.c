@@ -1,0 +1,881 @@
+/* `weft trace explain`: the causes of lost GPU time (explain.h). Each
+ * device is swept once over the moments its operations are issued, start
+ * and end; between two such moments the state is fixed, and a stretch is
+ * lost when the device runs nothing, or when issued work waits although
+ * the device could run it. The rules, in order, are docs/TRACE.md's. */
+#include "explain.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "grow.h"
+#include "json_write.h"
+#include "sort.h"
+
+#define TRACE_CAUSE_FIELD(cause, name, what) name,
+static const char *const cause_names[] = {TRACE_CAUSES(TRACE_CAUSE_FIELD)};
+#undef TRACE_CAUSE_FIELD
+#define TRACE_CAUSE_FIELD(cause, name, what) what,
+static const char *const cause_whats[] = {TRACE_CAUSES(TRACE_CAUSE_FIELD)};
+#undef TRACE_CAUSE_FIELD
+static const char *const cause_keys[] = {
+    "ordered",  "implicit_sync", "one_stream", "host_slow",
+    "gpu_full", "copy_engine",   "weft"};
+_Static_assert(sizeof cause_keys / sizeof *cause_keys == TRACE_NCAUSES,
+               "one key per cause");
+
+const char *trace_cause_name(trace_cause c) {
+  return (unsigned)c < TRACE_NCAUSES ? cause_names[c] : "?";
+}
+const char *trace_cause_what(trace_cause c) {
+  return (unsigned)c < TRACE_NCAUSES ? cause_whats[c] : "?";
+}
+const char *trace_cause_key(trace_cause c) {
+  return (unsigned)c < TRACE_NCAUSES ? cause_keys[c] : "?";
+}
+
+/* ---- host calls that hold the whole device ---- */
+
+/* CUDA calls that wait for every stream of the device, or make every
+ * stream wait for them (the CUDA programming guide's "implicit
+ * synchronization"), as the runtime and driver APIs name them. */
+static int is_sync_call(const char *n) {
+  static const char *const calls[] = {"cudaDeviceSynchronize",
+                                      "cudaMalloc",
+                                      "cudaFree",
+                                      "cudaMallocHost",
+                                      "cudaFreeHost",
+                                      "cudaHostAlloc",
+                                      "cudaMemcpy",
+                                      "cudaMemset",
+                                      "cudaMemcpy2D",
+                                      "cudaMemcpyToSymbol",
+                                      "cudaMemcpyFromSymbol",
+                                      "cudaThreadSynchronize",
+                                      "cuCtxSynchronize",
+                                      "cuMemAlloc_v2",
+                                      "cuMemFree_v2",
+                                      "cuMemAllocHost_v2",
+                                      "cuMemFreeHost",
+                                      "cuMemHostAlloc",
+                                      "cuMemcpyHtoD_v2",
+                                      "cuMemcpyDtoH_v2",
+                                      "cuMemcpy"};
+  for (size_t i = 0; i < sizeof calls / sizeof *calls; i++)
+    if (strcmp(n, calls[i]) == 0)
+      return 1;
+  return 0;
+}
+
+/* A stretch in which the device was held by host calls: the first call
+ * (an op index) or finding (a syncs index) behind it. */
+typedef struct held {
+  double start, end;
+  uint32_t op;
+  size_t sync;
+} held;
+
+static int cmp_held(const void *a, const void *b, const void *ctx) {
+  (void)ctx;
+  double x = ((const held *)a)->start, y = ((const held *)b)->start;
+  return (x > y) - (x < y);
+}
+
+/* The stretches, merged where they overlap, sorted. */
+static int holds_of(const trace_model *m, held **out, size_t *nout) {
+  held *h = NULL;
+  size_t n = 0, cap = 0;
+  for (size_t i = 0; i < m->nops; i++) {
+    const trace_op *op = &m->ops[i];
+    if (op->kind != TRACE_OP_RUNTIME ||
+        !is_sync_call(trace_model_str(m, op->name)))
+      continue;
+    if (trace_grow((void **)&h, &cap, n + 1, sizeof *h))
+      goto oom;
+    h[n++] = (held){op->ts, op->ts + op->dur, (uint32_t)i, SIZE_MAX};
+  }
+  for (size_t i = 0; i < m->nsyncs; i++) {
+    if (trace_grow((void **)&h, &cap, n + 1, sizeof *h))
+      goto oom;
+    h[n++] = (held){m->syncs[i].start, m->syncs[i].end, TRACE_NO_OP, i};
+  }
+  if (trace_sort(h, n, sizeof *h, cmp_held, NULL))
+    goto oom;
+  size_t k = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (k && h[i].start <= h[k - 1].end) {
+      if (h[i].end > h[k - 1].end)
+        h[k - 1].end = h[i].end;
+    } else {
+      h[k++] = h[i];
+    }
+  }
+  *out = h;
+  *nout = k;
+  return 0;
+oom:
+  free(h);
+  return -1;
+}
+
+/* The hold that overlaps [a, b), or NULL. */
+static const held *held_in(const held *h, size_t n, double a, double b) {
+  size_t lo = 0, hi = n; /* the first whose end is after a */
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (h[mid].end <= a)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo < n && h[lo].start < b ? &h[lo] : NULL;
+}
+
+/* ---- tasks: when the one that issues next was ready, or waiting ---- */
+
+/* Task slices and waits by (task, start), to find the task's state at a
+ * moment. */
+typedef struct tslice {
+  int64_t task;
+  double ts;
+  uint32_t op;
+} tslice;
+
+static int cmp_tslice(const void *a, const void *b, const void *ctx) {
+  (void)ctx;
+  const tslice *x = a, *y = b;
+  if (x->task != y->task)
+    return (x->task > y->task) - (x->task < y->task);
+  return (x->ts > y->ts) - (x->ts < y->ts);
+}
+
+static int slices_of(const trace_model *m, trace_op_kind kind, tslice **out,
+                     size_t *nout) {
+  tslice *s = NULL;
+  size_t n = 0, cap = 0;
+  for (size_t i = 0; i < m->nops; i++) {
+    const trace_op *op = &m->ops[i];
+    if (op->kind != kind || op->task == TRACE_NONE)
+      continue;
+    if (trace_grow((void **)&s, &cap, n + 1, sizeof *s)) {
+      free(s);
+      return -1;
+    }
+    s[n++] = (tslice){op->task, op->ts, (uint32_t)i};
+  }
+  if (trace_sort(s, n, sizeof *s, cmp_tslice, NULL)) {
+    free(s);
+    return -1;
+  }
+  *out = s;
+  *nout = n;
+  return 0;
+}
+
+/* Task's last slice starting at or before t, or NULL. */
+static const tslice *slice_at(const tslice *s, size_t n, int64_t task,
+                              double t) {
+  size_t lo = 0, hi = n; /* the first after (task, t) */
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (s[mid].task < task || (s[mid].task == task && s[mid].ts <= t))
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo > 0 && s[lo - 1].task == task ? &s[lo - 1] : NULL;
+}
+
+/* The task an op belongs to: its own, or its launch call's. */
+static int64_t task_of(const trace_model *m, const trace_op *op) {
+  if (op->task != TRACE_NONE)
+    return op->task;
+  if (op->launch != TRACE_NO_OP)
+    return m->ops[op->launch].task;
+  return TRACE_NONE;
+}
+
+/* ---- the sweep of one device ---- */
+
+enum { EV_END, EV_ISSUE, EV_START }; /* the order at one moment */
+
+/* Issued ops looked at per stretch: the heap's first, enough for any
+ * program's queues (a longer queue is behind these anyway). */
+enum { PEND_SCAN = 256 };
+
+typedef struct event {
+  double t;
+  uint32_t op;
+  uint8_t type;
+} event;
+
+static int cmp_event(const void *a, const void *b, const void *ctx) {
+  (void)ctx;
+  const event *x = a, *y = b;
+  if (x->t != y->t)
+    return (x->t > y->t) - (x->t < y->t);
+  return (int)x->type - (int)y->type;
+}
+
+/* Pending ops: a min-heap by issue time. */
+typedef struct heap {
+  struct pend {
+    double issue;
+    uint32_t op;
+  } * v;
+  size_t n, cap;
+} heap;
+
+static int heap_push(heap *h, double issue, uint32_t op) {
+  if (trace_grow((void **)&h->v, &h->cap, h->n + 1, sizeof *h->v))
+    return -1;
+  size_t i = h->n++;
+  while (i > 0) {
+    size_t p = (i - 1) / 2;
+    if (h->v[p].issue <= issue)
+      break;
+    h->v[i] = h->v[p];
+    i = p;
+  }
+  h->v[i] = (struct pend){issue, op};
+  return 0;
+}
+
+static void heap_pop(heap *h) {
+  struct pend last = h->v[--h->n];
+  size_t i = 0;
+  for (;;) {
+    size_t c = 2 * i + 1;
+    if (c >= h->n)
+      break;
+    if (c + 1 < h->n && h->v[c + 1].issue < h->v[c].issue)
+      c++;
+    if (last.issue <= h->v[c].issue)
+      break;
+    h->v[i] = h->v[c];
+    i = c;
+  }
+  if (h->n)
+    h->v[i] = last;
+}
+
+typedef struct sweep {
+  const trace_model *m;
+  trace_explanation *e;
+  const held *holds;
+  size_t nholds;
+  const tslice *slices, *waits;
+  size_t nslices, nwaits;
+  uint8_t *started;               /* per op of the model */
+  uint32_t *lane_run, *lane_last; /* per GPU lane: running count, its op */
+  size_t lost_cap;
+  const uint32_t *byend; /* the device's ops by end */
+  size_t nbyend;
+} sweep;
+
+/* What op p most likely waited for: the op of another stream that ended
+ * last at or before p started (a dependence ends when its work does). */
+static uint32_t waited_for(const sweep *w, uint32_t p) {
+  const trace_model *m = w->m;
+  const trace_op *op = &m->ops[p];
+  size_t lo = 0, hi = w->nbyend; /* the first ending after p's start */
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    const trace_op *x = &m->ops[w->byend[mid]];
+    if (x->ts + x->dur <= op->ts)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  for (size_t k = 0; lo > 0 && k < 64; k++, lo--)
+    if (m->ops[w->byend[lo - 1]].lane != op->lane)
+      return w->byend[lo - 1];
+  return TRACE_NO_OP;
+}
+
+static int cmp_end(const void *a, const void *b, const void *ctx) {
+  const trace_model *m = ctx;
+  const trace_op *x = &m->ops[*(const uint32_t *)a];
+  const trace_op *y = &m->ops[*(const uint32_t *)b];
+  double ex = x->ts + x->dur, ey = y->ts + y->dur;
+  return (ex > ey) - (ex < ey);
+}
+
+static int kernel_class(const trace_op *op) {
+  return op->kind != TRACE_OP_MEMCPY;
+}
+
+static int add_lost(sweep *w, const trace_lost *l) {
+  trace_explanation *e = w->e;
+  e->cause[l->cause] += l->end - l->start;
+  if (l->idle)
+    e->lost_idle += l->end - l->start;
+  if (e->nlost) { /* one stretch, cut by moments that changed nothing */
+    trace_lost *p = &e->lost_at[e->nlost - 1];
+    if (p->cause == l->cause && p->op == l->op && p->device == l->device &&
+        p->end == l->start) {
+      p->end = l->end;
+      p->idle &= l->idle;
+      return 0;
+    }
+  }
+  if (trace_grow((void **)&e->lost_at, &w->lost_cap, e->nlost + 1,
+                 sizeof *e->lost_at))
+    return -1;
+  e->lost_at[e->nlost++] = *l;
+  e->count[l->cause]++;
+  return 0;
+}
+
+/* Adds [a, b) of l's device and op with cause c and culprit by, when not
+ * empty. */
+static int add_piece(sweep *w, const trace_lost *l, double a, double b,
+                     trace_cause c, uint32_t by) {
+  if (!(b > a))
+    return 0;
+  trace_lost p = *l;
+  p.start = a;
+  p.end = b;
+  p.cause = (uint8_t)c;
+  p.by = by;
+  return add_lost(w, &p);
+}
+
+/* The device sat idle over [a, b) with nothing issued, l->op the op that
+ * started next: a host call holding the device makes it all implicit
+ * synchronisation; else the task that issued l->op splits it: until that
+ * task was ready, the host's (or weft's, when the task was waiting for
+ * the GPU, which had nothing left); from ready to running, weft's; from
+ * then to the call, the host's. */
+static int idle_lost(sweep *w, const trace_lost *l, double a, double b) {
+  const trace_model *m = w->m;
+  const held *h = held_in(w->holds, w->nholds, a, b);
+  if (h) {
+    trace_lost p = *l;
+    p.sync = h->sync;
+    return add_piece(w, &p, a, b, TRACE_CAUSE_IMPLICIT_SYNC, h->op);
+  }
+  const trace_op *n = l->op != TRACE_NO_OP ? &m->ops[l->op] : NULL;
+  uint32_t call = n ? n->launch : TRACE_NO_OP;
+  int64_t task = n ? task_of(m, n) : TRACE_NONE;
+  const tslice *s =
+      task == TRACE_NONE
+          ? NULL
+          : slice_at(w->slices, w->nslices, task,
+                     call != TRACE_NO_OP ? m->ops[call].ts : n->ts);
+  if (!s)
+    return add_piece(w, l, a, b, TRACE_CAUSE_HOST_SLOW, call);
+  const trace_op *sl = &m->ops[s->op];
+  double run = sl->ts < a ? a : sl->ts > b ? b : sl->ts;
+  double ready =
+      sl->ready_by != TRACE_READY_NONE ? sl->ts - sl->ready_delay : sl->ts;
+  ready = ready < a ? a : ready > run ? run : ready;
+  /* Before it was ready: suspended waiting for the GPU, with the device
+   * idle, is weft not noticing the completion yet. */
+  double waited = a;
+  const tslice *wt = slice_at(w->waits, w->nwaits, task, a);
+  if (wt) {
+    const trace_op *wo = &m->ops[wt->op];
+    if (wo->ts + wo->dur > a &&
+        strcmp(trace_model_str(m, wo->name), WEFT_TRF_WAIT_GPU) == 0)
+      waited = wo->ts + wo->dur < ready ? wo->ts + wo->dur : ready;
+  }
+  if (add_piece(w, l, a, waited, TRACE_CAUSE_WEFT, wt ? wt->op : TRACE_NO_OP) ||
+      add_piece(w, l, waited, ready, TRACE_CAUSE_HOST_SLOW, call) ||
+      add_piece(w, l, ready, run, TRACE_CAUSE_WEFT, s->op) ||
+      add_piece(w, l, run, b, TRACE_CAUSE_HOST_SLOW, call))
+    return -1;
+  return 0;
+}
+
+static int sweep_device(sweep *w, int64_t device) {
+  const trace_model *m = w->m;
+  event *ev = NULL;
+  size_t nev = 0, cap = 0;
+  uint32_t *byts = NULL, *byend = NULL; /* the device's ops by start */
+  size_t nops = 0, ocap = 0;
+  heap pend = {0};
+  int rc = -1;
+  for (size_t i = 0; i < m->nops; i++) {
+    const trace_op *op = &m->ops[i];
+    if (!trace_op_is_gpu(op) || m->gpu_lanes[op->lane].device != device)
+      continue;
+    double issue = op->ts;
+    if (op->launch != TRACE_NO_OP) {
+      const trace_op *c = &m->ops[op->launch];
+      if (c->ts + c->dur < issue)
+        issue = c->ts + c->dur;
+    }
+    if (trace_grow((void **)&ev, &cap, nev + 3, sizeof *ev) ||
+        trace_grow((void **)&byts, &ocap, nops + 1, sizeof *byts))
+      goto out;
+    ev[nev++] = (event){issue, (uint32_t)i, EV_ISSUE};
+    ev[nev++] = (event){op->ts, (uint32_t)i, EV_START};
+    ev[nev++] = (event){op->ts + op->dur, (uint32_t)i, EV_END};
+    byts[nops++] = (uint32_t)i; /* the model's ops are sorted by start */
+  }
+  if (!nops) {
+    rc = 0;
+    goto out;
+  }
+  if (trace_sort(ev, nev, sizeof *ev, cmp_event, NULL))
+    goto out;
+  byend = malloc(nops * sizeof *byend);
+  if (!byend)
+    goto out;
+  memcpy(byend, byts, nops * sizeof *byend);
+  if (trace_sort(byend, nops, sizeof *byend, cmp_end, m))
+    goto out;
+  w->byend = byend;
+  w->nbyend = nops;
+  double first = m->ops[byts[0]].ts, last = first;
+  for (size_t i = 0; i < nops; i++) {
+    const trace_op *op = &m->ops[byts[i]];
+    if (op->ts + op->dur > last)
+      last = op->ts + op->dur;
+  }
+  size_t nkern = 0, ncopy[TRACE_COPY_NDIRS] = {0};
+  uint32_t kern_by = TRACE_NO_OP, copy_by[TRACE_COPY_NDIRS];
+  for (int d = 0; d < TRACE_COPY_NDIRS; d++)
+    copy_by[d] = TRACE_NO_OP;
+  size_t nx = 0; /* byts[nx]: the next op to start */
+  double busy = 0;
+  for (size_t i = 0; i < nev;) {
+    double t = ev[i].t;
+    for (; i < nev && ev[i].t == t; i++) {
+      uint32_t o = ev[i].op;
+      const trace_op *op = &m->ops[o];
+      if (ev[i].type == EV_ISSUE) {
+        if (heap_push(&pend, t, o))
+          goto out;
+      } else if (ev[i].type == EV_START) {
+        w->started[o] = 1;
+        w->lane_run[op->lane]++;
+        w->lane_last[op->lane] = o;
+        if (kernel_class(op)) {
+          nkern++;
+          kern_by = o;
+        } else {
+          ncopy[op->copy]++;
+          copy_by[op->copy] = o;
+        }
+      } else {
+        w->lane_run[op->lane]--;
+        if (kernel_class(op))
+          nkern--;
+        else
+          ncopy[op->copy]--;
+      }
+    }
+    while (pend.n && w->started[pend.v[0].op])
+      heap_pop(&pend);
+    while (nx < nops && m->ops[byts[nx]].ts < t)
+      nx++;
+    if (i == nev || t < first || t >= last)
+      continue;
+    double b = ev[i].t < last ? ev[i].t : last;
+    if (b <= t)
+      continue;
+    size_t running = nkern;
+    for (int d = 0; d < TRACE_COPY_NDIRS; d++)
+      running += ncopy[d];
+    if (running)
+      busy += b - t;
+    trace_lost l = {t,           b,           device,  0, running == 0,
+                    TRACE_NO_OP, TRACE_NO_OP, SIZE_MAX};
+    if (!pend.n) {
+      if (running)
+        continue; /* it runs all that was issued */
+      l.op = nx < nops ? byts[nx] : TRACE_NO_OP;
+      if (idle_lost(w, &l, t, b))
+        goto out;
+      continue;
+    } else {
+      /* The issued op most held back: free to run (its stream and an
+       * engine free), else behind its own stream with an engine free,
+       * else on a free stream with its engine full; earliest issued
+       * first. Behind its own stream with its engine full is no loss. */
+      int best = 4;
+      uint32_t p = TRACE_NO_OP;
+      double pissue = 0;
+      for (size_t k = 0; k < pend.n && k < PEND_SCAN; k++) {
+        const struct pend *q = &pend.v[k];
+        const trace_op *op = &m->ops[q->op];
+        if (w->started[q->op])
+          continue;
+        int room = kernel_class(op) ? nkern == 0 : ncopy[op->copy] == 0;
+        int rank = room ? (w->lane_run[op->lane] ? 1 : 0)
+                        : (w->lane_run[op->lane] ? 3 : 2);
+        if (rank < best || (rank == best && q->issue < pissue)) {
+          best = rank;
+          p = q->op;
+          pissue = q->issue;
+        }
+      }
+      if (best == 3 || p == TRACE_NO_OP)
+        continue;
+      const trace_op *op = &m->ops[p];
+      int kern = kernel_class(op);
+      l.op = p;
+      if (best == 1) {
+        /* Behind another task's work: weft handed a finished task's
+         * stream to the task following it, so the order is declared. */
+        l.by = w->lane_last[op->lane];
+        int64_t mine = task_of(m, op), theirs = task_of(m, &m->ops[l.by]);
+        l.cause = mine != TRACE_NONE && theirs != TRACE_NONE && mine != theirs
+                      ? TRACE_CAUSE_ORDERED
+                      : TRACE_CAUSE_ONE_STREAM;
+      } else if (best == 2) {
+        l.cause = kern ? TRACE_CAUSE_GPU_FULL : TRACE_CAUSE_COPY_ENGINE;
+        l.by = kern ? kern_by : copy_by[op->copy];
+      } else {
+        /* Its stream free, room for it: held by another stream's work
+         * still running, or, once that had ended, by the launch path. */
+        uint32_t by = waited_for(w, p);
+        const trace_op *bo = by != TRACE_NO_OP ? &m->ops[by] : NULL;
+        if (bo && bo->ts + bo->dur > t) {
+          l.cause = TRACE_CAUSE_ORDERED;
+          l.by = by;
+        } else {
+          l.cause = TRACE_CAUSE_HOST_SLOW;
+          l.by = op->launch;
+        }
+      }
+    }
+    if (add_lost(w, &l))
+      goto out;
+  }
+  if (!w->e->ndevices || first < w->e->t0)
+    w->e->t0 = first;
+  w->e->span += last - first;
+  w->e->busy += busy;
+  w->e->ndevices++;
+  rc = 0;
+out:
+  free(ev);
+  free(byts);
+  free(byend);
+  free(pend.v);
+  return rc;
+}
+
+static int cmp_lost(const void *a, const void *b, const void *ctx) {
+  (void)ctx;
+  const trace_lost *x = a, *y = b;
+  if (x->cause != y->cause)
+    return (int)x->cause - (int)y->cause;
+  double dx = x->end - x->start, dy = y->end - y->start;
+  if (dx != dy)
+    return (dx < dy) - (dx > dy);
+  return (x->start > y->start) - (x->start < y->start);
+}
+
+int trace_explain(const trace_model *m, trace_explanation *e) {
+  memset(e, 0, sizeof *e);
+  e->top = -1;
+  sweep w = {.m = m, .e = e};
+  int rc = -1;
+  w.started = calloc(m->nops ? m->nops : 1, 1);
+  w.lane_run = calloc(m->ngpu_lanes ? m->ngpu_lanes : 1, sizeof *w.lane_run);
+  w.lane_last = calloc(m->ngpu_lanes ? m->ngpu_lanes : 1, sizeof *w.lane_last);
+  held *holds = NULL;
+  tslice *slices = NULL, *waits = NULL;
+  if (!w.started || !w.lane_run || !w.lane_last ||
+      holds_of(m, &holds, &w.nholds) ||
+      slices_of(m, TRACE_OP_TASK, &slices, &w.nslices) ||
+      slices_of(m, TRACE_OP_WAIT, &waits, &w.nwaits))
+    goto out;
+  w.holds = holds;
+  w.slices = slices;
+  w.waits = waits;
+  /* The devices, in the lanes' order (sorted by device). */
+  for (size_t i = 0; i < m->ngpu_lanes; i++) {
+    if (i && m->gpu_lanes[i].device == m->gpu_lanes[i - 1].device)
+      continue;
+    if (sweep_device(&w, m->gpu_lanes[i].device))
+      goto out;
+  }
+  if (trace_sort(e->lost_at, e->nlost, sizeof *e->lost_at, cmp_lost, NULL))
+    goto out;
+  e->idle = e->span - e->busy;
+  for (int c = 0; c < TRACE_NCAUSES; c++) {
+    e->lost += e->cause[c];
+    if (e->cause[c] > 0 && (e->top < 0 || e->cause[c] > e->cause[e->top]))
+      e->top = c;
+  }
+  e->tasks_to_fill = e->busy > 0 ? (int)ceil(e->span / e->busy - 1e-9) : 0;
+  rc = 0;
+out:
+  free(w.started);
+  free(w.lane_run);
+  free(w.lane_last);
+  free(holds);
+  free(slices);
+  free(waits);
+  return rc;
+}
+
+void trace_explanation_free(trace_explanation *e) {
+  free(e->lost_at);
+  memset(e, 0, sizeof *e);
+}
+
+/* ---- printing ---- */
+
+static double pct(double part, double whole) {
+  return whole > 0 ? 100.0 * part / whole : 0;
+}
+
+/* "'name' of task 'T' (id N)" for an op, into out. */
+static void describe(const trace_model *m, uint32_t o, char *out, size_t n) {
+  if (o == TRACE_NO_OP) {
+    snprintf(out, n, "nothing the trace shows");
+    return;
+  }
+  const trace_op *op = &m->ops[o];
+  int64_t task = task_of(m, op);
+  uint32_t tn = op->task_name;
+  if (!tn && op->launch != TRACE_NO_OP)
+    tn = m->ops[op->launch].task_name;
+  const char *name = trace_model_str(m, op->name);
+  if (task == TRACE_NONE)
+    snprintf(out, n, "%s '%s'", trace_op_kind_name(op->kind), name);
+  else
+    snprintf(out, n, "%s '%s' of task '%s' (id %lld)",
+             trace_op_kind_name(op->kind), name,
+             tn ? trace_model_str(m, tn) : "?", (long long)task);
+}
+
+/* One line on what held l, into out. */
+static void evidence(const trace_model *m, const trace_lost *l, double t0,
+                     char *out, size_t n) {
+  char a[256], b[256];
+  describe(m, l->op, a, sizeof a);
+  describe(m, l->by, b, sizeof b);
+  const trace_op *by = l->by != TRACE_NO_OP ? &m->ops[l->by] : NULL;
+  switch ((trace_cause)l->cause) {
+  case TRACE_CAUSE_ORDERED:
+    if (by)
+      snprintf(out, n, "%s, issued, waited for %s, which ended at %.3f ms", a,
+               b, (by->ts + by->dur - t0) / 1e3);
+    else
+      snprintf(out, n, "%s, issued, waited for another stream", a);
+    break;
+  case TRACE_CAUSE_IMPLICIT_SYNC:
+    if (l->sync != SIZE_MAX)
+      snprintf(out, n, "%.200s", trace_model_str(m, m->syncs[l->sync].message));
+    else
+      snprintf(out, n, "%s held every stream for %.3f ms", b,
+               by ? by->dur / 1e3 : 0);
+    break;
+  case TRACE_CAUSE_ONE_STREAM:
+    snprintf(out, n, "%s waited behind %s on its stream", a, b);
+    break;
+  case TRACE_CAUSE_HOST_SLOW:
+    if (!l->idle || (by && by->ts + by->dur <= l->start))
+      snprintf(out, n,
+               "%s, issued by %.3f ms, had nothing to wait for and "
+               "had not started (launch latency)",
+               a, by ? (by->ts + by->dur - t0) / 1e3 : (l->start - t0) / 1e3);
+    else if (by)
+      snprintf(out, n, "nothing issued until %s at %.3f ms, for %s", b,
+               (by->ts + by->dur - t0) / 1e3, a);
+    else
+      snprintf(out, n, "nothing issued until %s started", a);
+    break;
+  case TRACE_CAUSE_GPU_FULL:
+    snprintf(out, n, "%s waited while %s ran", a, b);
+    break;
+  case TRACE_CAUSE_COPY_ENGINE:
+    snprintf(out, n, "%s waited behind %s", a, b);
+    break;
+  case TRACE_CAUSE_WEFT:
+    if (by && by->kind == TRACE_OP_WAIT)
+      snprintf(out, n,
+               "the task that issued %s waited for the GPU until %.3f ms "
+               "with nothing running",
+               a, (by->ts + by->dur - t0) / 1e3);
+    else if (by)
+      snprintf(out, n,
+               "the task that issued %s was ready (%s) %.3f ms "
+               "before it ran",
+               a, trace_ready_kind_name((trace_ready_kind)by->ready_by),
+               by->ready_delay / 1e3);
+    else
+      snprintf(out, n, "%s", a);
+    break;
+  default:
+    snprintf(out, n, "%s", a);
+  }
+}
+
+/* The verdict in one line, into out. */
+static void verdict(const trace_explanation *e, char *out, size_t n) {
+  if (e->top < 0) {
+    snprintf(out, n,
+             "nothing lost: the GPU ran whenever it had work it "
+             "could run");
+    return;
+  }
+  double share = pct(e->cause[e->top], e->lost);
+  const char *remedy = "";
+  char buf[160];
+  switch ((trace_cause)e->top) {
+  case TRACE_CAUSE_HOST_SLOW:
+    snprintf(buf, sizeof buf,
+             "; about %d tasks issuing side by side, or a graph, would fill "
+             "it",
+             e->tasks_to_fill > 1 ? e->tasks_to_fill : 2);
+    remedy = buf;
+    break;
+  case TRACE_CAUSE_ONE_STREAM:
+    remedy = "; independent work in tasks of its own (a stream each) "
+             "would overlap";
+    break;
+  case TRACE_CAUSE_IMPLICIT_SYNC:
+    remedy = "; allocate and free outside the loop, copy from pinned "
+             "memory, sync the task's stream only";
+    break;
+  case TRACE_CAUSE_ORDERED:
+    remedy = "; only fewer dependences would overlap more";
+    break;
+  case TRACE_CAUSE_GPU_FULL:
+    remedy = "; the kernels filled the GPU, nothing more could run";
+    break;
+  case TRACE_CAUSE_COPY_ENGINE:
+    remedy = "; copies in one direction share one engine: fewer, larger "
+             "copies, or copies in the other direction beside them";
+    break;
+  case TRACE_CAUSE_WEFT:
+    remedy = "; more workers (weft_runtime_opts.workers) or fewer, "
+             "longer tasks";
+    break;
+  default:
+    break;
+  }
+  snprintf(out, n, "%.0f %% of the lost time: %s%s", share,
+           trace_cause_name((trace_cause)e->top), remedy);
+}
+
+int trace_explain_verdict(const trace_explanation *e, char *out, size_t n) {
+  verdict(e, out, n);
+  return strlen(out) + 1 < n ? 0 : -1;
+}
+
+static int print_text(FILE *f, const trace_model *m, const trace_explanation *e,
+                      const trace_explain_opts *o, int top) {
+  fprintf(f, "weft trace explain: %s\n", o->source ? o->source : "-");
+  fprintf(f,
+          "GPU span %.3f ms on %d device%s: busy %.3f ms (%.1f %%), idle "
+          "%.3f ms\nlost %.3f ms: %.3f ms with the GPU idle, %.3f ms of "
+          "issued work waiting while other work ran\n\n",
+          e->span / 1e3, e->ndevices, e->ndevices == 1 ? "" : "s",
+          e->busy / 1e3, pct(e->busy, e->span), e->idle / 1e3, e->lost / 1e3,
+          e->lost_idle / 1e3, (e->lost - e->lost_idle) / 1e3);
+  fprintf(f, "times in ms from the first GPU operation\n");
+  fprintf(f, "%-28s %10s %8s %9s\n", "cause", "lost ms", "% span", "stretches");
+  for (int c = 0; c < TRACE_NCAUSES; c++)
+    fprintf(f, "%-28s %10.3f %8.1f %9zu\n", trace_cause_name((trace_cause)c),
+            e->cause[c] / 1e3, pct(e->cause[c], e->span), e->count[c]);
+  size_t i = 0;
+  for (int c = 0; c < TRACE_NCAUSES; c++) {
+    int shown = 0;
+    for (; i < e->nlost && e->lost_at[i].cause == c; i++) {
+      const trace_lost *l = &e->lost_at[i];
+      if (shown == top)
+        continue;
+      if (!shown)
+        fprintf(f, "\n%s (%s):\n", trace_cause_name((trace_cause)c),
+                trace_cause_what((trace_cause)c));
+      char line[640];
+      evidence(m, l, e->t0, line, sizeof line);
+      fprintf(f, "  %.3f ms +%.3f ms, device %lld%s: %s\n",
+              (l->start - e->t0) / 1e3, (l->end - l->start) / 1e3,
+              (long long)l->device, l->idle ? ", GPU idle" : "", line);
+      shown++;
+    }
+  }
+  char v[400];
+  verdict(e, v, sizeof v);
+  fprintf(f, "\nverdict: %s\n", v);
+  return 0;
+}
+
+static int print_json(FILE *f, const trace_model *m, const trace_explanation *e,
+                      const trace_explain_opts *o, int top) {
+  fprintf(f, "{\n  \"schema\": \"weft-trace-explain/1\",\n  \"source\": ");
+  json_write_string(f, o->source ? o->source : "-");
+  fprintf(f, ",\n  \"devices\": %d,\n  \"t0_us\": ", e->ndevices);
+  json_write_fixed(f, e->t0, 3);
+  fprintf(f, ",\n  \"span_us\": ");
+  json_write_fixed(f, e->span, 3);
+  fprintf(f, ",\n  \"busy_us\": ");
+  json_write_fixed(f, e->busy, 3);
+  fprintf(f, ",\n  \"idle_us\": ");
+  json_write_fixed(f, e->idle, 3);
+  fprintf(f, ",\n  \"lost_us\": ");
+  json_write_fixed(f, e->lost, 3);
+  fprintf(f, ",\n  \"lost_idle_us\": ");
+  json_write_fixed(f, e->lost_idle, 3);
+  fprintf(f, ",\n  \"causes\": [");
+  size_t i = 0;
+  for (int c = 0; c < TRACE_NCAUSES; c++) {
+    fprintf(f, "%s\n    {\"cause\": \"%s\", \"name\": ", c ? "," : "",
+            trace_cause_key((trace_cause)c));
+    json_write_string(f, trace_cause_name((trace_cause)c));
+    fprintf(f, ", \"lost_us\": ");
+    json_write_fixed(f, e->cause[c], 3);
+    fprintf(f, ", \"pct_span\": ");
+    json_write_fixed(f, pct(e->cause[c], e->span), 2);
+    fprintf(f, ", \"stretches\": %zu, \"top\": [", e->count[c]);
+    int shown = 0;
+    for (; i < e->nlost && e->lost_at[i].cause == c; i++) {
+      const trace_lost *l = &e->lost_at[i];
+      if (shown == top)
+        continue;
+      const trace_op *op = l->op != TRACE_NO_OP ? &m->ops[l->op] : NULL;
+      int64_t task = op ? task_of(m, op) : TRACE_NONE;
+      char line[640];
+      evidence(m, l, e->t0, line, sizeof line);
+      fprintf(f, "%s\n      {\"start_us\": ", shown ? "," : "");
+      json_write_fixed(f, l->start - e->t0, 3);
+      fprintf(f, ", \"dur_us\": ");
+      json_write_fixed(f, l->end - l->start, 3);
+      fprintf(f, ", \"device\": %lld, \"gpu_idle\": %s, \"task\": ",
+              (long long)l->device, l->idle ? "true" : "false");
+      if (task == TRACE_NONE)
+        fprintf(f, "null");
+      else
+        fprintf(f, "%lld", (long long)task);
+      fprintf(f, ", \"op\": ");
+      json_write_string(f, op ? trace_model_str(m, op->name) : "");
+      fprintf(f, ", \"evidence\": ");
+      json_write_string(f, line);
+      fprintf(f, "}");
+      shown++;
+    }
+    fprintf(f, "%s]}", shown ? "\n    " : "");
+  }
+  char v[400];
+  verdict(e, v, sizeof v);
+  fprintf(f, "\n  ],\n  \"verdict\": {\"cause\": ");
+  if (e->top < 0)
+    fprintf(f, "null");
+  else
+    fprintf(f, "\"%s\"", trace_cause_key((trace_cause)e->top));
+  fprintf(f, ", \"pct_lost\": ");
+  json_write_fixed(f, e->top < 0 ? 0 : pct(e->cause[e->top], e->lost), 2);
+  fprintf(f, ", \"tasks_to_fill\": %d, \"text\": ", e->tasks_to_fill);
+  json_write_string(f, v);
+  fprintf(f, "}\n}\n");
+  return 0;
+}
+
+int trace_explain_print(FILE *f, const trace_model *m,
+                        const trace_explanation *e,
+                        const trace_explain_opts *o) {
+  int top = o->top > 0 ? o->top : 3;
+  int rc = o->json ? print_json(f, m, e, o, top) : print_text(f, m, e, o, top);
+  return rc || ferror(f) ? -1 : 0;
+}

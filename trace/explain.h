@@ -1,0 +1,101 @@
+/* Why the GPU ran less than it could have: `weft trace explain`. Each
+ * stretch of a device's span in which it sat idle, or in which issued work
+ * waited while an engine that could run it was free (or was held by
+ * another op of its kind), is given one cause, from the records alone:
+ * what was running, what had been issued and not started, which host call
+ * or task stood between. docs/TRACE.md, "Explain", gives each rule. All
+ * times are microseconds. */
+#ifndef WEFT_TRACE_EXPLAIN_H
+#define WEFT_TRACE_EXPLAIN_H
+
+#include <stdio.h>
+
+#include "model.h"
+
+/* The causes, in the order of the table. X(CAUSE, name, what it means). */
+#define TRACE_CAUSES(X)                                                        \
+  X(ORDERED, "ordered on purpose",                                             \
+    "issued work waited for another stream's work (a declared dependence)")    \
+  X(IMPLICIT_SYNC, "implicit synchronisation",                                 \
+    "a device-wide wait (allocation, free, blocking copy or memset, device "   \
+    "sync) held every stream")                                                 \
+  X(ONE_STREAM, "one stream",                                                  \
+    "issued work waited behind earlier work of its own stream while an "       \
+    "engine that could run it was free")                                       \
+  X(HOST_SLOW, "the host issued too slowly",                                   \
+    "the GPU was idle and its next operation had not been issued yet")         \
+  X(GPU_FULL, "the GPU was full",                                              \
+    "an issued kernel waited while another stream's kernel held the GPU")      \
+  X(COPY_ENGINE, "copy engines",                                               \
+    "an issued copy waited behind another copy in the same direction")         \
+  X(WEFT, "weft's own cost",                                                   \
+    "the GPU was idle while the task that issued next was ready but not "      \
+    "running, or waited for work that had already completed")
+
+#define TRACE_CAUSE_ENUM(cause, name, what) TRACE_CAUSE_##cause,
+typedef enum trace_cause {
+  TRACE_CAUSES(TRACE_CAUSE_ENUM) TRACE_NCAUSES
+} trace_cause;
+#undef TRACE_CAUSE_ENUM
+
+const char *trace_cause_name(trace_cause c);
+const char *trace_cause_what(trace_cause c);
+/* A short key for JSON: "ordered", "implicit_sync", ... */
+const char *trace_cause_key(trace_cause c);
+
+/* One stretch of lost time: the op held back (the earliest issued of
+ * those waiting, or, on an idle GPU with nothing issued, the next to
+ * start), and what held it (an op, an API call, a task slice), or
+ * TRACE_NO_OP. sync: index in the model's syncs for IMPLICIT_SYNC found
+ * by weft check, else SIZE_MAX. */
+typedef struct trace_lost {
+  double start, end;
+  int64_t device;
+  uint8_t cause; /* trace_cause */
+  uint8_t idle;  /* the GPU ran nothing meanwhile */
+  uint32_t op, by;
+  size_t sync;
+} trace_lost;
+
+typedef struct trace_explanation {
+  double t0;   /* the first GPU op's start: printed times count from it */
+  double span; /* every device's span, summed */
+  double busy; /* every device's busy time, summed */
+  double idle; /* span - busy */
+  double lost; /* all the causes' time */
+  /* Of which with the GPU idle; the rest, issued work waiting while other
+   * work ran. */
+  double lost_idle;
+  double cause[TRACE_NCAUSES];
+  size_t count[TRACE_NCAUSES]; /* instances */
+  trace_lost *lost_at;         /* by cause, then longest first */
+  size_t nlost;
+  int ndevices;
+  /* The verdict: the cause with the most time, and for HOST_SLOW how many
+   * tasks issuing side by side would keep the GPU busy (span / busy of
+   * the devices, rounded up). */
+  int top; /* trace_cause, or -1 when nothing was lost */
+  int tasks_to_fill;
+} trace_explanation;
+
+/* Explains m into e. Returns 0, or -1 when out of memory. Free e with
+ * trace_explanation_free either way. */
+int trace_explain(const trace_model *m, trace_explanation *e);
+void trace_explanation_free(trace_explanation *e);
+
+typedef struct trace_explain_opts {
+  const char *source; /* the file name shown */
+  int json;           /* 1: JSON ("weft-trace-explain/1"), else text */
+  int top;            /* instances shown per cause (default 3) */
+} trace_explain_opts;
+
+/* The verdict's line, into out: 0, or -1 when it did not fit. */
+int trace_explain_verdict(const trace_explanation *e, char *out, size_t n);
+
+/* Prints the table of lost time by cause, the top instances of each with
+ * their tasks and times, and the verdict. 0, or -1 when writing failed. */
+int trace_explain_print(FILE *f, const trace_model *m,
+                        const trace_explanation *e,
+                        const trace_explain_opts *o);
+
+#endif
