@@ -19,9 +19,13 @@
  * The kernels are spin_until with a flag never set: each runs for its
  * timeout, on either backend. Emulated devices have as many executor
  * threads as streams here, so the host backend, like a GPU, has room for
- * every stream; the causes that need a full engine (the GPU full, copy
- * engines) are planted in traces (trace.explain) and measured on the
- * H200. */
+ * every stream; the causes that need a full engine run on CUDA only:
+ *
+ *   GPU full:     two tasks each launch two waves of one-thread blocks on
+ *                 every SM, spinning 2 ms;
+ *   copy engines: two tasks each copy 8 MiB to the device four times.
+ *
+ * (trace.explain plants every cause in hand-built traces too.) */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -116,6 +120,28 @@ static void hog(void *arg) {
   busy_ms(8);
 }
 
+/* Two waves of one-thread blocks on every SM, each spinning 2 ms: no
+ * block of another kernel finds a slot until they end (CUDA only: the
+ * host backend runs blocks one after another). */
+static int sms;
+static void filler(void *arg) {
+  int slot = *(int *)arg;
+  const int *flag = &gate[0];
+  int *state = &gate[1 + slot];
+  long long ns = 2000000;
+  void *args[] = {&flag, &state, &ns};
+  EXPECT_OK(weft_launch(&tk.spin_until, WEFT_DIM1((unsigned)sms * 64),
+                        WEFT_DIM1(1), 0, args));
+  EXPECT_OK(weft_sync());
+}
+
+static void copier(void *arg) {
+  (void)arg;
+  for (int i = 0; i < 4; i++)
+    EXPECT_OK(weft_copy(dbuf, pin, BIG));
+  EXPECT_OK(weft_sync());
+}
+
 static void mixed(void *arg) {
   one_stream(arg);
   host_slow(arg);
@@ -162,6 +188,22 @@ static void p_weft(weft_runtime *rt) {
 }
 static void p_mixed(weft_runtime *rt) {
   EXPECT_OK(weft_task_join(spawn(rt, mixed, NULL, "both")));
+}
+static void p_gpu_full(weft_runtime *rt) {
+  weft_device_info di;
+  EXPECT_OK(weft_device_get_info(rt, 0, &di));
+  sms = di.multiprocessors;
+  static int slots[2] = {6, 7};
+  weft_task *a = spawn(rt, filler, &slots[0], "filler-a");
+  weft_task *b = spawn(rt, filler, &slots[1], "filler-b");
+  EXPECT_OK(weft_task_join(a));
+  EXPECT_OK(weft_task_join(b));
+}
+static void p_copy_engine(weft_runtime *rt) {
+  weft_task *a = spawn(rt, copier, NULL, "copier-a");
+  weft_task *b = spawn(rt, copier, NULL, "copier-b");
+  EXPECT_OK(weft_task_join(a));
+  EXPECT_OK(weft_task_join(b));
 }
 static void p_control(weft_runtime *rt) {
   weft_task *k = spawn(rt, kernels, NULL, "kernels");
@@ -217,7 +259,8 @@ static void print(const char *what, const trace_model *m,
   EXPECT(trace_explain_print(stdout, m, e, &o) == 0);
 }
 
-/* The planted cause first, with the planting task in its top stretch. */
+/* The planted cause first, with the planting task in its top stretch
+ * (task NULL: either of two named prefix*). */
 static int planted(const char *what, program p, int workers, trace_cause c,
                    const char *task) {
   trace_model m;
@@ -237,7 +280,10 @@ static int planted(const char *what, program p, int workers, trace_cause c,
     uint32_t tn = op->task_name;
     if (!tn && op->launch != TRACE_NO_OP)
       tn = m.ops[op->launch].task_name;
-    named = !strcmp(trace_model_str(&m, tn), task);
+    const char *name = trace_model_str(&m, tn);
+    size_t k = strlen(task);
+    named =
+        task[k - 1] == '*' ? !strncmp(name, task, k - 1) : !strcmp(name, task);
     break; /* the longest stretch of the cause */
   }
   EXPECT_MSG(named, "%s: the longest stretch of %s is not task '%s''s", what,
@@ -257,6 +303,12 @@ int main(void) {
   planted("one stream", p_one_stream, 2, TRACE_CAUSE_ONE_STREAM, "pipeline");
   planted("ordered", p_ordered, 2, TRACE_CAUSE_ORDERED, "consumer");
   planted("weft", p_weft, 1, TRACE_CAUSE_WEFT, "late");
+  const char *backend = getenv("WEFT_BACKEND");
+  if (backend && !strcmp(backend, "cuda")) { /* a GPU's engines */
+    planted("GPU full", p_gpu_full, 2, TRACE_CAUSE_GPU_FULL, "filler-*");
+    planted("copy engines", p_copy_engine, 2, TRACE_CAUSE_COPY_ENGINE,
+            "copier-*");
+  }
   trace_model m;
   trace_explanation e;
   EXPECT(run(p_mixed, 2, &m, &e) == 0);
