@@ -10,6 +10,7 @@
 
 #include "analysis.h"
 #include "cli.h"
+#include "clip.h"
 #include "compat.h"
 #include "model.h"
 #include "svg.h"
@@ -32,6 +33,33 @@ static int write_svg(const char *path, const trace_model *m,
       remove(path);
     return cli_fail("trace", "writing %s failed", path);
   }
+  return CLI_OK;
+}
+
+/* --range NAME: clips model to the time inside the ranges of that name
+ * and notes them in o; an unknown name is a usage error that lists the
+ * names the trace has. */
+static int clip_to_range(trace_model *model, const char *file,
+                         const char *range, trace_report_opts *o) {
+  if (!range)
+    return CLI_OK;
+  trace_clip_info info;
+  int r = trace_model_clip(model, range, &info);
+  if (r < 0)
+    return cli_fail("trace", "%s: out of memory", file);
+  if (r > 0) {
+    char names[1024];
+    size_t n = trace_range_names(model, names, sizeof names);
+    if (n == 0)
+      return cli_usage_error("%s has no range named '%s': it has no ranges "
+                             "(weft_range_push, PyTorch's record_function)",
+                             file, range);
+    return cli_usage_error("%s has no range named '%s'; its range%s: %s", file,
+                           range, n == 1 ? "" : "s", names);
+  }
+  o->range = range;
+  o->ranges = info.ranges;
+  o->inside_us = info.inside;
   return CLI_OK;
 }
 
@@ -85,7 +113,7 @@ typedef struct rank_row {
 
 /* Each file's report under its rank, then a table of every rank and the
  * total: the multi-rank reading HTA does of a directory of traces. */
-static int report_ranks(char **files, int n, long top) {
+static int report_ranks(char **files, int n, long top, const char *range) {
   rank_row *rows = calloc((size_t)n, sizeof *rows);
   if (!rows)
     return cli_fail("trace", "out of memory");
@@ -96,6 +124,11 @@ static int report_ranks(char **files, int n, long top) {
     if (trace_model_load_file(&model, files[i], &err) != 0) {
       trace_model_free(&model);
       rc = cli_fail("trace", "%s: %s", files[i], err.message);
+      break;
+    }
+    trace_report_opts o = {.source = files[i], .top = (int)top};
+    if ((rc = clip_to_range(&model, files[i], range, &o)) != CLI_OK) {
+      trace_model_free(&model);
       break;
     }
     trace_analysis an;
@@ -119,7 +152,6 @@ static int report_ranks(char **files, int n, long top) {
       printf("==== rank %lld: %s\n", (long long)model.rank, files[i]);
     else
       printf("==== no rank in the header: %s\n", files[i]);
-    trace_report_opts o = {.source = files[i], .top = (int)top};
     if (trace_report_print(stdout, &model, &an, &o) != 0)
       rc = cli_fail("trace", "writing the report failed");
     putchar('\n');
@@ -177,7 +209,7 @@ int cmd_trace(cli_global *g, int argc, char **argv) {
                            "svg or check",
                            sub);
 
-  const char *file = NULL, *out = NULL, *v;
+  const char *file = NULL, *out = NULL, *range = NULL, *v;
   static char *files[MAX_FILES];
   int nfiles = 0, json = 0, listed = 0;
   long top = 10, width = TRACE_SVG_DEFAULT_WIDTH;
@@ -197,6 +229,12 @@ int cmd_trace(cli_global *g, int argc, char **argv) {
         return -m;
       if (cli_parse_long("--top", v, 1, 1000000, &top))
         return CLI_USAGE;
+      continue;
+    }
+    if (report && (m = cli_flag_value(argc, argv, &i, "--range", &v)) != 0) {
+      if (m < 0)
+        return -m;
+      range = v;
       continue;
     }
     if (svg && (m = cli_flag_value(argc, argv, &i, "-o", &v)) != 0) {
@@ -238,7 +276,7 @@ int cmd_trace(cli_global *g, int argc, char **argv) {
   if (listed > 1) {
     if (json)
       return cli_usage_error("'trace report --json' reads one file at a time");
-    return report_ranks(files, nfiles, top);
+    return report_ranks(files, nfiles, top, range);
   }
   if (svg && !out)
     return cli_usage_error("'trace svg' needs -o OUT.svg");
@@ -269,14 +307,18 @@ int cmd_trace(cli_global *g, int argc, char **argv) {
            ops, flows);
     return CLI_OK;
   }
+  trace_report_opts ro = {.source = file, .json = json, .top = (int)top};
+  int rc = clip_to_range(&model, file, range, &ro);
+  if (rc != CLI_OK) {
+    trace_model_free(&model);
+    return rc;
+  }
   trace_analysis an;
-  int rc = CLI_OK;
   if (trace_analyze(&model, &an) != 0) {
     rc = cli_fail("trace", "%s: out of memory analysing %zu operations", file,
                   model.nops);
   } else if (report) {
-    trace_report_opts o = {.source = file, .json = json, .top = (int)top};
-    if (trace_report_print(stdout, &model, &an, &o) != 0 || fflush(stdout))
+    if (trace_report_print(stdout, &model, &an, &ro) != 0 || fflush(stdout))
       rc = cli_fail("trace", "writing the report failed");
   } else {
     trace_svg_opts o = {.width = (int)width, .title = file};

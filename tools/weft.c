@@ -42,7 +42,8 @@ static const cli_command commands[] = {
      "                (default 7, or 3 with --quick)\n"
      "  SCENARIO      run only these (default: all, in --list order)\n"},
     {"trace", cmd_trace,
-     "report FILE... [--json] [--top N] | svg FILE -o OUT.svg [--width PX] | "
+     "report FILE... [--json] [--top N] [--range NAME] | svg FILE -o OUT.svg "
+     "[--width PX] | "
      "check FILE",
      "analyse a trace file (weft's or PyTorch's): overlap, idle, launches",
      "  report FILE   GPU time breakdown, kernel/copy overlap, idle gaps per\n"
@@ -52,6 +53,8 @@ static const cli_command commands[] = {
      "                total, with the tasks' wait time\n"
      "  --json        print the report as JSON (schema weft-trace-report/1)\n"
      "  --top N       rows of the kernel and task tables (default 10)\n"
+     "  --range NAME  every figure for the time inside the ranges named\n"
+     "                NAME only (weft_range_push, PyTorch's record_function)\n"
      "  svg FILE      draw the trace as an SVG timeline\n"
      "  -o OUT.svg    where to write it ('-' for standard output)\n"
      "  --width PX    picture width in pixels, 400-20000 (default 1600)\n"
