@@ -341,8 +341,7 @@ static int run_pipelined(demo *s, float *ms) {
 
 /* ---- running and checking ---- */
 
-int demo_run(demo *s, demo_variant v, float *ms) {
-  *ms = 0;
+static int run_variant(demo *s, demo_variant v, float *ms) {
   switch (v) {
   case DEMO_RAW1:
   case DEMO_RAWN:
@@ -355,6 +354,18 @@ int demo_run(demo *s, demo_variant v, float *ms) {
     snprintf(s->err, sizeof s->err, "no variant %d", (int)v);
     return -1;
   }
+}
+
+/* Each run is a range named for its variant, so that the trace's report
+ * can be read per variant (`weft trace report --range NAME`). */
+int demo_run(demo *s, demo_variant v, float *ms) {
+  *ms = 0;
+  S_WEFT(s, weft_range_push(demo_name(v)));
+  int rc = run_variant(s, v, ms);
+  int e = weft_range_pop();
+  if (rc == 0 && e != 0)
+    return weft_failed(s, e, "weft_range_pop()");
+  return rc;
 }
 
 void demo_poison(demo *s) {

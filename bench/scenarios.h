@@ -7,6 +7,7 @@
 #define BENCH_SCENARIOS(X)                                                     \
   X(switch)                                                                    \
   X(spawn)                                                                     \
+  X(ranges)                                                                    \
   X(live)                                                                      \
   X(stream)                                                                    \
   X(library)                                                                   \

@@ -61,6 +61,9 @@
  * weft_wait_until (something outside weft: an MPI message). */
 #define WEFT_TRF_WAIT_GPU "wait: GPU"
 #define WEFT_TRF_WAIT_EXTERNAL "wait: weft_wait_until"
+/* A user range (weft/range.h): PyTorch's category for record_function, so
+ * that HTA and Perfetto show it as they show PyTorch's ranges. */
+#define WEFT_TRF_CAT_RANGE "user_annotation"
 /* A weft check finding: an instant event ("ph":"i", thread-scoped), name
  * the kind ("race", "implicit sync"), args.message the line printed. */
 #define WEFT_TRF_CAT_CHECK "weft_check"

@@ -19,6 +19,7 @@
 #include "weft/library.h"
 #include "weft/memory.h"
 #include "weft/pipeline.h"
+#include "weft/range.h"
 #include "weft/runtime.h"
 #include "weft/stream.h"
 #include "weft/task.h"

@@ -22,6 +22,7 @@ static pthread_once_t thread_key_once = PTHREAD_ONCE_INIT;
 static void exec_free(weft__exec *x) {
   free(x->pending);
   free(x->first_msg);
+  free(x->ranges);
   weft__flow_free(x->flow);
   weft__check_exec_gone(NULL, x);
   free(x);

@@ -52,6 +52,9 @@ struct weft__exec {
    * pointer, so that this layer does not call up into the graph API. */
   void (*drop_capture)(weft__exec *x, const char *why);
   atomic_int dead; /* a plain thread's, after its runtime shut down */
+  /* Its open user ranges, innermost last (range.h); malloc'd. */
+  struct weft__range *ranges;
+  int nranges, cap_ranges;
 };
 
 /* The calling exec: the running task's, else the plain thread's if it has

@@ -12,6 +12,7 @@
 #include "error_internal.h"
 #include "graph_internal.h"
 #include "library_internal.h"
+#include "range.h"
 #include "registry.h"
 #include "runtime_state.h"
 #include "stream_pool.h"
@@ -432,6 +433,13 @@ int weft_shutdown(weft_runtime *rt) {
   weft__pool_drain(&rt->tasks.pool);
   weft__graph_retired_release(rt);
   weft__pool_drain(&rt->graph_pool);
+  /* Ranges its plain threads left open end here, before the trace is
+   * written (weft/range.h). */
+  pthread_mutex_lock(&rt->h.lock);
+  for (weft__exec *x = rt->h.threads; x; x = x->next)
+    if (x->nranges)
+      weft__range_end_all(x, "a thread", "reached weft_shutdown");
+  pthread_mutex_unlock(&rt->h.lock);
   weft__caller_threads_release(rt);
   weft__library_release(rt);
   if (rt->h.bk->ops->release_libraries)

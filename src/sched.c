@@ -18,6 +18,7 @@
 
 #include "cpus.h"
 #include "nvtx.h"
+#include "range.h"
 #include "runtime_state.h"
 #include "trace.h"
 
@@ -283,7 +284,9 @@ static void run_task(weft__worker *w, weft_task *t) {
     t0 = weft__clock_ns();
   }
   weft__nvtx_push(t->name);
+  weft__range_nvtx_resume(&t->x);
   weft__fiber_switch(&w->sched, &t->fiber, 0);
+  weft__range_nvtx_suspend(&t->x);
   weft__nvtx_pop();
   if (traced) {
     weft__trace_rec r = {.start = t0,

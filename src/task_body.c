@@ -2,11 +2,13 @@
  * follows the tasks its declared data depends on, runs its function, then
  * ends what only its own context may end. The scheduler runs it (given at
  * weft__sched_start); it sits above every public call it makes. */
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "admission.h"
 #include "graph_internal.h"
 #include "memory_internal.h"
+#include "range.h"
 #include "task_object.h"
 #include "weft/stream.h"
 
@@ -107,6 +109,12 @@ void weft__task_body(weft_task *t) {
    * unrun and its join reporting why, rather than running it unordered. */
   if (!(t->flow_deps || t->flow_host) || follow_deps(t) == 0)
     t->fn(t->arg);
+  /* Ranges left open end with the function (weft/range.h). */
+  if (t->x.nranges || t->x.ranges) {
+    char who[48];
+    snprintf(who, sizeof who, "task '%s'", t->name);
+    weft__range_end_all(&t->x, who, "returned");
+  }
   /* Copies into pageable memory the task queued finish before it does. */
   if (t->x.npending) {
     int rc = weft__memory_join_pending(&t->x);

@@ -33,6 +33,7 @@ typedef enum weft__trace_kind {
   WEFT__TR_TASK,  /* a run slice of a task on a worker thread */
   WEFT__TR_WAIT,  /* a task suspended waiting for the GPU */
   WEFT__TR_CHECK, /* a weft check finding: an instant (name: its kind) */
+  WEFT__TR_RANGE, /* a user range (weft/range.h), written at its pop */
   WEFT__TR_NKINDS
 } weft__trace_kind;
 

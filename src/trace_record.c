@@ -9,6 +9,7 @@
 
 #include "error_internal.h"
 #include "trace_buffers.h"
+#include "trace_range.h"
 
 struct weft__trace_buffers weft__trace_buf = {
     .lock = PTHREAD_MUTEX_INITIALIZER,
@@ -225,6 +226,33 @@ void weft__trace_thread_name(const char *name) {
   else
     atomic_fetch_add(&T->dropped, 1);
   pthread_mutex_unlock(&T->lock);
+}
+
+void weft__trace_range_begin(weft__trace_range *r, const void *owner,
+                             const char *name) {
+  if (!weft__trace_on_for(owner)) {
+    r->name = NULL;
+    return;
+  }
+  r->name = weft__trace_intern(name);
+  r->epoch = atomic_load_explicit(&T->epoch, memory_order_relaxed);
+  r->task = weft__trace_task;
+  r->lane = weft__trace_thread_lane();
+  r->start = weft__clock_ns();
+}
+
+void weft__trace_range_end(const weft__trace_range *r) {
+  /* A range begun in another trace would name a string that trace freed. */
+  if (!r->name ||
+      r->epoch != atomic_load_explicit(&T->epoch, memory_order_relaxed))
+    return;
+  weft__trace_rec rec = {.start = r->start,
+                         .end = weft__clock_ns(),
+                         .task = r->task,
+                         .name = r->name,
+                         .lane = r->lane,
+                         .kind = WEFT__TR_RANGE};
+  weft__trace_emit(&rec);
 }
 
 /* The process's rank and the job's size as an MPI launcher sets them

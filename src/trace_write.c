@@ -75,7 +75,15 @@ static const char *const cats[WEFT__TR_NKINDS] = {
     [WEFT__TR_TASK] = WEFT_TRF_CAT_TASK,
     [WEFT__TR_WAIT] = WEFT_TRF_CAT_WAIT,
     [WEFT__TR_CHECK] = WEFT_TRF_CAT_CHECK,
+    [WEFT__TR_RANGE] = WEFT_TRF_CAT_RANGE,
 };
+
+/* A task's user ranges go on its own lane with its waits: like a wait, a
+ * range may span the task's suspensions, and it encloses the waits inside
+ * it (docs/decisions/tracing.md, "A task's ranges are on its own lane"). */
+static int on_task_lane(const weft__trace_rec *r) {
+  return (r->kind == WEFT__TR_WAIT || r->kind == WEFT__TR_RANGE) && r->task;
+}
 
 /* A task's waits go on a lane of the task's own, not on a worker's: a
  * wait spans the task's suspension, from inside one run slice to inside
@@ -87,8 +95,7 @@ static const char *const cats[WEFT__TR_NKINDS] = {
 #define WAIT_TID(task) (((int64_t)1 << 32) | (int64_t)(uint32_t)(task))
 
 static int64_t cpu_tid(const weft__trace_rec *r) {
-  return r->kind == WEFT__TR_WAIT && r->task ? WAIT_TID(r->task)
-                                             : (int64_t)r->lane;
+  return on_task_lane(r) ? WAIT_TID(r->task) : (int64_t)r->lane;
 }
 
 /* CUPTI names runtime calls with their version ("cudaLaunchKernel_v7000");
@@ -476,7 +483,7 @@ static uint64_t write_trace(FILE *f, uint64_t t0) {
         }
         nest_in_task(&ix, &r1);
       }
-      if (r->kind == WEFT__TR_WAIT && r->task &&
+      if (on_task_lane(r) &&
           note_lane(&waits, &nwaits, &wcap, (uint32_t)r->task) != 0)
         dropped++; /* the lane's name */
       const cpu_slice *api = r->kind <= WEFT__TR_MEMSET ? api_of(&ix, r) : NULL;

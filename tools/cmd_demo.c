@@ -20,6 +20,7 @@
 
 #include "analysis.h"
 #include "cli.h"
+#include "clip.h"
 #include "demo.h"
 #include "explain.h"
 #include "svg.h"
@@ -58,6 +59,46 @@ static int run_variant(demo *s, demo_variant v, int repeat, timing *t) {
   return CLI_OK;
 }
 
+/* One line per variant: the figures inside its ranges (demo_run puts
+ * each run in a range named for its variant), as `weft trace report
+ * --range NAME` computes them; the model is loaded afresh for each, since
+ * clipping changes it. */
+static int report_variants(const char *path) {
+  printf("  per variant, inside its ranges (warm-up included): time, GPU busy "
+         "as %% of that time, kernel/copy overlap as %% of busy time\n");
+  for (int v = 0; v < DEMO_NVARIANTS; v++) {
+    const char *name = demo_name((demo_variant)v);
+    trace_model m;
+    trace_error err;
+    trace_clip_info info;
+    if (trace_model_load_file(&m, path, &err) != 0) {
+      trace_model_free(&m);
+      return cli_fail("demo", "%s: %s", path, err.message);
+    }
+    int r = trace_model_clip(&m, name, &info);
+    trace_analysis a;
+    if (r < 0 || (r == 0 && trace_analyze(&m, &a) != 0)) {
+      trace_model_free(&m);
+      return cli_fail("demo", "out of memory");
+    }
+    if (r > 0) {
+      printf("    %-16s no range in the trace\n", name);
+    } else {
+      const trace_breakdown *b = &a.all;
+      char overlap[16] = "-";
+      if (b->busy > 0)
+        snprintf(overlap, sizeof overlap, "%.1f %%",
+                 trace_pct(b->overlap, b->busy));
+      printf("    %-16s %10.3f ms  busy %5.1f %%  overlap %8s\n", name,
+             info.inside / 1e3,
+             info.inside > 0 ? 100.0 * b->busy / info.inside : 0.0, overlap);
+      trace_analysis_free(&a);
+    }
+    trace_model_free(&m);
+  }
+  return CLI_OK;
+}
+
 /* After a traced run: how much of the GPU's busy time overlapped, and a
  * timeline picture next to the trace (FILE.svg). The numbers are `weft
  * trace report`'s; that command gives the whole report. */
@@ -93,13 +134,17 @@ static int report_trace(const char *path) {
     if (f && fclose(f) != 0 && rc == CLI_OK)
       rc = cli_fail("demo", "cannot write %s", svg);
     if (rc == CLI_OK)
-      printf("  timeline: %s; full report: weft trace report %s\n", svg, path);
+      rc = report_variants(path);
+    if (rc == CLI_OK)
+      printf("  timeline: %s; full report: weft trace report %s [--range "
+             "NAME]\n",
+             svg, path);
     trace_explanation ex;
     char why[400];
     if (rc == CLI_OK && trace_explain(&m, &ex) == 0 &&
         trace_explain_verdict(&ex, why, sizeof why) == 0)
       printf("  why the rest did not overlap: %s\n  (stretch by stretch: "
-             "weft trace explain %s)\n",
+             "weft trace explain %s [--range NAME])\n",
              why, path);
     trace_explanation_free(&ex);
   }

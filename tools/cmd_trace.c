@@ -10,6 +10,7 @@
 
 #include "analysis.h"
 #include "cli.h"
+#include "clip.h"
 #include "compat.h"
 #include "explain.h"
 #include "model.h"
@@ -33,6 +34,33 @@ static int write_svg(const char *path, const trace_model *m,
       remove(path);
     return cli_fail("trace", "writing %s failed", path);
   }
+  return CLI_OK;
+}
+
+/* --range NAME: clips model to the time inside the ranges of that name
+ * and notes them in o; an unknown name is a usage error that lists the
+ * names the trace has. */
+static int clip_to_range(trace_model *model, const char *file,
+                         const char *range, trace_report_opts *o) {
+  if (!range)
+    return CLI_OK;
+  trace_clip_info info;
+  int r = trace_model_clip(model, range, &info);
+  if (r < 0)
+    return cli_fail("trace", "%s: out of memory", file);
+  if (r > 0) {
+    char names[1024];
+    size_t n = trace_range_names(model, names, sizeof names);
+    if (n == 0)
+      return cli_usage_error("%s has no range named '%s': it has no ranges "
+                             "(weft_range_push, PyTorch's record_function)",
+                             file, range);
+    return cli_usage_error("%s has no range named '%s'; its range%s: %s", file,
+                           range, n == 1 ? "" : "s", names);
+  }
+  o->range = range;
+  o->ranges = info.ranges;
+  o->inside_us = info.inside;
   return CLI_OK;
 }
 
@@ -86,7 +114,7 @@ typedef struct rank_row {
 
 /* Each file's report under its rank, then a table of every rank and the
  * total: the multi-rank reading HTA does of a directory of traces. */
-static int report_ranks(char **files, int n, long top) {
+static int report_ranks(char **files, int n, long top, const char *range) {
   rank_row *rows = calloc((size_t)n, sizeof *rows);
   if (!rows)
     return cli_fail("trace", "out of memory");
@@ -97,6 +125,11 @@ static int report_ranks(char **files, int n, long top) {
     if (trace_model_load_file(&model, files[i], &err) != 0) {
       trace_model_free(&model);
       rc = cli_fail("trace", "%s: %s", files[i], err.message);
+      break;
+    }
+    trace_report_opts o = {.source = files[i], .top = (int)top};
+    if ((rc = clip_to_range(&model, files[i], range, &o)) != CLI_OK) {
+      trace_model_free(&model);
       break;
     }
     trace_analysis an;
@@ -120,7 +153,6 @@ static int report_ranks(char **files, int n, long top) {
       printf("==== rank %lld: %s\n", (long long)model.rank, files[i]);
     else
       printf("==== no rank in the header: %s\n", files[i]);
-    trace_report_opts o = {.source = files[i], .top = (int)top};
     if (trace_report_print(stdout, &model, &an, &o) != 0)
       rc = cli_fail("trace", "writing the report failed");
     putchar('\n');
@@ -179,7 +211,7 @@ int cmd_trace(cli_global *g, int argc, char **argv) {
                            "explain, svg or check",
                            sub);
 
-  const char *file = NULL, *out = NULL, *v;
+  const char *file = NULL, *out = NULL, *range = NULL, *v;
   static char *files[MAX_FILES];
   int nfiles = 0, json = 0, listed = 0;
   long top = 0, width = TRACE_SVG_DEFAULT_WIDTH;
@@ -200,6 +232,13 @@ int cmd_trace(cli_global *g, int argc, char **argv) {
         return -m;
       if (cli_parse_long("--top", v, 1, 1000000, &top))
         return CLI_USAGE;
+      continue;
+    }
+    if ((report || explain) &&
+        (m = cli_flag_value(argc, argv, &i, "--range", &v)) != 0) {
+      if (m < 0)
+        return -m;
+      range = v;
       continue;
     }
     if (svg && (m = cli_flag_value(argc, argv, &i, "-o", &v)) != 0) {
@@ -241,7 +280,7 @@ int cmd_trace(cli_global *g, int argc, char **argv) {
   if (listed > 1) {
     if (json)
       return cli_usage_error("'trace report --json' reads one file at a time");
-    return report_ranks(files, nfiles, top ? top : 10);
+    return report_ranks(files, nfiles, top ? top : 10, range);
   }
   if (svg && !out)
     return cli_usage_error("'trace svg' needs -o OUT.svg");
@@ -272,11 +311,17 @@ int cmd_trace(cli_global *g, int argc, char **argv) {
            ops, flows);
     return CLI_OK;
   }
-  if (explain) {
+  trace_report_opts ro = {
+      .source = file, .json = json, .top = top ? (int)top : 10};
+  int rc = clip_to_range(&model, file, range, &ro);
+  if (rc == CLI_OK && explain) {
     trace_explanation ex;
-    int rc = CLI_OK;
+    char label[512];
+    snprintf(label, sizeof label, "%s%s%s%s", file,
+             range ? " (inside the ranges '" : "", range ? range : "",
+             range ? "')" : "");
     trace_explain_opts o = {
-        .source = file, .json = json, .top = top ? (int)top : 3};
+        .source = label, .json = json, .top = top ? (int)top : 3};
     if (trace_explain(&model, &ex) != 0)
       rc = cli_fail("trace", "%s: out of memory explaining %zu operations",
                     file, model.nops);
@@ -287,15 +332,16 @@ int cmd_trace(cli_global *g, int argc, char **argv) {
     trace_model_free(&model);
     return rc;
   }
+  if (rc != CLI_OK) {
+    trace_model_free(&model);
+    return rc;
+  }
   trace_analysis an;
-  int rc = CLI_OK;
   if (trace_analyze(&model, &an) != 0) {
     rc = cli_fail("trace", "%s: out of memory analysing %zu operations", file,
                   model.nops);
   } else if (report) {
-    trace_report_opts o = {
-        .source = file, .json = json, .top = top ? (int)top : 10};
-    if (trace_report_print(stdout, &model, &an, &o) != 0 || fflush(stdout))
+    if (trace_report_print(stdout, &model, &an, &ro) != 0 || fflush(stdout))
       rc = cli_fail("trace", "writing the report failed");
   } else {
     /* The lost stretches by cause, when there is memory to find them. */

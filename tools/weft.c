@@ -42,8 +42,9 @@ static const cli_command commands[] = {
      "                (default 7, or 3 with --quick)\n"
      "  SCENARIO      run only these (default: all, in --list order)\n"},
     {"trace", cmd_trace,
-     "report FILE... [--json] [--top N] | explain FILE [--json] [--top N] | "
-     "svg FILE -o OUT.svg [--width PX] | check FILE",
+     "report FILE... [--json] [--top N] [--range NAME] | explain FILE "
+     "[--json] [--top N] [--range NAME] | svg FILE -o OUT.svg [--width PX] | "
+     "check FILE",
      "analyse a trace file (weft's or PyTorch's): overlap, idle, why",
      "  report FILE   GPU time breakdown, kernel/copy overlap, idle gaps per\n"
      "                stream, top kernels, copies, launch delays, tasks;\n"
@@ -52,13 +53,15 @@ static const cli_command commands[] = {
      "                total, with the tasks' wait time\n"
      "  --json        print the report as JSON (schema weft-trace-report/1)\n"
      "  --top N       rows of the kernel and task tables (default 10)\n"
+     "  --range NAME  every figure for the time inside the ranges named\n"
+     "                NAME only (weft_range_push, PyTorch's record_function)\n"
      "  explain FILE  why the GPU ran less than it could: lost time by\n"
      "                cause (declared order, implicit sync, one stream,\n"
      "                the host issuing too slowly, a full GPU, copy\n"
      "                engines, weft's own cost), the longest stretches of\n"
      "                each with their tasks, and a verdict; --json gives\n"
      "                schema weft-trace-explain/1, --top N stretches per\n"
-     "                cause (default 3)\n"
+     "                cause (default 3), --range NAME inside those ranges\n"
      "  svg FILE      draw the trace as an SVG timeline\n"
      "  -o OUT.svg    where to write it ('-' for standard output)\n"
      "  --width PX    picture width in pixels, 400-20000 (default 1600)\n"

@@ -176,6 +176,11 @@ typedef struct trace_report_opts {
   const char *source; /* the file name shown in the report */
   int json;           /* 1: the JSON report, else text */
   int top;            /* rows of the kernel and task tables (default 10) */
+  /* --range: the model was clipped to the ranges of this name (clip.h),
+   * ranges of them, inside_us long together; NULL: the whole trace. */
+  const char *range;
+  size_t ranges;
+  double inside_us;
 } trace_report_opts;
 
 /* Prints the report of m and a to f, as aligned text tables or as JSON

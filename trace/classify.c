@@ -34,6 +34,8 @@ trace_op_kind trace_classify_cat(const char *cat) {
     return TRACE_OP_TASK;
   if (same_word(cat, WEFT_TRF_CAT_WAIT))
     return TRACE_OP_WAIT;
+  if (same_word(cat, WEFT_TRF_CAT_RANGE))
+    return TRACE_OP_RANGE;
   return TRACE_OP_OTHER;
 }
 

@@ -28,8 +28,9 @@ int trace_op_is_gpu(const trace_op *op) {
 }
 
 const char *trace_op_kind_name(trace_op_kind kind) {
-  static const char *const names[] = {"kernel", "memcpy", "memset", "runtime",
-                                      "task",   "wait",   "other"};
+  static const char *const names[TRACE_OP_NKINDS] = {
+      "kernel", "memcpy", "memset", "runtime",
+      "task",   "wait",   "range",  "other"};
   return (unsigned)kind < TRACE_OP_NKINDS ? names[kind] : "?";
 }
 

@@ -25,6 +25,7 @@ typedef enum trace_op_kind {
   TRACE_OP_RUNTIME, /* cat "cuda_runtime" or "cuda_driver": an API call */
   TRACE_OP_TASK,    /* cat "task": one run slice of a weft task */
   TRACE_OP_WAIT,    /* cat "weft_wait": a weft task waiting */
+  TRACE_OP_RANGE,   /* cat "user_annotation": a user range (range.h) */
   TRACE_OP_OTHER,
   TRACE_OP_NKINDS
 } trace_op_kind;
@@ -177,7 +178,8 @@ const char *trace_model_str(const trace_model *m, uint32_t id);
 /* 1 for kernels, copies and memsets: the operations that run on a GPU. */
 int trace_op_is_gpu(const trace_op *op);
 
-/* "kernel", "memcpy", "memset", "runtime", "task", "wait", "other". */
+/* "kernel", "memcpy", "memset", "runtime", "task", "wait", "range",
+ * "other". */
 const char *trace_op_kind_name(trace_op_kind kind);
 
 /* "HtoD", "DtoH", "DtoD", "HtoH", "other" ("" for TRACE_COPY_NONE). */

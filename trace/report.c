@@ -98,17 +98,25 @@ static void text_report(FILE *f, const trace_model *m, const trace_analysis *a,
   char x[48], y[48], z[48], w[48];
   fprintf(f, "weft trace report: ");
   put_name(f, o->source ? o->source : "-", 200);
+  if (o->range) {
+    fprintf(f, "\n  inside range '");
+    put_name(f, o->range, 200);
+    fprintf(f,
+            "': %zu range%s, %.3f ms together; every figure below is for "
+            "that time only",
+            o->ranges, o->ranges == 1 ? "" : "s", o->inside_us / 1e3);
+  }
   fprintf(f,
           "\n  events: %zu (%zu complete, %zu metadata, %zu other "
           "phases ignored)\n",
           m->events, m->complete, m->metadata, m->ignored);
   fprintf(f,
           "  ops: kernels %zu, copies %zu, memsets %zu, API calls %zu, task "
-          "slices %zu, waits %zu, other %zu\n",
+          "slices %zu, waits %zu, ranges %zu, other %zu\n",
           m->count[TRACE_OP_KERNEL], m->count[TRACE_OP_MEMCPY],
           m->count[TRACE_OP_MEMSET], m->count[TRACE_OP_RUNTIME],
           m->count[TRACE_OP_TASK], m->count[TRACE_OP_WAIT],
-          m->count[TRACE_OP_OTHER]);
+          m->count[TRACE_OP_RANGE], m->count[TRACE_OP_OTHER]);
   fprintf(f, "  lanes: GPU streams %zu (devices %zu), CPU threads %zu\n",
           m->ngpu_lanes, a->ndevices, m->nthreads);
   if (m->dropped > 0)
@@ -388,6 +396,15 @@ static void json_report(FILE *f, const trace_model *m, const trace_analysis *a,
                         const trace_report_opts *o) {
   fprintf(f, "{\n  \"schema\": \"weft-trace-report/1\",\n  \"source\": ");
   json_write_string(f, o->source ? o->source : "-");
+  fprintf(f, ",\n  \"range\": ");
+  if (o->range) {
+    fprintf(f, "{\"name\": ");
+    json_write_string(f, o->range);
+    fprintf(f, ", \"ranges\": %zu, \"inside_us\": %.3f}", o->ranges,
+            o->inside_us);
+  } else {
+    fprintf(f, "null");
+  }
   fprintf(f,
           ",\n  \"events\": {\"total\": %zu, \"complete\": %zu, "
           "\"metadata\": %zu, \"ignored\": %zu},\n",

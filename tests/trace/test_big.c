@@ -1,8 +1,8 @@
 /* A generated trace of a million ops (about 150 MB of JSON), loaded,
- * analysed, reported, drawn and explained. Prints the time of each step (not checked:
- * machines differ) and checks that the results are right and that memory
- * stays proportional to the input: under 1 KiB per op at the peak, the JSON
- * text included.
+ * analysed, reported, drawn and explained. Prints the time of each step (not
+ * checked: machines differ) and checks that the results are right and that
+ * memory stays proportional to the input: under 1 KiB per op at the peak, the
+ * JSON text included.
  *
  *   WEFT_TRACE_BIG_OPS       ops to generate (default 1000000)
  *   WEFT_TRACE_SANITIZED=1   skip the memory bound (sanitizers add their own)

@@ -57,6 +57,28 @@ int main(int argc, char **argv) {
   EXPECT_EQ_INT(run(args), 0);
   EXPECT_HAS(slurp("out.txt"), "\"schema\": \"weft-trace-report/1\"");
 
+  /* --range: the figures inside PyTorch's ProfilerStep#1 range; a name
+   * the trace lacks is a usage error listing the names it has. */
+  snprintf(args, sizeof args,
+           "trace report --range 'ProfilerStep#1' '%s/pytorch_sample.json'",
+           data);
+  EXPECT_EQ_INT(run(args), 0);
+  EXPECT_HAS(slurp("out.txt"), "inside range 'ProfilerStep#1': 1 range");
+  snprintf(args, sizeof args,
+           "trace report --range nope '%s/pytorch_sample.json'", data);
+  EXPECT_EQ_INT(run(args), 2);
+  one_line_error("weft: ");
+  EXPECT_HAS(slurp("err.txt"), "no range named 'nope'; its range: "
+                               "'ProfilerStep#1'");
+  snprintf(args, sizeof args,
+           "trace explain --range 'ProfilerStep#1' '%s/pytorch_sample.json'",
+           data);
+  EXPECT_EQ_INT(run(args), 0);
+  EXPECT_HAS(slurp("out.txt"), "verdict: ");
+  snprintf(args, sizeof args,
+           "trace explain --range nope '%s/pytorch_sample.json'", data);
+  EXPECT_EQ_INT(run(args), 2);
+
   snprintf(args, sizeof args, "trace report - < '%s/weft_tasks.json'", data);
   EXPECT_EQ_INT(run(args), 0);
   EXPECT_HAS(slurp("out.txt"), "compute");

@@ -12,12 +12,14 @@ int main(void) {
   trace_analysis a;
   load_data("pytorch_sample.json", &m, &a);
 
-  /* 19 "X" events, 8 metadata, 5 others. */
+  /* 19 "X" events, 8 metadata, 5 others; the user_annotation
+   * (record_function's ProfilerStep#1) is a range. */
   EXPECT_EQ_INT(m.count[TRACE_OP_KERNEL], 3);
   EXPECT_EQ_INT(m.count[TRACE_OP_MEMCPY], 3);
   EXPECT_EQ_INT(m.count[TRACE_OP_MEMSET], 1);
   EXPECT_EQ_INT(m.count[TRACE_OP_RUNTIME], 7);
-  EXPECT_EQ_INT(m.count[TRACE_OP_OTHER], 5);
+  EXPECT_EQ_INT(m.count[TRACE_OP_RANGE], 1);
+  EXPECT_EQ_INT(m.count[TRACE_OP_OTHER], 4);
   EXPECT_EQ_INT(m.metadata, 8);
   EXPECT_EQ_INT(m.ignored, 5); /* s, f, and three instants */
   EXPECT_EQ_INT(m.events, m.complete + m.metadata + m.ignored);
