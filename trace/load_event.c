@@ -444,11 +444,11 @@ static int add_sync(trace_loader *L, const event *e) {
                  sizeof *m->syncs))
     return oom(L);
   double stall = e->stall.present ? e->stall.num : 0;
-  m->syncs[m->nsyncs++] = (trace_sync){
-      .start = e->ts - stall,
-      .end = e->ts,
-      .task = e->task.present ? e->task.v : TRACE_NONE,
-      .message = e->message.present ? e->message.str : 0};
+  m->syncs[m->nsyncs++] =
+      (trace_sync){.start = e->ts - stall,
+                   .end = e->ts,
+                   .task = e->task.present ? e->task.v : TRACE_NONE,
+                   .message = e->message.present ? e->message.str : 0};
   return 0;
 }
 
