@@ -13,6 +13,7 @@
 
 #include "bench.h"
 #include "json_write.h"
+#include "model.h"
 #include "plot.h"
 #include "scenarios.h"
 
@@ -83,6 +84,9 @@ struct bench_ctx {
   size_t nrows, cap;
   failure *failures;
   size_t nfailures;
+  char trace[4096]; /* this scenario's trace file, or "" */
+  int trace_claimed;
+  const char *untraced; /* bench_untraced */
 };
 
 weft_backend_kind bench_backend(const bench_ctx *c) { return c->o->backend; }
@@ -267,11 +271,21 @@ void bench_plot_ref(bench_ctx *c, const bench_chart *chart, const char *label) {
 
 /* ---- runtimes ---- */
 
+const char *bench_trace_claim(bench_ctx *c) {
+  if (!c->trace[0] || c->trace_claimed)
+    return "";
+  c->trace_claimed = 1;
+  return c->trace;
+}
+
+void bench_untraced(bench_ctx *c, const char *why) { c->untraced = why; }
+
 int bench_runtime_open(bench_ctx *c, int workers, weft_runtime **rt) {
   weft_runtime_opts opts;
   weft_runtime_opts_init(&opts);
   opts.backend = c->o->backend;
   opts.workers = workers;
+  opts.trace_path = bench_trace_claim(c);
   BENCH_TRY(c, weft_init(rt, &opts));
   return 0;
 }
@@ -283,7 +297,7 @@ int bench_runtime_open_with(bench_ctx *c, const bench_rt_opts *o,
   opts.backend = c->o->backend;
   opts.workers = o->workers;
   opts.stack_size = o->stack_size;
-  opts.trace_path = o->trace_path ? o->trace_path : "";
+  opts.trace_path = o->trace_path ? o->trace_path : bench_trace_claim(c);
   if (o->no_check)
     opts.check = 0;
   opts.host_devices = o->host_devices;
@@ -557,8 +571,59 @@ static int write_charts(const bench_ctx *c, const char *dir, FILE *out) {
 
 /* ---- running ---- */
 
-static int run_one(bench_ctx *c, const bench_scenario *sc, FILE *out) {
+/* The trace file of scenario sc: the WEFT_TRACE path itself when it is the
+ * only one to run, else with "-NAME" before a ".json" ending (or at the
+ * end), so that scenarios do not overwrite each other's. */
+static void trace_path_of(bench_ctx *c, const bench_scenario *sc, int several) {
+  const char *p = c->o->trace_path;
+  size_t n = strlen(p);
+  if (!several) {
+    snprintf(c->trace, sizeof c->trace, "%s", p);
+    return;
+  }
+  size_t stem = n >= 5 && strcmp(p + n - 5, ".json") == 0 ? n - 5 : n;
+  snprintf(c->trace, sizeof c->trace, "%.*s-%s%s", (int)stem, p, sc->name,
+           p + stem);
+}
+
+/* After a scenario run under WEFT_TRACE: says on stderr where its trace
+ * is, or why it wrote none or one without operations. */
+static void trace_report(bench_ctx *c, const bench_scenario *sc) {
+  const char *why = c->untraced ? c->untraced
+                                : "none of its runtimes recorded one (a "
+                                  "scenario that traces nothing says why "
+                                  "with bench_untraced)";
+  if (!c->trace_claimed) {
+    fprintf(stderr,
+            "weft bench: %s: WEFT_TRACE: no trace written: it opens no "
+            "runtime through bench_runtime_open%s%s\n",
+            sc->name, c->untraced ? ": " : "", c->untraced ? c->untraced : "");
+    return;
+  }
+  trace_model m;
+  trace_error err;
+  if (trace_model_load_file(&m, c->trace, &err) != 0)
+    fprintf(stderr, "weft bench: %s: WEFT_TRACE: %s: %s\n", sc->name, c->trace,
+            err.message);
+  else if (m.nops == 0)
+    fprintf(stderr, "weft bench: %s: WEFT_TRACE: %s holds no operations: %s\n",
+            sc->name, c->trace, why);
+  else
+    fprintf(stderr,
+            "weft bench: %s: WEFT_TRACE: %zu operations of its first "
+            "runtime in %s (its timings include the tracer's cost)\n",
+            sc->name, m.nops, c->trace);
+  trace_model_free(&m);
+}
+
+static int run_one(bench_ctx *c, const bench_scenario *sc, FILE *out,
+                   int several) {
   c->sc = sc;
+  c->trace[0] = '\0';
+  c->trace_claimed = 0;
+  c->untraced = NULL;
+  if (c->o->trace_path && *c->o->trace_path)
+    trace_path_of(c, sc, several);
   c->group = 0;
   c->peer_key = c->peer_side = NULL;
   c->chart = NULL;
@@ -576,6 +641,8 @@ static int run_one(bench_ctx *c, const bench_scenario *sc, FILE *out) {
   fprintf(out, "%-*s (%.1f s)\n", W_SC, sc->name,
           (double)(bench_now_ns() - t0) / 1e9);
   fflush(out);
+  if (rc == 0 && c->trace[0])
+    trace_report(c, sc);
   if (rc == 0)
     return 0;
   const char *why = c->err[0] ? c->err : "failed without a message";
@@ -619,11 +686,11 @@ int bench_run(const bench_opts *o) {
         failed = 1;
         continue;
       }
-      failed |= run_one(&c, sc, out) != 0;
+      failed |= run_one(&c, sc, out, o->nnames > 1) != 0;
     }
   } else {
     for (size_t i = 0; i < NSCENARIOS; i++)
-      failed |= run_one(&c, all_scenarios[i], out) != 0;
+      failed |= run_one(&c, all_scenarios[i], out, NSCENARIOS > 1) != 0;
   }
   fprintf(out, "\n%zu rows in %.1f s", c.nrows,
           (double)(bench_now_ns() - t0) / 1e9);

@@ -158,15 +158,29 @@ int bench_fail_weft(bench_ctx *c, int rc, const char *call);
 
 /* ---- runtimes ---- */
 
+/* WEFT_TRACE under `weft bench`: the first runtime a scenario opens
+ * through these helpers (or with bench_trace_claim) traces to the
+ * scenario's file, the rest never do, so that one runtime's trace is not
+ * overwritten by the next one's and none is refused for another tracing
+ * at the same time (docs/decisions/tracing.md, "A bench scenario's trace
+ * is its first runtime's"). Returns that file's path the first time it is
+ * called in a scenario run under WEFT_TRACE, else "" (a runtime's
+ * trace_path for no trace). */
+const char *bench_trace_claim(bench_ctx *c);
+/* Says why the scenario's trace may hold no operation (a literal), which
+ * `weft bench` prints on stderr when it holds none. */
+void bench_untraced(bench_ctx *c, const char *why);
+
 /* Opens a runtime on the run's backend with the given worker count (0: the
- * default, one per core). Returns 0 or BENCH_FAIL. */
+ * default, one per core), traced when bench_trace_claim says so. Returns 0
+ * or BENCH_FAIL. */
 int bench_runtime_open(bench_ctx *c, int workers, weft_runtime **rt);
 /* A runtime with more than a worker count: cuBLAS calls need bigger fiber
  * stacks than the default (weft/cuda.h), and a traced run names its file. */
 typedef struct bench_rt_opts {
   int workers;            /* 0: one per core */
   size_t stack_size;      /* 0: weft's default */
-  const char *trace_path; /* NULL: no trace (WEFT_TRACE is ignored) */
+  const char *trace_path; /* NULL: bench_trace_claim's */
   int no_check;           /* 1: weft check off, whatever WEFT_CHECK says */
   int host_devices;       /* the host backend's devices; 0: its default */
 } bench_rt_opts;
@@ -216,6 +230,9 @@ typedef struct bench_opts {
   const char *const *names; /* scenarios to run; NULL or none: all */
   int nnames;
   FILE *out; /* the table; stderr gets failures */
+  /* WEFT_TRACE: the file each scenario's trace goes to, with "-NAME"
+   * before a ".json" ending when several run; NULL: none. */
+  const char *trace_path;
 } bench_opts;
 
 /* Every scenario, in BENCH_SCENARIOS order; *n receives the count. */

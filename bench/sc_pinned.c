@@ -157,6 +157,9 @@ static int run(bench_ctx *c) {
   if (!p)
     return bench_fail(c, "out of memory");
   p->c = c;
+  bench_untraced(c, "it runs no task and no GPU operation, only "
+                    "weft_pinned_alloc and weft_pinned_free from this thread "
+                    "(the raw baseline's cudaHostAlloc is not weft's)");
   /* One worker: nothing here runs as a task, and idle workers only add
    * noise. */
   int rc = bench_runtime_open(c, 1, &p->rt);

@@ -20,12 +20,13 @@
 
 #include "bench.h"
 
-/* A host-backend runtime, untraced, whatever --backend says. */
-static int open_host(weft_runtime **rt) {
+/* A host-backend runtime, whatever --backend says; traced only under
+ * WEFT_TRACE, and only the first (bench_trace_claim). */
+static int open_host(bench_ctx *c, weft_runtime **rt) {
   weft_runtime_opts o;
   weft_runtime_opts_init(&o);
   o.backend = WEFT_BACKEND_HOST;
-  o.trace_path = "";
+  o.trace_path = bench_trace_claim(c);
   return weft_init(rt, &o);
 }
 
@@ -79,7 +80,7 @@ static int waits_sample(bench_ctx *c, int n, double *ms) {
     rc = bench_fail(c, "out of memory");
     goto out;
   }
-  BENCH_TRY(c, open_host(&wb.rt));
+  BENCH_TRY(c, open_host(c, &wb.rt));
   if ((rc = weft_device_alloc((size_t)n * sizeof(int), (void **)&wb.dev)) ||
       (rc = weft_event_create(&wb.gate_done))) {
     rc = bench_fail_weft(c, rc, "setup");
@@ -168,7 +169,7 @@ static void node(void *arg) {
 static int tree_sample(bench_ctx *c, int depth, double *ms, long *max_alive,
                        size_t *rss_growth) {
   tree_bench tb = {0};
-  BENCH_TRY(c, open_host(&tb.rt));
+  BENCH_TRY(c, open_host(c, &tb.rt));
   size_t rss0 = 0, peak0 = 0, rss1 = 0, peak1 = 0;
   bench_trim();
   bench_rss(&rss0, &peak0);
@@ -238,7 +239,7 @@ static int dag_sample(bench_ctx *c, int n, unsigned seed, double *ms) {
       seed = seed * 1103515245u + 12345u;
       db.deps[i][k] = i > 0 ? (int)((seed >> 8) % (unsigned)i) : -1;
     }
-  if ((rc = open_host(&db.rt)) != 0) {
+  if ((rc = open_host(c, &db.rt)) != 0) {
     rc = bench_fail_weft(c, rc, "weft_init");
     goto out;
   }

@@ -4,7 +4,8 @@
  * kernel (tick: as cheap as an empty kernel, and it counts its runs) from a
  * task, in batches of which only the launch calls are timed, weft_sync
  * draining each batch untimed; in a runtime opened with trace_path set to
- * a temporary file (removed afterwards), and (baseline) in runtimes opened
+ * a temporary file (removed afterwards; under WEFT_TRACE the user's file,
+ * kept), and (baseline) in runtimes opened
  * without tracing (trace_path "", so that WEFT_TRACE cannot turn it on)
  * just before and just after it, whose repeats are pooled so that drift
  * does not favour either side. On CUDA the tracer takes GPU records from
@@ -251,17 +252,22 @@ static int run(bench_ctx *c) {
   bench_kernels_init(&t->k);
   t->batches = bench_size(c, 80, 40);
 
+  /* Under WEFT_TRACE the traced runtime's file is the user's, kept. */
   char path[4096];
+  const char *user = bench_trace_claim(c);
   const char *dir = getenv("TMPDIR");
   snprintf(path, sizeof path, "%s/weft-bench-trace-XXXXXX.json",
            dir && *dir ? dir : "/tmp");
-  int fd = mkstemps(path, 5);
+  int fd = *user ? 0 : mkstemps(path, 5);
   if (fd < 0) {
     free(t);
     return bench_fail(c, "cannot create a temporary file in %s",
                       dir && *dir ? dir : "/tmp");
   }
-  close(fd);
+  if (*user)
+    snprintf(path, sizeof path, "%s", user);
+  else
+    close(fd);
 
   t->traced = 0;
   int rc = measure(t, "");
@@ -276,7 +282,8 @@ static int run(bench_ctx *c) {
   long kernels = 0, dropped = 0, bytes = 0;
   if (rc == 0)
     rc = read_trace(t, path, &kernels, &dropped, &bytes);
-  unlink(path);
+  if (!*user)
+    unlink(path);
   if (rc == 0 && kernels != total_launches(t))
     rc = bench_fail(c,
                     "the trace holds %ld kernel records for %ld launches "

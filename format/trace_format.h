@@ -64,6 +64,12 @@
 /* A user range (weft/range.h): PyTorch's category for record_function, so
  * that HTA and Perfetto show it as they show PyTorch's ranges. */
 #define WEFT_TRF_CAT_RANGE "user_annotation"
+/* A task's waits go on a lane of the task's own (docs/decisions/tracing.md,
+ * "Wait lanes are 31-bit tids of their own"): on the host process, tids
+ * from this base up, one per waiting task in order of task id, passing
+ * over any tid a thread of the file already has. Written only: the
+ * reader takes them as it takes any thread. */
+#define WEFT_TRF_WAIT_TID_BASE 0x40000000
 /* A weft check finding: an instant event ("ph":"i", thread-scoped), name
  * the kind ("race", "implicit sync"), args.message the line printed. */
 #define WEFT_TRF_CAT_CHECK "weft_check"

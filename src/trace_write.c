@@ -85,19 +85,6 @@ static int on_task_lane(const weft__trace_rec *r) {
   return (r->kind == WEFT__TR_WAIT || r->kind == WEFT__TR_RANGE) && r->task;
 }
 
-/* A task's waits go on a lane of the task's own, not on a worker's: a
- * wait spans the task's suspension, from inside one run slice to inside
- * the next, often on another worker, with other tasks' slices between, so
- * on a worker's lane it overlapped them, which Perfetto (whose slices on a
- * thread must nest) cannot draw. A task waits for one thing at a time, so
- * on its own lane its waits never overlap. Thread lanes are 32-bit
- * numbers; a task's wait lane is 2^32 + its id. */
-#define WAIT_TID(task) (((int64_t)1 << 32) | (int64_t)(uint32_t)(task))
-
-static int64_t cpu_tid(const weft__trace_rec *r) {
-  return on_task_lane(r) ? WAIT_TID(r->task) : (int64_t)r->lane;
-}
-
 /* CUPTI names runtime calls with their version ("cudaLaunchKernel_v7000");
  * PyTorch's traces, and the tools that read them (HTA looks launches up by
  * name), use the plain name. */
@@ -142,7 +129,7 @@ static void write_check(FILE *f, const weft__trace_rec *r, uint64_t t0,
  * call was dropped is written without its correlation, which would name
  * a call that is not there (docs/TRACE.md, "Dropped records"). */
 static void write_rec(FILE *f, const weft__trace_rec *r, int paired,
-                      uint64_t t0, long host_pid) {
+                      uint64_t t0, long host_pid, int64_t tid) {
   if (r->kind == WEFT__TR_CHECK) {
     write_check(f, r, t0, host_pid);
     return;
@@ -180,7 +167,7 @@ static void write_rec(FILE *f, const weft__trace_rec *r, int paired,
             r->lane);
   else
     fprintf(f, "," KEY(WEFT_TRF_PID) "%ld," KEY(WEFT_TRF_TID) "%" PRId64,
-            host_pid, cpu_tid(r));
+            host_pid, tid);
   fprintf(f,
           "," KEY(WEFT_TRF_TS) "%.3f," KEY(WEFT_TRF_DUR) "%.3f," KEY(
               WEFT_TRF_ARGS) "{",
@@ -364,21 +351,102 @@ static void nest_in_task(const cpu_index *ix, weft__trace_rec *r) {
     r->end = next->start;
 }
 
-/* Appends lane (a task id) to *v; a name per lane is written from it once
- * sorted and made unique (a search here would cost a pass per wait).
- * -1 when out of memory: the lane may go unnamed. */
-static int note_lane(uint32_t **v, size_t *n, size_t *cap, uint32_t lane) {
-  if (*n && (*v)[*n - 1] == lane)
+/* A task's waits go on a lane of the task's own, not on a worker's: a
+ * wait spans the task's suspension, from inside one run slice to inside
+ * the next, often on another worker, with other tasks' slices between, so
+ * on a worker's lane it overlapped them, which Perfetto (whose slices on a
+ * thread must nest) cannot draw. A task waits for one thing at a time, so
+ * on its own lane its waits never overlap. Perfetto keeps 32 bits of a tid
+ * and HTA reads tids as integers, so each lane is a positive signed 32-bit
+ * tid from WEFT_TRF_WAIT_TID_BASE up, one per waiting task in order of
+ * id, passing over the tids of the file's threads (docs/decisions/
+ * tracing.md, "Wait lanes are 31-bit tids of their own"). */
+typedef struct wait_lanes {
+  uint64_t *task; /* the tasks that waited, sorted, each once */
+  int64_t *tid;   /* the tid of each one's lane */
+  size_t n;
+} wait_lanes;
+
+static int cmp_u64(const void *a, const void *b) {
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return (x > y) - (x < y);
+}
+
+static size_t unique_u64(uint64_t *v, size_t n) {
+  if (n)
+    qsort(v, n, sizeof *v, cmp_u64);
+  size_t k = 0;
+  for (size_t i = 0; i < n; i++)
+    if (k == 0 || v[i] != v[k - 1])
+      v[k++] = v[i];
+  return k;
+}
+
+/* A record on a host thread's lane (its tid), not a GPU's or a wait's. */
+static int on_thread(const weft__trace_rec *r) {
+  return r->kind > WEFT__TR_MEMSET && !on_task_lane(r);
+}
+
+/* Lock held. Fills w; 0, or -1 with w empty when out of memory. */
+static int wait_lanes_make(wait_lanes *w) {
+  *w = (wait_lanes){0};
+  size_t nw = 0, nt = T->nlanes;
+  for (chunk *c = T->chunks; c; c = c->next) {
+    unsigned n = atomic_load_explicit(&c->n, memory_order_acquire);
+    for (unsigned i = 0; i < n; i++) {
+      nw += on_task_lane(&c->r[i]);
+      nt += on_thread(&c->r[i]);
+    }
+  }
+  if (!nw)
     return 0;
-  if (weft__trace_grow((void **)v, cap, *n, sizeof **v) != 0)
+  uint64_t *threads = malloc((nt ? nt : 1) * sizeof *threads);
+  w->task = malloc(nw * sizeof *w->task);
+  w->tid = malloc(nw * sizeof *w->tid);
+  if (!threads || !w->task || !w->tid) {
+    free(threads);
+    free(w->task);
+    free(w->tid);
+    *w = (wait_lanes){0};
     return -1;
-  (*v)[(*n)++] = lane;
+  }
+  size_t k = 0, t = 0;
+  for (size_t i = 0; i < T->nlanes; i++)
+    threads[t++] = T->lanes[i].id;
+  for (chunk *c = T->chunks; c; c = c->next) {
+    unsigned n = atomic_load_explicit(&c->n, memory_order_acquire);
+    for (unsigned i = 0; i < n; i++) {
+      const weft__trace_rec *r = &c->r[i];
+      if (on_task_lane(r))
+        w->task[k++] = r->task;
+      else if (on_thread(r))
+        threads[t++] = r->lane;
+    }
+  }
+  w->n = unique_u64(w->task, k);
+  t = unique_u64(threads, t);
+  int64_t next = WEFT_TRF_WAIT_TID_BASE;
+  size_t j = 0;
+  for (size_t i = 0; i < w->n; i++) {
+    for (;;) { /* pass over the threads' tids */
+      while (j < t && (int64_t)threads[j] < next)
+        j++;
+      if (j == t || (int64_t)threads[j] != next)
+        break;
+      next++;
+    }
+    w->tid[i] = next++;
+  }
+  free(threads);
   return 0;
 }
 
-static int cmp_u32(const void *a, const void *b) {
-  uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-  return (x > y) - (x < y);
+/* The tid of task's wait lane, or -1 when it has none. */
+static int64_t wait_tid(const wait_lanes *w, uint64_t task) {
+  if (!w->n)
+    return -1;
+  const uint64_t *p = bsearch(&task, w->task, w->n, sizeof *w->task, cmp_u64);
+  return p ? w->tid[p - w->task] : -1;
 }
 
 /* Kineto's launch arrows: a flow from the API call that queued a GPU op
@@ -468,9 +536,11 @@ static uint64_t write_trace(FILE *f, uint64_t t0) {
   /* Without the index, API calls can be neither paired with their ops nor
    * nested in their slices: they are left out, and counted. */
   int no_index = index_cpu(&ix) != 0;
-  corr_set graphs = {0};  /* graph launches already given an arrow */
-  uint32_t *waits = NULL; /* the tasks with wait lanes, to name them */
-  size_t nwaits = 0, wcap = 0;
+  corr_set graphs = {0}; /* graph launches already given an arrow */
+  /* Without the wait lanes, the waits of tasks have nowhere to go that
+   * Perfetto draws: they are left out, and counted. */
+  wait_lanes waits;
+  int no_waits = wait_lanes_make(&waits) != 0;
   for (chunk *c = T->chunks; c; c = c->next) {
     unsigned n = atomic_load_explicit(&c->n, memory_order_acquire);
     for (unsigned i = 0; i < n; i++) {
@@ -483,12 +553,17 @@ static uint64_t write_trace(FILE *f, uint64_t t0) {
         }
         nest_in_task(&ix, &r1);
       }
-      if (on_task_lane(r) &&
-          note_lane(&waits, &nwaits, &wcap, (uint32_t)r->task) != 0)
-        dropped++; /* the lane's name */
+      int64_t tid = r->lane;
+      if (on_task_lane(r)) {
+        tid = no_waits ? -1 : wait_tid(&waits, r->task);
+        if (tid < 0) {
+          dropped++;
+          continue;
+        }
+      }
       const cpu_slice *api = r->kind <= WEFT__TR_MEMSET ? api_of(&ix, r) : NULL;
       fprintf(f, ",\n");
-      write_rec(f, r, api != NULL, t0, pid);
+      write_rec(f, r, api != NULL, t0, pid, tid);
       if (r->kind > WEFT__TR_MEMSET)
         continue;
       if (api && (!r->graph || corr_first(&graphs, r->corr)))
@@ -517,18 +592,15 @@ static uint64_t write_trace(FILE *f, uint64_t t0) {
     write_meta(f, WEFT_TRF_META_THREAD_NAME, dev, lane, name);
   }
   free(seen);
-  if (nwaits)
-    qsort(waits, nwaits, sizeof *waits, cmp_u32);
-  for (size_t k = 0; k < nwaits; k++) {
-    if (k && waits[k] == waits[k - 1])
-      continue;
-    const char *tn = task_name(waits[k]);
+  for (size_t k = 0; k < waits.n; k++) {
+    const char *tn = task_name(waits.task[k]);
     char name[96];
     snprintf(name, sizeof name, "waits: %s", tn ? tn : "task");
     fprintf(f, ",\n");
-    write_meta(f, WEFT_TRF_META_THREAD_NAME, pid, WAIT_TID(waits[k]), name);
+    write_meta(f, WEFT_TRF_META_THREAD_NAME, pid, waits.tid[k], name);
   }
-  free(waits);
+  free(waits.task);
+  free(waits.tid);
   free(graphs.v);
   free(ix.apis);
   free(ix.tasks);

@@ -1,3 +1,4 @@
+#define _POSIX_C_SOURCE 200809L /* unsetenv */
 /* weft bench: runs the benchmark scenarios of bench/ and prints their
  * table. This file only reads the options and picks the backend; the
  * runner, the scenarios, the JSON writer and the charts are in bench/. */
@@ -95,6 +96,20 @@ static int run(cli_global *g, const bench_args *a) {
   int ok = outputs_ok(a);
   if (ok != CLI_OK)
     return ok;
+  /* WEFT_TRACE is the bench's to give, one scenario runtime at a time
+   * (bench.h, bench_trace_claim): taken out of the environment so that
+   * this probe, and runtimes a scenario opens itself, do not trace and
+   * overwrite the file. */
+  static char trace[4096];
+  const char *env = getenv("WEFT_TRACE");
+  if (env && *env) {
+    if (strlen(env) >= sizeof trace)
+      return cli_fail("bench", "WEFT_TRACE is longer than %zu bytes",
+                      sizeof trace - 1);
+    strcpy(trace, env);
+  }
+  if (env && unsetenv("WEFT_TRACE") != 0)
+    return cli_fail("bench", "cannot unset WEFT_TRACE");
   /* Resolve auto once, here, so that every scenario's runtime opens the
    * same backend and the header can say why CUDA was passed over. */
   weft_runtime *rt;
@@ -125,6 +140,7 @@ static int run(cli_global *g, const bench_args *a) {
       .names = a->names,
       .nnames = a->nnames,
       .out = stdout,
+      .trace_path = trace[0] ? trace : NULL,
   };
   return bench_run(&o) == 0 ? CLI_OK : CLI_FAIL;
 }

@@ -294,6 +294,7 @@ int cmd_trace(cli_global *g, int argc, char **argv) {
   if (check) {
     /* Problems on stdout, a line each; the verdict on stderr. */
     long n = trace_compat_problems(stdout, &model, 20);
+    trace_compat_notes(stdout, &model);
     size_t ops = model.nops, flows = model.nflow_starts;
     long long dropped = (long long)model.dropped;
     trace_model_free(&model);

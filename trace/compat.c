@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "compat.h"
+#include "sort.h"
 
 typedef struct finder {
   FILE *out;
@@ -43,56 +44,131 @@ static int versioned(const char *name) {
   return 1;
 }
 
-/* Partial overlaps among the slices of each CPU lane (ops are sorted by
- * start, ties in file order: an enclosing slice first when it starts at
- * the same time and was written first). */
+/* "pid P tid T", with the thread's name when the file gives one. */
+static void track_label(const trace_model *m, const trace_track *k, char *out,
+                        size_t size) {
+  char pid[64], tid[64];
+  const trace_id *ids[2] = {&k->pid, &k->tid};
+  char *bufs[2] = {pid, tid};
+  for (int i = 0; i < 2; i++) {
+    if (ids[i]->is_str)
+      snprintf(bufs[i], 64, "\"%s\"", trace_model_str(m, ids[i]->str));
+    else
+      snprintf(bufs[i], 64, "%lld", (long long)ids[i]->num);
+  }
+  const char *name = NULL;
+  for (size_t t = 0; t < m->nthreads && !name; t++) {
+    const trace_thread *th = &m->threads[t];
+    if (th->name && th->pid.is_str == k->pid.is_str &&
+        th->tid.is_str == k->tid.is_str &&
+        (k->pid.is_str ? th->pid.str == k->pid.str
+                       : th->pid.num == k->pid.num) &&
+        (k->tid.is_str ? th->tid.str == k->tid.str : th->tid.num == k->tid.num))
+      name = trace_model_str(m, th->name);
+  }
+  if (name)
+    snprintf(out, size, "pid %s tid %s (%s)", pid, tid, name);
+  else
+    snprintf(out, size, "pid %s tid %s", pid, tid);
+}
+
+/* Ops by start, then the longer first (Perfetto's order for "X" events
+ * of one start: the enclosing one first), then as in the file. */
+static int cmp_nesting(const void *pa, const void *pb, const void *ctx) {
+  const trace_op *a = &((const trace_model *)ctx)->ops[*(const uint32_t *)pa];
+  const trace_op *b = &((const trace_model *)ctx)->ops[*(const uint32_t *)pb];
+  if (a->ts != b->ts)
+    return a->ts < b->ts ? -1 : 1;
+  return (a->dur < b->dur) - (a->dur > b->dur);
+}
+
+/* Slices of one (pid, tid) track that overlap without nesting: Perfetto
+ * keeps the first and drops the other, so a trace that has them is not
+ * drawn whole. A dropped slice is left off the stack, as Perfetto leaves
+ * it off the track. */
 static int nesting_problems(finder *c, const trace_model *m) {
-  size_t *open = malloc((m->nthreads ? m->nthreads : 1) * sizeof *open);
-  double **ends = calloc(m->nthreads ? m->nthreads : 1, sizeof *ends);
-  size_t *caps = calloc(m->nthreads ? m->nthreads : 1, sizeof *caps);
-  int rc = open && ends && caps ? 0 : -1;
-  for (size_t t = 0; rc == 0 && t < m->nthreads; t++)
-    open[t] = 0;
-  for (size_t i = 0; rc == 0 && i < m->nops; i++) {
+  size_t n = m->ntracks ? m->ntracks : 1;
+  size_t *open = calloc(n, sizeof *open), *caps = calloc(n, sizeof *caps);
+  uint32_t **stack = calloc(n, sizeof *stack);
+  uint32_t *order = malloc((m->nops ? m->nops : 1) * sizeof *order);
+  int rc = open && caps && stack && order ? 0 : -1;
+  for (size_t i = 0; rc == 0 && i < m->nops; i++)
+    order[i] = (uint32_t)i;
+  if (rc == 0 && m->nops)
+    rc = trace_sort(order, m->nops, sizeof *order, cmp_nesting, m);
+  for (size_t k = 0; rc == 0 && k < m->nops; k++) {
+    size_t i = order[k];
     const trace_op *op = &m->ops[i];
-    if (trace_op_is_gpu(op) || op->lane == TRACE_NO_OP ||
-        op->lane >= m->nthreads)
+    if (op->track >= m->ntracks)
       continue;
-    size_t t = op->lane;
+    size_t t = op->track;
     double end = op->ts + op->dur;
-    while (open[t] && ends[t][open[t] - 1] <= op->ts + 1e-3)
+    while (open[t] && m->ops[stack[t][open[t] - 1]].ts +
+                              m->ops[stack[t][open[t] - 1]].dur <=
+                          op->ts + 1e-3)
       open[t]--;
-    if (open[t] && end > ends[t][open[t] - 1] + 1e-3)
-      problem(c,
-              "nesting: '%s' at %.3f us on thread %zu ends %.3f us after the "
-              "slice it starts in",
-              trace_model_str(m, op->name), op->ts, t,
-              end - ends[t][open[t] - 1]);
+    if (open[t]) {
+      const trace_op *in = &m->ops[stack[t][open[t] - 1]];
+      double in_end = in->ts + in->dur;
+      if (end > in_end + 1e-3) {
+        char label[256];
+        track_label(m, &m->tracks[t], label, sizeof label);
+        problem(c,
+                "overlap: on track %s, '%s' at %.3f us ends %.3f us after "
+                "'%s' (%.3f to %.3f us), which it starts in: Perfetto drops "
+                "it",
+                label, trace_model_str(m, op->name), op->ts, end - in_end,
+                trace_model_str(m, in->name), in->ts, in_end);
+        continue;
+      }
+    }
     if (open[t] == caps[t]) {
       size_t cap = caps[t] ? caps[t] * 2 : 16;
-      double *v = realloc(ends[t], cap * sizeof *v);
+      uint32_t *v = realloc(stack[t], cap * sizeof *v);
       if (!v) {
         rc = -1;
         break;
       }
-      ends[t] = v;
+      stack[t] = v;
       caps[t] = cap;
     }
-    ends[t][open[t]++] = end;
+    stack[t][open[t]++] = (uint32_t)i;
   }
-  for (size_t t = 0; ends && t < m->nthreads; t++)
-    free(ends[t]);
-  free(ends);
+  for (size_t t = 0; stack && t < m->ntracks; t++)
+    free(stack[t]);
+  free(stack);
   free(caps);
   free(open);
+  free(order);
   return rc;
+}
+
+int trace_compat_notes(FILE *out, const trace_model *m) {
+  if (m->rank >= 0)
+    return 0;
+  fprintf(out, "note: rank: no \"distributedInfo\": {\"rank\": N} in the "
+               "header; HTA reads the file as rank 0 (files read together "
+               "need a rank each)\n");
+  return 1;
 }
 
 long trace_compat_problems(FILE *out, const trace_model *m, long max) {
   finder c = {out, 0, max};
-  if (m->rank < 0)
-    problem(&c, "rank: no \"distributedInfo\": {\"rank\": N} in the header "
-                "(HTA reads each file's rank from it)");
+  if (m->bare_array)
+    problem(&c, "format: a bare array of events (HTA reads the events of a "
+                "top-level object's \"traceEvents\")");
+  if (m->wide.count) {
+    const trace_wide_id *w = &m->wide;
+    char at[64] = "";
+    if (w->has_ts)
+      snprintf(at, sizeof at, " at %.3f us", w->ts);
+    problem(&c,
+            "tids: %zu event%s with a pid or tid beyond 32 bits, the first "
+            "'%s'%s on pid %lld tid %lld (Perfetto keeps 32 bits: tracks "
+            "merge and their slices are dropped)",
+            w->count, w->count == 1 ? "" : "s", trace_model_str(m, w->name), at,
+            (long long)w->pid, (long long)w->tid);
+  }
   if (nesting_problems(&c, m))
     return -1;
   size_t ns = m->nflow_starts, ne = m->nflow_ends;

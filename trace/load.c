@@ -52,6 +52,7 @@ static int read_document(trace_loader *L) {
   trace_json_token t;
   trace_json_type type = trace_json_next(&L->j, &t);
   if (type == TRACE_JSON_ARRAY) {
+    L->m->bare_array = 1;
     if (read_events(L))
       return -1;
   } else if (type == TRACE_JSON_OBJECT) {
@@ -108,6 +109,7 @@ static int read_document(trace_loader *L) {
 static void loader_free(trace_loader *L) {
   trace_keymap_free(&L->lanes);
   trace_keymap_free(&L->threads);
+  trace_keymap_free(&L->tracks);
   free(L->lanes_v);
   free(L->threads_v);
   free(L->metas);

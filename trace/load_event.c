@@ -263,6 +263,38 @@ static uint32_t thread_of(trace_loader *L, const trace_id *pid,
   return t;
 }
 
+/* The track of (pid, tid) as written, numbered as first seen, or
+ * UINT32_MAX when out of memory. */
+static uint32_t track_of(trace_loader *L, const trace_id *pid,
+                         const trace_id *tid) {
+  trace_model *m = L->m;
+  if (m->ntracks && id_eq(&L->last_track_pid, pid) &&
+      id_eq(&L->last_track_tid, tid))
+    return L->last_track;
+  uint32_t next = (uint32_t)m->ntracks;
+  uint32_t v =
+      trace_keymap_put(&L->tracks, trace_id_key(pid), trace_id_key(tid),
+                       trace_id_tags(pid, tid), next);
+  if (v == next) {
+    if (trace_grow((void **)&m->tracks, &L->tracks_cap, next + 1,
+                   sizeof *m->tracks))
+      return UINT32_MAX;
+    m->tracks[next] = (trace_track){.pid = *pid, .tid = *tid};
+    m->ntracks++;
+  } else if (v == UINT32_MAX) {
+    return UINT32_MAX;
+  }
+  L->last_track_pid = *pid;
+  L->last_track_tid = *tid;
+  L->last_track = v;
+  return v;
+}
+
+/* 1 when a numeric pid or tid does not fit in 32 bits, signed or not. */
+static int wide(const trace_id *id) {
+  return !id->is_str && (id->num < INT32_MIN || id->num > (int64_t)UINT32_MAX);
+}
+
 /* ---- the op an event becomes --------------------------------------------- */
 
 /* The fields every "X" event needs, and their bounds. */
@@ -394,6 +426,9 @@ static int add_complete(trace_loader *L, const event *e) {
      * analysed or drawn, so they make no lanes. */
     op.lane = TRACE_NO_OP;
   }
+  op.track = track_of(L, &e->pid, &e->tid);
+  if (op.track == UINT32_MAX)
+    return oom(L);
   if (trace_grow((void **)&m->ops, &L->ops_cap, m->nops + 1, sizeof *m->ops))
     return oom(L);
   m->ops[m->nops++] = op;
@@ -560,6 +595,9 @@ int trace_load_event(trace_loader *L, size_t offset) {
   L->m->events++;
   if (!e.has_ph)
     return trace_json_fail(&L->j, offset, "event without \"" WEFT_TRF_PH "\"");
+  if ((wide(&e.pid) || wide(&e.tid)) && L->m->wide.count++ == 0)
+    L->m->wide =
+        (trace_wide_id){1, e.name, e.has_ts, e.ts, e.pid.num, e.tid.num};
   if (e.ph == PH_COMPLETE) {
     L->m->complete++;
     return add_complete(L, &e);

@@ -24,11 +24,12 @@ typedef struct trace_loader {
   trace_json j;
   size_t ops_cap;
   /* Lanes and threads, numbered as first seen, and their maps. */
-  trace_keymap lanes, threads;
+  trace_keymap lanes, threads, tracks;
   trace_gpu_lane *lanes_v;
   size_t lanes_cap;
   trace_thread *threads_v;
   size_t threads_cap;
+  size_t tracks_cap;
   trace_meta *metas;
   size_t nmetas, metas_cap;
   /* The last lane and thread found, for runs of events on one. */
@@ -36,6 +37,8 @@ typedef struct trace_loader {
   uint32_t last_lane;
   trace_id last_pid, last_tid;
   uint32_t last_thread;
+  trace_id last_track_pid, last_track_tid;
+  uint32_t last_track;
 } trace_loader;
 
 /* Reads one event, whose '{' at offset was just read, into the model. */

@@ -13,6 +13,7 @@ void trace_model_free(trace_model *m) {
   free(m->ops);
   free(m->gpu_lanes);
   free(m->threads);
+  free(m->tracks);
   free(m->strings);
   free(m->string_offsets);
   free(m->string_table);

@@ -77,6 +77,7 @@ typedef struct trace_op {
                           waits: index in threads; other: TRACE_NO_OP */
   uint32_t launch;     /* GPU ops: index of the API call with the same
                           correlation, or TRACE_NO_OP */
+  uint32_t track;      /* index in tracks: the event's own (pid, tid) */
   uint8_t kind;        /* trace_op_kind */
   uint8_t copy;        /* trace_copy_dir */
   uint8_t host_mem;    /* trace_host_mem */
@@ -118,6 +119,22 @@ typedef struct trace_sync {
   uint32_t message; /* args.message, or 0 */
 } trace_sync;
 
+/* The (pid, tid) of an "X" event as written, whatever its kind: the
+ * track Perfetto draws it on, whose slices must nest. */
+typedef struct trace_track {
+  trace_id pid, tid;
+} trace_track;
+
+/* The first event whose numeric pid or tid does not fit in 32 bits
+ * (signed or unsigned), which Perfetto's JSON importer cuts to 32. */
+typedef struct trace_wide_id {
+  size_t count; /* such events */
+  uint32_t name;
+  int has_ts;
+  double ts;
+  int64_t pid, tid;
+} trace_wide_id;
+
 typedef struct trace_model {
   trace_op *ops; /* sorted by ts, ties in file order */
   size_t nops;
@@ -125,6 +142,8 @@ typedef struct trace_model {
   size_t ngpu_lanes;
   trace_thread *threads; /* sorted by pid, then tid */
   size_t nthreads;
+  trace_track *tracks; /* every X event's (pid, tid), in first-seen order */
+  size_t ntracks;
   size_t count[TRACE_OP_NKINDS]; /* ops of each kind */
 
   /* Events read, by phase: "X" (complete), "M" (metadata), and the rest,
@@ -141,6 +160,10 @@ typedef struct trace_model {
    * flows (cat "ac2g"): starts ("ph":"s") and ends ("ph":"f"), in file
    * order. */
   int64_t rank;
+  /* 1 when the file is a bare array of events, not an object with a
+   * "traceEvents" member (HTA reads only the latter). */
+  int bare_array;
+  trace_wide_id wide;
   /* weft's traces: the records the tracer dropped for want of memory
    * ("weft": {"dropped_records": N}); -1 when the file does not say. */
   int64_t dropped;

@@ -144,6 +144,42 @@ int main(int argc, char **argv) {
   EXPECT(strstr(slurp("out.txt"), "flows:") != NULL);
   one_line_error("weft trace: ");
 
+  /* check fails a trace Perfetto would not keep whole, naming the track
+   * and the first offending events: tids beyond 32 bits (weft's old wait
+   * lanes), slices overlapping without nesting on a CPU or a GPU track;
+   * and one HTA cannot load (a bare array). */
+  snprintf(args, sizeof args, "trace check '%s/check/wide_tids.json'", data);
+  EXPECT_EQ_INT(run(args), 1);
+  EXPECT_HAS(slurp("out.txt"), "tids: 2 events with a pid or tid beyond 32 "
+                               "bits, the first 'thread_name' on pid 100 tid "
+                               "4294967297");
+  snprintf(args, sizeof args, "trace check '%s/check/overlap.json'", data);
+  EXPECT_EQ_INT(run(args), 1);
+  EXPECT_HAS(slurp("out.txt"),
+             "overlap: on track pid 100 tid 1073741824 (waits: load), 'wait: "
+             "weft_wait_until' at 25.000 us ends 15.000 us after 'wait: GPU' "
+             "(10.000 to 30.000 us)");
+  snprintf(args, sizeof args, "trace check '%s/check/overlap_gpu.json'", data);
+  EXPECT_EQ_INT(run(args), 1);
+  EXPECT_HAS(slurp("out.txt"), "overlap: on track pid 0 tid 7, "
+                               "'scale' at 20.000 us ends 20.000 us after "
+                               "'gemm' (0.000 to 30.000 us)");
+  snprintf(args, sizeof args, "trace check '%s/check/bare_array.json'", data);
+  EXPECT_EQ_INT(run(args), 1);
+  EXPECT_HAS(slurp("out.txt"), "format: a bare array of events");
+
+  /* The PyTorch profiler's own trace outside a distributed job has no
+   * distributedInfo, which HTA does without (rank 0): a note, no problem. */
+  snprintf(args, sizeof args, "trace check '%s/check/pytorch_no_rank.json'",
+           data);
+  EXPECT_EQ_INT(run(args), 0);
+  EXPECT_HAS(slurp("out.txt"), "note: rank: no \"distributedInfo\"");
+  EXPECT_HAS(slurp("out.txt"), "ok: 5 operations, 1 launch arrows");
+  snprintf(args, sizeof args, "trace check '%s/pytorch_sample.json'", data);
+  EXPECT_EQ_INT(run(args), 1); /* for its planted faults, not the rank */
+  EXPECT(strstr(slurp("out.txt"), "\nrank:") == NULL);
+  EXPECT(strncmp(slurp("out.txt"), "rank:", 5) != 0);
+
   /* Several files, one per rank: each file's report, then every rank's
    * row and the total; a directory of them reads the same; --json takes
    * one file; an empty directory is an error. */
