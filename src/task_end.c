@@ -154,7 +154,9 @@ int weft__task_take_stream(weft__exec *x, weft_task *other) {
 void weft__task_finalize(weft_task *t) {
   weft_runtime *rt = t->x.rt;
   /* Done, its stream's work included: a joiner sees all of it. */
-  if (t->x.stream)
+  /* Read only under weft check, which never lets a follower take the
+   * stream over (weft__task_take_stream writes it under the lock). */
+  if (rt->h.bk->check && t->x.stream)
     weft__caller_synced(&t->x, t->x.stream);
   /* Only a task that finished behind an end event can have had its stream
    * taken over (weft__task_take_stream), so without one the stream is this
