@@ -25,6 +25,7 @@
   X(dataflow)                                                                  \
   X(multigpu)                                                                  \
   X(scale)                                                                     \
-  X(trace)
+  X(trace)                                                                     \
+  X(explain)
 
 #endif
