@@ -33,6 +33,12 @@
 #define WEFT_TRF_DISPLAY_TIME_UNIT "displayTimeUnit"
 #define WEFT_TRF_WEFT "weft" /* {version, backend, dropped_records} */
 #define WEFT_TRF_DROPPED_RECORDS "dropped_records"
+#define WEFT_TRF_BACKEND "backend" /* in "weft": the runtime's backend */
+#define WEFT_TRF_BACKEND_HOST "host"
+/* Kineto's device list; "numSms" is the host backend's executor threads
+ * per device in weft's traces (their capacity: `weft trace explain`). */
+#define WEFT_TRF_DEVICE_PROPERTIES "deviceProperties"
+#define WEFT_TRF_NUM_SMS "numSms"
 #define WEFT_TRF_DISTRIBUTED_INFO "distributedInfo" /* {"rank": N, ...} */
 #define WEFT_TRF_RANK "rank"
 /* Launch arrows: a flow from the API call to the GPU op it queued. */

@@ -233,15 +233,15 @@ static void write_meta(FILE *f, const char *what, long pid, int64_t tid,
 static void write_devices(FILE *f) {
   fprintf(f, "\"distributedInfo\": {\"rank\": %d, \"world_size\": %d},\n",
           T->rank, T->world_size);
-  fprintf(f, "\"deviceProperties\": [");
+  fprintf(f, KEY(WEFT_TRF_DEVICE_PROPERTIES) "[");
   for (int d = 0; d < T->ndev; d++) {
     const weft_device_info *i = &T->devs[d];
     fprintf(f, "%s{\"id\": %d, \"name\": ", d ? ", " : "", d);
     json_write_string(f, i->name);
     fprintf(f,
             ", \"totalGlobalMem\": %zu, \"computeMajor\": %d, "
-            "\"computeMinor\": %d, \"maxThreadsPerBlock\": %d, "
-            "\"numSms\": %d}",
+            "\"computeMinor\": %d, \"maxThreadsPerBlock\": %d, " KEY(
+                WEFT_TRF_NUM_SMS) "%d}",
             i->memory_total, i->cc_major, i->cc_minor, i->max_threads_per_block,
             i->multiprocessors);
   }
@@ -604,11 +604,11 @@ static uint64_t write_trace(FILE *f, uint64_t t0) {
   free(graphs.v);
   free(ix.apis);
   free(ix.tasks);
-  fprintf(
-      f,
-      "\n],\n" KEY(WEFT_TRF_WEFT) "{\"version\":\"0.1.0\",\"backend\":\"%s\","
-                                  "\"dropped_records\":%" PRIu64 "}}\n",
-      T->backend, dropped);
+  fprintf(f,
+          "\n],\n" KEY(WEFT_TRF_WEFT) "{\"version\":\"0.1.0\"," KEY(
+              WEFT_TRF_BACKEND) "\"%s\","
+                                "\"dropped_records\":%" PRIu64 "}}\n",
+          T->backend, dropped);
   return dropped;
 }
 

@@ -65,7 +65,8 @@ static int run_variant(demo *s, demo_variant v, int repeat, timing *t) {
  * clipping changes it. */
 static int report_variants(const char *path) {
   printf("  per variant, inside its ranges (warm-up included): time, GPU busy "
-         "as %% of that time, kernel/copy overlap as %% of busy time\n");
+         "as %% of that time, kernel/copy overlap as %% of busy time, the "
+         "cause of most lost time\n");
   for (int v = 0; v < DEMO_NVARIANTS; v++) {
     const char *name = demo_name((demo_variant)v);
     trace_model m;
@@ -89,9 +90,18 @@ static int report_variants(const char *path) {
       if (b->busy > 0)
         snprintf(overlap, sizeof overlap, "%.1f %%",
                  trace_pct(b->overlap, b->busy));
-      printf("    %-16s %10.3f ms  busy %5.1f %%  overlap %8s\n", name,
+      /* The cause that lost the variant the most time (explain.h). */
+      char why[96] = "";
+      trace_explanation e;
+      if (trace_explain(&m, &e) == 0 && e.top >= 0)
+        snprintf(why, sizeof why, "  lost most to: %s (%.0f %%)",
+                 trace_cause_name((trace_cause)e.top),
+                 100.0 * e.cause[e.top] / e.lost);
+      trace_explanation_free(&e);
+      printf("    %-16s %10.3f ms  busy %5.1f %%  overlap %8s%s\n", name,
              info.inside / 1e3,
-             info.inside > 0 ? 100.0 * b->busy / info.inside : 0.0, overlap);
+             info.inside > 0 ? 100.0 * b->busy / info.inside : 0.0, overlap,
+             why);
       trace_analysis_free(&a);
     }
     trace_model_free(&m);

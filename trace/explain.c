@@ -269,6 +269,10 @@ typedef struct sweep {
   size_t nslices, nwaits;
   uint8_t *started;               /* per op of the model */
   uint32_t *lane_run, *lane_last; /* per GPU lane: running count, its op */
+  /* Streams run in order: an op's place among its lane's ops by start,
+   * and per lane how many have started; an op is its stream's next when
+   * the two are equal. */
+  uint32_t *pos, *lane_started;
   size_t lost_cap;
   const uint32_t *byend; /* the device's ops by end */
   size_t nbyend;
@@ -414,6 +418,7 @@ static int sweep_device(sweep *w, int64_t device) {
     ev[nev++] = (event){op->ts, (uint32_t)i, EV_START};
     ev[nev++] = (event){op->ts + op->dur, (uint32_t)i, EV_END};
     byts[nops++] = (uint32_t)i; /* the model's ops are sorted by start */
+    w->pos[i] = w->lane_started[op->lane]++;
   }
   if (!nops) {
     rc = 0;
@@ -421,6 +426,8 @@ static int sweep_device(sweep *w, int64_t device) {
   }
   if (trace_sort(ev, nev, sizeof *ev, cmp_event, NULL))
     goto out;
+  for (size_t i = 0; i < nops; i++) /* counted places; now count starts */
+    w->lane_started[m->ops[byts[i]].lane] = 0;
   byend = malloc(nops * sizeof *byend);
   if (!byend)
     goto out;
@@ -437,9 +444,13 @@ static int sweep_device(sweep *w, int64_t device) {
   }
   size_t nkern = 0, ncopy[TRACE_COPY_NDIRS] = {0};
   uint32_t kern_by = TRACE_NO_OP, copy_by[TRACE_COPY_NDIRS];
+  uint32_t last_start = TRACE_NO_OP;
   for (int d = 0; d < TRACE_COPY_NDIRS; d++)
     copy_by[d] = TRACE_NO_OP;
   size_t nx = 0; /* byts[nx]: the next op to start */
+  /* The host backend runs any ops on its executor threads, as many at
+   * once as it has; a GPU, a kernel beside copies, one copy a direction. */
+  size_t slots = m->host_backend && m->executors > 0 ? (size_t)m->executors : 0;
   double busy = 0;
   for (size_t i = 0; i < nev;) {
     double t = ev[i].t;
@@ -451,6 +462,8 @@ static int sweep_device(sweep *w, int64_t device) {
           goto out;
       } else if (ev[i].type == EV_START) {
         w->started[o] = 1;
+        w->lane_started[op->lane]++;
+        last_start = o;
         w->lane_run[op->lane]++;
         w->lane_last[op->lane] = o;
         if (kernel_class(op)) {
@@ -502,9 +515,13 @@ static int sweep_device(sweep *w, int64_t device) {
       for (size_t k = 0; k < pend.n && k < PEND_SCAN; k++) {
         const struct pend *q = &pend.v[k];
         const trace_op *op = &m->ops[q->op];
-        if (w->started[q->op])
+        /* Behind an earlier op of its stream still waiting: that one's
+         * cause is this one's. */
+        if (w->started[q->op] || w->pos[q->op] != w->lane_started[op->lane])
           continue;
-        int room = kernel_class(op) ? nkern == 0 : ncopy[op->copy] == 0;
+        int room = slots > 0          ? running < slots
+                   : kernel_class(op) ? nkern == 0
+                                      : ncopy[op->copy] == 0;
         int rank = room ? (w->lane_run[op->lane] ? 1 : 0)
                         : (w->lane_run[op->lane] ? 3 : 2);
         if (rank < best || (rank == best && q->issue < pissue)) {
@@ -527,8 +544,9 @@ static int sweep_device(sweep *w, int64_t device) {
                       ? TRACE_CAUSE_ORDERED
                       : TRACE_CAUSE_ONE_STREAM;
       } else if (best == 2) {
-        l.cause = kern ? TRACE_CAUSE_GPU_FULL : TRACE_CAUSE_COPY_ENGINE;
-        l.by = kern ? kern_by : copy_by[op->copy];
+        l.cause =
+            kern || slots ? TRACE_CAUSE_GPU_FULL : TRACE_CAUSE_COPY_ENGINE;
+        l.by = slots ? last_start : kern ? kern_by : copy_by[op->copy];
       } else {
         /* Its stream free, room for it: held by another stream's work
          * still running, or, once that had ended, by the launch path. */
@@ -579,9 +597,12 @@ int trace_explain(const trace_model *m, trace_explanation *e) {
   w.started = calloc(m->nops ? m->nops : 1, 1);
   w.lane_run = calloc(m->ngpu_lanes ? m->ngpu_lanes : 1, sizeof *w.lane_run);
   w.lane_last = calloc(m->ngpu_lanes ? m->ngpu_lanes : 1, sizeof *w.lane_last);
+  w.lane_started =
+      calloc(m->ngpu_lanes ? m->ngpu_lanes : 1, sizeof *w.lane_started);
+  w.pos = calloc(m->nops ? m->nops : 1, sizeof *w.pos);
   held *holds = NULL;
   tslice *slices = NULL, *waits = NULL;
-  if (!w.started || !w.lane_run || !w.lane_last ||
+  if (!w.started || !w.lane_run || !w.lane_last || !w.lane_started || !w.pos ||
       holds_of(m, &holds, &w.nholds) ||
       slices_of(m, TRACE_OP_TASK, &slices, &w.nslices) ||
       slices_of(m, TRACE_OP_WAIT, &waits, &w.nwaits))
@@ -610,6 +631,8 @@ out:
   free(w.started);
   free(w.lane_run);
   free(w.lane_last);
+  free(w.lane_started);
+  free(w.pos);
   free(holds);
   free(slices);
   free(waits);

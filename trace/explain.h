@@ -25,7 +25,8 @@
   X(HOST_SLOW, "the host issued too slowly",                                   \
     "the GPU was idle and its next operation had not been issued yet")         \
   X(GPU_FULL, "the GPU was full",                                              \
-    "an issued kernel waited while another stream's kernel held the GPU")      \
+    "issued work waited on a free stream while the device ran all it can "     \
+    "at once (another stream's kernel; the host backend's executors)")         \
   X(COPY_ENGINE, "copy engines",                                               \
     "an issued copy waited behind another copy in the same direction")         \
   X(WEFT, "weft's own cost",                                                   \

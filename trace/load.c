@@ -48,6 +48,49 @@ static int read_header_number(trace_loader *L, const char *key, int64_t *out) {
   }
 }
 
+/* weft's header: "dropped_records", and "backend" ("host" sets
+ * m->host_backend). */
+static int read_weft_header(trace_loader *L) {
+  trace_json_token t;
+  for (;;) {
+    trace_json_type type = trace_json_next(&L->j, &t);
+    if (type == TRACE_JSON_END_OBJECT)
+      return 0;
+    if (type != TRACE_JSON_KEY)
+      return -1;
+    int dropped = trace_json_is(&t, WEFT_TRF_DROPPED_RECORDS);
+    int backend = trace_json_is(&t, WEFT_TRF_BACKEND);
+    if (trace_json_next(&L->j, &t) == TRACE_JSON_ERROR)
+      return -1;
+    if (dropped && t.type == TRACE_JSON_NUMBER && t.is_integer && t.num >= 0)
+      L->m->dropped = (int64_t)t.num;
+    else if (backend && t.type == TRACE_JSON_STRING)
+      L->m->host_backend = trace_json_is(&t, WEFT_TRF_BACKEND_HOST);
+    else if (trace_json_skip(&L->j, &t))
+      return -1;
+  }
+}
+
+/* "deviceProperties": the first device's "numSms" (the host backend's
+ * executor threads per device) into m->executors. */
+static int read_device_props(trace_loader *L) {
+  trace_json_token t;
+  for (;;) {
+    trace_json_type type = trace_json_next(&L->j, &t);
+    if (type == TRACE_JSON_END_ARRAY)
+      return 0;
+    if (type == TRACE_JSON_OBJECT) {
+      int64_t sms = -1;
+      if (read_header_number(L, WEFT_TRF_NUM_SMS, &sms))
+        return -1;
+      if (L->m->executors <= 0 && sms > 0)
+        L->m->executors = sms;
+    } else if (type == TRACE_JSON_ERROR || trace_json_skip(&L->j, &t)) {
+      return -1;
+    }
+  }
+}
+
 static int read_document(trace_loader *L) {
   trace_json_token t;
   trace_json_type type = trace_json_next(&L->j, &t);
@@ -66,13 +109,22 @@ static int read_document(trace_loader *L) {
       int events = trace_json_is(&t, WEFT_TRF_TRACE_EVENTS);
       int dist = trace_json_is(&t, WEFT_TRF_DISTRIBUTED_INFO);
       int weft = trace_json_is(&t, WEFT_TRF_WEFT);
+      int props = trace_json_is(&t, WEFT_TRF_DEVICE_PROPERTIES);
       type = trace_json_next(&L->j, &t);
       if (type == TRACE_JSON_ERROR)
         return -1;
-      if ((dist || weft) && type == TRACE_JSON_OBJECT) {
-        if (read_header_number(L,
-                               dist ? WEFT_TRF_RANK : WEFT_TRF_DROPPED_RECORDS,
-                               dist ? &L->m->rank : &L->m->dropped))
+      if (dist && type == TRACE_JSON_OBJECT) {
+        if (read_header_number(L, WEFT_TRF_RANK, &L->m->rank))
+          return -1;
+        continue;
+      }
+      if (weft && type == TRACE_JSON_OBJECT) {
+        if (read_weft_header(L))
+          return -1;
+        continue;
+      }
+      if (props && type == TRACE_JSON_ARRAY) {
+        if (read_device_props(L))
           return -1;
         continue;
       }

@@ -167,6 +167,11 @@ typedef struct trace_model {
   /* weft's traces: the records the tracer dropped for want of memory
    * ("weft": {"dropped_records": N}); -1 when the file does not say. */
   int64_t dropped;
+  /* weft's header says the host backend ("weft": {"backend": "host"}), and
+   * its devices' executor threads (the first device's deviceProperties
+   * "numSms"; 0 when not given): ops beyond them wait, whatever kind. */
+  int host_backend;
+  int64_t executors;
   int64_t *flow_starts, *flow_ends;
   size_t nflow_starts, nflow_ends, cap_flow_starts, cap_flow_ends;
 

@@ -12,9 +12,9 @@
  *               tasks computing on the host;
  *   mixed:      one stream, then host-slow launches: both found, the
  *               larger first;
- *   control:    a kernel task and a copy task, each with its queue full,
- *               side by side: no stream shared, no task waiting, nothing
- *               holding the device, little lost.
+ *   control:    two tasks, each with four 5 ms kernels queued on its
+ *               stream, side by side: the device runs all it can from
+ *               start to end; nothing held back that could run.
  *
  * The kernels are spin_until with a flag never set: each runs for its
  * timeout, on either backend. Emulated devices have as many executor
@@ -36,8 +36,6 @@
 #include "explain.h"
 #include "kernels.h"
 #include "weft.h"
-
-#define EXPECT_NEAR0(x) EXPECT_MSG((x) == 0, "control: %s is %.1f us", #x, (x))
 
 static test_kernels tk;
 static int *gate; /* pinned: [0] the flag, never set; [1..] spin states */
@@ -148,16 +146,8 @@ static void mixed(void *arg) {
 }
 
 static void kernels(void *arg) {
-  (void)arg;
-  for (int i = 0; i < 8; i++)
-    spin(2, 5);
-  EXPECT_OK(weft_sync());
-}
-
-static void copies(void *arg) {
-  (void)arg;
-  for (int i = 0; i < 8; i++)
-    EXPECT_OK(weft_copy(dbuf, pin, BIG));
+  for (int i = 0; i < 4; i++)
+    spin(5, *(int *)arg);
   EXPECT_OK(weft_sync());
 }
 
@@ -206,8 +196,9 @@ static void p_copy_engine(weft_runtime *rt) {
   EXPECT_OK(weft_task_join(b));
 }
 static void p_control(weft_runtime *rt) {
-  weft_task *k = spawn(rt, kernels, NULL, "kernels");
-  weft_task *c = spawn(rt, copies, NULL, "copies");
+  static int slots[2] = {5, 6};
+  weft_task *k = spawn(rt, kernels, &slots[0], "kernels-a");
+  weft_task *c = spawn(rt, kernels, &slots[1], "kernels-b");
   EXPECT_OK(weft_task_join(k));
   EXPECT_OK(weft_task_join(c));
 }
@@ -222,7 +213,7 @@ static int run(program p, int workers, trace_model *m, trace_explanation *e) {
   weft_runtime_opts o;
   weft_runtime_opts_init(&o);
   o.workers = workers;
-  o.host_threads = 4;
+  o.host_threads = 2; /* the most streams a program here uses */
   o.trace_path = path;
   weft_runtime *rt;
   int rc = weft_init(&rt, &o);
@@ -322,15 +313,18 @@ int main(void) {
   trace_model_free(&m);
   EXPECT(run(p_control, 2, &m, &e) == 0);
   print("control", &m, &e);
-  /* What a real run loses here is the time between one op's end and the
-   * next queued op's start on its stream (launch latency: milliseconds on
-   * a loaded 2-core host, so its share is printed, not bounded), which
-   * can look like waiting for the other stream; but no stream is shared,
-   * no task waits, nothing holds the device. */
+  /* Nothing holds the device. On a GPU the two streams run side by side
+   * from start to end: almost nothing lost. On a loaded 2-core host the
+   * executors start ops late and one task may finish milliseconds before
+   * the other (its stream then runs alone with a slot free), so there the
+   * share is printed, not bounded. */
   printf("control: %.1f %% of the span lost\n", 100 * e.lost / e.span);
-  EXPECT_NEAR0(e.cause[TRACE_CAUSE_ONE_STREAM]);
-  EXPECT_NEAR0(e.cause[TRACE_CAUSE_IMPLICIT_SYNC]);
-  EXPECT_NEAR0(e.cause[TRACE_CAUSE_WEFT]);
+  EXPECT_MSG(e.cause[TRACE_CAUSE_IMPLICIT_SYNC] == 0,
+             "control: %.1f us of implicit sync",
+             e.cause[TRACE_CAUSE_IMPLICIT_SYNC]);
+  if (backend && !strcmp(backend, "cuda"))
+    EXPECT_MSG(e.lost < 0.05 * e.span, "control: %.1f us lost of %.1f us",
+               e.lost, e.span);
   trace_explanation_free(&e);
   trace_model_free(&m);
   puts("ok");
