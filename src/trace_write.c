@@ -233,15 +233,15 @@ static void write_meta(FILE *f, const char *what, long pid, int64_t tid,
 static void write_devices(FILE *f) {
   fprintf(f, "\"distributedInfo\": {\"rank\": %d, \"world_size\": %d},\n",
           T->rank, T->world_size);
-  fprintf(f, KEY(WEFT_TRF_DEVICE_PROPERTIES) "[");
+  fprintf(f, "\"" WEFT_TRF_DEVICE_PROPERTIES "\": [");
   for (int d = 0; d < T->ndev; d++) {
     const weft_device_info *i = &T->devs[d];
     fprintf(f, "%s{\"id\": %d, \"name\": ", d ? ", " : "", d);
     json_write_string(f, i->name);
     fprintf(f,
             ", \"totalGlobalMem\": %zu, \"computeMajor\": %d, "
-            "\"computeMinor\": %d, \"maxThreadsPerBlock\": %d, " KEY(
-                WEFT_TRF_NUM_SMS) "%d}",
+            "\"computeMinor\": %d, \"maxThreadsPerBlock\": %d, "
+            "\"" WEFT_TRF_NUM_SMS "\": %d}",
             i->memory_total, i->cc_major, i->cc_minor, i->max_threads_per_block,
             i->multiprocessors);
   }
