@@ -136,7 +136,10 @@ struct state_base {
   std::exception_ptr thrown; /* what the callable threw, for join */
 #endif
   void release() noexcept {
-    if (refs.fetch_sub(1, std::memory_order_acq_rel) == 1)
+    /* The last one out skips the atomic write: after a join, the task's
+     * release came first. */
+    if (refs.load(std::memory_order_acquire) == 1 ||
+        refs.fetch_sub(1, std::memory_order_acq_rel) == 1)
       destroy(this);
   }
 };
@@ -405,7 +408,7 @@ public:
 private:
   template <class Q, class F>
   friend int try_spawn_into(
-      task<Q> &, weft_runtime *, F &&, const task_options &,
+      task<Q> &, weft_runtime *, F &&, const task_options *,
       const weft_access *,
       std::size_t) noexcept(std::is_nothrow_constructible_v<std::decay_t<F>,
                                                             F &&>);
@@ -417,11 +420,10 @@ private:
     if (!t_) /* a graph's step, which ran at spawn, or nothing */
       return s_ ? 0
                 : weft_error_set(WEFT_EHANDLE, 0, "join of an empty handle");
-    if (t_ == weft_task_self())
-      return weft_error_set(WEFT_EDEADLK, 0, "a task joining itself");
     int rc = weft_task_join(t_);
-    if (rc != WEFT_EDEADLK)
-      t_ = nullptr;
+    if (rc == WEFT_EDEADLK || (rc == WEFT_ESTATE && t_ == weft_task_self()))
+      return WEFT_EDEADLK; /* refused, the handle still holds the task */
+    t_ = nullptr;
     return rc;
   }
   void end() noexcept {
@@ -447,7 +449,7 @@ template <class F> using result_of_t = std::invoke_result_t<std::decay_t<F> &&>;
  * bytes), so a spawn allocates no memory once the cache is warm. */
 template <class R, class F>
 int try_spawn_into(
-    task<R> &out, weft_runtime *rt, F &&f, const task_options &opts,
+    task<R> &out, weft_runtime *rt, F &&f, const task_options *opts,
     const weft_access *acc,
     std::size_t
         n) noexcept(std::is_nothrow_constructible_v<std::decay_t<F>, F &&>) {
@@ -473,13 +475,15 @@ int try_spawn_into(
 #else
   s = new (mem) S(std::forward<F>(f));
 #endif
-  weft_task_opts o = opts;
+  weft_task_opts o;
   if (n) {
+    o = *opts;
     o.accesses = acc;
     o.naccesses = n;
+    opts = static_cast<const task_options *>(&o);
   }
   weft_task *t = nullptr;
-  int rc = weft_task_spawn(rt, &t, &S::entry, s, &o);
+  int rc = weft_task_spawn(rt, &t, &S::entry, s, opts);
   if (rc != 0) {
     s->fn.~Fn();
     s->~S();
@@ -495,6 +499,8 @@ int try_spawn_into(
 }
 
 namespace detail {
+/* What follows the callable in spawn: options, a name, accesses. With
+ * none, the C call gets NULL options (its defaults, nothing copied). */
 template <class... A> struct spawn_args {
   task_options opts;
   weft_access acc[sizeof...(A) ? sizeof...(A) : 1];
@@ -503,6 +509,12 @@ template <class... A> struct spawn_args {
   void add(const char *name) noexcept { opts.name = name; }
   void add(const access &a) noexcept { acc[n++] = a; }
   explicit spawn_args(const A &...a) noexcept { (add(a), ...); }
+  const task_options *options() const noexcept { return &opts; }
+};
+template <> struct spawn_args<> {
+  static constexpr weft_access *acc = nullptr;
+  static constexpr std::size_t n = 0;
+  const task_options *options() const noexcept { return nullptr; }
 };
 } // namespace detail
 
@@ -517,7 +529,7 @@ task<result_of_t<F>> spawn(runtime &rt, F &&f, const A &...extra) {
   detail::spawn_args<A...> a(extra...);
   task<result_of_t<F>> t;
   detail::check(
-      try_spawn_into(t, rt.get(), std::forward<F>(f), a.opts, a.acc, a.n));
+      try_spawn_into(t, rt.get(), std::forward<F>(f), a.options(), a.acc, a.n));
   return t;
 }
 /* The same on the calling task's runtime (or a plain thread's:
@@ -528,7 +540,7 @@ task<result_of_t<F>> spawn(F &&f, const A &...extra) {
   detail::spawn_args<A...> a(extra...);
   task<result_of_t<F>> t;
   detail::check(try_spawn_into(t, weft_runtime_current(), std::forward<F>(f),
-                               a.opts, a.acc, a.n));
+                               a.options(), a.acc, a.n));
   return t;
 }
 /* spawn without throwing: 0 or the error, *out set on success only. */
@@ -538,7 +550,8 @@ int try_spawn(task<R> &out, runtime &rt, F &&f, const A &...extra) noexcept(
   static_assert(std::is_same_v<R, result_of_t<F>>,
                 "the handle's type is task<what f returns>");
   detail::spawn_args<A...> a(extra...);
-  return try_spawn_into(out, rt.get(), std::forward<F>(f), a.opts, a.acc, a.n);
+  return try_spawn_into(out, rt.get(), std::forward<F>(f), a.options(), a.acc,
+                        a.n);
 }
 
 /* Lets other ready tasks run (weft_yield). */
