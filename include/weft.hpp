@@ -216,6 +216,8 @@ template <class F, class R> struct state final : state_r<R> {
   }
 };
 
+struct adopt_t {};
+
 template <class T> T *ptr_of(T *p) noexcept { return p; }
 template <class B> auto ptr_of(B &b) noexcept -> decltype(b.data()) {
   return b.data();
@@ -405,14 +407,11 @@ public:
   bool joinable() const noexcept { return t_ != nullptr; }
   weft_task *native() const noexcept { return t_; }
 
-private:
-  template <class Q, class F>
-  friend int try_spawn_into(
-      task<Q> &, weft_runtime *, F &&, const task_options *,
-      const weft_access *,
-      std::size_t) noexcept(std::is_nothrow_constructible_v<std::decay_t<F>,
-                                                            F &&>);
+  /* For spawn: a handle over a task and its state. */
+  task(detail::adopt_t, weft_task *t, detail::state_r<R> *s) noexcept
+      : t_(t), s_(s) {}
 
+private:
   /* weft_task_join, except that the refusals the handle can tell apart
    * (a cycle, the task itself) keep it: any other error is the task's,
    * and the task is joined all the same. */
@@ -492,9 +491,7 @@ int try_spawn_into(
   }
   /* t is NULL for a step of a graph being captured, which ran already:
    * the handle keeps the state, for join to read the result. */
-  out = task<R>();
-  out.t_ = t;
-  out.s_ = s;
+  out = task<R>(detail::adopt_t{}, t, s);
   return 0;
 }
 
