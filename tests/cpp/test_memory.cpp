@@ -1,0 +1,150 @@
+/* The rest of the C++ face: buffers, copy and memset, a typed launch on
+ * the host backend, declared accesses ordering two tasks, ranges, events
+ * and a captured graph. */
+#include <cstring>
+
+#include "cpp_common.hpp"
+
+namespace {
+
+constexpr unsigned n = 4096;
+
+/* The host implementation of "add v to each x", once per block. */
+void add_host(const weft_kernel_ctx &k, float *x, unsigned len, float v) {
+  unsigned lo = k.block_idx.x * k.block_dim.x, hi = lo + k.block_dim.x;
+  for (unsigned i = lo; i < hi && i < len; i++)
+    x[i] += v;
+}
+const weft::kernel<float *, unsigned, float>
+    add(nullptr, weft::host_fn<add_host>, "add");
+bool host_backend(weft::runtime &rt) {
+  return rt.backend() == WEFT_BACKEND_HOST;
+}
+
+void buffers() {
+  weft::pinned_buffer<float> h(n);
+  weft::device_buffer<float> d(n);
+  EXPECT(h.size() == n && d.size() == n && d.bytes() == n * sizeof(float));
+  for (unsigned i = 0; i < n; i++)
+    h[i] = (float)i;
+  weft::copy(d, h, n);
+  weft::memset(h, 0, n);
+  weft::copy(h.data(), d.data(), n / 2); /* pointers too */
+  weft::sync();
+  EXPECT(h[n / 2 - 1] == (float)(n / 2 - 1) && h[n / 2] == 0.0f);
+  /* Moves hand over the memory; the source is empty. */
+  weft::device_buffer<float> m = std::move(d);
+  EXPECT(!d && d.size() == 0 && m.size() == n);
+  EXPECT_OK(m.reset());
+  EXPECT(!m);
+}
+
+void typed_launch(weft::runtime &rt) {
+  if (!host_backend(rt))
+    return; /* no CUDA version of add in this test */
+  weft::pinned_buffer<float> h(n);
+  weft::device_buffer<float> d(n);
+  for (unsigned i = 0; i < n; i++)
+    h[i] = 1.0f;
+  weft::copy(d, h, n);
+  /* The arguments convert to the parameters' types: an int to unsigned,
+   * a double to float. */
+  weft::launch(add, weft::dim3((n + 255) / 256), 256, 0, d.data(), (int)n, 2.5);
+  weft::copy(h, d, n);
+  weft::sync();
+  EXPECT(h[0] == 3.5f && h[n - 1] == 3.5f);
+  /* A wrong shape is weft's error, thrown with its code. */
+  int code = 0;
+  try {
+    weft::launch(add, 0, 256, 0, d.data(), n, 1.0f);
+  } catch (const weft::error &e) {
+    code = e.code();
+  }
+  EXPECT_EQ_INT(code, WEFT_EINVAL);
+  EXPECT_ERR(weft::try_launch(add, 1, 0, 0, d.data(), n, 1.0f), WEFT_EINVAL);
+}
+
+/* A writer that is slow to queue its work, and a reader spawned after it:
+ * with the declarations, the reader's copy follows the writer's memset. */
+void accesses(weft::runtime &rt) {
+  for (int round = 0; round < 20; round++) {
+    weft::device_buffer<unsigned char> d(n);
+    weft::pinned_buffer<unsigned char> h(n);
+    weft::memset(d, 0, n);
+    weft::sync();
+    auto w = weft::spawn(
+        rt,
+        [&d] {
+          for (int i = 0; i < 20; i++)
+            weft::yield();
+          weft::memset(d, 7, n);
+        },
+        "writer", weft::writes(d));
+    auto r = weft::spawn(
+        rt,
+        [&d, &h] {
+          weft::copy(h, d, n);
+          weft::sync();
+        },
+        weft::task_options("reader"), weft::reads(d), weft::writes(h));
+    w.join();
+    r.join();
+    EXPECT_MSG(h[0] == 7 && h[n - 1] == 7, "round %d: read %d", round,
+               (int)h[0]);
+  }
+}
+
+void ranges_events_graphs(weft::runtime &rt) {
+  {
+    weft::range outer("outer");
+    EXPECT(outer.ok());
+    { weft::range inner("inner"); }
+  }
+  /* Both popped: nothing left to pop. */
+  EXPECT_ERR(weft_range_pop(), WEFT_ESTATE);
+
+  weft::event a, b;
+  weft::device_buffer<char> d(1 << 20);
+  a.record();
+  weft::memset(d, 1, d.size());
+  b.record();
+  b.sync();
+  EXPECT(a.done() && b.done());
+  EXPECT(weft::elapsed_ms(a, b) >= 0.0f);
+
+  weft::pinned_buffer<char> h(64);
+  weft::memset(h, 0, 64);
+  weft::sync();
+  weft::graph g;
+  {
+    weft::capture cap;
+    weft::memset(h, 5, 64);
+    g = cap.end();
+  }
+  EXPECT(g);
+  EXPECT(h[0] == 0); /* recorded, not run */
+  g.launch();
+  weft::sync();
+  EXPECT(h[0] == 5 && h[63] == 5);
+  /* A capture left by an exception is ended and dropped. */
+  try {
+    weft::capture cap;
+    throw 1;
+  } catch (int) {
+  }
+  weft_graph *none = nullptr;
+  EXPECT_ERR(weft_graph_end(&none), WEFT_ESTATE);
+  (void)rt;
+}
+
+} // namespace
+
+int main() {
+  weft::runtime rt = open_runtime();
+  buffers();
+  typed_launch(rt);
+  accesses(rt);
+  ranges_events_graphs(rt);
+  std::printf("ok\n");
+  return 0;
+}
