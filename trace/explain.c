@@ -625,7 +625,9 @@ int trace_explain(const trace_model *m, trace_explanation *e) {
     if (e->cause[c] > 0 && (e->top < 0 || e->cause[c] > e->cause[e->top]))
       e->top = c;
   }
-  e->tasks_to_fill = e->busy > 0 ? (int)ceil(e->span / e->busy - 1e-9) : 0;
+  /* Bounded: a hostile trace's ratio must not overflow the int. */
+  double fill = e->busy > 0 ? ceil(e->span / e->busy - 1e-9) : 0;
+  e->tasks_to_fill = fill < 1e6 ? (int)fill : 1000000;
   rc = 0;
 out:
   free(w.started);
