@@ -29,8 +29,11 @@ static int read_events(trace_loader *L) {
 }
 
 /* The members of a header object: the whole number under key, if given,
- * into *out ("distributedInfo"'s "rank", "weft"'s "dropped_records"). */
-static int read_header_number(trace_loader *L, const char *key, int64_t *out) {
+ * into *out ("distributedInfo"'s "rank", "weft"'s "dropped_records"),
+ * and, when is_key is given, whether the string under it is is_value, into
+ * *is ("weft"'s "backend" is "host"). */
+static int read_header(trace_loader *L, const char *key, int64_t *out,
+                       const char *is_key, const char *is_value, int *is) {
   trace_json_token t;
   for (;;) {
     trace_json_type type = trace_json_next(&L->j, &t);
@@ -39,33 +42,13 @@ static int read_header_number(trace_loader *L, const char *key, int64_t *out) {
     if (type != TRACE_JSON_KEY)
       return -1;
     int wanted = trace_json_is(&t, key);
+    int string = is_key && trace_json_is(&t, is_key);
     if (trace_json_next(&L->j, &t) == TRACE_JSON_ERROR)
       return -1;
     if (wanted && t.type == TRACE_JSON_NUMBER && t.is_integer && t.num >= 0)
       *out = (int64_t)t.num;
-    else if (trace_json_skip(&L->j, &t))
-      return -1;
-  }
-}
-
-/* weft's header: "dropped_records", and "backend" ("host" sets
- * m->host_backend). */
-static int read_weft_header(trace_loader *L) {
-  trace_json_token t;
-  for (;;) {
-    trace_json_type type = trace_json_next(&L->j, &t);
-    if (type == TRACE_JSON_END_OBJECT)
-      return 0;
-    if (type != TRACE_JSON_KEY)
-      return -1;
-    int dropped = trace_json_is(&t, WEFT_TRF_DROPPED_RECORDS);
-    int backend = trace_json_is(&t, WEFT_TRF_BACKEND);
-    if (trace_json_next(&L->j, &t) == TRACE_JSON_ERROR)
-      return -1;
-    if (dropped && t.type == TRACE_JSON_NUMBER && t.is_integer && t.num >= 0)
-      L->m->dropped = (int64_t)t.num;
-    else if (backend && t.type == TRACE_JSON_STRING)
-      L->m->host_backend = trace_json_is(&t, WEFT_TRF_BACKEND_HOST);
+    else if (string && t.type == TRACE_JSON_STRING)
+      *is = trace_json_is(&t, is_value);
     else if (trace_json_skip(&L->j, &t))
       return -1;
   }
@@ -81,7 +64,7 @@ static int read_device_props(trace_loader *L) {
       return 0;
     if (type == TRACE_JSON_OBJECT) {
       int64_t sms = -1;
-      if (read_header_number(L, WEFT_TRF_NUM_SMS, &sms))
+      if (read_header(L, WEFT_TRF_NUM_SMS, &sms, NULL, NULL, NULL))
         return -1;
       if (L->m->executors <= 0 && sms > 0)
         L->m->executors = sms;
@@ -114,12 +97,14 @@ static int read_document(trace_loader *L) {
       if (type == TRACE_JSON_ERROR)
         return -1;
       if (dist && type == TRACE_JSON_OBJECT) {
-        if (read_header_number(L, WEFT_TRF_RANK, &L->m->rank))
+        if (read_header(L, WEFT_TRF_RANK, &L->m->rank, NULL, NULL, NULL))
           return -1;
         continue;
       }
       if (weft && type == TRACE_JSON_OBJECT) {
-        if (read_weft_header(L))
+        if (read_header(L, WEFT_TRF_DROPPED_RECORDS, &L->m->dropped,
+                        WEFT_TRF_BACKEND, WEFT_TRF_BACKEND_HOST,
+                        &L->m->host_backend))
           return -1;
         continue;
       }
