@@ -570,111 +570,87 @@ template <class R> int try_task_after(const task<R> &other) noexcept {
 
 /* ---- memory ---- */
 
+namespace detail {
+/* The one buffer both kinds are: n elements from Alloc, given back to Free
+ * in the destructor. Move-only; elements not constructed. */
+template <class T, int (*Alloc)(std::size_t, void **), int (*Free)(void *)>
+class buffer {
+  static_assert(std::is_trivially_copyable_v<T>,
+                "weft's memory holds trivially copyable elements");
+
+public:
+  buffer() noexcept = default;
+  explicit buffer(std::size_t n) {
+    check(Alloc(n * sizeof(T), (void **)&p_));
+    n_ = n;
+  }
+  /* Empty (data() NULL) if the allocation fails. */
+  buffer(nothrow_t, std::size_t n) noexcept {
+    if (Alloc(n * sizeof(T), (void **)&p_) == 0)
+      n_ = n;
+    else
+      p_ = nullptr;
+  }
+  buffer(buffer &&o) noexcept
+      : p_(std::exchange(o.p_, nullptr)), n_(std::exchange(o.n_, 0)) {}
+  buffer &operator=(buffer &&o) noexcept {
+    if (this != &o) {
+      reset();
+      p_ = std::exchange(o.p_, nullptr);
+      n_ = std::exchange(o.n_, 0);
+    }
+    return *this;
+  }
+  buffer(const buffer &) = delete;
+  buffer &operator=(const buffer &) = delete;
+  ~buffer() { reset(); }
+
+  T *data() const noexcept { return p_; }
+  std::size_t size() const noexcept { return n_; }
+  std::size_t bytes() const noexcept { return n_ * sizeof(T); }
+  explicit operator bool() const noexcept { return p_ != nullptr; }
+  /* Frees now; returns Free's result. */
+  int reset() noexcept {
+    int rc = p_ ? Free(p_) : 0;
+    p_ = nullptr;
+    n_ = 0;
+    return rc;
+  }
+
+protected:
+  T *p_ = nullptr;
+  std::size_t n_ = 0;
+};
+} // namespace detail
+
 /* n elements of device memory (weft_device_alloc), freed in the destructor
  * ordered on the caller's stream (weft_device_free). Move-only; the
  * elements are not constructed: T must be trivially copyable.
  * Errors: weft_device_alloc's (constructor). Context: any thread with a
  * runtime; the destructor's free is ordered on the destroying thread's or
  * task's stream. */
-template <class T> class device_buffer {
-  static_assert(std::is_trivially_copyable_v<T>,
-                "GPU memory holds trivially copyable elements");
-
+template <class T>
+class device_buffer
+    : public detail::buffer<T, weft_device_alloc, weft_device_free> {
 public:
-  device_buffer() noexcept = default;
-  explicit device_buffer(std::size_t n) {
-    detail::check(weft_device_alloc(n * sizeof(T), (void **)&p_));
-    n_ = n;
-  }
-  /* Empty (data() NULL) if the allocation fails. */
-  device_buffer(nothrow_t, std::size_t n) noexcept {
-    if (weft_device_alloc(n * sizeof(T), (void **)&p_) == 0)
-      n_ = n;
-    else
-      p_ = nullptr;
-  }
-  device_buffer(device_buffer &&o) noexcept
-      : p_(std::exchange(o.p_, nullptr)), n_(std::exchange(o.n_, 0)) {}
-  device_buffer &operator=(device_buffer &&o) noexcept {
-    if (this != &o) {
-      reset();
-      p_ = std::exchange(o.p_, nullptr);
-      n_ = std::exchange(o.n_, 0);
-    }
-    return *this;
-  }
-  device_buffer(const device_buffer &) = delete;
-  device_buffer &operator=(const device_buffer &) = delete;
-  ~device_buffer() { reset(); }
-
-  T *data() const noexcept { return p_; }
-  std::size_t size() const noexcept { return n_; }
-  std::size_t bytes() const noexcept { return n_ * sizeof(T); }
-  explicit operator bool() const noexcept { return p_ != nullptr; }
-  /* Frees now; returns weft_device_free's result. */
-  int reset() noexcept {
-    int rc = p_ ? weft_device_free(p_) : 0;
-    p_ = nullptr;
-    n_ = 0;
-    return rc;
-  }
-
-private:
-  T *p_ = nullptr;
-  std::size_t n_ = 0;
+  using detail::buffer<T, weft_device_alloc, weft_device_free>::buffer;
 };
 
 /* n elements of page-locked host memory (weft_pinned_alloc), freed in the
- * destructor (weft_pinned_free). Move-only; elements not constructed.
+ * destructor (weft_pinned_free), readable on the host as an array.
+ * Move-only; elements not constructed.
  * Errors: weft_pinned_alloc's (constructor). Context: any thread with a
  * runtime. */
-template <class T> class pinned_buffer {
-  static_assert(std::is_trivially_copyable_v<T>,
-                "pinned memory holds trivially copyable elements");
+template <class T>
+class pinned_buffer
+    : public detail::buffer<T, weft_pinned_alloc, weft_pinned_free> {
+  using base = detail::buffer<T, weft_pinned_alloc, weft_pinned_free>;
 
 public:
-  pinned_buffer() noexcept = default;
-  explicit pinned_buffer(std::size_t n) {
-    detail::check(weft_pinned_alloc(n * sizeof(T), (void **)&p_));
-    n_ = n;
-  }
-  pinned_buffer(nothrow_t, std::size_t n) noexcept {
-    if (weft_pinned_alloc(n * sizeof(T), (void **)&p_) == 0)
-      n_ = n;
-    else
-      p_ = nullptr;
-  }
-  pinned_buffer(pinned_buffer &&o) noexcept
-      : p_(std::exchange(o.p_, nullptr)), n_(std::exchange(o.n_, 0)) {}
-  pinned_buffer &operator=(pinned_buffer &&o) noexcept {
-    if (this != &o) {
-      reset();
-      p_ = std::exchange(o.p_, nullptr);
-      n_ = std::exchange(o.n_, 0);
-    }
-    return *this;
-  }
-  pinned_buffer(const pinned_buffer &) = delete;
-  pinned_buffer &operator=(const pinned_buffer &) = delete;
-  ~pinned_buffer() { reset(); }
-
-  T *data() const noexcept { return p_; }
-  std::size_t size() const noexcept { return n_; }
-  std::size_t bytes() const noexcept { return n_ * sizeof(T); }
-  T &operator[](std::size_t i) const noexcept { return p_[i]; }
-  T *begin() const noexcept { return p_; }
-  T *end() const noexcept { return p_ + n_; }
-  explicit operator bool() const noexcept { return p_ != nullptr; }
-  int reset() noexcept {
-    int rc = p_ ? weft_pinned_free(p_) : 0;
-    p_ = nullptr;
-    n_ = 0;
-    return rc;
-  }
-
-private:
-  T *p_ = nullptr;
-  std::size_t n_ = 0;
+  using base::base;
+  T &operator[](std::size_t i) const noexcept { return this->p_[i]; }
+  T *begin() const noexcept { return this->p_; }
+  T *end() const noexcept { return this->p_ + this->n_; }
 };
 
 /* Copies n elements from src to dst on the caller's stream (weft_copy):
