@@ -210,7 +210,7 @@ static void p_control(weft_runtime *rt) {
 }
 
 /* Runs p traced (workers: 0 for the default) and explains the trace into
- * *e and *m; 77 when the backend has no device. */
+ * *e and *m; 77 when the backend has no device or CUPTI is taken. */
 static int run(program p, int workers, trace_model *m, trace_explanation *e) {
   char path[] = "/tmp/weft-explain-XXXXXX";
   int fd = mkstemp(path);
@@ -294,7 +294,8 @@ int main(void) {
   test_kernels_init(&tk);
   if (planted("host slow", p_host_slow, 2, TRACE_CAUSE_HOST_SLOW, "issuer") ==
       77) {
-    printf("explain_run: no device for this backend, skipped\n");
+    printf("explain_run: no device, or CUPTI taken by another tool: "
+           "skipped\n");
     return 77;
   }
   planted("one stream", p_one_stream, 2, TRACE_CAUSE_ONE_STREAM, "pipeline");
