@@ -505,7 +505,7 @@ static int raw_run(raw_copies *x, const bench_copies_set *s, int blocking) {
   return 0;
 }
 
-static int run_variant(copies_bench *cb, raw_copies *raw, int v, double *ms) {
+static int run_one(copies_bench *cb, raw_copies *raw, int v, double *ms) {
   if (v == V_WEFT_BLK || v == V_WEFT_NB) {
     int blocking = v == V_WEFT_BLK;
     if (run_weft(cb, blocking, blocking ? "cp/blk/" : "cp/nb/", what[v]))
@@ -523,10 +523,19 @@ static int run_variant(copies_bench *cb, raw_copies *raw, int v, double *ms) {
   return check(cb, what[v]);
 }
 
+/* run_one in a range named for the variant, for `weft trace explain
+ * --range` under WEFT_TRACE. */
+static int run_variant(copies_bench *cb, raw_copies *raw, int v, double *ms) {
+  BENCH_TRY(cb->c, weft_range_push(what[v]));
+  int rc = run_one(cb, raw, v, ms);
+  BENCH_TRY(cb->c, weft_range_pop());
+  return rc;
+}
+
 static int measure(copies_bench *cb, raw_copies *raw) {
   for (int r = 0; r <= bench_repeat(cb->c); r++)
     for (int v = 0; v < NVARIANTS; v++) {
-      double ms;
+      double ms = 0;
       if (run_variant(cb, raw, v, &ms))
         return BENCH_FAIL;
       if (r > 0)

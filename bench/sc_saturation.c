@@ -561,26 +561,33 @@ static int raw_infer(sat_bench *sb, raw_stream s, const sat_model *m, long nb,
  * weft's tasks. */
 static int one_run(sat_bench *sb, const raw_stream *raw, int ntasks,
                    int graphed, unsigned b, long nb, bench_samples *s) {
-  char prefix[32], what[48];
+  char prefix[32], what[48], range[64];
   uint64_t ns = 0;
   if (poison(sb, ntasks, b))
     return BENCH_FAIL;
+  if (raw)
+    snprintf(what, sizeof what, graphed ? "raw graph" : "raw");
+  else
+    snprintf(what, sizeof what, "weft, %d tasks%s", ntasks,
+             graphed ? ", graphed" : "");
+  /* Each run is a range, for `weft trace explain --range` under
+   * WEFT_TRACE. */
+  snprintf(range, sizeof range, "B=%u %s", b, what);
+  BENCH_TRY(sb->c, weft_range_push(range));
+  int rc = 0;
   if (raw) {
     sat_model m = model_of(sb, 0, b);
-    snprintf(what, sizeof what, graphed ? "raw graph" : "raw");
     uint64_t t0 = bench_now_ns();
-    int rc = raw_infer(sb, *raw, &m, nb, graphed);
+    rc = raw_infer(sb, *raw, &m, nb, graphed);
     ns = bench_now_ns() - t0;
-    if (rc)
-      return BENCH_FAIL;
   } else {
     snprintf(prefix, sizeof prefix, "sat/b%u/t%d%s/", b, ntasks,
              graphed ? "g" : "");
-    snprintf(what, sizeof what, "weft, %d tasks%s", ntasks,
-             graphed ? ", graphed" : "");
-    if (run_weft(sb, ntasks, b, nb, graphed, prefix, &ns))
-      return BENCH_FAIL;
+    rc = run_weft(sb, ntasks, b, nb, graphed, prefix, &ns);
   }
+  BENCH_TRY(sb->c, weft_range_pop());
+  if (rc)
+    return BENCH_FAIL;
   if (check(sb, ntasks, b, what))
     return BENCH_FAIL;
   if (s)
