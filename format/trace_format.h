@@ -83,6 +83,19 @@
 #define WEFT_TRF_ARG_MESSAGE "message"
 /* implicit-sync findings: how long the call took, in microseconds */
 #define WEFT_TRF_ARG_STALL_US "stall_us"
+/* A stream told to wait for an event (weft_event_wait, weft_task_after,
+ * data flow, a graph's replay): an instant on the calling thread, named
+ * WEFT_TRF_NAME_STREAM_WAIT. Its args say which stream waits and for
+ * which record: that stream's operations issued up to "recorded at" (µs,
+ * as ts). weft_-prefixed keys, so that tools reading "stream" and
+ * "device" of GPU ops never take it for one. */
+#define WEFT_TRF_CAT_STREAM_WAIT "weft_stream_wait"
+#define WEFT_TRF_NAME_STREAM_WAIT "stream wait"
+#define WEFT_TRF_ARG_WAIT_DEVICE "weft_device"
+#define WEFT_TRF_ARG_WAIT_STREAM "weft_stream"
+#define WEFT_TRF_ARG_FOR_DEVICE "weft_waits_for_device"
+#define WEFT_TRF_ARG_FOR_STREAM "weft_waits_for_stream"
+#define WEFT_TRF_ARG_RECORDED_AT "weft_recorded_at"
 /* Read only: Kineto's other spellings. The reader compares categories
  * without case, so older releases' capitalised ones ("Kernel") match too. */
 #define WEFT_TRF_CAT_MEMCPY_ALT "memcpy"

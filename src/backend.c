@@ -335,6 +335,12 @@ int weft__stream_query(weft__stream *s) {
   return s->hdr.bk->ops->stream_query(s);
 }
 
+/* The number a trace gives s's operations (trace_order.h). */
+static uint32_t trace_stream_id(weft__stream *s) {
+  const struct weft__backend_ops *ops = s->hdr.bk->ops;
+  return ops->trace_stream_id ? ops->trace_stream_id(s) : s->id;
+}
+
 int weft__stream_wait_event(weft__stream *s, weft__event *e) {
   CHECK_STREAM(s, "weft_event_wait");
   int rc0 = refused_in_capture(s, "weft_event_wait");
@@ -347,6 +353,9 @@ int weft__stream_wait_event(weft__stream *s, weft__event *e) {
   int rc = s->hdr.bk->ops->stream_wait_event(s, e);
   if (rc == 0 && s->hdr.bk->check)
     weft__check_wait(s->hdr.bk->check, s, e);
+  if (rc == 0 && weft__trace_order_on())
+    weft__trace_stream_wait(&e->traced, s->hdr.bk, s->hdr.dev,
+                            trace_stream_id(s));
   return rc;
 }
 
@@ -420,6 +429,8 @@ int weft__event_record(weft__event *e, weft__stream *s) {
     __atomic_store_n(&e->recorded, 1, __ATOMIC_RELEASE);
   if (rc == 0 && s->hdr.bk->check)
     weft__check_record(s->hdr.bk->check, e, s);
+  if (rc == 0 && weft__trace_order_on())
+    weft__trace_mark_set(&e->traced, s->hdr.bk, s->hdr.dev, trace_stream_id(s));
   return rc;
 }
 

@@ -29,6 +29,7 @@
 
 #include "pool.h"
 #include "ptrmap.h"
+#include "trace_order.h"
 #include "weft/device.h"
 #include "weft/error.h"
 #include "weft/kernel.h"
@@ -89,7 +90,8 @@ enum {
 struct weft__event {
   weft__obj hdr;
   unsigned flags;
-  int recorded; /* set by the core on the first record */
+  int recorded;            /* set by the core on the first record */
+  weft__trace_mark traced; /* its last record in a trace (trace_order.h) */
 };
 
 typedef enum weft__copy_kind {
@@ -181,6 +183,9 @@ struct weft__backend_ops {
   int (*trace_start)(weft__backend *b);
   void (*trace_stop)(weft__backend *b);
   void (*trace_task)(weft__backend *b, uint64_t id, const char *name);
+  /* Optional: the number a trace gives stream s's operations (CUDA:
+   * CUPTI's stream id); without it, s->id. */
+  uint32_t (*trace_stream_id)(weft__stream *s);
 
   /* Optional: weft check (check.h) on, b->check set: the backend watches
    * what the core cannot see (CUDA: raw runtime calls inside tasks), until

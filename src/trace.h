@@ -34,6 +34,11 @@ typedef enum weft__trace_kind {
   WEFT__TR_WAIT,  /* a task suspended waiting for the GPU */
   WEFT__TR_CHECK, /* a weft check finding: an instant (name: its kind) */
   WEFT__TR_RANGE, /* a user range (weft/range.h), written at its pop */
+  /* A stream told to wait for an event (trace_order.h): an instant on the
+   * calling thread; dev and corr: the waiting stream's device and trace
+   * id; bytes: the awaited record's (device << 32 | stream); ready: when
+   * that record was made. */
+  WEFT__TR_SWAIT,
   WEFT__TR_NKINDS
 } weft__trace_kind;
 

@@ -9,6 +9,7 @@
 
 #include "error_internal.h"
 #include "trace_buffers.h"
+#include "trace_order.h"
 #include "trace_range.h"
 
 struct weft__trace_buffers weft__trace_buf = {
@@ -252,6 +253,36 @@ void weft__trace_range_end(const weft__trace_range *r) {
                          .name = r->name,
                          .lane = r->lane,
                          .kind = WEFT__TR_RANGE};
+  weft__trace_emit(&rec);
+}
+
+void weft__trace_mark_set(weft__trace_mark *m, const void *owner, int dev,
+                          uint32_t stream) {
+  if (!weft__trace_on_for(owner))
+    return;
+  /* Two stores another thread may read between: a wait then sees a
+   * stream with the other record's time, which explain takes as it is. */
+  atomic_store_explicit(&m->ns, weft__clock_ns(), memory_order_relaxed);
+  atomic_store_explicit(&m->at, ((uint64_t)(uint16_t)dev << 32 | stream) + 1,
+                        memory_order_relaxed);
+}
+
+void weft__trace_stream_wait(const weft__trace_mark *m, const void *owner,
+                             int dev, uint32_t stream) {
+  uint64_t at = atomic_load_explicit(&m->at, memory_order_relaxed);
+  if (!at || !weft__trace_on_for(owner))
+    return;
+  uint64_t now = weft__clock_ns();
+  weft__trace_rec rec = {.start = now,
+                         .end = now,
+                         .task = weft__trace_task,
+                         .corr = stream,
+                         .bytes = at - 1,
+                         .ready =
+                             atomic_load_explicit(&m->ns, memory_order_relaxed),
+                         .lane = weft__trace_thread_lane(),
+                         .dev = (int16_t)dev,
+                         .kind = WEFT__TR_SWAIT};
   weft__trace_emit(&rec);
 }
 

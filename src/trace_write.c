@@ -76,6 +76,7 @@ static const char *const cats[WEFT__TR_NKINDS] = {
     [WEFT__TR_WAIT] = WEFT_TRF_CAT_WAIT,
     [WEFT__TR_CHECK] = WEFT_TRF_CAT_CHECK,
     [WEFT__TR_RANGE] = WEFT_TRF_CAT_RANGE,
+    [WEFT__TR_SWAIT] = WEFT_TRF_CAT_STREAM_WAIT,
 };
 
 /* A task's user ranges go on its own lane with its waits: like a wait, a
@@ -125,6 +126,29 @@ static void write_check(FILE *f, const weft__trace_rec *r, uint64_t t0,
   fprintf(f, "}}");
 }
 
+/* A stream wait (trace_order.h): an instant on the calling thread. */
+static void write_swait(FILE *f, const weft__trace_rec *r, uint64_t t0,
+                        long host_pid) {
+  fprintf(
+      f,
+      "{" KEY(WEFT_TRF_PH) "\"" WEFT_TRF_PH_INSTANT "\",\"s\":\"t\"," KEY(
+          WEFT_TRF_CAT) "\"" WEFT_TRF_CAT_STREAM_WAIT
+                        "\"," KEY(WEFT_TRF_NAME) "\"" WEFT_TRF_NAME_STREAM_WAIT "\"," KEY(WEFT_TRF_PID) "%ld," KEY(
+                            WEFT_TRF_TID) "%" PRId64
+                                          "," KEY(WEFT_TRF_TS) "%.3f," KEY(WEFT_TRF_ARGS) "{" KEY(WEFT_TRF_ARG_WAIT_DEVICE) "%d," KEY(
+                                              WEFT_TRF_ARG_WAIT_STREAM) "%" PRIu64
+                                                                        "," KEY(WEFT_TRF_ARG_FOR_DEVICE) "%d," KEY(
+                                                                            WEFT_TRF_ARG_FOR_STREAM) "%" PRIu32
+                                                                                                     "," KEY(
+                                                                                                         WEFT_TRF_ARG_RECORDED_AT) "%.3f",
+      host_pid, (int64_t)r->lane, (double)(r->end - t0) / 1e3, r->dev, r->corr,
+      (int)(int16_t)(uint16_t)(r->bytes >> 32), (uint32_t)r->bytes,
+      ((double)r->ready - (double)t0) / 1e3);
+  if (r->task)
+    fprintf(f, "," KEY(WEFT_TRF_ARG_TASK) "%" PRIu64, r->task);
+  fprintf(f, "}}");
+}
+
 /* paired: for a GPU op, whether its API call is in the file; an op whose
  * call was dropped is written without its correlation, which would name
  * a call that is not there (docs/TRACE.md, "Dropped records"). */
@@ -132,6 +156,10 @@ static void write_rec(FILE *f, const weft__trace_rec *r, int paired,
                       uint64_t t0, long host_pid, int64_t tid) {
   if (r->kind == WEFT__TR_CHECK) {
     write_check(f, r, t0, host_pid);
+    return;
+  }
+  if (r->kind == WEFT__TR_SWAIT) {
+    write_swait(f, r, t0, host_pid);
     return;
   }
   int gpu = r->kind <= WEFT__TR_MEMSET;

@@ -264,6 +264,7 @@ const struct weft__backend_ops weft__cuda_ops = {
     .trace_start = weft__cuda_trace_start,
     .trace_stop = weft__cuda_trace_stop,
     .trace_task = weft__cuda_trace_task,
+    .trace_stream_id = weft__cuda_trace_stream_id,
     .device_sync = cuda_device_sync,
     .native_stream = native_stream,
     .check_start = weft__cuda_check_start,

@@ -39,6 +39,8 @@ typedef struct weft__cuda_stream {
   void *ws;
   size_t ws_bytes;
   int ws_made;
+  uint32_t trace_id; /* CUPTI's id of cs, once asked (cuda_trace.c); 0: not
+                        yet */
 } weft__cuda_stream;
 
 static inline cudaStream_t weft__cuda_stream_of(weft__stream *s) {

@@ -10,12 +10,14 @@
  * or pointer (the programming guide's "Stream and Event Behavior"; the
  * cudaMallocAsync reference), so they skip it: a worker polling events of
  * several devices must not switch devices on each poll. */
+#include <cupti.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cuda_device.h"
 #include "cuda_internal.h"
+#include "cuda_watchers.h"
 #include "error_internal.h"
 
 static inline cudaEvent_t event_of(weft__event *e) {
@@ -320,4 +322,15 @@ int weft__cuda_pinned_free(weft__backend *b, void *p) {
   if (e != cudaSuccess)
     return weft__cuda_error(e, "cudaFreeHost", __FILE__, __LINE__);
   return 0;
+}
+
+/* The id CUPTI's records give s's operations, asked once per stream (a
+ * stream is used by its holder alone). Streams weft makes are never
+ * per-thread default streams. */
+uint32_t weft__cuda_trace_stream_id(weft__stream *s) {
+  weft__cuda_stream *c = (weft__cuda_stream *)s;
+  uint32_t id = 0;
+  if (!c->trace_id && cuptiGetStreamIdEx(NULL, c->cs, 0, &id) == CUPTI_SUCCESS)
+    c->trace_id = id;
+  return c->trace_id;
 }

@@ -17,5 +17,7 @@ void weft__cuda_check_stop(weft__backend *b);
 int weft__cuda_trace_start(weft__backend *b);
 void weft__cuda_trace_stop(weft__backend *b);
 void weft__cuda_trace_task(weft__backend *b, uint64_t id, const char *name);
+/* The id CUPTI gives s's operations (cuda_ops.c). */
+uint32_t weft__cuda_trace_stream_id(weft__stream *s);
 
 #endif
