@@ -287,10 +287,10 @@ static inline int raw_pinned_free(weft_runtime *rt, void *p) {
   return weft_host_pinned_free(rt, p);
 }
 
-/* What "raw CUDA" or "raw host ops" means in row names. */
-static inline const char *raw_label(weft_runtime *rt) {
-  return weft_runtime_backend(rt) == WEFT_BACKEND_CUDA ? "raw CUDA"
-                                                       : "raw host ops";
+/* What "raw CUDA" or "raw host ops" means in row names (from the
+ * scenario's backend: its runtime may be closed when rows are named). */
+static inline const char *raw_label(weft_backend_kind backend) {
+  return backend == WEFT_BACKEND_CUDA ? "raw CUDA" : "raw host ops";
 }
 
 /* "call: NAME: text (line N)" for error e of call. */

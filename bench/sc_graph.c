@@ -193,7 +193,7 @@ static const bench_chart chart = {
 static int report(graph_bench *g) {
   bench_ctx *c = g->c;
   int cuda = bench_backend(c) == WEFT_BACKEND_CUDA;
-  const char *raw = raw_label(g->rt);
+  const char *raw = raw_label(bench_backend(c));
   double med[NVARIANTS];
   for (int v = 0; v < NVARIANTS; v++)
     med[v] = g->s[v].n ? bench_stats_of(&g->s[v]).median : 0;

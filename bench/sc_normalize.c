@@ -118,7 +118,7 @@ static const bench_chart chart = {
 
 static int report(norm_bench *nb) {
   bench_ctx *c = nb->c;
-  const char *raw = raw_label(nb->rt);
+  const char *raw = raw_label(bench_backend(c));
   double med[NVARIANTS], bw[NBW];
   for (int v = 0; v < NVARIANTS; v++)
     med[v] = bench_stats_of(&nb->t[v]).median;
