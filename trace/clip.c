@@ -118,6 +118,15 @@ int trace_model_clip(trace_model *m, const char *name, trace_clip_info *info) {
     m->ops[k++] = op;
   }
   m->nops = k;
+  /* The implicit syncs and stream waits, on the same closed-up times. */
+  for (size_t i = 0; i < m->nsyncs; i++) {
+    m->syncs[i].start = closed_up(&in, m->syncs[i].start);
+    m->syncs[i].end = closed_up(&in, m->syncs[i].end);
+  }
+  for (size_t i = 0; i < m->nswaits; i++) {
+    m->swaits[i].ts = closed_up(&in, m->swaits[i].ts);
+    m->swaits[i].recorded = closed_up(&in, m->swaits[i].recorded);
+  }
   memset(m->count, 0, sizeof m->count);
   for (size_t i = 0; i < m->ngpu_lanes; i++)
     m->gpu_lanes[i].nops = 0;

@@ -276,7 +276,138 @@ typedef struct sweep {
   size_t lost_cap;
   const uint32_t *byend; /* the device's ops by end */
   size_t nbyend;
+  /* Per GPU lane, from lane_at[l] to lane_at[l + 1]: its ops in stream
+   * order (lane_ops) and the recorded waits made on it, by time (dws). */
+  uint32_t *lane_ops;
+  size_t *lane_at;
+  struct dwait *dws;
+  size_t *dw_at;
 } sweep;
+
+/* A recorded stream wait (the model's swaits[wait]) with its streams as
+ * GPU lanes. */
+typedef struct dwait {
+  double ts, recorded;
+  uint32_t lane, for_lane;
+  size_t wait;
+} dwait;
+
+/* When op was issued: the end of the call that launched it, or its start
+ * when that came first or the call is not in the trace. */
+static double issue_of(const trace_model *m, const trace_op *op) {
+  double issue = op->ts;
+  if (op->launch != TRACE_NO_OP) {
+    const trace_op *c = &m->ops[op->launch];
+    if (c->ts + c->dur < issue)
+      issue = c->ts + c->dur;
+  }
+  return issue;
+}
+
+/* The GPU lane of (device, stream), or TRACE_NO_OP when it ran nothing. */
+static uint32_t lane_of(const trace_model *m, int64_t device, int64_t stream) {
+  size_t lo = 0, hi = m->ngpu_lanes;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    const trace_gpu_lane *g = &m->gpu_lanes[mid];
+    if (g->device < device || (g->device == device && g->stream < stream))
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo < m->ngpu_lanes && m->gpu_lanes[lo].device == device &&
+                 m->gpu_lanes[lo].stream == stream
+             ? (uint32_t)lo
+             : TRACE_NO_OP;
+}
+
+static int cmp_dwait(const void *a, const void *b, const void *ctx) {
+  (void)ctx;
+  const dwait *x = a, *y = b;
+  if (x->lane != y->lane)
+    return x->lane < y->lane ? -1 : 1;
+  return (x->ts > y->ts) - (x->ts < y->ts);
+}
+
+/* Fills the lanes' ops in stream order and their recorded waits. */
+static int index_lanes(sweep *w) {
+  const trace_model *m = w->m;
+  size_t nl = m->ngpu_lanes, nw = 0;
+  w->lane_at = calloc(nl + 1, sizeof *w->lane_at);
+  w->dw_at = calloc(nl + 1, sizeof *w->dw_at);
+  w->lane_ops = malloc((m->nops ? m->nops : 1) * sizeof *w->lane_ops);
+  w->dws = malloc((m->nswaits ? m->nswaits : 1) * sizeof *w->dws);
+  if (!w->lane_at || !w->dw_at || !w->lane_ops || !w->dws)
+    return -1;
+  for (size_t l = 0; l < nl; l++)
+    w->lane_at[l + 1] = w->lane_at[l] + m->gpu_lanes[l].nops;
+  size_t *fill = w->dw_at; /* borrowed as a cursor, reset below */
+  for (size_t i = 0; i < m->nops; i++) {
+    const trace_op *op = &m->ops[i];
+    if (trace_op_is_gpu(op)) /* the model's ops are sorted by start */
+      w->lane_ops[w->lane_at[op->lane] + fill[op->lane]++] = (uint32_t)i;
+  }
+  memset(fill, 0, (nl + 1) * sizeof *fill);
+  for (size_t i = 0; i < m->nswaits; i++) {
+    const trace_stream_wait *sw = &m->swaits[i];
+    uint32_t l = lane_of(m, sw->device, sw->stream);
+    uint32_t f = lane_of(m, sw->for_device, sw->for_stream);
+    /* A stream that ran nothing holds nothing back, nor is held. */
+    if (l != TRACE_NO_OP && f != TRACE_NO_OP && f != l)
+      w->dws[nw++] = (dwait){sw->ts, sw->recorded, l, f, i};
+  }
+  if (trace_sort(w->dws, nw, sizeof *w->dws, cmp_dwait, NULL))
+    return -1;
+  for (size_t k = 0; k < nw; k++)
+    w->dw_at[w->dws[k].lane + 1]++;
+  for (size_t l = 0; l < nl; l++)
+    w->dw_at[l + 1] += w->dw_at[l];
+  return 0;
+}
+
+/* Recorded waits looked at per op: the latest made before it was issued. */
+enum { DECL_SCAN = 16 };
+
+/* The op a recorded wait held p for: of the waits made on p's stream
+ * before p was issued, the op each awaited (the last of its stream issued
+ * by the record) that ended last; TRACE_NO_OP when none. The wait's index
+ * in the model goes to *wait. */
+static uint32_t declared_for(const sweep *w, uint32_t p, size_t *wait) {
+  const trace_model *m = w->m;
+  const trace_op *op = &m->ops[p];
+  double issue = issue_of(m, op);
+  size_t lo = w->dw_at[op->lane], hi = w->dw_at[op->lane + 1];
+  while (lo < hi) { /* past the last wait made by p's issue */
+    size_t mid = lo + (hi - lo) / 2;
+    if (w->dws[mid].ts <= issue)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  uint32_t best = TRACE_NO_OP;
+  double best_end = 0;
+  for (size_t k = 0; lo > w->dw_at[op->lane] && k < DECL_SCAN; k++, lo--) {
+    const dwait *d = &w->dws[lo - 1];
+    size_t a = w->lane_at[d->for_lane], b = w->lane_at[d->for_lane + 1];
+    while (a < b) { /* past the last op issued by the record */
+      size_t mid = a + (b - a) / 2;
+      if (issue_of(m, &m->ops[w->lane_ops[mid]]) <= d->recorded)
+        a = mid + 1;
+      else
+        b = mid;
+    }
+    if (a == w->lane_at[d->for_lane])
+      continue;
+    uint32_t o = w->lane_ops[a - 1];
+    double end = m->ops[o].ts + m->ops[o].dur;
+    if (best == TRACE_NO_OP || end > best_end) {
+      best = o;
+      best_end = end;
+      *wait = d->wait;
+    }
+  }
+  return best;
+}
 
 /* What op p most likely waited for: the op of another stream that ended
  * last at or before p started (a dependence ends when its work does). */
@@ -405,12 +536,7 @@ static int sweep_device(sweep *w, int64_t device) {
     const trace_op *op = &m->ops[i];
     if (!trace_op_is_gpu(op) || m->gpu_lanes[op->lane].device != device)
       continue;
-    double issue = op->ts;
-    if (op->launch != TRACE_NO_OP) {
-      const trace_op *c = &m->ops[op->launch];
-      if (c->ts + c->dur < issue)
-        issue = c->ts + c->dur;
-    }
+    double issue = issue_of(m, op);
     if (trace_grow((void **)&ev, &cap, nev + 3, sizeof *ev) ||
         trace_grow((void **)&byts, &ocap, nops + 1, sizeof *byts))
       goto out;
@@ -495,8 +621,8 @@ static int sweep_device(sweep *w, int64_t device) {
       running += ncopy[d];
     if (running)
       busy += b - t;
-    trace_lost l = {t,           b,           device,  0, running == 0,
-                    TRACE_NO_OP, TRACE_NO_OP, SIZE_MAX};
+    trace_lost l = {t,           b,           device,   0,       running == 0,
+                    TRACE_NO_OP, TRACE_NO_OP, SIZE_MAX, SIZE_MAX};
     if (!pend.n) {
       if (running)
         continue; /* it runs all that was issued */
@@ -548,11 +674,26 @@ static int sweep_device(sweep *w, int64_t device) {
             kern || slots ? TRACE_CAUSE_GPU_FULL : TRACE_CAUSE_COPY_ENGINE;
         l.by = slots ? last_start : kern ? kern_by : copy_by[op->copy];
       } else {
-        /* Its stream free, room for it: held by another stream's work
-         * still running, or, once that had ended, by the launch path. */
-        uint32_t by = waited_for(w, p);
+        /* Its stream free, room for it: held by a recorded wait for
+         * work still running; else by another stream's work that ended
+         * as it started (a wait the trace does not show, inferred); or,
+         * once that had ended, by the launch path. */
+        size_t sw = SIZE_MAX;
+        uint32_t by = declared_for(w, p, &sw);
         const trace_op *bo = by != TRACE_NO_OP ? &m->ops[by] : NULL;
-        if (bo && bo->ts + bo->dur > t) {
+        int declared = bo && bo->ts + bo->dur > t;
+        if (declared) {
+          l.swait = sw;
+        } else {
+          by = waited_for(w, p);
+          bo = by != TRACE_NO_OP ? &m->ops[by] : NULL;
+        }
+        if (!declared && m->weft_header && bo && bo->ts + bo->dur > t) {
+          /* weft's traces record every wait weft makes: none held it, so
+           * the device ran the two streams' work one after the other. */
+          l.cause = TRACE_CAUSE_GPU_FULL;
+          l.by = by;
+        } else if (bo && bo->ts + bo->dur > t) {
           l.cause = TRACE_CAUSE_ORDERED;
           l.by = by;
         } else {
@@ -605,7 +746,7 @@ int trace_explain(const trace_model *m, trace_explanation *e) {
   if (!w.started || !w.lane_run || !w.lane_last || !w.lane_started || !w.pos ||
       holds_of(m, &holds, &w.nholds) ||
       slices_of(m, TRACE_OP_TASK, &slices, &w.nslices) ||
-      slices_of(m, TRACE_OP_WAIT, &waits, &w.nwaits))
+      slices_of(m, TRACE_OP_WAIT, &waits, &w.nwaits) || index_lanes(&w))
     goto out;
   w.holds = holds;
   w.slices = slices;
@@ -635,6 +776,10 @@ out:
   free(w.lane_last);
   free(w.lane_started);
   free(w.pos);
+  free(w.lane_ops);
+  free(w.lane_at);
+  free(w.dws);
+  free(w.dw_at);
   free(holds);
   free(slices);
   free(waits);
@@ -681,7 +826,16 @@ static void evidence(const trace_model *m, const trace_lost *l, double t0,
   const trace_op *by = l->by != TRACE_NO_OP ? &m->ops[l->by] : NULL;
   switch ((trace_cause)l->cause) {
   case TRACE_CAUSE_ORDERED:
-    if (by)
+    if (by && l->swait != SIZE_MAX) {
+      const trace_stream_wait *sw = &m->swaits[l->swait];
+      char who[64] = "";
+      if (sw->task != TRACE_NONE)
+        snprintf(who, sizeof who, " by task %lld", (long long)sw->task);
+      snprintf(out, n,
+               "%s, issued, waited for %s, which ended at %.3f ms (a stream "
+               "wait made%s at %.3f ms)",
+               a, b, (by->ts + by->dur - t0) / 1e3, who, (sw->ts - t0) / 1e3);
+    } else if (by)
       snprintf(out, n, "%s, issued, waited for %s, which ended at %.3f ms", a,
                b, (by->ts + by->dur - t0) / 1e3);
     else

@@ -56,6 +56,11 @@ typedef struct trace_lost {
   uint8_t idle;  /* the GPU ran nothing meanwhile */
   uint32_t op, by;
   size_t sync;
+  /* Ordered on purpose: the index in the model's stream waits of the wait
+   * that held op (by: the op it waited for); SIZE_MAX when no recorded
+   * wait names it (a stream handed from task to task, or inferred from
+   * the times). */
+  size_t swait;
 } trace_lost;
 
 typedef struct trace_explanation {

@@ -102,6 +102,7 @@ static int read_document(trace_loader *L) {
         continue;
       }
       if (weft && type == TRACE_JSON_OBJECT) {
+        L->m->weft_header = 1;
         if (read_header(L, WEFT_TRF_DROPPED_RECORDS, &L->m->dropped,
                         WEFT_TRF_BACKEND, WEFT_TRF_BACKEND_HOST,
                         &L->m->host_backend))

@@ -51,6 +51,7 @@ typedef struct event {
   arg graph;                 /* GPU ops replayed from a graph */
   arg stall;                 /* weft check instants: stall_us */
   arg message;               /* weft check instants: the finding's line */
+  arg wait_dev, wait_stream, for_dev, for_stream, recorded; /* stream waits */
 } event;
 
 static int oom(trace_loader *L) {
@@ -118,6 +119,11 @@ static const struct {
     {WEFT_TRF_ARG_GRAPH, offsetof(event, graph), ARG_INT},
     {WEFT_TRF_ARG_STALL_US, offsetof(event, stall), ARG_NUM},
     {WEFT_TRF_ARG_MESSAGE, offsetof(event, message), ARG_STR},
+    {WEFT_TRF_ARG_WAIT_DEVICE, offsetof(event, wait_dev), ARG_INT},
+    {WEFT_TRF_ARG_WAIT_STREAM, offsetof(event, wait_stream), ARG_INT},
+    {WEFT_TRF_ARG_FOR_DEVICE, offsetof(event, for_dev), ARG_INT},
+    {WEFT_TRF_ARG_FOR_STREAM, offsetof(event, for_stream), ARG_INT},
+    {WEFT_TRF_ARG_RECORDED_AT, offsetof(event, recorded), ARG_NUM},
 };
 enum { NARG_KEYS = sizeof arg_keys / sizeof arg_keys[0] };
 
@@ -468,6 +474,39 @@ static int add_flow(trace_loader *L, const event *e) {
 }
 
 /* An implicit synchronisation, for `weft trace explain`. */
+/* A stream wait: kept when every field is there (a wait without one
+ * names nothing to follow). */
+static int add_stream_wait(trace_loader *L, const event *e) {
+  trace_model *m = L->m;
+  const arg *need[] = {&e->wait_dev,   &e->wait_stream, &e->for_dev,
+                       &e->for_stream, &e->recorded,    &e->task};
+  for (size_t i = 0; i < sizeof need / sizeof need[0]; i++)
+    if (check_arg(L, need[i]))
+      return -1;
+  for (size_t i = 0; i + 1 < sizeof need / sizeof need[0]; i++)
+    if (!need[i]->present)
+      return 0;
+  if (!e->has_ts || !(fabs(e->ts) <= TRACE_MAX_TIME))
+    return trace_json_fail(&L->j, e->ts_offset,
+                           "\"" WEFT_TRF_TS "\" must be in [-1e15, 1e15]");
+  if (!(fabs(e->recorded.num) <= TRACE_MAX_TIME))
+    return trace_json_fail(&L->j, e->recorded.offset,
+                           "args.\"" WEFT_TRF_ARG_RECORDED_AT
+                           "\" must be in [-1e15, 1e15]");
+  if (trace_grow((void **)&m->swaits, &m->cap_swaits, m->nswaits + 1,
+                 sizeof *m->swaits))
+    return oom(L);
+  m->swaits[m->nswaits++] =
+      (trace_stream_wait){.ts = e->ts,
+                          .recorded = e->recorded.num,
+                          .device = e->wait_dev.v,
+                          .stream = e->wait_stream.v,
+                          .for_device = e->for_dev.v,
+                          .for_stream = e->for_stream.v,
+                          .task = e->task.present ? e->task.v : TRACE_NONE};
+  return 0;
+}
+
 static int add_sync(trace_loader *L, const event *e) {
   trace_model *m = L->m;
   if (check_arg(L, &e->task) || check_arg(L, &e->message))
@@ -626,6 +665,9 @@ int trace_load_event(trace_loader *L, size_t offset) {
       return add_sync(L, &e);
     return 0;
   }
+  if (e.ph == PH_INSTANT &&
+      strcmp(trace_model_str(L->m, e.cat), WEFT_TRF_CAT_STREAM_WAIT) == 0)
+    return add_stream_wait(L, &e);
   if ((e.ph == PH_FLOW_START || e.ph == PH_FLOW_END) && e.has_id &&
       strcmp(trace_model_str(L->m, e.cat), WEFT_TRF_CAT_FLOW) == 0)
     return add_flow(L, &e);

@@ -20,6 +20,7 @@ void trace_model_free(trace_model *m) {
   free(m->flow_starts);
   free(m->flow_ends);
   free(m->syncs);
+  free(m->swaits);
   memset(m, 0, sizeof *m);
 }
 

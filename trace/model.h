@@ -119,6 +119,15 @@ typedef struct trace_sync {
   uint32_t message; /* args.message, or 0 */
 } trace_sync;
 
+/* A stream told to wait for an event (an instant of category
+ * weft_stream_wait): from ts on, the operations of (device, stream) wait
+ * for those of (for_device, for_stream) issued up to recorded. */
+typedef struct trace_stream_wait {
+  double ts, recorded;
+  int64_t device, stream, for_device, for_stream;
+  int64_t task; /* the task that made the wait, or TRACE_NONE */
+} trace_stream_wait;
+
 /* The (pid, tid) of an "X" event as written, whatever its kind: the
  * track Perfetto draws it on, whose slices must nest. */
 typedef struct trace_track {
@@ -154,6 +163,11 @@ typedef struct trace_model {
   double check_stall_us; /* summed stall_us of the implicit syncs */
   trace_sync *syncs;     /* the implicit syncs, in file order */
   size_t nsyncs, cap_syncs;
+  /* The stream waits, in file order; weft_header: the file has weft's
+   * header object (a weft trace, which records every wait weft makes). */
+  trace_stream_wait *swaits;
+  size_t nswaits, cap_swaits;
+  int weft_header;
 
   /* What `weft trace check` looks at beyond the ops: the rank of a
    * top-level "distributedInfo" (-1 if none), and the ids of the launch

@@ -157,6 +157,63 @@ static void ordered(void) {
   expect_cause("ordered", TRACE_CAUSE_ORDERED, 100, "'t6' (id 6)");
 }
 
+/* A stream wait, as weft's tracer writes it: stream s waits, from ts on,
+ * for stream f's work issued by recorded; made by task. */
+static void swait(int s, int f, double ts, double recorded, int task) {
+  add(",{\"ph\":\"i\",\"s\":\"t\",\"cat\":\"weft_stream_wait\","
+      "\"name\":\"stream wait\",\"pid\":1,\"tid\":10,\"ts\":%.3f,\"args\":{"
+      "\"weft_device\":0,\"weft_stream\":%d,\"weft_waits_for_device\":0,"
+      "\"weft_waits_for_stream\":%d,\"weft_recorded_at\":%.3f,\"task\":%d}}",
+      ts, s, f, recorded, task);
+}
+
+/* The end of a weft trace: its header says every wait weft made is in
+ * the file. Loads and explains buf. */
+static void load_weft(trace_model *m, trace_explanation *e) {
+  add("],\"weft\":{\"version\":\"0.1.0\",\"backend\":\"cuda\"}}");
+  buf[len] = '\0';
+  trace_analysis a;
+  load_text(buf, m, &a);
+  trace_analysis_free(&a);
+  EXPECT(trace_explain(m, e) == 0);
+}
+
+/* ordered() in a weft trace: the wait is recorded, and named; without
+ * it, the copy starting as the kernel ends is the device running the two
+ * one after the other, not an order; and a record made before the kernel
+ * was issued holds nothing back. */
+static void ordered_recorded(void) {
+  trace_model m;
+  trace_explanation e;
+  begin();
+  op("kernel", 1, 0, 100, -5, 5);
+  swait(2, 1, -4, -4.5, 6);
+  op("DtoH", 2, 100, 50, -3, 6);
+  load_weft(&m, &e);
+  EXPECT_EQ_INT((int)m.nswaits, 1);
+  EXPECT_NEAR(e.cause[TRACE_CAUSE_ORDERED], 100);
+  char *text = print(&m, &e, 0);
+  EXPECT_HAS(text, "(a stream wait made by task 6 at");
+  free(text);
+  trace_explanation_free(&e);
+  trace_model_free(&m);
+  for (int early = 0; early < 2; early++) {
+    begin();
+    op("kernel", 1, 0, 100, -5, 5);
+    if (early)
+      swait(2, 1, -4, -7, 6);
+    op("DtoH", 2, 100, 50, -3, 6);
+    load_weft(&m, &e);
+    EXPECT_NEAR(e.cause[TRACE_CAUSE_ORDERED], 0);
+    EXPECT_NEAR(e.cause[TRACE_CAUSE_GPU_FULL], 100);
+    text = print(&m, &e, 0);
+    EXPECT_HAS(text, "of task 't6' (id 6) waited while kernel 'k1'");
+    free(text);
+    trace_explanation_free(&e);
+    trace_model_free(&m);
+  }
+}
+
 /* Two kernels of two streams, issued together, one after the other. */
 static void gpu_full(void) {
   begin();
@@ -257,6 +314,7 @@ int main(void) {
   host_slow();
   one_stream();
   ordered();
+  ordered_recorded();
   gpu_full();
   copy_engine();
   implicit_sync_call();

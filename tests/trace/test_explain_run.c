@@ -320,18 +320,27 @@ int main(void) {
   trace_model_free(&m);
   EXPECT(run(p_control, 2, &m, &e) == 0);
   print("control", &m, &e);
-  /* Nothing holds the device. On a GPU the two streams run side by side
-   * from start to end: almost nothing lost. On a loaded 2-core host the
-   * executors start ops late and one task may finish milliseconds before
-   * the other (its stream then runs alone with a slot free), so there the
-   * share is printed, not bounded. */
+  /* Nothing in the program holds the device back: no order, no implicit
+   * sync, no stream shared, the host ahead. Whether the device then runs
+   * the two streams side by side is its own affair: on the H200 the two
+   * streams of one-block kernels ran one after the other for a third of
+   * the span in 2 of 6 runs (explain says "the GPU was full"); on a loaded
+   * 2-core host the executors start ops late. So the share is printed,
+   * and only the program's causes are bounded. */
   printf("control: %.1f %% of the span lost\n", 100 * e.lost / e.span);
-  EXPECT_MSG(e.cause[TRACE_CAUSE_IMPLICIT_SYNC] == 0,
-             "control: %.1f us of implicit sync",
-             e.cause[TRACE_CAUSE_IMPLICIT_SYNC]);
+  /* (A stream's next kernel starting a moment after the last ends is
+   * "one stream" for that moment.) */
+  EXPECT_MSG(e.cause[TRACE_CAUSE_IMPLICIT_SYNC] == 0 &&
+                 e.cause[TRACE_CAUSE_ORDERED] == 0 &&
+                 e.cause[TRACE_CAUSE_ONE_STREAM] < 0.05 * e.span,
+             "control: %.1f us of implicit sync, %.1f ordered, %.1f one "
+             "stream",
+             e.cause[TRACE_CAUSE_IMPLICIT_SYNC], e.cause[TRACE_CAUSE_ORDERED],
+             e.cause[TRACE_CAUSE_ONE_STREAM]);
   if (backend && !strcmp(backend, "cuda"))
-    EXPECT_MSG(e.lost < 0.05 * e.span, "control: %.1f us lost of %.1f us",
-               e.lost, e.span);
+    EXPECT_MSG(e.cause[TRACE_CAUSE_HOST_SLOW] < 0.05 * e.span,
+               "control: %.1f us host slow of %.1f us",
+               e.cause[TRACE_CAUSE_HOST_SLOW], e.span);
   trace_explanation_free(&e);
   trace_model_free(&m);
   puts("ok");
