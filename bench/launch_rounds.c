@@ -1,10 +1,16 @@
 /* The launch loops that the launch and trace scenarios share
  * (launch_rounds.h). */
 #include "launch_rounds.h"
+#include "cpp_rows.h"
 #include "raw_api.h"
 
-int bench_launch_rounds(bench_ctx *c, const weft_kernel *tick, long batches,
-                        int batch, bench_samples *s, unsigned *ran) {
+int bench_launch_rounds(bench_ctx *c, const weft_kernel *tick, int typed,
+                        long batches, int batch, bench_samples *s,
+                        unsigned *ran) {
+#ifndef WEFT_BENCH_CXX
+  if (typed)
+    return bench_fail(c, "typed launches need a build with C++");
+#endif
   unsigned *counter;
   BENCH_TRY(c, weft_device_alloc(sizeof *counter, (void **)&counter));
   int rc = 0, e = weft_memset(counter, 0, sizeof *counter);
@@ -16,7 +22,12 @@ int bench_launch_rounds(bench_ctx *c, const weft_kernel *tick, long batches,
     for (long b = 0; rc == 0 && b < batches; b++) {
       uint64_t t0 = bench_now_ns();
       for (int i = 0; i < batch; i++) {
-        e = weft_launch(tick, WEFT_DIM1(1), WEFT_DIM1(1), 0, args);
+#ifdef WEFT_BENCH_CXX
+        if (typed)
+          e = bench_cpp_launch(tick, counter);
+        else
+#endif
+          e = weft_launch(tick, WEFT_DIM1(1), WEFT_DIM1(1), 0, args);
         if (e) {
           rc = bench_fail_weft(c, e, "weft_launch");
           break;

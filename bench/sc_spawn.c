@@ -5,12 +5,17 @@
  * per core (spawns and wakes may involve the others). Also from a plain
  * thread, whose join blocks and must be woken by a worker. Baseline:
  * pthread_create + pthread_join of a thread that does nothing. Every child
- * counts itself, and the count is checked. Target: <= 1 us. */
+ * counts itself, and the count is checked. Target: <= 1 us.
+ *
+ * weft.hpp: spawn + join of a capturing lambda (cpp_rows.cpp), in the same
+ * rounds as the C row from a task with 1 worker, the two loops taking
+ * turns. Target: <= 1.1 x the C row. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 
 #include "bench.h"
+#include "cpp_rows.h"
 
 typedef struct spawner {
   bench_ctx *c;
@@ -18,6 +23,9 @@ typedef struct spawner {
   long n;          /* spawns per repeat */
   atomic_long ran; /* children that ran */
   bench_samples s;
+  int with_cpp; /* weft.hpp's loop takes turns with the C one */
+  long cpp_ran; /* its children that ran */
+  bench_samples cpp;
 } spawner;
 
 static void child(void *arg) {
@@ -43,6 +51,15 @@ static int rounds(spawner *sp) {
     uint64_t t1 = bench_now_ns();
     if (r > 0)
       bench_samples_add(&sp->s, (double)(t1 - t0) / 1e3 / (double)sp->n);
+#ifdef WEFT_BENCH_CXX
+    if (!sp->with_cpp)
+      continue;
+    t0 = bench_now_ns();
+    BENCH_TRY(sp->c, bench_cpp_spawn_join(sp->n, &sp->cpp_ran));
+    t1 = bench_now_ns();
+    if (r > 0)
+      bench_samples_add(&sp->cpp, (double)(t1 - t0) / 1e3 / (double)sp->n);
+#endif
   }
   return 0;
 }
@@ -51,6 +68,25 @@ static void rounds_task(void *arg) { rounds(arg); }
 
 /* One variant: a fresh runtime with `workers`, spawning from a task or from
  * this thread. */
+/* The weft.hpp row of sp, which took turns with its C row. */
+static int report_cpp(spawner *sp, long want) {
+  bench_ctx *c = sp->c;
+  const char *name = "weft.hpp spawn+join of a capturing lambda, from a task";
+#ifdef WEFT_BENCH_CXX
+  if (sp->cpp_ran != want)
+    return bench_fail(c, "weft.hpp: %ld children ran, expected %ld",
+                      sp->cpp_ran, want);
+  double x = bench_stats_of(&sp->cpp).median / bench_stats_of(&sp->s).median;
+  return bench_report(c, name, "us", &sp->cpp, 0,
+                      "1 worker, rounds taking turns with the C row: %.2f x "
+                      "it; target <= 1.1 x (%s); captures 16 bytes",
+                      x, x <= 1.1 ? "met" : "MISSED");
+#else
+  (void)want;
+  return bench_skip(c, name, "us", "built without C++ (WEFT_WITH_CXX=OFF)");
+#endif
+}
+
 static int variant(bench_ctx *c, int workers, int from_task, long n,
                    const char *name, const char *notes) {
   spawner *sp = calloc(1, sizeof *sp);
@@ -58,6 +94,7 @@ static int variant(bench_ctx *c, int workers, int from_task, long n,
     return bench_fail(c, "out of memory");
   sp->c = c;
   sp->n = n;
+  sp->with_cpp = workers == 1 && from_task;
   int rc = bench_runtime_open(c, workers, &sp->rt);
   if (rc == 0)
     rc = from_task ? bench_in_task(c, sp->rt, rounds_task, sp) : rounds(sp);
@@ -69,6 +106,8 @@ static int variant(bench_ctx *c, int workers, int from_task, long n,
                     (long)atomic_load(&sp->ran), want);
   if (rc == 0)
     rc = bench_report(c, name, "us", &sp->s, 0, "%s", notes);
+  if (rc == 0 && sp->with_cpp)
+    rc = report_cpp(sp, want);
   free(sp);
   return rc;
 }
