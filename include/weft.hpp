@@ -27,13 +27,6 @@
 #include <type_traits>
 #include <utility>
 
-#if defined(__CUDACC__) && defined(__has_include)
-#if __has_include("weft/cuda.h")
-#include "weft/cuda.h"
-#define WEFT_HPP_CUDA 1
-#endif
-#endif
-
 namespace weft {
 
 /* The tag of the non-throwing constructors. */
@@ -767,19 +760,6 @@ void launch(const kernel<Args...> &k, dim3 grid, dim3 block, std::size_t shmem,
   detail::check(try_launch(k, grid, block, shmem, std::forward<V>(values)...));
 }
 
-#if defined(WEFT_HPP_CUDA)
-/* The caller's CUDA stream, for <<<grid, block, 0, weft::stream()>>> and
- * for libraries (weft_cuda_stream); throws rather than return NULL, the
- * legacy default stream. Errors: weft_cuda_stream's. Context: any thread
- * with a runtime on the CUDA backend. */
-inline cudaStream_t stream() {
-  cudaStream_t s = weft_cuda_stream();
-  if (!s)
-    detail::fail(WEFT_ESTATE);
-  return s;
-}
-#endif
-
 /* ---- scoped objects ---- */
 
 /* A user range (weft_range_push) popped at the end of the scope; for a
@@ -913,5 +893,13 @@ private:
 };
 
 } // namespace weft
+
+/* Under nvcc, the CUDA side (weft::stream() for <<<>>>, library
+ * handles) comes with it, where installed (a CUDA build of weft). */
+#if defined(__CUDACC__) && defined(__has_include)
+#if __has_include("weft/cuda.hpp")
+#include "weft/cuda.hpp"
+#endif
+#endif
 
 #endif

@@ -69,6 +69,8 @@ int weft__err_raw(int code, int raw, const char *fmt, ...) {
 
 const char *weft_last_error_message(void) { return weft__err_slot()->msg; }
 
+int weft_last_error(void) { return weft__err_slot()->code; }
+
 int weft_last_error_raw(void) { return weft__err_slot()->raw; }
 
 int weft_error_set(int code, int raw, const char *fmt, ...) {

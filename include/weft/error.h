@@ -104,6 +104,11 @@ WEFT_API const char *weft_err_name(int err);
  * Errors: none. Context: any thread; never blocks. */
 WEFT_API const char *weft_last_error_message(void);
 
+/* The WEFT_E* code of that failure, 0 when nothing failed yet: for the
+ * calls that return NULL on failure (weft_cublas(), weft_cuda_stream()).
+ * Errors: none. Context: any thread; never blocks. */
+WEFT_API int weft_last_error(void);
+
 /* The backend's raw error code of that failure (a cudaError_t value on the
  * CUDA backend), or 0 when the failure did not come from the backend.
  * Errors: none. Context: any thread; never blocks. */

@@ -44,6 +44,7 @@ int main(void) {
 
   /* Nothing failed yet on this thread. */
   EXPECT(strcmp(weft_last_error_message(), "") == 0);
+  EXPECT_EQ_INT(weft_last_error(), 0);
   EXPECT_EQ_INT(weft_last_error_raw(), 0);
 
   /* A failure leaves a message naming the call; core errors have no raw
@@ -51,6 +52,7 @@ int main(void) {
   EXPECT_ERR(weft__stream_sync(NULL), WEFT_EINVAL);
   EXPECT_MSG(strstr(weft_last_error_message(), "stream_sync") != NULL,
              "message: %s", weft_last_error_message());
+  EXPECT_EQ_INT(weft_last_error(), WEFT_EINVAL);
   EXPECT_EQ_INT(weft_last_error_raw(), 0);
   EXPECT_ERR(weft_backend_parse("gpu", &(weft_backend_kind){0}), WEFT_EINVAL);
   EXPECT_MSG(strstr(weft_last_error_message(), "gpu") != NULL, "message: %s",
