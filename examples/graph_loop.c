@@ -1,4 +1,4 @@
-/* The README's graphed loop: one batch's work (a copy in, a kernel, a copy
+/* The guide's graphed loop: one batch's work (a copy in, a kernel, a copy
  * out) captured once and replayed per batch, with a fresh input each time.
  * Uses first_kernel.cu's scale on CUDA. */
 #include <stdio.h>
