@@ -909,8 +909,8 @@ static void verdict(const trace_explanation *e, char *out, size_t n) {
     remedy = buf;
     break;
   case TRACE_CAUSE_ONE_STREAM:
-    remedy = "; independent work in tasks of its own (a stream each) "
-             "would overlap";
+    remedy = "; work that does not need what runs before it on its "
+             "stream would overlap in a task of its own (a stream each)";
     break;
   case TRACE_CAUSE_IMPLICIT_SYNC:
     remedy = "; allocate and free outside the loop, copy from pinned "
