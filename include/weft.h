@@ -9,6 +9,7 @@
 #define WEFT_H
 
 #include "weft/common.h"
+#include "weft/data.h"
 #include "weft/dataflow.h"
 #include "weft/device.h"
 #include "weft/error.h"

@@ -1,0 +1,261 @@
+/* Data that moves itself (weft/data.h), on every backend (the host backend
+ * emulating 1 and 4 devices; CUDA with what it has): random programs over
+ * three handles, each step a task on a random device that scales a handle
+ * in place or copies one into another, with weft_data_sync at random
+ * points, bit-exact against the same steps run one at a time on the CPU;
+ * one writer then readers on two devices, each instance filled once (the
+ * bytes counted); and bad input, refused with nothing moved. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "task_common.h"
+
+enum { N = 4096, H = 3 };
+
+static int ndev;
+
+typedef struct step {
+  weft_data *d, *src; /* src: a copy's source, else NULL */
+  float a, b;         /* a scale: x = x * a + b */
+} step;
+
+static void axpb_task(void *arg) {
+  step *s = arg;
+  float *x;
+  EXPECT_OK(weft_data_get(s->d, WEFT_RW, (void **)&x));
+  int n = N;
+  void *args[] = {&x, &n, &s->a, &s->b};
+  EXPECT_OK(weft_launch(&tk.axpb,
+                        WEFT_DIM1((N + TEST_THREADS - 1) / TEST_THREADS),
+                        WEFT_DIM1(TEST_THREADS), 0, args));
+}
+
+static void copy_task(void *arg) {
+  step *s = arg;
+  float *from, *to;
+  EXPECT_OK(weft_data_get(s->src, WEFT_READ, (void **)&from));
+  EXPECT_OK(weft_data_get(s->d, WEFT_WRITE, (void **)&to));
+  EXPECT_OK(weft_copy(to, from, N * sizeof(float)));
+}
+
+static weft_task *spawn_step(weft_runtime *rt, step *s, int dev) {
+  weft_access acc[2] = {weft_data_access(s->d, s->src ? WEFT_WRITE : WEFT_RW),
+                        weft_data_access(s->src, WEFT_READ)};
+  weft_task_opts o;
+  weft_task_opts_init(&o);
+  o.device = dev;
+  o.accesses = acc;
+  o.naccesses = s->src ? 2 : 1;
+  weft_task *t;
+  EXPECT_OK(weft_task_spawn(rt, &t, s->src ? copy_task : axpb_task, s, &o));
+  return t;
+}
+
+/* One random program of nsteps steps. */
+static void program(weft_runtime *rt, uint64_t *seed, int nsteps) {
+  float *x[H], *ref[H];
+  weft_data *d[H];
+  for (int h = 0; h < H; h++) {
+    x[h] = malloc(N * sizeof(float)); /* pageable: weft stages it */
+    ref[h] = malloc(N * sizeof(float));
+    EXPECT(x[h] && ref[h]);
+    for (int i = 0; i < N; i++)
+      x[h][i] = ref[h][i] = (float)((i * (h + 3)) % 11);
+    EXPECT_OK(weft_data_register(rt, x[h], N * sizeof(float), &d[h]));
+  }
+  step *steps = calloc((size_t)nsteps, sizeof *steps);
+  weft_task **tasks = calloc((size_t)nsteps, sizeof *tasks);
+  EXPECT(steps && tasks);
+  for (int k = 0; k < nsteps; k++) {
+    step *s = &steps[k];
+    int h = tt_rand_range(seed, 0, H - 1);
+    s->d = d[h];
+    if (tt_rand_range(seed, 0, 3) == 0) { /* a copy from another handle */
+      int g = (h + tt_rand_range(seed, 1, H - 1)) % H;
+      s->src = d[g];
+      memcpy(ref[h], ref[g], N * sizeof(float));
+    } else { /* small integers stay exact in floats */
+      s->a = tt_rand_range(seed, 0, 1) ? 1.0f : -1.0f;
+      s->b = (float)tt_rand_range(seed, -3, 3);
+      for (int i = 0; i < N; i++)
+        ref[h][i] = ref[h][i] * s->a + s->b;
+    }
+    tasks[k] = spawn_step(rt, s, tt_rand_range(seed, 0, ndev - 1));
+    if (tt_rand_range(seed, 0, 9) == 0) { /* read one back meanwhile */
+      EXPECT_OK(weft_data_sync(d[h]));
+      EXPECT_MSG(memcmp(x[h], ref[h], N * sizeof(float)) == 0,
+                 "step %d: handle %d differs after weft_data_sync", k, h);
+    }
+  }
+  for (int k = 0; k < nsteps; k++)
+    EXPECT_OK(weft_task_join(tasks[k]));
+  for (int h = 0; h < H; h++) {
+    EXPECT_OK(weft_data_unregister(d[h]));
+    EXPECT_MSG(memcmp(x[h], ref[h], N * sizeof(float)) == 0,
+               "handle %d differs after weft_data_unregister", h);
+    free(x[h]);
+    free(ref[h]);
+  }
+  free(steps);
+  free(tasks);
+}
+
+/* A writer on device 0, then readers on device 0 and on the last device,
+ * side by side: each instance is filled once. */
+static void readers(weft_runtime *rt) {
+  enum { R = 8 };
+  float *x = malloc(N * sizeof(float)), *out[R];
+  EXPECT(x != NULL);
+  for (int i = 0; i < N; i++)
+    x[i] = (float)i;
+  weft_data *d, *od[R];
+  EXPECT_OK(weft_data_register(rt, x, N * sizeof(float), &d));
+  step w = {d, NULL, 2.0f, 1.0f}, r[R];
+  weft_task *t[R + 1];
+  t[0] = spawn_step(rt, &w, 0);
+  for (int k = 0; k < R; k++) {
+    out[k] = calloc(N, sizeof(float));
+    EXPECT(out[k] != NULL);
+    EXPECT_OK(weft_data_register(rt, out[k], N * sizeof(float), &od[k]));
+    r[k] = (step){od[k], d, 0, 0};
+    t[k + 1] = spawn_step(rt, &r[k], k % 2 ? ndev - 1 : 0);
+  }
+  for (int k = 0; k <= R; k++)
+    EXPECT_OK(weft_task_join(t[k]));
+  weft_data_stats st;
+  EXPECT_OK(weft_data_stats_get(d, &st));
+  EXPECT_EQ_INT((int)st.to_device, N * (int)sizeof(float));
+  EXPECT_EQ_INT((int)st.device_to_device,
+                ndev > 1 ? N * (int)sizeof(float) : 0);
+  EXPECT_EQ_INT((int)st.to_host, 0);
+  EXPECT_EQ_INT((int)st.instances, ndev > 1 ? 2 : 1);
+  for (int k = 0; k < R; k++) {
+    EXPECT_OK(weft_data_unregister(od[k]));
+    EXPECT_MSG(out[k][N - 1] == 2.0f * (N - 1) + 1 && out[k][0] == 1.0f,
+               "reader %d read %g", k, (double)out[k][N - 1]);
+    free(out[k]);
+  }
+  EXPECT_OK(weft_data_unregister(d));
+  EXPECT(x[5] == 11.0f);
+  free(x);
+}
+
+/* A reader whose fill is held behind a gate on its stream, then a reader
+ * on another device that fills from that instance: its copy must wait
+ * for the held fill (the instance's ready event), not read it unfilled. */
+typedef struct held {
+  weft_data *d, *out;
+  tt_gate g;
+  int got; /* the first reader's get is done */
+} held;
+
+static void held_reader(void *arg) {
+  held *h = arg;
+  tt_gate_launch(&h->g);
+  float *p;
+  EXPECT_OK(weft_data_get(h->d, WEFT_READ, (void **)&p));
+  __atomic_store_n(&h->got, 1, __ATOMIC_RELEASE);
+}
+
+static void ordered_fill(weft_runtime *rt) {
+  float *x = malloc(N * sizeof(float)), *y = calloc(N, sizeof(float));
+  EXPECT(x && y);
+  for (int i = 0; i < N; i++)
+    x[i] = (float)(i % 13);
+  held h = {0};
+  tt_gate_init(&h.g);
+  EXPECT_OK(weft_data_register(rt, x, N * sizeof(float), &h.d));
+  EXPECT_OK(weft_data_register(rt, y, N * sizeof(float), &h.out));
+  weft_access a = weft_data_access(h.d, WEFT_READ);
+  weft_task_opts o;
+  weft_task_opts_init(&o);
+  o.device = 0;
+  o.accesses = &a;
+  o.naccesses = 1;
+  weft_task *t1;
+  EXPECT_OK(weft_task_spawn(rt, &t1, held_reader, &h, &o));
+  tt_wait_flag(&h.got, 10000, "the held reader's get");
+  step r = {h.out, h.d, 0, 0};
+  weft_task *t2 = spawn_step(rt, &r, ndev - 1);
+  tt_sleep_ms(20); /* time for an unordered copy to run early */
+  tt_gate_open(&h.g);
+  EXPECT_OK(weft_task_join(t1));
+  EXPECT_OK(weft_task_join(t2));
+  weft_data_stats st;
+  EXPECT_OK(weft_data_stats_get(h.d, &st));
+  EXPECT_EQ_INT((int)st.device_to_device, N * (int)sizeof(float));
+  EXPECT_OK(weft_data_unregister(h.out));
+  EXPECT_OK(weft_data_unregister(h.d));
+  EXPECT_MSG(memcmp(x, y, N * sizeof(float)) == 0,
+             "the second reader copied the instance before it was filled");
+  tt_gate_fini(&h.g);
+  free(x);
+  free(y);
+}
+
+static void outside_task(void *arg) {
+  void *p = (void *)1;
+  EXPECT_ERR(weft_data_get(arg, 0, &p), WEFT_EINVAL);
+  EXPECT(p == NULL);
+  EXPECT_ERR(weft_data_get(arg, WEFT_RW | WEFT_ACCESS_HOST, &p), WEFT_EINVAL);
+  EXPECT_ERR(weft_data_get(arg, WEFT_READ, NULL), WEFT_EINVAL);
+}
+
+static void bad_input(weft_runtime *rt) {
+  static float buf[64];
+  weft_data *d, *e;
+  EXPECT_ERR(weft_data_register(NULL, buf, sizeof buf, &d), WEFT_EINVAL);
+  EXPECT_ERR(weft_data_register(rt, buf, 0, &d), WEFT_EINVAL);
+  EXPECT_ERR(weft_data_register(rt, buf, SIZE_MAX, &d), WEFT_EINVAL);
+  EXPECT_OK(weft_data_register(rt, buf, sizeof buf, &d));
+  EXPECT_ERR(weft_data_register(rt, buf + 8, 4, &e), WEFT_EINVAL);
+  EXPECT(strstr(weft_last_error_message(), "overlap") != NULL);
+  void *p = (void *)1;
+  EXPECT_ERR(weft_data_get(d, WEFT_READ, &p), WEFT_ESTATE); /* no task */
+  EXPECT(p == NULL);
+  weft_task *t;
+  EXPECT_OK(weft_task_spawn(rt, &t, outside_task, d, NULL));
+  EXPECT_OK(weft_task_join(t));
+  weft_data_stats st;
+  EXPECT_OK(weft_data_stats_get(d, &st));
+  EXPECT_EQ_INT((int)st.copies, 0); /* nothing moved */
+  EXPECT_ERR(weft_data_stats_get(d, NULL), WEFT_EINVAL);
+  EXPECT_OK(weft_data_unregister(d));
+  EXPECT_ERR(weft_data_unregister(d), WEFT_EINVAL);
+  EXPECT_ERR(weft_data_sync(d), WEFT_EINVAL);
+  EXPECT_ERR(weft_data_stats_get(d, &st), WEFT_EINVAL);
+  /* The region is free again. */
+  EXPECT_OK(weft_data_register(rt, buf + 8, 4, &e));
+  EXPECT_OK(weft_data_unregister(e));
+  weft_access a = weft_data_access(NULL, WEFT_READ);
+  EXPECT(a.ptr == NULL && a.bytes == 0);
+}
+
+/* Returns the backend. */
+static weft_backend_kind run(int host_devices) {
+  weft_runtime_opts o;
+  weft_runtime_opts_init(&o);
+  o.host_devices = host_devices;
+  weft_runtime *rt = tt_open(&o);
+  EXPECT_OK(weft_device_count(rt, &ndev));
+  bad_input(rt);
+  readers(rt);
+  if (ndev > 1)
+    ordered_fill(rt);
+  uint64_t seed = 0x5eed + (uint64_t)host_devices;
+  int programs = tt_quick() ? 3 : 10;
+  for (int p = 0; p < programs; p++)
+    program(rt, &seed, TT_SANITIZED ? 40 : 120);
+  printf("data: %d device(s): %d random programs bit-exact\n", ndev, programs);
+  weft_backend_kind b = weft_runtime_backend(rt);
+  tt_close(rt);
+  return b;
+}
+
+int main(void) {
+  if (run(1) == WEFT_BACKEND_HOST)
+    run(4); /* emulated devices: fills from another device's instance */
+  puts("ok");
+  return 0;
+}
