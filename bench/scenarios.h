@@ -23,6 +23,7 @@
   X(saturation)                                                                \
   X(graph)                                                                     \
   X(dataflow)                                                                  \
+  X(data)                                                                      \
   X(multigpu)                                                                  \
   X(scale)                                                                     \
   X(trace)                                                                     \
