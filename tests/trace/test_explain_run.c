@@ -328,19 +328,19 @@ int main(void) {
    * 2-core host the executors start ops late. So the share is printed,
    * and only the program's causes are bounded. */
   printf("control: %.1f %% of the span lost\n", 100 * e.lost / e.span);
-  /* (A stream's next kernel starting a moment after the last ends is
-   * "one stream" for that moment.) */
   EXPECT_MSG(e.cause[TRACE_CAUSE_IMPLICIT_SYNC] == 0 &&
-                 e.cause[TRACE_CAUSE_ORDERED] == 0 &&
-                 e.cause[TRACE_CAUSE_ONE_STREAM] < 0.05 * e.span,
-             "control: %.1f us of implicit sync, %.1f ordered, %.1f one "
-             "stream",
-             e.cause[TRACE_CAUSE_IMPLICIT_SYNC], e.cause[TRACE_CAUSE_ORDERED],
-             e.cause[TRACE_CAUSE_ONE_STREAM]);
+                 e.cause[TRACE_CAUSE_ORDERED] == 0,
+             "control: %.1f us of implicit sync, %.1f ordered",
+             e.cause[TRACE_CAUSE_IMPLICIT_SYNC], e.cause[TRACE_CAUSE_ORDERED]);
+  /* On a GPU a stream's next kernel starts a moment after the last ends
+   * ("one stream" for that moment) and the host is far ahead; on a
+   * loaded host (TSan: 9 % of the span) neither holds. */
   if (backend && !strcmp(backend, "cuda"))
-    EXPECT_MSG(e.cause[TRACE_CAUSE_HOST_SLOW] < 0.05 * e.span,
-               "control: %.1f us host slow of %.1f us",
-               e.cause[TRACE_CAUSE_HOST_SLOW], e.span);
+    EXPECT_MSG(e.cause[TRACE_CAUSE_ONE_STREAM] < 0.05 * e.span &&
+                   e.cause[TRACE_CAUSE_HOST_SLOW] < 0.05 * e.span,
+               "control: %.1f us one stream, %.1f host slow, of %.1f us",
+               e.cause[TRACE_CAUSE_ONE_STREAM], e.cause[TRACE_CAUSE_HOST_SLOW],
+               e.span);
   trace_explanation_free(&e);
   trace_model_free(&m);
   puts("ok");
