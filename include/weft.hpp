@@ -646,6 +646,70 @@ public:
   T *end() const noexcept { return this->p_ + this->n_; }
 };
 
+/* n elements of host memory at p registered as data that moves itself
+ * (weft/data.h): the constructor registers it, the destructor unregisters
+ * it (the host copy brought back, the device instances freed; its errors
+ * dropped: unregister() to see them). weft::reads(d), writes(d) and
+ * rw(d) declare all of it for a spawn; get(mode), in a task, gives the
+ * instance on the task's device. Move-only.
+ * Errors: weft_data_register's (constructor), weft_data_get's,
+ * weft_data_sync's, weft_data_unregister's, thrown.
+ * Context: theirs (the destructor may switch or block). */
+template <class T> class registered {
+public:
+  registered(runtime &rt, T *p, std::size_t n) : p_(p), n_(n) {
+    detail::check(weft_data_register(rt.get(), p, n * sizeof(T), &d_));
+  }
+  registered(registered &&o) noexcept
+      : d_(std::exchange(o.d_, nullptr)), p_(o.p_), n_(o.n_) {}
+  registered &operator=(registered &&o) noexcept {
+    if (this != &o) {
+      drop();
+      d_ = std::exchange(o.d_, nullptr);
+      p_ = o.p_;
+      n_ = o.n_;
+    }
+    return *this;
+  }
+  registered(const registered &) = delete;
+  registered &operator=(const registered &) = delete;
+  ~registered() { drop(); }
+
+  /* The host memory and its length: what reads/writes/rw declare. */
+  T *data() const noexcept { return p_; }
+  std::size_t size() const noexcept { return n_; }
+  weft_data *handle() const noexcept { return d_; }
+  /* The instance on the calling task's device, ready for mode. */
+  T *get(unsigned mode = WEFT_RW) const {
+    void *q = nullptr;
+    detail::check(weft_data_get(d_, mode, &q));
+    return static_cast<T *>(q);
+  }
+  void sync() const { detail::check(weft_data_sync(d_)); }
+  weft_data_stats stats() const {
+    weft_data_stats st;
+    detail::check(weft_data_stats_get(d_, &st));
+    return st;
+  }
+  /* Unregisters now; on failure it throws and stays registered (the
+   * destructor tries again). */
+  void unregister() {
+    if (d_) {
+      detail::check(weft_data_unregister(d_));
+      d_ = nullptr;
+    }
+  }
+
+private:
+  void drop() noexcept {
+    if (d_)
+      weft_data_unregister(std::exchange(d_, nullptr));
+  }
+  weft_data *d_ = nullptr;
+  T *p_ = nullptr;
+  std::size_t n_ = 0;
+};
+
 /* Copies n elements from src to dst on the caller's stream (weft_copy):
  * pointers or buffers, the direction from where they lie.
  * Errors and context: weft_copy's. */
