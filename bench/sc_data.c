@@ -5,10 +5,10 @@
  * pinned host memory, each run through S = 4 passes of affine (x = x * 3
  * + 1, in place), a task per array and pass, ordered by declared data;
  * the results back in host memory at the end.
- * - hand-written (baseline): a task per array copies it in to a buffer it
- *   allocated, one task per pass declares the device buffer and launches,
- *   a last task copies the result out and frees; all declared as plain
- *   pointer ranges;
+ * - hand-written (baseline): the device buffers allocated first, then a
+ *   task per array copies it in, one task per pass launches on the
+ *   buffer, a last task copies the result out, and the buffers are freed;
+ *   each task declares the ranges it touches;
  * - registered: each array registered once (weft_data_register), every
  *   pass's task declares the handle and asks weft_data_get for its
  *   instance; weft_data_unregister brings the result back. Its notes give
@@ -55,10 +55,8 @@ static int affine(data_bench *b, unsigned *x) {
 static void copy_in(void *arg) {
   job *j = arg;
   data_bench *b = j->b;
-  size_t bytes = (size_t)b->n * sizeof(unsigned);
-  int rc = weft_device_alloc(bytes, (void **)&b->dev[j->k]);
-  if (rc == 0)
-    rc = weft_copy(b->dev[j->k], b->host[j->k], bytes);
+  int rc =
+      weft_copy(b->dev[j->k], b->host[j->k], (size_t)b->n * sizeof(unsigned));
   if (rc)
     bench_fail_weft(b->c, rc, "copy in");
 }
@@ -73,8 +71,6 @@ static void copy_out(void *arg) {
   data_bench *b = j->b;
   int rc =
       weft_copy(b->host[j->k], b->dev[j->k], (size_t)b->n * sizeof(unsigned));
-  if (rc == 0)
-    rc = weft_device_free(b->dev[j->k]);
   if (rc == 0)
     rc = weft_sync();
   if (rc)
@@ -93,14 +89,13 @@ static void pass_data(void *arg) {
     bench_fail_weft(j->b->c, rc, "weft_data_get + weft_launch");
 }
 
-/* Spawns fn(j) declaring [p, p + bytes) with mode; into *t. */
-static int spawn(data_bench *b, weft_task_fn fn, job *j, const void *p,
-                 size_t bytes, unsigned mode, weft_task **t) {
-  weft_access a = {p, bytes, mode};
+/* Spawns fn(j) declaring the n accesses at a; into *t. */
+static int spawn(data_bench *b, weft_task_fn fn, job *j, const weft_access *a,
+                 int n, weft_task **t) {
   weft_task_opts o;
   weft_task_opts_init(&o);
-  o.accesses = &a;
-  o.naccesses = 1;
+  o.accesses = a;
+  o.naccesses = (size_t)n;
   BENCH_TRY(b->c, weft_task_spawn(b->rt, t, fn, j, &o));
   return 0;
 }
@@ -117,28 +112,37 @@ static int run_variant(data_bench *b, int v, double *ms) {
     jobs[k] = (job){b, k};
     if (v == 1)
       BENCH_TRY(b->c, weft_data_register(b->rt, b->host[k], bytes, &b->d[k]));
+    else
+      BENCH_TRY(b->c, weft_device_alloc(bytes, (void **)&b->dev[k]));
   }
+  if (v == 0) /* the buffers made before the tasks use them */
+    BENCH_TRY(b->c, weft_sync());
   for (int k = 0; rc == 0 && k < K; k++) {
-    /* The hand-written tasks name the host array for the copies and the
-     * device buffer (known once copy_in ran) by the host array's range
-     * too: one name for one piece of data, as the registered ones do. */
-    const void *p = b->host[k];
-    if (v == 0)
-      rc = spawn(b, copy_in, &jobs[k], p, bytes, WEFT_RW, &t[nt++]);
+    weft_access host = {b->host[k], bytes, WEFT_RW};
+    weft_access dev = {b->dev[k], bytes, WEFT_RW};
+    weft_access both[2] = {host, dev};
+    if (v == 1) {
+      for (int s = 0; rc == 0 && s < S; s++)
+        rc = spawn(b, pass_data, &jobs[k], &host, 1, &t[nt++]);
+      continue;
+    }
+    rc = spawn(b, copy_in, &jobs[k], both, 2, &t[nt++]);
     for (int s = 0; rc == 0 && s < S; s++)
-      rc = spawn(b, v ? pass_data : pass_hand, &jobs[k], p, bytes, WEFT_RW,
-                 &t[nt++]);
-    if (rc == 0 && v == 0)
-      rc = spawn(b, copy_out, &jobs[k], p, bytes, WEFT_RW, &t[nt++]);
+      rc = spawn(b, pass_hand, &jobs[k], &dev, 1, &t[nt++]);
+    if (rc == 0)
+      rc = spawn(b, copy_out, &jobs[k], both, 2, &t[nt++]);
   }
   for (int i = 0; i < nt; i++)
     if (weft_task_join(t[i]) != 0 && rc == 0)
       rc = bench_fail(b->c, "a task of the %s variant failed",
                       v ? "registered" : "hand-written");
+  for (int k = 0; v == 0 && k < K; k++)
+    if (weft_device_free(b->dev[k]) != 0 && rc == 0)
+      rc = bench_fail(b->c, "weft_device_free");
   for (int k = 0; v == 1 && k < K; k++) {
-    /* The results back (sync), what that took (stats), the instances
-     * freed (unregister, which then moves nothing). */
-    int e = weft_data_sync(b->d[k]);
+    /* The results back and the instances freed (unregister); for one
+     * array, first what moving it took (a sync, then its figures). */
+    int e = k == 0 ? weft_data_sync(b->d[k]) : 0;
     if (e == 0 && k == 0)
       e = weft_data_stats_get(b->d[k], &b->moved);
     if (e == 0)

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "caller.h"
+#include "caller_declare.h"
 #include "checker.h"
 #include "dataflow.h"
 #include "registry.h"
@@ -206,6 +207,24 @@ void weft__caller_allocated(weft__exec *x, const void *p, size_t n,
 void weft__caller_freeing(weft__exec *x, const void *p) {
   if (x->bk->check)
     weft__check_dealloc(x->bk->check, p);
+}
+
+int weft__caller_declares(const void *p, size_t bytes, unsigned mode) {
+  weft__exec *x = weft__caller_self();
+  if (!x || !x->bk->check || !x->decl)
+    return 0;
+  for (uint32_t i = 0; i < x->ndecl; i++) {
+    const weft_access *d = &x->decl[i];
+    if (d->ptr == p && d->bytes == bytes && (d->mode & mode) == mode)
+      return 0;
+  }
+  weft_access *n = realloc(x->decl, (x->ndecl + 1) * sizeof *n);
+  if (!n)
+    return weft__err(WEFT_ENOMEM, "weft check: out of memory for a "
+                                  "declaration");
+  n[x->ndecl++] = (weft_access){p, bytes, mode};
+  x->decl = n;
+  return 0;
 }
 
 void weft__caller_implicit_sync(weft__exec *x, const char *call,

@@ -1,15 +1,16 @@
 /* Data that moves itself (weft/data.h): per handle and device, an
  * instance that is allocated, filled and invalidated as tasks ask for it.
- * Built on the public API alone: data flow orders the tasks that declare
- * a handle, the instances are weft_device_alloc memory, the fills are
- * weft_copy on the asking task's stream, and an event per instance orders
- * a concurrent reader after the fill it did not make
- * (docs/decisions/data.md). */
+ * Built on the public API (and one word to weft check, caller_declare.h): data
+ * flow orders the tasks that declare a handle, the instances are
+ * weft_device_alloc memory, the fills are weft_copy on the asking task's
+ * stream, and an event per instance orders a concurrent reader after the fill
+ * it did not make (docs/decisions/data.md). */
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "caller_declare.h"
 #include "weft.h"
 #include "weft/data.h"
 
@@ -200,6 +201,12 @@ int weft_data_get(weft_data *d, unsigned mode, void **ptr) {
     rc = weft_device_alloc(d->bytes, &p);
   if (rc == 0 && fill && !in->ready)
     rc = weft_event_create(&in->ready);
+  /* weft check: the instance stands for the handle the task declared;
+   * the fill writes it and reads its source. */
+  if (rc == 0)
+    rc = weft__caller_declares(p, d->bytes, fill ? mode | WEFT_WRITE : mode);
+  if (rc == 0 && fill)
+    rc = weft__caller_declares(from, d->bytes, WEFT_READ);
   if (rc == 0 && fill) {
     rc = sin ? after_fill(sin, src_recorded) : 0;
     if (rc == 0)
@@ -269,7 +276,11 @@ static void sync_host(void *arg) {
   int recorded = sin->recorded;
   d->host_filling = 1;
   pthread_mutex_unlock(&d->lock);
-  int rc = after_fill(sin, recorded);
+  int rc = weft__caller_declares(sin->ptr, d->bytes, WEFT_READ);
+  if (rc == 0)
+    rc = weft__caller_declares(d->host, d->bytes, WEFT_WRITE);
+  if (rc == 0)
+    rc = after_fill(sin, recorded);
   if (rc == 0)
     rc = weft_copy(d->host, sin->ptr, d->bytes);
   if (rc == 0)
@@ -326,11 +337,20 @@ static void free_instance(void *arg) {
     j->rc = weft_event_destroy(&in->ready);
 }
 
+/* sync_host, then the instance of the task's device freed. */
+static void sync_and_free(void *arg) {
+  job *j = arg;
+  sync_host(arg);
+  if (j->rc == 0)
+    free_instance(arg);
+}
+
 int weft_data_unregister(weft_data *d) {
   if (!is_live(d))
     return not_live("weft_data_unregister");
-  int rc = run_job(d, WEFT_RW, WEFT_DEVICE_INHERIT, sync_host,
+  int rc = run_job(d, WEFT_RW, WEFT_DEVICE_INHERIT, sync_and_free,
                    "weft_data_unregister");
+  /* Instances on other devices, each freed by a task placed there. */
   for (int dev = 0; rc == 0 && dev < d->ndev; dev++)
     if (d->inst[dev].ptr || d->inst[dev].ready)
       rc = run_job(d, WEFT_RW, dev, free_instance, "weft_data_unregister");

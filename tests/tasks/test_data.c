@@ -167,12 +167,14 @@ static void ordered_fill(weft_runtime *rt) {
   tt_gate_init(&h.g);
   EXPECT_OK(weft_data_register(rt, x, N * sizeof(float), &h.d));
   EXPECT_OK(weft_data_register(rt, y, N * sizeof(float), &h.out));
-  weft_access a = weft_data_access(h.d, WEFT_READ);
+  /* The gate's words too, which its kernel writes (weft check). */
+  weft_access a[2] = {weft_data_access(h.d, WEFT_READ),
+                      {h.g.mem, 2 * sizeof(int), WEFT_RW}};
   weft_task_opts o;
   weft_task_opts_init(&o);
   o.device = 0;
-  o.accesses = &a;
-  o.naccesses = 1;
+  o.accesses = a;
+  o.naccesses = 2;
   weft_task *t1;
   EXPECT_OK(weft_task_spawn(rt, &t1, held_reader, &h, &o));
   tt_wait_flag(&h.got, 10000, "the held reader's get");

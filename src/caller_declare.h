@@ -1,0 +1,17 @@
+/* What registered data (data.c) tells weft check of the calling task: the
+ * device instance it gave the task stands for the handle the task
+ * declared, so the task's operations on it are declared too. Apart from
+ * caller.h, whose includers are many enough (DESIGN.md's header rule);
+ * caller.c implements it. */
+#ifndef WEFT__CALLER_DECLARE_H
+#define WEFT__CALLER_DECLARE_H
+
+#include <stddef.h>
+
+/* Under weft check, adds [p, p + bytes) with mode to the calling task's
+ * declared accesses, unless covered already; nothing otherwise, or for a
+ * task without declarations (the checker holds those to nothing).
+ * Returns 0, or WEFT_ENOMEM. */
+int weft__caller_declares(const void *p, size_t bytes, unsigned mode);
+
+#endif
