@@ -11,7 +11,7 @@
  *   each task declares the ranges it touches;
  * - registered: each array registered once (weft_data_register), every
  *   pass's task declares the handle and asks weft_data_get for its
- *   instance; weft_data_unregister brings the result back. Its notes give
+ *   instance; weft_data_unregister_n brings the results back. Its notes give
  *   the bytes weft moved against the minimum (each array in and out once).
  * Both timed from the first spawn until the results are in host memory,
  * checked every repeat against the CPU. Also: the host cost of a
@@ -139,16 +139,17 @@ static int run_variant(data_bench *b, int v, double *ms) {
   for (int k = 0; v == 0 && k < K; k++)
     if (weft_device_free(b->dev[k]) != 0 && rc == 0)
       rc = bench_fail(b->c, "weft_device_free");
-  for (int k = 0; v == 1 && k < K; k++) {
-    /* The results back and the instances freed (unregister); for one
-     * array, first what moving it took (a sync, then its figures). */
-    int e = k == 0 ? weft_data_sync(b->d[k]) : 0;
-    if (e == 0 && k == 0)
-      e = weft_data_stats_get(b->d[k], &b->moved);
+  if (v == 1 && rc == 0) {
+    /* The results back and the instances freed, side by side
+     * (unregister_n); for one array, first what moving it took (a sync,
+     * then its figures). */
+    int e = weft_data_sync(b->d[0]);
     if (e == 0)
-      e = weft_data_unregister(b->d[k]);
-    if (e && rc == 0)
-      rc = bench_fail_weft(b->c, e, "weft_data_sync, _unregister");
+      e = weft_data_stats_get(b->d[0], &b->moved);
+    if (e == 0)
+      e = weft_data_unregister_n(b->d, K);
+    if (e)
+      rc = bench_fail_weft(b->c, e, "weft_data_sync, _unregister_n");
   }
   *ms = (double)(bench_now_ns() - t0) / 1e6;
   return rc ? rc : bench_failed(b->c) ? BENCH_FAIL : 0;

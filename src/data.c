@@ -296,28 +296,38 @@ static void sync_host(void *arg) {
   j->rc = rc;
 }
 
-/* Runs fn on d in an internal task declaring d with mode, placed on dev
- * (WEFT_DEVICE_INHERIT: the caller's), and joins it. */
-static int run_job(weft_data *d, unsigned mode, int dev, weft_task_fn fn,
-                   const char *name) {
-  job j = {d, 0};
-  weft_access a = weft_data_access(d, mode);
+/* Spawns fn on j->d in an internal task declaring it with mode, placed on
+ * dev (WEFT_DEVICE_INHERIT: the caller's), into *t. */
+static int spawn_job(job *j, unsigned mode, int dev, weft_task_fn fn,
+                     const char *name, weft_task **t) {
+  weft_access a = weft_data_access(j->d, mode);
   weft_task_opts o;
   weft_task_opts_init(&o);
   o.name = name;
   o.device = dev;
   o.accesses = &a;
   o.naccesses = 1;
+  int rc = weft_task_spawn(j->d->rt, t, fn, j, &o);
+  if (rc == 0 && !*t) /* a step of a graph being captured ran at once */
+    rc = j->rc ? j->rc
+               : weft_error_set(WEFT_ESTATE, 0,
+                                "%s: not inside a graph capture", name);
+  return rc;
+}
+
+/* Joins t, a job's task: 0 or the error, the job's own first. */
+static int join_job(job *j, weft_task *t) {
+  int rc = weft_task_join(t);
+  return j->rc ? j->rc : rc;
+}
+
+/* spawn_job, then join_job. */
+static int run_job(weft_data *d, unsigned mode, int dev, weft_task_fn fn,
+                   const char *name) {
+  job j = {d, 0};
   weft_task *t;
-  int rc = weft_task_spawn(d->rt, &t, fn, &j, &o);
-  if (rc)
-    return rc;
-  if (!t) /* a step of a graph being captured ran at once */
-    return j.rc ? j.rc
-                : weft_error_set(WEFT_ESTATE, 0,
-                                 "%s: not inside a graph capture", name);
-  rc = weft_task_join(t);
-  return rc ? rc : j.rc;
+  int rc = spawn_job(&j, mode, dev, fn, name, &t);
+  return rc ? rc : join_job(&j, t);
 }
 
 int weft_data_sync(weft_data *d) {
@@ -345,12 +355,10 @@ static void sync_and_free(void *arg) {
     free_instance(arg);
 }
 
-int weft_data_unregister(weft_data *d) {
-  if (!is_live(d))
-    return not_live("weft_data_unregister");
-  int rc = run_job(d, WEFT_RW, WEFT_DEVICE_INHERIT, sync_and_free,
-                   "weft_data_unregister");
-  /* Instances on other devices, each freed by a task placed there. */
+/* After d's write-back: frees its instances on other devices (a task
+ * placed on each), then d. */
+static int finish(weft_data *d) {
+  int rc = 0;
   for (int dev = 0; rc == 0 && dev < d->ndev; dev++)
     if (d->inst[dev].ptr || d->inst[dev].ready)
       rc = run_job(d, WEFT_RW, dev, free_instance, "weft_data_unregister");
@@ -366,6 +374,50 @@ int weft_data_unregister(weft_data *d) {
   pthread_mutex_destroy(&d->lock);
   free(d);
   return 0;
+}
+
+int weft_data_unregister(weft_data *d) { return weft_data_unregister_n(&d, 1); }
+
+int weft_data_unregister_n(weft_data *const *d, size_t n) {
+  if (n && !d)
+    return weft_error_set(WEFT_EINVAL, 0, "weft_data_unregister_n: d is NULL");
+  for (size_t i = 0; i < n; i++) {
+    if (!is_live(d[i]))
+      return not_live("weft_data_unregister");
+    for (size_t k = 0; k < i; k++)
+      if (d[k] == d[i])
+        return weft_error_set(WEFT_EINVAL, 0,
+                              "weft_data_unregister_n: handle %zu is also "
+                              "handle %zu",
+                              i, k);
+  }
+  job *j = calloc(n ? n : 1, sizeof *j);
+  weft_task **t = calloc(n ? n : 1, sizeof *t);
+  if (!j || !t) {
+    free(j);
+    free(t);
+    return weft_error_set(WEFT_ENOMEM, 0, "weft_data_unregister: no memory");
+  }
+  /* Every write-back first, side by side; then the joins. */
+  int rc = 0;
+  size_t spawned = 0;
+  for (; spawned < n; spawned++) {
+    j[spawned] = (job){d[spawned], 0};
+    rc = spawn_job(&j[spawned], WEFT_RW, WEFT_DEVICE_INHERIT, sync_and_free,
+                   "weft_data_unregister", &t[spawned]);
+    if (rc)
+      break;
+  }
+  for (size_t i = 0; i < spawned; i++) {
+    int e = join_job(&j[i], t[i]);
+    if (e == 0)
+      e = finish(d[i]);
+    if (e && rc == 0)
+      rc = e;
+  }
+  free(j);
+  free(t);
+  return rc;
 }
 
 int weft_data_stats_get(const weft_data *d, weft_data_stats *out) {

@@ -96,6 +96,14 @@ WEFT_API int weft_data_sync(weft_data *d);
  * Context: any thread; may switch (blocks a plain thread). */
 WEFT_API int weft_data_unregister(weft_data *d);
 
+/* weft_data_unregister of n handles, their write-backs side by side
+ * (one after another, each waits for its copy back). On failure, the
+ * handles whose unregister succeeded are unregistered, the rest stay.
+ * Errors: weft_data_unregister's; WEFT_EINVAL also for d NULL with n > 0,
+ * or a handle given twice (nothing unregistered then).
+ * Context: any thread; may switch (blocks a plain thread). */
+WEFT_API int weft_data_unregister_n(weft_data *const *d, size_t n);
+
 /* d's figures so far, into *out.
  * Errors: WEFT_EINVAL (NULL, or d not registered). Context: any thread;
  * never blocks. */

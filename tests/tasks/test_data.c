@@ -90,8 +90,12 @@ static void program(weft_runtime *rt, uint64_t *seed, int nsteps) {
   }
   for (int k = 0; k < nsteps; k++)
     EXPECT_OK(weft_task_join(tasks[k]));
+  if (tt_rand_range(seed, 0, 1)) /* the write-backs side by side */
+    EXPECT_OK(weft_data_unregister_n(d, H));
+  else
+    for (int h = 0; h < H; h++)
+      EXPECT_OK(weft_data_unregister(d[h]));
   for (int h = 0; h < H; h++) {
-    EXPECT_OK(weft_data_unregister(d[h]));
     EXPECT_MSG(memcmp(x[h], ref[h], N * sizeof(float)) == 0,
                "handle %d differs after weft_data_unregister", h);
     free(x[h]);
@@ -223,6 +227,11 @@ static void bad_input(weft_runtime *rt) {
   EXPECT_OK(weft_data_stats_get(d, &st));
   EXPECT_EQ_INT((int)st.copies, 0); /* nothing moved */
   EXPECT_ERR(weft_data_stats_get(d, NULL), WEFT_EINVAL);
+  weft_data *twice[2] = {d, d};
+  EXPECT_ERR(weft_data_unregister_n(twice, 2), WEFT_EINVAL);
+  EXPECT_ERR(weft_data_unregister_n(NULL, 1), WEFT_EINVAL);
+  EXPECT_OK(weft_data_unregister_n(NULL, 0));
+  EXPECT_OK(weft_data_stats_get(d, &st)); /* still registered */
   EXPECT_OK(weft_data_unregister(d));
   EXPECT_ERR(weft_data_unregister(d), WEFT_EINVAL);
   EXPECT_ERR(weft_data_sync(d), WEFT_EINVAL);
