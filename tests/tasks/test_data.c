@@ -208,6 +208,14 @@ static void outside_task(void *arg) {
   EXPECT_ERR(weft_data_get(arg, WEFT_READ, NULL), WEFT_EINVAL);
 }
 
+/* A task of another runtime asks for the handle. */
+static void other_runtime_task(void *arg) {
+  void *p = (void *)1;
+  EXPECT_ERR(weft_data_get(arg, WEFT_READ, &p), WEFT_EINVAL);
+  EXPECT(strstr(weft_last_error_message(), "another runtime") != NULL);
+  EXPECT(p == NULL);
+}
+
 static void bad_input(weft_runtime *rt) {
   static float buf[64];
   weft_data *d, *e;
@@ -223,6 +231,14 @@ static void bad_input(weft_runtime *rt) {
   weft_task *t;
   EXPECT_OK(weft_task_spawn(rt, &t, outside_task, d, NULL));
   EXPECT_OK(weft_task_join(t));
+  weft_runtime_opts ob;
+  weft_runtime_opts_init(&ob);
+  ob.workers = 1;
+  weft_runtime *b;
+  EXPECT_OK(weft_init(&b, &ob));
+  EXPECT_OK(weft_task_spawn(b, &t, other_runtime_task, d, NULL));
+  EXPECT_OK(weft_task_join(t));
+  EXPECT_OK(weft_shutdown(b));
   weft_data_stats st;
   EXPECT_OK(weft_data_stats_get(d, &st));
   EXPECT_EQ_INT((int)st.copies, 0); /* nothing moved */
