@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "caller_declare.h"
+#include "data_live.h"
 #include "weft.h"
 #include "weft/data.h"
 
@@ -66,6 +67,15 @@ static int not_live(const char *call) {
                         "%s: not a registered handle (never registered, or "
                         "unregistered)",
                         call);
+}
+
+size_t weft__data_live(const weft_runtime *rt) {
+  size_t n = 0;
+  pthread_mutex_lock(&reg_lock);
+  for (size_t i = 0; i < nlive; i++)
+    n += live[i]->rt == rt;
+  pthread_mutex_unlock(&reg_lock);
+  return n;
 }
 
 int weft_data_register(weft_runtime *rt, void *ptr, size_t bytes,

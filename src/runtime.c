@@ -9,6 +9,7 @@
 #include "backend.h"
 #include "checker.h"
 #include "cpus.h"
+#include "data_live.h"
 #include "error_internal.h"
 #include "graph_internal.h"
 #include "library_internal.h"
@@ -387,11 +388,13 @@ static size_t user_objects(weft_runtime *rt, char *what, size_t len) {
   pthread_mutex_lock(&rt->h.lock);
   size_t graphs = rt->ngraphs;
   pthread_mutex_unlock(&rt->h.lock);
+  size_t data = weft__data_live(rt);
   snprintf(what, len,
            "%zu events, %zu streams (weft_host_stream), %zu device and %zu "
-           "pinned allocations, %zu graphs",
-           ev, st, c.device_allocs, p.blocks_in_use, graphs);
-  return ev + st + c.device_allocs + p.blocks_in_use + graphs;
+           "pinned allocations, %zu graphs, %zu registered data "
+           "(weft_data_unregister)",
+           ev, st, c.device_allocs, p.blocks_in_use, graphs, data);
+  return ev + st + c.device_allocs + p.blocks_in_use + graphs + data;
 }
 
 int weft_shutdown(weft_runtime *rt) {
@@ -410,7 +413,7 @@ int weft_shutdown(weft_runtime *rt) {
   pthread_mutex_unlock(&rt->h.lock);
   /* No task runs and none can start (closing), so the count is stable;
    * counting takes locks of its own. */
-  char what[160];
+  char what[256];
   if (user_objects(rt, what, sizeof what) > 0) {
     pthread_mutex_lock(&rt->h.lock);
     rt->closing = 0;

@@ -58,7 +58,8 @@ typedef struct weft_data_stats {
 } weft_data_stats;
 
 /* Registers bytes of host memory at ptr (pageable or pinned) as logical
- * data of rt, its host copy valid, into *out.
+ * data of rt, its host copy valid, into *out. A handle still registered
+ * keeps weft_shutdown from closing rt (WEFT_EBUSY, which names it).
  * Errors: WEFT_EINVAL (NULL argument, bytes 0 or past the end of memory,
  * a region overlapping one registered with rt), WEFT_ESTATE (rt shut
  * down), WEFT_ENOMEM. Context: any thread; never blocks. */
@@ -84,8 +85,10 @@ WEFT_API int weft_data_get(weft_data *d, unsigned mode, void **ptr);
  * calling spawner that write d (an internal task declaring d read), it
  * copies a valid instance back if the host's is not, and returns once the
  * host memory holds it. Device instances stay valid.
- * Errors: WEFT_EINVAL (d not registered), WEFT_ESTATE (no runtime, or in
- * a graph capture), WEFT_ENOMEM, device errors.
+ * Errors: WEFT_EINVAL (d not registered; the caller a task or thread of
+ * another runtime than d's, whose declarations cannot name d's tasks),
+ * WEFT_ESTATE (no runtime, or in a graph capture), WEFT_ENOMEM, device
+ * errors.
  * Context: any thread; may switch (blocks a plain thread). */
 WEFT_API int weft_data_sync(weft_data *d);
 

@@ -5,6 +5,7 @@
  * points, bit-exact against the same steps run one at a time on the CPU;
  * one writer then readers on two devices, each instance filled once (the
  * bytes counted); and bad input, refused with nothing moved. */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -216,6 +217,23 @@ static void other_runtime_task(void *arg) {
   EXPECT(p == NULL);
 }
 
+static void *left_registered(void *arg) {
+  (void)arg;
+  static float mine[16];
+  weft_runtime_opts o;
+  weft_runtime_opts_init(&o);
+  o.workers = 1;
+  weft_runtime *c;
+  weft_data *e;
+  EXPECT_OK(weft_init(&c, &o));
+  EXPECT_OK(weft_data_register(c, mine, sizeof mine, &e));
+  EXPECT_ERR(weft_shutdown(c), WEFT_EBUSY);
+  EXPECT(strstr(weft_last_error_message(), "1 registered data") != NULL);
+  EXPECT_OK(weft_data_unregister(e));
+  EXPECT_OK(weft_shutdown(c));
+  return NULL;
+}
+
 static void bad_input(weft_runtime *rt) {
   static float buf[64];
   weft_data *d, *e;
@@ -252,6 +270,11 @@ static void bad_input(weft_runtime *rt) {
   EXPECT_ERR(weft_data_unregister(d), WEFT_EINVAL);
   EXPECT_ERR(weft_data_sync(d), WEFT_EINVAL);
   EXPECT_ERR(weft_data_stats_get(d, &st), WEFT_EINVAL);
+  /* A handle left registered keeps its runtime open, and says so (on a
+   * thread of that runtime's own). */
+  pthread_t th;
+  EXPECT(pthread_create(&th, NULL, left_registered, NULL) == 0);
+  EXPECT(pthread_join(th, NULL) == 0);
   /* The region is free again. */
   EXPECT_OK(weft_data_register(rt, buf + 8, 4, &e));
   EXPECT_OK(weft_data_unregister(e));
