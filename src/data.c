@@ -147,6 +147,17 @@ weft_access weft_data_access(const weft_data *d, unsigned mode) {
   return a;
 }
 
+/* Takes d's lock once *busy (a fill in flight, set under it) is clear,
+ * yielding meanwhile: the filler drops the lock while it copies. */
+static void lock_unless_busy(weft_data *d, const int *busy) {
+  pthread_mutex_lock(&d->lock);
+  while (*busy) {
+    pthread_mutex_unlock(&d->lock);
+    weft_yield();
+    pthread_mutex_lock(&d->lock);
+  }
+}
+
 /* A valid instance other than dev's to fill from, or -1 for the host.
  * Lock held. */
 static int source_of(const weft_data *d, int dev) {
@@ -183,12 +194,7 @@ int weft_data_get(weft_data *d, unsigned mode, void **ptr) {
   if (dev < 0)
     return dev;
   instance *in = &d->inst[dev];
-  pthread_mutex_lock(&d->lock);
-  while (in->filling) { /* another task's fill: it ends soon */
-    pthread_mutex_unlock(&d->lock);
-    weft_yield();
-    pthread_mutex_lock(&d->lock);
-  }
+  lock_unless_busy(d, &in->filling); /* another task's fill ends soon */
   int fill = (mode & WEFT_READ) && !in->valid;
   int alloc = !in->ptr;
   int src = fill ? source_of(d, dev) : -1;
@@ -265,12 +271,7 @@ typedef struct job {
 static void sync_host(void *arg) {
   job *j = arg;
   weft_data *d = j->d;
-  pthread_mutex_lock(&d->lock);
-  while (d->host_filling) {
-    pthread_mutex_unlock(&d->lock);
-    weft_yield();
-    pthread_mutex_lock(&d->lock);
-  }
+  lock_unless_busy(d, &d->host_filling);
   if (d->host_valid) {
     pthread_mutex_unlock(&d->lock);
     return;

@@ -133,17 +133,23 @@ static void write_swait(FILE *f, const weft__trace_rec *r, uint64_t t0,
       f,
       "{" KEY(WEFT_TRF_PH) "\"" WEFT_TRF_PH_INSTANT "\",\"s\":\"t\"," KEY(
           WEFT_TRF_CAT) "\"" WEFT_TRF_CAT_STREAM_WAIT
-                        "\"," KEY(WEFT_TRF_NAME) "\"" WEFT_TRF_NAME_STREAM_WAIT "\"," KEY(WEFT_TRF_PID) "%ld," KEY(
-                            WEFT_TRF_TID) "%" PRId64
-                                          "," KEY(WEFT_TRF_TS) "%.3f," KEY(WEFT_TRF_ARGS) "{" KEY(WEFT_TRF_ARG_WAIT_DEVICE) "%d," KEY(
-                                              WEFT_TRF_ARG_WAIT_STREAM) "%" PRIu64
-                                                                        "," KEY(WEFT_TRF_ARG_FOR_DEVICE) "%d," KEY(
-                                                                            WEFT_TRF_ARG_FOR_STREAM) "%" PRIu32
-                                                                                                     "," KEY(
-                                                                                                         WEFT_TRF_ARG_RECORDED_AT) "%.3f",
-      host_pid, (int64_t)r->lane, (double)(r->end - t0) / 1e3, r->dev, r->corr,
-      (int)(int16_t)(uint16_t)(r->bytes >> 32), (uint32_t)r->bytes,
-      ((double)r->ready - (double)t0) / 1e3);
+                        "\"," KEY(WEFT_TRF_NAME) "\"" WEFT_TRF_NAME_STREAM_WAIT
+                                                 "\",");
+  fprintf(f,
+          KEY(WEFT_TRF_PID) "%ld," KEY(WEFT_TRF_TID) "%" PRId64 "," KEY(
+              WEFT_TRF_TS) "%.3f,",
+          host_pid, (int64_t)r->lane, (double)(r->end - t0) / 1e3);
+  /* The record's fields as trace.h's WEFT__TR_SWAIT lays them out. */
+  fprintf(f,
+          KEY(WEFT_TRF_ARGS) "{" KEY(WEFT_TRF_ARG_WAIT_DEVICE) "%d," KEY(
+              WEFT_TRF_ARG_WAIT_STREAM) "%" PRIu64 ",",
+          r->dev, r->corr);
+  fprintf(f,
+          KEY(WEFT_TRF_ARG_FOR_DEVICE) "%d," KEY(
+              WEFT_TRF_ARG_FOR_STREAM) "%" PRIu32
+                                       "," KEY(WEFT_TRF_ARG_RECORDED_AT) "%.3f",
+          (int)(int16_t)(uint16_t)(r->bytes >> 32), (uint32_t)r->bytes,
+          ((double)r->ready - (double)t0) / 1e3);
   if (r->task)
     fprintf(f, "," KEY(WEFT_TRF_ARG_TASK) "%" PRIu64, r->task);
   fprintf(f, "}}");

@@ -409,6 +409,11 @@ static uint32_t declared_for(const sweep *w, uint32_t p, size_t *wait) {
   return best;
 }
 
+/* Whether op o (TRACE_NO_OP: none) is still running at t. */
+static int runs_at(const trace_model *m, uint32_t o, double t) {
+  return o != TRACE_NO_OP && m->ops[o].ts + m->ops[o].dur > t;
+}
+
 /* What op p most likely waited for: the op of another stream that ended
  * last at or before p started (a dependence ends when its work does). */
 static uint32_t waited_for(const sweep *w, uint32_t p) {
@@ -680,22 +685,18 @@ static int sweep_device(sweep *w, int64_t device) {
          * once that had ended, by the launch path. */
         size_t sw = SIZE_MAX;
         uint32_t by = declared_for(w, p, &sw);
-        const trace_op *bo = by != TRACE_NO_OP ? &m->ops[by] : NULL;
-        int declared = bo && bo->ts + bo->dur > t;
-        if (declared) {
-          l.swait = sw;
-        } else {
+        if (!runs_at(m, by, t)) {
+          sw = SIZE_MAX;
           by = waited_for(w, p);
-          bo = by != TRACE_NO_OP ? &m->ops[by] : NULL;
         }
-        if (!declared && m->weft_header && bo && bo->ts + bo->dur > t) {
-          /* weft's traces record every wait weft makes: none held it, so
-           * the device ran the two streams' work one after the other. */
-          l.cause = TRACE_CAUSE_GPU_FULL;
+        if (runs_at(m, by, t)) {
+          /* Unless a recorded wait names it, in a weft trace (which
+           * records every wait weft makes) the device ran the two streams'
+           * work one after the other. */
+          l.cause = sw != SIZE_MAX || !m->weft_header ? TRACE_CAUSE_ORDERED
+                                                      : TRACE_CAUSE_GPU_FULL;
           l.by = by;
-        } else if (bo && bo->ts + bo->dur > t) {
-          l.cause = TRACE_CAUSE_ORDERED;
-          l.by = by;
+          l.swait = sw;
         } else {
           l.cause = TRACE_CAUSE_HOST_SLOW;
           l.by = op->launch;
