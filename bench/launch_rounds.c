@@ -4,11 +4,11 @@
 #include "cpp_rows.h"
 #include "raw_api.h"
 
-int bench_launch_rounds(bench_ctx *c, const weft_kernel *tick, int typed,
-                        long batches, int batch, bench_samples *s,
+int bench_launch_rounds(bench_ctx *c, const weft_kernel *tick, long batches,
+                        int batch, bench_samples *s, bench_samples *typed_s,
                         unsigned *ran) {
 #ifndef WEFT_BENCH_CXX
-  if (typed)
+  if (typed_s)
     return bench_fail(c, "typed launches need a build with C++");
 #endif
   unsigned *counter;
@@ -17,9 +17,13 @@ int bench_launch_rounds(bench_ctx *c, const weft_kernel *tick, int typed,
   if (e)
     rc = bench_fail_weft(c, e, "weft_memset");
   void *args[] = {&counter};
+  /* With typed_s, batches take turns between the two ways of launching,
+   * so that drift over the run favours neither. */
+  int ways = typed_s ? 2 : 1;
   for (int r = 0; rc == 0 && r <= bench_repeat(c); r++) {
-    uint64_t ns = 0;
-    for (long b = 0; rc == 0 && b < batches; b++) {
+    uint64_t ns[2] = {0, 0};
+    for (long b = 0; rc == 0 && b < batches * ways; b++) {
+      int typed = (int)(b % ways);
       uint64_t t0 = bench_now_ns();
       for (int i = 0; i < batch; i++) {
 #ifdef WEFT_BENCH_CXX
@@ -33,13 +37,17 @@ int bench_launch_rounds(bench_ctx *c, const weft_kernel *tick, int typed,
           break;
         }
       }
-      ns += bench_now_ns() - t0;
+      ns[typed] += bench_now_ns() - t0;
       e = weft_sync();
       if (e && rc == 0)
         rc = bench_fail_weft(c, e, "weft_sync");
     }
-    if (r > 0)
-      bench_samples_add(s, (double)ns / 1e3 / (double)(batches * batch));
+    if (r > 0) {
+      bench_samples_add(s, (double)ns[0] / 1e3 / (double)(batches * batch));
+      if (typed_s)
+        bench_samples_add(typed_s,
+                          (double)ns[1] / 1e3 / (double)(batches * batch));
+    }
   }
   if (rc == 0)
     rc = bench_fetch(c, ran, counter, sizeof *ran);

@@ -10,11 +10,13 @@
  * `batches` batches of `batch` launches of tick (one-thread kernel
  * counting its runs), timing only the launch calls and draining each batch
  * with weft_sync untimed; adds the microseconds per launch of each timed
- * round to s. typed: launches through weft.hpp (cpp_rows.h) instead of
- * weft_launch, in a build with WEFT_BENCH_CXX. On success *ran holds the
- * kernel's run count, for the caller to check. Returns 0 or BENCH_FAIL. */
-int bench_launch_rounds(bench_ctx *c, const weft_kernel *tick, int typed,
-                        long batches, int batch, bench_samples *s,
+ * round to s. With typed_s (a build with WEFT_BENCH_CXX), each round also
+ * runs as many batches launched through weft.hpp (cpp_rows.h), taking
+ * turns batch by batch with weft_launch's, into typed_s. On success *ran
+ * holds the kernel's run count, for the caller to check. Returns 0 or
+ * BENCH_FAIL. */
+int bench_launch_rounds(bench_ctx *c, const weft_kernel *tick, long batches,
+                        int batch, bench_samples *s, bench_samples *typed_s,
                         unsigned *ran);
 
 /* The same loop as raw code writes it, from the calling plain thread: the

@@ -54,8 +54,8 @@ static long total_launches(trace_bench *t) {
 }
 
 static int rounds(trace_bench *t) {
-  int rc = bench_launch_rounds(t->c, &t->k.tick, 0, t->batches, BATCH,
-                               &t->s[t->traced], &t->got);
+  int rc = bench_launch_rounds(t->c, &t->k.tick, t->batches, BATCH,
+                               &t->s[t->traced], NULL, &t->got);
   if (rc == 0 && (long)t->got != total_launches(t))
     rc = bench_fail(t->c, "%s: the kernel ran %u times, expected %ld",
                     t->traced ? "traced" : "untraced", t->got,
