@@ -1,45 +1,110 @@
 /* Data that moves itself (weft/data.h): per handle and device, an
- * instance that is allocated, filled and invalidated as tasks ask for it.
- * Built on the public API (and one word to weft check, caller_declare.h): data
- * flow orders the tasks that declare a handle, the instances are
- * weft_device_alloc memory, the fills are weft_copy on the asking task's
- * stream, and an event per instance orders a concurrent reader after the fill
- * it did not make (docs/decisions/data.md). */
+ * instance that is allocated, filled, invalidated and evicted as tasks ask
+ * for it. Built on the public API and three words to the core beneath it
+ * (caller_declare.h, data_core.h): data flow orders the tasks that declare
+ * a handle, the instances are weft_device_alloc memory, the fills are
+ * weft_copy on the asking task's stream, an event per instance orders a
+ * concurrent reader after the fill it did not make, and an eviction
+ * follows the instance's users with weft_task_after before it frees it
+ * (docs/decisions/data.md). */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "caller_declare.h"
+#include "clock.h"
+#include "data_core.h"
 #include "data_live.h"
 #include "weft.h"
 #include "weft/data.h"
 
+enum { IDLE, FILLING, EVICTING }; /* instance.busy */
+
 typedef struct instance {
   void *ptr;
   int valid;
-  int filling;       /* a task is allocating or filling it now */
+  int busy;          /* FILLING: a task allocates or fills it; EVICTING */
   int recorded;      /* ready was recorded */
   weft_event *ready; /* recorded after its last fill */
+  uint64_t last_use; /* use_clock at its last get: eviction takes the least */
+  /* The tasks given it, or filled from it, since its last write (a writer
+   * comes after the earlier ones by data flow): an eviction waits for
+   * their GPU work. Completed ones are dropped as eviction looks. */
+  weft_task **users;
+  size_t nusers, capusers;
+  /* The last user dropped: following it tells weft check that what has
+   * completed comes before the eviction. */
+  weft_task *gone;
 } instance;
+
+/* The instances of one runtime's handles: bytes held per device (allocated,
+ * or being allocated), against weft__data_limit. Under reg_lock. */
+typedef struct usage {
+  struct usage *next;
+  const weft_runtime *rt;
+  size_t handles;
+  size_t held[]; /* per device */
+} usage;
 
 struct weft_data {
   weft_runtime *rt;
   unsigned char *host;
   size_t bytes;
+  usage *use;
   pthread_mutex_t lock; /* the fields below; never held across a weft call
                            that may switch */
   int host_valid, host_filling;
+  uint64_t writes; /* gets for writing published: an eviction's write-back
+                      makes the host valid only if none came meanwhile */
   weft_data_stats st;
   int ndev;
   instance inst[];
 };
+
+static atomic_uint_fast64_t use_clock;
 
 /* The registered handles, sorted by address: a call checks its handle
  * here before touching it. */
 static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
 static weft_data **live;
 static size_t nlive, cap_live;
+static usage *usages;
+
+/* rt's usage, made on its first handle; NULL for want of memory. Lock
+ * held. */
+static usage *usage_of(const weft_runtime *rt, int ndev) {
+  for (usage *u = usages; u; u = u->next)
+    if (u->rt == rt)
+      return u;
+  usage *u = calloc(1, sizeof *u + (size_t)ndev * sizeof u->held[0]);
+  if (u) {
+    u->rt = rt;
+    u->next = usages;
+    usages = u;
+  }
+  return u;
+}
+
+/* Forgets u once its last handle is gone. Lock held. */
+static void usage_drop(usage *u) {
+  if (--u->handles)
+    return;
+  for (usage **pp = &usages; *pp; pp = &(*pp)->next)
+    if (*pp == u) {
+      *pp = u->next;
+      free(u);
+      return;
+    }
+}
+
+/* Gives back the bytes of d's instance on dev. */
+static void unhold(weft_data *d, int dev) {
+  pthread_mutex_lock(&reg_lock);
+  d->use->held[dev] -= d->bytes;
+  pthread_mutex_unlock(&reg_lock);
+}
 
 /* Where d is or would go in live. Lock held. */
 static size_t live_at(const weft_data *d) {
@@ -117,18 +182,25 @@ int weft_data_register(weft_runtime *rt, void *ptr, size_t bytes,
                             bytes, ptr, o->bytes, (void *)o->host);
     }
   }
-  if (nlive == cap_live) {
-    size_t nc = cap_live ? 2 * cap_live : 16;
-    weft_data **nv = realloc(live, nc * sizeof *nv);
-    if (!nv) {
-      pthread_mutex_unlock(&reg_lock);
-      pthread_mutex_destroy(&d->lock);
-      free(d);
-      return weft_error_set(WEFT_ENOMEM, 0, "weft_data_register: no memory");
-    }
-    live = nv;
-    cap_live = nc;
+  d->use = usage_of(rt, ndev);
+  if (d->use)
+    d->use->handles++;
+  weft_data **nv = live;
+  size_t nc = cap_live;
+  if (d->use && nlive == cap_live) {
+    nc = cap_live ? 2 * cap_live : 16;
+    nv = realloc(live, nc * sizeof *nv);
   }
+  if (!d->use || !nv) {
+    if (d->use)
+      usage_drop(d->use);
+    pthread_mutex_unlock(&reg_lock);
+    pthread_mutex_destroy(&d->lock);
+    free(d);
+    return weft_error_set(WEFT_ENOMEM, 0, "weft_data_register: no memory");
+  }
+  live = nv;
+  cap_live = nc;
   size_t at = live_at(d);
   memmove(&live[at + 1], &live[at], (nlive - at) * sizeof *live);
   live[at] = d;
@@ -147,8 +219,9 @@ weft_access weft_data_access(const weft_data *d, unsigned mode) {
   return a;
 }
 
-/* Takes d's lock once *busy (a fill in flight, set under it) is clear,
- * yielding meanwhile: the filler drops the lock while it copies. */
+/* Takes d's lock once *busy (a fill or an eviction in flight, set under
+ * it) is clear, yielding meanwhile: the filler drops the lock while it
+ * copies. */
 static void lock_unless_busy(weft_data *d, const int *busy) {
   pthread_mutex_lock(&d->lock);
   while (*busy) {
@@ -158,11 +231,30 @@ static void lock_unless_busy(weft_data *d, const int *busy) {
   }
 }
 
-/* A valid instance other than dev's to fill from, or -1 for the host.
- * Lock held. */
+/* Lock held: whether an instance of d is being evicted. */
+static int evicting(const weft_data *d) {
+  for (int i = 0; i < d->ndev; i++)
+    if (d->inst[i].busy == EVICTING)
+      return 1;
+  return 0;
+}
+
+/* Takes d's lock once no instance of d is being evicted (one may be the
+ * only valid copy, on its way to the host). */
+static void lock_unless_evicting(weft_data *d) {
+  pthread_mutex_lock(&d->lock);
+  while (evicting(d)) {
+    pthread_mutex_unlock(&d->lock);
+    weft_yield();
+    pthread_mutex_lock(&d->lock);
+  }
+}
+
+/* A valid instance other than dev's, not being evicted, to fill from, or
+ * -1 for the host. Lock held. */
 static int source_of(const weft_data *d, int dev) {
   for (int i = 0; i < d->ndev; i++)
-    if (i != dev && d->inst[i].valid)
+    if (i != dev && d->inst[i].valid && d->inst[i].busy != EVICTING)
       return i;
   return -1;
 }
@@ -170,6 +262,202 @@ static int source_of(const weft_data *d, int dev) {
 /* Makes the caller's stream wait for in's last fill, if any. */
 static int after_fill(const instance *in, int recorded) {
   return recorded ? weft_event_wait(in->ready) : 0;
+}
+
+/* Adds t to in's users (for a write, in place of them), and stamps the
+ * use. Lock held. */
+static int add_user(instance *in, weft_task *t, int write) {
+  in->last_use = atomic_fetch_add(&use_clock, 1) + 1;
+  if (write)
+    in->nusers = 0;
+  if (in->nusers && in->users[in->nusers - 1] == t)
+    return 0;
+  if (in->nusers == in->capusers) {
+    size_t nc = in->capusers ? 2 * in->capusers : 4;
+    weft_task **nu = realloc(in->users, nc * sizeof *nu);
+    if (!nu)
+      return weft_error_set(WEFT_ENOMEM, 0, "weft_data_get: no memory");
+    in->users = nu;
+    in->capusers = nc;
+  }
+  in->users[in->nusers++] = t;
+  return 0;
+}
+
+/* Lock held: 1 if no user of in runs (its GPU work may be queued), after
+ * dropping the completed ones. */
+static int users_returned(weft_runtime *rt, instance *in) {
+  size_t k = 0;
+  int all = 1;
+  for (size_t i = 0; i < in->nusers; i++) {
+    int p = weft__task_progress(rt, in->users[i]);
+    if (p < 2)
+      in->users[k++] = in->users[i];
+    else
+      in->gone = in->users[i];
+    all &= p > 0;
+  }
+  in->nusers = k;
+  return all;
+}
+
+/* An instance chosen for eviction, marked EVICTING. */
+typedef struct victim {
+  weft_data *d;
+  int dev;
+  int dirty;       /* its only valid copy: written back first */
+  uint64_t writes; /* the handle's, when picked */
+} victim;
+
+/* Picks the least recently used instance on dev of rt's handles that no
+ * running task holds and marks it, into *v; returns 1, or 0 with *in_use
+ * set if some were held. reg_lock held (then each handle's in turn). */
+static int pick_victim(weft_runtime *rt, int dev, victim *v, int *in_use) {
+  weft_data *best = NULL;
+  uint64_t best_use = UINT64_MAX;
+  *in_use = 0;
+  for (size_t i = 0; i < nlive; i++) {
+    weft_data *o = live[i];
+    if (o->rt != rt)
+      continue;
+    instance *c = &o->inst[dev];
+    pthread_mutex_lock(&o->lock);
+    if (c->ptr && c->busy == IDLE) {
+      if (!users_returned(rt, c))
+        *in_use = 1;
+      else if (c->last_use < best_use) {
+        best = o;
+        best_use = c->last_use;
+      }
+    }
+    pthread_mutex_unlock(&o->lock);
+  }
+  if (!best)
+    return 0;
+  instance *c = &best->inst[dev];
+  pthread_mutex_lock(&best->lock);
+  int ok = c->ptr && c->busy == IDLE && users_returned(rt, c);
+  if (ok) {
+    /* Dirty unless the host or another instance not itself being evicted
+     * is valid: two evictions of the last two copies both write back. */
+    c->busy = EVICTING;
+    *v = (victim){best, dev,
+                  c->valid && !best->host_valid && source_of(best, dev) < 0,
+                  best->writes};
+  }
+  pthread_mutex_unlock(&best->lock);
+  return ok;
+}
+
+/* Evicts v in the calling task: its stream follows the instance's users
+ * and its last fill, writes it back if dirty (waiting for the copy), and
+ * frees it; the instance is then unallocated and invalid. */
+static int evict(weft_runtime *rt, const victim *v) {
+  weft_data *o = v->d;
+  instance *in = &o->inst[v->dev];
+  /* EVICTING keeps gets and fills away: users and ptr stay as they are. */
+  int ranged = weft_range_push("weft_data evict") == 0;
+  int rc = in->gone ? weft_task_after(in->gone) : 0;
+  for (size_t i = 0; rc == 0 && i < in->nusers; i++)
+    rc = weft_task_after(in->users[i]);
+  if (rc == 0)
+    rc = after_fill(in, in->recorded);
+  /* weft check: the evicting task reads and frees the instance, and
+   * writes the host copy, for the handle's tasks. */
+  if (rc == 0)
+    rc = weft__caller_declares(in->ptr, o->bytes, WEFT_RW);
+  if (rc == 0 && v->dirty)
+    rc = weft__caller_declares(o->host, o->bytes, WEFT_WRITE);
+  if (rc == 0 && v->dirty)
+    rc = weft_copy(o->host, in->ptr, o->bytes);
+  if (rc == 0 && v->dirty)
+    rc = weft_sync();
+  if (rc == 0)
+    rc = weft_device_free(in->ptr);
+  if (ranged)
+    weft_range_pop();
+  size_t bytes = o->bytes;
+  if (rc == 0) /* while EVICTING still keeps an unregister of o waiting */
+    unhold(o, v->dev);
+  pthread_mutex_lock(&o->lock);
+  if (rc == 0) {
+    in->ptr = NULL;
+    in->valid = 0;
+    in->recorded = 0;
+    in->nusers = 0;
+    o->st.evictions++;
+    if (v->dirty) {
+      /* A get for writing that began before the pick and published after
+       * it made its own instance the only valid copy. */
+      o->host_valid = o->writes == v->writes;
+      o->st.to_host += bytes;
+      o->st.copies++;
+    }
+  }
+  in->busy = IDLE;
+  pthread_mutex_unlock(&o->lock);
+  if (rc == 0)
+    weft__data_evicted(rt, bytes, v->dirty ? bytes : 0);
+  return rc;
+}
+
+/* How long a task that needs room waits for instances held by running
+ * tasks before it goes past the limit instead: never for ever, since a
+ * holder may be waiting for it. */
+#define ROOM_WAIT_NS 10000000u
+
+/* Holds room for d's instance on dev within the runtime's limit, evicting
+ * what it must; past the limit when nothing can go. */
+static int make_room(weft_data *d, int dev) {
+  size_t limit = weft__data_limit(d->rt);
+  uint64_t since = 0;
+  for (;;) {
+    pthread_mutex_lock(&reg_lock);
+    size_t *held = &d->use->held[dev];
+    victim v;
+    int in_use = 0;
+    if (limit && *held && *held + d->bytes > limit) {
+      if (pick_victim(d->rt, dev, &v, &in_use)) {
+        pthread_mutex_unlock(&reg_lock);
+        int rc = evict(d->rt, &v);
+        if (rc)
+          return rc;
+        continue;
+      }
+      if (in_use && !since)
+        since = weft__clock_ns();
+      if (in_use && weft__clock_ns() - since < ROOM_WAIT_NS) {
+        pthread_mutex_unlock(&reg_lock);
+        weft_yield();
+        continue;
+      }
+    }
+    *held += d->bytes; /* within the limit, or past it: nothing can go */
+    pthread_mutex_unlock(&reg_lock);
+    return 0;
+  }
+}
+
+/* Allocates d's instance on dev into *p, within the limit; when the device
+ * itself runs out, evicts and tries again while anything can go. */
+static int alloc_instance(weft_data *d, int dev, void **p) {
+  int rc = make_room(d, dev);
+  if (rc)
+    return rc;
+  while ((rc = weft_device_alloc(d->bytes, p)) == WEFT_ENOMEM) {
+    victim v;
+    int in_use;
+    pthread_mutex_lock(&reg_lock);
+    int found = pick_victim(d->rt, dev, &v, &in_use);
+    pthread_mutex_unlock(&reg_lock);
+    if (!found || evict(d->rt, &v) != 0)
+      break;
+  }
+  if (rc) {
+    *p = NULL;
+    unhold(d, dev);
+  }
+  return rc;
 }
 
 int weft_data_get(weft_data *d, unsigned mode, void **ptr) {
@@ -183,7 +471,8 @@ int weft_data_get(weft_data *d, unsigned mode, void **ptr) {
                           mode);
   if (!is_live(d))
     return not_live("weft_data_get");
-  if (!weft_task_self())
+  weft_task *self = weft_task_self();
+  if (!self)
     return weft_error_set(WEFT_ESTATE, 0,
                           "weft_data_get: not in a task (a task that "
                           "declared the handle gets its instance)");
@@ -194,27 +483,44 @@ int weft_data_get(weft_data *d, unsigned mode, void **ptr) {
   if (dev < 0)
     return dev;
   instance *in = &d->inst[dev];
-  lock_unless_busy(d, &in->filling); /* another task's fill ends soon */
-  int fill = (mode & WEFT_READ) && !in->valid;
-  int alloc = !in->ptr;
-  int src = fill ? source_of(d, dev) : -1;
+  int fill, src;
+  /* Another task's fill or eviction of this instance ends soon; so does
+   * one of another instance that a write would invalidate before the
+   * eviction settles, or that is the only copy to read, on its way back. */
+  for (;;) {
+    lock_unless_busy(d, &in->busy);
+    fill = (mode & WEFT_READ) && !in->valid;
+    src = fill ? source_of(d, dev) : -1;
+    if (!evicting(d) ||
+        (!(mode & WEFT_WRITE) && (!fill || src >= 0 || d->host_valid)))
+      break;
+    pthread_mutex_unlock(&d->lock);
+    weft_yield();
+  }
   if (fill && src < 0 && !d->host_valid) {
     pthread_mutex_unlock(&d->lock);
     return weft_error_set(WEFT_EINVAL, 0,
                           "weft_data_get: no valid copy to read (a host "
                           "copy being synced meanwhile?)");
   }
+  int alloc = !in->ptr;
   const void *from = src >= 0 ? d->inst[src].ptr : d->host;
   instance *sin = src >= 0 ? &d->inst[src] : NULL;
   int src_recorded = sin ? sin->recorded : 0;
   int recorded = in->recorded;
-  in->filling = alloc || fill;
+  int rc = add_user(in, self, (mode & WEFT_WRITE) != 0);
+  if (rc == 0 && sin)
+    rc = add_user(sin, self, 0);
+  if (rc) {
+    pthread_mutex_unlock(&d->lock);
+    return rc;
+  }
+  in->busy = alloc || fill ? FILLING : IDLE;
   pthread_mutex_unlock(&d->lock);
 
-  int rc = 0;
   void *p = in->ptr;
   if (alloc)
-    rc = weft_device_alloc(d->bytes, &p);
+    rc = alloc_instance(d, dev, &p);
   if (rc == 0 && fill && !in->ready)
     rc = weft_event_create(&in->ready);
   /* weft check: the instance stands for the handle the task declared;
@@ -233,12 +539,14 @@ int weft_data_get(weft_data *d, unsigned mode, void **ptr) {
     rc = after_fill(in, recorded); /* a fill this task did not make */
   }
 
+  int unheld = 0;
   pthread_mutex_lock(&d->lock);
   if (alloc && rc == 0) {
     in->ptr = p;
     d->st.instances++;
   } else if (alloc && p) {
     weft_device_free(p);
+    unheld = 1;
   }
   if (fill && rc == 0) {
     in->valid = 1;
@@ -253,9 +561,12 @@ int weft_data_get(weft_data *d, unsigned mode, void **ptr) {
     for (int i = 0; i < d->ndev; i++)
       d->inst[i].valid = i == dev;
     d->host_valid = 0;
+    d->writes++;
   }
-  in->filling = 0;
+  in->busy = IDLE;
   pthread_mutex_unlock(&d->lock);
+  if (unheld)
+    unhold(d, dev);
   if (rc == 0)
     *ptr = in->ptr;
   return rc;
@@ -271,7 +582,12 @@ typedef struct job {
 static void sync_host(void *arg) {
   job *j = arg;
   weft_data *d = j->d;
-  lock_unless_busy(d, &d->host_filling);
+  lock_unless_evicting(d);
+  while (d->host_filling) {
+    pthread_mutex_unlock(&d->lock);
+    weft_yield();
+    lock_unless_evicting(d);
+  }
   if (d->host_valid) {
     pthread_mutex_unlock(&d->lock);
     return;
@@ -285,9 +601,11 @@ static void sync_host(void *arg) {
   }
   instance *sin = &d->inst[src];
   int recorded = sin->recorded;
-  d->host_filling = 1;
+  int rc = add_user(sin, weft_task_self(), 0); /* no eviction meanwhile */
+  d->host_filling = rc == 0;
   pthread_mutex_unlock(&d->lock);
-  int rc = weft__caller_declares(sin->ptr, d->bytes, WEFT_READ);
+  if (rc == 0)
+    rc = weft__caller_declares(sin->ptr, d->bytes, WEFT_READ);
   if (rc == 0)
     rc = weft__caller_declares(d->host, d->bytes, WEFT_WRITE);
   if (rc == 0)
@@ -348,12 +666,24 @@ int weft_data_sync(weft_data *d) {
                  "weft_data_sync");
 }
 
-/* Frees the instance of the task's device (each has a task there). */
+/* Frees the instance of the task's device (each has a task there), once
+ * no fill or eviction of it is in flight. */
 static void free_instance(void *arg) {
   job *j = arg;
-  instance *in = &j->d->inst[weft_task_device()];
-  if (in->ptr && (j->rc = weft_device_free(in->ptr)) == 0)
+  weft_data *d = j->d;
+  int dev = weft_task_device();
+  instance *in = &d->inst[dev];
+  lock_unless_busy(d, &in->busy);
+  void *p = in->ptr;
+  in->busy = FILLING; /* no eviction of it meanwhile */
+  pthread_mutex_unlock(&d->lock);
+  if (p && (j->rc = weft_device_free(p)) == 0)
+    unhold(d, dev);
+  pthread_mutex_lock(&d->lock);
+  if (p && j->rc == 0)
     in->ptr = NULL;
+  in->busy = IDLE;
+  pthread_mutex_unlock(&d->lock);
   if (in->ready && j->rc == 0)
     j->rc = weft_event_destroy(&in->ready);
 }
@@ -370,9 +700,13 @@ static void sync_and_free(void *arg) {
  * placed on each), then d. */
 static int finish(weft_data *d) {
   int rc = 0;
-  for (int dev = 0; rc == 0 && dev < d->ndev; dev++)
-    if (d->inst[dev].ptr || d->inst[dev].ready)
+  for (int dev = 0; rc == 0 && dev < d->ndev; dev++) {
+    pthread_mutex_lock(&d->lock);
+    int any = d->inst[dev].ptr || d->inst[dev].ready;
+    pthread_mutex_unlock(&d->lock);
+    if (any)
       rc = run_job(d, WEFT_RW, dev, free_instance, "weft_data_unregister");
+  }
   if (rc)
     return rc;
   pthread_mutex_lock(&reg_lock);
@@ -381,7 +715,10 @@ static int finish(weft_data *d) {
     memmove(&live[at], &live[at + 1], (nlive - at - 1) * sizeof *live);
     nlive--;
   }
+  usage_drop(d->use);
   pthread_mutex_unlock(&reg_lock);
+  for (int dev = 0; dev < d->ndev; dev++)
+    free(d->inst[dev].users);
   pthread_mutex_destroy(&d->lock);
   free(d);
   return 0;

@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "clock.h"
+#include "data_core.h"
 #include "dataflow.h"
 #include "door.h"
 #include "event_pool.h"
@@ -457,7 +458,18 @@ int weft_mem_stats_get(weft_runtime *rt, weft_mem_stats *out) {
   out->pinned_misses = p.misses;
   out->device_allocs = c.device_allocs;
   out->device_bytes = c.device_bytes;
+  out->data_evictions = atomic_load(&rt->data.evictions);
+  out->data_evicted_bytes = atomic_load(&rt->data.evicted_bytes);
+  out->data_written_back = atomic_load(&rt->data.written_back);
   return 0;
+}
+
+size_t weft__data_limit(const weft_runtime *rt) { return rt->opts.data_limit; }
+
+void weft__data_evicted(weft_runtime *rt, size_t bytes, size_t written_back) {
+  atomic_fetch_add(&rt->data.evictions, 1);
+  atomic_fetch_add(&rt->data.evicted_bytes, bytes);
+  atomic_fetch_add(&rt->data.written_back, written_back);
 }
 
 int weft_mem_trim(weft_runtime *rt) {

@@ -1,5 +1,6 @@
 /* The public runtime object: which backend is open and its devices. */
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -78,6 +79,32 @@ static int admission_wanted(int opt, int *depth) {
                      "depth of 1 to %d",
                      env, WEFT__ADMISSION_MAX);
   *depth = (int)v;
+  return 0;
+}
+
+/* opts.data_limit, or WEFT_DATA_LIMIT for 0: bytes, or with a K, M or G
+ * suffix (powers of 1024); unset or 0 means no limit. */
+static int data_limit_wanted(size_t *bytes) {
+  const char *env = getenv("WEFT_DATA_LIMIT");
+  if (*bytes || !env || !*env)
+    return 0;
+  char *end;
+  errno = 0;
+  unsigned long long v = strtoull(env, &end, 10);
+  int shift = 0;
+  if (*end && !end[1])
+    shift = *end == 'K' || *end == 'k'   ? 10
+            : *end == 'M' || *end == 'm' ? 20
+            : *end == 'G' || *end == 'g' ? 30
+                                         : -1;
+  else if (*end)
+    shift = -1;
+  if (errno || *env < '0' || *env > '9' || shift < 0 || v > (SIZE_MAX >> shift))
+    return weft__err(WEFT_EINVAL,
+                     "weft_init: WEFT_DATA_LIMIT='%s' is not a number of "
+                     "bytes (a K, M or G suffix allowed)",
+                     env);
+  *bytes = (size_t)v << shift;
   return 0;
 }
 
@@ -246,6 +273,8 @@ int weft_init(weft_runtime **rtp, const weft_runtime_opts *user) {
     rc0 = admission_wanted(opts.admission, &admission);
   if (rc0 == 0)
     rc0 = watchdog_wanted(opts.watchdog_ms, &watchdog);
+  if (rc0 == 0)
+    rc0 = data_limit_wanted(&opts.data_limit);
   if (rc0)
     return rc0;
   if (opts.stack_size == 0)

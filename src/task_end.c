@@ -4,6 +4,7 @@
  * the scheduler and the wait set, which call it. */
 #include <stdlib.h>
 
+#include "data_core.h"
 #include "event_pool.h"
 #include "runtime_state.h"
 
@@ -41,6 +42,14 @@ int weft__task_deps_done(weft_task *t) {
   }
   pthread_mutex_unlock(&rt->h.lock);
   return done;
+}
+
+int weft__task_progress(weft_runtime *rt, const weft_task *h) {
+  weft_task *t = (weft_task *)weft__handle_obj(h);
+  pthread_mutex_lock(&rt->h.lock);
+  int p = !weft__task_live(h, t) ? 2 : t->returned ? 1 : 0;
+  pthread_mutex_unlock(&rt->h.lock);
+  return p;
 }
 
 void weft__task_join_advance(weft_runtime *rt, weft_task *j) {

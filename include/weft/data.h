@@ -31,8 +31,21 @@
  * order tasks but the instance is the whole region), with at least the
  * mode the task's get asks for. Between register and unregister the host
  * memory is weft's: read it after weft_data_sync, and leave it unwritten.
- * Not yet: copies started at spawn (they start at the get), eviction when
- * device memory runs out, weft check of undeclared gets. */
+ *
+ * Eviction: past weft_runtime_opts.data_limit (WEFT_DATA_LIMIT) bytes of
+ * instances on a device, or when an allocation there fails for want of
+ * memory, the get that needs a new instance first evicts the least
+ * recently used instances of the runtime's handles on that device that no
+ * running task holds (a task holds what it got until it returns): its
+ * stream follows their users' GPU work, writes back an instance that is
+ * its handle's only valid copy (waiting for the copy), and frees it. So a
+ * program whose data outgrows the device runs, as long as each task's own
+ * handles fit; when nothing can go (every instance held), the instance is
+ * allocated past the limit after 10 ms. weft_mem_stats_get counts the
+ * evictions and their bytes; the trace shows each as a range "weft_data
+ * evict" in the task that made it, with its copy back.
+ * Not yet: copies started at spawn (they start at the get), weft check of
+ * undeclared gets. */
 #ifndef WEFT_DATA_H
 #define WEFT_DATA_H
 
@@ -55,6 +68,7 @@ typedef struct weft_data_stats {
   uint64_t device_to_device;
   uint64_t copies;    /* all three kinds */
   uint64_t instances; /* device instances allocated */
+  uint64_t evictions; /* instances evicted to make room for others */
 } weft_data_stats;
 
 /* Registers bytes of host memory at ptr (pageable or pinned) as logical

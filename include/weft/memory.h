@@ -106,6 +106,11 @@ typedef struct weft_mem_stats {
   uint64_t pinned_misses;  /* allocations that pinned new memory */
   size_t device_allocs;    /* live weft_device_alloc blocks */
   size_t device_bytes;     /* and their bytes */
+  /* Registered data (weft/data.h): instances evicted to make room, their
+   * bytes, and the bytes of those written back to the host first. */
+  uint64_t data_evictions;
+  uint64_t data_evicted_bytes;
+  uint64_t data_written_back;
 } weft_mem_stats;
 
 /* Fills *out, whose struct_size the caller sets to sizeof(weft_mem_stats)

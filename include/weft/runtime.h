@@ -96,6 +96,14 @@ typedef struct weft_runtime_opts {
    * state; on, a clock read there too, and a look at every task under the
    * runtime's lock each quarter of the limit. */
   int watchdog_ms;
+  /* Data that moves itself (weft/data.h): the bytes of registered data's
+   * instances each device may hold; past it, a task that needs a new
+   * instance first evicts the least recently used ones that no running
+   * task holds, writing back those whose only valid copy they are. 0
+   * means the environment variable WEFT_DATA_LIMIT (bytes, or with a K,
+   * M or G suffix for powers of 1024) or, unset, no limit: the device's
+   * memory (an allocation that fails for want of it evicts too). */
+  size_t data_limit;
 } weft_runtime_opts;
 
 /* Fills *opts with the defaults; NULL is ignored.
@@ -112,12 +120,12 @@ WEFT_API void weft_runtime_opts_init(weft_runtime_opts *opts);
  * Errors: WEFT_EINVAL (rt NULL; bad struct_size, backend, thread count or
  * stack_size, which must lie in 16 KiB .. 1 GiB; a trace path too long
  * for a file name (4 KiB with the rank's suffix); a watchdog_ms out of
- * range; a WEFT_BACKEND, WEFT_WORKERS, WEFT_HOST_THREADS, WEFT_WATCHDOG
- * or other variable's value (docs/ENV.md) that is not valid, named in the
- * message; backend names are case-insensitive), WEFT_ESTATE (called from a
- * task), WEFT_ENODEV (the chosen backend is not built or has no device),
- * WEFT_ENOMEM, WEFT_EBUSY (tracing while another runtime traces), WEFT_EIO
- * (the trace file cannot be written: checked here, not at shutdown),
+ * range; a WEFT_BACKEND, WEFT_WORKERS, WEFT_HOST_THREADS, WEFT_WATCHDOG,
+ * WEFT_DATA_LIMIT or other variable's value (docs/ENV.md) that is not valid,
+ * named in the message; backend names are case-insensitive), WEFT_ESTATE
+ * (called from a task), WEFT_ENODEV (the chosen backend is not built or has no
+ * device), WEFT_ENOMEM, WEFT_EBUSY (tracing while another runtime traces),
+ * WEFT_EIO (the trace file cannot be written: checked here, not at shutdown),
  * device errors.
  * Context: plain thread only; blocks the worker (the calling thread) while
  * the backend opens and the worker threads start. */

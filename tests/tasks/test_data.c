@@ -3,8 +3,11 @@
  * three handles, each step a task on a random device that scales a handle
  * in place or copies one into another, with weft_data_sync at random
  * points, bit-exact against the same steps run one at a time on the CPU;
- * one writer then readers on two devices, each instance filled once (the
- * bytes counted); and bad input, refused with nothing moved. */
+ * the same under a limit on the instances' bytes that forces evictions
+ * (write-backs of the only valid copy among them), and under one too small
+ * for a single handle; one writer then readers on two devices, each
+ * instance filled once (the bytes counted); and bad input, refused with
+ * nothing moved. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -282,30 +285,81 @@ static void bad_input(weft_runtime *rt) {
   EXPECT(a.ptr == NULL && a.bytes == 0);
 }
 
-/* Returns the backend. */
-static weft_backend_kind run(int host_devices) {
+/* Returns the backend. limit: opts.data_limit, in handles' bytes. */
+static weft_backend_kind run(int host_devices, double limit) {
   weft_runtime_opts o;
   weft_runtime_opts_init(&o);
   o.host_devices = host_devices;
+  o.data_limit = (size_t)(limit * N * sizeof(float));
   weft_runtime *rt = tt_open(&o);
   EXPECT_OK(weft_device_count(rt, &ndev));
-  bad_input(rt);
-  readers(rt);
-  if (ndev > 1)
-    ordered_fill(rt);
+  if (!limit) { /* these count copies that eviction would add to */
+    bad_input(rt);
+    readers(rt);
+    if (ndev > 1)
+      ordered_fill(rt);
+  }
   uint64_t seed = 0x5eed + (uint64_t)host_devices;
   int programs = tt_quick() ? 3 : 10;
+  int steps = TT_SANITIZED ? 40 : 120;
+  if (limit && limit < 1) /* each copy step waits for room it never gets */
+    programs = 1, steps = 30;
   for (int p = 0; p < programs; p++)
-    program(rt, &seed, TT_SANITIZED ? 40 : 120);
-  printf("data: %d device(s): %d random programs bit-exact\n", ndev, programs);
+    program(rt, &seed, steps);
+  weft_mem_stats ms = {.struct_size = sizeof ms};
+  EXPECT_OK(weft_mem_stats_get(rt, &ms));
+  EXPECT_EQ_INT((int)ms.device_allocs, 0); /* every instance freed */
+  EXPECT_MSG(ms.data_evicted_bytes == ms.data_evictions * N * sizeof(float) &&
+                 ms.data_written_back <= ms.data_evicted_bytes,
+             "%llu evictions of %llu bytes, %llu written back",
+             (unsigned long long)ms.data_evictions,
+             (unsigned long long)ms.data_evicted_bytes,
+             (unsigned long long)ms.data_written_back);
+  /* Three handles on one device within two's room: some must go. */
+  if (limit && ndev == 1)
+    EXPECT_MSG(ms.data_evictions > 0,
+               "no eviction under a limit of %g "
+               "handles",
+               limit);
+  if (!limit)
+    EXPECT_EQ_INT((int)ms.data_evictions, 0);
+  printf("data: %d device(s), limit %g handles: %d random programs "
+         "bit-exact, %llu evictions (%llu bytes written back)\n",
+         ndev, limit, programs, (unsigned long long)ms.data_evictions,
+         (unsigned long long)ms.data_written_back);
   weft_backend_kind b = weft_runtime_backend(rt);
   tt_close(rt);
   return b;
 }
 
+/* WEFT_DATA_LIMIT: a value that is no size is refused, naming it. */
+static void limit_from_env(void) {
+  weft_runtime_opts o;
+  weft_runtime_opts_init(&o);
+  o.workers = 1;
+  weft_runtime *rt;
+  const char *bad[] = {"12X", "-1", "K", "1.5G", "99999999999999999999G"};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    setenv("WEFT_DATA_LIMIT", bad[i], 1);
+    EXPECT_ERR(weft_init(&rt, &o), WEFT_EINVAL);
+    EXPECT(strstr(weft_last_error_message(), "WEFT_DATA_LIMIT") != NULL);
+  }
+  setenv("WEFT_DATA_LIMIT", "64K", 1);
+  EXPECT_OK(weft_init(&rt, &o));
+  EXPECT_OK(weft_shutdown(rt));
+  unsetenv("WEFT_DATA_LIMIT");
+}
+
 int main(void) {
-  if (run(1) == WEFT_BACKEND_HOST)
-    run(4); /* emulated devices: fills from another device's instance */
+  limit_from_env();
+  weft_backend_kind b = run(1, 0);
+  run(1, 2);   /* three handles in two's room: evictions, write-backs */
+  run(1, 0.5); /* no room for one: past the limit rather than never */
+  if (b == WEFT_BACKEND_HOST) {
+    run(4, 0); /* emulated devices: fills from another device's instance */
+    run(2, 2);
+    run(4, 1.5);
+  }
   puts("ok");
   return 0;
 }

@@ -1,0 +1,25 @@
+/* What registered data (data.c) asks of the core below it: the runtime's
+ * limit on its instances per device (weft_runtime_opts.data_limit),
+ * how far a task it gave an instance to has got, and the evictions that
+ * weft_mem_stats_get reports. memory.c and task_end.c implement it. */
+#ifndef WEFT__DATA_CORE_H
+#define WEFT__DATA_CORE_H
+
+#include <stddef.h>
+
+#include "weft/runtime.h"
+#include "weft/task.h"
+
+/* Bytes of instances a device of rt may hold; 0: no limit. */
+size_t weft__data_limit(const weft_runtime *rt);
+
+/* Counts an eviction of bytes, written_back of them copied to the host
+ * first. */
+void weft__data_evicted(weft_runtime *rt, size_t bytes, size_t written_back);
+
+/* Where task h of rt stands: 0 its function runs (or is yet to), 1 it
+ * returned and its GPU work may still be queued, 2 it completed (or the
+ * handle names a task joined or detached since). */
+int weft__task_progress(weft_runtime *rt, const weft_task *h);
+
+#endif
