@@ -3,17 +3,11 @@
  * algorithm ordered by hand with raw streams and events, and against one
  * stream: the classic StarPU and CUDASTF demonstration.
  *
- * The matrix is n x n, symmetric positive definite (off-diagonal entries
- * in [-1, 1], n + 1 on the diagonal), stored as T x T tiles of b x b,
- * column-major, the lower triangle factored in place:
- *   for k: potrf(A_kk)
- *          for i > k: trsm(A_kk, A_ik)
- *          for i > k: syrk(A_ik, A_ii); for k < j < i: gemm(A_ik, A_jk, A_ij)
- * On CUDA the tile operations are cuSOLVER's potrf and cuBLAS's trsm, syrk
- * and gemm (weft_cusolver_dn and weft_cublas in weft's tasks, handles of
- * one's own per stream in the raw versions); on the host backend, the
- * bench's tile kernels (kernels.h). Rows, wall clock from the first
- * operation issued to the last one's completion:
+ * The matrix and the loop are cholesky.h's. On CUDA the tile operations are
+ * cuSOLVER's potrf and cuBLAS's trsm, syrk and gemm (weft_cusolver_dn and
+ * weft_cublas in weft's tasks, handles of one's own per stream in the raw
+ * versions); on the host backend, the bench's tile kernels (kernels.h). Rows,
+ * wall clock from the first operation issued to the last one's completion:
  * - raw, hand-ordered (baseline): S streams, each tile's operations on
  *   the stream of its output tile, an event per tile recorded after each
  *   write and waited for by every operation that reads or writes it;
@@ -37,25 +31,22 @@
 #include <string.h>
 
 #include "bench.h"
+#include "cholesky.h"
 #include "kernels.h"
 #include "raw_api.h"
 #ifdef WEFT_BENCH_CUDA
-#include <cublas_v2.h>
-#include <cusolverDn.h>
-
 #include "weft/cuda.h"
 #include "weft/cuda_libraries.h"
 #endif
 
-enum { NS = 8, NSAMPLE = 64 };
+enum { NS = 8 };
 enum { V_HAND, V_ONE, V_WEFT, V_GRAPH, V_DECL, V_NODECL, NVARIANTS };
-enum { POTRF, TRSM, SYRK, GEMM };
 
 typedef struct chol chol;
 
 typedef struct op {
   chol *ch;
-  int kind, i, j, k; /* writes A_ij (potrf: A_kk) */
+  chol_op o;
 } op;
 
 struct chol {
@@ -72,23 +63,13 @@ struct chol {
   raw_stream rs[NS];
   raw_event *ev; /* per tile: its last write */
   int *written;  /* per tile: ev recorded since the reset */
-#ifdef WEFT_BENCH_CUDA
   int cuda;
-  cublasHandle_t blas[NS];
-  cusolverDnHandle_t sol[NS];
-  float *work[NS];
-  int *info[NS];
+  chol_lib lib[NS]; /* the raw versions' handles and workspaces, per stream */
   int lwork;
-  float *gwork; /* the captured potrf steps' workspaces, one per k */
-#endif
+  float *gwork;  /* the captured potrf steps' workspaces, one per k */
   int capturing; /* the weft driver is capturing its steps as a graph */
   bench_samples s[NVARIANTS];
 };
-
-static uint64_t lcg(uint64_t *s) {
-  *s = *s * 6364136223846793005ull + 1442695040888963407ull;
-  return *s >> 33;
-}
 
 static size_t tile_elems(const chol *ch) { return (size_t)ch->b * ch->b; }
 
@@ -96,106 +77,16 @@ static float *tile(const chol *ch, unsigned i, unsigned j) {
   return ch->tiles + ((size_t)i * ch->T + j) * tile_elems(ch);
 }
 
-/* The element (r, c) of the matrix in a tile-major buffer m. */
-static float *at(const chol *ch, float *m, unsigned r, unsigned c) {
-  unsigned b = ch->b;
-  return m + ((size_t)(r / b) * ch->T + c / b) * tile_elems(ch) +
-         (size_t)(c % b) * b + r % b;
-}
-
-/* The operations in the loop's order. */
-static size_t plan(chol *ch) {
-  size_t n = 0;
-  for (unsigned k = 0; k < ch->T; k++) {
-    ch->ops[n++] = (op){ch, POTRF, (int)k, (int)k, (int)k};
-    for (unsigned i = k + 1; i < ch->T; i++)
-      ch->ops[n++] = (op){ch, TRSM, (int)i, (int)k, (int)k};
-    for (unsigned i = k + 1; i < ch->T; i++) {
-      ch->ops[n++] = (op){ch, SYRK, (int)i, (int)i, (int)k};
-      for (unsigned j = k + 1; j < i; j++)
-        ch->ops[n++] = (op){ch, GEMM, (int)i, (int)j, (int)k};
-    }
-  }
-  return n;
-}
-
-/* The tiles o reads (in[0..*nin)); it writes A_ij. */
-static void inputs(const op *o, unsigned in[2][2], int *nin) {
-  *nin = 0;
-  if (o->kind == TRSM) {
-    in[(*nin)++][0] = (unsigned)o->k, in[0][1] = (unsigned)o->k;
-  } else if (o->kind == SYRK) {
-    in[0][0] = (unsigned)o->i, in[0][1] = (unsigned)o->k, *nin = 1;
-  } else if (o->kind == GEMM) {
-    in[0][0] = (unsigned)o->i, in[0][1] = (unsigned)o->k;
-    in[1][0] = (unsigned)o->j, in[1][1] = (unsigned)o->k;
-    *nin = 2;
-  }
-}
-
-/* ---- one tile operation, weft's way (s NULL) or raw on s ---- */
-
-#ifdef WEFT_BENCH_CUDA
-static int cuda_op(chol *ch, const op *o, cublasHandle_t h,
-                   cusolverDnHandle_t sol, float *work, int *info) {
-  int b = (int)ch->b;
-  float one = 1, minus = -1;
-  float *c = tile(ch, (unsigned)o->i, (unsigned)o->j);
-  float *aik = tile(ch, (unsigned)o->i, (unsigned)o->k);
-  int st = 0;
-  switch (o->kind) {
-  case POTRF:
-    st = (int)cusolverDnSpotrf(sol, CUBLAS_FILL_MODE_LOWER, b, c, b, work,
-                               ch->lwork, info);
-    break;
-  case TRSM:
-    st = (int)cublasStrsm(h, CUBLAS_SIDE_RIGHT, CUBLAS_FILL_MODE_LOWER,
-                          CUBLAS_OP_T, CUBLAS_DIAG_NON_UNIT, b, b, &one,
-                          tile(ch, (unsigned)o->k, (unsigned)o->k), b, c, b);
-    break;
-  case SYRK:
-    st = (int)cublasSsyrk(h, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_N, b, b, &minus,
-                          aik, b, &one, c, b);
-    break;
-  default:
-    st = (int)cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_T, b, b, b, &minus, aik, b,
-                          tile(ch, (unsigned)o->j, (unsigned)o->k), b, &one, c,
-                          b);
-  }
-  return st ? bench_fail(ch->c, "tile operation %d (%d,%d,%d): status %d",
-                         o->kind, o->i, o->j, o->k, st)
-            : 0;
-}
-#endif
-
-static int host_op(chol *ch, const op *o, raw_stream *s) {
-  unsigned b = ch->b;
-  float *c = tile(ch, (unsigned)o->i, (unsigned)o->j);
-  float *aik = tile(ch, (unsigned)o->i, (unsigned)o->k);
-  float *akk = tile(ch, (unsigned)o->k, (unsigned)o->k);
-  float *ajk = tile(ch, (unsigned)o->j, (unsigned)o->k);
-  const weft_kernel *k;
-  void *a1[] = {&c, &b}, *a2[] = {&akk, &c, &b}, *a3[] = {&aik, &c, &b},
-       *a4[] = {&aik, &ajk, &c, &b}, **args;
-  switch (o->kind) {
-  case POTRF:
-    k = &ch->k.potrf, args = a1;
-    break;
-  case TRSM:
-    k = &ch->k.trsm, args = a2;
-    break;
-  case SYRK:
-    k = &ch->k.syrk, args = a3;
-    break;
-  default:
-    k = &ch->k.gemm, args = a4;
-  }
-  if (s) {
-    RAW_TRY(ch->c, raw_launch(*s, k, WEFT_DIM1(1), WEFT_DIM1(1), args));
-    return 0;
-  }
-  int e = weft_launch(k, WEFT_DIM1(1), WEFT_DIM1(1), 0, args);
-  return e ? bench_fail_weft(ch->c, e, "weft_launch(tile)") : 0;
+/* Runs o weft's way (lib: the task's handles and workspace) or raw on s
+ * with the stream's. */
+static int run_op(chol *ch, const chol_op *o, const chol_lib *lib,
+                  raw_stream *s) {
+  unsigned in[2][2] = {{0, 0}, {0, 0}};
+  int nin = chol_inputs(o, in);
+  return chol_run_op(ch->c, ch->cuda, &ch->k, lib, ch->b, o,
+                     tile(ch, (unsigned)o->i, (unsigned)o->j),
+                     nin > 0 ? tile(ch, in[0][0], in[0][1]) : NULL,
+                     nin > 1 ? tile(ch, in[1][0], in[1][1]) : NULL, s);
 }
 
 /* ---- weft ---- */
@@ -203,45 +94,22 @@ static int host_op(chol *ch, const op *o, raw_stream *s) {
 static void op_task(void *arg) {
   op *o = arg;
   chol *ch = o->ch;
-#ifdef WEFT_BENCH_CUDA
-  if (ch->cuda) {
-    cublasHandle_t h = o->kind == POTRF ? NULL : weft_cublas();
-    cusolverDnHandle_t sol = o->kind == POTRF ? weft_cusolver_dn() : NULL;
-    if (o->kind == POTRF ? !sol : !h) {
-      bench_fail(ch->c, "weft_cublas/weft_cusolver_dn: %s",
-                 weft_last_error_message());
-      return;
-    }
-    float *work = NULL;
-    if (o->kind == POTRF && ch->capturing) {
-      /* Nothing allocates inside a capture: each step its own. */
-      float *w = ch->gwork + (size_t)o->k * ((size_t)ch->lwork + 64);
-      cuda_op(ch, o, h, sol, w, (int *)(w + ch->lwork));
-      return;
-    }
-    if (o->kind == POTRF) {
-      int e = weft_device_alloc(((size_t)ch->lwork + 64) * sizeof(float),
-                                (void **)&work);
-      if (e) {
-        bench_fail_weft(ch->c, e, "weft_device_alloc(potrf workspace)");
-        return;
-      }
-    }
-    cuda_op(ch, o, h, sol, work, work ? (int *)(work + ch->lwork) : NULL);
-    if (work)
-      weft_device_free(work);
-    return;
-  }
-#endif
-  host_op(ch, o, NULL);
+  /* Nothing allocates inside a capture: each potrf step its own. */
+  float *work = ch->capturing && ch->cuda
+                    ? ch->gwork + (size_t)o->o.k * ((size_t)ch->lwork + 64)
+                    : NULL;
+  chol_lib lib;
+  if (chol_task_lib(ch->c, ch->cuda, &o->o, ch->lwork, work, &lib) == 0)
+    run_op(ch, &o->o, &lib, NULL);
+  chol_task_lib_done(&lib);
 }
 
-static weft_task_opts declared(const op *o, weft_access acc[3]) {
-  const chol *ch = o->ch;
+static weft_task_opts declared(const op *x, weft_access acc[3]) {
+  const chol *ch = x->ch;
+  const chol_op *o = &x->o;
   size_t bytes = tile_elems(ch) * sizeof(float);
   unsigned in[2][2];
-  int nin;
-  inputs(o, in, &nin);
+  int nin = chol_inputs(o, in);
   for (int t = 0; t < nin; t++)
     acc[t] = (weft_access){tile(ch, in[t][0], in[t][1]), bytes, WEFT_READ};
   acc[nin] =
@@ -326,27 +194,20 @@ static int raw_run(chol *ch, int hand, uint64_t *ns) {
   memset(ch->written, 0, (size_t)ch->T * ch->T * sizeof *ch->written);
   uint64_t t0 = bench_now_ns();
   for (size_t n = 0; n < ch->nops; n++) {
-    const op *o = &ch->ops[n];
+    const chol_op *o = &ch->ops[n].o;
     unsigned out = (unsigned)o->i * ch->T + (unsigned)o->j;
     int si = hand ? (int)(out % NS) : 0;
     raw_stream *s = &ch->rs[si];
     if (hand) {
       unsigned in[2][2];
-      int nin;
-      inputs(o, in, &nin);
+      int nin = chol_inputs(o, in);
       for (int t = 0; t < nin; t++) {
         unsigned ti = in[t][0] * ch->T + in[t][1];
         if (ch->written[ti] && (int)(ti % NS) != si)
           RAW_TRY(c, raw_stream_wait(*s, ch->ev[ti]));
       }
     }
-#ifdef WEFT_BENCH_CUDA
-    if (ch->cuda) {
-      if (cuda_op(ch, o, ch->blas[si], ch->sol[si], ch->work[si], ch->info[si]))
-        return BENCH_FAIL;
-    } else
-#endif
-        if (host_op(ch, o, s))
+    if (run_op(ch, o, &ch->lib[si], s))
       return BENCH_FAIL;
     if (hand) {
       RAW_TRY(c, raw_event_record(ch->ev[out], *s));
@@ -373,21 +234,22 @@ static int raw_open(chol *ch) {
 #ifdef WEFT_BENCH_CUDA
   if (ch->cuda) {
     for (int i = 0; i < NS; i++) {
-      if (cublasCreate(&ch->blas[i]) != CUBLAS_STATUS_SUCCESS ||
-          cublasSetStream(ch->blas[i], ch->rs[i].cs) != CUBLAS_STATUS_SUCCESS ||
-          cusolverDnCreate(&ch->sol[i]) != CUSOLVER_STATUS_SUCCESS ||
-          cusolverDnSetStream(ch->sol[i], ch->rs[i].cs) !=
-              CUSOLVER_STATUS_SUCCESS)
+      chol_lib *l = &ch->lib[i];
+      if (cublasCreate(&l->blas) != CUBLAS_STATUS_SUCCESS ||
+          cublasSetStream(l->blas, ch->rs[i].cs) != CUBLAS_STATUS_SUCCESS ||
+          cusolverDnCreate(&l->sol) != CUSOLVER_STATUS_SUCCESS ||
+          cusolverDnSetStream(l->sol, ch->rs[i].cs) != CUSOLVER_STATUS_SUCCESS)
         return bench_fail(c, "raw CUDA: cuBLAS/cuSOLVER set-up failed");
     }
-    if (cusolverDnSpotrf_bufferSize(ch->sol[0], CUBLAS_FILL_MODE_LOWER,
+    if (cusolverDnSpotrf_bufferSize(ch->lib[0].sol, CUBLAS_FILL_MODE_LOWER,
                                     (int)ch->b, ch->tiles, (int)ch->b,
                                     &ch->lwork) != CUSOLVER_STATUS_SUCCESS)
       return bench_fail(c, "cusolverDnSpotrf_bufferSize failed");
     for (int i = 0; i < NS; i++) {
-      RAW_TRY(c, cudaMalloc((void **)&ch->work[i],
+      ch->lib[i].lwork = ch->lwork;
+      RAW_TRY(c, cudaMalloc((void **)&ch->lib[i].work,
                             (size_t)ch->lwork * sizeof(float)));
-      RAW_TRY(c, cudaMalloc((void **)&ch->info[i], sizeof(int)));
+      RAW_TRY(c, cudaMalloc((void **)&ch->lib[i].info, sizeof(int)));
     }
   }
 #endif
@@ -404,12 +266,12 @@ static void raw_close(chol *ch) {
   free(ch->written);
 #ifdef WEFT_BENCH_CUDA
   for (int i = 0; ch->cuda && i < NS; i++) {
-    if (ch->blas[i])
-      cublasDestroy(ch->blas[i]);
-    if (ch->sol[i])
-      cusolverDnDestroy(ch->sol[i]);
-    cudaFree(ch->work[i]);
-    cudaFree(ch->info[i]);
+    if (ch->lib[i].blas)
+      cublasDestroy(ch->lib[i].blas);
+    if (ch->lib[i].sol)
+      cusolverDnDestroy(ch->lib[i].sol);
+    cudaFree(ch->lib[i].work);
+    cudaFree(ch->lib[i].info);
   }
 #endif
 }
@@ -423,24 +285,12 @@ static int reset(chol *ch) {
   return 0;
 }
 
-/* L L^T against A at NSAMPLE entries of the lower triangle. */
+/* The factor read back, checked against A (chol_check). */
 static int check(chol *ch, const char *who) {
   size_t bytes = (size_t)ch->T * ch->T * tile_elems(ch) * sizeof(float);
   BENCH_TRY(ch->c, weft_copy(ch->back, ch->tiles, bytes));
   BENCH_TRY(ch->c, weft_sync());
-  uint64_t seed = 77;
-  for (int s = 0; s < NSAMPLE; s++) {
-    unsigned r = (unsigned)(lcg(&seed) % ch->n);
-    unsigned c = (unsigned)(lcg(&seed) % (r + 1));
-    double sum = 0;
-    for (unsigned k = 0; k <= c; k++)
-      sum += (double)*at(ch, ch->back, r, k) * *at(ch, ch->back, c, k);
-    double want = *at(ch, ch->a0, r, c);
-    if (!(fabs(sum - want) <= 1e-3 * (fabs(want) + 1)))
-      return bench_fail(ch->c, "%s: (L L^T)[%u][%u] = %g, A has %g", who, r, c,
-                        sum, want);
-  }
-  return 0;
+  return chol_check(ch->c, ch->a0, ch->back, ch->n, ch->b, who);
 }
 
 static int setup(chol *ch) {
@@ -468,21 +318,21 @@ static int setup(chol *ch) {
                                 (void **)&ch->gwork));
   }
 #endif
-  memset(ch->a0, 0, elems * sizeof(float));
-  uint64_t seed = 12345;
-  for (unsigned c = 0; c < ch->n; c++)
-    for (unsigned r = c; r < ch->n; r++) {
-      float v = r == c ? (float)ch->n + 1
-                       : (float)(lcg(&seed) % 2001) / 1000.0f - 1.0f;
-      *at(ch, ch->a0, r, c) = v;
-      *at(ch, ch->a0, c, r) = v; /* the upper tiles are never read */
-    }
+  chol_matrix(ch->a0, ch->n, ch->b);
   size_t maxops = (size_t)ch->T * ch->T * ch->T;
   ch->ops = calloc(maxops, sizeof *ch->ops);
   ch->handles = calloc(maxops, sizeof *ch->handles);
   if (!ch->ops || !ch->handles)
     return bench_fail(ch->c, "out of memory");
-  ch->nops = plan(ch);
+  for (size_t i = 0; i < maxops; i++)
+    ch->ops[i].ch = ch;
+  chol_op *plan = calloc(maxops, sizeof *plan);
+  if (!plan)
+    return bench_fail(ch->c, "out of memory");
+  ch->nops = chol_plan(ch->T, plan);
+  for (size_t i = 0; i < ch->nops; i++)
+    ch->ops[i].o = plan[i];
+  free(plan);
   return 0;
 }
 
@@ -569,9 +419,7 @@ static int factor(bench_ctx *c, weft_runtime *rt, size sz, int sized,
   ch->c = c;
   ch->rt = rt;
   tile_kernels_init(&ch->k);
-#ifdef WEFT_BENCH_CUDA
   ch->cuda = raw_on_cuda(ch->rt);
-#endif
   ch->b = sz.b;
   ch->T = sz.T;
   ch->n = ch->b * ch->T;

@@ -1,0 +1,173 @@
+/* The tiled Cholesky of the dataflow and cholesky scenarios
+ * (cholesky.h). */
+#include "cholesky.h"
+
+#include <math.h>
+#include <string.h>
+
+#ifdef WEFT_BENCH_CUDA
+#include "weft/cuda.h"
+#include "weft/cuda_libraries.h"
+#endif
+
+static uint64_t lcg(uint64_t *s) {
+  *s = *s * 6364136223846793005ull + 1442695040888963407ull;
+  return *s >> 33;
+}
+
+size_t chol_plan(unsigned T, chol_op *ops) {
+  size_t n = 0;
+  for (unsigned k = 0; k < T; k++) {
+    ops[n++] = (chol_op){CHOL_POTRF, (int)k, (int)k, (int)k};
+    for (unsigned i = k + 1; i < T; i++)
+      ops[n++] = (chol_op){CHOL_TRSM, (int)i, (int)k, (int)k};
+    for (unsigned i = k + 1; i < T; i++) {
+      ops[n++] = (chol_op){CHOL_SYRK, (int)i, (int)i, (int)k};
+      for (unsigned j = k + 1; j < i; j++)
+        ops[n++] = (chol_op){CHOL_GEMM, (int)i, (int)j, (int)k};
+    }
+  }
+  return n;
+}
+
+int chol_inputs(const chol_op *o, unsigned in[2][2]) {
+  switch (o->kind) {
+  case CHOL_TRSM:
+    in[0][0] = (unsigned)o->k, in[0][1] = (unsigned)o->k;
+    return 1;
+  case CHOL_SYRK:
+    in[0][0] = (unsigned)o->i, in[0][1] = (unsigned)o->k;
+    return 1;
+  case CHOL_GEMM:
+    in[0][0] = (unsigned)o->i, in[0][1] = (unsigned)o->k;
+    in[1][0] = (unsigned)o->j, in[1][1] = (unsigned)o->k;
+    return 2;
+  default:
+    return 0;
+  }
+}
+
+#ifdef WEFT_BENCH_CUDA
+static int cuda_op(bench_ctx *c, const chol_lib *lib, int b, const chol_op *o,
+                   float *out, float *in0, float *in1) {
+  float one = 1, minus = -1;
+  int st = 0;
+  switch (o->kind) {
+  case CHOL_POTRF:
+    st = (int)cusolverDnSpotrf(lib->sol, CUBLAS_FILL_MODE_LOWER, b, out, b,
+                               lib->work, lib->lwork, lib->info);
+    break;
+  case CHOL_TRSM:
+    st = (int)cublasStrsm(lib->blas, CUBLAS_SIDE_RIGHT, CUBLAS_FILL_MODE_LOWER,
+                          CUBLAS_OP_T, CUBLAS_DIAG_NON_UNIT, b, b, &one, in0, b,
+                          out, b);
+    break;
+  case CHOL_SYRK:
+    st = (int)cublasSsyrk(lib->blas, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_N, b, b,
+                          &minus, in0, b, &one, out, b);
+    break;
+  default:
+    st = (int)cublasSgemm(lib->blas, CUBLAS_OP_N, CUBLAS_OP_T, b, b, b, &minus,
+                          in0, b, in1, b, &one, out, b);
+  }
+  return st ? bench_fail(c, "tile operation %d (%d,%d,%d): status %d", o->kind,
+                         o->i, o->j, o->k, st)
+            : 0;
+}
+#endif
+
+int chol_task_lib(bench_ctx *c, int cuda, const chol_op *o, int lwork,
+                  float *work, chol_lib *lib) {
+  memset(lib, 0, sizeof *lib);
+#ifdef WEFT_BENCH_CUDA
+  if (!cuda)
+    return 0;
+  int potrf = o->kind == CHOL_POTRF;
+  if (potrf ? !(lib->sol = weft_cusolver_dn()) : !(lib->blas = weft_cublas()))
+    return bench_fail(c, "weft_cublas/weft_cusolver_dn: %s",
+                      weft_last_error_message());
+  if (!potrf)
+    return 0;
+  lib->lwork = lwork;
+  if (!work) {
+    int e =
+        weft_device_alloc(((size_t)lwork + 64) * sizeof(float), (void **)&work);
+    if (e)
+      return bench_fail_weft(c, e, "weft_device_alloc(potrf workspace)");
+    lib->owned = 1;
+  }
+  lib->work = work;
+  lib->info = (int *)(work + lwork);
+#else
+  (void)c, (void)cuda, (void)o, (void)lwork, (void)work;
+#endif
+  return 0;
+}
+
+void chol_task_lib_done(chol_lib *lib) {
+  if (lib->owned)
+    weft_device_free(lib->work);
+  lib->owned = 0;
+}
+
+int chol_run_op(bench_ctx *c, int cuda, const tile_kernels *k,
+                const chol_lib *lib, unsigned b, const chol_op *o, float *out,
+                float *in0, float *in1, raw_stream *s) {
+#ifdef WEFT_BENCH_CUDA
+  if (cuda)
+    return cuda_op(c, lib, (int)b, o, out, in0, in1);
+#endif
+  (void)cuda;
+  (void)lib;
+  const weft_kernel *kern;
+  void *a1[] = {&out, &b}, *a2[] = {&in0, &out, &b},
+       *a3[] = {&in0, &in1, &out, &b}, **args;
+  switch (o->kind) {
+  case CHOL_POTRF:
+    kern = &k->potrf, args = a1;
+    break;
+  case CHOL_TRSM:
+    kern = &k->trsm, args = a2;
+    break;
+  case CHOL_SYRK:
+    kern = &k->syrk, args = a2;
+    break;
+  default:
+    kern = &k->gemm, args = a3;
+  }
+  if (s) {
+    RAW_TRY(c, raw_launch(*s, kern, WEFT_DIM1(1), WEFT_DIM1(1), args));
+    return 0;
+  }
+  int e = weft_launch(kern, WEFT_DIM1(1), WEFT_DIM1(1), 0, args);
+  return e ? bench_fail_weft(c, e, "weft_launch(tile)") : 0;
+}
+
+void chol_matrix(float *a, unsigned n, unsigned b) {
+  memset(a, 0, (size_t)n * n * sizeof *a);
+  uint64_t seed = 12345;
+  for (unsigned col = 0; col < n; col++)
+    for (unsigned r = col; r < n; r++) {
+      float v =
+          r == col ? (float)n + 1 : (float)(lcg(&seed) % 2001) / 1000.0f - 1.0f;
+      a[chol_at(n, b, r, col)] = v;
+      a[chol_at(n, b, col, r)] = v; /* the upper tiles are never read */
+    }
+}
+
+int chol_check(bench_ctx *c, const float *a, const float *l, unsigned n,
+               unsigned b, const char *who) {
+  uint64_t seed = 77;
+  for (int s = 0; s < 64; s++) {
+    unsigned r = (unsigned)(lcg(&seed) % n);
+    unsigned col = (unsigned)(lcg(&seed) % (r + 1));
+    double sum = 0;
+    for (unsigned k = 0; k <= col; k++)
+      sum += (double)l[chol_at(n, b, r, k)] * l[chol_at(n, b, col, k)];
+    double want = a[chol_at(n, b, r, col)];
+    if (!(fabs(sum - want) <= 1e-3 * (fabs(want) + 1)))
+      return bench_fail(c, "%s: (L L^T)[%u][%u] = %g, A has %g", who, r, col,
+                        sum, want);
+  }
+  return 0;
+}
