@@ -301,6 +301,7 @@ int bench_runtime_open_with(bench_ctx *c, const bench_rt_opts *o,
   if (o->no_check)
     opts.check = 0;
   opts.host_devices = o->host_devices;
+  opts.data_limit = o->data_limit;
   BENCH_TRY(c, weft_init(rt, &opts));
   return 0;
 }

@@ -24,6 +24,7 @@
   X(graph)                                                                     \
   X(dataflow)                                                                  \
   X(data)                                                                      \
+  X(cholesky)                                                                  \
   X(multigpu)                                                                  \
   X(scale)                                                                     \
   X(trace)                                                                     \

@@ -402,9 +402,10 @@ static int evict(weft_runtime *rt, const victim *v) {
 }
 
 /* How long a task that needs room waits for instances held by running
- * tasks before it goes past the limit instead: never for ever, since a
- * holder may be waiting for it. */
-#define ROOM_WAIT_NS 10000000u
+ * tasks before it goes past the limit instead: never for ever, since the
+ * holders may be waiting for room too (docs/decisions/data.md, "Eviction
+ * under a limit"). */
+#define ROOM_WAIT_NS 100000u
 
 /* Holds room for d's instance on dev within the runtime's limit, evicting
  * what it must; past the limit when nothing can go. */

@@ -41,7 +41,7 @@
  * its handle's only valid copy (waiting for the copy), and frees it. So a
  * program whose data outgrows the device runs, as long as each task's own
  * handles fit; when nothing can go (every instance held), the instance is
- * allocated past the limit after 10 ms. weft_mem_stats_get counts the
+ * allocated past the limit after 0.1 ms. weft_mem_stats_get counts the
  * evictions and their bytes; the trace shows each as a range "weft_data
  * evict" in the task that made it, with its copy back.
  * Not yet: copies started at spawn (they start at the get), weft check of

@@ -1,0 +1,474 @@
+/* cholesky: data that moves itself (weft/data.h) on the tiled Cholesky of
+ * cholesky.h, with the matrix starting in host memory and the factor read
+ * back there: what a program that has its data on the host does.
+ *
+ * Each lower tile is its own data. Rows, wall clock from the first copy
+ * or registration to the factor in host memory, checked every repeat:
+ * - hand-written (baseline): the matrix in pinned memory and a device
+ *   copy allocated before; each lower tile copied in on the stream of its
+ *   tile (8 raw streams, an event per tile, as dataflow's hand-ordered
+ *   row), the factorisation ordered by those events, each tile copied
+ *   back on its stream after its last write;
+ * - registered, pinned: a driver task registers every lower tile
+ *   (weft_data_register), spawns a task per tile operation declaring the
+ *   tiles' handles (weft_data_access), each task asks weft_data_get for
+ *   its instances; then weft_data_unregister_n brings the factor back;
+ * - registered, pageable: the same over malloc'd memory (weft stages it);
+ * - out of core: the pinned row in a runtime whose data_limit is a
+ *   quarter of the matrix's bytes, so tiles are evicted (written back)
+ *   and fetched again; against the in-core row's throughput.
+ * Notes: GFLOP/s (n^3 / 3 a factorisation) and the bytes weft moved
+ * against the minimum (every lower tile in and out once). Targets (issue
+ * 40): registered >= 0.95 x the hand-written throughput, bytes <= 1.1 x
+ * the minimum; out of core >= 0.6 x in core at n = 16384, tiles of 1024.
+ * On CUDA a full run factors n = 8192 and 16384 with tiles of 512 and
+ * 1024, out of core at 16384 / 1024 alone. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench.h"
+#include "cholesky.h"
+#include "kernels.h"
+#include "raw_api.h"
+#include "weft/data.h"
+
+enum { NS = 8 };
+enum { V_HAND, V_PINNED, V_PAGEABLE, V_OOC, NV };
+
+typedef struct cbench cbench;
+
+typedef struct optask {
+  cbench *cb;
+  chol_op o;
+} optask;
+
+struct cbench {
+  bench_ctx *c;
+  weft_runtime *rt;
+  tile_kernels k;
+  int cuda;
+  unsigned n, b, T;
+  size_t tile_bytes, nlower;
+  float *a0;       /* pinned: the matrix, for every run and the check */
+  float *pinned;   /* the pinned runs' matrix */
+  float *pageable; /* the pageable run's */
+  float *dev;      /* the hand-written run's device copy */
+  optask *ops;
+  size_t nops;
+  weft_task **handles;
+  weft_data **d; /* per tile, T x T (the lower ones used) */
+  int lwork;
+  raw_stream rs[NS];
+  raw_event *ev;
+  int *written;
+  chol_lib lib[NS];
+  bench_samples s[NV];
+  uint64_t moved[NV]; /* bytes weft moved, the last repeat */
+  uint64_t evictions; /* out of core, the last repeat */
+};
+
+static size_t tix(const cbench *cb, unsigned i, unsigned j) {
+  return (size_t)i * cb->T + j;
+}
+
+static float *tile_of(const cbench *cb, float *m, unsigned i, unsigned j) {
+  return m + tix(cb, i, j) * (cb->tile_bytes / sizeof(float));
+}
+
+/* ---- hand-written ---- */
+
+static int hand_run(cbench *cb, uint64_t *ns) {
+  bench_ctx *c = cb->c;
+  memset(cb->written, 0, (size_t)cb->T * cb->T * sizeof *cb->written);
+  uint64_t t0 = bench_now_ns();
+  for (unsigned i = 0; i < cb->T; i++)
+    for (unsigned j = 0; j <= i; j++) {
+      size_t t = tix(cb, i, j);
+      raw_stream s = cb->rs[t % NS];
+      RAW_TRY(c,
+              raw_copy(s, tile_of(cb, cb->dev, i, j),
+                       tile_of(cb, cb->pinned, i, j), cb->tile_bytes, RAW_H2D));
+      RAW_TRY(c, raw_event_record(cb->ev[t], s));
+      cb->written[t] = 1;
+    }
+  for (size_t n = 0; n < cb->nops; n++) {
+    const chol_op *o = &cb->ops[n].o;
+    size_t out = tix(cb, (unsigned)o->i, (unsigned)o->j);
+    int si = (int)(out % NS);
+    unsigned in[2][2];
+    int nin = chol_inputs(o, in);
+    for (int t = 0; t < nin; t++) {
+      size_t ti = tix(cb, in[t][0], in[t][1]);
+      if ((int)(ti % NS) != si)
+        RAW_TRY(c, raw_stream_wait(cb->rs[si], cb->ev[ti]));
+    }
+    if (chol_run_op(c, cb->cuda, &cb->k, &cb->lib[si], cb->b, o,
+                    tile_of(cb, cb->dev, (unsigned)o->i, (unsigned)o->j),
+                    nin > 0 ? tile_of(cb, cb->dev, in[0][0], in[0][1]) : NULL,
+                    nin > 1 ? tile_of(cb, cb->dev, in[1][0], in[1][1]) : NULL,
+                    &cb->rs[si]))
+      return BENCH_FAIL;
+    RAW_TRY(c, raw_event_record(cb->ev[out], cb->rs[si]));
+  }
+  for (unsigned i = 0; i < cb->T; i++)
+    for (unsigned j = 0; j <= i; j++)
+      RAW_TRY(c, raw_copy(cb->rs[tix(cb, i, j) % NS],
+                          tile_of(cb, cb->pinned, i, j),
+                          tile_of(cb, cb->dev, i, j), cb->tile_bytes, RAW_D2H));
+  for (int i = 0; i < NS; i++)
+    RAW_TRY(c, raw_stream_sync(cb->rs[i]));
+  *ns = bench_now_ns() - t0;
+  return 0;
+}
+
+static int hand_open(cbench *cb) {
+  bench_ctx *c = cb->c;
+  size_t nt = (size_t)cb->T * cb->T;
+  BENCH_TRY(c, weft_device_alloc(nt * cb->tile_bytes, (void **)&cb->dev));
+  BENCH_TRY(c, weft_sync());
+  for (int i = 0; i < NS; i++)
+    RAW_TRY(c, raw_stream_create(cb->rt, 0, &cb->rs[i]));
+  cb->ev = calloc(nt, sizeof *cb->ev);
+  cb->written = calloc(nt, sizeof *cb->written);
+  if (!cb->ev || !cb->written)
+    return bench_fail(c, "out of memory");
+  for (size_t i = 0; i < nt; i++)
+    RAW_TRY(c, raw_event_create(cb->rt, 0, &cb->ev[i]));
+#ifdef WEFT_BENCH_CUDA
+  for (int i = 0; cb->cuda && i < NS; i++) {
+    chol_lib *l = &cb->lib[i];
+    if (cublasCreate(&l->blas) != CUBLAS_STATUS_SUCCESS ||
+        cublasSetStream(l->blas, cb->rs[i].cs) != CUBLAS_STATUS_SUCCESS ||
+        cusolverDnCreate(&l->sol) != CUSOLVER_STATUS_SUCCESS ||
+        cusolverDnSetStream(l->sol, cb->rs[i].cs) != CUSOLVER_STATUS_SUCCESS)
+      return bench_fail(c, "raw CUDA: cuBLAS/cuSOLVER set-up failed");
+    if (i == 0 && cusolverDnSpotrf_bufferSize(
+                      l->sol, CUBLAS_FILL_MODE_LOWER, (int)cb->b, cb->dev,
+                      (int)cb->b, &cb->lwork) != CUSOLVER_STATUS_SUCCESS)
+      return bench_fail(c, "cusolverDnSpotrf_bufferSize failed");
+    l->lwork = cb->lwork;
+    RAW_TRY(c, cudaMalloc((void **)&l->work,
+                          ((size_t)cb->lwork + 64) * sizeof(float)));
+    l->info = (int *)(l->work + cb->lwork);
+  }
+#endif
+  return 0;
+}
+
+static void hand_close(cbench *cb) {
+  for (int i = 0; i < NS; i++)
+    raw_stream_destroy(&cb->rs[i]);
+  if (cb->ev)
+    for (size_t i = 0; i < (size_t)cb->T * cb->T; i++)
+      raw_event_destroy(&cb->ev[i]);
+  free(cb->ev);
+  free(cb->written);
+#ifdef WEFT_BENCH_CUDA
+  for (int i = 0; cb->cuda && i < NS; i++) {
+    if (cb->lib[i].blas)
+      cublasDestroy(cb->lib[i].blas);
+    if (cb->lib[i].sol)
+      cusolverDnDestroy(cb->lib[i].sol);
+    cudaFree(cb->lib[i].work);
+  }
+#endif
+  if (cb->dev)
+    weft_device_free(cb->dev);
+  weft_sync();
+}
+
+/* ---- registered ---- */
+
+static weft_data *handle(const cbench *cb, unsigned i, unsigned j) {
+  return cb->d[tix(cb, i, j)];
+}
+
+static void op_task(void *arg) {
+  optask *x = arg;
+  cbench *cb = x->cb;
+  const chol_op *o = &x->o;
+  unsigned in[2][2];
+  int nin = chol_inputs(o, in);
+  float *out = NULL, *p[2] = {NULL, NULL};
+  int e = weft_data_get(handle(cb, (unsigned)o->i, (unsigned)o->j), WEFT_RW,
+                        (void **)&out);
+  for (int t = 0; e == 0 && t < nin; t++)
+    e = weft_data_get(handle(cb, in[t][0], in[t][1]), WEFT_READ,
+                      (void **)&p[t]);
+  if (e) {
+    bench_fail_weft(cb->c, e, "weft_data_get");
+    return;
+  }
+  chol_lib lib;
+  if (chol_task_lib(cb->c, cb->cuda, o, cb->lwork, NULL, &lib) == 0)
+    chol_run_op(cb->c, cb->cuda, &cb->k, &lib, cb->b, o, out, p[0], p[1], NULL);
+  chol_task_lib_done(&lib);
+}
+
+typedef struct driver {
+  cbench *cb;
+  weft_runtime *rt;
+  float *m; /* the matrix the handles cover */
+  uint64_t ns, moved, evictions;
+} driver;
+
+/* Registers the lower tiles of d->m, factors, unregisters: timed. */
+static void weft_driver(void *arg) {
+  driver *d = arg;
+  cbench *cb = d->cb;
+  uint64_t t0 = bench_now_ns();
+  weft_data **lower = calloc(cb->nlower, sizeof *lower);
+  if (!lower) {
+    bench_fail(cb->c, "out of memory");
+    return;
+  }
+  size_t nreg = 0;
+  int e = 0;
+  for (unsigned i = 0; e == 0 && i < cb->T; i++)
+    for (unsigned j = 0; e == 0 && j <= i; j++) {
+      e = weft_data_register(d->rt, tile_of(cb, d->m, i, j), cb->tile_bytes,
+                             &cb->d[tix(cb, i, j)]);
+      if (e == 0)
+        lower[nreg++] = cb->d[tix(cb, i, j)];
+    }
+  if (e)
+    bench_fail_weft(cb->c, e, "weft_data_register");
+  size_t spawned = 0;
+  for (; e == 0 && spawned < cb->nops; spawned++) {
+    const chol_op *o = &cb->ops[spawned].o;
+    unsigned in[2][2];
+    int nin = chol_inputs(o, in);
+    weft_access acc[3];
+    for (int t = 0; t < nin; t++)
+      acc[t] = weft_data_access(handle(cb, in[t][0], in[t][1]), WEFT_READ);
+    acc[nin] =
+        weft_data_access(handle(cb, (unsigned)o->i, (unsigned)o->j), WEFT_RW);
+    weft_task_opts to;
+    weft_task_opts_init(&to);
+    to.name = "cholesky/tile";
+    to.accesses = acc;
+    to.naccesses = (size_t)nin + 1;
+    if ((e = weft_task_spawn(d->rt, &cb->handles[spawned], op_task,
+                             &cb->ops[spawned], &to)) != 0) {
+      bench_fail_weft(cb->c, e, "weft_task_spawn");
+      break;
+    }
+  }
+  for (size_t i = 0; i < spawned; i++)
+    if ((e = weft_task_join(cb->handles[i])) != 0)
+      bench_fail_weft(cb->c, e, "weft_task_join");
+  d->moved = d->evictions = 0;
+  for (size_t i = 0; i < nreg; i++) {
+    weft_data_stats st;
+    if (weft_data_stats_get(lower[i], &st) == 0) {
+      d->moved += st.to_device + st.device_to_device + st.to_host;
+      d->evictions += st.evictions;
+      d->moved += cb->tile_bytes; /* its write-back at unregister, below */
+    }
+  }
+  if ((e = weft_data_unregister_n(lower, nreg)) != 0)
+    bench_fail_weft(cb->c, e, "weft_data_unregister_n");
+  d->ns = bench_now_ns() - t0;
+  free(lower);
+}
+
+/* ---- the runs ---- */
+
+typedef struct size {
+  unsigned n, b;
+  int ooc; /* and the out-of-core row */
+} size;
+static const size cuda_sizes[] = {
+    {8192, 512, 0}, {8192, 1024, 0}, {16384, 512, 0}, {16384, 1024, 1}};
+static const size cuda_quick = {2048, 256, 1}, host_size = {384, 48, 1},
+                  host_quick = {192, 32, 1};
+
+static int reset(cbench *cb, float *m) {
+  memcpy(m, cb->a0, (size_t)cb->T * cb->T * cb->tile_bytes);
+  return 0;
+}
+
+static int weft_run(cbench *cb, weft_runtime *rt, float *m, int v,
+                    const char *who, int r) {
+  driver d = {cb, rt, m, 0, 0, 0};
+  reset(cb, m);
+  int rc = bench_in_task(cb->c, rt, weft_driver, &d);
+  if (rc == 0 && bench_failed(cb->c))
+    rc = BENCH_FAIL;
+  if (rc == 0)
+    rc = chol_check(cb->c, cb->a0, m, cb->n, cb->b, who);
+  if (rc == 0 && r > 0)
+    bench_samples_add(&cb->s[v], (double)d.ns / 1e6);
+  cb->moved[v] = d.moved;
+  if (v == V_OOC)
+    cb->evictions = d.evictions;
+  return rc;
+}
+
+static int setup(cbench *cb, size sz) {
+  bench_ctx *c = cb->c;
+  cb->n = sz.n;
+  cb->b = sz.b;
+  cb->T = sz.n / sz.b;
+  cb->tile_bytes = (size_t)sz.b * sz.b * sizeof(float);
+  cb->nlower = (size_t)cb->T * (cb->T + 1) / 2;
+  size_t bytes = (size_t)cb->T * cb->T * cb->tile_bytes;
+  BENCH_TRY(c, weft_pinned_alloc(bytes, (void **)&cb->a0));
+  BENCH_TRY(c, weft_pinned_alloc(bytes, (void **)&cb->pinned));
+  cb->pageable = malloc(bytes);
+  size_t maxops = (size_t)cb->T * cb->T * cb->T;
+  chol_op *plan = calloc(maxops, sizeof *plan);
+  cb->ops = calloc(maxops, sizeof *cb->ops);
+  cb->handles = calloc(maxops, sizeof *cb->handles);
+  cb->d = calloc((size_t)cb->T * cb->T, sizeof *cb->d);
+  if (!cb->pageable || !plan || !cb->ops || !cb->handles || !cb->d) {
+    free(plan);
+    return bench_fail(c, "out of memory");
+  }
+  cb->nops = chol_plan(cb->T, plan);
+  for (size_t i = 0; i < cb->nops; i++)
+    cb->ops[i] = (optask){cb, plan[i]};
+  free(plan);
+  chol_matrix(cb->a0, cb->n, cb->b);
+  return 0;
+}
+
+static void teardown(cbench *cb) {
+  if (cb->a0)
+    weft_pinned_free(cb->a0);
+  if (cb->pinned)
+    weft_pinned_free(cb->pinned);
+  free(cb->pageable);
+  free(cb->ops);
+  free(cb->handles);
+  free(cb->d);
+}
+
+static const char *label(char *buf, size_t len, const char *what,
+                         const cbench *cb, int sized) {
+  if (!sized)
+    return what;
+  snprintf(buf, len, "%s, n=%u b=%u", what, cb->n, cb->b);
+  return buf;
+}
+
+static int report(cbench *cb, int sized, int ooc) {
+  bench_ctx *c = cb->c;
+  double flop = (double)cb->n * cb->n * cb->n / 3.0;
+  double hand = bench_stats_of(&cb->s[V_HAND]).median;
+  double min = 2.0 * (double)cb->nlower * (double)cb->tile_bytes;
+  char buf[128];
+  int rc = bench_report(
+      c,
+      label(buf, sizeof buf, "hand-written: copies, 8 streams + events", cb,
+            sized),
+      "ms", &cb->s[V_HAND], BENCH_BASELINE,
+      "%.1f GFLOP/s; n = %u, tiles of %u, pinned; %zu lower tiles in and out "
+      "(%.0f MiB)",
+      flop / hand / 1e6, cb->n, cb->b, cb->nlower, min / (1 << 20));
+  static const char *what[] = {NULL, "registered: a handle a tile, pinned",
+                               "registered: a handle a tile, pageable"};
+  for (int v = V_PINNED; rc == 0 && v <= V_PAGEABLE; v++) {
+    double ms = bench_stats_of(&cb->s[v]).median;
+    double ratio = hand / ms, bytes = (double)cb->moved[v] / min;
+    rc = bench_report(c, label(buf, sizeof buf, what[v], cb, sized), "ms",
+                      &cb->s[v], 0,
+                      "%.1f GFLOP/s: %.2f x the hand-written throughput, "
+                      "target >= 0.95 (%s); moved %.2f x the minimum, target "
+                      "<= 1.1 (%s)",
+                      flop / ms / 1e6, ratio, ratio >= 0.95 ? "met" : "MISSED",
+                      bytes, bytes <= 1.1 ? "met" : "MISSED");
+  }
+  if (rc == 0 && ooc) {
+    double in = bench_stats_of(&cb->s[V_PINNED]).median;
+    double ms = bench_stats_of(&cb->s[V_OOC]).median;
+    int judged = !bench_size(c, 0, 1) && cb->n == 16384 && cb->b == 1024;
+    rc = bench_report(
+        c,
+        label(buf, sizeof buf, "out of core: pinned, limit 1/4 matrix", cb,
+              sized),
+        "ms", &cb->s[V_OOC], 0,
+        "%.1f GFLOP/s: %.2f x in core's throughput%s%s; %llu evictions, "
+        "moved %.2f x the minimum",
+        flop / ms / 1e6, in / ms, judged ? ", target >= 0.6 " : "",
+        judged ? (in / ms >= 0.6 ? "(met)" : "(MISSED)") : "",
+        (unsigned long long)cb->evictions, (double)cb->moved[V_OOC] / min);
+  }
+  bench_group(c);
+  return rc;
+}
+
+static int factor(bench_ctx *c, weft_runtime *rt, size sz, int sized) {
+  cbench *cb = calloc(1, sizeof *cb);
+  if (!cb)
+    return bench_fail(c, "out of memory");
+  cb->c = c;
+  cb->rt = rt;
+  cb->cuda = raw_on_cuda(rt);
+  tile_kernels_init(&cb->k);
+  int rc = setup(cb, sz);
+  if (rc == 0)
+    rc = hand_open(cb);
+  for (int r = 0; rc == 0 && r <= bench_repeat(c); r++) {
+    uint64_t ns = 0;
+    reset(cb, cb->pinned);
+    if ((rc = hand_run(cb, &ns)) ||
+        (rc = chol_check(c, cb->a0, cb->pinned, cb->n, cb->b, "hand-written")))
+      break;
+    if (r > 0)
+      bench_samples_add(&cb->s[V_HAND], (double)ns / 1e6);
+    if ((rc =
+             weft_run(cb, rt, cb->pinned, V_PINNED, "registered, pinned", r)) ||
+        (rc = weft_run(cb, rt, cb->pageable, V_PAGEABLE, "registered, pageable",
+                       r)))
+      break;
+  }
+  hand_close(cb);
+  /* Out of core: a runtime of its own, with the limit. */
+  weft_runtime *small = NULL;
+  if (rc == 0 && sz.ooc)
+    rc = bench_runtime_open_with(
+        c,
+        &(bench_rt_opts){.stack_size = BENCH_CUBLAS_STACK,
+                         .data_limit =
+                             (size_t)cb->T * cb->T * cb->tile_bytes / 4},
+        &small);
+  for (int r = 0; rc == 0 && sz.ooc && r <= bench_repeat(c); r++)
+    rc = weft_run(cb, small, cb->pinned, V_OOC, "out of core", r);
+  if (bench_runtime_close(c, &small) && rc == 0)
+    rc = BENCH_FAIL;
+  teardown(cb);
+  if (rc == 0)
+    rc = report(cb, sized, sz.ooc);
+  free(cb);
+  return rc;
+}
+
+static int run(bench_ctx *c) {
+  weft_runtime *rt = NULL;
+  int rc = bench_runtime_open_with(
+      c, &(bench_rt_opts){.stack_size = BENCH_CUBLAS_STACK}, &rt);
+  if (rc)
+    return rc;
+  int quick = bench_size(c, 0, 1);
+  const size *sizes = quick ? &host_quick : &host_size;
+  size_t nsizes = 1;
+  if (raw_on_cuda(rt) && !quick) {
+    sizes = cuda_sizes;
+    nsizes = sizeof cuda_sizes / sizeof *cuda_sizes;
+  } else if (raw_on_cuda(rt)) {
+    sizes = &cuda_quick;
+  }
+  for (size_t i = 0; rc == 0 && i < nsizes; i++)
+    rc = factor(c, rt, sizes[i], nsizes > 1);
+  if (bench_runtime_close(c, &rt))
+    rc = BENCH_FAIL;
+  return rc;
+}
+
+const bench_scenario bench_sc_cholesky = {
+    "cholesky",
+    "data that moves itself: a tiled Cholesky whose matrix starts in host "
+    "memory, a handle a tile, against copies written by hand; pinned, "
+    "pageable, and out of core under a device limit",
+    run};
