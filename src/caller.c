@@ -227,6 +227,12 @@ int weft__caller_declares(const void *p, size_t bytes, unsigned mode) {
   return 0;
 }
 
+void weft__caller_gets(const void *p, size_t bytes, unsigned mode) {
+  weft__exec *x = weft__caller_self();
+  if (x && x->bk->check)
+    weft__check_data_get(x->bk->check, x, p, bytes, mode);
+}
+
 void weft__caller_implicit_sync(weft__exec *x, const char *call,
                                 const char *what, uint64_t ns) {
   if (x->bk->check)

@@ -1,6 +1,7 @@
 /* What registered data (data.c) tells weft check of the calling task: the
  * device instance it gave the task stands for the handle the task
- * declared, so the task's operations on it are declared too. Apart from
+ * declared, so the task's operations on it are declared too; and a get of
+ * a handle the task did not declare. Apart from
  * caller.h, whose includers are many enough (DESIGN.md's header rule);
  * caller.c implements it. */
 #ifndef WEFT__CALLER_DECLARE_H
@@ -13,5 +14,9 @@
  * task without declarations (the checker holds those to nothing).
  * Returns 0, or WEFT_ENOMEM. */
 int weft__caller_declares(const void *p, size_t bytes, unsigned mode);
+
+/* Under weft check, reports a get of registered data whose host range
+ * [p, p + bytes) the calling task did not declare with mode. */
+void weft__caller_gets(const void *p, size_t bytes, unsigned mode);
 
 #endif

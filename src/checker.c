@@ -441,6 +441,23 @@ static void check_declared(weft__checker *k, const weft__exec *x,
           a->write ? " for writing" : "");
 }
 
+void weft__check_data_get(weft__checker *k, const weft__exec *x, const void *p,
+                          size_t bytes, unsigned mode) {
+  uintptr_t lo = (uintptr_t)p;
+  int write = (mode & WEFT_WRITE) != 0;
+  if (!x || !x->is_task || declared(x, lo, lo + bytes, write))
+    return;
+  char who[WHO];
+  who_of(x, who, sizeof who);
+  pthread_mutex_lock(&k->lock);
+  finding(k, "undeclared", 0,
+          "%s weft_data_get of the %zu bytes of registered data at %p for "
+          "%s, which its declared accesses do not cover; declare the handle "
+          "(weft_data_access), or data flow orders nothing for it",
+          who, bytes, p, write ? "writing" : "reading");
+  pthread_mutex_unlock(&k->lock);
+}
+
 /* Lock held. */
 static void op_locked(weft__checker *k, weft__stream *s, stream_state *st,
                       const char *call, const char *kernel,

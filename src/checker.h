@@ -112,4 +112,10 @@ void weft__check_cuda_call(weft__checker *k, const char *name, const char *what,
 void weft__check_implicit_sync(weft__checker *k, weft__exec *x,
                                const char *call, const char *what, uint64_t ns);
 
+/* A task (x) asking for registered data's instance (weft/data.h): the
+ * handle's host range [p, p + bytes) must be among its declared accesses
+ * with mode, or data flow ordered nothing for it: reported otherwise. */
+void weft__check_data_get(weft__checker *k, const weft__exec *x, const void *p,
+                          size_t bytes, unsigned mode);
+
 #endif

@@ -483,6 +483,7 @@ int weft_data_get(weft_data *d, unsigned mode, void **ptr) {
   int dev = weft_task_device();
   if (dev < 0)
     return dev;
+  weft__caller_gets(d->host, d->bytes, mode); /* weft check: declared? */
   instance *in = &d->inst[dev];
   int fill, src;
   /* Another task's fill or eviction of this instance ends soon; so does

@@ -44,8 +44,9 @@
  * allocated past the limit after 0.1 ms. weft_mem_stats_get counts the
  * evictions and their bytes; the trace shows each as a range "weft_data
  * evict" in the task that made it, with its copy back.
- * Not yet: copies started at spawn (they start at the get), weft check of
- * undeclared gets. */
+ * weft check (WEFT_CHECK=1) reports a get of a handle the task did not
+ * declare with the get's mode: data flow ordered nothing for it.
+ * Not yet: copies started at spawn (they start at the get). */
 #ifndef WEFT_DATA_H
 #define WEFT_DATA_H
 

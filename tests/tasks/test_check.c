@@ -11,12 +11,13 @@
  * synchronisation: weft_device_sync from a task while another is alive; its
  * twins from the only task alive and from a plain thread. Declared data
  * (weft/dataflow.h): a write where a read was declared, and past the declared
- * range; its twin declared in full. With checking off nothing is reported.
- * Each case runs in a fresh runtime, its findings written to a file of the
- * test's. The racing tasks meet after their operations (each holds its stream
- * until the other has queued): a task that ended first would hand its stream
- * to the next, and one stream's work is ordered, so there would be no race to
- * find. */
+ * range; its twin declared in full. Registered data (weft/data.h): a get of
+ * a handle the task did not declare; its twin declared. With checking off
+ * nothing is reported. Each case runs in a fresh runtime, its findings written
+ * to a file of the test's. The racing tasks meet after their operations (each
+ * holds its stream until the other has queued): a task that ended first would
+ * hand its stream to the next, and one stream's work is ordered, so there would
+ * be no race to find. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -370,6 +371,35 @@ static void joined_from_fresh_thread(void) {
   EXPECT(pthread_join(th, NULL) == 0);
 }
 
+/* Registered data (weft/data.h) asked for by a task that declared it, or
+ * did not. */
+static weft_data *D;
+
+static void data_get_task(void *arg) {
+  (void)arg;
+  int *p;
+  EXPECT_OK(weft_data_get(D, WEFT_RW, (void **)&p));
+  EXPECT_OK(weft_memset(p, 0, N * sizeof(int)));
+  EXPECT_OK(weft_sync());
+}
+
+static void data_get(int declare) {
+  EXPECT_OK(weft_data_register(W.rt, W.host, N * sizeof(int), &D));
+  weft_access a = weft_data_access(D, WEFT_RW);
+  weft_task_opts o;
+  weft_task_opts_init(&o);
+  o.name = declare ? "declared-getter" : "undeclared-getter";
+  o.accesses = declare ? &a : NULL;
+  o.naccesses = declare ? 1 : 0;
+  weft_task *t;
+  EXPECT_OK(weft_task_spawn(W.rt, &t, data_get_task, NULL, &o));
+  EXPECT_OK(weft_task_join(t));
+  EXPECT_OK(weft_data_unregister(D));
+}
+
+static void data_get_undeclared(void) { data_get(0); }
+static void data_get_declared(void) { data_get(1); }
+
 static size_t run(case_fn c, int check, char *out, size_t len) {
   FILE *f = tmpfile(); /* the findings; failures still go to stderr */
   EXPECT(f != NULL);
@@ -467,6 +497,9 @@ int main(void) {
   expect("a write past the declared half", memset_declared_half,
          KIND_UNDECLARED, "'declared-half'", NULL);
   silent("a write declared", memset_declared_write, 0);
+  expect("registered data asked for, undeclared", data_get_undeclared,
+         KIND_UNDECLARED, "'undeclared-getter'", "weft_data_get");
+  silent("registered data asked for, declared", data_get_declared, 0);
   silent("folded readers, then a writer", folded_readers_then_writer, 0);
   silent("weft_device_sync from a plain thread", sync_on_thread, 0);
   char out[8192];
