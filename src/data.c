@@ -668,6 +668,37 @@ int weft_data_sync(weft_data *d) {
                  "weft_data_sync");
 }
 
+/* A prefetch's task: the instance of its device made valid for reading
+ * (weft_data_get does it), then the task ends. */
+static void prefetch(void *arg) {
+  weft_data *d = arg;
+  void *p;
+  weft_data_get(d, WEFT_READ, &p); /* a failure leaves it to the next get */
+}
+
+int weft_data_prefetch(weft_data *d, int device) {
+  if (!is_live(d))
+    return not_live("weft_data_prefetch");
+  if (device < 0 || device >= d->ndev)
+    return weft_error_set(WEFT_EINVAL, 0,
+                          "weft_data_prefetch: device %d is not one of the "
+                          "runtime's %d",
+                          device, d->ndev);
+  weft_access a = weft_data_access(d, WEFT_READ);
+  weft_task_opts o;
+  weft_task_opts_init(&o);
+  o.name = "weft_data_prefetch";
+  o.device = device;
+  o.accesses = &a;
+  o.naccesses = 1;
+  weft_task *t;
+  int rc = weft_task_spawn(d->rt, &t, prefetch, d, &o);
+  if (rc == 0 && !t)
+    return weft_error_set(WEFT_ESTATE, 0,
+                          "weft_data_prefetch: not inside a graph capture");
+  return rc ? rc : weft_task_detach(t);
+}
+
 /* Frees the instance of the task's device (each has a task there), once
  * no fill or eviction of it is in flight. */
 static void free_instance(void *arg) {

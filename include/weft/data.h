@@ -46,7 +46,8 @@
  * evict" in the task that made it, with its copy back.
  * weft check (WEFT_CHECK=1) reports a get of a handle the task did not
  * declare with the get's mode: data flow ordered nothing for it.
- * Not yet: copies started at spawn (they start at the get). */
+ * Copies start at the get, or earlier where weft_data_prefetch asks; not
+ * yet at each task's spawn. */
 #ifndef WEFT_DATA_H
 #define WEFT_DATA_H
 
@@ -95,6 +96,16 @@ WEFT_API weft_access weft_data_access(const weft_data *d, unsigned mode);
  * Context: a task; may switch (a copy from pageable memory is staged; a
  * task filling the same instance is waited for). */
 WEFT_API int weft_data_get(weft_data *d, unsigned mode, void **ptr);
+
+/* Starts making d's instance on device valid, so that the tasks that
+ * read d there find it filled: a task of weft's own, placed on device and
+ * declaring d for reading (after the earlier writers of d of the calling
+ * spawner, as any reader), asks for it and ends; this returns at once. A
+ * fill that fails is left to the next task that asks.
+ * Errors: WEFT_EINVAL (d not registered; device not one of d's runtime's),
+ * WEFT_ESTATE (rt shut down, or in a graph capture), WEFT_ENOMEM.
+ * Context: any thread of d's runtime; never blocks. */
+WEFT_API int weft_data_prefetch(weft_data *d, int device);
 
 /* Makes d's host copy valid again: ordered after the earlier tasks of the
  * calling spawner that write d (an internal task declaring d read), it

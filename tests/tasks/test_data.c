@@ -6,8 +6,9 @@
  * the same under a limit on the instances' bytes that forces evictions
  * (write-backs of the only valid copy among them), and under one too small
  * for a single handle; one writer then readers on two devices, each
- * instance filled once (the bytes counted); and bad input, refused with
- * nothing moved. */
+ * instance filled once (the bytes counted); an instance prefetched, then
+ * read where it is without a copy; and bad input, refused with nothing
+ * moved. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -204,6 +205,42 @@ static void ordered_fill(weft_runtime *rt) {
   free(y);
 }
 
+/* weft_data_prefetch: the instance filled ahead, once; a reader there
+ * then moves nothing; bad input refused. */
+static void prefetched(weft_runtime *rt) {
+  float *x = malloc(N * sizeof(float)), *y = calloc(N, sizeof(float));
+  EXPECT(x && y);
+  for (int i = 0; i < N; i++)
+    x[i] = (float)(i % 7);
+  weft_data *d, *out;
+  EXPECT_OK(weft_data_register(rt, x, N * sizeof(float), &d));
+  EXPECT_OK(weft_data_register(rt, y, N * sizeof(float), &out));
+  EXPECT_ERR(weft_data_prefetch(d, ndev), WEFT_EINVAL);
+  EXPECT_ERR(weft_data_prefetch(d, -1), WEFT_EINVAL);
+  EXPECT_ERR(weft_data_prefetch(NULL, 0), WEFT_EINVAL);
+  EXPECT_OK(weft_data_prefetch(d, ndev - 1));
+  weft_data_stats st;
+  for (int tries = 0; tries < 10000; tries++) { /* the fill, ahead */
+    EXPECT_OK(weft_data_stats_get(d, &st));
+    if (st.copies)
+      break;
+    tt_sleep_ms(1);
+  }
+  EXPECT_EQ_INT((int)st.copies, 1);
+  step r = {out, d, 0, 0};
+  EXPECT_OK(weft_task_join(spawn_step(rt, &r, ndev - 1)));
+  EXPECT_OK(weft_data_stats_get(d, &st));
+  EXPECT_EQ_INT((int)st.copies, 1); /* the reader found it filled */
+  EXPECT_EQ_INT((int)st.to_device, N * (int)sizeof(float));
+  EXPECT_OK(weft_data_unregister(out));
+  EXPECT_OK(weft_data_unregister(d));
+  EXPECT_MSG(memcmp(x, y, N * sizeof(float)) == 0, "the reader read %g",
+             (double)y[N - 1]);
+  EXPECT_ERR(weft_data_prefetch(d, 0), WEFT_EINVAL); /* unregistered */
+  free(x);
+  free(y);
+}
+
 static void outside_task(void *arg) {
   void *p = (void *)1;
   EXPECT_ERR(weft_data_get(arg, 0, &p), WEFT_EINVAL);
@@ -296,6 +333,7 @@ static weft_backend_kind run(int host_devices, double limit) {
   if (!limit) { /* these count copies that eviction would add to */
     bad_input(rt);
     readers(rt);
+    prefetched(rt);
     if (ndev > 1)
       ordered_fill(rt);
   }
