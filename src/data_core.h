@@ -1,4 +1,4 @@
-/* What registered data (data.c) asks of the core below it: the runtime's
+/* What registered data (data_*.c) asks of the core below it: the runtime's
  * limit on its instances per device (weft_runtime_opts.data_limit),
  * how far a task it gave an instance to has got, and the evictions that
  * weft_mem_stats_get reports. memory.c and task_end.c implement it. */

@@ -47,7 +47,7 @@ struct weft_runtime {
   weft__pool graph_pool; /* graph objects, with generations */
   /* Destroyed graphs whose replays were still queued (graph.c). */
   struct weft_graph *retired;
-  /* Registered data's evictions (data.c counts, memory.c reports). */
+  /* Registered data's evictions (data_evict.c counts, memory.c reports). */
   struct {
     atomic_uint_fast64_t evictions, evicted_bytes, written_back;
   } data;

@@ -1,0 +1,120 @@
+/* weft_data_get (data_internal.h): the calling task's instance of a
+ * handle on its device, allocated, filled and ordered as its mode needs. */
+#include <pthread.h>
+
+#include "caller_declare.h"
+#include "data_internal.h"
+
+int weft_data_get(weft_data *d, unsigned mode, void **ptr) {
+  if (!ptr)
+    return weft_error_set(WEFT_EINVAL, 0, "weft_data_get: ptr is NULL");
+  *ptr = NULL;
+  if (!(mode & WEFT_RW) || (mode & ~(unsigned)WEFT_RW))
+    return weft_error_set(WEFT_EINVAL, 0,
+                          "weft_data_get: mode 0x%x is not WEFT_READ, "
+                          "WEFT_WRITE or WEFT_RW",
+                          mode);
+  if (!weft__data_is_live(d))
+    return weft__data_not_live("weft_data_get");
+  weft_task *self = weft_task_self();
+  if (!self)
+    return weft_error_set(WEFT_ESTATE, 0,
+                          "weft_data_get: not in a task (a task that "
+                          "declared the handle gets its instance)");
+  if (weft_runtime_current() != d->rt)
+    return weft_error_set(WEFT_EINVAL, 0,
+                          "weft_data_get: the handle is another runtime's");
+  int dev = weft_task_device();
+  if (dev < 0)
+    return dev;
+  weft__caller_gets(d->host, d->bytes, mode); /* weft check: declared? */
+  instance *in = &d->inst[dev];
+  int fill, src;
+  /* Another task's fill or eviction of this instance ends soon; so does
+   * one of another instance that a write would invalidate before the
+   * eviction settles, or that is the only copy to read, on its way back. */
+  for (;;) {
+    weft__data_lock_unless_busy(d, &in->busy);
+    fill = (mode & WEFT_READ) && !in->valid;
+    src = fill ? weft__data_source_of(d, dev) : -1;
+    if (!weft__data_evicting(d) ||
+        (!(mode & WEFT_WRITE) && (!fill || src >= 0 || d->host_valid)))
+      break;
+    pthread_mutex_unlock(&d->lock);
+    weft_yield();
+  }
+  if (fill && src < 0 && !d->host_valid) {
+    pthread_mutex_unlock(&d->lock);
+    return weft_error_set(WEFT_EINVAL, 0,
+                          "weft_data_get: no valid copy to read (a host "
+                          "copy being synced meanwhile?)");
+  }
+  int alloc = !in->ptr;
+  const void *from = src >= 0 ? d->inst[src].ptr : d->host;
+  instance *sin = src >= 0 ? &d->inst[src] : NULL;
+  int src_recorded = sin ? sin->recorded : 0;
+  int recorded = in->recorded;
+  int rc = weft__data_add_user(in, self, (mode & WEFT_WRITE) != 0);
+  if (rc == 0 && sin)
+    rc = weft__data_add_user(sin, self, 0);
+  if (rc) {
+    pthread_mutex_unlock(&d->lock);
+    return rc;
+  }
+  in->busy = alloc || fill ? FILLING : IDLE;
+  pthread_mutex_unlock(&d->lock);
+
+  void *p = in->ptr;
+  if (alloc)
+    rc = weft__data_alloc_instance(d, dev, &p);
+  if (rc == 0 && fill && !in->ready)
+    rc = weft_event_create(&in->ready);
+  /* weft check: the instance stands for the handle the task declared;
+   * the fill writes it and reads its source. */
+  if (rc == 0)
+    rc = weft__caller_declares(p, d->bytes, fill ? mode | WEFT_WRITE : mode);
+  if (rc == 0 && fill)
+    rc = weft__caller_declares(from, d->bytes, WEFT_READ);
+  if (rc == 0 && fill) {
+    rc = sin ? weft__data_after_fill(sin, src_recorded) : 0;
+    if (rc == 0)
+      rc = weft_copy(p, from, d->bytes);
+    if (rc == 0)
+      rc = weft_event_record(in->ready);
+  } else if (rc == 0) {
+    rc =
+        weft__data_after_fill(in, recorded); /* a fill this task did not make */
+  }
+
+  int unheld = 0;
+  pthread_mutex_lock(&d->lock);
+  if (alloc && rc == 0) {
+    in->ptr = p;
+    d->st.instances++;
+  } else if (alloc && p) {
+    weft_device_free(p);
+    unheld = 1;
+  }
+  if (fill && rc == 0) {
+    in->valid = 1;
+    in->recorded = 1;
+    d->st.copies++;
+    if (sin)
+      d->st.device_to_device += d->bytes;
+    else
+      d->st.to_device += d->bytes;
+  }
+  if ((mode & WEFT_WRITE) && rc == 0) {
+    for (int i = 0; i < d->ndev; i++)
+      d->inst[i].valid = i == dev;
+    d->host_valid = 0;
+    d->writes++;
+  }
+  in->busy = IDLE;
+  pthread_mutex_unlock(&d->lock);
+  if (unheld)
+    weft__data_unhold(d, dev);
+  if (rc == 0)
+    *ptr = in->ptr;
+  return rc;
+}

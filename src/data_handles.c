@@ -1,0 +1,273 @@
+/* Registered data's handles (data_internal.h): the registry, the
+ * runtimes' room, register and unregister's last step, and the rules of
+ * an instance's state that the other data files follow. */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "data_core.h"
+#include "data_internal.h"
+#include "data_live.h"
+
+weft__data_registry weft__data_reg = {.lock = PTHREAD_MUTEX_INITIALIZER};
+static atomic_uint_fast64_t use_clock;
+
+/* rt's usage, made on its first handle; NULL for want of memory. Lock
+ * held. */
+static usage *usage_of(const weft_runtime *rt, int ndev) {
+  for (usage *u = weft__data_reg.usages; u; u = u->next)
+    if (u->rt == rt)
+      return u;
+  usage *u = calloc(1, sizeof *u + (size_t)ndev * sizeof u->held[0]);
+  if (u) {
+    u->rt = rt;
+    u->next = weft__data_reg.usages;
+    weft__data_reg.usages = u;
+  }
+  return u;
+}
+
+/* Forgets u once its last handle is gone. Lock held. */
+static void usage_drop(usage *u) {
+  if (--u->handles)
+    return;
+  for (usage **pp = &weft__data_reg.usages; *pp; pp = &(*pp)->next)
+    if (*pp == u) {
+      *pp = u->next;
+      free(u);
+      return;
+    }
+}
+
+/* Gives back the bytes of d's instance on dev. */
+void weft__data_unhold(weft_data *d, int dev) {
+  pthread_mutex_lock(&weft__data_reg.lock);
+  d->use->held[dev] -= d->bytes;
+  pthread_mutex_unlock(&weft__data_reg.lock);
+}
+
+/* Where d is or would go in the registry. Its lock held. */
+static size_t live_at(const weft_data *d) {
+  size_t lo = 0, hi = weft__data_reg.n;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if ((uintptr_t)weft__data_reg.live[mid] < (uintptr_t)d)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo;
+}
+
+int weft__data_is_live(const weft_data *d) {
+  pthread_mutex_lock(&weft__data_reg.lock);
+  size_t i = live_at(d);
+  int ok = d && i < weft__data_reg.n && weft__data_reg.live[i] == d;
+  pthread_mutex_unlock(&weft__data_reg.lock);
+  return ok;
+}
+
+int weft__data_not_live(const char *call) {
+  return weft_error_set(WEFT_EINVAL, 0,
+                        "%s: not a registered handle (never registered, or "
+                        "unregistered)",
+                        call);
+}
+
+size_t weft__data_live(const weft_runtime *rt) {
+  size_t n = 0;
+  pthread_mutex_lock(&weft__data_reg.lock);
+  for (size_t i = 0; i < weft__data_reg.n; i++)
+    n += weft__data_reg.live[i]->rt == rt;
+  pthread_mutex_unlock(&weft__data_reg.lock);
+  return n;
+}
+
+int weft_data_register(weft_runtime *rt, void *ptr, size_t bytes,
+                       weft_data **out) {
+  if (!rt || !ptr || !out)
+    return weft_error_set(WEFT_EINVAL, 0,
+                          "weft_data_register: rt, ptr and out are needed");
+  *out = NULL;
+  if (bytes == 0 || (uintptr_t)ptr + bytes < (uintptr_t)ptr)
+    return weft_error_set(WEFT_EINVAL, 0,
+                          "weft_data_register: %zu bytes at %p: none, or "
+                          "past the end of memory",
+                          bytes, ptr);
+  int ndev;
+  int rc = weft_device_count(rt, &ndev);
+  if (rc)
+    return rc;
+  weft_data *d = calloc(1, sizeof *d + (size_t)ndev * sizeof d->inst[0]);
+  if (!d)
+    return weft_error_set(WEFT_ENOMEM, 0, "weft_data_register: no memory");
+  d->rt = rt;
+  d->host = ptr;
+  d->bytes = bytes;
+  d->host_valid = 1;
+  d->ndev = ndev;
+  pthread_mutex_init(&d->lock, NULL);
+  uintptr_t lo = (uintptr_t)ptr, hi = lo + bytes;
+  pthread_mutex_lock(&weft__data_reg.lock);
+  for (size_t i = 0; i < weft__data_reg.n; i++) {
+    const weft_data *o = weft__data_reg.live[i];
+    uintptr_t olo = (uintptr_t)o->host, ohi = olo + o->bytes;
+    if (o->rt == rt && lo < ohi && olo < hi) {
+      pthread_mutex_unlock(&weft__data_reg.lock);
+      pthread_mutex_destroy(&d->lock);
+      free(d);
+      return weft_error_set(WEFT_EINVAL, 0,
+                            "weft_data_register: %zu bytes at %p overlap "
+                            "the registered %zu bytes at %p",
+                            bytes, ptr, o->bytes, (void *)o->host);
+    }
+  }
+  d->use = usage_of(rt, ndev);
+  if (d->use)
+    d->use->handles++;
+  weft_data **nv = weft__data_reg.live;
+  size_t nc = weft__data_reg.cap;
+  if (d->use && weft__data_reg.n == weft__data_reg.cap) {
+    nc = weft__data_reg.cap ? 2 * weft__data_reg.cap : 16;
+    nv = realloc(weft__data_reg.live, nc * sizeof *nv);
+  }
+  if (!d->use || !nv) {
+    if (d->use)
+      usage_drop(d->use);
+    pthread_mutex_unlock(&weft__data_reg.lock);
+    pthread_mutex_destroy(&d->lock);
+    free(d);
+    return weft_error_set(WEFT_ENOMEM, 0, "weft_data_register: no memory");
+  }
+  weft__data_reg.live = nv;
+  weft__data_reg.cap = nc;
+  size_t at = live_at(d);
+  memmove(&weft__data_reg.live[at + 1], &weft__data_reg.live[at],
+          (weft__data_reg.n - at) * sizeof *weft__data_reg.live);
+  weft__data_reg.live[at] = d;
+  weft__data_reg.n++;
+  pthread_mutex_unlock(&weft__data_reg.lock);
+  *out = d;
+  return 0;
+}
+
+weft_access weft_data_access(const weft_data *d, unsigned mode) {
+  weft_access a = {NULL, 0, mode};
+  if (d) {
+    a.ptr = d->host;
+    a.bytes = d->bytes;
+  }
+  return a;
+}
+
+void weft__data_forget(weft_data *d) {
+  pthread_mutex_lock(&weft__data_reg.lock);
+  size_t at = live_at(d);
+  if (at < weft__data_reg.n && weft__data_reg.live[at] == d) {
+    memmove(&weft__data_reg.live[at], &weft__data_reg.live[at + 1],
+            (weft__data_reg.n - at - 1) * sizeof *weft__data_reg.live);
+    weft__data_reg.n--;
+  }
+  usage_drop(d->use);
+  pthread_mutex_unlock(&weft__data_reg.lock);
+  for (int dev = 0; dev < d->ndev; dev++)
+    free(d->inst[dev].users);
+  pthread_mutex_destroy(&d->lock);
+  free(d);
+}
+
+/* Takes d's lock once *busy (a fill or an eviction in flight, set under
+ * it) is clear, yielding meanwhile: the filler drops the lock while it
+ * copies. */
+void weft__data_lock_unless_busy(weft_data *d, const int *busy) {
+  pthread_mutex_lock(&d->lock);
+  while (*busy) {
+    pthread_mutex_unlock(&d->lock);
+    weft_yield();
+    pthread_mutex_lock(&d->lock);
+  }
+}
+
+/* Lock held: whether an instance of d is being evicted. */
+int weft__data_evicting(const weft_data *d) {
+  for (int i = 0; i < d->ndev; i++)
+    if (d->inst[i].busy == EVICTING)
+      return 1;
+  return 0;
+}
+
+/* Takes d's lock once no instance of d is being evicted (one may be the
+ * only valid copy, on its way to the host). */
+void weft__data_lock_unless_evicting(weft_data *d) {
+  pthread_mutex_lock(&d->lock);
+  while (weft__data_evicting(d)) {
+    pthread_mutex_unlock(&d->lock);
+    weft_yield();
+    pthread_mutex_lock(&d->lock);
+  }
+}
+
+/* A valid instance other than dev's, not being evicted, to fill from, or
+ * -1 for the host. Lock held. */
+int weft__data_source_of(const weft_data *d, int dev) {
+  for (int i = 0; i < d->ndev; i++)
+    if (i != dev && d->inst[i].valid && d->inst[i].busy != EVICTING)
+      return i;
+  return -1;
+}
+
+/* Makes the caller's stream wait for in's last fill, if any. */
+int weft__data_after_fill(const instance *in, int recorded) {
+  return recorded ? weft_event_wait(in->ready) : 0;
+}
+
+/* Adds t to in's users (for a write, in place of them), and stamps the
+ * use. Lock held. */
+int weft__data_add_user(instance *in, weft_task *t, int write) {
+  in->last_use = atomic_fetch_add(&use_clock, 1) + 1;
+  if (write)
+    in->nusers = 0;
+  if (in->nusers && in->users[in->nusers - 1] == t)
+    return 0;
+  if (in->nusers == in->capusers) {
+    size_t nc = in->capusers ? 2 * in->capusers : 4;
+    weft_task **nu = realloc(in->users, nc * sizeof *nu);
+    if (!nu)
+      return weft_error_set(WEFT_ENOMEM, 0, "weft_data_get: no memory");
+    in->users = nu;
+    in->capusers = nc;
+  }
+  in->users[in->nusers++] = t;
+  return 0;
+}
+
+/* Lock held: 1 if no user of in runs (its GPU work may be queued), after
+ * dropping the completed ones. */
+int weft__data_users_returned(weft_runtime *rt, instance *in) {
+  size_t k = 0;
+  int all = 1;
+  for (size_t i = 0; i < in->nusers; i++) {
+    int p = weft__task_progress(rt, in->users[i]);
+    if (p < 2)
+      in->users[k++] = in->users[i];
+    else
+      in->gone = in->users[i];
+    all &= p > 0;
+  }
+  in->nusers = k;
+  return all;
+}
+
+int weft_data_stats_get(const weft_data *d, weft_data_stats *out) {
+  if (!out)
+    return weft_error_set(WEFT_EINVAL, 0, "weft_data_stats_get: out is NULL");
+  if (!weft__data_is_live(d))
+    return weft__data_not_live("weft_data_stats_get");
+  weft_data *m = (weft_data *)d;
+  pthread_mutex_lock(&m->lock);
+  *out = d->st;
+  pthread_mutex_unlock(&m->lock);
+  return 0;
+}

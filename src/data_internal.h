@@ -1,0 +1,110 @@
+/* Registered data (weft/data.h), as its files share it: a handle, its
+ * instances (one per device), each runtime's room for them, and the
+ * registry of handles. data_handles.c owns the registry and the rules of
+ * an instance's state; data_evict.c makes room; data_get.c gives a task
+ * its instance; data_jobs.c runs weft's own tasks on a handle (sync,
+ * prefetch, unregister). docs/decisions/data.md says why. */
+#ifndef WEFT__DATA_INTERNAL_H
+#define WEFT__DATA_INTERNAL_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "weft.h"
+#include "weft/data.h"
+
+enum { IDLE, FILLING, EVICTING }; /* instance.busy */
+
+typedef struct instance {
+  void *ptr;
+  int valid;
+  int busy;          /* FILLING: a task allocates or fills it; EVICTING */
+  int recorded;      /* ready was recorded */
+  weft_event *ready; /* recorded after its last fill */
+  uint64_t last_use; /* use_clock at its last get: eviction takes the least */
+  /* The tasks given it, or filled from it, since its last write (a writer
+   * comes after the earlier ones by data flow): an eviction waits for
+   * their GPU work. Completed ones are dropped as eviction looks. */
+  weft_task **users;
+  size_t nusers, capusers;
+  /* The last user dropped: following it tells weft check that what has
+   * completed comes before the eviction. */
+  weft_task *gone;
+} instance;
+
+/* The instances of one runtime's handles: bytes held per device (allocated,
+ * or being allocated), against weft__data_limit. Under the registry's
+ * lock. */
+typedef struct usage {
+  struct usage *next;
+  const weft_runtime *rt;
+  size_t handles;
+  size_t held[]; /* per device */
+} usage;
+
+struct weft_data {
+  weft_runtime *rt;
+  unsigned char *host;
+  size_t bytes;
+  usage *use;
+  pthread_mutex_t lock; /* the fields below; never held across a weft call
+                           that may switch */
+  int host_valid, host_filling;
+  uint64_t writes; /* gets for writing published: an eviction's write-back
+                      makes the host valid only if none came meanwhile */
+  weft_data_stats st;
+  int ndev;
+  instance inst[];
+};
+
+/* The registered handles, sorted by address (a call checks its handle
+ * here before touching it), and the runtimes' usage; under lock. The
+ * lock comes before any handle's. */
+typedef struct weft__data_registry {
+  pthread_mutex_t lock;
+  weft_data **live;
+  size_t n, cap;
+  usage *usages;
+} weft__data_registry;
+extern weft__data_registry weft__data_reg;
+
+/* ---- data_handles.c ---- */
+
+/* 1 if d is a registered handle. */
+int weft__data_is_live(const weft_data *d);
+/* WEFT_EINVAL, for call, reported: d is not registered. */
+int weft__data_not_live(const char *call);
+/* Gives back the bytes of d's instance on dev (reg's lock not held). */
+void weft__data_unhold(weft_data *d, int dev);
+/* Removes d from the registry and frees it: its instances are freed. */
+void weft__data_forget(weft_data *d);
+
+/* Take d's lock once *busy is clear, or once no instance of d is being
+ * evicted, yielding meanwhile (a filler or evicter drops the lock while
+ * it works). */
+void weft__data_lock_unless_busy(weft_data *d, const int *busy);
+void weft__data_lock_unless_evicting(weft_data *d);
+/* The rest: d's lock held. Whether an instance of d is being evicted. */
+int weft__data_evicting(const weft_data *d);
+/* A valid instance other than dev's, not being evicted, to fill from, or
+ * -1 for the host. */
+int weft__data_source_of(const weft_data *d, int dev);
+/* Adds t to in's users (for a write, in place of them), and stamps the
+ * use. */
+int weft__data_add_user(instance *in, weft_task *t, int write);
+/* 1 if no user of in runs (its GPU work may be queued), after dropping
+ * the completed ones. */
+int weft__data_users_returned(weft_runtime *rt, instance *in);
+/* Makes the caller's stream wait for in's last fill, if recorded (no
+ * lock needed). */
+int weft__data_after_fill(const instance *in, int recorded);
+
+/* ---- data_evict.c ---- */
+
+/* Allocates d's instance on dev into *p within the runtime's limit,
+ * evicting what it must; when the device itself runs out, evicts and
+ * tries again while anything can go. */
+int weft__data_alloc_instance(weft_data *d, int dev, void **p);
+
+#endif

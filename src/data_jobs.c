@@ -1,0 +1,226 @@
+/* weft's own tasks on registered data (data_internal.h): weft_data_sync's
+ * copy back, weft_data_prefetch's fill, and weft_data_unregister's
+ * write-back and frees, each a task declaring the handle, so that data
+ * flow orders it among the program's. */
+#include <pthread.h>
+#include <stdlib.h>
+
+#include "caller_declare.h"
+#include "data_internal.h"
+
+/* An internal task's work on a handle, and its result. */
+typedef struct job {
+  weft_data *d;
+  int rc;
+} job;
+
+/* Copies a valid instance back to the host, unless the host's is valid. */
+static void sync_host(void *arg) {
+  job *j = arg;
+  weft_data *d = j->d;
+  weft__data_lock_unless_evicting(d);
+  while (d->host_filling) {
+    pthread_mutex_unlock(&d->lock);
+    weft_yield();
+    weft__data_lock_unless_evicting(d);
+  }
+  if (d->host_valid) {
+    pthread_mutex_unlock(&d->lock);
+    return;
+  }
+  int src = weft__data_source_of(d, -1);
+  if (src < 0) {
+    pthread_mutex_unlock(&d->lock);
+    j->rc = weft_error_set(WEFT_EINVAL, 0,
+                           "weft_data_sync: no valid copy (a fill failed)");
+    return;
+  }
+  instance *sin = &d->inst[src];
+  int recorded = sin->recorded;
+  int rc =
+      weft__data_add_user(sin, weft_task_self(), 0); /* no eviction meanwhile */
+  d->host_filling = rc == 0;
+  pthread_mutex_unlock(&d->lock);
+  if (rc == 0)
+    rc = weft__caller_declares(sin->ptr, d->bytes, WEFT_READ);
+  if (rc == 0)
+    rc = weft__caller_declares(d->host, d->bytes, WEFT_WRITE);
+  if (rc == 0)
+    rc = weft__data_after_fill(sin, recorded);
+  if (rc == 0)
+    rc = weft_copy(d->host, sin->ptr, d->bytes);
+  if (rc == 0)
+    rc = weft_sync();
+  pthread_mutex_lock(&d->lock);
+  if (rc == 0) {
+    d->host_valid = 1;
+    d->st.to_host += d->bytes;
+    d->st.copies++;
+  }
+  d->host_filling = 0;
+  pthread_mutex_unlock(&d->lock);
+  j->rc = rc;
+}
+
+/* Spawns fn on j->d in an internal task declaring it with mode, placed on
+ * dev (WEFT_DEVICE_INHERIT: the caller's), into *t. */
+static int spawn_job(job *j, unsigned mode, int dev, weft_task_fn fn,
+                     const char *name, weft_task **t) {
+  weft_access a = weft_data_access(j->d, mode);
+  weft_task_opts o;
+  weft_task_opts_init(&o);
+  o.name = name;
+  o.device = dev;
+  o.accesses = &a;
+  o.naccesses = 1;
+  int rc = weft_task_spawn(j->d->rt, t, fn, j, &o);
+  if (rc == 0 && !*t) /* a step of a graph being captured ran at once */
+    rc = j->rc ? j->rc
+               : weft_error_set(WEFT_ESTATE, 0,
+                                "%s: not inside a graph capture", name);
+  return rc;
+}
+
+/* Joins t, a job's task: 0 or the error, the job's own first. */
+static int join_job(job *j, weft_task *t) {
+  int rc = weft_task_join(t);
+  return j->rc ? j->rc : rc;
+}
+
+/* spawn_job, then join_job. */
+static int run_job(weft_data *d, unsigned mode, int dev, weft_task_fn fn,
+                   const char *name) {
+  job j = {d, 0};
+  weft_task *t;
+  int rc = spawn_job(&j, mode, dev, fn, name, &t);
+  return rc ? rc : join_job(&j, t);
+}
+
+int weft_data_sync(weft_data *d) {
+  if (!weft__data_is_live(d))
+    return weft__data_not_live("weft_data_sync");
+  return run_job(d, WEFT_READ, WEFT_DEVICE_INHERIT, sync_host,
+                 "weft_data_sync");
+}
+
+/* A prefetch's task: the instance of its device made valid for reading
+ * (weft_data_get does it), then the task ends. */
+static void prefetch(void *arg) {
+  weft_data *d = arg;
+  void *p;
+  weft_data_get(d, WEFT_READ, &p); /* a failure leaves it to the next get */
+}
+
+int weft_data_prefetch(weft_data *d, int device) {
+  if (!weft__data_is_live(d))
+    return weft__data_not_live("weft_data_prefetch");
+  if (device < 0 || device >= d->ndev)
+    return weft_error_set(WEFT_EINVAL, 0,
+                          "weft_data_prefetch: device %d is not one of the "
+                          "runtime's %d",
+                          device, d->ndev);
+  weft_access a = weft_data_access(d, WEFT_READ);
+  weft_task_opts o;
+  weft_task_opts_init(&o);
+  o.name = "weft_data_prefetch";
+  o.device = device;
+  o.accesses = &a;
+  o.naccesses = 1;
+  weft_task *t;
+  int rc = weft_task_spawn(d->rt, &t, prefetch, d, &o);
+  if (rc == 0 && !t)
+    return weft_error_set(WEFT_ESTATE, 0,
+                          "weft_data_prefetch: not inside a graph capture");
+  return rc ? rc : weft_task_detach(t);
+}
+
+/* Frees the instance of the task's device (each has a task there), once
+ * no fill or eviction of it is in flight. */
+static void free_instance(void *arg) {
+  job *j = arg;
+  weft_data *d = j->d;
+  int dev = weft_task_device();
+  instance *in = &d->inst[dev];
+  weft__data_lock_unless_busy(d, &in->busy);
+  void *p = in->ptr;
+  in->busy = FILLING; /* no eviction of it meanwhile */
+  pthread_mutex_unlock(&d->lock);
+  if (p && (j->rc = weft_device_free(p)) == 0)
+    weft__data_unhold(d, dev);
+  pthread_mutex_lock(&d->lock);
+  if (p && j->rc == 0)
+    in->ptr = NULL;
+  in->busy = IDLE;
+  pthread_mutex_unlock(&d->lock);
+  if (in->ready && j->rc == 0)
+    j->rc = weft_event_destroy(&in->ready);
+}
+
+/* sync_host, then the instance of the task's device freed. */
+static void sync_and_free(void *arg) {
+  job *j = arg;
+  sync_host(arg);
+  if (j->rc == 0)
+    free_instance(arg);
+}
+
+/* After d's write-back: frees its instances on other devices (a task
+ * placed on each), then d. */
+static int finish(weft_data *d) {
+  int rc = 0;
+  for (int dev = 0; rc == 0 && dev < d->ndev; dev++) {
+    pthread_mutex_lock(&d->lock);
+    int any = d->inst[dev].ptr || d->inst[dev].ready;
+    pthread_mutex_unlock(&d->lock);
+    if (any)
+      rc = run_job(d, WEFT_RW, dev, free_instance, "weft_data_unregister");
+  }
+  if (rc)
+    return rc;
+  weft__data_forget(d);
+  return 0;
+}
+
+int weft_data_unregister(weft_data *d) { return weft_data_unregister_n(&d, 1); }
+
+int weft_data_unregister_n(weft_data *const *d, size_t n) {
+  if (n && !d)
+    return weft_error_set(WEFT_EINVAL, 0, "weft_data_unregister_n: d is NULL");
+  for (size_t i = 0; i < n; i++) {
+    if (!weft__data_is_live(d[i]))
+      return weft__data_not_live("weft_data_unregister");
+    for (size_t k = 0; k < i; k++)
+      if (d[k] == d[i])
+        return weft_error_set(WEFT_EINVAL, 0,
+                              "weft_data_unregister_n: handle %zu is also "
+                              "handle %zu",
+                              i, k);
+  }
+  job *j = calloc(n ? n : 1, sizeof *j);
+  weft_task **t = calloc(n ? n : 1, sizeof *t);
+  if (!j || !t) {
+    free(j);
+    free(t);
+    return weft_error_set(WEFT_ENOMEM, 0, "weft_data_unregister: no memory");
+  }
+  /* Every write-back first, side by side; then the joins. */
+  int rc = 0;
+  size_t spawned = 0;
+  for (; spawned < n; spawned++) {
+    j[spawned] = (job){d[spawned], 0};
+    rc = spawn_job(&j[spawned], WEFT_RW, WEFT_DEVICE_INHERIT, sync_and_free,
+                   "weft_data_unregister", &t[spawned]);
+    if (rc)
+      break;
+  }
+  for (size_t i = 0; i < spawned; i++) {
+    int e = join_job(&j[i], t[i]);
+    if (e == 0)
+      e = finish(d[i]);
+    if (e && rc == 0)
+      rc = e;
+  }
+  free(j);
+  free(t);
+  return rc;
+}
