@@ -370,11 +370,13 @@ static weft_backend_kind run(int host_devices, double limit) {
   return b;
 }
 
-/* WEFT_DATA_LIMIT: a value that is no size is refused, naming it. */
+/* WEFT_DATA_LIMIT: a value that is no size is refused, naming it (on the
+ * host backend, which every machine has). */
 static void limit_from_env(void) {
   weft_runtime_opts o;
   weft_runtime_opts_init(&o);
   o.workers = 1;
+  o.backend = WEFT_BACKEND_HOST;
   weft_runtime *rt;
   const char *bad[] = {"12X", "-1", "K", "1.5G", "99999999999999999999G"};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
