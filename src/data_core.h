@@ -1,12 +1,14 @@
 /* What registered data (data_*.c) asks of the core below it: the runtime's
  * limit on its instances per device (weft_runtime_opts.data_limit),
- * how far a task it gave an instance to has got, and the evictions that
- * weft_mem_stats_get reports. memory.c and task_end.c implement it. */
+ * how far a task it gave an instance to has got, the evictions that
+ * weft_mem_stats_get reports, and a say in where WEFT_DEVICE_ANY places a
+ * task. memory.c, task_end.c and task.c implement it. */
 #ifndef WEFT__DATA_CORE_H
 #define WEFT__DATA_CORE_H
 
 #include <stddef.h>
 
+#include "weft/dataflow.h"
 #include "weft/runtime.h"
 #include "weft/task.h"
 
@@ -21,5 +23,11 @@ void weft__data_evicted(weft_runtime *rt, size_t bytes, size_t written_back);
  * returned and its GPU work may still be queued, 2 it completed (or the
  * handle names a task joined or detached since). */
 int weft__task_progress(weft_runtime *rt, const weft_task *h);
+
+/* For WEFT_DEVICE_ANY: the device a task declaring accesses a (n of
+ * them) would best run on, or -1 for no preference. */
+typedef int (*weft__place_fn)(weft_runtime *rt, const weft_access *a, size_t n);
+/* Sets rt's, once its first handle is registered (task.c asks it). */
+void weft__task_set_placer(weft_runtime *rt, weft__place_fn fn);
 
 #endif

@@ -61,6 +61,53 @@ static size_t live_at(const weft_data *d) {
   return lo;
 }
 
+/* The first handle in by_host whose host address is not below p. Lock
+ * held. */
+static size_t host_at(const void *p) {
+  size_t lo = 0, hi = weft__data_reg.n;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if ((uintptr_t)weft__data_reg.by_host[mid]->host < (uintptr_t)p)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo;
+}
+
+/* rt's handle whose host range holds p, or NULL. Lock held. */
+static weft_data *holding(const weft_runtime *rt, const void *p) {
+  for (size_t i = host_at((const char *)p + 1); i-- > 0;) {
+    weft_data *o = weft__data_reg.by_host[i];
+    if (o->rt == rt) /* rt's own never overlap: the nearest is the one */
+      return (uintptr_t)p < (uintptr_t)o->host + o->bytes ? o : NULL;
+  }
+  return NULL;
+}
+
+/* WEFT_DEVICE_ANY's choice for a task declaring a: the device whose valid
+ * instances hold the most bytes of the handles it names (by their host
+ * ranges), or -1 where none has any. */
+static int place_by_data(weft_runtime *rt, const weft_access *a, size_t n) {
+  uint64_t bytes[64] = {0};
+  pthread_mutex_lock(&weft__data_reg.lock);
+  for (size_t k = 0; k < n; k++) {
+    weft_data *h = a[k].ptr ? holding(rt, a[k].ptr) : NULL;
+    if (!h)
+      continue;
+    pthread_mutex_lock(&h->lock);
+    for (int dev = 0; dev < h->ndev && dev < 64; dev++)
+      bytes[dev] += h->inst[dev].valid ? h->bytes : 0;
+    pthread_mutex_unlock(&h->lock);
+  }
+  pthread_mutex_unlock(&weft__data_reg.lock);
+  int best = -1;
+  for (int dev = 0; dev < 64; dev++)
+    if (bytes[dev] && (best < 0 || bytes[dev] > bytes[best]))
+      best = dev;
+  return best;
+}
+
 int weft__data_is_live(const weft_data *d) {
   pthread_mutex_lock(&weft__data_reg.lock);
   size_t i = live_at(d);
@@ -127,13 +174,18 @@ int weft_data_register(weft_runtime *rt, void *ptr, size_t bytes,
   d->use = usage_of(rt, ndev);
   if (d->use)
     d->use->handles++;
-  weft_data **nv = weft__data_reg.live;
+  weft_data **nv = weft__data_reg.live, **nh = weft__data_reg.by_host;
   size_t nc = weft__data_reg.cap;
   if (d->use && weft__data_reg.n == weft__data_reg.cap) {
     nc = weft__data_reg.cap ? 2 * weft__data_reg.cap : 16;
     nv = realloc(weft__data_reg.live, nc * sizeof *nv);
+    if (nv)
+      weft__data_reg.live = nv;
+    nh = nv ? realloc(weft__data_reg.by_host, nc * sizeof *nh) : NULL;
+    if (nh)
+      weft__data_reg.by_host = nh;
   }
-  if (!d->use || !nv) {
+  if (!d->use || !nv || !nh) {
     if (d->use)
       usage_drop(d->use);
     pthread_mutex_unlock(&weft__data_reg.lock);
@@ -141,14 +193,17 @@ int weft_data_register(weft_runtime *rt, void *ptr, size_t bytes,
     free(d);
     return weft_error_set(WEFT_ENOMEM, 0, "weft_data_register: no memory");
   }
-  weft__data_reg.live = nv;
   weft__data_reg.cap = nc;
-  size_t at = live_at(d);
+  size_t at = live_at(d), ah = host_at(d->host);
   memmove(&weft__data_reg.live[at + 1], &weft__data_reg.live[at],
           (weft__data_reg.n - at) * sizeof *weft__data_reg.live);
   weft__data_reg.live[at] = d;
+  memmove(&weft__data_reg.by_host[ah + 1], &weft__data_reg.by_host[ah],
+          (weft__data_reg.n - ah) * sizeof *weft__data_reg.by_host);
+  weft__data_reg.by_host[ah] = d;
   weft__data_reg.n++;
   pthread_mutex_unlock(&weft__data_reg.lock);
+  weft__task_set_placer(rt, place_by_data);
   *out = d;
   return 0;
 }
@@ -169,6 +224,11 @@ void weft__data_forget(weft_data *d) {
     memmove(&weft__data_reg.live[at], &weft__data_reg.live[at + 1],
             (weft__data_reg.n - at - 1) * sizeof *weft__data_reg.live);
     weft__data_reg.n--;
+    size_t ah = host_at(d->host);
+    while (weft__data_reg.by_host[ah] != d) /* another runtime's, same host */
+      ah++;
+    memmove(&weft__data_reg.by_host[ah], &weft__data_reg.by_host[ah + 1],
+            (weft__data_reg.n - ah) * sizeof *weft__data_reg.by_host);
   }
   usage_drop(d->use);
   pthread_mutex_unlock(&weft__data_reg.lock);

@@ -63,7 +63,8 @@ struct weft_data {
  * lock comes before any handle's. */
 typedef struct weft__data_registry {
   pthread_mutex_t lock;
-  weft_data **live;
+  weft_data **live;    /* by handle address */
+  weft_data **by_host; /* the same, by host address (placement) */
   size_t n, cap;
   usage *usages;
 } weft__data_registry;

@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "backend.h"
+#include "data_core.h"
 #include "mem_pinned.h"
 #include "pool.h"
 #include "runtime_head.h"
@@ -25,6 +26,8 @@ typedef struct weft__task_table {
   /* Live tasks placed on each device, for WEFT_DEVICE_ANY (task.c). */
   atomic_int dev_live[WEFT__MAX_DEVICES];
   atomic_uint any_next;
+  /* Registered data's say in WEFT_DEVICE_ANY (data_core.h), or NULL. */
+  _Atomic(weft__place_fn) placer;
 } weft__task_table;
 
 struct weft_runtime {

@@ -67,21 +67,31 @@ static void copy_name(char *buf, size_t size, const char *name) {
   buf[n] = '\0';
 }
 
-/* The device a task spawned with opts.device = want goes to. */
-static int place(weft_runtime *rt, int want) {
+void weft__task_set_placer(weft_runtime *rt, weft__place_fn fn) {
+  atomic_store(&rt->tasks.placer, fn);
+}
+
+/* The device a task spawned with opts.device = want, declaring a (n of
+ * them), goes to. */
+static int place(weft_runtime *rt, int want, const weft_access *a, size_t n) {
   if (want >= 0)
     return want;
   if (want == WEFT_DEVICE_INHERIT) {
     weft__exec *x = weft__caller_self();
     return x && x->rt == rt ? x->dev : 0;
   }
-  /* WEFT_DEVICE_ANY: the fewest live tasks, looking from a device that
-   * moves on by one each time, so that ties go round. */
-  int n = rt->h.bk->ndev,
-      from = (int)(atomic_fetch_add(&rt->tasks.any_next, 1) % n);
+  /* WEFT_DEVICE_ANY: where the task's registered data is, if any; else
+   * the fewest live tasks, looking from a device that moves on by one
+   * each time, so that ties go round. */
+  weft__place_fn placer = n ? atomic_load(&rt->tasks.placer) : NULL;
+  int there = placer ? placer(rt, a, n) : -1;
+  if (there >= 0 && there < rt->h.bk->ndev)
+    return there;
+  int ndev = rt->h.bk->ndev,
+      from = (int)(atomic_fetch_add(&rt->tasks.any_next, 1) % ndev);
   int best = from, least = atomic_load(&rt->tasks.dev_live[from]);
-  for (int i = 1; i < n; i++) {
-    int d = (from + i) % n, live = atomic_load(&rt->tasks.dev_live[d]);
+  for (int i = 1; i < ndev; i++) {
+    int d = (from + i) % ndev, live = atomic_load(&rt->tasks.dev_live[d]);
     if (live < least) {
       best = d;
       least = live;
@@ -282,11 +292,11 @@ int weft_task_spawn(weft_runtime *rt, weft_task **task, weft_task_fn fn,
        opts.device != WEFT_DEVICE_ANY) ||
       opts.device >= rt->h.bk->ndev)
     return weft__err(WEFT_ENODEV, "weft_task_spawn: no device %d", opts.device);
-  int dev = place(rt, opts.device);
   int vrc =
       weft__flow_validate(opts.accesses, opts.naccesses, "weft_task_spawn");
   if (vrc)
     return vrc;
+  int dev = place(rt, opts.device, opts.accesses, opts.naccesses);
   /* Declarations are ordered in their spawner's record. */
   weft__exec *spawner = NULL;
   if (opts.naccesses) {

@@ -46,6 +46,8 @@
  * evict" in the task that made it, with its copy back.
  * weft check (WEFT_CHECK=1) reports a get of a handle the task did not
  * declare with the get's mode: data flow ordered nothing for it.
+ * A task spawned on WEFT_DEVICE_ANY goes to the device whose valid
+ * instances hold the most bytes of the handles it declares (at spawn).
  * Copies start at the get, or earlier where weft_data_prefetch asks; not
  * yet at each task's spawn. */
 #ifndef WEFT_DATA_H

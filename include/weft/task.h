@@ -31,8 +31,10 @@ typedef struct weft_task_opts {
   weft_priority priority; /* default WEFT_PRIORITY_NORMAL */
   /* The device the task's GPU work goes to: an ordinal, WEFT_DEVICE_INHERIT
    * (the default: its spawner's device; device 0 from a plain thread that
-   * has none), or WEFT_DEVICE_ANY (weft picks the device with the fewest
-   * live tasks placed on it, ties going round in turn). */
+   * has none), or WEFT_DEVICE_ANY (weft picks the device whose valid
+   * instances hold the most bytes of the registered data the task
+   * declares, weft/data.h, as they stand at spawn; with none, the device
+   * with the fewest live tasks placed on it, ties going round in turn). */
   int device;
   /* What the task reads and writes, for ordering it after the earlier
    * tasks of its spawner that conflict (weft/dataflow.h); copied at

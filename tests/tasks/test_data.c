@@ -7,8 +7,8 @@
  * (write-backs of the only valid copy among them), and under one too small
  * for a single handle; one writer then readers on two devices, each
  * instance filled once (the bytes counted); an instance prefetched, then
- * read where it is without a copy; and bad input, refused with nothing
- * moved. */
+ * read where it is without a copy; WEFT_DEVICE_ANY placing a task where
+ * its data is; and bad input, refused with nothing moved. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -241,6 +241,49 @@ static void prefetched(weft_runtime *rt) {
   free(y);
 }
 
+/* WEFT_DEVICE_ANY places a task where the most bytes of the handles it
+ * declares are valid. */
+static void where(void *arg) { *(int *)arg = weft_task_device(); }
+
+static int placed(weft_runtime *rt, weft_data *const *h, int n) {
+  weft_access a[3];
+  for (int k = 0; k < n; k++)
+    a[k] = weft_data_access(h[k], WEFT_READ);
+  weft_task_opts o;
+  weft_task_opts_init(&o);
+  o.device = WEFT_DEVICE_ANY;
+  o.accesses = a;
+  o.naccesses = (size_t)n;
+  int dev = -1;
+  weft_task *t;
+  EXPECT_OK(weft_task_spawn(rt, &t, where, &dev, &o));
+  EXPECT_OK(weft_task_join(t));
+  return dev;
+}
+
+static void placed_by_data(weft_runtime *rt) {
+  float *x[3];
+  weft_data *d[3];
+  for (int k = 0; k < 3; k++) {
+    x[k] = calloc(N, sizeof(float));
+    EXPECT(x[k] != NULL);
+    EXPECT_OK(weft_data_register(rt, x[k], N * sizeof(float), &d[k]));
+  }
+  int far = ndev - 1;
+  step w[3] = {{d[0], NULL, 1, 1}, {d[1], NULL, 1, 2}, {d[2], NULL, 1, 3}};
+  EXPECT_OK(weft_task_join(spawn_step(rt, &w[0], 0)));
+  EXPECT_OK(weft_task_join(spawn_step(rt, &w[1], far)));
+  EXPECT_OK(weft_task_join(spawn_step(rt, &w[2], far)));
+  EXPECT_EQ_INT(placed(rt, d, 1), 0);       /* d[0] is valid on 0 alone */
+  EXPECT_EQ_INT(placed(rt, d + 1, 1), far); /* d[1] on the last */
+  EXPECT_EQ_INT(placed(rt, d, 3), far);     /* two handles there, one on 0 */
+  for (int k = 0; k < 3; k++) {
+    EXPECT_OK(weft_data_unregister(d[k]));
+    EXPECT(x[k][0] == (float)(k + 1));
+    free(x[k]);
+  }
+}
+
 static void outside_task(void *arg) {
   void *p = (void *)1;
   EXPECT_ERR(weft_data_get(arg, 0, &p), WEFT_EINVAL);
@@ -334,8 +377,10 @@ static weft_backend_kind run(int host_devices, double limit) {
     bad_input(rt);
     readers(rt);
     prefetched(rt);
-    if (ndev > 1)
+    if (ndev > 1) {
       ordered_fill(rt);
+      placed_by_data(rt);
+    }
   }
   uint64_t seed = 0x5eed + (uint64_t)host_devices;
   int programs = tt_quick() ? 3 : 10;
