@@ -180,9 +180,12 @@ int main(void) {
       first = task_stream[k] != task_stream[i];
     streams += first;
   }
-  /* Two workers, this thread (it runs a task it joins) and the tasks'
-   * yields: at most a handle per thread. */
-  EXPECT_MSG(atomic_load(&creates) >= 1 && atomic_load(&creates) <= 3,
+  /* Two workers and this thread (it runs a task it joins): a handle per
+   * thread, and now and then one more, when a task resumed on another
+   * worker after its create and found that thread's slot filled
+   * meanwhile (library.c keeps the extra one for shutdown; seen once in
+   * CI under load: 4). */
+  EXPECT_MSG(atomic_load(&creates) >= 1 && atomic_load(&creates) <= 6,
              "%d handles for 2 worker threads and this one",
              atomic_load(&creates));
   EXPECT_MSG(atomic_load(&binds) >= streams,
