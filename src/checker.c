@@ -450,11 +450,12 @@ void weft__check_data_get(weft__checker *k, const weft__exec *x, const void *p,
   char who[WHO];
   who_of(x, who, sizeof who);
   pthread_mutex_lock(&k->lock);
-  finding(k, "undeclared", 0,
-          "%s weft_data_get of the %zu bytes of registered data at %p for "
-          "%s, which its declared accesses do not cover; declare the handle "
-          "(weft_data_access), or data flow orders nothing for it",
-          who, bytes, p, write ? "writing" : "reading");
+  if (!seen_before(k, lo, who, "weft_data_get")) /* once a task and handle */
+    finding(k, "undeclared", 0,
+            "%s weft_data_get of the %zu bytes of registered data at %p for "
+            "%s, which its declared accesses do not cover; declare the "
+            "handle (weft_data_access), or data flow orders nothing for it",
+            who, bytes, p, write ? "writing" : "reading");
   pthread_mutex_unlock(&k->lock);
 }
 

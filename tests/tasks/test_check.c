@@ -379,6 +379,7 @@ static void data_get_task(void *arg) {
   (void)arg;
   int *p;
   EXPECT_OK(weft_data_get(D, WEFT_RW, (void **)&p));
+  EXPECT_OK(weft_data_get(D, WEFT_RW, (void **)&p)); /* reported once */
   EXPECT_OK(weft_memset(p, 0, N * sizeof(int)));
   EXPECT_OK(weft_sync());
 }
@@ -499,6 +500,12 @@ int main(void) {
   silent("a write declared", memset_declared_write, 0);
   expect("registered data asked for, undeclared", data_get_undeclared,
          KIND_UNDECLARED, "'undeclared-getter'", "weft_data_get");
+  {
+    char out[8192];
+    size_t n = run(data_get_undeclared, 1, out, sizeof out);
+    EXPECT_MSG(n == 1, "two undeclared gets of one handle: %zu findings: %s", n,
+               out);
+  }
   silent("registered data asked for, declared", data_get_declared, 0);
   silent("folded readers, then a writer", folded_readers_then_writer, 0);
   silent("weft_device_sync from a plain thread", sync_on_thread, 0);
