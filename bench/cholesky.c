@@ -3,6 +3,8 @@
 #include "cholesky.h"
 
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #ifdef WEFT_BENCH_CUDA
@@ -141,6 +143,109 @@ int chol_run_op(bench_ctx *c, int cuda, const tile_kernels *k,
   }
   int e = weft_launch(kern, WEFT_DIM1(1), WEFT_DIM1(1), 0, args);
   return e ? bench_fail_weft(c, e, "weft_launch(tile)") : 0;
+}
+
+int chol_raw_open(bench_ctx *c, weft_runtime *rt, unsigned T, unsigned b,
+                  float *tile0, int *lwork, chol_raw *r) {
+  memset(r, 0, sizeof *r);
+  r->cuda = raw_on_cuda(rt);
+  r->T = T;
+  r->b = b;
+  *lwork = 0;
+  for (int i = 0; i < CHOL_NS; i++)
+    RAW_TRY(c, raw_stream_create(rt, 0, &r->rs[i]));
+  size_t nt = (size_t)T * T;
+  r->ev = calloc(nt, sizeof *r->ev);
+  r->written = calloc(nt, sizeof *r->written);
+  if (!r->ev || !r->written)
+    return bench_fail(c, "out of memory");
+  for (size_t i = 0; i < nt; i++)
+    RAW_TRY(c, raw_event_create(rt, 0, &r->ev[i]));
+#ifdef WEFT_BENCH_CUDA
+  for (int i = 0; r->cuda && i < CHOL_NS; i++) {
+    chol_lib *l = &r->lib[i];
+    if (cublasCreate(&l->blas) != CUBLAS_STATUS_SUCCESS ||
+        cublasSetStream(l->blas, r->rs[i].cs) != CUBLAS_STATUS_SUCCESS ||
+        cusolverDnCreate(&l->sol) != CUSOLVER_STATUS_SUCCESS ||
+        cusolverDnSetStream(l->sol, r->rs[i].cs) != CUSOLVER_STATUS_SUCCESS)
+      return bench_fail(c, "raw CUDA: cuBLAS/cuSOLVER set-up failed");
+    if (i == 0 && cusolverDnSpotrf_bufferSize(l->sol, CUBLAS_FILL_MODE_LOWER,
+                                              (int)b, tile0, (int)b,
+                                              lwork) != CUSOLVER_STATUS_SUCCESS)
+      return bench_fail(c, "cusolverDnSpotrf_bufferSize failed");
+    l->lwork = *lwork;
+    RAW_TRY(c, cudaMalloc((void **)&l->work,
+                          ((size_t)*lwork + 64) * sizeof(float)));
+    l->info = (int *)(l->work + *lwork);
+  }
+#else
+  (void)tile0;
+#endif
+  return 0;
+}
+
+void chol_raw_close(chol_raw *r) {
+  for (int i = 0; i < CHOL_NS; i++)
+    raw_stream_destroy(&r->rs[i]);
+  if (r->ev)
+    for (size_t i = 0; i < (size_t)r->T * r->T; i++)
+      raw_event_destroy(&r->ev[i]);
+  free(r->ev);
+  free(r->written);
+  r->ev = NULL;
+  r->written = NULL;
+#ifdef WEFT_BENCH_CUDA
+  for (int i = 0; r->cuda && i < CHOL_NS; i++) {
+    if (r->lib[i].blas)
+      cublasDestroy(r->lib[i].blas);
+    if (r->lib[i].sol)
+      cusolverDnDestroy(r->lib[i].sol);
+    cudaFree(r->lib[i].work);
+    r->lib[i] = (chol_lib){0};
+  }
+#endif
+}
+
+void chol_raw_reset(chol_raw *r) {
+  memset(r->written, 0, (size_t)r->T * r->T * sizeof *r->written);
+}
+
+int chol_raw_issue(bench_ctx *c, const tile_kernels *k, chol_raw *r,
+                   float *tiles, const chol_op *o, int hand) {
+  size_t te = (size_t)r->b * r->b;
+  size_t out = (size_t)o->i * r->T + (unsigned)o->j;
+  int si = hand ? (int)(out % CHOL_NS) : 0;
+  unsigned in[2][2];
+  int nin = chol_inputs(o, in);
+  float *p[2] = {NULL, NULL};
+  for (int t = 0; t < nin; t++) {
+    size_t ti = (size_t)in[t][0] * r->T + in[t][1];
+    p[t] = tiles + ti * te;
+    if (hand && r->written[ti] && (int)(ti % CHOL_NS) != si)
+      RAW_TRY(c, raw_stream_wait(r->rs[si], r->ev[ti]));
+  }
+  if (chol_run_op(c, r->cuda, k, &r->lib[si], r->b, o, tiles + out * te, p[0],
+                  p[1], &r->rs[si]))
+    return BENCH_FAIL;
+  if (hand) {
+    RAW_TRY(c, raw_event_record(r->ev[out], r->rs[si]));
+    r->written[out] = 1;
+  }
+  return 0;
+}
+
+int chol_raw_sync(bench_ctx *c, chol_raw *r, int n) {
+  for (int i = 0; i < n; i++)
+    RAW_TRY(c, raw_stream_sync(r->rs[i]));
+  return 0;
+}
+
+const char *chol_label(char *buf, size_t len, const char *what, unsigned n,
+                       unsigned b, int sized) {
+  if (!sized)
+    return what;
+  snprintf(buf, len, "%s, n=%u b=%u", what, n, b);
+  return buf;
 }
 
 void chol_matrix(float *a, unsigned n, unsigned b) {

@@ -69,6 +69,43 @@ int chol_run_op(bench_ctx *c, int cuda, const tile_kernels *k,
                 const chol_lib *lib, unsigned b, const chol_op *o, float *out,
                 float *in0, float *in1, raw_stream *s);
 
+/* The factorisation as raw code orders it by hand: CHOL_NS raw streams,
+ * each tile's operations on its tile's stream, an event per tile recorded
+ * after each write (written: recorded since chol_raw_reset) and waited
+ * for by the operations on other streams that read the tile; on CUDA a
+ * cuBLAS and a cuSOLVER handle per stream, potrf's workspace with it. */
+enum { CHOL_NS = 8 };
+typedef struct chol_raw {
+  int cuda;
+  unsigned T, b;
+  raw_stream rs[CHOL_NS];
+  raw_event *ev;
+  int *written;
+  chol_lib lib[CHOL_NS];
+} chol_raw;
+
+/* Makes r's streams, events and handles for T x T tiles of b (tile0 any
+ * device tile, for the workspace query); *lwork: potrf's workspace in
+ * floats (0 on the host backend). Returns 0 or BENCH_FAIL (reported);
+ * chol_raw_close frees what was made either way. */
+int chol_raw_open(bench_ctx *c, weft_runtime *rt, unsigned T, unsigned b,
+                  float *tile0, int *lwork, chol_raw *r);
+void chol_raw_close(chol_raw *r);
+/* Forgets which tiles' events were recorded (before a run). */
+void chol_raw_reset(chol_raw *r);
+/* Issues o on the tile-major device matrix tiles: with hand, on its
+ * tile's stream after its inputs' events, recording its own; without, in
+ * order on the first stream. Returns 0 or BENCH_FAIL (reported). */
+int chol_raw_issue(bench_ctx *c, const tile_kernels *k, chol_raw *r,
+                   float *tiles, const chol_op *o, int hand);
+/* Waits for the first n streams. */
+int chol_raw_sync(bench_ctx *c, chol_raw *r, int n);
+
+/* A row's label: what, followed by ", n=N b=B" when sized (a run of
+ * several sizes), written into buf. */
+const char *chol_label(char *buf, size_t len, const char *what, unsigned n,
+                       unsigned b, int sized);
+
 /* Fills the tile-major n x n matrix a (T = n / b tiles a side). */
 void chol_matrix(float *a, unsigned n, unsigned b);
 

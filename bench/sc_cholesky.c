@@ -34,7 +34,6 @@
 #include "raw_api.h"
 #include "weft/data.h"
 
-enum { NS = 8 };
 enum { V_HAND, V_HAND_PAGEABLE, V_PINNED, V_PAGEABLE, V_OOC, NV };
 
 typedef struct cbench cbench;
@@ -60,10 +59,7 @@ struct cbench {
   weft_task **handles;
   weft_data **d; /* per tile, T x T (the lower ones used) */
   int lwork;
-  raw_stream rs[NS];
-  raw_event *ev;
-  int *written;
-  chol_lib lib[NS];
+  chol_raw raw; /* the hand-written run's streams, events, handles */
   bench_samples s[NV];
   uint64_t moved[NV]; /* bytes weft moved, the last repeat */
   uint64_t evictions; /* out of core, the last repeat */
@@ -79,44 +75,31 @@ static float *tile_of(const cbench *cb, float *m, unsigned i, unsigned j) {
 
 /* ---- hand-written ---- */
 
+/* The hand-ordered factorisation of chol_raw, each lower tile copied in
+ * on its tile's stream before (its event recorded) and out after. */
 static int hand_run(cbench *cb, float *m, uint64_t *ns) {
   bench_ctx *c = cb->c;
-  memset(cb->written, 0, (size_t)cb->T * cb->T * sizeof *cb->written);
+  chol_raw *r = &cb->raw;
+  chol_raw_reset(r);
   uint64_t t0 = bench_now_ns();
   for (unsigned i = 0; i < cb->T; i++)
     for (unsigned j = 0; j <= i; j++) {
       size_t t = tix(cb, i, j);
-      raw_stream s = cb->rs[t % NS];
+      raw_stream s = r->rs[t % CHOL_NS];
       RAW_TRY(c, raw_copy(s, tile_of(cb, cb->dev, i, j), tile_of(cb, m, i, j),
                           cb->tile_bytes, RAW_H2D));
-      RAW_TRY(c, raw_event_record(cb->ev[t], s));
-      cb->written[t] = 1;
+      RAW_TRY(c, raw_event_record(r->ev[t], s));
+      r->written[t] = 1;
     }
-  for (size_t n = 0; n < cb->nops; n++) {
-    const chol_op *o = &cb->ops[n].o;
-    size_t out = tix(cb, (unsigned)o->i, (unsigned)o->j);
-    int si = (int)(out % NS);
-    unsigned in[2][2];
-    int nin = chol_inputs(o, in);
-    for (int t = 0; t < nin; t++) {
-      size_t ti = tix(cb, in[t][0], in[t][1]);
-      if ((int)(ti % NS) != si)
-        RAW_TRY(c, raw_stream_wait(cb->rs[si], cb->ev[ti]));
-    }
-    if (chol_run_op(c, cb->cuda, &cb->k, &cb->lib[si], cb->b, o,
-                    tile_of(cb, cb->dev, (unsigned)o->i, (unsigned)o->j),
-                    nin > 0 ? tile_of(cb, cb->dev, in[0][0], in[0][1]) : NULL,
-                    nin > 1 ? tile_of(cb, cb->dev, in[1][0], in[1][1]) : NULL,
-                    &cb->rs[si]))
+  for (size_t n = 0; n < cb->nops; n++)
+    if (chol_raw_issue(c, &cb->k, r, cb->dev, &cb->ops[n].o, 1))
       return BENCH_FAIL;
-    RAW_TRY(c, raw_event_record(cb->ev[out], cb->rs[si]));
-  }
   for (unsigned i = 0; i < cb->T; i++)
     for (unsigned j = 0; j <= i; j++)
-      RAW_TRY(c, raw_copy(cb->rs[tix(cb, i, j) % NS], tile_of(cb, m, i, j),
+      RAW_TRY(c, raw_copy(r->rs[tix(cb, i, j) % CHOL_NS], tile_of(cb, m, i, j),
                           tile_of(cb, cb->dev, i, j), cb->tile_bytes, RAW_D2H));
-  for (int i = 0; i < NS; i++)
-    RAW_TRY(c, raw_stream_sync(cb->rs[i]));
+  if (chol_raw_sync(c, r, CHOL_NS))
+    return BENCH_FAIL;
   *ns = bench_now_ns() - t0;
   return 0;
 }
@@ -126,52 +109,11 @@ static int hand_open(cbench *cb) {
   size_t nt = (size_t)cb->T * cb->T;
   BENCH_TRY(c, weft_device_alloc(nt * cb->tile_bytes, (void **)&cb->dev));
   BENCH_TRY(c, weft_sync());
-  for (int i = 0; i < NS; i++)
-    RAW_TRY(c, raw_stream_create(cb->rt, 0, &cb->rs[i]));
-  cb->ev = calloc(nt, sizeof *cb->ev);
-  cb->written = calloc(nt, sizeof *cb->written);
-  if (!cb->ev || !cb->written)
-    return bench_fail(c, "out of memory");
-  for (size_t i = 0; i < nt; i++)
-    RAW_TRY(c, raw_event_create(cb->rt, 0, &cb->ev[i]));
-#ifdef WEFT_BENCH_CUDA
-  for (int i = 0; cb->cuda && i < NS; i++) {
-    chol_lib *l = &cb->lib[i];
-    if (cublasCreate(&l->blas) != CUBLAS_STATUS_SUCCESS ||
-        cublasSetStream(l->blas, cb->rs[i].cs) != CUBLAS_STATUS_SUCCESS ||
-        cusolverDnCreate(&l->sol) != CUSOLVER_STATUS_SUCCESS ||
-        cusolverDnSetStream(l->sol, cb->rs[i].cs) != CUSOLVER_STATUS_SUCCESS)
-      return bench_fail(c, "raw CUDA: cuBLAS/cuSOLVER set-up failed");
-    if (i == 0 && cusolverDnSpotrf_bufferSize(
-                      l->sol, CUBLAS_FILL_MODE_LOWER, (int)cb->b, cb->dev,
-                      (int)cb->b, &cb->lwork) != CUSOLVER_STATUS_SUCCESS)
-      return bench_fail(c, "cusolverDnSpotrf_bufferSize failed");
-    l->lwork = cb->lwork;
-    RAW_TRY(c, cudaMalloc((void **)&l->work,
-                          ((size_t)cb->lwork + 64) * sizeof(float)));
-    l->info = (int *)(l->work + cb->lwork);
-  }
-#endif
-  return 0;
+  return chol_raw_open(c, cb->rt, cb->T, cb->b, cb->dev, &cb->lwork, &cb->raw);
 }
 
 static void hand_close(cbench *cb) {
-  for (int i = 0; i < NS; i++)
-    raw_stream_destroy(&cb->rs[i]);
-  if (cb->ev)
-    for (size_t i = 0; i < (size_t)cb->T * cb->T; i++)
-      raw_event_destroy(&cb->ev[i]);
-  free(cb->ev);
-  free(cb->written);
-#ifdef WEFT_BENCH_CUDA
-  for (int i = 0; cb->cuda && i < NS; i++) {
-    if (cb->lib[i].blas)
-      cublasDestroy(cb->lib[i].blas);
-    if (cb->lib[i].sol)
-      cusolverDnDestroy(cb->lib[i].sol);
-    cudaFree(cb->lib[i].work);
-  }
-#endif
+  chol_raw_close(&cb->raw);
   if (cb->dev)
     weft_device_free(cb->dev);
   weft_sync();
@@ -344,14 +286,6 @@ static void teardown(cbench *cb) {
   free(cb->d);
 }
 
-static const char *label(char *buf, size_t len, const char *what,
-                         const cbench *cb, int sized) {
-  if (!sized)
-    return what;
-  snprintf(buf, len, "%s, n=%u b=%u", what, cb->n, cb->b);
-  return buf;
-}
-
 static int report(cbench *cb, int sized, int ooc) {
   bench_ctx *c = cb->c;
   double flop = (double)cb->n * cb->n * cb->n / 3.0;
@@ -360,8 +294,8 @@ static int report(cbench *cb, int sized, int ooc) {
   char buf[128];
   int rc = bench_report(
       c,
-      label(buf, sizeof buf, "hand-written: copies, 8 streams + events", cb,
-            sized),
+      chol_label(buf, sizeof buf, "hand-written: copies, 8 streams + events",
+                 cb->n, cb->b, sized),
       "ms", &cb->s[V_HAND], BENCH_BASELINE,
       "%.1f GFLOP/s; n = %u, tiles of %u, pinned; %zu lower tiles in and out "
       "(%.0f MiB)",
@@ -370,7 +304,8 @@ static int report(cbench *cb, int sized, int ooc) {
   if (rc == 0)
     rc = bench_report(
         c,
-        label(buf, sizeof buf, "hand-written: the same, pageable", cb, sized),
+        chol_label(buf, sizeof buf, "hand-written: the same, pageable", cb->n,
+                   cb->b, sized),
         "ms", &cb->s[V_HAND_PAGEABLE], 0,
         "%.1f GFLOP/s; cudaMemcpyAsync from and to malloc'd memory",
         flop / hand_pg / 1e6);
@@ -380,10 +315,10 @@ static int report(cbench *cb, int sized, int ooc) {
     double same = (v == V_PINNED ? hand : hand_pg) / ms;
     rc = bench_report(
         c,
-        label(buf, sizeof buf,
-              v == V_PINNED ? "registered: a handle a tile, pinned"
-                            : "registered: a handle a tile, pageable",
-              cb, sized),
+        chol_label(buf, sizeof buf,
+                   v == V_PINNED ? "registered: a handle a tile, pinned"
+                                 : "registered: a handle a tile, pageable",
+                   cb->n, cb->b, sized),
         "ms", &cb->s[v], 0,
         "%.1f GFLOP/s: %.2f x the hand-written throughput (pinned), %.2f x "
         "the same memory's, target >= 0.95 (%s); moved %.2f x the minimum, "
@@ -397,8 +332,8 @@ static int report(cbench *cb, int sized, int ooc) {
     int judged = !bench_size(c, 0, 1) && cb->n == 16384 && cb->b == 1024;
     rc = bench_report(
         c,
-        label(buf, sizeof buf, "out of core: pinned, limit 1/4 matrix", cb,
-              sized),
+        chol_label(buf, sizeof buf, "out of core: pinned, limit 1/4 matrix",
+                   cb->n, cb->b, sized),
         "ms", &cb->s[V_OOC], 0,
         "%.1f GFLOP/s: %.2f x in core's throughput%s%s; %llu evictions, "
         "moved %.2f x the minimum",

@@ -39,7 +39,6 @@
 #include "weft/cuda_libraries.h"
 #endif
 
-enum { NS = 8 };
 enum { V_HAND, V_ONE, V_WEFT, V_GRAPH, V_DECL, V_NODECL, NVARIANTS };
 
 typedef struct chol chol;
@@ -60,11 +59,8 @@ struct chol {
   op *ops;
   size_t nops;
   weft_task **handles;
-  raw_stream rs[NS];
-  raw_event *ev; /* per tile: its last write */
-  int *written;  /* per tile: ev recorded since the reset */
   int cuda;
-  chol_lib lib[NS]; /* the raw versions' handles and workspaces, per stream */
+  chol_raw raw; /* the raw versions */
   int lwork;
   float *gwork;  /* the captured potrf steps' workspaces, one per k */
   int capturing; /* the weft driver is capturing its steps as a graph */
@@ -77,16 +73,15 @@ static float *tile(const chol *ch, unsigned i, unsigned j) {
   return ch->tiles + ((size_t)i * ch->T + j) * tile_elems(ch);
 }
 
-/* Runs o weft's way (lib: the task's handles and workspace) or raw on s
- * with the stream's. */
-static int run_op(chol *ch, const chol_op *o, const chol_lib *lib,
-                  raw_stream *s) {
+/* Runs o weft's way, on the calling task's stream (lib: the task's handles
+ * and workspace). */
+static int run_op(chol *ch, const chol_op *o, const chol_lib *lib) {
   unsigned in[2][2] = {{0, 0}, {0, 0}};
   int nin = chol_inputs(o, in);
   return chol_run_op(ch->c, ch->cuda, &ch->k, lib, ch->b, o,
                      tile(ch, (unsigned)o->i, (unsigned)o->j),
                      nin > 0 ? tile(ch, in[0][0], in[0][1]) : NULL,
-                     nin > 1 ? tile(ch, in[1][0], in[1][1]) : NULL, s);
+                     nin > 1 ? tile(ch, in[1][0], in[1][1]) : NULL, NULL);
 }
 
 /* ---- weft ---- */
@@ -100,7 +95,7 @@ static void op_task(void *arg) {
                     : NULL;
   chol_lib lib;
   if (chol_task_lib(ch->c, ch->cuda, &o->o, ch->lwork, work, &lib) == 0)
-    run_op(ch, &o->o, &lib, NULL);
+    run_op(ch, &o->o, &lib);
   chol_task_lib_done(&lib);
 }
 
@@ -190,90 +185,15 @@ static void replay_driver(void *arg) {
 /* ---- raw ---- */
 
 static int raw_run(chol *ch, int hand, uint64_t *ns) {
-  bench_ctx *c = ch->c;
-  memset(ch->written, 0, (size_t)ch->T * ch->T * sizeof *ch->written);
+  chol_raw_reset(&ch->raw);
   uint64_t t0 = bench_now_ns();
-  for (size_t n = 0; n < ch->nops; n++) {
-    const chol_op *o = &ch->ops[n].o;
-    unsigned out = (unsigned)o->i * ch->T + (unsigned)o->j;
-    int si = hand ? (int)(out % NS) : 0;
-    raw_stream *s = &ch->rs[si];
-    if (hand) {
-      unsigned in[2][2];
-      int nin = chol_inputs(o, in);
-      for (int t = 0; t < nin; t++) {
-        unsigned ti = in[t][0] * ch->T + in[t][1];
-        if (ch->written[ti] && (int)(ti % NS) != si)
-          RAW_TRY(c, raw_stream_wait(*s, ch->ev[ti]));
-      }
-    }
-    if (run_op(ch, o, &ch->lib[si], s))
+  for (size_t n = 0; n < ch->nops; n++)
+    if (chol_raw_issue(ch->c, &ch->k, &ch->raw, ch->tiles, &ch->ops[n].o, hand))
       return BENCH_FAIL;
-    if (hand) {
-      RAW_TRY(c, raw_event_record(ch->ev[out], *s));
-      ch->written[out] = 1;
-    }
-  }
-  for (int i = 0; i < (hand ? NS : 1); i++)
-    RAW_TRY(c, raw_stream_sync(ch->rs[i]));
+  if (chol_raw_sync(ch->c, &ch->raw, hand ? CHOL_NS : 1))
+    return BENCH_FAIL;
   *ns = bench_now_ns() - t0;
   return 0;
-}
-
-static int raw_open(chol *ch) {
-  bench_ctx *c = ch->c;
-  for (int i = 0; i < NS; i++)
-    RAW_TRY(c, raw_stream_create(ch->rt, 0, &ch->rs[i]));
-  size_t nt = (size_t)ch->T * ch->T;
-  ch->ev = calloc(nt, sizeof *ch->ev);
-  ch->written = calloc(nt, sizeof *ch->written);
-  if (!ch->ev || !ch->written)
-    return bench_fail(c, "out of memory");
-  for (size_t i = 0; i < nt; i++)
-    RAW_TRY(c, raw_event_create(ch->rt, 0, &ch->ev[i]));
-#ifdef WEFT_BENCH_CUDA
-  if (ch->cuda) {
-    for (int i = 0; i < NS; i++) {
-      chol_lib *l = &ch->lib[i];
-      if (cublasCreate(&l->blas) != CUBLAS_STATUS_SUCCESS ||
-          cublasSetStream(l->blas, ch->rs[i].cs) != CUBLAS_STATUS_SUCCESS ||
-          cusolverDnCreate(&l->sol) != CUSOLVER_STATUS_SUCCESS ||
-          cusolverDnSetStream(l->sol, ch->rs[i].cs) != CUSOLVER_STATUS_SUCCESS)
-        return bench_fail(c, "raw CUDA: cuBLAS/cuSOLVER set-up failed");
-    }
-    if (cusolverDnSpotrf_bufferSize(ch->lib[0].sol, CUBLAS_FILL_MODE_LOWER,
-                                    (int)ch->b, ch->tiles, (int)ch->b,
-                                    &ch->lwork) != CUSOLVER_STATUS_SUCCESS)
-      return bench_fail(c, "cusolverDnSpotrf_bufferSize failed");
-    for (int i = 0; i < NS; i++) {
-      ch->lib[i].lwork = ch->lwork;
-      RAW_TRY(c, cudaMalloc((void **)&ch->lib[i].work,
-                            (size_t)ch->lwork * sizeof(float)));
-      RAW_TRY(c, cudaMalloc((void **)&ch->lib[i].info, sizeof(int)));
-    }
-  }
-#endif
-  return 0;
-}
-
-static void raw_close(chol *ch) {
-  for (int i = 0; i < NS; i++)
-    raw_stream_destroy(&ch->rs[i]);
-  if (ch->ev)
-    for (size_t i = 0; i < (size_t)ch->T * ch->T; i++)
-      raw_event_destroy(&ch->ev[i]);
-  free(ch->ev);
-  free(ch->written);
-#ifdef WEFT_BENCH_CUDA
-  for (int i = 0; ch->cuda && i < NS; i++) {
-    if (ch->lib[i].blas)
-      cublasDestroy(ch->lib[i].blas);
-    if (ch->lib[i].sol)
-      cusolverDnDestroy(ch->lib[i].sol);
-    cudaFree(ch->lib[i].work);
-    cudaFree(ch->lib[i].info);
-  }
-#endif
 }
 
 /* ---- set-up, checks ---- */
@@ -300,24 +220,6 @@ static int setup(chol *ch) {
             weft_pinned_alloc(elems * sizeof(float), (void **)&ch->back));
   BENCH_TRY(ch->c,
             weft_device_alloc(elems * sizeof(float), (void **)&ch->tiles));
-#ifdef WEFT_BENCH_CUDA
-  if (ch->cuda) {
-    /* The potrf workspace size, asked of a handle of its own. */
-    cusolverDnHandle_t h;
-    if (cusolverDnCreate(&h) != CUSOLVER_STATUS_SUCCESS)
-      return bench_fail(ch->c, "cusolverDnCreate failed");
-    cusolverStatus_t st =
-        cusolverDnSpotrf_bufferSize(h, CUBLAS_FILL_MODE_LOWER, (int)ch->b,
-                                    ch->tiles, (int)ch->b, &ch->lwork);
-    cusolverDnDestroy(h);
-    if (st != CUSOLVER_STATUS_SUCCESS)
-      return bench_fail(ch->c, "cusolverDnSpotrf_bufferSize failed");
-    BENCH_TRY(ch->c,
-              weft_device_alloc((size_t)ch->T * ((size_t)ch->lwork + 64) *
-                                    sizeof(float),
-                                (void **)&ch->gwork));
-  }
-#endif
   chol_matrix(ch->a0, ch->n, ch->b);
   size_t maxops = (size_t)ch->T * ch->T * ch->T;
   ch->ops = calloc(maxops, sizeof *ch->ops);
@@ -400,15 +302,6 @@ static const size cuda_sizes[] = {
 static const size cuda_quick = {256, 8}, host_size = {48, 8},
                   host_quick = {32, 6};
 
-/* Row labels: the variant, and the size when more than one is run. */
-static const char *label(char *buf, size_t len, const char *what,
-                         const chol *ch, int sized) {
-  if (!sized)
-    return what;
-  snprintf(buf, len, "%s, n=%u b=%u", what, ch->n, ch->b);
-  return buf;
-}
-
 /* Factors one size, each variant bench_repeat times, and reports its rows;
  * with bookkeeping, the spawn cost rows too. */
 static int factor(bench_ctx *c, weft_runtime *rt, size sz, int sized,
@@ -425,7 +318,15 @@ static int factor(bench_ctx *c, weft_runtime *rt, size sz, int sized,
   ch->n = ch->b * ch->T;
   int rc = setup(ch);
   if (rc == 0)
-    rc = raw_open(ch);
+    rc =
+        chol_raw_open(c, ch->rt, ch->T, ch->b, ch->tiles, &ch->lwork, &ch->raw);
+  /* The captured potrf steps' workspaces, of the size the raw set-up
+   * asked cuSOLVER for. */
+  if (rc == 0 && ch->cuda &&
+      (rc = weft_device_alloc((size_t)ch->T * ((size_t)ch->lwork + 64) *
+                                  sizeof(float),
+                              (void **)&ch->gwork)) != 0)
+    rc = bench_fail_weft(c, rc, "weft_device_alloc(potrf workspaces)");
   driver_job g = {ch, 0, NULL};
   for (int r = 0; rc == 0 && r <= bench_repeat(c); r++) {
     uint64_t ns = 0;
@@ -471,7 +372,7 @@ static int factor(bench_ctx *c, weft_runtime *rt, size sz, int sized,
     ts.streams = 0;
   if (rc == 0 && bookkeeping && !bench_failed(c))
     rc = bench_in_task(c, ch->rt, spawn_cost, ch);
-  raw_close(ch);
+  chol_raw_close(&ch->raw);
   teardown(ch);
   if (rc == 0 && bench_failed(c))
     rc = BENCH_FAIL;
@@ -484,21 +385,23 @@ static int factor(bench_ctx *c, weft_runtime *rt, size sz, int sized,
     double graph = bench_stats_of(&ch->s[V_GRAPH]).median;
     rc = bench_report(
         c,
-        label(buf, sizeof buf, "raw: hand-ordered, 8 streams + events", ch,
-              sized),
+        chol_label(buf, sizeof buf, "raw: hand-ordered, 8 streams + events",
+                   ch->n, ch->b, sized),
         "ms", &ch->s[V_HAND], BENCH_BASELINE,
         "%.1f GFLOP/s; n = %u, %u x %u tiles of %u, %zu tile operations",
         flop / hand / 1e6, ch->n, ch->T, ch->T, ch->b, ch->nops);
     if (rc == 0)
-      rc = bench_report(c, label(buf, sizeof buf, "raw: one stream", ch, sized),
-                        "ms", &ch->s[V_ONE], 0,
-                        "%.1f GFLOP/s; the operations in order",
-                        flop / one / 1e6);
+      rc = bench_report(
+          c,
+          chol_label(buf, sizeof buf, "raw: one stream", ch->n, ch->b, sized),
+          "ms", &ch->s[V_ONE], 0, "%.1f GFLOP/s; the operations in order",
+          flop / one / 1e6);
     if (rc == 0)
       rc = bench_report(
           c,
-          label(buf, sizeof buf, "weft: a task per tile operation, declared",
-                ch, sized),
+          chol_label(buf, sizeof buf,
+                     "weft: a task per tile operation, declared", ch->n, ch->b,
+                     sized),
           "ms", &ch->s[V_WEFT], 0,
           "%.1f GFLOP/s: %.2f x the hand-ordered throughput, target >= 0.98 "
           "(%s); %.2f x one stream's, target >= 2 (%s); %llu streams held "
@@ -509,8 +412,8 @@ static int factor(bench_ctx *c, weft_runtime *rt, size sz, int sized,
     if (rc == 0)
       rc = bench_report(
           c,
-          label(buf, sizeof buf, "weft: the same captured, one replay", ch,
-                sized),
+          chol_label(buf, sizeof buf, "weft: the same captured, one replay",
+                     ch->n, ch->b, sized),
           "ms", &ch->s[V_GRAPH], 0,
           "%.1f GFLOP/s: %.2f x the hand-ordered throughput; the loop "
           "captured once as one graph of steps, each replay one "
