@@ -39,6 +39,9 @@
  * per device in weft's traces (their capacity: `weft trace explain`). */
 #define WEFT_TRF_DEVICE_PROPERTIES "deviceProperties"
 #define WEFT_TRF_NUM_SMS "numSms"
+/* Kineto's, read to judge its kernels' "est. achieved occupancy %". */
+#define WEFT_TRF_MAX_THREADS_PER_SM "maxThreadsPerMultiprocessor"
+#define WEFT_TRF_WARP_SIZE "warpSize"
 #define WEFT_TRF_DISTRIBUTED_INFO "distributedInfo" /* {"rank": N, ...} */
 #define WEFT_TRF_RANK "rank"
 /* Launch arrows: a flow from the API call to the GPU op it queued. */
@@ -122,6 +125,25 @@
  * both or neither. */
 #define WEFT_TRF_ARG_READY_BY "weft_ready_by"
 #define WEFT_TRF_ARG_READY_DELAY_US "weft_ready_delay_us"
+/* Kernels: the launch's shape, under Kineto's keys ("grid" and "block"
+ * are [x, y, z]); the blocks and warps per SM are the grid's averages over
+ * the device's SMs, the occupancy the share of an SM's warp slots they
+ * take, at most what fits. */
+#define WEFT_TRF_ARG_GRID "grid"
+#define WEFT_TRF_ARG_BLOCK "block"
+#define WEFT_TRF_ARG_REGISTERS "registers per thread"
+#define WEFT_TRF_ARG_SHARED_MEMORY "shared memory"
+#define WEFT_TRF_ARG_BLOCKS_PER_SM "blocks per SM"
+#define WEFT_TRF_ARG_WARPS_PER_SM "warps per SM"
+#define WEFT_TRF_ARG_OCCUPANCY "est. achieved occupancy %"
+/* weft's: the kernel's blocks that fit on one SM at once (CUDA's
+ * occupancy calculator over its registers, shared memory and block
+ * size), so that blocks per SM / this is how many times it fills the
+ * device (`weft trace explain`, "the GPU was full"). */
+#define WEFT_TRF_ARG_RESIDENT "weft_resident_blocks_per_sm"
+/* weft's: the hardware channel (queue) the driver submitted a kernel on,
+ * as CUPTI says; streams that share one run their kernels in turn. */
+#define WEFT_TRF_ARG_CHANNEL "weft_hw_channel"
 /* Written only, under Kineto's key: copies and memsets. */
 #define WEFT_TRF_ARG_BANDWIDTH "memory bandwidth (GB/s)"
 

@@ -50,15 +50,35 @@ enum { /* copy directions, as CUPTI numbers them */
        WEFT__TR_PTOP = 10, /* between two devices' memory */
 };
 
+/* A kernel's launch, as CUPTI records it (zeros where the backend does
+ * not say): grid and block, registers a thread, shared memory a block
+ * (static and dynamic), the blocks that fit on one SM at once, and the
+ * hardware channel (queue) the driver submitted it on, plus one (0: not
+ * known). */
+typedef struct weft__trace_shape {
+  uint32_t grid_x;
+  uint16_t grid_y, grid_z;
+  uint16_t block_x, block_y;
+  uint8_t block_z, regs; /* at most 64 and 255 */
+  uint16_t resident;
+  uint32_t smem;
+  uint32_t channel;
+} weft__trace_shape;
+
 typedef struct weft__trace_rec {
   uint64_t start, end; /* ns on the tracer's clock (CLOCK_MONOTONIC) */
   uint64_t task;       /* task id; 0 for none */
   uint64_t corr;       /* correlation between an API record and its op */
-  uint64_t bytes;
-  uint64_t ready;     /* task slices: when the task was made ready, or 0 */
-  const char *name;   /* static, or interned with weft__trace_intern */
-  const char *detail; /* checks: the finding's message (interned) */
-  uint32_t lane;      /* GPU kinds: stream id; CPU kinds: thread lane */
+  union {
+    struct {
+      uint64_t bytes;
+      uint64_t ready;     /* task slices: when the task was made ready, or 0 */
+      const char *detail; /* checks: the finding's message (interned) */
+    };
+    weft__trace_shape shape; /* kernels */
+  };
+  const char *name; /* static, or interned with weft__trace_intern */
+  uint32_t lane;    /* GPU kinds: stream id; CPU kinds: thread lane */
   int16_t dev;
   uint8_t kind;
   uint8_t copy; /* WEFT__TR_HTOD.. for memcpys */

@@ -155,6 +155,37 @@ static void write_swait(FILE *f, const weft__trace_rec *r, uint64_t t0,
   fprintf(f, "}}");
 }
 
+#define WARP 32 /* threads in a warp, on every CUDA device */
+
+/* A kernel's launch under Kineto's keys, and (weft's) the blocks of it one
+ * SM holds at once, from which `weft trace explain` tells whether it
+ * filled the device. */
+static void write_shape(FILE *f, const weft__trace_shape *s, int dev) {
+  fprintf(f,
+          KEY(WEFT_TRF_ARG_GRID) "[%" PRIu32 ",%u,%u]," KEY(
+              WEFT_TRF_ARG_BLOCK) "[%u,%u,%u]",
+          s->grid_x, s->grid_y, s->grid_z, s->block_x, s->block_y, s->block_z);
+  if (s->channel)
+    fprintf(f, "," KEY(WEFT_TRF_ARG_CHANNEL) "%" PRIu32, s->channel - 1);
+  const weft_device_info *i = dev >= 0 && dev < T->ndev ? &T->devs[dev] : NULL;
+  if (!s->resident || !i || i->multiprocessors <= 0 ||
+      i->max_threads_per_sm < WARP)
+    return;
+  double per_sm =
+      (double)s->grid_x * s->grid_y * s->grid_z / i->multiprocessors;
+  unsigned warps =
+      ((unsigned)s->block_x * s->block_y * s->block_z + WARP - 1) / WARP;
+  double held = per_sm < s->resident ? per_sm : s->resident;
+  fprintf(f, "," KEY(WEFT_TRF_ARG_REGISTERS) "%u", s->regs);
+  fprintf(f, "," KEY(WEFT_TRF_ARG_SHARED_MEMORY) "%" PRIu32, s->smem);
+  fprintf(f, "," KEY(WEFT_TRF_ARG_BLOCKS_PER_SM) "%.6g", per_sm);
+  fprintf(f, "," KEY(WEFT_TRF_ARG_WARPS_PER_SM) "%.6g", per_sm * warps);
+  /* The key has a '%': not part of a format. */
+  fputs("," KEY(WEFT_TRF_ARG_OCCUPANCY), f);
+  fprintf(f, "%.0f", 100.0 * held * warps / (i->max_threads_per_sm / WARP));
+  fprintf(f, "," KEY(WEFT_TRF_ARG_RESIDENT) "%u", s->resident);
+}
+
 /* paired: for a GPU op, whether its API call is in the file; an op whose
  * call was dropped is written without its correlation, which would name
  * a call that is not there (docs/TRACE.md, "Dropped records"). */
@@ -228,6 +259,11 @@ static void write_rec(FILE *f, const weft__trace_rec *r, int paired,
   }
   if (r->kind == WEFT__TR_MEMCPY)
     ARG(KEY(WEFT_TRF_ARG_DIRECTION) "\"%s\"", dir_name(r->copy));
+  if (r->kind == WEFT__TR_KERNEL && r->shape.grid_x) {
+    fprintf(f, comma ? "," : "");
+    write_shape(f, &r->shape, r->dev);
+    comma = 1;
+  }
   const char *why = weft_trf_ready_name(r->why);
   if (r->kind == WEFT__TR_TASK && r->ready && why) {
     /* The runtime's own delay before this slice: docs/TRACE.md. */
@@ -275,9 +311,15 @@ static void write_devices(FILE *f) {
     fprintf(f,
             ", \"totalGlobalMem\": %zu, \"computeMajor\": %d, "
             "\"computeMinor\": %d, \"maxThreadsPerBlock\": %d, "
-            "\"" WEFT_TRF_NUM_SMS "\": %d}",
+            "\"" WEFT_TRF_NUM_SMS "\": %d",
             i->memory_total, i->cc_major, i->cc_minor, i->max_threads_per_block,
             i->multiprocessors);
+    if (i->max_threads_per_sm > 0)
+      fprintf(f,
+              ", \"" WEFT_TRF_MAX_THREADS_PER_SM "\": %d, \"" WEFT_TRF_WARP_SIZE
+              "\": %d",
+              i->max_threads_per_sm, WARP);
+    fprintf(f, "}");
   }
   fprintf(f, "],\n");
 }

@@ -43,6 +43,8 @@ static void print_device(const weft_device_info *d) {
   row("  concurrent kernels", "%s, at most %d resident grids",
       d->concurrent_kernels ? "yes" : "no", d->max_resident_grids);
   row("  max threads/block", "%d", d->max_threads_per_block);
+  if (d->max_threads_per_sm > 0)
+    row("  max threads/SM", "%d", d->max_threads_per_sm);
   row("  stream priorities", "least %d, greatest %d", d->priority_least,
       d->priority_greatest);
   row(host ? "  memory (host)" : "  memory", "%.2f GiB total, %.2f GiB free",

@@ -11,6 +11,7 @@
 
 #include "grow.h"
 #include "json_write.h"
+#include "keymap.h"
 #include "sort.h"
 
 #define TRACE_CAUSE_FIELD(cause, name, what) name,
@@ -20,8 +21,8 @@ static const char *const cause_names[] = {TRACE_CAUSES(TRACE_CAUSE_FIELD)};
 static const char *const cause_whats[] = {TRACE_CAUSES(TRACE_CAUSE_FIELD)};
 #undef TRACE_CAUSE_FIELD
 static const char *const cause_keys[] = {
-    "ordered",  "implicit_sync", "one_stream", "host_slow",
-    "gpu_full", "copy_engine",   "weft"};
+    "ordered",  "implicit_sync", "one_stream",  "host_slow",
+    "gpu_full", "hw_queue",      "copy_engine", "weft"};
 _Static_assert(sizeof cause_keys / sizeof *cause_keys == TRACE_NCAUSES,
                "one key per cause");
 
@@ -529,6 +530,45 @@ static int idle_lost(sweep *w, const trace_lost *l, double a, double b) {
   return 0;
 }
 
+/* The kernels running on each hardware channel (trace_op.channel) of one
+ * device: how many, and the last to start. */
+typedef struct channels {
+  trace_keymap map; /* channel -> index */
+  uint32_t *run, *last;
+  size_t n, cap_run, cap_last;
+} channels;
+
+static void channels_free(channels *c) {
+  trace_keymap_free(&c->map);
+  free(c->run);
+  free(c->last);
+}
+
+/* The index of channel ch, added when new; SIZE_MAX when out of memory. */
+static size_t channel_at(channels *c, uint32_t ch) {
+  uint32_t i = trace_keymap_put(&c->map, ch, 0, 0, (uint32_t)c->n);
+  if (i == UINT32_MAX)
+    return SIZE_MAX;
+  if (i == c->n) {
+    if (trace_grow((void **)&c->run, &c->cap_run, c->n + 1, sizeof *c->run) ||
+        trace_grow((void **)&c->last, &c->cap_last, c->n + 1, sizeof *c->last))
+      return SIZE_MAX;
+    c->run[c->n] = 0;
+    c->last[c->n++] = TRACE_NO_OP;
+  }
+  return i;
+}
+
+/* A kernel still running on channel ch (the last to start), or
+ * TRACE_NO_OP. */
+static uint32_t channel_busy(const channels *c, uint32_t ch) {
+  uint32_t i = trace_keymap_get(&c->map, ch, 0, 0);
+  return i != UINT32_MAX && c->run[i] ? c->last[i] : TRACE_NO_OP;
+}
+
+/* Kernels' fills summed past this: the device was full. */
+#define FULL 0.999
+
 static int sweep_device(sweep *w, int64_t device) {
   const trace_model *m = w->m;
   event *ev = NULL;
@@ -536,6 +576,7 @@ static int sweep_device(sweep *w, int64_t device) {
   uint32_t *byts = NULL, *byend = NULL; /* the device's ops by start */
   size_t nops = 0, ocap = 0;
   heap pend = {0};
+  channels ch = {0};
   int rc = -1;
   for (size_t i = 0; i < m->nops; i++) {
     const trace_op *op = &m->ops[i];
@@ -575,6 +616,12 @@ static int sweep_device(sweep *w, int64_t device) {
   }
   size_t nkern = 0, ncopy[TRACE_COPY_NDIRS] = {0};
   uint32_t kern_by = TRACE_NO_OP, copy_by[TRACE_COPY_NDIRS];
+  /* The running kernels' fills (each at most 1), how many run whose fill
+   * the trace does not give, and the last to start that filled the
+   * device alone. */
+  double fill = 0;
+  size_t unfilled = 0;
+  uint32_t full_by = TRACE_NO_OP;
   uint32_t last_start = TRACE_NO_OP;
   for (int d = 0; d < TRACE_COPY_NDIRS; d++)
     copy_by[d] = TRACE_NO_OP;
@@ -600,16 +647,36 @@ static int sweep_device(sweep *w, int64_t device) {
         if (kernel_class(op)) {
           nkern++;
           kern_by = o;
+          if (op->fill > 0)
+            fill += op->fill < 1 ? op->fill : 1;
+          else
+            unfilled++;
+          if (op->fill >= FULL)
+            full_by = o;
+          if (op->channel) {
+            size_t c = channel_at(&ch, op->channel);
+            if (c == SIZE_MAX)
+              goto out;
+            ch.run[c]++;
+            ch.last[c] = o;
+          }
         } else {
           ncopy[op->copy]++;
           copy_by[op->copy] = o;
         }
       } else {
         w->lane_run[op->lane]--;
-        if (kernel_class(op))
+        if (kernel_class(op)) {
           nkern--;
-        else
+          if (op->fill > 0)
+            fill -= op->fill < 1 ? op->fill : 1;
+          else
+            unfilled--;
+          if (op->channel)
+            ch.run[channel_at(&ch, op->channel)]--; /* known: no growth */
+        } else {
           ncopy[op->copy]--;
+        }
       }
     }
     while (pend.n && w->started[pend.v[0].op])
@@ -674,10 +741,25 @@ static int sweep_device(sweep *w, int64_t device) {
         l.cause = mine != TRACE_NONE && theirs != TRACE_NONE && mine != theirs
                       ? TRACE_CAUSE_ORDERED
                       : TRACE_CAUSE_ONE_STREAM;
+      } else if (best == 2 && (slots || !kern)) {
+        l.cause = slots ? TRACE_CAUSE_GPU_FULL : TRACE_CAUSE_COPY_ENGINE;
+        l.by = slots ? last_start : copy_by[op->copy];
       } else if (best == 2) {
-        l.cause =
-            kern || slots ? TRACE_CAUSE_GPU_FULL : TRACE_CAUSE_COPY_ENGINE;
-        l.by = slots ? last_start : kern ? kern_by : copy_by[op->copy];
+        /* A kernel on a free stream beside running kernels: full when
+         * their fills say so; else, with a kernel of its hardware channel
+         * running, held in that queue; else its blocks did not fit beside
+         * theirs (or the trace cannot tell). */
+        uint32_t q = op->channel ? channel_busy(&ch, op->channel) : TRACE_NO_OP;
+        if (!unfilled && fill >= FULL) {
+          l.cause = TRACE_CAUSE_GPU_FULL;
+          l.by = runs_at(m, full_by, t) ? full_by : kern_by;
+        } else if (q != TRACE_NO_OP) {
+          l.cause = TRACE_CAUSE_HW_QUEUE;
+          l.by = q;
+        } else {
+          l.cause = TRACE_CAUSE_GPU_FULL;
+          l.by = kern_by;
+        }
       } else {
         /* Its stream free, room for it: held by a recorded wait for
          * work still running; else by another stream's work that ended
@@ -717,6 +799,7 @@ out:
   free(byts);
   free(byend);
   free(pend.v);
+  channels_free(&ch);
   return rc;
 }
 
@@ -865,7 +948,22 @@ static void evidence(const trace_model *m, const trace_lost *l, double t0,
       snprintf(out, n, "nothing issued until %s started", a);
     break;
   case TRACE_CAUSE_GPU_FULL:
-    snprintf(out, n, "%s waited while %s ran", a, b);
+    if (by && by->fill >= FULL)
+      snprintf(out, n,
+               "%s waited while %s filled every SM (%.1f times the blocks "
+               "the device holds at once)",
+               a, b, by->fill);
+    else
+      snprintf(out, n, "%s waited while %s ran", a, b);
+    break;
+  case TRACE_CAUSE_HW_QUEUE:
+    if (by)
+      snprintf(out, n,
+               "%s waited behind %s in hardware channel %u, the device not "
+               "full",
+               a, b, by->channel - 1);
+    else
+      snprintf(out, n, "%s waited in its hardware channel", a);
     break;
   case TRACE_CAUSE_COPY_ENGINE:
     snprintf(out, n, "%s waited behind %s", a, b);
@@ -922,6 +1020,11 @@ static void verdict(const trace_explanation *e, char *out, size_t n) {
     break;
   case TRACE_CAUSE_GPU_FULL:
     remedy = "; the kernels filled the GPU, nothing more could run";
+    break;
+  case TRACE_CAUSE_HW_QUEUE:
+    remedy = "; more streams than the device has hardware queues "
+             "(CUDA_DEVICE_MAX_CONNECTIONS: 8 by default, 32 under weft) "
+             "share them: fewer streams at once";
     break;
   case TRACE_CAUSE_COPY_ENGINE:
     remedy = "; copies in one direction share one engine: fewer, larger "

@@ -26,7 +26,12 @@
     "the GPU was idle and its next operation had not been issued yet")         \
   X(GPU_FULL, "the GPU was full",                                              \
     "issued work waited on a free stream while the device ran all it can "     \
-    "at once (another stream's kernel; the host backend's executors)")         \
+    "at once (kernels whose blocks filled every SM; the host backend's "       \
+    "executors)")                                                              \
+  X(HW_QUEUE, "one hardware queue",                                            \
+    "an issued kernel waited on a free stream, the device not full, behind "   \
+    "another stream's kernel on the same hardware channel (streams share "     \
+    "CUDA_DEVICE_MAX_CONNECTIONS queues)")                                     \
   X(COPY_ENGINE, "copy engines",                                               \
     "an issued copy waited behind another copy in the same direction")         \
   X(WEFT, "weft's own cost",                                                   \

@@ -167,6 +167,10 @@ static int link_ops(trace_model *m, const uint32_t *lane_map,
     trace_op *op = &m->ops[i];
     m->count[op->kind]++;
     if (trace_op_is_gpu(op)) {
+      if (op->fill < 0) /* Kineto's occupancy: read_launch in load_event.c */
+        op->fill = m->warps_per_sm > 0 && -op->fill > 1.001f * m->warps_per_sm
+                       ? -op->fill / (float)m->warps_per_sm
+                       : 0;
       op->lane = lane_map[op->lane];
       m->gpu_lanes[op->lane].nops++;
       if (op->correlation != TRACE_NONE)

@@ -55,22 +55,42 @@ static int read_header(trace_loader *L, const char *key, int64_t *out,
 }
 
 /* "deviceProperties": the first device's "numSms" (the host backend's
- * executor threads per device) into m->executors. */
+ * executor threads per device) into m->executors, and its warp slots per
+ * SM into m->warps_per_sm. */
 static int read_device_props(trace_loader *L) {
   trace_json_token t;
   for (;;) {
     trace_json_type type = trace_json_next(&L->j, &t);
     if (type == TRACE_JSON_END_ARRAY)
       return 0;
-    if (type == TRACE_JSON_OBJECT) {
-      int64_t sms = -1;
-      if (read_header(L, WEFT_TRF_NUM_SMS, &sms, NULL, NULL, NULL))
+    if (type != TRACE_JSON_OBJECT) {
+      if (type == TRACE_JSON_ERROR || trace_json_skip(&L->j, &t))
         return -1;
-      if (L->m->executors <= 0 && sms > 0)
-        L->m->executors = sms;
-    } else if (type == TRACE_JSON_ERROR || trace_json_skip(&L->j, &t)) {
-      return -1;
+      continue;
     }
+    static const char *const keys[] = {
+        WEFT_TRF_NUM_SMS, WEFT_TRF_MAX_THREADS_PER_SM, WEFT_TRF_WARP_SIZE};
+    int64_t v[3] = {-1, -1, -1};
+    for (;;) {
+      type = trace_json_next(&L->j, &t);
+      if (type == TRACE_JSON_END_OBJECT)
+        break;
+      if (type != TRACE_JSON_KEY)
+        return -1;
+      int k = 0;
+      while (k < 3 && !trace_json_is(&t, keys[k]))
+        k++;
+      if (trace_json_next(&L->j, &t) == TRACE_JSON_ERROR)
+        return -1;
+      if (k < 3 && t.type == TRACE_JSON_NUMBER && t.is_integer && t.num >= 0)
+        v[k] = (int64_t)t.num;
+      else if (trace_json_skip(&L->j, &t))
+        return -1;
+    }
+    if (L->m->executors <= 0 && v[0] > 0)
+      L->m->executors = v[0];
+    if (L->m->warps_per_sm <= 0 && v[1] > 0 && v[2] > 0)
+      L->m->warps_per_sm = v[1] / v[2];
   }
 }
 

@@ -52,6 +52,7 @@ typedef struct event {
   arg stall;                 /* weft check instants: stall_us */
   arg message;               /* weft check instants: the finding's line */
   arg wait_dev, wait_stream, for_dev, for_stream, recorded; /* stream waits */
+  arg per_sm, resident, warps, occupancy, channel; /* kernels' launches */
 } event;
 
 static int oom(trace_loader *L) {
@@ -124,6 +125,11 @@ static const struct {
     {WEFT_TRF_ARG_FOR_DEVICE, offsetof(event, for_dev), ARG_INT},
     {WEFT_TRF_ARG_FOR_STREAM, offsetof(event, for_stream), ARG_INT},
     {WEFT_TRF_ARG_RECORDED_AT, offsetof(event, recorded), ARG_NUM},
+    {WEFT_TRF_ARG_BLOCKS_PER_SM, offsetof(event, per_sm), ARG_NUM},
+    {WEFT_TRF_ARG_RESIDENT, offsetof(event, resident), ARG_NUM},
+    {WEFT_TRF_ARG_WARPS_PER_SM, offsetof(event, warps), ARG_NUM},
+    {WEFT_TRF_ARG_OCCUPANCY, offsetof(event, occupancy), ARG_NUM},
+    {WEFT_TRF_ARG_CHANNEL, offsetof(event, channel), ARG_INT},
 };
 enum { NARG_KEYS = sizeof arg_keys / sizeof arg_keys[0] };
 
@@ -351,6 +357,27 @@ static int read_ready(trace_loader *L, const event *e, trace_op *op) {
   return 0;
 }
 
+/* A kernel's fill of the device (trace_op.fill) and channel. From
+ * Kineto's occupancy alone the fill is known only above 1: warps per SM
+ * over the occupancy's share of the SM's warp slots is then the fill
+ * times those slots, which the device properties give once the whole file
+ * is read; kept negative until then (finish.c). */
+static int read_launch(trace_loader *L, const event *e, trace_op *op) {
+  if (check_arg(L, &e->per_sm) || check_arg(L, &e->resident) ||
+      check_arg(L, &e->warps) || check_arg(L, &e->occupancy) ||
+      check_arg(L, &e->channel))
+    return -1;
+  if (e->per_sm.present && e->resident.present && e->per_sm.num >= 0 &&
+      e->resident.num >= 1 && e->per_sm.num <= 1e12)
+    op->fill = (float)(e->per_sm.num / e->resident.num);
+  else if (e->warps.present && e->occupancy.present && e->warps.num > 0 &&
+           e->warps.num <= 1e12 && e->occupancy.num > 0)
+    op->fill = (float)(-e->warps.num * 100 / e->occupancy.num);
+  if (e->channel.present && e->channel.v >= 0 && e->channel.v < UINT32_MAX)
+    op->channel = (uint32_t)e->channel.v + 1;
+  return 0;
+}
+
 /* A GPU op's lane, and a copy's or memset's size and direction. */
 static int read_gpu(trace_loader *L, const event *e, trace_op *op) {
   trace_model *m = L->m;
@@ -368,6 +395,8 @@ static int read_gpu(trace_loader *L, const event *e, trace_op *op) {
                              "args.\"" WEFT_TRF_ARG_BYTES "\" is negative");
     op->bytes = e->bytes.v;
   }
+  if (kind == TRACE_OP_KERNEL && read_launch(L, e, op))
+    return -1;
   int64_t device = e->device.present ? e->device.v : id_number(m, &e->pid);
   int64_t stream = e->stream.present ? e->stream.v : id_number(m, &e->tid);
   op->lane = gpu_lane(L, device, stream);

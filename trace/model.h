@@ -82,7 +82,14 @@ typedef struct trace_op {
   uint8_t copy;        /* trace_copy_dir */
   uint8_t host_mem;    /* trace_host_mem */
   uint8_t ready_by;    /* task slices: trace_ready_kind */
-  double ready_delay;  /* task slices: args.weft_ready_delay_us */
+  /* Kernels: how many times its blocks fill every SM of the device at
+   * once (args "blocks per SM" over "weft_resident_blocks_per_sm"; from
+   * Kineto's "est. achieved occupancy %" only when above 1), or 0 when
+   * the trace does not say; and the hardware channel it was submitted
+   * on, plus one (args.weft_hw_channel), or 0. */
+  float fill;
+  uint32_t channel;
+  double ready_delay; /* task slices: args.weft_ready_delay_us */
 } trace_op;
 
 #define TRACE_NO_OP UINT32_MAX
@@ -186,6 +193,9 @@ typedef struct trace_model {
    * "numSms"; 0 when not given): ops beyond them wait, whatever kind. */
   int host_backend;
   int64_t executors;
+  /* The first device's warp slots per SM (deviceProperties
+   * "maxThreadsPerMultiprocessor" / "warpSize"), or 0. */
+  int64_t warps_per_sm;
   int64_t *flow_starts, *flow_ends;
   size_t nflow_starts, nflow_ends, cap_flow_starts, cap_flow_ends;
 

@@ -55,6 +55,7 @@ static const struct {
     {"#1ABC9C", "#000", "one stream"},
     {"#F1C40F", "#000", "host too slow"},
     {"#2C3E50", "#fff", "GPU full"},
+    {"#D35400", "#fff", "hardware queue"},
     {"#E67E22", "#000", "copy engines"},
     {"#95A5A6", "#000", "weft's own cost"},
 };

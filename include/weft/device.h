@@ -38,6 +38,7 @@ typedef struct weft_device_info {
   int concurrent_kernels;    /* 1 if kernels of different streams overlap */
   int max_resident_grids;    /* kernels that can run at once */
   int max_threads_per_block; /* launch limit checked by weft */
+  int max_threads_per_sm;    /* threads resident on one SM; 0 on the host */
   int priority_least;        /* numerically largest priority (lowest) */
   int priority_greatest;     /* numerically smallest priority (highest) */
   size_t memory_total;       /* bytes */

@@ -106,6 +106,7 @@ static int read_device(int dev, weft__cuda_device *d, int *prev) {
       {cudaDevAttrAsyncEngineCount, &info->copy_engines},
       {cudaDevAttrConcurrentKernels, &info->concurrent_kernels},
       {cudaDevAttrMaxThreadsPerBlock, &info->max_threads_per_block},
+      {cudaDevAttrMaxThreadsPerMultiProcessor, &info->max_threads_per_sm},
       {cudaDevAttrUnifiedAddressing, &info->unified_addressing},
       {cudaDevAttrMemoryPoolsSupported, &d->pools},
   };

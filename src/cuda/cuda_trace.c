@@ -4,6 +4,8 @@
  * correlation id while it runs, so every GPU record names its task (the
  * NVTX ranges for Nsight Systems are the scheduler's, nvtx.h). CUPTI's
  * records are converted to the tracer's (trace.h) as the buffers arrive. */
+#include <cuda_occupancy.h>
+#include <cuda_runtime_api.h>
 #include <cupti.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +18,85 @@
 #define BUF_SIZE ((size_t)8 << 20)
 
 static int64_t clock_offset; /* tracer clock - CUPTI clock, ns */
+
+/* The devices' limits for CUDA's occupancy calculator, read when tracing
+ * starts (CUPTI's buffers arrive on a thread that should not call CUDA);
+ * computeMajor 0: not read, the kernels' resident blocks left unsaid. */
+#define MAX_DEVS 64
+static cudaOccDeviceProp occ_dev[MAX_DEVS];
+
+static void read_devices(void) {
+  int n = 0;
+  memset(occ_dev, 0, sizeof occ_dev);
+  if (cudaGetDeviceCount(&n) != cudaSuccess)
+    return;
+  for (int d = 0; d < n && d < MAX_DEVS; d++) {
+    struct cudaDeviceProp p;
+    if (cudaGetDeviceProperties(&p, d) != cudaSuccess)
+      continue;
+    occ_dev[d] = (cudaOccDeviceProp){
+        .computeMajor = p.major,
+        .computeMinor = p.minor,
+        .maxThreadsPerBlock = p.maxThreadsPerBlock,
+        .maxThreadsPerMultiprocessor = p.maxThreadsPerMultiProcessor,
+        .regsPerBlock = p.regsPerBlock,
+        .regsPerMultiprocessor = p.regsPerMultiprocessor,
+        .warpSize = p.warpSize,
+        .sharedMemPerBlock = p.sharedMemPerBlock,
+        .sharedMemPerMultiprocessor = p.sharedMemPerMultiprocessor,
+        .numSms = p.multiProcessorCount,
+        .sharedMemPerBlockOptin = p.sharedMemPerBlockOptin,
+        .reservedSharedMemPerBlock = p.reservedSharedMemPerBlock};
+  }
+}
+
+static uint32_t clamp_u(int64_t v, uint32_t max) {
+  return v < 0 ? 0 : v > max ? max : (uint32_t)v;
+}
+
+/* The launch's shape, and how many of its blocks fit on one SM at once
+ * by CUDA's occupancy calculator (0 when it cannot say). */
+static void kernel_shape(const CUpti_ActivityKernel10 *k,
+                         weft__trace_shape *s) {
+  s->grid_x = clamp_u(k->gridX, UINT32_MAX);
+  s->grid_y = (uint16_t)clamp_u(k->gridY, UINT16_MAX);
+  s->grid_z = (uint16_t)clamp_u(k->gridZ, UINT16_MAX);
+  s->block_x = (uint16_t)clamp_u(k->blockX, UINT16_MAX);
+  s->block_y = (uint16_t)clamp_u(k->blockY, UINT16_MAX);
+  s->block_z = (uint8_t)clamp_u(k->blockZ, UINT8_MAX);
+  s->regs = (uint8_t)clamp_u(k->registersPerThread, UINT8_MAX);
+  s->smem = clamp_u((int64_t)k->staticSharedMemory + k->dynamicSharedMemory,
+                    UINT32_MAX);
+  if (k->channelType != CUPTI_CHANNEL_TYPE_INVALID)
+    s->channel = k->channelID + 1;
+  if (k->deviceId >= MAX_DEVS || !occ_dev[k->deviceId].computeMajor)
+    return;
+  const cudaOccDeviceProp *dev = &occ_dev[k->deviceId];
+  int64_t threads = (int64_t)k->blockX * k->blockY * k->blockZ;
+  if (threads <= 0 || threads > dev->maxThreadsPerBlock)
+    return;
+  /* It was launched, so its block size and shared memory were allowed. */
+  cudaOccFuncAttributes fn = {
+      .maxThreadsPerBlock = dev->maxThreadsPerBlock,
+      .numRegs = k->registersPerThread,
+      .sharedSizeBytes =
+          (size_t)(k->staticSharedMemory > 0 ? k->staticSharedMemory : 0),
+      .partitionedGCConfig = PARTITIONED_GC_OFF,
+      .shmemLimitConfig = s->smem > dev->sharedMemPerBlock
+                              ? FUNC_SHMEM_LIMIT_OPTIN
+                              : FUNC_SHMEM_LIMIT_DEFAULT,
+      .maxDynamicSharedSizeBytes =
+          (size_t)(k->dynamicSharedMemory > 0 ? k->dynamicSharedMemory : 0),
+      .numBlockBarriers = 1};
+  cudaOccDeviceState state = {.cacheConfig = CACHE_PREFER_NONE,
+                              .carveoutConfig = SHAREDMEM_CARVEOUT_DEFAULT};
+  cudaOccResult res;
+  if (cudaOccMaxActiveBlocksPerMultiprocessor(
+          &res, dev, &fn, &state, (int)threads, fn.maxDynamicSharedSizeBytes) ==
+      CUDA_OCC_SUCCESS)
+    s->resident =
+        (uint16_t)clamp_u(res.activeBlocksPerMultiprocessor, UINT16_MAX);
+}
 
 /* CUPTI's clock, when it takes it: the tracer's own, so runtime calls and
  * user ranges on one thread nest exactly (an offset measured once was
@@ -68,6 +149,7 @@ static int convert(CUpti_Activity *a, weft__trace_rec *r) {
     r->corr = k->correlationId;
     r->graph = k->graphId;
     r->name = weft__trace_intern(k->name);
+    kernel_shape(k, &r->shape);
     return 1;
   }
   case CUPTI_ACTIVITY_KIND_MEMCPY: {
@@ -145,6 +227,7 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream,
 
 int weft__cuda_trace_start(weft__backend *b) {
   (void)b;
+  read_devices();
   CUptiResult r = cuptiActivityRegisterTimestampCallback(tracer_clock);
   clock_offset = 0;
   if (r != CUPTI_SUCCESS) {

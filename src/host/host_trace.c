@@ -86,6 +86,17 @@ void weft__host_trace_ran(const weft__host_stream *s, const weft__host_op *op,
     r.kind = WEFT__TR_MEMSET;
     r.bytes = op->u.set.n;
     break;
+  case HOP_LAUNCH: {
+    weft_dim3 g = op->u.launch.grid, b = op->u.launch.block;
+    r.kind = WEFT__TR_KERNEL;
+    r.shape = (weft__trace_shape){.grid_x = g.x,
+                                  .grid_y = (uint16_t)g.y,
+                                  .grid_z = (uint16_t)g.z,
+                                  .block_x = (uint16_t)b.x,
+                                  .block_y = (uint16_t)b.y,
+                                  .block_z = (uint8_t)b.z};
+    break;
+  }
   default:
     r.kind = WEFT__TR_KERNEL;
     break;

@@ -23,6 +23,8 @@ static void add(const char *fmt, ...) {
 }
 
 static int corr;
+/* Appended to the next kernels' args: their launch records. */
+static const char *kernel_args = "";
 
 static void begin(void) {
   len = 0;
@@ -44,14 +46,24 @@ static void op(const char *kind, int s, double ts, double dur, double issue,
   if (!strcmp(kind, "kernel"))
     add(",{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k%d\",\"pid\":0,"
         "\"tid\":%d,\"ts\":%.3f,\"dur\":%.3f,\"args\":{\"device\":0,"
-        "\"stream\":%d,\"correlation\":%d}}",
-        c, s, ts, dur, s, c);
+        "\"stream\":%d,\"correlation\":%d%s}}",
+        c, s, ts, dur, s, c, kernel_args);
   else
     add(",{\"ph\":\"X\",\"cat\":\"gpu_memcpy\",\"name\":\"Memcpy %s (Pinned "
         "-> Device)\",\"pid\":0,\"tid\":%d,\"ts\":%.3f,\"dur\":%.3f,"
         "\"args\":{\"device\":0,\"stream\":%d,\"correlation\":%d,"
         "\"bytes\":1024,\"direction\":\"%s\"}}",
         kind, s, ts, dur, s, c, kind);
+}
+
+/* Closes the trace with tail (after the events' array) and explains it. */
+static void load_tail(const char *tail, trace_model *m, trace_explanation *e) {
+  add("]%s}", tail);
+  trace_analysis a;
+  buf[len] = '\0';
+  load_text(buf, m, &a);
+  trace_analysis_free(&a);
+  EXPECT(trace_explain(m, e) == 0);
 }
 
 static void load_explain(trace_model *m, trace_explanation *e) {
@@ -222,6 +234,87 @@ static void gpu_full(void) {
   expect_cause("GPU full", TRACE_CAUSE_GPU_FULL, 100, "'t8' (id 8)");
 }
 
+/* Two kernels of two streams one after the other, with their launch
+ * records: the first filled every SM 4 times over (the GPU was full,
+ * measured); or both left room, on one hardware channel (its queue), or
+ * on two (their blocks did not fit together, or the trace cannot tell). */
+static void launch_records(void) {
+  static const struct {
+    const char *first, *second;
+    trace_cause cause;
+    const char *says;
+  } cases[] = {
+      {",\"blocks per SM\":64,\"weft_resident_blocks_per_sm\":16,"
+       "\"weft_hw_channel\":3",
+       ",\"blocks per SM\":0.01,\"weft_resident_blocks_per_sm\":16,"
+       "\"weft_hw_channel\":3",
+       TRACE_CAUSE_GPU_FULL,
+       "filled every SM (4.0 times the blocks the device holds at once)"},
+      {",\"blocks per SM\":0.01,\"weft_resident_blocks_per_sm\":16,"
+       "\"weft_hw_channel\":3",
+       ",\"blocks per SM\":0.01,\"weft_resident_blocks_per_sm\":16,"
+       "\"weft_hw_channel\":3",
+       TRACE_CAUSE_HW_QUEUE,
+       "waited behind kernel 'k1' of task 't7' (id 7) in hardware channel "
+       "3, the device not full"},
+      {",\"blocks per SM\":0.01,\"weft_resident_blocks_per_sm\":16,"
+       "\"weft_hw_channel\":3",
+       ",\"blocks per SM\":0.01,\"weft_resident_blocks_per_sm\":16,"
+       "\"weft_hw_channel\":4",
+       TRACE_CAUSE_GPU_FULL,
+       "waited while kernel 'k1' of task 't7' (id 7) ran"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    begin();
+    kernel_args = cases[i].first;
+    op("kernel", 1, 0, 100, -5, 7);
+    kernel_args = cases[i].second;
+    op("kernel", 2, 100, 100, -5, 8);
+    kernel_args = "";
+    trace_model m;
+    trace_explanation e;
+    load_explain(&m, &e);
+    EXPECT_EQ_INT(e.top, (int)cases[i].cause);
+    EXPECT_NEAR(e.cause[cases[i].cause], 100);
+    char *text = print(&m, &e, 0);
+    EXPECT_HAS(text, cases[i].says);
+    if (cases[i].cause == TRACE_CAUSE_HW_QUEUE)
+      EXPECT_HAS(text, "CUDA_DEVICE_MAX_CONNECTIONS");
+    free(text);
+    trace_explanation_free(&e);
+    trace_model_free(&m);
+  }
+  /* Kineto's occupancy: 2048 warps per SM at 100 % of 64 warp slots is
+   * 32 times the device (full); 8 at 12.5 % says nothing of the fill. */
+  for (int full = 0; full < 2; full++) {
+    begin();
+    kernel_args = full ? ",\"warps per SM\":2048,\"est. achieved "
+                         "occupancy %\":100"
+                       : ",\"warps per SM\":8,\"est. achieved occupancy "
+                         "%\":12.5";
+    op("kernel", 1, 0, 100, -5, 7);
+    op("kernel", 2, 100, 100, -5, 8);
+    kernel_args = "";
+    trace_model m;
+    trace_explanation e;
+    load_tail(",\"deviceProperties\":[{\"id\":0,\"numSms\":132,"
+              "\"maxThreadsPerMultiprocessor\":2048,\"warpSize\":32}]",
+              &m, &e);
+    EXPECT_EQ_INT(m.warps_per_sm, 64);
+    EXPECT(m.ops[m.nops - 2].kind == TRACE_OP_KERNEL);
+    EXPECT_NEAR(m.ops[m.nops - 2].fill, full ? 32 : 0);
+    EXPECT_NEAR(e.cause[TRACE_CAUSE_GPU_FULL], 100);
+    char *text = print(&m, &e, 0);
+    if (full)
+      EXPECT_HAS(text, "filled every SM (32.0 times");
+    else
+      EXPECT(strstr(text, "filled every SM (") == NULL);
+    free(text);
+    trace_explanation_free(&e);
+    trace_model_free(&m);
+  }
+}
+
 /* Two copies to the device on two streams: one engine, one after the other. */
 static void copy_engine(void) {
   begin();
@@ -316,6 +409,7 @@ int main(void) {
   ordered();
   ordered_recorded();
   gpu_full();
+  launch_records();
   copy_engine();
   implicit_sync_call();
   implicit_sync_found();

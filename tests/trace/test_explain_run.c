@@ -25,7 +25,17 @@
  *                 every SM, spinning 2 ms;
  *   copy engines: two tasks each copy 8 MiB to the device four times.
  *
+ * With the argument "hwqueue" (ctest trace.cuda.explain_hwqueue, run with
+ * CUDA_DEVICE_MAX_CONNECTIONS=1: every stream on one hardware queue) only
+ *
+ *   one hardware queue: a task queues four 5 ms one-block kernels, then
+ *                       another queues one on its own stream: it waits
+ *                       in the queue behind the first's, the GPU nearly
+ *                       empty.
+ *
  * (trace.explain plants every cause in hand-built traces too.) */
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -153,6 +163,19 @@ static void kernels(void *arg) {
   EXPECT_OK(weft_sync());
 }
 
+static atomic_int front_issued;
+static void front(void *arg) {
+  for (int i = 0; i < 4; i++)
+    spin(5, *(int *)arg);
+  atomic_store(&front_issued, 1);
+  EXPECT_OK(weft_sync());
+}
+
+static void behind(void *arg) {
+  spin(5, *(int *)arg);
+  EXPECT_OK(weft_sync());
+}
+
 /* ---- running one traced ---- */
 
 typedef void (*program)(weft_runtime *rt);
@@ -191,6 +214,16 @@ static void p_gpu_full(weft_runtime *rt) {
   static int slots[2] = {6, 7};
   weft_task *a = spawn(rt, filler, &slots[0], "filler-a");
   weft_task *b = spawn(rt, filler, &slots[1], "filler-b");
+  EXPECT_OK(weft_task_join(a));
+  EXPECT_OK(weft_task_join(b));
+}
+static void p_hw_queue(weft_runtime *rt) {
+  static int slots[2] = {9, 10};
+  atomic_store(&front_issued, 0);
+  weft_task *a = spawn(rt, front, &slots[0], "front");
+  while (!atomic_load(&front_issued))
+    sched_yield();
+  weft_task *b = spawn(rt, behind, &slots[1], "behind");
   EXPECT_OK(weft_task_join(a));
   EXPECT_OK(weft_task_join(b));
 }
@@ -285,13 +318,31 @@ static int planted(const char *what, program p, int workers, trace_cause c,
   }
   EXPECT_MSG(named, "%s: the longest stretch of %s is not task '%s''s", what,
              trace_cause_name(c), task);
+  /* On CUDA the launch records measure it: the kernel that held the
+   * others filled the device. */
+  if (c == TRACE_CAUSE_GPU_FULL && !m.host_backend)
+    for (size_t i = 0; i < e.nlost; i++)
+      if (e.lost_at[i].cause == c) {
+        uint32_t by = e.lost_at[i].by;
+        EXPECT_MSG(by != TRACE_NO_OP && m.ops[by].fill >= 1,
+                   "%s: held by an op that did not fill the device (%.2f)",
+                   what, by != TRACE_NO_OP ? m.ops[by].fill : 0.0);
+        break;
+      }
   trace_explanation_free(&e);
   trace_model_free(&m);
   return 0;
 }
 
-int main(void) {
+int main(int argc, char **argv) {
   test_kernels_init(&tk);
+  if (argc > 1 && !strcmp(argv[1], "hwqueue")) {
+    if (planted("one hardware queue", p_hw_queue, 2, TRACE_CAUSE_HW_QUEUE,
+                "behind") == 77)
+      return 77;
+    puts("ok");
+    return 0;
+  }
   if (planted("host slow", p_host_slow, 2, TRACE_CAUSE_HOST_SLOW, "issuer") ==
       77) {
     printf("explain_run: no device, or CUPTI taken by another tool: "
