@@ -49,6 +49,7 @@
  * bench_gemm_ref within 1e-3 relative. Target: the high-priority weft task
  * takes <= 1.2 x its time alone. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -143,25 +144,35 @@ static void flood_task(void *arg) {
   pb->t_flood = bench_now_ns();
 }
 
+static const char *const mode_name[NMODES];
+
 static void short_task(void *arg) {
   prio_bench *pb = arg;
   const prio_set *s = &pb->set;
   unsigned long nn = (unsigned long)s->n * s->n;
+  /* Its life is a range, for `weft trace explain --range "short: high
+   * priority"` (and the others) under WEFT_TRACE. */
+  char range[64];
+  snprintf(range, sizeof range, "short: %s", mode_name[pb->mode]);
+  int e = weft_range_push(range), pushed = e == 0;
+  if (e)
+    bench_fail_weft(pb->c, e, "weft_range_push");
   for (int j = 0; j < s->nshort; j++) {
     const float *in = s->in[j];
     float *out = s->short_out + (size_t)j * nn;
     void *args[] = {&in, &out, &nn};
-    int e = weft_launch(&pb->k.cube, WEFT_DIM1(seed_blocks(nn)),
-                        WEFT_DIM1(SEED_THREADS), 0, args);
+    e = weft_launch(&pb->k.cube, WEFT_DIM1(seed_blocks(nn)),
+                    WEFT_DIM1(SEED_THREADS), 0, args);
     if (e) {
       bench_fail_weft(pb->c, e, "weft_launch(seed_cube)");
       break;
     }
   }
-  int e = weft_sync();
-  if (e)
+  if ((e = weft_sync()) != 0)
     bench_fail_weft(pb->c, e, "weft_sync(short)");
   pb->t_short = bench_now_ns();
+  if (pushed && (e = weft_range_pop()) != 0)
+    bench_fail_weft(pb->c, e, "weft_range_pop");
 }
 
 /* Spawns the flood task (unless alone), then the short task, and joins
