@@ -2,6 +2,9 @@
  * See gemm.h. */
 #include "gemm.h"
 
+#include <stdlib.h>
+#include <string.h>
+
 #ifdef WEFT_BENCH_CUDA
 #include "weft/cuda.h"
 
@@ -33,6 +36,18 @@ int bench_gemm_rows(bench_ctx *c, const seed_kernels *k, unsigned rows,
   int rc =
       weft_launch(&k->matmul, seed_matmul_grid(rows), WEFT_DIM1(1), 0, args);
   return rc ? bench_fail_weft(c, rc, "weft_launch(seed_matmul)") : 0;
+}
+
+int bench_gemm_warm(bench_ctx *c, weft_runtime *rt) {
+#ifdef WEFT_BENCH_CUDA
+  const char *cold = getenv("WEFT_BENCH_COLD");
+  if (bench_backend(c) == WEFT_BACKEND_CUDA && !(cold && !strcmp(cold, "1")))
+    BENCH_TRY(c, weft_cublas_warm(rt));
+#else
+  (void)c;
+  (void)rt;
+#endif
+  return 0;
 }
 
 double bench_gemm_ref(unsigned n, const float *a, const float *b, unsigned i,

@@ -28,6 +28,13 @@ extern "C" {
 int bench_gemm_rows(bench_ctx *c, const seed_kernels *k, unsigned rows,
                     unsigned n, const float *a, const float *b, float *out);
 
+/* On CUDA, has every worker of rt make its cuBLAS handle now
+ * (weft_cublas_warm), as the raw baselines make theirs before timing:
+ * creating one calls cudaMalloc, which holds every stream of the device,
+ * inside whichever timed run first lands on a new worker. WEFT_BENCH_COLD=1
+ * skips it (to measure that cost). Returns 0 or BENCH_FAIL. */
+int bench_gemm_warm(bench_ctx *c, weft_runtime *rt);
+
 /* The square case, n x n. */
 static inline int bench_gemm(bench_ctx *c, const seed_kernels *k, unsigned n,
                              const float *a, const float *b, float *out) {

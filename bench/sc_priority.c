@@ -35,6 +35,8 @@
  * flood stream for bench_sgemm (the very call weft's tasks make), the cube
  * by cudaLaunchKernel; on the host backend its own streams (weft/host.h)
  * with the seed matmul and cube kernels.
+ * weft's workers make their cuBLAS handles before timing (bench_gemm_warm),
+ * as raw made its own.
  * weft is a driver task that spawns the flood task (normal priority: queues
  * the flood, weft_sync) and then the short task, and joins both: the two
  * tasks issue at the same time, so the short work does not queue behind
@@ -604,6 +606,8 @@ static int run(bench_ctx *c) {
     rc = bench_fail_weft(c, rc, "weft_device_get_info");
   if (rc == 0 && (rc = seed_kernels_preload(&pb->k, bench_backend(c))) != 0)
     rc = bench_fail_weft(c, rc, "seed_kernels_preload");
+  if (rc == 0)
+    rc = bench_gemm_warm(c, pb->rt);
   if (rc == 0)
     rc = raw_open(pb);
   if (rc == 0) {

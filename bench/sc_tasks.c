@@ -22,9 +22,10 @@
  * Raw means the CUDA runtime and cuBLAS (one handle, cublasSetStream; a
  * handle per thread in the threads variants) on CUDA, the host backend's own
  * entry points on the host backend; raw streams are made before timing, as a
- * pool would keep them. Sizes: n = 1024 on CUDA (512 under --quick), 96 on the
- * host backend (64). One iteration takes ~100 us on an H200, too short to time
- * alone, so a sample is the wall clock of 20 iterations (3 on the host
+ * pool would keep them, and weft's workers make their cuBLAS handles before
+ * timing too (bench_gemm_warm). Sizes: n = 1024 on CUDA (512 under --quick), 96
+ * on the host backend (64). One iteration takes ~100 us on an H200, too short
+ * to time alone, so a sample is the wall clock of 20 iterations (3 on the host
  * backend), reported per iteration; every variant runs one untimed sample
  * first, and rounds take the variants in turn. Checks: before every sample each
  * output is set to NaN; after it, every element of each output the variant
@@ -636,6 +637,8 @@ static int run(bench_ctx *c) {
       c, &(bench_rt_opts){.stack_size = BENCH_CUBLAS_STACK}, &tb->rt);
   if (rc == 0 && (rc = seed_kernels_preload(&tb->k, bench_backend(c))) != 0)
     rc = bench_fail_weft(c, rc, "weft_kernel_preload");
+  if (rc == 0)
+    rc = bench_gemm_warm(c, tb->rt);
   if (rc == 0)
     rc = raw_open(tb);
   if (rc == 0) {
