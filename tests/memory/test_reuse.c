@@ -93,7 +93,10 @@ static void eventually_reused(void *blk, size_t n) {
       EXPECT_MSG(b.pinned_hits == a.pinned_hits + 1 &&
                      b.pinned_misses == a.pinned_misses,
                  "the block came back without a cache hit");
-      EXPECT_EQ_INT(b.pinned_pending, 0); /* nothing else was pending */
+      EXPECT_MSG(b.pinned_pending == 0, /* nothing else was pending */
+                 "%zu bytes pending after the hit (%zu before it), n = %zu, "
+                 "allocation %d, in use %zu",
+                 b.pinned_pending, a.pinned_pending, n, k, b.pinned_in_use);
     }
   }
   EXPECT_MSG(found >= 0,
