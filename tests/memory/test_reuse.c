@@ -93,7 +93,12 @@ static void eventually_reused(void *blk, size_t n) {
       EXPECT_MSG(b.pinned_hits == a.pinned_hits + 1 &&
                      b.pinned_misses == a.pinned_misses,
                  "the block came back without a cache hit");
-      EXPECT_MSG(b.pinned_pending == 0, /* nothing else was pending */
+      /* Nothing else was pending on the host backend; on the H200 another
+       * block of the size class sometimes still was (its free's event not
+       * yet reported done), so there the hit only must not add any. */
+      int host = weft_runtime_backend(rt) == WEFT_BACKEND_HOST;
+      EXPECT_MSG(host ? b.pinned_pending == 0
+                      : b.pinned_pending <= a.pinned_pending,
                  "%zu bytes pending after the hit (%zu before it), n = %zu, "
                  "allocation %d, in use %zu",
                  b.pinned_pending, a.pinned_pending, n, k, b.pinned_in_use);
