@@ -20,12 +20,13 @@
  * - same priority: flood and short work on two streams of the default
  *   priority;
  * - high priority: the short work on a stream of the device's greatest
- *   priority (weft: a task spawned with WEFT_PRIORITY_HIGH);
+ *   priority (weft: a task spawned with WEFT_PRIORITY_HIGH, admission
+ *   off);
  * - weft only, high priority with priority-aware admission at depth 1, 2
- *   and 4 (weft_runtime_set_admission for the run): the flood task keeps
- *   that many operations in flight while the short task lives; their
- *   notes give the flood's time against the flood alone (its own row,
- *   last). Target: <= 1.05 x.
+ *   (the default) and 4 (weft_runtime_set_admission for the run): the
+ *   flood task keeps that many operations in flight while the short task
+ *   lives, and issues nothing while it runs; their notes give the flood's
+ *   time against the flood alone (its own row, last). Target: <= 1.05 x.
  * Raw is one thread with streams made before timing, issuing the flood
  * first and then the short work, in the seed's order, written against
  * raw_api.h: on CUDA the CUDA runtime and cuBLAS by hand, three
@@ -49,7 +50,7 @@
  * cube output must be in^3 within 1e-6 relative, and when a flood ran,
  * 8 sampled elements of each of the RING flood outputs must match
  * bench_gemm_ref within 1e-3 relative. Target: the high-priority weft task
- * takes <= 1.2 x its time alone. */
+ * takes <= 1.1 x its time alone under admission. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -83,7 +84,7 @@ static int has_short(prio_mode m) { return m != PRIO_FLOOD; }
 static int has_flood(prio_mode m) { return m != PRIO_ALONE; }
 static int is_high(prio_mode m) { return m == PRIO_HIGH || admit_depth(m); }
 
-#define TARGET_HIGH 1.2   /* x the short work alone */
+#define TARGET_HIGH 1.1   /* x the short work alone */
 #define TARGET_FLOOD 1.05 /* x the flood alone, under admission */
 
 /* The work. Matrices are n x n floats, row-major, in device memory.
@@ -540,27 +541,29 @@ static int report_weft(prio_bench *pb, const char *size) {
         median(&f[PRIO_SAME]));
   bench_peer(c, "high", "weft");
   if (rc == 0)
-    rc = bench_report(
-        c, "weft: beside a flood task, short task HIGH", "ms", &s[PRIO_HIGH], 0,
-        "target <= %.1f x alone: %.2f x (%s); "
-        "WEFT_PRIORITY_HIGH: stream priority %d; flood done at "
-        "%.1f ms",
-        TARGET_HIGH, ratio, ratio <= TARGET_HIGH ? "met" : "MISSED",
-        pb->info.priority_greatest, median(&f[PRIO_HIGH]));
+    rc = bench_report(c,
+                      "weft: beside a flood task, short task HIGH, "
+                      "admission off",
+                      "ms", &s[PRIO_HIGH], 0,
+                      "%.2f x alone (no target: admission is on by default); "
+                      "WEFT_PRIORITY_HIGH: stream priority %d; flood done at "
+                      "%.1f ms",
+                      ratio, pb->info.priority_greatest, median(&f[PRIO_HIGH]));
   double flood_alone = median(&f[PRIO_FLOOD]);
   static const prio_mode admitted[] = {PRIO_ADMIT1, PRIO_ADMIT2, PRIO_ADMIT4};
   for (int i = 0; rc == 0 && i < 3; i++) {
     prio_mode m = admitted[i];
     char name[96];
     snprintf(name, sizeof name,
-             "weft: beside a flood task, short task HIGH, admission %d",
-             admit_depth(m));
+             "weft: beside a flood task, short task HIGH, admission %d%s",
+             admit_depth(m), m == PRIO_ADMIT2 ? " (default)" : "");
     double r = alone > 0 ? median(&s[m]) / alone : 0;
     double fr = flood_alone > 0 ? median(&f[m]) / flood_alone : 0;
     rc = bench_report(
         c, name, "ms", &s[m], 0,
         "target <= %.1f x alone: %.2f x (%s); the flood task held to %d "
-        "operation%s in flight while the short task lives; flood done at "
+        "operation%s in flight while the short task lives, and while it "
+        "runs; flood done at "
         "%.1f ms, %.2f x alone (target <= %.2f: %s)",
         TARGET_HIGH, r, r <= TARGET_HIGH ? "met" : "MISSED", admit_depth(m),
         admit_depth(m) == 1 ? "" : "s", median(&f[m]), fr, TARGET_FLOOD,

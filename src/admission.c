@@ -7,6 +7,7 @@
 #include <stdlib.h>
 
 #include "caller.h"
+#include "clock.h"
 #include "event_pool.h"
 #include "wait.h"
 #include "weft/task.h"
@@ -48,10 +49,38 @@ static int room(void *arg) {
   return rc == WEFT_EAGAIN ? WEFT_EAGAIN : rc;
 }
 
+/* The longest a normal task's operation waits for running high-priority
+ * tasks: a high task spinning until a normal task's work shows would
+ * otherwise never stop running (docs/decisions/scheduler.md). */
+#define HOLD_MAX_NS 1000000
+
+typedef struct beside {
+  weft__admission_state *st;
+  uint64_t until;
+} beside;
+
+/* The wait ends when no high-priority task runs, HOLD_MAX_NS passed, the
+ * policy is off, or weft_shutdown began. */
+static int high_stopped(void *arg) {
+  beside *b = arg;
+  int go = atomic_load(&b->st->nhigh_running) == 0 ||
+           weft__clock_ns() >= b->until || atomic_load(&b->st->depth) == 0 ||
+           atomic_load(b->st->cancel);
+  return go ? 0 : WEFT_EAGAIN;
+}
+
 int weft__admit(weft__admission_state *st, weft__exec *x, weft__stream *s) {
   weft_runtime *rt = x->rt;
   if (s->capture) /* a capture records, it runs nothing now */
     return 0;
+  if (atomic_load_explicit(&st->nhigh_running, memory_order_relaxed) > 0) {
+    beside b = {st, weft__clock_ns() + HOLD_MAX_NS};
+    int rc = weft__wait_for_test(
+        x, high_stopped, &b,
+        "admission (a normal task held while a high-priority task runs)");
+    if (rc)
+      return rc;
+  }
   weft__admission *a = x->adm;
   /* Without memory for the record the task is admitted unheld: holding
    * less is never wrong, only slower for the high task. */

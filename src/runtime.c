@@ -54,8 +54,8 @@ static int check_wanted(int opt, int *on) {
                    env);
 }
 
-/* opts.admission, or WEFT_ADMISSION for -1: 0 (off) to
- * WEFT__ADMISSION_MAX, else WEFT_EINVAL reported. */
+/* opts.admission, or WEFT_ADMISSION for -1 (unset: the default depth): 0
+ * (off) to WEFT__ADMISSION_MAX, else WEFT_EINVAL reported. */
 static int admission_wanted(int opt, int *depth) {
   if (opt >= 0 && opt <= WEFT__ADMISSION_MAX) {
     *depth = opt;
@@ -67,7 +67,7 @@ static int admission_wanted(int opt, int *depth) {
                      "of 1 to %d",
                      opt, WEFT__ADMISSION_MAX);
   const char *env = getenv("WEFT_ADMISSION");
-  *depth = 0;
+  *depth = WEFT__ADMISSION_DEFAULT;
   if (!env || !*env)
     return 0;
   char *end;

@@ -285,7 +285,12 @@ static void run_task(weft__worker *w, weft_task *t) {
   }
   weft__nvtx_push(t->name);
   weft__range_nvtx_resume(&t->x);
+  atomic_int *high = t->x.high ? &w->rt->h.adm.nhigh_running : NULL;
+  if (high) /* admission holds normal tasks' issue meanwhile */
+    atomic_fetch_add_explicit(high, 1, memory_order_relaxed);
   weft__fiber_switch(&w->sched, &t->fiber, 0);
+  if (high)
+    atomic_fetch_sub_explicit(high, 1, memory_order_relaxed);
   weft__range_nvtx_suspend(&t->x);
   weft__nvtx_pop();
   if (traced) {

@@ -66,10 +66,13 @@ typedef struct weft_runtime_opts {
    * suspended, never a thread) until the oldest finishes or no high task
    * is left; so a high task's work meets at most that much of others'
    * ahead of it on the device, where stream priority alone orders only
-   * blocks not yet started. 1 to 64; 0 is off; -1 (the default) reads the
-   * environment variable WEFT_ADMISSION (0 to 64; unset means off). The
-   * cost: the held tasks' throughput while high tasks live, and an event
-   * recorded per operation then. */
+   * blocks not yet started. While a high task runs on a worker, a normal
+   * task's next operation also waits for it to stop running (1 ms at
+   * most), so that the two do not contend in the driver as they issue.
+   * 1 to 64; 0 is off; -1 (the default) reads the environment variable
+   * WEFT_ADMISSION (0 to 64; unset means 2). The cost: the held tasks'
+   * throughput while high tasks live, and an event recorded per operation
+   * then; nothing while no high-priority task lives. */
   int admission;
   /* Streams made at weft_init for each device, of normal priority (a
    * WEFT_PRIORITY_HIGH task's stream is made when first needed), that

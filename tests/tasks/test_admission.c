@@ -7,6 +7,10 @@
  * - no starvation: beside a high task that lives throughout, a normal task
  *   of 200 operations at depth 1 completes;
  * - no deadlock: a high task joining a normal task that the policy holds;
+ * - a running high task: while it runs on a worker (not suspended), a
+ *   normal task's next operation waits, even with nothing in flight, for
+ *   it to stop or for 1 ms (a high task spinning until the normal task's
+ *   work shows is not a deadlock);
  * - weft_runtime_set_admission: on for a runtime opened without it, and
  *   off again releasing a held task;
  * - bad input: depths out of range, in the option and in WEFT_ADMISSION. */
@@ -53,6 +57,17 @@ static void normal_work(void *arg) {
     tt_store(&j->issued, i + 1);
   }
   EXPECT_OK(weft_sync());
+}
+
+static int spinning;    /* set by high_spinner once it runs */
+static int *spin_until; /* high_spinner stops once this is set */
+
+/* A high task that stays on its worker, spinning, until *spin_until. */
+static void high_spinner(void *arg) {
+  (void)arg;
+  tt_store(&spinning, 1);
+  while (!tt_load(spin_until))
+    ;
 }
 
 /* Waits, from the test's thread, until j has queued n launches (10 s at
@@ -180,6 +195,32 @@ static void no_deadlock(void) {
   tt_close(rt);
 }
 
+/* A normal task beside a running high task waits to issue: here the high
+ * task spins until the normal task's first launch is queued, so the wait
+ * ends only by its 1 ms bound (no deadlock), and no sooner. */
+static void held_while_high_runs(void) {
+  weft_runtime *rt = open_with(4);
+  job j = {NULL, pinned_ones(), OPS, 0};
+  tt_store(&spinning, 0);
+  spin_until = &j.issued;
+  weft_task *high = spawn(rt, high_spinner, NULL, 1);
+  int64_t until = tt_now_ns() + 10 * 1000000000LL;
+  while (!tt_load(&spinning) && tt_now_ns() < until)
+    tt_sleep_ms(1);
+  EXPECT(tt_load(&spinning));
+  int64_t t0 = tt_now_ns();
+  weft_task *normal = spawn(rt, normal_work, &j, 0);
+  wait_issued(&j, OPS);
+  EXPECT_OK(weft_task_join(high));
+  int64_t held = tt_now_ns() - t0;
+  EXPECT_MSG(held >= 1000000, "the first launch waited %lld ns, not 1 ms",
+             (long long)held);
+  EXPECT_OK(weft_task_join(normal));
+  check_x(j.x, OPS);
+  EXPECT_OK(weft_pinned_free(j.x));
+  tt_close(rt);
+}
+
 /* weft_runtime_set_admission: turned on for a runtime opened without it,
  * raised while a task is held, which lets it queue up to the new depth,
  * then off, which releases it. */
@@ -249,6 +290,7 @@ int main(void) {
   no_starvation();
   no_deadlock();
   set_at_run_time();
+  held_while_high_runs();
   printf("ok\n");
   return 0;
 }
