@@ -28,12 +28,14 @@ static int read_events(trace_loader *L) {
   }
 }
 
-/* The members of a header object: the whole number under key, if given,
- * into *out ("distributedInfo"'s "rank", "weft"'s "dropped_records"),
- * and, when is_key is given, whether the string under it is is_value, into
- * *is ("weft"'s "backend" is "host"). */
-static int read_header(trace_loader *L, const char *key, int64_t *out,
-                       const char *is_key, const char *is_value, int *is) {
+/* The members of a header object: the whole numbers under keys[0..n), if
+ * given, into out[] ("distributedInfo"'s "rank", "weft"'s
+ * "dropped_records", a device's properties), and, when is_key is given,
+ * whether the string under it is is_value, into *is ("weft"'s "backend" is
+ * "host"). */
+static int read_header(trace_loader *L, const char *const *keys, int64_t *out,
+                       int n, const char *is_key, const char *is_value,
+                       int *is) {
   trace_json_token t;
   for (;;) {
     trace_json_type type = trace_json_next(&L->j, &t);
@@ -41,12 +43,14 @@ static int read_header(trace_loader *L, const char *key, int64_t *out,
       return 0;
     if (type != TRACE_JSON_KEY)
       return -1;
-    int wanted = trace_json_is(&t, key);
+    int k = 0;
+    while (k < n && !trace_json_is(&t, keys[k]))
+      k++;
     int string = is_key && trace_json_is(&t, is_key);
     if (trace_json_next(&L->j, &t) == TRACE_JSON_ERROR)
       return -1;
-    if (wanted && t.type == TRACE_JSON_NUMBER && t.is_integer && t.num >= 0)
-      *out = (int64_t)t.num;
+    if (k < n && t.type == TRACE_JSON_NUMBER && t.is_integer && t.num >= 0)
+      out[k] = (int64_t)t.num;
     else if (string && t.type == TRACE_JSON_STRING)
       *is = trace_json_is(&t, is_value);
     else if (trace_json_skip(&L->j, &t))
@@ -58,6 +62,8 @@ static int read_header(trace_loader *L, const char *key, int64_t *out,
  * executor threads per device) into m->executors, and its warp slots per
  * SM into m->warps_per_sm. */
 static int read_device_props(trace_loader *L) {
+  static const char *const keys[] = {
+      WEFT_TRF_NUM_SMS, WEFT_TRF_MAX_THREADS_PER_SM, WEFT_TRF_WARP_SIZE};
   trace_json_token t;
   for (;;) {
     trace_json_type type = trace_json_next(&L->j, &t);
@@ -68,25 +74,9 @@ static int read_device_props(trace_loader *L) {
         return -1;
       continue;
     }
-    static const char *const keys[] = {
-        WEFT_TRF_NUM_SMS, WEFT_TRF_MAX_THREADS_PER_SM, WEFT_TRF_WARP_SIZE};
     int64_t v[3] = {-1, -1, -1};
-    for (;;) {
-      type = trace_json_next(&L->j, &t);
-      if (type == TRACE_JSON_END_OBJECT)
-        break;
-      if (type != TRACE_JSON_KEY)
-        return -1;
-      int k = 0;
-      while (k < 3 && !trace_json_is(&t, keys[k]))
-        k++;
-      if (trace_json_next(&L->j, &t) == TRACE_JSON_ERROR)
-        return -1;
-      if (k < 3 && t.type == TRACE_JSON_NUMBER && t.is_integer && t.num >= 0)
-        v[k] = (int64_t)t.num;
-      else if (trace_json_skip(&L->j, &t))
-        return -1;
-    }
+    if (read_header(L, keys, v, 3, NULL, NULL, NULL))
+      return -1;
     if (L->m->executors <= 0 && v[0] > 0)
       L->m->executors = v[0];
     if (L->m->warps_per_sm <= 0 && v[1] > 0 && v[2] > 0)
@@ -117,15 +107,16 @@ static int read_document(trace_loader *L) {
       if (type == TRACE_JSON_ERROR)
         return -1;
       if (dist && type == TRACE_JSON_OBJECT) {
-        if (read_header(L, WEFT_TRF_RANK, &L->m->rank, NULL, NULL, NULL))
+        static const char *const rank[] = {WEFT_TRF_RANK};
+        if (read_header(L, rank, &L->m->rank, 1, NULL, NULL, NULL))
           return -1;
         continue;
       }
       if (weft && type == TRACE_JSON_OBJECT) {
         L->m->weft_header = 1;
-        if (read_header(L, WEFT_TRF_DROPPED_RECORDS, &L->m->dropped,
-                        WEFT_TRF_BACKEND, WEFT_TRF_BACKEND_HOST,
-                        &L->m->host_backend))
+        static const char *const dropped[] = {WEFT_TRF_DROPPED_RECORDS};
+        if (read_header(L, dropped, &L->m->dropped, 1, WEFT_TRF_BACKEND,
+                        WEFT_TRF_BACKEND_HOST, &L->m->host_backend))
           return -1;
         continue;
       }
