@@ -33,8 +33,9 @@
  * for 4^16 ranges. FOLD: readers a range keeps before they become a join.
  * INRD: readers a range holds in itself, without a list of its own (most
  * data is read by one or two tasks between writes). LINEAR: dependencies
- * checked for repeats one by one; beyond, a hash. */
-enum { MAXLV = 16, FOLD = WEFT__FLOW_FOLD, INRD = 2, LINEAR = 8 };
+ * checked for repeats one by one; beyond, a hash. FIRSTS: accesses of a
+ * spawn whose reads phase 2 finds without a seek. */
+enum { MAXLV = 16, FOLD = WEFT__FLOW_FOLD, INRD = 2, LINEAR = 8, FIRSTS = 8 };
 
 typedef struct node node;
 struct node {
@@ -157,16 +158,20 @@ typedef struct cur {
 /* Places c before the first range whose end lies beyond p. */
 static void seek(weft__flow *f, cur *c, uintptr_t p) {
   node *x = f->head;
+  uint64_t work = 0; /* counted here: c may alias f, for all the compiler
+                        knows, which would store f->work at every step */
   for (uint32_t l = MAXLV; l-- > f->lv;)
     c->up[l] = x;
   for (uint32_t l = f->lv; l-- > 0;) {
-    while (x->next[l] && x->next[l]->hi <= p) {
-      x = x->next[l];
-      f->work++;
+    node *y;
+    while ((y = x->next[l]) && y->hi <= p) {
+      x = y;
+      work++;
     }
     c->up[l] = x;
-    f->work++;
+    work++;
   }
+  f->work += work;
 }
 
 /* The range at c, NULL at the end. */
@@ -364,7 +369,7 @@ static int room(weft__flow *f, node *x, joiner *jn) {
  * of the run room for one more reader; and adds to s what the access
  * follows: the ranges' writers, and for a write their readers too. */
 static int cover(weft__flow *f, uintptr_t lo, uintptr_t hi, int writes,
-                 joiner *jn, depset *s) {
+                 joiner *jn, depset *s, node **first) {
   cur c;
   seek(f, &c, lo);
   node *x = at(&c);
@@ -374,6 +379,7 @@ static int cover(weft__flow *f, uintptr_t lo, uintptr_t hi, int writes,
       return rc;
     step(f, &c);
   }
+  int firsts = 1;
   for (uintptr_t p = lo; p < hi; step(f, &c)) {
     x = at(&c);
     if (!x || x->lo > p) {
@@ -385,6 +391,10 @@ static int cover(weft__flow *f, uintptr_t lo, uintptr_t hi, int writes,
     }
     if (x->hi > hi && (rc = split(f, &c, hi)) != 0)
       return rc;
+    if (firsts) {
+      *first = x;
+      firsts = 0;
+    }
     if (!writes && (rc = room(f, x, jn)) != 0)
       return rc;
     if ((rc = dep_add(s, x->writer)) != 0)
@@ -427,6 +437,10 @@ int weft__flow_note(weft__flow **fp, const void *self, const weft_access *a,
    * that a write collects readers after any fold. */
   joiner jn = {join, ctx, 0, NULL, 0, {0}};
   depset s = {buf, buf, NULL, 0, WEFT__FLOW_INLINE, 0, self, &f->work};
+  /* The first range of each of the first FIRSTS accesses after phase 1:
+   * it starts at the access's first byte, and phase 1 frees no range, so
+   * a read's phase 2 walks from it without a second seek. */
+  node *firsts[FIRSTS];
   int h = 0, rc = 0;
   for (int pass = 0; pass < 2 && rc == 0; pass++)
     for (size_t i = 0; i < n && rc == 0; i++) {
@@ -436,7 +450,10 @@ int weft__flow_note(weft__flow **fp, const void *self, const weft_access *a,
       h |= (a[i].mode & WEFT_ACCESS_HOST) != 0;
       uintptr_t lo, hi;
       span(a[i].ptr, a[i].bytes, &lo, &hi);
-      rc = cover(f, lo, hi, writes, &jn, &s);
+      node *first = NULL;
+      rc = cover(f, lo, hi, writes, &jn, &s, &first);
+      if (i < FIRSTS)
+        firsts[i] = first;
     }
   free((void *)s.h);
   if (rc) {
@@ -452,6 +469,14 @@ int weft__flow_note(weft__flow **fp, const void *self, const weft_access *a,
         continue;
       uintptr_t lo, hi;
       span(a[i].ptr, a[i].bytes, &lo, &hi);
+      if (!writes && i < FIRSTS) {
+        for (node *x = firsts[i]; x && x->lo < hi; x = x->next[0]) {
+          if (x->writer != self && (x->nrd == 0 || x->rd[x->nrd - 1] != self))
+            x->rd[x->nrd++] = self; /* room made in phase 1 */
+          f->work++;
+        }
+        continue;
+      }
       cur c, first;
       seek(f, &c, lo);
       first = c;
