@@ -147,7 +147,9 @@ static void flood_task(void *arg) {
   pb->t_flood = bench_now_ns();
 }
 
-static const char *const mode_name[NMODES];
+static const char *const mode_name[NMODES] = {
+    "alone",       "same priority", "high priority", "flood alone",
+    "admission 1", "admission 2",   "admission 4"};
 
 static void short_task(void *arg) {
   prio_bench *pb = arg;
@@ -433,10 +435,6 @@ static int check(prio_bench *pb, prio_mode m, const char *what) {
 }
 
 /* ---- running ---- */
-
-static const char *const mode_name[NMODES] = {
-    "alone",       "same priority", "high priority", "flood alone",
-    "admission 1", "admission 2",   "admission 4"};
 
 static int run_once(prio_bench *pb, int side, prio_mode m, int record) {
   bench_ctx *c = pb->c;

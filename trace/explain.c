@@ -544,19 +544,26 @@ static void channels_free(channels *c) {
   free(c->last);
 }
 
-/* The index of channel ch, added when new; SIZE_MAX when out of memory. */
-static size_t channel_at(channels *c, uint32_t ch) {
-  uint32_t i = trace_keymap_put(&c->map, ch, 0, 0, (uint32_t)c->n);
+/* Counts kernel o (op) starting (delta 1) or ending (-1) on its channel,
+ * if the trace names one. 0, or -1 when out of memory. */
+static int channel_note(channels *c, const trace_op *op, uint32_t o,
+                        int delta) {
+  if (!op->channel)
+    return 0;
+  uint32_t i = trace_keymap_put(&c->map, op->channel, 0, 0, (uint32_t)c->n);
   if (i == UINT32_MAX)
-    return SIZE_MAX;
+    return -1;
   if (i == c->n) {
     if (trace_grow((void **)&c->run, &c->cap_run, c->n + 1, sizeof *c->run) ||
         trace_grow((void **)&c->last, &c->cap_last, c->n + 1, sizeof *c->last))
-      return SIZE_MAX;
+      return -1;
     c->run[c->n] = 0;
     c->last[c->n++] = TRACE_NO_OP;
   }
-  return i;
+  c->run[i] += (uint32_t)delta;
+  if (delta > 0)
+    c->last[i] = o;
+  return 0;
 }
 
 /* A kernel still running on channel ch (the last to start), or
@@ -568,6 +575,9 @@ static uint32_t channel_busy(const channels *c, uint32_t ch) {
 
 /* Kernels' fills summed past this: the device was full. */
 #define FULL 0.999
+
+/* A running kernel's share of the device: its fill, at most all of it. */
+static double share(const trace_op *op) { return op->fill < 1 ? op->fill : 1; }
 
 static int sweep_device(sweep *w, int64_t device) {
   const trace_model *m = w->m;
@@ -648,18 +658,13 @@ static int sweep_device(sweep *w, int64_t device) {
           nkern++;
           kern_by = o;
           if (op->fill > 0)
-            fill += op->fill < 1 ? op->fill : 1;
+            fill += share(op);
           else
             unfilled++;
           if (op->fill >= FULL)
             full_by = o;
-          if (op->channel) {
-            size_t c = channel_at(&ch, op->channel);
-            if (c == SIZE_MAX)
-              goto out;
-            ch.run[c]++;
-            ch.last[c] = o;
-          }
+          if (channel_note(&ch, op, o, 1))
+            goto out;
         } else {
           ncopy[op->copy]++;
           copy_by[op->copy] = o;
@@ -669,11 +674,11 @@ static int sweep_device(sweep *w, int64_t device) {
         if (kernel_class(op)) {
           nkern--;
           if (op->fill > 0)
-            fill -= op->fill < 1 ? op->fill : 1;
+            fill -= share(op);
           else
             unfilled--;
-          if (op->channel)
-            ch.run[channel_at(&ch, op->channel)]--; /* known: no growth */
+          if (channel_note(&ch, op, o, -1))
+            goto out;
         } else {
           ncopy[op->copy]--;
         }

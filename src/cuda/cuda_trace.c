@@ -22,15 +22,14 @@ static int64_t clock_offset; /* tracer clock - CUPTI clock, ns */
 /* The devices' limits for CUDA's occupancy calculator, read when tracing
  * starts (CUPTI's buffers arrive on a thread that should not call CUDA);
  * computeMajor 0: not read, the kernels' resident blocks left unsaid. */
-#define MAX_DEVS 64
-static cudaOccDeviceProp occ_dev[MAX_DEVS];
+static cudaOccDeviceProp occ_dev[WEFT__MAX_DEVICES];
 
 static void read_devices(void) {
   int n = 0;
   memset(occ_dev, 0, sizeof occ_dev);
   if (cudaGetDeviceCount(&n) != cudaSuccess)
     return;
-  for (int d = 0; d < n && d < MAX_DEVS; d++) {
+  for (int d = 0; d < n && d < WEFT__MAX_DEVICES; d++) {
     struct cudaDeviceProp p;
     if (cudaGetDeviceProperties(&p, d) != cudaSuccess)
       continue;
@@ -69,7 +68,7 @@ static void kernel_shape(const CUpti_ActivityKernel10 *k,
                     UINT32_MAX);
   if (k->channelType != CUPTI_CHANNEL_TYPE_INVALID)
     s->channel = k->channelID + 1;
-  if (k->deviceId >= MAX_DEVS || !occ_dev[k->deviceId].computeMajor)
+  if (k->deviceId >= WEFT__MAX_DEVICES || !occ_dev[k->deviceId].computeMajor)
     return;
   const cudaOccDeviceProp *dev = &occ_dev[k->deviceId];
   int64_t threads = (int64_t)k->blockX * k->blockY * k->blockZ;
