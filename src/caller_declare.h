@@ -1,8 +1,9 @@
-/* What registered data (data_get.c, data_evict.c, data_jobs.c) tells weft check
- * of the calling task: the device instance it gave the task stands for the
- * handle the task declared, so the task's operations on it are declared too;
- * and a get of a handle the task did not declare. Apart from caller.h, whose
- * includers are many enough (DESIGN.md's header rule); caller.c implements it.
+/* What registered data (data_get.c, data_evict.c, data_lifecycle.c) tells weft
+ * check of the calling task: the device instance it gave the task stands for
+ * the handle the task declared, so the task's operations on it are declared
+ * too; and a get of a handle the task did not declare. Apart from caller.h,
+ * whose includers are many enough (DESIGN.md's header rule); caller.c
+ * implements it.
  */
 #ifndef WEFT__CALLER_DECLARE_H
 #define WEFT__CALLER_DECLARE_H

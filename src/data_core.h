@@ -24,10 +24,21 @@ void weft__data_evicted(weft_runtime *rt, size_t bytes, size_t written_back);
  * handle names a task joined or detached since). */
 int weft__task_progress(weft_runtime *rt, const weft_task *h);
 
+/* 1 if a spawn starts the copies its task will read
+ * (weft_runtime_opts.data_prefetch). */
+int weft__data_prefetch_on(const weft_runtime *rt);
+
 /* For WEFT_DEVICE_ANY: the device a task declaring accesses a (n of
  * them) would best run on, or -1 for no preference. */
 typedef int (*weft__place_fn)(weft_runtime *rt, const weft_access *a, size_t n);
-/* Sets rt's, once its first handle is registered (task.c asks it). */
-void weft__task_set_placer(weft_runtime *rt, weft__place_fn fn);
+/* Called by the spawn of a task declaring a (n of them), placed on dev,
+ * before its declarations are recorded: starts the copies it will read,
+ * ordered before it. */
+typedef void (*weft__prefetch_fn)(weft_runtime *rt, int dev,
+                                  const weft_access *a, size_t n);
+/* Sets rt's, once its first handle is registered (task.c asks them);
+ * prefetch may be NULL. */
+void weft__task_set_data_hooks(weft_runtime *rt, weft__place_fn place,
+                               weft__prefetch_fn prefetch);
 
 #endif

@@ -120,7 +120,7 @@ static int evict(weft_runtime *rt, const victim *v) {
 
 /* Holds room for d's instance on dev within the runtime's limit, evicting
  * what it must; past the limit when nothing can go. */
-static int make_room(weft_data *d, int dev) {
+static int make_room(weft_data *d, int dev, int may_evict) {
   size_t limit = weft__data_limit(d->rt);
   uint64_t since = 0;
   for (;;) {
@@ -129,6 +129,10 @@ static int make_room(weft_data *d, int dev) {
     victim v;
     int in_use = 0;
     if (limit && *held && *held + d->bytes > limit) {
+      if (!may_evict) {
+        pthread_mutex_unlock(&weft__data_reg.lock);
+        return WEFT_EAGAIN;
+      }
       if (pick_victim(d->rt, dev, &v, &in_use)) {
         pthread_mutex_unlock(&weft__data_reg.lock);
         int rc = evict(d->rt, &v);
@@ -152,11 +156,13 @@ static int make_room(weft_data *d, int dev) {
 
 /* Allocates d's instance on dev into *p, within the limit; when the device
  * itself runs out, evicts and tries again while anything can go. */
-int weft__data_alloc_instance(weft_data *d, int dev, void **p) {
-  int rc = make_room(d, dev);
-  if (rc)
+int weft__data_alloc_instance(weft_data *d, int dev, int may_evict, void **p) {
+  int rc = make_room(d, dev, may_evict);
+  if (rc) {
+    *p = NULL;
     return rc;
-  while ((rc = weft_device_alloc(d->bytes, p)) == WEFT_ENOMEM) {
+  }
+  while ((rc = weft_device_alloc(d->bytes, p)) == WEFT_ENOMEM && may_evict) {
     victim v;
     int in_use;
     pthread_mutex_lock(&weft__data_reg.lock);

@@ -6,6 +6,10 @@
 #include "data_internal.h"
 
 int weft_data_get(weft_data *d, unsigned mode, void **ptr) {
+  return weft__data_get(d, mode, 1, ptr);
+}
+
+int weft__data_get(weft_data *d, unsigned mode, int may_evict, void **ptr) {
   if (!ptr)
     return weft_error_set(WEFT_EINVAL, 0, "weft_data_get: ptr is NULL");
   *ptr = NULL;
@@ -66,7 +70,7 @@ int weft_data_get(weft_data *d, unsigned mode, void **ptr) {
 
   void *p = in->ptr;
   if (alloc)
-    rc = weft__data_alloc_instance(d, dev, &p);
+    rc = weft__data_alloc_instance(d, dev, may_evict, &p);
   if (rc == 0 && fill && !in->ready)
     rc = weft_event_create(&in->ready);
   /* weft check: the instance stands for the handle the task declared;

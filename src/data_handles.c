@@ -85,10 +85,7 @@ static weft_data *holding(const weft_runtime *rt, const void *p) {
   return NULL;
 }
 
-/* WEFT_DEVICE_ANY's choice for a task declaring a: the device whose valid
- * instances hold the most bytes of the handles it names (by their host
- * ranges), or -1 where none has any. */
-static int place_by_data(weft_runtime *rt, const weft_access *a, size_t n) {
+int weft__data_place(weft_runtime *rt, const weft_access *a, size_t n) {
   uint64_t bytes[64] = {0};
   pthread_mutex_lock(&weft__data_reg.lock);
   for (size_t k = 0; k < n; k++) {
@@ -106,6 +103,30 @@ static int place_by_data(weft_runtime *rt, const weft_access *a, size_t n) {
     if (bytes[dev] && (best < 0 || bytes[dev] > bytes[best]))
       best = dev;
   return best;
+}
+
+weft_data *weft__data_claim_prefetch(weft_runtime *rt, int dev, const void *p) {
+  pthread_mutex_lock(&weft__data_reg.lock);
+  weft_data *d = holding(rt, p);
+  if (d && dev < d->ndev) {
+    size_t limit = weft__data_limit(rt);
+    instance *in = &d->inst[dev];
+    pthread_mutex_lock(&d->lock);
+    /* Not when it is valid or on its way, nor at the cost of an eviction
+     * (docs/decisions/data.md, "Copies start at spawn"). */
+    int go = !in->valid && in->busy == IDLE && !in->prefetching &&
+             !weft__data_evicting(d) &&
+             (d->host_valid || weft__data_source_of(d, dev) >= 0) &&
+             (in->ptr || !limit || d->use->held[dev] + d->bytes <= limit);
+    in->prefetching |= go;
+    pthread_mutex_unlock(&d->lock);
+    if (!go)
+      d = NULL;
+  } else {
+    d = NULL;
+  }
+  pthread_mutex_unlock(&weft__data_reg.lock);
+  return d;
 }
 
 int weft__data_is_live(const weft_data *d) {
@@ -132,46 +153,23 @@ size_t weft__data_live(const weft_runtime *rt) {
   return n;
 }
 
-int weft_data_register(weft_runtime *rt, void *ptr, size_t bytes,
-                       weft_data **out) {
-  if (!rt || !ptr || !out)
-    return weft_error_set(WEFT_EINVAL, 0,
-                          "weft_data_register: rt, ptr and out are needed");
-  *out = NULL;
-  if (bytes == 0 || (uintptr_t)ptr + bytes < (uintptr_t)ptr)
-    return weft_error_set(WEFT_EINVAL, 0,
-                          "weft_data_register: %zu bytes at %p: none, or "
-                          "past the end of memory",
-                          bytes, ptr);
-  int ndev;
-  int rc = weft_device_count(rt, &ndev);
-  if (rc)
-    return rc;
-  weft_data *d = calloc(1, sizeof *d + (size_t)ndev * sizeof d->inst[0]);
-  if (!d)
-    return weft_error_set(WEFT_ENOMEM, 0, "weft_data_register: no memory");
-  d->rt = rt;
-  d->host = ptr;
-  d->bytes = bytes;
-  d->host_valid = 1;
-  d->ndev = ndev;
-  pthread_mutex_init(&d->lock, NULL);
-  uintptr_t lo = (uintptr_t)ptr, hi = lo + bytes;
+int weft__data_enter(weft_data *d) {
+  weft_runtime *rt = d->rt;
+  uintptr_t lo = (uintptr_t)d->host, hi = lo + d->bytes;
   pthread_mutex_lock(&weft__data_reg.lock);
   for (size_t i = 0; i < weft__data_reg.n; i++) {
     const weft_data *o = weft__data_reg.live[i];
     uintptr_t olo = (uintptr_t)o->host, ohi = olo + o->bytes;
     if (o->rt == rt && lo < ohi && olo < hi) {
       pthread_mutex_unlock(&weft__data_reg.lock);
-      pthread_mutex_destroy(&d->lock);
-      free(d);
       return weft_error_set(WEFT_EINVAL, 0,
                             "weft_data_register: %zu bytes at %p overlap "
                             "the registered %zu bytes at %p",
-                            bytes, ptr, o->bytes, (void *)o->host);
+                            d->bytes, (void *)d->host, o->bytes,
+                            (void *)o->host);
     }
   }
-  d->use = usage_of(rt, ndev);
+  d->use = usage_of(rt, d->ndev);
   if (d->use)
     d->use->handles++;
   weft_data **nv = weft__data_reg.live, **nh = weft__data_reg.by_host;
@@ -189,8 +187,6 @@ int weft_data_register(weft_runtime *rt, void *ptr, size_t bytes,
     if (d->use)
       usage_drop(d->use);
     pthread_mutex_unlock(&weft__data_reg.lock);
-    pthread_mutex_destroy(&d->lock);
-    free(d);
     return weft_error_set(WEFT_ENOMEM, 0, "weft_data_register: no memory");
   }
   weft__data_reg.cap = nc;
@@ -203,8 +199,6 @@ int weft_data_register(weft_runtime *rt, void *ptr, size_t bytes,
   weft__data_reg.by_host[ah] = d;
   weft__data_reg.n++;
   pthread_mutex_unlock(&weft__data_reg.lock);
-  weft__task_set_placer(rt, place_by_data);
-  *out = d;
   return 0;
 }
 

@@ -2,8 +2,9 @@
  * instances (one per device), each runtime's room for them, and the
  * registry of handles. data_handles.c owns the registry and the rules of
  * an instance's state; data_evict.c makes room; data_get.c gives a task
- * its instance; data_jobs.c runs weft's own tasks on a handle (sync,
- * prefetch, unregister). docs/decisions/data.md says why. */
+ * its instance; data_lifecycle.c registers a handle and runs weft's own
+ * tasks on it (copies at spawn, prefetch, sync, unregister).
+ * docs/decisions/data.md says why. */
 #ifndef WEFT__DATA_INTERNAL_H
 #define WEFT__DATA_INTERNAL_H
 
@@ -21,6 +22,7 @@ typedef struct instance {
   int valid;
   int busy;          /* FILLING: a task allocates or fills it; EVICTING */
   int recorded;      /* ready was recorded */
+  int prefetching;   /* a spawn's copy of it is asked for (data_lifecycle.c) */
   weft_event *ready; /* recorded after its last fill */
   uint64_t last_use; /* use_clock at its last get: eviction takes the least */
   /* The tasks given it, or filled from it, since its last write (a writer
@@ -72,6 +74,14 @@ extern weft__data_registry weft__data_reg;
 
 /* ---- data_handles.c ---- */
 
+/* Enters d (its fields set, its lock made) in the registry; WEFT_EINVAL
+ * (it overlaps a handle of its runtime) or WEFT_ENOMEM, reported. */
+int weft__data_enter(weft_data *d);
+/* WEFT_DEVICE_ANY's choice for a task declaring a (data_core.h's
+ * weft__place_fn): the device whose valid instances hold the most bytes
+ * of the handles it names (by their host ranges), or -1 where none has
+ * any. */
+int weft__data_place(weft_runtime *rt, const weft_access *a, size_t n);
 /* 1 if d is a registered handle. */
 int weft__data_is_live(const weft_data *d);
 /* WEFT_EINVAL, for call, reported: d is not registered. */
@@ -91,6 +101,10 @@ int weft__data_evicting(const weft_data *d);
 /* A valid instance other than dev's, not being evicted, to fill from, or
  * -1 for the host. */
 int weft__data_source_of(const weft_data *d, int dev);
+/* For a spawn's copy (data_lifecycle.c): rt's handle whose host range holds
+ * p, if its instance on dev may start filling now, marked prefetching;
+ * else NULL. */
+weft_data *weft__data_claim_prefetch(weft_runtime *rt, int dev, const void *p);
 /* Adds t to in's users (for a write, in place of them), and stamps the
  * use. */
 int weft__data_add_user(instance *in, weft_task *t, int write);
@@ -105,7 +119,22 @@ int weft__data_after_fill(const instance *in, int recorded);
 
 /* Allocates d's instance on dev into *p within the runtime's limit,
  * evicting what it must; when the device itself runs out, evicts and
- * tries again while anything can go. */
-int weft__data_alloc_instance(weft_data *d, int dev, void **p);
+ * tries again while anything can go. Without may_evict it evicts nothing
+ * and fails with WEFT_EAGAIN (unreported) where it would have to. */
+int weft__data_alloc_instance(weft_data *d, int dev, int may_evict, void **p);
+
+/* ---- data_lifecycle.c ---- */
+
+/* The spawn hook (data_core.h's weft__prefetch_fn): for each read of a
+ * handle whose instance on dev may start filling, a task of weft's own
+ * that fills it, ordered before the spawned task. */
+void weft__data_prefetch_at_spawn(weft_runtime *rt, int dev,
+                                  const weft_access *a, size_t n);
+
+/* ---- data_get.c ---- */
+
+/* weft_data_get; without may_evict, an instance that needs room another
+ * holds fails with WEFT_EAGAIN (unreported), nothing moved. */
+int weft__data_get(weft_data *d, unsigned mode, int may_evict, void **ptr);
 
 #endif

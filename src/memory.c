@@ -466,6 +466,10 @@ int weft_mem_stats_get(weft_runtime *rt, weft_mem_stats *out) {
 
 size_t weft__data_limit(const weft_runtime *rt) { return rt->opts.data_limit; }
 
+int weft__data_prefetch_on(const weft_runtime *rt) {
+  return rt->opts.data_prefetch == 1;
+}
+
 void weft__data_evicted(weft_runtime *rt, size_t bytes, size_t written_back) {
   atomic_fetch_add(&rt->data.evictions, 1);
   atomic_fetch_add(&rt->data.evicted_bytes, bytes);

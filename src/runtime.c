@@ -31,26 +31,30 @@ void weft_runtime_opts_init(weft_runtime_opts *opts) {
   opts->check = -1;
   opts->admission = -1;
   opts->watchdog_ms = -1;
+  opts->data_prefetch = -1;
 }
 
-/* opts.check, or WEFT_CHECK for -1: 0 or 1, else WEFT_EINVAL reported. */
-static int check_wanted(int opt, int *on) {
+/* An on/off option (name) or, for -1, its variable env (unset or empty:
+ * dflt): 0 or 1, else WEFT_EINVAL reported. */
+static int switch_wanted(const char *name, const char *env_name, int opt,
+                         int dflt, int *on) {
   if (opt == 0 || opt == 1) {
     *on = opt;
     return 0;
   }
   if (opt != -1)
-    return weft__err(WEFT_EINVAL, "weft_init: check %d is not -1, 0 or 1", opt);
-  const char *env = getenv("WEFT_CHECK");
-  if (!env || !*env || strcmp(env, "0") == 0) {
-    *on = 0;
+    return weft__err(WEFT_EINVAL, "weft_init: %s %d is not -1, 0 or 1", name,
+                     opt);
+  const char *env = getenv(env_name);
+  if (!env || !*env) {
+    *on = dflt;
     return 0;
   }
-  if (strcmp(env, "1") == 0) {
-    *on = 1;
+  if (strcmp(env, "0") == 0 || strcmp(env, "1") == 0) {
+    *on = env[0] == '1';
     return 0;
   }
-  return weft__err(WEFT_EINVAL, "weft_init: WEFT_CHECK='%s' is not 0 or 1",
+  return weft__err(WEFT_EINVAL, "weft_init: %s='%s' is not 0 or 1", env_name,
                    env);
 }
 
@@ -266,9 +270,12 @@ int weft_init(weft_runtime **rtp, const weft_runtime_opts *user) {
                     256);
   if (rc0 == 0)
     rc0 = count_opt("streams", "WEFT_STREAMS", &opts.streams, 1, 65536);
-  int check = 0, admission = 0, watchdog = 0;
+  int check = 0, admission = 0, watchdog = 0, prefetch = 0;
   if (rc0 == 0)
-    rc0 = check_wanted(opts.check, &check);
+    rc0 = switch_wanted("check", "WEFT_CHECK", opts.check, 0, &check);
+  if (rc0 == 0)
+    rc0 = switch_wanted("data_prefetch", "WEFT_DATA_PREFETCH",
+                        opts.data_prefetch, 1, &prefetch);
   if (rc0 == 0)
     rc0 = admission_wanted(opts.admission, &admission);
   if (rc0 == 0)
@@ -291,6 +298,7 @@ int weft_init(weft_runtime **rtp, const weft_runtime_opts *user) {
     return weft__err(WEFT_ENOMEM, "weft_init: out of memory");
   rt->opts = opts;
   rt->opts.watchdog_ms = watchdog;
+  rt->opts.data_prefetch = prefetch;
   rt->h.watchdog = watchdog > 0;
   atomic_init(&rt->h.adm.depth, admission);
   rt->h.adm.cancel = &rt->waits.cancel;

@@ -26,8 +26,10 @@ typedef struct weft__task_table {
   /* Live tasks placed on each device, for WEFT_DEVICE_ANY (task.c). */
   atomic_int dev_live[WEFT__MAX_DEVICES];
   atomic_uint any_next;
-  /* Registered data's say in WEFT_DEVICE_ANY (data_core.h), or NULL. */
+  /* Registered data's say in WEFT_DEVICE_ANY, and its copies started at
+   * spawn (data_core.h), or NULL. */
   _Atomic(weft__place_fn) placer;
+  _Atomic(weft__prefetch_fn) prefetcher;
 } weft__task_table;
 
 struct weft_runtime {

@@ -67,8 +67,10 @@ static void copy_name(char *buf, size_t size, const char *name) {
   buf[n] = '\0';
 }
 
-void weft__task_set_placer(weft_runtime *rt, weft__place_fn fn) {
-  atomic_store(&rt->tasks.placer, fn);
+void weft__task_set_data_hooks(weft_runtime *rt, weft__place_fn place,
+                               weft__prefetch_fn prefetch) {
+  atomic_store(&rt->tasks.placer, place);
+  atomic_store(&rt->tasks.prefetcher, prefetch);
 }
 
 /* The device a task spawned with opts.device = want, declaring a (n of
@@ -321,6 +323,13 @@ int weft_task_spawn(weft_runtime *rt, weft_task **task, weft_task_fn fn,
       return src;
     }
   }
+
+  /* Registered data the task reads starts moving now, ordered before it
+   * (weft/data.h, "Copies at spawn"). */
+  weft__prefetch_fn prefetch =
+      spawner ? atomic_load(&rt->tasks.prefetcher) : NULL;
+  if (prefetch)
+    prefetch(rt, dev, opts.accesses, opts.naccesses);
 
   weft_task *t;
   int rc = task_new(rt, dev, opts.priority == WEFT_PRIORITY_HIGH, fn, arg,

@@ -107,6 +107,13 @@ typedef struct weft_runtime_opts {
    * M or G suffix for powers of 1024) or, unset, no limit: the device's
    * memory (an allocation that fails for want of it evicts too). */
   size_t data_limit;
+  /* Data that moves itself: 1, a task spawned declaring a read of
+   * registered data starts the copy of it to its device at the spawn,
+   * where the room is free, rather than when it runs (weft/data.h,
+   * "Copies at spawn"); 0, copies start at weft_data_get. -1 (the
+   * default) reads the environment variable WEFT_DATA_PREFETCH (0 or 1;
+   * unset means 1). */
+  int data_prefetch;
 } weft_runtime_opts;
 
 /* Fills *opts with the defaults; NULL is ignored.

@@ -7,8 +7,10 @@
  * (write-backs of the only valid copy among them), and under one too small
  * for a single handle; one writer then readers on two devices, each
  * instance filled once (the bytes counted); an instance prefetched, then
- * read where it is without a copy; WEFT_DEVICE_ANY placing a task where
- * its data is; and bad input, refused with nothing moved. */
+ * read where it is without a copy; a copy started at a reader's spawn
+ * while the reader waits for an earlier task, none with data_prefetch
+ * off or where it would cost an eviction; WEFT_DEVICE_ANY placing a task
+ * where its data is; and bad input, refused with nothing moved. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -241,6 +243,128 @@ static void prefetched(weft_runtime *rt) {
   free(y);
 }
 
+/* Copies at spawn: a reader of d ordered behind a blocker (both declare
+ * z) cannot run, yet with data_prefetch on d's copy starts at its spawn;
+ * off, nothing moves until it runs. Under a limit whose room a running
+ * task holds, no copy starts (it would evict) until the reader runs. */
+typedef struct spawn_fill {
+  weft_data *d;
+  float *z;     /* what the blocker writes and the reader reads */
+  float *out;   /* the reader's copy of d, on the host */
+  int release;  /* the blocker returns once set */
+  int started;  /* the blocker runs */
+  weft_data *e; /* held by the blocker when set (the limit's case) */
+} spawn_fill;
+
+static int released(void *arg) {
+  return tt_load(&((spawn_fill *)arg)->release) ? 0 : WEFT_EAGAIN;
+}
+
+static void blocker(void *arg) {
+  spawn_fill *f = arg;
+  float *p;
+  if (f->e) /* held until this task returns: no room to take */
+    EXPECT_OK(weft_data_get(f->e, WEFT_RW, (void **)&p));
+  tt_store(&f->started, 1);
+  EXPECT_OK(weft_wait_until(released, f));
+}
+
+static void spawn_reader(void *arg) {
+  spawn_fill *f = arg;
+  float *p;
+  EXPECT_OK(weft_data_get(f->d, WEFT_READ, (void **)&p));
+  EXPECT_OK(weft_copy(f->out, p, N * sizeof(float)));
+  EXPECT_OK(weft_sync());
+}
+
+/* prefetch: the runtime's data_prefetch; room: a limit of one handle,
+ * which the blocker's handle takes. */
+static void copies_at_spawn(int prefetch, int room) {
+  weft_runtime_opts o;
+  weft_runtime_opts_init(&o);
+  o.data_prefetch = prefetch;
+  o.data_limit = room ? N * sizeof(float) : 0;
+  weft_runtime *rt = tt_open(&o);
+  float *x = malloc(N * sizeof(float)), *y = calloc(N, sizeof(float));
+  float *z = calloc(16, sizeof(float)), *out = calloc(N, sizeof(float));
+  EXPECT(x && y && z && out);
+  for (int i = 0; i < N; i++)
+    x[i] = (float)(i % 11);
+  spawn_fill f = {.z = z, .out = out};
+  EXPECT_OK(weft_data_register(rt, x, N * sizeof(float), &f.d));
+  if (room)
+    EXPECT_OK(weft_data_register(rt, y, N * sizeof(float), &f.e));
+  weft_access ab[2] = {{z, 16 * sizeof(float), WEFT_WRITE}},
+              ar[2] = {{z, 16 * sizeof(float), WEFT_READ},
+                       weft_data_access(f.d, WEFT_READ)};
+  if (room)
+    ab[1] = weft_data_access(f.e, WEFT_RW);
+  weft_task_opts ob, orr;
+  weft_task_opts_init(&ob);
+  ob.device = 0;
+  ob.accesses = ab;
+  ob.naccesses = room ? 2 : 1;
+  orr = ob;
+  orr.accesses = ar;
+  orr.naccesses = 2;
+  weft_task *tb, *tr;
+  EXPECT_OK(weft_task_spawn(rt, &tb, blocker, &f, &ob));
+  tt_wait_flag(&f.started, 10000, "the blocker's start");
+  EXPECT_OK(weft_task_spawn(rt, &tr, spawn_reader, &f, &orr));
+  weft_data_stats st;
+  int copies_early = prefetch && !room;
+  for (int tries = 0; tries < (copies_early ? 10000 : 30); tries++) {
+    EXPECT_OK(weft_data_stats_get(f.d, &st));
+    if (st.copies)
+      break;
+    tt_sleep_ms(1);
+  }
+  EXPECT_MSG((int)st.copies == copies_early,
+             "data_prefetch %d, %s: %d copies of the reader's data before "
+             "it could run",
+             prefetch, room ? "no room" : "room", (int)st.copies);
+  EXPECT(!tt_task_returned(tr));
+  weft_mem_stats ms = {.struct_size = sizeof ms};
+  EXPECT_OK(weft_mem_stats_get(rt, &ms));
+  EXPECT_EQ_INT((int)ms.data_evictions, 0);
+  tt_store(&f.release, 1);
+  EXPECT_OK(weft_task_join(tb));
+  EXPECT_OK(weft_task_join(tr));
+  EXPECT_OK(weft_data_stats_get(f.d, &st));
+  EXPECT_EQ_INT((int)st.copies, 1); /* filled once, early or by the get */
+  EXPECT_MSG(memcmp(x, out, N * sizeof(float)) == 0, "the reader read %g",
+             (double)out[N - 1]);
+  if (room)
+    EXPECT_OK(weft_data_unregister(f.e));
+  EXPECT_OK(weft_data_unregister(f.d));
+  tt_close(rt);
+  free(x);
+  free(y);
+  free(z);
+  free(out);
+}
+
+/* data_prefetch and WEFT_DATA_PREFETCH take 0 or 1 (on the host
+ * backend, which every machine has). */
+static void prefetch_opts(void) {
+  weft_runtime_opts o;
+  weft_runtime_opts_init(&o);
+  o.workers = 1;
+  o.backend = WEFT_BACKEND_HOST;
+  weft_runtime *rt;
+  o.data_prefetch = 2;
+  EXPECT_ERR(weft_init(&rt, &o), WEFT_EINVAL);
+  EXPECT(strstr(weft_last_error_message(), "data_prefetch") != NULL);
+  o.data_prefetch = -1;
+  setenv("WEFT_DATA_PREFETCH", "yes", 1);
+  EXPECT_ERR(weft_init(&rt, &o), WEFT_EINVAL);
+  EXPECT(strstr(weft_last_error_message(), "WEFT_DATA_PREFETCH") != NULL);
+  setenv("WEFT_DATA_PREFETCH", "0", 1);
+  EXPECT_OK(weft_init(&rt, &o));
+  EXPECT_OK(weft_shutdown(rt));
+  unsetenv("WEFT_DATA_PREFETCH");
+}
+
 /* WEFT_DEVICE_ANY places a task where the most bytes of the handles it
  * declares are valid. */
 static void where(void *arg) { *(int *)arg = weft_task_device(); }
@@ -437,6 +561,10 @@ static void limit_from_env(void) {
 
 int main(void) {
   limit_from_env();
+  prefetch_opts();
+  copies_at_spawn(1, 0);
+  copies_at_spawn(0, 0);
+  copies_at_spawn(1, 1);
   weft_backend_kind b = run(1, 0);
   run(1, 2);   /* three handles in two's room: evictions, write-backs */
   run(1, 0.5); /* no room for one: past the limit rather than never */

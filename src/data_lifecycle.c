@@ -1,11 +1,14 @@
-/* weft's own tasks on registered data (data_internal.h): weft_data_sync's
- * copy back, weft_data_prefetch's fill, and weft_data_unregister's
- * write-back and frees, each a task declaring the handle, so that data
- * flow orders it among the program's. */
+/* A handle's life (data_internal.h): weft_data_register, the copies
+ * started at a task's spawn and by weft_data_prefetch, weft_data_sync's
+ * copy back, and weft_data_unregister's write-back and frees: each move a
+ * task of weft's own declaring the handle, so that data flow orders it
+ * among the program's. */
 #include <pthread.h>
+#include <stdint.h>
 #include <stdlib.h>
 
 #include "caller_declare.h"
+#include "data_core.h"
 #include "data_internal.h"
 
 /* An internal task's work on a handle, and its result. */
@@ -96,6 +99,42 @@ static int run_job(weft_data *d, unsigned mode, int dev, weft_task_fn fn,
   return rc ? rc : join_job(&j, t);
 }
 
+int weft_data_register(weft_runtime *rt, void *ptr, size_t bytes,
+                       weft_data **out) {
+  if (!rt || !ptr || !out)
+    return weft_error_set(WEFT_EINVAL, 0,
+                          "weft_data_register: rt, ptr and out are needed");
+  *out = NULL;
+  if (bytes == 0 || (uintptr_t)ptr + bytes < (uintptr_t)ptr)
+    return weft_error_set(WEFT_EINVAL, 0,
+                          "weft_data_register: %zu bytes at %p: none, or "
+                          "past the end of memory",
+                          bytes, ptr);
+  int ndev;
+  int rc = weft_device_count(rt, &ndev);
+  if (rc)
+    return rc;
+  weft_data *d = calloc(1, sizeof *d + (size_t)ndev * sizeof d->inst[0]);
+  if (!d)
+    return weft_error_set(WEFT_ENOMEM, 0, "weft_data_register: no memory");
+  d->rt = rt;
+  d->host = ptr;
+  d->bytes = bytes;
+  d->host_valid = 1;
+  d->ndev = ndev;
+  pthread_mutex_init(&d->lock, NULL);
+  if ((rc = weft__data_enter(d)) != 0) {
+    pthread_mutex_destroy(&d->lock);
+    free(d);
+    return rc;
+  }
+  weft__task_set_data_hooks(
+      rt, weft__data_place,
+      weft__data_prefetch_on(rt) ? weft__data_prefetch_at_spawn : NULL);
+  *out = d;
+  return 0;
+}
+
 int weft_data_sync(weft_data *d) {
   if (!weft__data_is_live(d))
     return weft__data_not_live("weft_data_sync");
@@ -132,6 +171,50 @@ int weft_data_prefetch(weft_data *d, int device) {
     return weft_error_set(WEFT_ESTATE, 0,
                           "weft_data_prefetch: not inside a graph capture");
   return rc ? rc : weft_task_detach(t);
+}
+
+/* A spawn's copy: the instance of its device filled for reading unless
+ * that needs an eviction, then asked for no more. */
+static void fill_for_spawn(void *arg) {
+  weft_data *d = arg;
+  int dev = weft_task_device();
+  void *p;
+  weft__data_get(d, WEFT_READ, 0, &p); /* failing, it is left to the task */
+  pthread_mutex_lock(&d->lock);
+  d->inst[dev].prefetching = 0;
+  pthread_mutex_unlock(&d->lock);
+}
+
+/* Set while a spawn's copy is being spawned: its own spawn asks for none. */
+static _Thread_local int spawning_fill;
+
+void weft__data_prefetch_at_spawn(weft_runtime *rt, int dev,
+                                  const weft_access *a, size_t n) {
+  if (spawning_fill)
+    return;
+  for (size_t k = 0; k < n; k++) {
+    /* A host access reads the host copy, and a write needs no fill. */
+    if (!(a[k].mode & WEFT_READ) || (a[k].mode & WEFT_ACCESS_HOST))
+      continue;
+    weft_data *d = weft__data_claim_prefetch(rt, dev, a[k].ptr);
+    if (!d)
+      continue;
+    weft_access acc = weft_data_access(d, WEFT_READ);
+    weft_task_opts o;
+    weft_task_opts_init(&o);
+    o.name = "weft prefetch";
+    o.device = dev;
+    o.accesses = &acc;
+    o.naccesses = 1;
+    spawning_fill = 1;
+    int rc = weft_task_spawn(rt, NULL, fill_for_spawn, d, &o);
+    spawning_fill = 0;
+    if (rc) { /* the task's own get fills it */
+      pthread_mutex_lock(&d->lock);
+      d->inst[dev].prefetching = 0;
+      pthread_mutex_unlock(&d->lock);
+    }
+  }
 }
 
 /* Frees the instance of the task's device (each has a task there), once
