@@ -25,7 +25,7 @@ void weft__data_evicted(weft_runtime *rt, size_t bytes, size_t written_back);
 int weft__task_progress(weft_runtime *rt, const weft_task *h);
 
 /* 1 if a spawn starts the copies its task will read
- * (weft_runtime_opts.data_prefetch). */
+ * (weft_runtime_opts.data_prefetch), which weft check turns off. */
 int weft__data_prefetch_on(const weft_runtime *rt);
 
 /* For WEFT_DEVICE_ANY: the device a task declaring accesses a (n of

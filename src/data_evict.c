@@ -125,7 +125,7 @@ static int make_room(weft_data *d, int dev, int may_evict) {
   uint64_t since = 0;
   for (;;) {
     pthread_mutex_lock(&weft__data_reg.lock);
-    size_t *held = &d->use->held[dev];
+    size_t *held = &d->use->dev[dev].held;
     victim v;
     int in_use = 0;
     if (limit && *held && *held + d->bytes > limit) {

@@ -6,10 +6,10 @@
 #include "data_internal.h"
 
 int weft_data_get(weft_data *d, unsigned mode, void **ptr) {
-  return weft__data_get(d, mode, 1, ptr);
+  return weft__data_get(d, mode, 0, ptr);
 }
 
-int weft__data_get(weft_data *d, unsigned mode, int may_evict, void **ptr) {
+int weft__data_get(weft_data *d, unsigned mode, int prefetch, void **ptr) {
   if (!ptr)
     return weft_error_set(WEFT_EINVAL, 0, "weft_data_get: ptr is NULL");
   *ptr = NULL;
@@ -47,6 +47,15 @@ int weft__data_get(weft_data *d, unsigned mode, int may_evict, void **ptr) {
     pthread_mutex_unlock(&d->lock);
     weft_yield();
   }
+  /* A filler's get: whether the host's copy is valid is known only now,
+   * under the lock; while it is, every valid copy is current. */
+  if (prefetch && (!fill || !d->host_valid)) {
+    pthread_mutex_unlock(&d->lock);
+    return WEFT_EAGAIN;
+  }
+  /* Nothing orders a filler before a writer's get: one published while it
+   * copies leaves its fill stale, not valid. */
+  uint64_t writes = d->writes;
   if (fill && src < 0 && !d->host_valid) {
     pthread_mutex_unlock(&d->lock);
     return weft_error_set(WEFT_EINVAL, 0,
@@ -70,7 +79,7 @@ int weft__data_get(weft_data *d, unsigned mode, int may_evict, void **ptr) {
 
   void *p = in->ptr;
   if (alloc)
-    rc = weft__data_alloc_instance(d, dev, may_evict, &p);
+    rc = weft__data_alloc_instance(d, dev, !prefetch, &p);
   if (rc == 0 && fill && !in->ready)
     rc = weft_event_create(&in->ready);
   /* weft check: the instance stands for the handle the task declared;
@@ -81,6 +90,9 @@ int weft__data_get(weft_data *d, unsigned mode, int may_evict, void **ptr) {
     rc = weft__caller_declares(from, d->bytes, WEFT_READ);
   if (rc == 0 && fill) {
     rc = sin ? weft__data_after_fill(sin, src_recorded) : 0;
+    /* After the instance's last fill, a filler's left stale perhaps. */
+    if (rc == 0)
+      rc = weft__data_after_fill(in, recorded);
     if (rc == 0)
       rc = weft_copy(p, from, d->bytes);
     if (rc == 0)
@@ -100,7 +112,7 @@ int weft__data_get(weft_data *d, unsigned mode, int may_evict, void **ptr) {
     unheld = 1;
   }
   if (fill && rc == 0) {
-    in->valid = 1;
+    in->valid = !prefetch || d->writes == writes;
     in->recorded = 1;
     d->st.copies++;
     if (sin)

@@ -20,7 +20,7 @@ static usage *usage_of(const weft_runtime *rt, int ndev) {
   for (usage *u = weft__data_reg.usages; u; u = u->next)
     if (u->rt == rt)
       return u;
-  usage *u = calloc(1, sizeof *u + (size_t)ndev * sizeof u->held[0]);
+  usage *u = calloc(1, sizeof *u + (size_t)ndev * sizeof u->dev[0]);
   if (u) {
     u->rt = rt;
     u->next = weft__data_reg.usages;
@@ -44,7 +44,7 @@ static void usage_drop(usage *u) {
 /* Gives back the bytes of d's instance on dev. */
 void weft__data_unhold(weft_data *d, int dev) {
   pthread_mutex_lock(&weft__data_reg.lock);
-  d->use->held[dev] -= d->bytes;
+  d->use->dev[dev].held -= d->bytes;
   pthread_mutex_unlock(&weft__data_reg.lock);
 }
 
@@ -105,28 +105,92 @@ int weft__data_place(weft_runtime *rt, const weft_access *a, size_t n) {
   return best;
 }
 
-weft_data *weft__data_claim_prefetch(weft_runtime *rt, int dev, const void *p) {
+int weft__data_queue_fill(weft_runtime *rt, int dev, const void *p,
+                          unsigned mode) {
+  int start = 0;
   pthread_mutex_lock(&weft__data_reg.lock);
   weft_data *d = holding(rt, p);
   if (d && dev < d->ndev) {
     size_t limit = weft__data_limit(rt);
+    room *r = &d->use->dev[dev];
     instance *in = &d->inst[dev];
     pthread_mutex_lock(&d->lock);
-    /* Not when it is valid or on its way, nor at the cost of an eviction
-     * (docs/decisions/data.md, "Copies start at spawn"). */
-    int go = !in->valid && in->busy == IDLE && !in->prefetching &&
-             !weft__data_evicting(d) &&
-             (d->host_valid || weft__data_source_of(d, dev) >= 0) &&
-             (in->ptr || !limit || d->use->held[dev] + d->bytes <= limit);
-    in->prefetching |= go;
+    /* A read, from the host's copy alone, which no writer has got since
+     * it was valid and none spawned before this task is yet to get; never
+     * at the cost of an eviction (docs/decisions/data.md, "Copies start at
+     * spawn"). A host access reads the host copy. */
+    int go = (mode & WEFT_READ) && !(mode & WEFT_ACCESS_HOST) &&
+             d->host_valid && d->writes >= d->writers && !in->valid &&
+             in->busy == IDLE && !in->prefetching && !weft__data_evicting(d) &&
+             (in->ptr || !limit || r->held + d->bytes <= limit);
+    if (go)
+      in->prefetching = 1;
+    if (mode & WEFT_WRITE)
+      d->writers++;
     pthread_mutex_unlock(&d->lock);
-    if (!go)
-      d = NULL;
-  } else {
-    d = NULL;
+    if (go) {
+      in->fill_next = NULL;
+      if (r->fill_tail)
+        r->fill_tail->inst[dev].fill_next = d;
+      else
+        r->fill_head = d;
+      r->fill_tail = d;
+      start = !r->filler;
+      r->filler = 1;
+    }
+  }
+  pthread_mutex_unlock(&weft__data_reg.lock);
+  return start;
+}
+
+weft_data *weft__data_next_fill(weft_runtime *rt, int dev, weft_data *done) {
+  pthread_mutex_lock(&weft__data_reg.lock);
+  if (done) {
+    pthread_mutex_lock(&done->lock);
+    done->inst[dev].prefetching = 0;
+    pthread_mutex_unlock(&done->lock);
+  }
+  usage *u = NULL;
+  for (usage *o = weft__data_reg.usages; o && !u; o = o->next)
+    u = o->rt == rt ? o : NULL;
+  weft_data *d = u ? u->dev[dev].fill_head : NULL;
+  if (d) {
+    room *r = &u->dev[dev];
+    r->fill_head = d->inst[dev].fill_next;
+    if (!r->fill_head)
+      r->fill_tail = NULL;
+  } else if (u) {
+    u->dev[dev].filler = 0;
   }
   pthread_mutex_unlock(&weft__data_reg.lock);
   return d;
+}
+
+int weft__data_unqueue_fills(weft_data *d) {
+  int busy = 0;
+  pthread_mutex_lock(&weft__data_reg.lock);
+  for (int dev = 0; dev < d->ndev; dev++) {
+    room *r = &d->use->dev[dev];
+    weft_data *prev = NULL;
+    for (weft_data *o = r->fill_head; o; prev = o, o = o->inst[dev].fill_next)
+      if (o == d) {
+        if (prev)
+          prev->inst[dev].fill_next = d->inst[dev].fill_next;
+        else
+          r->fill_head = d->inst[dev].fill_next;
+        if (r->fill_tail == d)
+          r->fill_tail = prev;
+        pthread_mutex_lock(&d->lock);
+        d->inst[dev].prefetching = 0;
+        pthread_mutex_unlock(&d->lock);
+        break;
+      }
+    pthread_mutex_lock(&d->lock);
+    busy |= d->inst[dev].prefetching; /* a filler works on it now */
+    pthread_mutex_unlock(&d->lock);
+  }
+  pthread_mutex_unlock(&weft__data_reg.lock);
+  return busy;
 }
 
 int weft__data_is_live(const weft_data *d) {

@@ -20,10 +20,11 @@ enum { IDLE, FILLING, EVICTING }; /* instance.busy */
 typedef struct instance {
   void *ptr;
   int valid;
-  int busy;          /* FILLING: a task allocates or fills it; EVICTING */
-  int recorded;      /* ready was recorded */
-  int prefetching;   /* a spawn's copy of it is asked for (data_lifecycle.c) */
-  weft_event *ready; /* recorded after its last fill */
+  int busy;        /* FILLING: a task allocates or fills it; EVICTING */
+  int recorded;    /* ready was recorded */
+  int prefetching; /* queued for its device's filler (data_lifecycle.c) */
+  struct weft_data *fill_next; /* next in that queue */
+  weft_event *ready;           /* recorded after its last fill */
   uint64_t last_use; /* use_clock at its last get: eviction takes the least */
   /* The tasks given it, or filled from it, since its last write (a writer
    * comes after the earlier ones by data flow): an eviction waits for
@@ -35,14 +36,23 @@ typedef struct instance {
   weft_task *gone;
 } instance;
 
-/* The instances of one runtime's handles: bytes held per device (allocated,
- * or being allocated), against weft__data_limit. Under the registry's
- * lock. */
+/* One device's room for a runtime's instances: bytes held (allocated, or
+ * being allocated), against weft__data_limit; and the handles whose
+ * instance there a spawn asked to fill, oldest first, with whether a
+ * filler task works through them (data_lifecycle.c). */
+typedef struct room {
+  size_t held;
+  struct weft_data *fill_head, *fill_tail;
+  int filler;
+} room;
+
+/* The instances of one runtime's handles, a room per device. Under the
+ * registry's lock. */
 typedef struct usage {
   struct usage *next;
   const weft_runtime *rt;
   size_t handles;
-  size_t held[]; /* per device */
+  room dev[];
 } usage;
 
 struct weft_data {
@@ -53,8 +63,11 @@ struct weft_data {
   pthread_mutex_t lock; /* the fields below; never held across a weft call
                            that may switch */
   int host_valid, host_filling;
-  uint64_t writes; /* gets for writing published: an eviction's write-back
-                      makes the host valid only if none came meanwhile */
+  uint64_t writes;  /* gets for writing published: an eviction's write-back
+                       makes the host valid only if none came meanwhile */
+  uint64_t writers; /* tasks spawned declaring a write of it, counted while
+                       copies start at spawn: one that has yet to get
+                       makes a later reader's fill from the host stale */
   weft_data_stats st;
   int ndev;
   instance inst[];
@@ -101,10 +114,19 @@ int weft__data_evicting(const weft_data *d);
 /* A valid instance other than dev's, not being evicted, to fill from, or
  * -1 for the host. */
 int weft__data_source_of(const weft_data *d, int dev);
-/* For a spawn's copy (data_lifecycle.c): rt's handle whose host range holds
- * p, if its instance on dev may start filling now, marked prefetching;
- * else NULL. */
-weft_data *weft__data_claim_prefetch(weft_runtime *rt, int dev, const void *p);
+/* Copies at spawn (data_lifecycle.c), for an access (p, mode) of a task
+ * spawned on dev: queues rt's handle whose host range holds p for a fill
+ * of its instance there, if the task reads it and the fill may start now,
+ * and counts a write. Returns 1 if the device's filler task is to be
+ * started (it is marked running). */
+int weft__data_queue_fill(weft_runtime *rt, int dev, const void *p,
+                          unsigned mode);
+/* The filler's next handle (done: the one it just filled, or NULL), or
+ * NULL with the filler marked stopped when none is queued. */
+weft_data *weft__data_next_fill(weft_runtime *rt, int dev, weft_data *done);
+/* Takes d out of the fill queues; returns 1 while a filler still works on
+ * it. */
+int weft__data_unqueue_fills(weft_data *d);
 /* Adds t to in's users (for a write, in place of them), and stamps the
  * use. */
 int weft__data_add_user(instance *in, weft_task *t, int write);
@@ -133,8 +155,9 @@ void weft__data_prefetch_at_spawn(weft_runtime *rt, int dev,
 
 /* ---- data_get.c ---- */
 
-/* weft_data_get; without may_evict, an instance that needs room another
- * holds fails with WEFT_EAGAIN (unreported), nothing moved. */
-int weft__data_get(weft_data *d, unsigned mode, int may_evict, void **ptr);
+/* weft_data_get (prefetch 0), or a filler's get (1): a fill for reading
+ * only while the host's copy is valid, evicting nothing; WEFT_EAGAIN
+ * (unreported) with nothing moved where it cannot or need not fill. */
+int weft__data_get(weft_data *d, unsigned mode, int prefetch, void **ptr);
 
 #endif

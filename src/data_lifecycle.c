@@ -11,6 +11,11 @@
 #include "data_core.h"
 #include "data_internal.h"
 
+/* Set while this thread spawns a task of weft's own on a handle (a spawn
+ * never switches): its declarations start no copies at spawn, which would
+ * fill an instance that the task is about to free or does not read. */
+static _Thread_local int own_spawn;
+
 /* An internal task's work on a handle, and its result. */
 typedef struct job {
   weft_data *d;
@@ -76,7 +81,9 @@ static int spawn_job(job *j, unsigned mode, int dev, weft_task_fn fn,
   o.device = dev;
   o.accesses = &a;
   o.naccesses = 1;
+  own_spawn = 1;
   int rc = weft_task_spawn(j->d->rt, t, fn, j, &o);
+  own_spawn = 0;
   if (rc == 0 && !*t) /* a step of a graph being captured ran at once */
     rc = j->rc ? j->rc
                : weft_error_set(WEFT_ESTATE, 0,
@@ -166,55 +173,49 @@ int weft_data_prefetch(weft_data *d, int device) {
   o.accesses = &a;
   o.naccesses = 1;
   weft_task *t;
+  own_spawn = 1;
   int rc = weft_task_spawn(d->rt, &t, prefetch, d, &o);
+  own_spawn = 0;
   if (rc == 0 && !t)
     return weft_error_set(WEFT_ESTATE, 0,
                           "weft_data_prefetch: not inside a graph capture");
   return rc ? rc : weft_task_detach(t);
 }
 
-/* A spawn's copy: the instance of its device filled for reading unless
- * that needs an eviction, then asked for no more. */
-static void fill_for_spawn(void *arg) {
-  weft_data *d = arg;
+/* A device's filler: a task of weft's own that fills, on its one stream
+ * and in the order their readers were spawned, the instances that spawns
+ * queued, then ends. */
+static void filler(void *arg) {
+  weft_runtime *rt = arg;
   int dev = weft_task_device();
   void *p;
-  weft__data_get(d, WEFT_READ, 0, &p); /* failing, it is left to the task */
-  pthread_mutex_lock(&d->lock);
-  d->inst[dev].prefetching = 0;
-  pthread_mutex_unlock(&d->lock);
+  for (weft_data *d = weft__data_next_fill(rt, dev, NULL); d;
+       d = weft__data_next_fill(rt, dev, d))
+    weft__data_get(d, WEFT_READ, 1, &p); /* failing, it is left to the task */
 }
-
-/* Set while a spawn's copy is being spawned: its own spawn asks for none. */
-static _Thread_local int spawning_fill;
 
 void weft__data_prefetch_at_spawn(weft_runtime *rt, int dev,
                                   const weft_access *a, size_t n) {
-  if (spawning_fill)
+  int start = 0;
+  for (size_t k = 0; k < n && !own_spawn; k++)
+    start |= weft__data_queue_fill(rt, dev, a[k].ptr, a[k].mode);
+  if (!start)
     return;
-  for (size_t k = 0; k < n; k++) {
-    /* A host access reads the host copy, and a write needs no fill. */
-    if (!(a[k].mode & WEFT_READ) || (a[k].mode & WEFT_ACCESS_HOST))
-      continue;
-    weft_data *d = weft__data_claim_prefetch(rt, dev, a[k].ptr);
-    if (!d)
-      continue;
-    weft_access acc = weft_data_access(d, WEFT_READ);
-    weft_task_opts o;
-    weft_task_opts_init(&o);
-    o.name = "weft prefetch";
-    o.device = dev;
-    o.accesses = &acc;
-    o.naccesses = 1;
-    spawning_fill = 1;
-    int rc = weft_task_spawn(rt, NULL, fill_for_spawn, d, &o);
-    spawning_fill = 0;
-    if (rc) { /* the task's own get fills it */
-      pthread_mutex_lock(&d->lock);
-      d->inst[dev].prefetching = 0;
-      pthread_mutex_unlock(&d->lock);
-    }
+  weft_task_opts o;
+  weft_task_opts_init(&o);
+  o.name = "weft prefetch";
+  o.device = dev;
+  if (weft_task_spawn(rt, NULL, filler, rt, &o) != 0) {
+    /* The queued fills are left to their tasks' gets. */
+    for (weft_data *d = weft__data_next_fill(rt, dev, NULL); d;
+         d = weft__data_next_fill(rt, dev, d))
+      ;
   }
+}
+
+/* weft_wait_until's test: no filler works on the handle. */
+static int unqueued(void *arg) {
+  return weft__data_unqueue_fills(arg) ? WEFT_EAGAIN : 0;
 }
 
 /* Frees the instance of the task's device (each has a task there), once
@@ -278,6 +279,12 @@ int weft_data_unregister_n(weft_data *const *d, size_t n) {
                               "weft_data_unregister_n: handle %zu is also "
                               "handle %zu",
                               i, k);
+  }
+  /* No filler may touch a handle being freed. */
+  for (size_t i = 0; i < n; i++) {
+    int rc = weft_wait_until(unqueued, d[i]);
+    if (rc)
+      return rc;
   }
   job *j = calloc(n ? n : 1, sizeof *j);
   weft_task **t = calloc(n ? n : 1, sizeof *t);

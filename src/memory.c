@@ -467,7 +467,7 @@ int weft_mem_stats_get(weft_runtime *rt, weft_mem_stats *out) {
 size_t weft__data_limit(const weft_runtime *rt) { return rt->opts.data_limit; }
 
 int weft__data_prefetch_on(const weft_runtime *rt) {
-  return rt->opts.data_prefetch == 1;
+  return rt->opts.data_prefetch == 1 && !rt->h.bk->check;
 }
 
 void weft__data_evicted(weft_runtime *rt, size_t bytes, size_t written_back) {
