@@ -302,8 +302,8 @@ int bench_runtime_open_with(bench_ctx *c, const bench_rt_opts *o,
     opts.check = 0;
   opts.host_devices = o->host_devices;
   opts.data_limit = o->data_limit;
-  if (o->prefetch_off)
-    opts.data_prefetch = 0;
+  if (o->prefetch)
+    opts.data_prefetch = 1;
   BENCH_TRY(c, weft_init(rt, &opts));
   return 0;
 }

@@ -184,7 +184,7 @@ typedef struct bench_rt_opts {
   int no_check;           /* 1: weft check off, whatever WEFT_CHECK says */
   int host_devices;       /* the host backend's devices; 0: its default */
   size_t data_limit;      /* registered data's bytes a device; 0: none */
-  int prefetch_off;       /* 1: no copies at spawn (data_prefetch 0) */
+  int prefetch;           /* 1: copies at spawn (data_prefetch 1) */
 } bench_rt_opts;
 int bench_runtime_open_with(bench_ctx *c, const bench_rt_opts *o,
                             weft_runtime **rt);

@@ -275,7 +275,7 @@ int weft_init(weft_runtime **rtp, const weft_runtime_opts *user) {
     rc0 = switch_wanted("check", "WEFT_CHECK", opts.check, 0, &check);
   if (rc0 == 0)
     rc0 = switch_wanted("data_prefetch", "WEFT_DATA_PREFETCH",
-                        opts.data_prefetch, 1, &prefetch);
+                        opts.data_prefetch, 0, &prefetch);
   if (rc0 == 0)
     rc0 = admission_wanted(opts.admission, &admission);
   if (rc0 == 0)

@@ -112,7 +112,7 @@ typedef struct weft_runtime_opts {
    * where the room is free, rather than when it runs (weft/data.h,
    * "Copies at spawn"); 0, copies start at weft_data_get. -1 (the
    * default) reads the environment variable WEFT_DATA_PREFETCH (0 or 1;
-   * unset means 1). */
+   * unset means 0). weft check turns it off. */
   int data_prefetch;
 } weft_runtime_opts;
 
