@@ -135,8 +135,10 @@ int weft__data_queue_fill(weft_runtime *rt, int dev, const void *p,
       else
         r->fill_head = d;
       r->fill_tail = d;
-      start = !r->filler;
-      r->filler = 1;
+      /* Up to WEFT__DATA_FILLERS, one more while more wait than work. */
+      r->queued++;
+      start = r->fillers < WEFT__DATA_FILLERS && r->queued > (size_t)r->fillers;
+      r->fillers += start;
     }
   }
   pthread_mutex_unlock(&weft__data_reg.lock);
@@ -159,8 +161,9 @@ weft_data *weft__data_next_fill(weft_runtime *rt, int dev, weft_data *done) {
     r->fill_head = d->inst[dev].fill_next;
     if (!r->fill_head)
       r->fill_tail = NULL;
+    r->queued--;
   } else if (u) {
-    u->dev[dev].filler = 0;
+    u->dev[dev].fillers--;
   }
   pthread_mutex_unlock(&weft__data_reg.lock);
   return d;
@@ -180,6 +183,7 @@ int weft__data_unqueue_fills(weft_data *d) {
           r->fill_head = d->inst[dev].fill_next;
         if (r->fill_tail == d)
           r->fill_tail = prev;
+        r->queued--;
         pthread_mutex_lock(&d->lock);
         d->inst[dev].prefetching = 0;
         pthread_mutex_unlock(&d->lock);

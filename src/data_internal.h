@@ -39,11 +39,17 @@ typedef struct instance {
 /* One device's room for a runtime's instances: bytes held (allocated, or
  * being allocated), against weft__data_limit; and the handles whose
  * instance there a spawn asked to fill, oldest first, with whether a
- * filler task works through them (data_lifecycle.c). */
+ * how many filler tasks work through them (data_lifecycle.c). */
+/* Filler tasks a device at most: several issue copies side by side, as
+ * the readers' own gets would (docs/decisions/data.md, "Copies start at
+ * spawn"). */
+#define WEFT__DATA_FILLERS 4
+
 typedef struct room {
   size_t held;
   struct weft_data *fill_head, *fill_tail;
-  int filler;
+  int fillers;
+  size_t queued;
 } room;
 
 /* The instances of one runtime's handles, a room per device. Under the
@@ -117,12 +123,12 @@ int weft__data_source_of(const weft_data *d, int dev);
 /* Copies at spawn (data_lifecycle.c), for an access (p, mode) of a task
  * spawned on dev: queues rt's handle whose host range holds p for a fill
  * of its instance there, if the task reads it and the fill may start now,
- * and counts a write. Returns 1 if the device's filler task is to be
- * started (it is marked running). */
+ * and counts a write. Returns 1 if one more filler task is to be
+ * started for the device (it is counted already). */
 int weft__data_queue_fill(weft_runtime *rt, int dev, const void *p,
                           unsigned mode);
-/* The filler's next handle (done: the one it just filled, or NULL), or
- * NULL with the filler marked stopped when none is queued. */
+/* A filler's next handle (done: the one it just filled, or NULL), or
+ * NULL with the filler counted out when none is queued. */
 weft_data *weft__data_next_fill(weft_runtime *rt, int dev, weft_data *done);
 /* Takes d out of the fill queues; returns 1 while a filler still works on
  * it. */

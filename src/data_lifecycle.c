@@ -182,9 +182,9 @@ int weft_data_prefetch(weft_data *d, int device) {
   return rc ? rc : weft_task_detach(t);
 }
 
-/* A device's filler: a task of weft's own that fills, on its one stream
- * and in the order their readers were spawned, the instances that spawns
- * queued, then ends. */
+/* A device's filler: a task of weft's own that fills the instances that
+ * spawns queued, taking them in the order their readers were spawned, on
+ * its own stream, and ends when none is left. */
 static void filler(void *arg) {
   weft_runtime *rt = arg;
   int dev = weft_task_device();
@@ -198,19 +198,18 @@ void weft__data_prefetch_at_spawn(weft_runtime *rt, int dev,
                                   const weft_access *a, size_t n) {
   int start = 0;
   for (size_t k = 0; k < n && !own_spawn; k++)
-    start |= weft__data_queue_fill(rt, dev, a[k].ptr, a[k].mode);
-  if (!start)
-    return;
+    start += weft__data_queue_fill(rt, dev, a[k].ptr, a[k].mode);
   weft_task_opts o;
   weft_task_opts_init(&o);
   o.name = "weft prefetch";
   o.device = dev;
-  if (weft_task_spawn(rt, NULL, filler, rt, &o) != 0) {
-    /* The queued fills are left to their tasks' gets. */
-    for (weft_data *d = weft__data_next_fill(rt, dev, NULL); d;
-         d = weft__data_next_fill(rt, dev, d))
-      ;
-  }
+  for (; start > 0; start--)
+    if (weft_task_spawn(rt, NULL, filler, rt, &o) != 0) {
+      /* What this filler would have taken is left to the tasks' gets. */
+      for (weft_data *d = weft__data_next_fill(rt, dev, NULL); d;
+           d = weft__data_next_fill(rt, dev, d))
+        ;
+    }
 }
 
 /* weft_wait_until's test: no filler works on the handle. */

@@ -2,7 +2,8 @@
  * emulating 1 and 4 devices; CUDA with what it has): random programs over
  * three handles, each step a task on a random device that scales a handle
  * in place or copies one into another, with weft_data_sync at random
- * points, bit-exact against the same steps run one at a time on the CPU;
+ * points, bit-exact against the same steps run one at a time on the CPU,
+ * with copies starting at the get and at the spawn;
  * the same under a limit on the instances' bytes that forces evictions
  * (write-backs of the only valid copy among them), and under one too small
  * for a single handle; one writer then readers on two devices, each
@@ -489,11 +490,13 @@ static void bad_input(weft_runtime *rt) {
   EXPECT(a.ptr == NULL && a.bytes == 0);
 }
 
-/* Returns the backend. limit: opts.data_limit, in handles' bytes. */
-static weft_backend_kind run(int host_devices, double limit) {
+/* Returns the backend. limit: opts.data_limit, in handles' bytes;
+ * prefetch: opts.data_prefetch. */
+static weft_backend_kind run(int host_devices, double limit, int prefetch) {
   weft_runtime_opts o;
   weft_runtime_opts_init(&o);
   o.host_devices = host_devices;
+  o.data_prefetch = prefetch;
   o.data_limit = (size_t)(limit * N * sizeof(float));
   weft_runtime *rt = tt_open(&o);
   EXPECT_OK(weft_device_count(rt, &ndev));
@@ -530,9 +533,10 @@ static weft_backend_kind run(int host_devices, double limit) {
                limit);
   if (!limit)
     EXPECT_EQ_INT((int)ms.data_evictions, 0);
-  printf("data: %d device(s), limit %g handles: %d random programs "
-         "bit-exact, %llu evictions (%llu bytes written back)\n",
-         ndev, limit, programs, (unsigned long long)ms.data_evictions,
+  printf("data: %d device(s), limit %g handles, copies at %s: %d random "
+         "programs bit-exact, %llu evictions (%llu bytes written back)\n",
+         ndev, limit, prefetch ? "spawn" : "get", programs,
+         (unsigned long long)ms.data_evictions,
          (unsigned long long)ms.data_written_back);
   weft_backend_kind b = weft_runtime_backend(rt);
   tt_close(rt);
@@ -565,13 +569,17 @@ int main(void) {
   copies_at_spawn(1, 0);
   copies_at_spawn(0, 0);
   copies_at_spawn(1, 1);
-  weft_backend_kind b = run(1, 0);
-  run(1, 2);   /* three handles in two's room: evictions, write-backs */
-  run(1, 0.5); /* no room for one: past the limit rather than never */
+  weft_backend_kind b = run(1, 0, 0);
+  run(1, 2, 0);   /* three handles in two's room: evictions, write-backs */
+  run(1, 0.5, 0); /* no room for one: past the limit rather than never */
+  run(1, 0, 1);   /* copies at spawn */
+  run(1, 2, 1);
   if (b == WEFT_BACKEND_HOST) {
-    run(4, 0); /* emulated devices: fills from another device's instance */
-    run(2, 2);
-    run(4, 1.5);
+    run(4, 0, 0); /* emulated devices: fills from another device's instance */
+    run(2, 2, 0);
+    run(4, 1.5, 0);
+    run(4, 0, 1); /* fillers racing the writers of other devices */
+    run(2, 2, 1);
   }
   puts("ok");
   return 0;
