@@ -52,14 +52,15 @@
  * Copies at spawn: copies start at the get, or earlier where
  * weft_data_prefetch asks, or, with weft_runtime_opts.data_prefetch (or
  * WEFT_DATA_PREFETCH=1), at the spawn of each task that declares a read:
- * the spawn queues the handle for its device's filler, one task of weft's
- * own a device that copies on one stream in the order the readers were
- * spawned, so the copies overlap the work the readers wait behind. Only
- * from a valid host copy that no task spawned earlier is yet to write
- * (the fill would be stale), only where the room is free (a fill never
- * evicts), and not under weft check. Off by default: on the H200's tiled
- * Cholesky it ranged from 0.7 to 1.15 x the copies at get
- * (docs/decisions/data.md, "Copies start at spawn"). */
+ * the spawn queues the handle for its device's fillers, up to four tasks
+ * of weft's own a device that copy, each on its stream, in the order the
+ * readers were spawned, so the copies overlap the work the readers wait
+ * behind. Only from a valid host copy that no task spawned earlier is yet
+ * to write (the fill would be stale), only where the room is free (a fill
+ * never evicts), and not under weft check. Off by default until it has
+ * won in more runs: on the H200's tiled Cholesky, 1.01 to 1.59 x the
+ * copies at get in one run (docs/decisions/data.md, "Copies start at
+ * spawn"). */
 #ifndef WEFT_DATA_H
 #define WEFT_DATA_H
 
