@@ -345,27 +345,6 @@ static void copies_at_spawn(int prefetch, int room) {
   free(out);
 }
 
-/* data_prefetch and WEFT_DATA_PREFETCH take 0 or 1 (on the host
- * backend, which every machine has). */
-static void prefetch_opts(void) {
-  weft_runtime_opts o;
-  weft_runtime_opts_init(&o);
-  o.workers = 1;
-  o.backend = WEFT_BACKEND_HOST;
-  weft_runtime *rt;
-  o.data_prefetch = 2;
-  EXPECT_ERR(weft_init(&rt, &o), WEFT_EINVAL);
-  EXPECT(strstr(weft_last_error_message(), "data_prefetch") != NULL);
-  o.data_prefetch = -1;
-  setenv("WEFT_DATA_PREFETCH", "yes", 1);
-  EXPECT_ERR(weft_init(&rt, &o), WEFT_EINVAL);
-  EXPECT(strstr(weft_last_error_message(), "WEFT_DATA_PREFETCH") != NULL);
-  setenv("WEFT_DATA_PREFETCH", "0", 1);
-  EXPECT_OK(weft_init(&rt, &o));
-  EXPECT_OK(weft_shutdown(rt));
-  unsetenv("WEFT_DATA_PREFETCH");
-}
-
 /* WEFT_DEVICE_ANY places a task where the most bytes of the handles it
  * declares are valid. */
 static void where(void *arg) { *(int *)arg = weft_task_device(); }
@@ -543,9 +522,10 @@ static weft_backend_kind run(int host_devices, double limit, int prefetch) {
   return b;
 }
 
-/* WEFT_DATA_LIMIT: a value that is no size is refused, naming it (on the
- * host backend, which every machine has). */
-static void limit_from_env(void) {
+/* WEFT_DATA_LIMIT: a value that is no size is refused, naming it;
+ * data_prefetch and WEFT_DATA_PREFETCH take 0 or 1 (on the host backend,
+ * which every machine has). */
+static void data_opts(void) {
   weft_runtime_opts o;
   weft_runtime_opts_init(&o);
   o.workers = 1;
@@ -561,11 +541,21 @@ static void limit_from_env(void) {
   EXPECT_OK(weft_init(&rt, &o));
   EXPECT_OK(weft_shutdown(rt));
   unsetenv("WEFT_DATA_LIMIT");
+  o.data_prefetch = 2;
+  EXPECT_ERR(weft_init(&rt, &o), WEFT_EINVAL);
+  EXPECT(strstr(weft_last_error_message(), "data_prefetch") != NULL);
+  o.data_prefetch = -1;
+  setenv("WEFT_DATA_PREFETCH", "yes", 1);
+  EXPECT_ERR(weft_init(&rt, &o), WEFT_EINVAL);
+  EXPECT(strstr(weft_last_error_message(), "WEFT_DATA_PREFETCH") != NULL);
+  setenv("WEFT_DATA_PREFETCH", "1", 1);
+  EXPECT_OK(weft_init(&rt, &o));
+  EXPECT_OK(weft_shutdown(rt));
+  unsetenv("WEFT_DATA_PREFETCH");
 }
 
 int main(void) {
-  limit_from_env();
-  prefetch_opts();
+  data_opts();
   copies_at_spawn(1, 0);
   copies_at_spawn(0, 0);
   copies_at_spawn(1, 1);
