@@ -31,9 +31,8 @@ int weft__data_prefetch_on(const weft_runtime *rt);
 /* For WEFT_DEVICE_ANY: the device a task declaring accesses a (n of
  * them) would best run on, or -1 for no preference. */
 typedef int (*weft__place_fn)(weft_runtime *rt, const weft_access *a, size_t n);
-/* Called by the spawn of a task declaring a (n of them), placed on dev,
- * before its declarations are recorded: starts the copies it will read,
- * ordered before it. */
+/* Called by the spawn of a task declaring a (n of them), placed on dev:
+ * starts the copies it will read. */
 typedef void (*weft__prefetch_fn)(weft_runtime *rt, int dev,
                                   const weft_access *a, size_t n);
 /* Sets rt's, once its first handle is registered (task.c asks them);

@@ -174,23 +174,23 @@ int weft__data_unqueue_fills(weft_data *d) {
   pthread_mutex_lock(&weft__data_reg.lock);
   for (int dev = 0; dev < d->ndev; dev++) {
     room *r = &d->use->dev[dev];
-    weft_data *prev = NULL;
-    for (weft_data *o = r->fill_head; o; prev = o, o = o->inst[dev].fill_next)
-      if (o == d) {
-        if (prev)
-          prev->inst[dev].fill_next = d->inst[dev].fill_next;
-        else
-          r->fill_head = d->inst[dev].fill_next;
-        if (r->fill_tail == d)
-          r->fill_tail = prev;
-        r->queued--;
-        pthread_mutex_lock(&d->lock);
-        d->inst[dev].prefetching = 0;
-        pthread_mutex_unlock(&d->lock);
-        break;
-      }
+    weft_data *prev = NULL, *o = r->fill_head;
+    while (o && o != d) {
+      prev = o;
+      o = o->inst[dev].fill_next;
+    }
     pthread_mutex_lock(&d->lock);
-    busy |= d->inst[dev].prefetching; /* a filler works on it now */
+    if (o) { /* queued: out of the queue, asked for no more */
+      if (prev)
+        prev->inst[dev].fill_next = d->inst[dev].fill_next;
+      else
+        r->fill_head = d->inst[dev].fill_next;
+      if (r->fill_tail == d)
+        r->fill_tail = prev;
+      r->queued--;
+      d->inst[dev].prefetching = 0;
+    }
+    busy |= d->inst[dev].prefetching; /* else a filler works on it now */
     pthread_mutex_unlock(&d->lock);
   }
   pthread_mutex_unlock(&weft__data_reg.lock);

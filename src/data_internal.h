@@ -36,15 +36,15 @@ typedef struct instance {
   weft_task *gone;
 } instance;
 
-/* One device's room for a runtime's instances: bytes held (allocated, or
- * being allocated), against weft__data_limit; and the handles whose
- * instance there a spawn asked to fill, oldest first, with whether a
- * how many filler tasks work through them (data_lifecycle.c). */
 /* Filler tasks a device at most: several issue copies side by side, as
  * the readers' own gets would (docs/decisions/data.md, "Copies start at
  * spawn"). */
 #define WEFT__DATA_FILLERS 4
 
+/* One device's room for a runtime's instances: bytes held (allocated, or
+ * being allocated), against weft__data_limit; and the handles whose
+ * instance there a spawn asked to fill, oldest first (queued of them),
+ * with how many filler tasks work through them (data_lifecycle.c). */
 typedef struct room {
   size_t held;
   struct weft_data *fill_head, *fill_tail;
@@ -153,9 +153,9 @@ int weft__data_alloc_instance(weft_data *d, int dev, int may_evict, void **p);
 
 /* ---- data_lifecycle.c ---- */
 
-/* The spawn hook (data_core.h's weft__prefetch_fn): for each read of a
- * handle whose instance on dev may start filling, a task of weft's own
- * that fills it, ordered before the spawned task. */
+/* The spawn hook (data_core.h's weft__prefetch_fn): queues each read of
+ * a handle whose instance on dev may start filling for the device's
+ * fillers, starting one where weft__data_queue_fill says. */
 void weft__data_prefetch_at_spawn(weft_runtime *rt, int dev,
                                   const weft_access *a, size_t n);
 

@@ -1,8 +1,9 @@
 /* A handle's life (data_internal.h): weft_data_register, the copies
- * started at a task's spawn and by weft_data_prefetch, weft_data_sync's
- * copy back, and weft_data_unregister's write-back and frees: each move a
+ * started by weft_data_prefetch and at a task's spawn, weft_data_sync's
+ * copy back, and weft_data_unregister's write-back and frees. Each is a
  * task of weft's own declaring the handle, so that data flow orders it
- * among the program's. */
+ * among the program's, but the fillers of copies at spawn, which follow
+ * nothing and fill only from a current host copy (data_get.c). */
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -70,11 +71,11 @@ static void sync_host(void *arg) {
   j->rc = rc;
 }
 
-/* Spawns fn on j->d in an internal task declaring it with mode, placed on
- * dev (WEFT_DEVICE_INHERIT: the caller's), into *t. */
-static int spawn_job(job *j, unsigned mode, int dev, weft_task_fn fn,
-                     const char *name, weft_task **t) {
-  weft_access a = weft_data_access(j->d, mode);
+/* Spawns fn(arg) in a task of weft's own named name, declaring d with
+ * mode, placed on dev (WEFT_DEVICE_INHERIT: the caller's), into *t. */
+static int spawn_own(weft_data *d, unsigned mode, int dev, weft_task_fn fn,
+                     void *arg, const char *name, weft_task **t) {
+  weft_access a = weft_data_access(d, mode);
   weft_task_opts o;
   weft_task_opts_init(&o);
   o.name = name;
@@ -82,8 +83,15 @@ static int spawn_job(job *j, unsigned mode, int dev, weft_task_fn fn,
   o.accesses = &a;
   o.naccesses = 1;
   own_spawn = 1;
-  int rc = weft_task_spawn(j->d->rt, t, fn, j, &o);
+  int rc = weft_task_spawn(d->rt, t, fn, arg, &o);
   own_spawn = 0;
+  return rc;
+}
+
+/* spawn_own of fn on job j. */
+static int spawn_job(job *j, unsigned mode, int dev, weft_task_fn fn,
+                     const char *name, weft_task **t) {
+  int rc = spawn_own(j->d, mode, dev, fn, j, name, t);
   if (rc == 0 && !*t) /* a step of a graph being captured ran at once */
     rc = j->rc ? j->rc
                : weft_error_set(WEFT_ESTATE, 0,
@@ -165,17 +173,9 @@ int weft_data_prefetch(weft_data *d, int device) {
                           "weft_data_prefetch: device %d is not one of the "
                           "runtime's %d",
                           device, d->ndev);
-  weft_access a = weft_data_access(d, WEFT_READ);
-  weft_task_opts o;
-  weft_task_opts_init(&o);
-  o.name = "weft_data_prefetch";
-  o.device = device;
-  o.accesses = &a;
-  o.naccesses = 1;
   weft_task *t;
-  own_spawn = 1;
-  int rc = weft_task_spawn(d->rt, &t, prefetch, d, &o);
-  own_spawn = 0;
+  int rc =
+      spawn_own(d, WEFT_READ, device, prefetch, d, "weft_data_prefetch", &t);
   if (rc == 0 && !t)
     return weft_error_set(WEFT_ESTATE, 0,
                           "weft_data_prefetch: not inside a graph capture");

@@ -324,8 +324,8 @@ int weft_task_spawn(weft_runtime *rt, weft_task **task, weft_task_fn fn,
     }
   }
 
-  /* Registered data the task reads starts moving now, ordered before it
-   * (weft/data.h, "Copies at spawn"). */
+  /* Registered data the task reads starts moving now (weft/data.h,
+   * "Copies at spawn"). */
   weft__prefetch_fn prefetch =
       spawner ? atomic_load(&rt->tasks.prefetcher) : NULL;
   if (prefetch)
