@@ -7,10 +7,14 @@
  * one and dropping one cost O(log n) expected in the n ranges held,
  * whatever the order the program declares them in (a sorted array paid a
  * move of the ranges after the new one, O(n), for each). An access then
- * walks the ranges it covers. A range keeps at most FOLD readers: the
- * next reader first folds them into a join, an identity that follows
- * them all (made by the record's owner), so that a writer follows at most
- * FOLD per range, however many tasks read it since its last write.
+ * walks the ranges it covers. Beside it, an index finds a range by its
+ * first byte in O(1): an access that names ranges the record already
+ * holds whole (a tile, declared again) needs no seek
+ * (docs/decisions/dataflow.md, "An index of the ranges by first byte"). A range
+ * keeps at most FOLD readers: the next reader first folds them into a join, an
+ * identity that follows them all (made by the record's owner), so that a writer
+ * follows at most FOLD per range, however many tasks read it since its last
+ * write.
  *
  * A spawn is all or nothing, in two phases. First every boundary its
  * accesses need is made (splitting a range copies its state, a gap
@@ -33,9 +37,8 @@
  * for 4^16 ranges. FOLD: readers a range keeps before they become a join.
  * INRD: readers a range holds in itself, without a list of its own (most
  * data is read by one or two tasks between writes). LINEAR: dependencies
- * checked for repeats one by one; beyond, a hash. FIRSTS: accesses of a
- * spawn whose reads phase 2 finds without a seek. */
-enum { MAXLV = 16, FOLD = WEFT__FLOW_FOLD, INRD = 2, LINEAR = 8, FIRSTS = 8 };
+ * checked for repeats one by one; beyond, a hash. */
+enum { MAXLV = 16, FOLD = WEFT__FLOW_FOLD, INRD = 2, LINEAR = 8 };
 
 typedef struct node node;
 struct node {
@@ -54,6 +57,12 @@ struct weft__flow {
   size_t n;
   uint64_t rng;
   uint64_t work;
+  /* The index: ranges by lo, open addressing with linear probing in
+   * mask + 1 slots (a power of two, 0 before the first range), at most
+   * half full; home slot: the top bits of lo times an odd constant. */
+  node **ix;
+  size_t mask;
+  unsigned shift;
 };
 
 int weft__flow_validate(const weft_access *a, size_t n, const char *call) {
@@ -118,9 +127,81 @@ static void span(const void *p, size_t n, uintptr_t *lo, uintptr_t *hi) {
   }
 }
 
+/* ---- the index ---- */
+
+static size_t ix_home(const weft__flow *f, uintptr_t lo) {
+  return (size_t)(((uint64_t)lo * 0x9e3779b97f4a7c15u) >> f->shift);
+}
+
+/* The range that starts at lo, or NULL. */
+static node *ix_find(weft__flow *f, uintptr_t lo) {
+  if (!f->ix)
+    return NULL;
+  for (size_t k = ix_home(f, lo);; k = (k + 1) & f->mask) {
+    node *x = f->ix[k];
+    f->work++;
+    if (!x || x->lo == lo)
+      return x;
+  }
+}
+
+static void ix_add(weft__flow *f, node *y) {
+  size_t k = ix_home(f, y->lo);
+  while (f->ix[k])
+    k = (k + 1) & f->mask;
+  f->ix[k] = y;
+}
+
+/* Takes x out, moving back the entries after it that probed past its slot,
+ * so that no search stops early at the hole. */
+static void ix_del(weft__flow *f, const node *x) {
+  size_t i = ix_home(f, x->lo);
+  while (f->ix[i] != x)
+    i = (i + 1) & f->mask;
+  for (size_t j = i;;) {
+    j = (j + 1) & f->mask;
+    node *y = f->ix[j];
+    if (!y)
+      break;
+    size_t h = ix_home(f, y->lo);
+    /* y may move to i when its home does not lie cyclically in (i, j] */
+    if (i <= j ? (h <= i || h > j) : (h <= i && h > j)) {
+      f->ix[i] = y;
+      i = j;
+    }
+  }
+  f->ix[i] = NULL;
+}
+
+/* Room in the index for one more range: 0, or WEFT_ENOMEM with the index
+ * as it was. */
+static int ix_reserve(weft__flow *f) {
+  size_t slots = f->ix ? f->mask + 1 : 0;
+  if (2 * (f->n + 1) <= slots)
+    return 0;
+  size_t ns = slots ? 2 * slots : 64;
+  node **ix = calloc(ns, sizeof *ix);
+  if (!ix)
+    return WEFT_ENOMEM;
+  unsigned bits = 0;
+  while (((size_t)1 << bits) < ns)
+    bits++;
+  free(f->ix);
+  f->ix = ix;
+  f->mask = ns - 1;
+  f->shift = 64 - bits;
+  for (node *x = f->head->next[0]; x; x = x->next[0])
+    ix_add(f, x);
+  f->work += f->n;
+  return 0;
+}
+
 /* A new range [lo, hi) with no writer and no readers, its level drawn:
- * 1, then one more with odds of one in four each. */
+ * 1, then one more with odds of one in four each; room in the index made
+ * for it, so that putting it allocates nothing. */
 static node *node_new(weft__flow *f, uintptr_t lo, uintptr_t hi) {
+  if (ix_reserve(f))
+    return NULL;
   uint64_t r = f->rng;
   r ^= r << 13;
   r ^= r >> 7;
@@ -193,6 +274,7 @@ static void put(weft__flow *f, cur *c, node *y) {
     y->next[l] = c->up[l]->next[l];
     c->up[l]->next[l] = y;
   }
+  ix_add(f, y);
   f->n++;
   f->work += y->lv;
 }
@@ -202,6 +284,7 @@ static void drop(weft__flow *f, cur *c) {
   node *x = at(c);
   for (uint32_t l = 0; l < x->lv; l++)
     c->up[l]->next[l] = x->next[l];
+  ix_del(f, x);
   f->n--;
   f->work += x->lv;
   node_free(x);
@@ -364,22 +447,52 @@ static int room(weft__flow *f, node *x, joiner *jn) {
   return 0;
 }
 
+/* What an access to x follows, added to s: x's writer, and for a write
+ * its readers too; a read first gets room in x for one more reader. */
+static int follow(weft__flow *f, node *x, int writes, joiner *jn, depset *s) {
+  int rc;
+  if (!writes && (rc = room(f, x, jn)) != 0)
+    return rc;
+  if ((rc = dep_add(s, x->writer)) != 0)
+    return rc;
+  for (uint32_t j = 0; writes && j < x->nrd; j++)
+    if ((rc = dep_add(s, x->rd[j])) != 0)
+      return rc;
+  return 0;
+}
+
+/* The first of the ranges that make [lo, hi) whole, without gaps, when the
+ * record holds them so already; else NULL. */
+static node *whole(weft__flow *f, uintptr_t lo, uintptr_t hi) {
+  node *x = ix_find(f, lo), *y = x;
+  while (y && y->hi < hi) {
+    node *z = y->next[0];
+    y = z && z->lo == y->hi ? z : NULL;
+    f->work++;
+  }
+  return y && y->hi == hi ? x : NULL;
+}
+
 /* Makes [lo, hi) a run of whole ranges: a range holding lo or hi inside
- * it is cut there, a gap becomes an empty range; a read gives each range
- * of the run room for one more reader; and adds to s what the access
- * follows: the ranges' writers, and for a write their readers too. */
+ * it is cut there, a gap becomes an empty range; and follows each range of
+ * the run (above). */
 static int cover(weft__flow *f, uintptr_t lo, uintptr_t hi, int writes,
-                 joiner *jn, depset *s, node **first) {
+                 joiner *jn, depset *s) {
+  int rc = 0;
+  node *x = whole(f, lo, hi);
+  if (x) {
+    for (;; x = x->next[0])
+      if ((rc = follow(f, x, writes, jn, s)) != 0 || x->hi == hi)
+        return rc;
+  }
   cur c;
   seek(f, &c, lo);
-  node *x = at(&c);
-  int rc = 0;
+  x = at(&c);
   if (x && x->lo < lo) {
     if ((rc = split(f, &c, lo)) != 0)
       return rc;
     step(f, &c);
   }
-  int firsts = 1;
   for (uintptr_t p = lo; p < hi; step(f, &c)) {
     x = at(&c);
     if (!x || x->lo > p) {
@@ -391,17 +504,8 @@ static int cover(weft__flow *f, uintptr_t lo, uintptr_t hi, int writes,
     }
     if (x->hi > hi && (rc = split(f, &c, hi)) != 0)
       return rc;
-    if (firsts) {
-      *first = x;
-      firsts = 0;
-    }
-    if (!writes && (rc = room(f, x, jn)) != 0)
+    if ((rc = follow(f, x, writes, jn, s)) != 0)
       return rc;
-    if ((rc = dep_add(s, x->writer)) != 0)
-      return rc;
-    for (uint32_t j = 0; writes && j < x->nrd; j++)
-      if ((rc = dep_add(s, x->rd[j])) != 0)
-        return rc;
     p = x->hi;
   }
   return 0;
@@ -437,10 +541,6 @@ int weft__flow_note(weft__flow **fp, const void *self, const weft_access *a,
    * that a write collects readers after any fold. */
   joiner jn = {join, ctx, 0, NULL, 0, {0}};
   depset s = {buf, buf, NULL, 0, WEFT__FLOW_INLINE, 0, self, &f->work};
-  /* The first range of each of the first FIRSTS accesses after phase 1:
-   * it starts at the access's first byte, and phase 1 frees no range, so
-   * a read's phase 2 walks from it without a second seek. */
-  node *firsts[FIRSTS];
   int h = 0, rc = 0;
   for (int pass = 0; pass < 2 && rc == 0; pass++)
     for (size_t i = 0; i < n && rc == 0; i++) {
@@ -450,10 +550,7 @@ int weft__flow_note(weft__flow **fp, const void *self, const weft_access *a,
       h |= (a[i].mode & WEFT_ACCESS_HOST) != 0;
       uintptr_t lo, hi;
       span(a[i].ptr, a[i].bytes, &lo, &hi);
-      node *first = NULL;
-      rc = cover(f, lo, hi, writes, &jn, &s, &first);
-      if (i < FIRSTS)
-        firsts[i] = first;
+      rc = cover(f, lo, hi, writes, &jn, &s);
     }
   free((void *)s.h);
   if (rc) {
@@ -461,7 +558,11 @@ int weft__flow_note(weft__flow **fp, const void *self, const weft_access *a,
     return rc;
   }
   /* Phase 2: the record changes; nothing allocates. Reads first, so that
-   * a task reading and writing one range is left its writer alone. */
+   * a task reading and writing one range is left its writer alone. Phase
+   * 1 made each access a run of whole ranges, and phase 2's reads free
+   * none: a read's run starts at the range the index finds at its first
+   * byte. A write's merge may join the ranges of a later write: that one
+   * then seeks. */
   for (int pass = 0; pass < 2; pass++)
     for (size_t i = 0; i < n; i++) {
       int writes = (a[i].mode & WEFT_WRITE) != 0;
@@ -469,28 +570,28 @@ int weft__flow_note(weft__flow **fp, const void *self, const weft_access *a,
         continue;
       uintptr_t lo, hi;
       span(a[i].ptr, a[i].bytes, &lo, &hi);
-      if (!writes && i < FIRSTS) {
-        for (node *x = firsts[i]; x && x->lo < hi; x = x->next[0]) {
+      node *x = ix_find(f, lo);
+      if (!writes) {
+        for (; x && x->lo < hi; x = x->next[0]) {
           if (x->writer != self && (x->nrd == 0 || x->rd[x->nrd - 1] != self))
             x->rd[x->nrd++] = self; /* room made in phase 1 */
           f->work++;
         }
         continue;
       }
+      if (x && x->hi == hi) { /* one range: nothing to merge */
+        x->writer = self;
+        x->nrd = 0;
+        continue;
+      }
       cur c, first;
       seek(f, &c, lo);
       first = c;
-      for (node *x; (x = at(&c)) && x->lo < hi; step(f, &c)) {
-        if (writes) {
-          x->writer = self;
-          x->nrd = 0;
-        } else if (x->writer != self &&
-                   (x->nrd == 0 || x->rd[x->nrd - 1] != self)) {
-          x->rd[x->nrd++] = self; /* room made in phase 1 */
-        }
+      for (; (x = at(&c)) && x->lo < hi; step(f, &c)) {
+        x->writer = self;
+        x->nrd = 0;
       }
-      if (writes)
-        merge(f, &first, hi);
+      merge(f, &first, hi);
     }
   if (s.n == 0) {
     weft__flow_deps_free(s.d, buf);
@@ -550,5 +651,6 @@ void weft__flow_free(weft__flow *f) {
     node_free(x);
     x = next;
   }
+  free(f->ix);
   free(f);
 }

@@ -7,7 +7,8 @@
  * and joined at the end, then run again one task at a time (spawn, join),
  * and the buffers compared bit for bit; also read-mostly programs, whose
  * ranges are read by many tasks between writes (readers folded into
- * joins). Tasks yield at random, so they
+ * joins), and tiled ones, whose accesses mostly name whole tiles again
+ * (the record's index of ranges by first byte). Tasks yield at random, so they
  * interleave and migrate between workers. Then the edge cases: a task
  * whose host code reads pinned memory an earlier task's GPU work wrote
  * (WEFT_ACCESS_HOST), readers left to run side by side, tasks spawned by a
@@ -65,12 +66,19 @@ static void step_task(void *arg) {
 /* A seed above HOT makes a read-mostly program: most steps copy from
  * buffer 0 or 1 and few write there, so that many tasks read a range
  * between its writes (the record folds them into joins, which the
- * writers then follow). */
+ * writers then follow). A seed above TILED makes a program over tiles
+ * of TILE elements, one to three at a time, mostly one, with a rare
+ * range that starts or ends inside a tile: most accesses name ranges the
+ * record already holds whole (its index finds them), a write of several
+ * tiles merges them, and the next access of one of them finds a range
+ * that is no longer whole. */
 #define HOT 1000u
+#define TILED 2000u
+enum { TILE = 32 };
 
 static void make_program(step *p, int n, uint64_t seed) {
   static const float as[] = {-1.0f, 0.5f, 1.0f, 2.0f};
-  int hot = seed > HOT;
+  int tiled = seed > TILED, hot = seed > HOT && !tiled;
   for (int i = 0; i < n; i++) {
     step *s = &p[i];
     s->len = tt_rand_range(&seed, 1, LEN / 2);
@@ -78,10 +86,17 @@ static void make_program(step *p, int n, uint64_t seed) {
     if (hot && s->dst < 2 && tt_rand(&seed) % 16 != 0)
       s->dst += 2;
     s->doff = tt_rand_range(&seed, 0, LEN - s->len);
+    if (tiled && tt_rand(&seed) % 16 != 0) {
+      int tiles = tt_rand(&seed) % 4 == 0 ? tt_rand_range(&seed, 2, 3) : 1;
+      s->len = tiles * TILE;
+      s->doff = tt_rand_range(&seed, 0, LEN / TILE - tiles) * TILE;
+    }
     s->src = tt_rand(&seed) % 4 == 0 ? -1 : tt_rand_range(&seed, 0, NBUF - 1);
     if (hot && tt_rand(&seed) % 8 != 0)
       s->src = (int)(tt_rand(&seed) % 2);
     s->soff = tt_rand_range(&seed, 0, LEN - s->len);
+    if (tiled && s->len % TILE == 0)
+      s->soff = tt_rand_range(&seed, 0, (LEN - s->len) / TILE) * TILE;
     if (s->src == s->dst)
       s->soff = s->doff; /* a copy onto itself: the same range, read too */
     s->a = as[tt_rand(&seed) % 4];
@@ -581,9 +596,11 @@ int main(void) {
   random_program(rt, quick ? 600 : 20000, 2);
   random_program(rt, quick ? 300 : 3000, 3);
   random_program(rt, quick ? 600 : 5000, HOT + 1);
+  random_program(rt, quick ? 600 : 5000, TILED + 1);
   captured_program(rt, quick ? 200 : 500, 4, 3);
   captured_program(rt, quick ? 300 : 5000, 5, 2);
   captured_program(rt, quick ? 600 : 3000, HOT + 2, 2);
+  captured_program(rt, quick ? 600 : 3000, TILED + 2, 2);
   captured_refusals(rt);
   host_access(rt);
   concurrent_readers(rt);
