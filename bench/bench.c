@@ -418,7 +418,7 @@ static void fmt_num(char *buf, size_t len, double v) {
     snprintf(buf, len, "%.3g", v);
 }
 
-enum { W_SC = 10, W_VAR = 40, W_NUM = 9, W_UNIT = 7, W_RATIO = 8 };
+enum { W_SC = 13, W_VAR = 40, W_NUM = 9, W_UNIT = 7, W_RATIO = 8 };
 
 static void print_header(FILE *f) {
   fprintf(f, "%-*s %-*s %*s %*s   %*s %-*s %*s  %s\n", W_SC, "scenario", W_VAR,

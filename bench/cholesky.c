@@ -50,27 +50,41 @@ int chol_inputs(const chol_op *o, unsigned in[2][2]) {
 }
 
 #ifdef WEFT_BENCH_CUDA
+/* The S routine in FP32, the D routine in FP64: the same arguments but
+ * for the scalars, which are of the precision too. */
 static int cuda_op(bench_ctx *c, const chol_lib *lib, int b, const chol_op *o,
-                   float *out, float *in0, float *in1) {
+                   void *out, void *in0, void *in1) {
   float one = 1, minus = -1;
+  double one_d = 1, minus_d = -1;
+  int d = lib->prec == CHOL_F64;
   int st = 0;
   switch (o->kind) {
   case CHOL_POTRF:
-    st = (int)cusolverDnSpotrf(lib->sol, CUBLAS_FILL_MODE_LOWER, b, out, b,
-                               lib->work, lib->lwork, lib->info);
+    st = d ? (int)cusolverDnDpotrf(lib->sol, CUBLAS_FILL_MODE_LOWER, b, out, b,
+                                   lib->work, lib->lwork, lib->info)
+           : (int)cusolverDnSpotrf(lib->sol, CUBLAS_FILL_MODE_LOWER, b, out, b,
+                                   lib->work, lib->lwork, lib->info);
     break;
   case CHOL_TRSM:
-    st = (int)cublasStrsm(lib->blas, CUBLAS_SIDE_RIGHT, CUBLAS_FILL_MODE_LOWER,
-                          CUBLAS_OP_T, CUBLAS_DIAG_NON_UNIT, b, b, &one, in0, b,
-                          out, b);
+    st =
+        d ? (int)cublasDtrsm(lib->blas, CUBLAS_SIDE_RIGHT,
+                             CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_T,
+                             CUBLAS_DIAG_NON_UNIT, b, b, &one_d, in0, b, out, b)
+          : (int)cublasStrsm(lib->blas, CUBLAS_SIDE_RIGHT,
+                             CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_T,
+                             CUBLAS_DIAG_NON_UNIT, b, b, &one, in0, b, out, b);
     break;
   case CHOL_SYRK:
-    st = (int)cublasSsyrk(lib->blas, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_N, b, b,
-                          &minus, in0, b, &one, out, b);
+    st = d ? (int)cublasDsyrk(lib->blas, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_N, b,
+                              b, &minus_d, in0, b, &one_d, out, b)
+           : (int)cublasSsyrk(lib->blas, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_N, b,
+                              b, &minus, in0, b, &one, out, b);
     break;
   default:
-    st = (int)cublasSgemm(lib->blas, CUBLAS_OP_N, CUBLAS_OP_T, b, b, b, &minus,
-                          in0, b, in1, b, &one, out, b);
+    st = d ? (int)cublasDgemm(lib->blas, CUBLAS_OP_N, CUBLAS_OP_T, b, b, b,
+                              &minus_d, in0, b, in1, b, &one_d, out, b)
+           : (int)cublasSgemm(lib->blas, CUBLAS_OP_N, CUBLAS_OP_T, b, b, b,
+                              &minus, in0, b, in1, b, &one, out, b);
   }
   return st ? bench_fail(c, "tile operation %d (%d,%d,%d): status %d", o->kind,
                          o->i, o->j, o->k, st)
@@ -78,9 +92,16 @@ static int cuda_op(bench_ctx *c, const chol_lib *lib, int b, const chol_op *o,
 }
 #endif
 
-int chol_task_lib(bench_ctx *c, int cuda, const chol_op *o, int lwork,
-                  float *work, chol_lib *lib) {
+/* Points lib->info past lib->work's lwork elements. */
+static void place_info(chol_lib *lib) {
+  lib->info =
+      (int *)((char *)lib->work + (size_t)lib->lwork * chol_elem(lib->prec));
+}
+
+int chol_task_lib(bench_ctx *c, int cuda, chol_prec p, const chol_op *o,
+                  int lwork, void *work, chol_lib *lib) {
   memset(lib, 0, sizeof *lib);
+  lib->prec = p;
 #ifdef WEFT_BENCH_CUDA
   if (!cuda)
     return 0;
@@ -92,14 +113,13 @@ int chol_task_lib(bench_ctx *c, int cuda, const chol_op *o, int lwork,
     return 0;
   lib->lwork = lwork;
   if (!work) {
-    int e =
-        weft_device_alloc(((size_t)lwork + 64) * sizeof(float), (void **)&work);
+    int e = weft_device_alloc(chol_work_bytes(p, lwork), &work);
     if (e)
       return bench_fail_weft(c, e, "weft_device_alloc(potrf workspace)");
     lib->owned = 1;
   }
   lib->work = work;
-  lib->info = (int *)(work + lwork);
+  place_info(lib);
 #else
   (void)c, (void)cuda, (void)o, (void)lwork, (void)work;
 #endif
@@ -113,8 +133,8 @@ void chol_task_lib_done(chol_lib *lib) {
 }
 
 int chol_run_op(bench_ctx *c, int cuda, const tile_kernels *k,
-                const chol_lib *lib, unsigned b, const chol_op *o, float *out,
-                float *in0, float *in1, raw_stream *s) {
+                const chol_lib *lib, unsigned b, const chol_op *o, void *out,
+                void *in0, void *in1, raw_stream *s) {
 #ifdef WEFT_BENCH_CUDA
   if (cuda)
     return cuda_op(c, lib, (int)b, o, out, in0, in1);
@@ -145,10 +165,11 @@ int chol_run_op(bench_ctx *c, int cuda, const tile_kernels *k,
   return e ? bench_fail_weft(c, e, "weft_launch(tile)") : 0;
 }
 
-int chol_raw_open(bench_ctx *c, weft_runtime *rt, unsigned T, unsigned b,
-                  float *tile0, int *lwork, chol_raw *r) {
+int chol_raw_open(bench_ctx *c, weft_runtime *rt, chol_prec p, unsigned T,
+                  unsigned b, void *tile0, int *lwork, chol_raw *r) {
   memset(r, 0, sizeof *r);
   r->cuda = raw_on_cuda(rt);
+  r->prec = p;
   r->T = T;
   r->b = b;
   *lwork = 0;
@@ -164,19 +185,24 @@ int chol_raw_open(bench_ctx *c, weft_runtime *rt, unsigned T, unsigned b,
 #ifdef WEFT_BENCH_CUDA
   for (int i = 0; r->cuda && i < CHOL_NS; i++) {
     chol_lib *l = &r->lib[i];
+    l->prec = p;
     if (cublasCreate(&l->blas) != CUBLAS_STATUS_SUCCESS ||
         cublasSetStream(l->blas, r->rs[i].cs) != CUBLAS_STATUS_SUCCESS ||
         cusolverDnCreate(&l->sol) != CUSOLVER_STATUS_SUCCESS ||
         cusolverDnSetStream(l->sol, r->rs[i].cs) != CUSOLVER_STATUS_SUCCESS)
       return bench_fail(c, "raw CUDA: cuBLAS/cuSOLVER set-up failed");
-    if (i == 0 && cusolverDnSpotrf_bufferSize(l->sol, CUBLAS_FILL_MODE_LOWER,
-                                              (int)b, tile0, (int)b,
-                                              lwork) != CUSOLVER_STATUS_SUCCESS)
-      return bench_fail(c, "cusolverDnSpotrf_bufferSize failed");
+    if (i == 0 &&
+        (p == CHOL_F64
+             ? cusolverDnDpotrf_bufferSize(l->sol, CUBLAS_FILL_MODE_LOWER,
+                                           (int)b, tile0, (int)b, lwork)
+             : cusolverDnSpotrf_bufferSize(l->sol, CUBLAS_FILL_MODE_LOWER,
+                                           (int)b, tile0, (int)b, lwork)) !=
+            CUSOLVER_STATUS_SUCCESS)
+      return bench_fail(c, "cusolverDn%spotrf_bufferSize failed",
+                        p == CHOL_F64 ? "D" : "S");
     l->lwork = *lwork;
-    RAW_TRY(c, cudaMalloc((void **)&l->work,
-                          ((size_t)*lwork + 64) * sizeof(float)));
-    l->info = (int *)(l->work + *lwork);
+    RAW_TRY(c, cudaMalloc(&l->work, chol_work_bytes(p, *lwork)));
+    place_info(l);
   }
 #else
   (void)tile0;
@@ -211,21 +237,21 @@ void chol_raw_reset(chol_raw *r) {
 }
 
 int chol_raw_issue(bench_ctx *c, const tile_kernels *k, chol_raw *r,
-                   float *tiles, const chol_op *o, int hand) {
-  size_t te = (size_t)r->b * r->b;
+                   void *tiles, const chol_op *o, int hand) {
+  size_t tb = (size_t)r->b * r->b * chol_elem(r->prec);
   size_t out = (size_t)o->i * r->T + (unsigned)o->j;
   int si = hand ? (int)(out % CHOL_NS) : 0;
   unsigned in[2][2];
   int nin = chol_inputs(o, in);
-  float *p[2] = {NULL, NULL};
+  void *p[2] = {NULL, NULL};
   for (int t = 0; t < nin; t++) {
     size_t ti = (size_t)in[t][0] * r->T + in[t][1];
-    p[t] = tiles + ti * te;
+    p[t] = (char *)tiles + ti * tb;
     if (hand && r->written[ti] && (int)(ti % CHOL_NS) != si)
       RAW_TRY(c, raw_stream_wait(r->rs[si], r->ev[ti]));
   }
-  if (chol_run_op(c, r->cuda, k, &r->lib[si], r->b, o, tiles + out * te, p[0],
-                  p[1], &r->rs[si]))
+  if (chol_run_op(c, r->cuda, k, &r->lib[si], r->b, o, (char *)tiles + out * tb,
+                  p[0], p[1], &r->rs[si]))
     return BENCH_FAIL;
   if (hand) {
     RAW_TRY(c, raw_event_record(r->ev[out], r->rs[si]));
@@ -248,29 +274,46 @@ const char *chol_label(char *buf, size_t len, const char *what, unsigned n,
   return buf;
 }
 
-void chol_matrix(float *a, unsigned n, unsigned b) {
-  memset(a, 0, (size_t)n * n * sizeof *a);
+/* Element i of m, of precision p. */
+static double get(const void *m, chol_prec p, size_t i) {
+  return p == CHOL_F64 ? ((const double *)m)[i] : ((const float *)m)[i];
+}
+
+static void put(void *m, chol_prec p, size_t i, double v) {
+  if (p == CHOL_F64)
+    ((double *)m)[i] = v;
+  else
+    ((float *)m)[i] = (float)v;
+}
+
+void chol_matrix(void *a, chol_prec p, unsigned n, unsigned b) {
+  memset(a, 0, (size_t)n * n * chol_elem(p));
   uint64_t seed = 12345;
   for (unsigned col = 0; col < n; col++)
     for (unsigned r = col; r < n; r++) {
-      float v =
-          r == col ? (float)n + 1 : (float)(lcg(&seed) % 2001) / 1000.0f - 1.0f;
-      a[chol_at(n, b, r, col)] = v;
-      a[chol_at(n, b, col, r)] = v; /* the upper tiles are never read */
+      unsigned u = r == col ? 0 : (unsigned)(lcg(&seed) % 2001);
+      /* FP32 computes in float, as it always has: rounding u / 1000 - 1
+       * once from double gives a different float for about half of u. */
+      double v = r == col        ? (double)n + 1
+                 : p == CHOL_F64 ? (double)u / 1000.0 - 1.0
+                                 : (double)((float)u / 1000.0f - 1.0f);
+      put(a, p, chol_at(n, b, r, col), v);
+      put(a, p, chol_at(n, b, col, r), v); /* the upper tiles are never read */
     }
 }
 
-int chol_check(bench_ctx *c, const float *a, const float *l, unsigned n,
-               unsigned b, const char *who) {
+int chol_check(bench_ctx *c, chol_prec p, const void *a, const void *l,
+               unsigned n, unsigned b, const char *who) {
+  double tol = p == CHOL_F64 ? 1e-9 : 1e-3;
   uint64_t seed = 77;
   for (int s = 0; s < 64; s++) {
     unsigned r = (unsigned)(lcg(&seed) % n);
     unsigned col = (unsigned)(lcg(&seed) % (r + 1));
     double sum = 0;
     for (unsigned k = 0; k <= col; k++)
-      sum += (double)l[chol_at(n, b, r, k)] * l[chol_at(n, b, col, k)];
-    double want = a[chol_at(n, b, r, col)];
-    if (!(fabs(sum - want) <= 1e-3 * (fabs(want) + 1)))
+      sum += get(l, p, chol_at(n, b, r, k)) * get(l, p, chol_at(n, b, col, k));
+    double want = get(a, p, chol_at(n, b, r, col));
+    if (!(fabs(sum - want) <= tol * (fabs(want) + 1)))
       return bench_fail(c, "%s: (L L^T)[%u][%u] = %g, A has %g", who, r, col,
                         sum, want);
   }

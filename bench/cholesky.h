@@ -2,7 +2,7 @@
  * scenarios factor: its operations in the loop's order, one operation run
  * on given tiles (cuSOLVER and cuBLAS on CUDA, the bench's tile kernels on
  * the host backend; weft's way or raw on a stream), the matrix and the
- * check of its factor.
+ * check of its factor; in FP32 or FP64 (chol_prec), the same code for both.
  *
  * The matrix is n x n, symmetric positive definite (off-diagonal entries
  * in [-1, 1], n + 1 on the diagonal), stored as T x T tiles of b x b,
@@ -26,6 +26,16 @@
 
 enum { CHOL_POTRF, CHOL_TRSM, CHOL_SYRK, CHOL_GEMM };
 
+/* The element type of the matrix, its tiles and potrf's workspace: float
+ * (cuSOLVER's and cuBLAS's S routines, the tile kernels) or double (the D
+ * routines, the tile kernels' _f64 versions). */
+typedef enum { CHOL_F32, CHOL_F64 } chol_prec;
+
+/* The bytes of one element of precision p. */
+static inline size_t chol_elem(chol_prec p) {
+  return p == CHOL_F64 ? sizeof(double) : sizeof(float);
+}
+
 /* One tile operation: writes A_ij (potrf: A_kk). */
 typedef struct chol_op {
   int kind, i, j, k;
@@ -39,35 +49,44 @@ size_t chol_plan(unsigned T, chol_op *ops);
  * trsm A_kk; syrk A_ik; gemm A_ik then A_jk. */
 int chol_inputs(const chol_op *o, unsigned in[2][2]);
 
-/* What an operation runs with on CUDA: the library handles and potrf's
- * workspace (lwork floats, then info). Unused on the host backend. */
+/* What an operation runs with on CUDA: the precision, the library
+ * handles and potrf's workspace (lwork elements of the precision, then
+ * info). Unused on the host backend. */
 typedef struct chol_lib {
+  chol_prec prec;
 #ifdef WEFT_BENCH_CUDA
   cublasHandle_t blas;
   cusolverDnHandle_t sol;
 #endif
-  float *work;
+  void *work;
   int *info;
   int lwork;
   int owned; /* work is chol_task_lib's */
 } chol_lib;
 
-/* Fills *lib for o in the calling task: weft_cublas() or
+/* The bytes of a potrf workspace of lwork elements of p with room after
+ * it for info. */
+static inline size_t chol_work_bytes(chol_prec p, int lwork) {
+  return ((size_t)lwork + 64) * chol_elem(p);
+}
+
+/* Fills *lib for o of precision p in the calling task: weft_cublas() or
  * weft_cusolver_dn() (the task's own), and for potrf a workspace of
- * lwork floats: work when given (a graph capture allocates nothing), else
+ * lwork elements: work when given (a graph capture allocates nothing), else
  * weft_device_alloc'd, freed by chol_task_lib_done. On the host backend
  * nothing. Returns 0 or BENCH_FAIL (reported). */
-int chol_task_lib(bench_ctx *c, int cuda, const chol_op *o, int lwork,
-                  float *work, chol_lib *lib);
+int chol_task_lib(bench_ctx *c, int cuda, chol_prec p, const chol_op *o,
+                  int lwork, void *work, chol_lib *lib);
 void chol_task_lib_done(chol_lib *lib);
 
 /* Runs o on tiles of b x b: out is A_ij, in0 and in1 its inputs in
- * chol_inputs' order. On CUDA through lib's handles (on their streams);
- * on the host backend the tile kernels, on s when given, else weft_launch
- * on the calling task's stream. Returns 0 or BENCH_FAIL (reported). */
+ * chol_inputs' order. On CUDA through lib's handles (on their streams), in
+ * lib's precision; on the host backend the tile kernels k (of the same
+ * precision), on s when given, else weft_launch on the calling task's
+ * stream. Returns 0 or BENCH_FAIL (reported). */
 int chol_run_op(bench_ctx *c, int cuda, const tile_kernels *k,
-                const chol_lib *lib, unsigned b, const chol_op *o, float *out,
-                float *in0, float *in1, raw_stream *s);
+                const chol_lib *lib, unsigned b, const chol_op *o, void *out,
+                void *in0, void *in1, raw_stream *s);
 
 /* The factorisation as raw code orders it by hand: CHOL_NS raw streams,
  * each tile's operations on its tile's stream, an event per tile recorded
@@ -77,6 +96,7 @@ int chol_run_op(bench_ctx *c, int cuda, const tile_kernels *k,
 enum { CHOL_NS = 8 };
 typedef struct chol_raw {
   int cuda;
+  chol_prec prec;
   unsigned T, b;
   raw_stream rs[CHOL_NS];
   raw_event *ev;
@@ -84,12 +104,12 @@ typedef struct chol_raw {
   chol_lib lib[CHOL_NS];
 } chol_raw;
 
-/* Makes r's streams, events and handles for T x T tiles of b (tile0 any
- * device tile, for the workspace query); *lwork: potrf's workspace in
- * floats (0 on the host backend). Returns 0 or BENCH_FAIL (reported);
- * chol_raw_close frees what was made either way. */
-int chol_raw_open(bench_ctx *c, weft_runtime *rt, unsigned T, unsigned b,
-                  float *tile0, int *lwork, chol_raw *r);
+/* Makes r's streams, events and handles for T x T tiles of b in
+ * precision p (tile0 any device tile, for the workspace query); *lwork:
+ * potrf's workspace in elements of p (0 on the host backend). Returns 0 or
+ * BENCH_FAIL (reported); chol_raw_close frees what was made either way. */
+int chol_raw_open(bench_ctx *c, weft_runtime *rt, chol_prec p, unsigned T,
+                  unsigned b, void *tile0, int *lwork, chol_raw *r);
 void chol_raw_close(chol_raw *r);
 /* Forgets which tiles' events were recorded (before a run). */
 void chol_raw_reset(chol_raw *r);
@@ -97,7 +117,7 @@ void chol_raw_reset(chol_raw *r);
  * tile's stream after its inputs' events, recording its own; without, in
  * order on the first stream. Returns 0 or BENCH_FAIL (reported). */
 int chol_raw_issue(bench_ctx *c, const tile_kernels *k, chol_raw *r,
-                   float *tiles, const chol_op *o, int hand);
+                   void *tiles, const chol_op *o, int hand);
 /* Waits for the first n streams. */
 int chol_raw_sync(bench_ctx *c, chol_raw *r, int n);
 
@@ -106,14 +126,16 @@ int chol_raw_sync(bench_ctx *c, chol_raw *r, int n);
 const char *chol_label(char *buf, size_t len, const char *what, unsigned n,
                        unsigned b, int sized);
 
-/* Fills the tile-major n x n matrix a (T = n / b tiles a side). */
-void chol_matrix(float *a, unsigned n, unsigned b);
+/* Fills the tile-major n x n matrix a of precision p (T = n / b tiles a
+ * side). */
+void chol_matrix(void *a, chol_prec p, unsigned n, unsigned b);
 
-/* L L^T of the factored tile-major l against a, at 64 sampled entries of
- * the lower triangle, within 1e-3 relative; who names the variant in the
- * failure. Returns 0 or BENCH_FAIL. */
-int chol_check(bench_ctx *c, const float *a, const float *l, unsigned n,
-               unsigned b, const char *who);
+/* L L^T of the factored tile-major l against a, both of precision p, at
+ * 64 sampled entries of the lower triangle, within 1e-3 relative in FP32,
+ * 1e-9 in FP64; who names the variant in the failure. Returns 0 or
+ * BENCH_FAIL. */
+int chol_check(bench_ctx *c, chol_prec p, const void *a, const void *l,
+               unsigned n, unsigned b, const char *who);
 
 /* Element (r, col) of a tile-major matrix m of n / b tiles a side. */
 static inline size_t chol_at(unsigned n, unsigned b, unsigned r, unsigned col) {

@@ -107,10 +107,12 @@ int seed_kernels_preload(const seed_kernels *k, weft_backend_kind backend);
 /* Blocks for n elements: one per SEED_THREADS, at most SEED_MAX_BLOCKS. */
 unsigned seed_blocks(unsigned long n);
 
-/* The tile operations of the dataflow scenario's Cholesky factorisation,
- * host backend only (on CUDA the scenario calls cuSOLVER and cuBLAS, as
- * StarPU's and CUDASTF's demonstrations do). Tiles are b x b, column-major,
- * lower triangle; launch each with one block of one thread.
+/* The tile operations of the Cholesky scenarios' factorisation (dataflow,
+ * cholesky and their -fp64 twins), host backend only (on CUDA the
+ * scenarios call cuSOLVER and cuBLAS, as StarPU's and CUDASTF's
+ * demonstrations do). Tiles are b x b, column-major, lower triangle, of
+ * float, or of double for the _f64 versions; launch each with one block of
+ * one thread.
  *
  *   tile_potrf(a, b)          a = its Cholesky factor L (a = L L^T)
  *   tile_trsm(l, a, b)        a = a L^-T
@@ -120,12 +122,18 @@ void tile_host_potrf(const weft_kernel_ctx *ctx, void **args);
 void tile_host_trsm(const weft_kernel_ctx *ctx, void **args);
 void tile_host_syrk(const weft_kernel_ctx *ctx, void **args);
 void tile_host_gemm(const weft_kernel_ctx *ctx, void **args);
+void tile_host_potrf_f64(const weft_kernel_ctx *ctx, void **args);
+void tile_host_trsm_f64(const weft_kernel_ctx *ctx, void **args);
+void tile_host_syrk_f64(const weft_kernel_ctx *ctx, void **args);
+void tile_host_gemm_f64(const weft_kernel_ctx *ctx, void **args);
 
 typedef struct tile_kernels {
   weft_kernel potrf, trsm, syrk, gemm;
 } tile_kernels;
 
-void tile_kernels_init(tile_kernels *k);
+/* The float kernels ("tile_potrf", ...), or with f64 the double ones
+ * ("tile_potrf_f64", ...). */
+void tile_kernels_init(tile_kernels *k, int f64);
 
 /* Threads per block of partial_reduce and divide_by; a power of two, since
  * the CUDA tree reduction halves it. */

@@ -284,87 +284,98 @@ double demo_fill_input(float *a, unsigned long long n, uint64_t *seed) {
   return sum;
 }
 
-/* ---- the dataflow scenario's tiles ---- */
+/* ---- the Cholesky scenarios' tiles ---- */
 
-void tile_host_potrf(const weft_kernel_ctx *ctx, void **args) {
-  (void)ctx;
-  float *a = *(float *const *)args[0];
-  unsigned b = *(const unsigned *)args[1];
-  for (unsigned j = 0; j < b; j++) {
-    float d = a[j + j * b];
-    for (unsigned k = 0; k < j; k++)
-      d -= a[j + k * b] * a[j + k * b];
-    d = sqrtf(d);
-    a[j + j * b] = d;
-    for (unsigned i = j + 1; i < b; i++) {
-      float s = a[i + j * b];
-      for (unsigned k = 0; k < j; k++)
-        s -= a[i + k * b] * a[j + k * b];
-      a[i + j * b] = s / d;
-    }
+/* The four tile kernels over element type T, named tile_host_<op><SFX>;
+ * SQRT is T's square root. One definition for FP32 and FP64, so that both
+ * precisions run the same arithmetic in the same order. */
+#define TILE_HOST_KERNELS(T, SFX, SQRT)                                        \
+  void tile_host_potrf##SFX(const weft_kernel_ctx *ctx, void **args) {         \
+    (void)ctx;                                                                 \
+    T *a = *(T *const *)args[0];                                               \
+    unsigned b = *(const unsigned *)args[1];                                   \
+    for (unsigned j = 0; j < b; j++) {                                         \
+      T d = a[j + j * b];                                                      \
+      for (unsigned k = 0; k < j; k++)                                         \
+        d -= a[j + k * b] * a[j + k * b];                                      \
+      d = SQRT(d);                                                             \
+      a[j + j * b] = d;                                                        \
+      for (unsigned i = j + 1; i < b; i++) {                                   \
+        T s = a[i + j * b];                                                    \
+        for (unsigned k = 0; k < j; k++)                                       \
+          s -= a[i + k * b] * a[j + k * b];                                    \
+        a[i + j * b] = s / d;                                                  \
+      }                                                                        \
+    }                                                                          \
+  }                                                                            \
+                                                                               \
+  /* Row r of x solves x L^T = a_r:                                            \
+   * x[j] = (a[j] - sum x[k] L[j][k]) / L[j][j]. */                            \
+  void tile_host_trsm##SFX(const weft_kernel_ctx *ctx, void **args) {          \
+    (void)ctx;                                                                 \
+    const T *l = *(const T *const *)args[0];                                   \
+    T *a = *(T *const *)args[1];                                               \
+    unsigned b = *(const unsigned *)args[2];                                   \
+    for (unsigned r = 0; r < b; r++)                                           \
+      for (unsigned j = 0; j < b; j++) {                                       \
+        T s = a[r + j * b];                                                    \
+        for (unsigned k = 0; k < j; k++)                                       \
+          s -= a[r + k * b] * l[j + k * b];                                    \
+        a[r + j * b] = s / l[j + j * b];                                       \
+      }                                                                        \
+  }                                                                            \
+                                                                               \
+  void tile_host_syrk##SFX(const weft_kernel_ctx *ctx, void **args) {          \
+    (void)ctx;                                                                 \
+    const T *a = *(const T *const *)args[0];                                   \
+    T *c = *(T *const *)args[1];                                               \
+    unsigned b = *(const unsigned *)args[2];                                   \
+    for (unsigned j = 0; j < b; j++)                                           \
+      for (unsigned k = 0; k < b; k++) {                                       \
+        T ajk = a[j + k * b];                                                  \
+        for (unsigned i = j; i < b; i++)                                       \
+          c[i + j * b] -= a[i + k * b] * ajk;                                  \
+      }                                                                        \
+  }                                                                            \
+                                                                               \
+  void tile_host_gemm##SFX(const weft_kernel_ctx *ctx, void **args) {          \
+    (void)ctx;                                                                 \
+    const T *a = *(const T *const *)args[0];                                   \
+    const T *bt = *(const T *const *)args[1];                                  \
+    T *c = *(T *const *)args[2];                                               \
+    unsigned b = *(const unsigned *)args[3];                                   \
+    for (unsigned j = 0; j < b; j++)                                           \
+      for (unsigned k = 0; k < b; k++) {                                       \
+        T bjk = bt[j + k * b];                                                 \
+        for (unsigned i = 0; i < b; i++)                                       \
+          c[i + j * b] -= a[i + k * b] * bjk;                                  \
+      }                                                                        \
   }
-}
 
-void tile_host_trsm(const weft_kernel_ctx *ctx, void **args) {
-  (void)ctx;
-  const float *l = *(const float *const *)args[0];
-  float *a = *(float *const *)args[1];
-  unsigned b = *(const unsigned *)args[2];
-  /* Row r of x solves x L^T = a_r: x[j] = (a[j] - sum x[k] L[j][k]) / L[j][j].
-   */
-  for (unsigned r = 0; r < b; r++)
-    for (unsigned j = 0; j < b; j++) {
-      float s = a[r + j * b];
-      for (unsigned k = 0; k < j; k++)
-        s -= a[r + k * b] * l[j + k * b];
-      a[r + j * b] = s / l[j + j * b];
-    }
-}
+TILE_HOST_KERNELS(float, , sqrtf)
+TILE_HOST_KERNELS(double, _f64, sqrt)
 
-void tile_host_syrk(const weft_kernel_ctx *ctx, void **args) {
-  (void)ctx;
-  const float *a = *(const float *const *)args[0];
-  float *c = *(float *const *)args[1];
-  unsigned b = *(const unsigned *)args[2];
-  for (unsigned j = 0; j < b; j++)
-    for (unsigned k = 0; k < b; k++) {
-      float ajk = a[j + k * b];
-      for (unsigned i = j; i < b; i++)
-        c[i + j * b] -= a[i + k * b] * ajk;
-    }
-}
+/* The descriptors of TILE_HOST_KERNELS(T, SFX, ...), named "tile_<op>"
+ * followed by SFX. */
+#define TILE_KERNELS(T, SFX)                                                   \
+  (tile_kernels) {                                                             \
+    .potrf = {.host = tile_host_potrf##SFX,                                    \
+              .name = "tile_potrf" #SFX,                                       \
+              WEFT_KERNEL_ARGS(T *, unsigned)},                                \
+    .trsm = {.host = tile_host_trsm##SFX,                                      \
+             .name = "tile_trsm" #SFX,                                         \
+             WEFT_KERNEL_ARGS(const T *, T *, unsigned),                       \
+             .reads = WEFT_ARG_READ(0)},                                       \
+    .syrk = {.host = tile_host_syrk##SFX,                                      \
+             .name = "tile_syrk" #SFX,                                         \
+             WEFT_KERNEL_ARGS(const T *, T *, unsigned),                       \
+             .reads = WEFT_ARG_READ(0)},                                       \
+    .gemm = {.host = tile_host_gemm##SFX,                                      \
+             .name = "tile_gemm" #SFX,                                         \
+             WEFT_KERNEL_ARGS(const T *, const T *, T *, unsigned),            \
+             .reads = WEFT_ARG_READ(0) | WEFT_ARG_READ(1)},                    \
+  }
 
-void tile_host_gemm(const weft_kernel_ctx *ctx, void **args) {
-  (void)ctx;
-  const float *a = *(const float *const *)args[0];
-  const float *bt = *(const float *const *)args[1];
-  float *c = *(float *const *)args[2];
-  unsigned b = *(const unsigned *)args[3];
-  for (unsigned j = 0; j < b; j++)
-    for (unsigned k = 0; k < b; k++) {
-      float bjk = bt[j + k * b];
-      for (unsigned i = 0; i < b; i++)
-        c[i + j * b] -= a[i + k * b] * bjk;
-    }
-}
-
-void tile_kernels_init(tile_kernels *k) {
-  *k = (tile_kernels){
-      .potrf = {.host = tile_host_potrf,
-                .name = "tile_potrf",
-                WEFT_KERNEL_ARGS(float *, unsigned)},
-      .trsm = {.host = tile_host_trsm,
-               .name = "tile_trsm",
-               WEFT_KERNEL_ARGS(const float *, float *, unsigned),
-               .reads = WEFT_ARG_READ(0)},
-      .syrk = {.host = tile_host_syrk,
-               .name = "tile_syrk",
-               WEFT_KERNEL_ARGS(const float *, float *, unsigned),
-               .reads = WEFT_ARG_READ(0)},
-      .gemm = {.host = tile_host_gemm,
-               .name = "tile_gemm",
-               WEFT_KERNEL_ARGS(const float *, const float *, float *,
-                                unsigned),
-               .reads = WEFT_ARG_READ(0) | WEFT_ARG_READ(1)},
-  };
+void tile_kernels_init(tile_kernels *k, int f64) {
+  *k = f64 ? TILE_KERNELS(double, _f64) : TILE_KERNELS(float, );
 }

@@ -27,7 +27,12 @@
  * of memory, bytes <= 1.1 x
  * the minimum; out of core >= 0.6 x in core at n = 16384, tiles of 1024.
  * On CUDA a full run factors n = 8192 and 16384 with tiles of 512 and
- * 1024, out of core at 16384 / 1024 alone. */
+ * 1024, out of core at 16384 / 1024 alone.
+ *
+ * cholesky-fp64: the same rows, sizes and targets in double precision
+ * (cuSOLVER's Dpotrf, cuBLAS's Dtrsm, Dsyrk and Dgemm; the tile kernels'
+ * _f64 versions on the host), so twice the bytes a tile. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -36,6 +41,7 @@
 #include "kernels.h"
 #include "raw_api.h"
 #include "weft/data.h"
+#include "weft/range.h"
 
 enum { V_HAND, V_HAND_PAGEABLE, V_PINNED, V_PAGEABLE, V_SPAWN, V_OOC, NV };
 
@@ -50,13 +56,14 @@ struct cbench {
   bench_ctx *c;
   weft_runtime *rt;
   tile_kernels k;
+  chol_prec prec;
   int cuda;
   unsigned n, b, T;
   size_t tile_bytes, nlower;
-  float *a0;       /* pinned: the matrix, for every run and the check */
-  float *pinned;   /* the pinned runs' matrix */
-  float *pageable; /* the pageable run's */
-  float *dev;      /* the hand-written run's device copy */
+  void *a0;       /* pinned: the matrix, for every run and the check */
+  void *pinned;   /* the pinned runs' matrix */
+  void *pageable; /* the pageable run's */
+  void *dev;      /* the hand-written run's device copy */
   optask *ops;
   size_t nops;
   weft_task **handles;
@@ -72,15 +79,15 @@ static size_t tix(const cbench *cb, unsigned i, unsigned j) {
   return (size_t)i * cb->T + j;
 }
 
-static float *tile_of(const cbench *cb, float *m, unsigned i, unsigned j) {
-  return m + tix(cb, i, j) * (cb->tile_bytes / sizeof(float));
+static void *tile_of(const cbench *cb, void *m, unsigned i, unsigned j) {
+  return (char *)m + tix(cb, i, j) * cb->tile_bytes;
 }
 
 /* ---- hand-written ---- */
 
 /* The hand-ordered factorisation of chol_raw, each lower tile copied in
  * on its tile's stream before (its event recorded) and out after. */
-static int hand_run(cbench *cb, float *m, uint64_t *ns) {
+static int hand_run(cbench *cb, void *m, uint64_t *ns) {
   bench_ctx *c = cb->c;
   chol_raw *r = &cb->raw;
   chol_raw_reset(r);
@@ -110,9 +117,10 @@ static int hand_run(cbench *cb, float *m, uint64_t *ns) {
 static int hand_open(cbench *cb) {
   bench_ctx *c = cb->c;
   size_t nt = (size_t)cb->T * cb->T;
-  BENCH_TRY(c, weft_device_alloc(nt * cb->tile_bytes, (void **)&cb->dev));
+  BENCH_TRY(c, weft_device_alloc(nt * cb->tile_bytes, &cb->dev));
   BENCH_TRY(c, weft_sync());
-  return chol_raw_open(c, cb->rt, cb->T, cb->b, cb->dev, &cb->lwork, &cb->raw);
+  return chol_raw_open(c, cb->rt, cb->prec, cb->T, cb->b, cb->dev, &cb->lwork,
+                       &cb->raw);
 }
 
 static void hand_close(cbench *cb) {
@@ -134,18 +142,17 @@ static void op_task(void *arg) {
   const chol_op *o = &x->o;
   unsigned in[2][2];
   int nin = chol_inputs(o, in);
-  float *out = NULL, *p[2] = {NULL, NULL};
-  int e = weft_data_get(handle(cb, (unsigned)o->i, (unsigned)o->j), WEFT_RW,
-                        (void **)&out);
+  void *out = NULL, *p[2] = {NULL, NULL};
+  int e =
+      weft_data_get(handle(cb, (unsigned)o->i, (unsigned)o->j), WEFT_RW, &out);
   for (int t = 0; e == 0 && t < nin; t++)
-    e = weft_data_get(handle(cb, in[t][0], in[t][1]), WEFT_READ,
-                      (void **)&p[t]);
+    e = weft_data_get(handle(cb, in[t][0], in[t][1]), WEFT_READ, &p[t]);
   if (e) {
     bench_fail_weft(cb->c, e, "weft_data_get");
     return;
   }
   chol_lib lib;
-  if (chol_task_lib(cb->c, cb->cuda, o, cb->lwork, NULL, &lib) == 0)
+  if (chol_task_lib(cb->c, cb->cuda, cb->prec, o, cb->lwork, NULL, &lib) == 0)
     chol_run_op(cb->c, cb->cuda, &cb->k, &lib, cb->b, o, out, p[0], p[1], NULL);
   chol_task_lib_done(&lib);
 }
@@ -153,7 +160,8 @@ static void op_task(void *arg) {
 typedef struct driver {
   cbench *cb;
   weft_runtime *rt;
-  float *m; /* the matrix the handles cover */
+  void *m;           /* the matrix the handles cover */
+  const char *range; /* the run's name in a trace (weft trace --range) */
   uint64_t ns, moved, evictions;
 } driver;
 
@@ -161,6 +169,7 @@ typedef struct driver {
 static void weft_driver(void *arg) {
   driver *d = arg;
   cbench *cb = d->cb;
+  int pushed = weft_range_push(d->range) == 0;
   uint64_t t0 = bench_now_ns();
   weft_data **lower = calloc(cb->nlower, sizeof *lower);
   if (!lower) {
@@ -214,6 +223,8 @@ static void weft_driver(void *arg) {
   if ((e = weft_data_unregister_n(lower, nreg)) != 0)
     bench_fail_weft(cb->c, e, "weft_data_unregister_n");
   d->ns = bench_now_ns() - t0;
+  if (pushed)
+    weft_range_pop();
   free(lower);
 }
 
@@ -228,20 +239,22 @@ static const size cuda_sizes[] = {
 static const size cuda_quick = {2048, 256, 1}, host_size = {384, 48, 1},
                   host_quick = {192, 32, 1};
 
-static int reset(cbench *cb, float *m) {
+static int reset(cbench *cb, void *m) {
   memcpy(m, cb->a0, (size_t)cb->T * cb->T * cb->tile_bytes);
   return 0;
 }
 
-static int weft_run(cbench *cb, weft_runtime *rt, float *m, int v,
+static int weft_run(cbench *cb, weft_runtime *rt, void *m, int v,
                     const char *who, int r) {
-  driver d = {cb, rt, m, 0, 0, 0};
+  char range[96];
+  snprintf(range, sizeof range, "%s, n=%u b=%u", who, cb->n, cb->b);
+  driver d = {cb, rt, m, range, 0, 0, 0};
   reset(cb, m);
   int rc = bench_in_task(cb->c, rt, weft_driver, &d);
   if (rc == 0 && bench_failed(cb->c))
     rc = BENCH_FAIL;
   if (rc == 0)
-    rc = chol_check(cb->c, cb->a0, m, cb->n, cb->b, who);
+    rc = chol_check(cb->c, cb->prec, cb->a0, m, cb->n, cb->b, who);
   if (rc == 0 && r > 0)
     bench_samples_add(&cb->s[v], (double)d.ns / 1e6);
   cb->moved[v] = d.moved;
@@ -255,11 +268,11 @@ static int setup(cbench *cb, size sz) {
   cb->n = sz.n;
   cb->b = sz.b;
   cb->T = sz.n / sz.b;
-  cb->tile_bytes = (size_t)sz.b * sz.b * sizeof(float);
+  cb->tile_bytes = (size_t)sz.b * sz.b * chol_elem(cb->prec);
   cb->nlower = (size_t)cb->T * (cb->T + 1) / 2;
   size_t bytes = (size_t)cb->T * cb->T * cb->tile_bytes;
-  BENCH_TRY(c, weft_pinned_alloc(bytes, (void **)&cb->a0));
-  BENCH_TRY(c, weft_pinned_alloc(bytes, (void **)&cb->pinned));
+  BENCH_TRY(c, weft_pinned_alloc(bytes, &cb->a0));
+  BENCH_TRY(c, weft_pinned_alloc(bytes, &cb->pinned));
   cb->pageable = malloc(bytes);
   size_t maxops = (size_t)cb->T * cb->T * cb->T;
   chol_op *plan = calloc(maxops, sizeof *plan);
@@ -274,7 +287,7 @@ static int setup(cbench *cb, size sz) {
   for (size_t i = 0; i < cb->nops; i++)
     cb->ops[i] = (optask){cb, plan[i]};
   free(plan);
-  chol_matrix(cb->a0, cb->n, cb->b);
+  chol_matrix(cb->a0, cb->prec, cb->n, cb->b);
   return 0;
 }
 
@@ -362,14 +375,16 @@ static int report(cbench *cb, int sized, int ooc) {
   return rc;
 }
 
-static int factor(bench_ctx *c, weft_runtime *rt, size sz, int sized) {
+static int factor(bench_ctx *c, weft_runtime *rt, chol_prec p, size sz,
+                  int sized) {
   cbench *cb = calloc(1, sizeof *cb);
   if (!cb)
     return bench_fail(c, "out of memory");
   cb->c = c;
   cb->rt = rt;
+  cb->prec = p;
   cb->cuda = raw_on_cuda(rt);
-  tile_kernels_init(&cb->k);
+  tile_kernels_init(&cb->k, p == CHOL_F64);
   int rc = setup(cb, sz);
   if (rc == 0)
     rc = hand_open(cb);
@@ -381,11 +396,11 @@ static int factor(bench_ctx *c, weft_runtime *rt, size sz, int sized) {
         &early);
   for (int r = 0; rc == 0 && r <= bench_repeat(c); r++) {
     for (int v = V_HAND; rc == 0 && v <= V_HAND_PAGEABLE; v++) {
-      float *m = v == V_HAND ? cb->pinned : cb->pageable;
+      void *m = v == V_HAND ? cb->pinned : cb->pageable;
       uint64_t ns = 0;
       reset(cb, m);
       if ((rc = hand_run(cb, m, &ns)) == 0)
-        rc = chol_check(c, cb->a0, m, cb->n, cb->b, "hand-written");
+        rc = chol_check(c, p, cb->a0, m, cb->n, cb->b, "hand-written");
       if (rc == 0 && r > 0)
         bench_samples_add(&cb->s[v], (double)ns / 1e6);
     }
@@ -421,7 +436,7 @@ static int factor(bench_ctx *c, weft_runtime *rt, size sz, int sized) {
   return rc;
 }
 
-static int run(bench_ctx *c) {
+static int run(bench_ctx *c, chol_prec p) {
   weft_runtime *rt = NULL;
   int rc = bench_runtime_open_with(
       c, &(bench_rt_opts){.stack_size = BENCH_CUBLAS_STACK}, &rt);
@@ -437,15 +452,24 @@ static int run(bench_ctx *c) {
     sizes = &cuda_quick;
   }
   for (size_t i = 0; rc == 0 && i < nsizes; i++)
-    rc = factor(c, rt, sizes[i], nsizes > 1);
+    rc = factor(c, rt, p, sizes[i], nsizes > 1);
   if (bench_runtime_close(c, &rt))
     rc = BENCH_FAIL;
   return rc;
 }
+
+static int run_f32(bench_ctx *c) { return run(c, CHOL_F32); }
+static int run_f64(bench_ctx *c) { return run(c, CHOL_F64); }
 
 const bench_scenario bench_sc_cholesky = {
     "cholesky",
     "data that moves itself: a tiled Cholesky whose matrix starts in host "
     "memory, a handle a tile, against copies written by hand; pinned, "
     "pageable, and out of core under a device limit",
-    run};
+    run_f32};
+
+const bench_scenario bench_sc_cholesky_fp64 = {
+    "cholesky-fp64",
+    "cholesky in FP64 (double): data that moves itself, a handle a tile, "
+    "against copies written by hand; pinned, pageable, out of core",
+    run_f64};

@@ -16,7 +16,7 @@ static void list_scenarios(void) {
   size_t n;
   const bench_scenario *const *all = bench_scenarios(&n);
   for (size_t i = 0; i < n; i++)
-    printf("  %-10s %s\n", all[i]->name, all[i]->description);
+    printf("  %-13s %s\n", all[i]->name, all[i]->description);
 }
 
 typedef struct bench_args {

@@ -69,7 +69,7 @@ def main():
 
     # Lines: as many points per series as the scenario has batch sizes.
     sat = load(os.path.join(out, "saturation-throughput.svg"))
-    nsizes = len(re.findall(r"^saturation raw: 1 thread, 1 stream, B=",
+    nsizes = len(re.findall(r"^saturation +raw: 1 thread, 1 stream, B=",
                             r.stdout, re.M))
     lines = list(sat.iter(NS + "polyline"))
     # raw, 1 task, 4 tasks, 1 task graphed (the raw CUDA graph: CUDA only)
