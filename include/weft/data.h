@@ -57,10 +57,10 @@
  * readers were spawned, so the copies overlap the work the readers wait
  * behind. Only from a valid host copy that no task spawned earlier is yet
  * to write (the fill would be stale), only where the room is free (a fill
- * never evicts), and not under weft check. Off by default until it has
- * won in more runs: on the H200's tiled Cholesky, 1.01 to 1.59 x the
- * copies at get in one run (docs/decisions/data.md, "Copies start at
- * spawn"). */
+ * never evicts), and not under weft check. Off by default: on the H200's
+ * tiled Cholesky it ran 0.60 to 1.05 x the copies at get, where every
+ * worker issues copies at once (docs/decisions/data.md, "Copies start at
+ * spawn"); a program whose readers wait long behind other work may gain. */
 #ifndef WEFT_DATA_H
 #define WEFT_DATA_H
 
