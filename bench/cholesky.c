@@ -90,13 +90,13 @@ static int cuda_op(bench_ctx *c, const chol_lib *lib, int b, const chol_op *o,
                          o->i, o->j, o->k, st)
             : 0;
 }
-#endif
 
 /* Points lib->info past lib->work's lwork elements. */
 static void place_info(chol_lib *lib) {
   lib->info =
       (int *)((char *)lib->work + (size_t)lib->lwork * chol_elem(lib->prec));
 }
+#endif
 
 int chol_task_lib(bench_ctx *c, int cuda, chol_prec p, const chol_op *o,
                   int lwork, void *work, chol_lib *lib) {
