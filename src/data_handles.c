@@ -223,19 +223,24 @@ size_t weft__data_live(const weft_runtime *rt) {
 
 int weft__data_enter(weft_data *d) {
   weft_runtime *rt = d->rt;
-  uintptr_t lo = (uintptr_t)d->host, hi = lo + d->bytes;
+  uintptr_t hi = (uintptr_t)d->host + d->bytes;
   pthread_mutex_lock(&weft__data_reg.lock);
-  for (size_t i = 0; i < weft__data_reg.n; i++) {
-    const weft_data *o = weft__data_reg.live[i];
-    uintptr_t olo = (uintptr_t)o->host, ohi = olo + o->bytes;
-    if (o->rt == rt && lo < ohi && olo < hi) {
-      pthread_mutex_unlock(&weft__data_reg.lock);
-      return weft_error_set(WEFT_EINVAL, 0,
-                            "weft_data_register: %zu bytes at %p overlap "
-                            "the registered %zu bytes at %p",
-                            d->bytes, (void *)d->host, o->bytes,
-                            (void *)o->host);
-    }
+  /* rt's regions never overlap one another: the one holding lo, else one
+   * starting inside [lo, hi), is the overlap (a search, not a scan: a
+   * region registered as thousands of blocks stays quick). */
+  const weft_data *o = holding(rt, d->host);
+  for (size_t i = host_at(d->host);
+       !o && i < weft__data_reg.n &&
+       (uintptr_t)weft__data_reg.by_host[i]->host < hi;
+       i++)
+    if (weft__data_reg.by_host[i]->rt == rt)
+      o = weft__data_reg.by_host[i];
+  if (o) {
+    pthread_mutex_unlock(&weft__data_reg.lock);
+    return weft_error_set(WEFT_EINVAL, 0,
+                          "weft_data_register: %zu bytes at %p overlap "
+                          "the registered %zu bytes at %p",
+                          d->bytes, (void *)d->host, o->bytes, (void *)o->host);
   }
   d->use = usage_of(rt, d->ndev);
   if (d->use)

@@ -3,7 +3,8 @@
  * registry of handles. data_handles.c owns the registry and the rules of
  * an instance's state; data_evict.c makes room; data_get.c gives a task
  * its instance; data_lifecycle.c registers a handle and runs weft's own
- * tasks on it (copies at spawn, prefetch, sync, unregister).
+ * tasks on it (copies at spawn, prefetch, sync, unregister); data_blocks.c
+ * registers a region as blocks homed on devices.
  * docs/decisions/data.md says why. */
 #ifndef WEFT__DATA_INTERNAL_H
 #define WEFT__DATA_INTERNAL_H

@@ -151,6 +151,75 @@ WEFT_API int weft_data_unregister_n(weft_data *const *d, size_t n);
  * never blocks. */
 WEFT_API int weft_data_stats_get(const weft_data *d, weft_data_stats *out);
 
+/* ---- Data in blocks over devices ----
+ *
+ * A region registered as blocks: n handles of block_bytes each (the last
+ * shorter when block_bytes does not divide the bytes), block i homed on a
+ * device of the runtime by a layout, as CUDASTF's composite data and
+ * StarPU's filters cut data over places. Each block is a weft_data like
+ * any other (declared, got on any device, synced); its home is where
+ * weft_data_blocks_place starts its copy, and what weft_data_blocks_device
+ * gives for weft_task_opts.device. A task on WEFT_DEVICE_ANY declaring a
+ * block goes where that block is valid: its home, once placed.
+ *
+ *   weft_data_blocks *m;
+ *   weft_data_register_blocks(rt, a, bytes, tile, WEFT_DATA_CYCLIC, &m);
+ *   weft_data_blocks_place(m);               each block to its home
+ *   for (size_t i = 0; i < weft_data_blocks_count(m); i++) {
+ *     weft_access acc = weft_data_access(weft_data_blocks_at(m, i), WEFT_RW);
+ *     o.device = weft_data_blocks_device(m, i);  ... weft_task_spawn
+ *   }
+ *   weft_data_unregister_blocks(m);          a holds the result */
+typedef struct weft_data_blocks weft_data_blocks;
+
+/* Where block i of n goes among a runtime's D devices. */
+typedef enum weft_data_layout {
+  WEFT_DATA_BLOCKED = 0, /* runs of consecutive blocks: device i * D / n */
+  WEFT_DATA_CYCLIC = 1   /* dealt round: device i % D */
+} weft_data_layout;
+
+/* The most blocks one registration makes. */
+#define WEFT_DATA_BLOCKS_MAX 65536
+
+/* Registers bytes of host memory at ptr as blocks of block_bytes over
+ * rt's devices by layout (above) into *out; all or nothing.
+ * Errors: WEFT_EINVAL (NULL argument, bytes or block_bytes 0, a region
+ * past the end of memory, more than WEFT_DATA_BLOCKS_MAX blocks, an
+ * unknown layout, a region overlapping one registered with rt),
+ * WEFT_ESTATE (rt shut down), WEFT_ENOMEM; nothing is registered then.
+ * Context: any thread; never blocks. */
+WEFT_API int weft_data_register_blocks(weft_runtime *rt, void *ptr,
+                                       size_t bytes, size_t block_bytes,
+                                       weft_data_layout layout,
+                                       weft_data_blocks **out);
+
+/* The number of blocks of b; 0 for NULL.
+ * Errors: none. Context: any thread; never blocks. */
+WEFT_API size_t weft_data_blocks_count(const weft_data_blocks *b);
+
+/* Block i's handle; NULL for b NULL, i past the last block, or a block
+ * already unregistered by a weft_data_unregister_blocks that failed.
+ * Errors: none. Context: any thread; never blocks. */
+WEFT_API weft_data *weft_data_blocks_at(const weft_data_blocks *b, size_t i);
+
+/* Block i's home device (its layout's).
+ * Errors: WEFT_EINVAL (b NULL, i past the last block), reported.
+ * Context: any thread; never blocks. */
+WEFT_API int weft_data_blocks_device(const weft_data_blocks *b, size_t i);
+
+/* weft_data_prefetch of each block to its home device; returns at once.
+ * On failure the blocks before the failing one are on their way.
+ * Errors: weft_data_prefetch's; WEFT_EINVAL for b NULL.
+ * Context: any thread of b's runtime; never blocks. */
+WEFT_API int weft_data_blocks_place(weft_data_blocks *b);
+
+/* weft_data_unregister_n of every block (the host memory holds the
+ * result), then frees b. On failure b stays, with the blocks still
+ * registered, and may be given here again.
+ * Errors: weft_data_unregister_n's; WEFT_EINVAL for b NULL.
+ * Context: any thread; may switch (blocks a plain thread). */
+WEFT_API int weft_data_unregister_blocks(weft_data_blocks *b);
+
 WEFT_END_DECLS
 
 #endif

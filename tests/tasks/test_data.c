@@ -11,7 +11,8 @@
  * read where it is without a copy; a copy started at a reader's spawn
  * while the reader waits for an earlier task, none with data_prefetch
  * off or where it would cost an eviction; WEFT_DEVICE_ANY placing a task
- * where its data is; and bad input, refused with nothing moved. */
+ * where its data is; data registered in blocks over the devices, each
+ * placed at its home; and bad input, refused with nothing moved. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -390,6 +391,121 @@ static void placed_by_data(weft_runtime *rt) {
   }
 }
 
+/* Blocks over devices: each layout's homes and each block's bytes; the
+ * blocks placed at their homes (one copy each, none between devices),
+ * a task per block on its home, and one on WEFT_DEVICE_ANY going there;
+ * the result in the host memory after; bad input refused with nothing
+ * registered. */
+typedef struct blk {
+  weft_data *d;
+  int n; /* floats */
+} blk;
+
+static void blk_task(void *arg) {
+  blk *k = arg;
+  float *x, a = 2, b = 1;
+  EXPECT_OK(weft_data_get(k->d, WEFT_RW, (void **)&x));
+  void *args[] = {&x, &k->n, &a, &b};
+  EXPECT_OK(weft_launch(&tk.axpb,
+                        WEFT_DIM1((k->n + TEST_THREADS - 1) / TEST_THREADS),
+                        WEFT_DIM1(TEST_THREADS), 0, args));
+}
+
+static void blocks(weft_runtime *rt) {
+  enum { NB = 7, BF = 1000, LAST = 500 }; /* blocks, floats a block */
+  size_t nf = (NB - 1) * BF + LAST, bb = BF * sizeof(float);
+  float *x = malloc(nf * sizeof *x), *want = malloc(nf * sizeof *want);
+  EXPECT(x && want);
+  for (size_t i = 0; i < nf; i++)
+    want[i] = x[i] = (float)(i % 5);
+  for (int layout = WEFT_DATA_BLOCKED; layout <= WEFT_DATA_CYCLIC; layout++) {
+    weft_data_blocks *m;
+    EXPECT_OK(weft_data_register_blocks(rt, x, nf * sizeof *x, bb,
+                                        (weft_data_layout)layout, &m));
+    EXPECT_EQ_INT((int)weft_data_blocks_count(m), NB);
+    blk k[NB];
+    weft_task *t[NB];
+    for (int i = 0; i < NB; i++) {
+      weft_access a = weft_data_access(weft_data_blocks_at(m, (size_t)i), 0);
+      EXPECT(a.ptr == (void *)(x + (size_t)i * BF));
+      EXPECT_EQ_INT((int)a.bytes,
+                    (i < NB - 1 ? BF : LAST) * (int)sizeof(float));
+      int home = layout == WEFT_DATA_CYCLIC ? i % ndev : i * ndev / NB;
+      EXPECT_EQ_INT(weft_data_blocks_device(m, (size_t)i), home);
+    }
+    EXPECT(weft_data_blocks_at(m, NB) == NULL);
+    EXPECT_ERR(weft_data_blocks_device(m, NB), WEFT_EINVAL);
+    EXPECT_OK(weft_data_blocks_place(m));
+    for (int i = 0; i < NB; i++) { /* the fills, ahead */
+      weft_data_stats st = {0};
+      for (int tries = 0; tries < 10000 && !st.copies; tries++) {
+        EXPECT_OK(weft_data_stats_get(weft_data_blocks_at(m, (size_t)i), &st));
+        if (!st.copies)
+          tt_sleep_ms(1);
+      }
+      EXPECT_EQ_INT((int)st.copies, 1);
+    }
+    if (ndev > 1) /* each is valid at its home alone */
+      for (int i = 0; i < NB; i++) {
+        weft_data *d = weft_data_blocks_at(m, (size_t)i);
+        EXPECT_EQ_INT(placed(rt, &d, 1), weft_data_blocks_device(m, (size_t)i));
+      }
+    for (int i = 0; i < NB; i++) {
+      k[i] = (blk){weft_data_blocks_at(m, (size_t)i), i < NB - 1 ? BF : LAST};
+      weft_access a = weft_data_access(k[i].d, WEFT_RW);
+      weft_task_opts o;
+      weft_task_opts_init(&o);
+      o.device = weft_data_blocks_device(m, (size_t)i);
+      o.accesses = &a;
+      o.naccesses = 1;
+      EXPECT_OK(weft_task_spawn(rt, &t[i], blk_task, &k[i], &o));
+    }
+    for (int i = 0; i < NB; i++) {
+      EXPECT_OK(weft_task_join(t[i]));
+      weft_data_stats st;
+      EXPECT_OK(weft_data_stats_get(k[i].d, &st));
+      EXPECT_EQ_INT((int)st.to_device, k[i].n * (int)sizeof(float));
+      EXPECT_EQ_INT((int)st.device_to_device, 0); /* found at home */
+    }
+    EXPECT_OK(weft_data_unregister_blocks(m));
+    for (size_t i = 0; i < nf; i++)
+      want[i] = want[i] * 2 + 1;
+    EXPECT_MSG(memcmp(x, want, nf * sizeof *x) == 0,
+               "layout %d: x[%d] = %g, want %g", layout, BF, (double)x[BF],
+               (double)want[BF]);
+  }
+  /* Bad input: nothing registered after any of it. */
+  weft_data_blocks *m = (weft_data_blocks *)1;
+  EXPECT_ERR(weft_data_register_blocks(NULL, x, bb, bb, 0, &m), WEFT_EINVAL);
+  EXPECT(m == NULL);
+  EXPECT_ERR(weft_data_register_blocks(rt, NULL, bb, bb, 0, &m), WEFT_EINVAL);
+  EXPECT_ERR(weft_data_register_blocks(rt, x, bb, bb, 0, NULL), WEFT_EINVAL);
+  EXPECT_ERR(weft_data_register_blocks(rt, x, 0, bb, 0, &m), WEFT_EINVAL);
+  EXPECT_ERR(weft_data_register_blocks(rt, x, bb, 0, 0, &m), WEFT_EINVAL);
+  EXPECT_ERR(weft_data_register_blocks(rt, x, bb, bb, 2, &m), WEFT_EINVAL);
+  EXPECT(strstr(weft_last_error_message(), "layout") != NULL);
+  EXPECT_ERR(
+      weft_data_register_blocks(rt, x, WEFT_DATA_BLOCKS_MAX + 1, 1, 0, &m),
+      WEFT_EINVAL);
+  weft_data *mid;
+  EXPECT_OK(weft_data_register(rt, x + 3 * BF, bb, &mid));
+  EXPECT_ERR(weft_data_register_blocks(rt, x, nf * sizeof *x, bb,
+                                       WEFT_DATA_CYCLIC, &m),
+             WEFT_EINVAL);
+  EXPECT(strstr(weft_last_error_message(), "block 3") != NULL);
+  EXPECT(m == NULL);
+  weft_data *first; /* the blocks before the overlap were undone */
+  EXPECT_OK(weft_data_register(rt, x, 3 * bb, &first));
+  EXPECT_OK(weft_data_unregister(first));
+  EXPECT_OK(weft_data_unregister(mid));
+  EXPECT_ERR(weft_data_blocks_place(NULL), WEFT_EINVAL);
+  EXPECT_ERR(weft_data_unregister_blocks(NULL), WEFT_EINVAL);
+  EXPECT_EQ_INT((int)weft_data_blocks_count(NULL), 0);
+  EXPECT(weft_data_blocks_at(NULL, 0) == NULL);
+  free(x);
+  free(want);
+}
+
 static void outside_task(void *arg) {
   void *p = (void *)1;
   EXPECT_ERR(weft_data_get(arg, 0, &p), WEFT_EINVAL);
@@ -432,6 +548,21 @@ static void bad_input(weft_runtime *rt) {
   EXPECT_OK(weft_data_register(rt, buf, sizeof buf, &d));
   EXPECT_ERR(weft_data_register(rt, buf + 8, 4, &e), WEFT_EINVAL);
   EXPECT(strstr(weft_last_error_message(), "overlap") != NULL);
+  /* Around another, ending inside it, starting inside it; then beside it
+   * on either side. */
+  static float big[256];
+  {
+    weft_data *around, *left, *right;
+    EXPECT_OK(weft_data_register(rt, big + 100, 16 * sizeof(float), &around));
+    EXPECT_ERR(weft_data_register(rt, big, sizeof big, &e), WEFT_EINVAL);
+    EXPECT_ERR(weft_data_register(rt, big + 90, 11 * sizeof(float), &e),
+               WEFT_EINVAL);
+    EXPECT_ERR(weft_data_register(rt, big + 115, 8, &e), WEFT_EINVAL);
+    EXPECT_OK(weft_data_register(rt, big + 90, 10 * sizeof(float), &left));
+    EXPECT_OK(weft_data_register(rt, big + 116, 10 * sizeof(float), &right));
+    weft_data *three[] = {around, left, right};
+    EXPECT_OK(weft_data_unregister_n(three, 3));
+  }
   void *p = (void *)1;
   EXPECT_ERR(weft_data_get(d, WEFT_READ, &p), WEFT_ESTATE); /* no task */
   EXPECT(p == NULL);
@@ -485,6 +616,7 @@ static weft_backend_kind run(int host_devices, double limit, int prefetch) {
     bad_input(rt);
     readers(rt);
     prefetched(rt);
+    blocks(rt);
     if (ndev > 1) {
       ordered_fill(rt);
       placed_by_data(rt);
