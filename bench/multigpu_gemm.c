@@ -14,7 +14,11 @@
  * - weft, a task per panel on device 0;
  * - raw, panel p on device p % D: a stream per panel made on its device, a
  *   handle per device, cudaSetDevice before each panel's calls;
- * - weft, panel p on device p % D, and placed by weft (WEFT_DEVICE_ANY).
+ * - weft, panel p on device p % D, and placed by weft (WEFT_DEVICE_ANY);
+ * - weft, a and out registered as blocks of a panel, dealt round the
+ *   devices (weft_data_register_blocks, WEFT_DATA_CYCLIC), a's placed at
+ *   their homes, a task per panel there getting its blocks; out comes
+ *   back at the unregister (timed from the registration).
  * The spread rows give the ratio to raw on the same devices and the
  * scaling efficiency against the same side on one device, in the same
  * run. With one device the spread rows are skipped. After every run 64
@@ -28,9 +32,19 @@
 
 #include "gemm.h"
 #include "raw_api.h"
+#include "weft/data.h"
 
 enum { NPANELS = 16, NCHECK = 64 };
-enum { G_RAW_ONE, G_WEFT_ONE, G_RAW_SPREAD, G_WEFT_SPREAD, G_WEFT_ANY, G_N };
+/* In the order they run; with one device the spread ones do not. */
+enum {
+  G_RAW_ONE,
+  G_WEFT_ONE,
+  G_WEFT_BLOCKS,
+  G_RAW_SPREAD,
+  G_WEFT_SPREAD,
+  G_WEFT_ANY,
+  G_N
+};
 
 typedef struct mgg {
   bench_ctx *c;
@@ -250,6 +264,67 @@ static int weft_run(mgg *g, int placement, uint64_t *ns) {
   return rc;
 }
 
+/* ---- weft, registered blocks ---- */
+
+typedef struct block_job {
+  mgg *g;
+  weft_data *a, *out; /* the panel's blocks */
+} block_job;
+
+static void block_task(void *arg) {
+  block_job *j = arg;
+  mgg *g = j->g;
+  float *da, *dc;
+  int e = weft_data_get(j->a, WEFT_READ, (void **)&da);
+  if (e == 0)
+    e = weft_data_get(j->out, WEFT_WRITE, (void **)&dc);
+  if (e) {
+    bench_fail_weft(g->c, e, "weft_data_get (a panel's blocks)");
+    return;
+  }
+  bench_gemm_rows(g->c, &g->k, g->rows, g->n, da, g->db[weft_task_device()],
+                  dc);
+}
+
+static int blocks_run(mgg *g, uint64_t *ns) {
+  size_t bytes = (size_t)NPANELS * g->panel_bytes;
+  weft_data_blocks *ma = NULL, *mo = NULL;
+  block_job jobs[NPANELS];
+  weft_task *t[NPANELS];
+  int spawned = 0;
+  uint64_t t0 = bench_now_ns();
+  int e = weft_data_register_blocks(g->rt, g->a, bytes, g->panel_bytes,
+                                    WEFT_DATA_CYCLIC, &ma);
+  if (e == 0)
+    e = weft_data_register_blocks(g->rt, g->out, bytes, g->panel_bytes,
+                                  WEFT_DATA_CYCLIC, &mo);
+  if (e == 0)
+    e = weft_data_blocks_place(ma);
+  for (int p = 0; e == 0 && p < NPANELS; p++) {
+    jobs[p] = (block_job){g, weft_data_blocks_at(ma, (size_t)p),
+                          weft_data_blocks_at(mo, (size_t)p)};
+    weft_access acc[2] = {weft_data_access(jobs[p].a, WEFT_READ),
+                          weft_data_access(jobs[p].out, WEFT_WRITE)};
+    weft_task_opts o;
+    weft_task_opts_init(&o);
+    o.device = weft_data_blocks_device(ma, (size_t)p);
+    o.accesses = acc;
+    o.naccesses = 2;
+    if ((e = weft_task_spawn(g->rt, &t[p], block_task, &jobs[p], &o)) == 0)
+      spawned++;
+  }
+  for (int p = 0; p < spawned; p++) {
+    int je = weft_task_join(t[p]);
+    e = e ? e : je;
+  }
+  int ue = mo ? weft_data_unregister_blocks(mo) : 0;
+  e = e ? e : ue;
+  ue = ma ? weft_data_unregister_blocks(ma) : 0;
+  e = e ? e : ue;
+  *ns = bench_now_ns() - t0;
+  return e ? bench_fail_weft(g->c, e, "weft, registered blocks") : 0;
+}
+
 /* ---- the rows ---- */
 
 static int report(mgg *g) {
@@ -268,6 +343,17 @@ static int report(mgg *g) {
                       "%.0f GFLOP/s; the one-device "
                       "reference",
                       flop / weft1 / 1e6);
+  if (rc == 0) {
+    double t = bench_stats_of(&g->s[G_WEFT_BLOCKS]).median;
+    double raw =
+        g->ndev == 1 ? raw1 : bench_stats_of(&g->s[G_RAW_SPREAD]).median;
+    rc = bench_report(c, "gemm weft: a and out as blocks, cyclic, placed", "ms",
+                      &g->s[G_WEFT_BLOCKS], 0,
+                      "D = %d: %.0f GFLOP/s, %.2f x raw on the same devices; "
+                      "weft_data_register_blocks, a task per panel at its "
+                      "block's home",
+                      g->ndev, flop / t / 1e6, t / raw);
+  }
   static const char *const names[] = {
       "gemm raw: panel p on device p % D", "gemm weft: panel p on device p % D",
       "gemm weft: a task per panel, WEFT_DEVICE_ANY"};
@@ -311,21 +397,22 @@ int multigpu_gemm(bench_ctx *c, weft_runtime *rt, int ndev) {
   if (rc == 0)
     rc = seed_kernels_preload(&g->k, weft_runtime_backend(rt));
   for (int r = 0; rc == 0 && r <= bench_repeat(c); r++) {
-    static const char *const who[G_N] = {"raw, device 0", "weft, device 0",
-                                         "raw, p % D", "weft, p % D",
-                                         "weft, WEFT_DEVICE_ANY"};
+    static const char *const who[G_N] = {
+        "raw, device 0", "weft, device 0", "weft, blocks",
+        "raw, p % D",    "weft, p % D",    "weft, WEFT_DEVICE_ANY"};
     for (int v = 0; v < G_N && rc == 0; v++) {
       if (ndev == 1 && v >= G_RAW_SPREAD)
         break;
       uint64_t ns = 0;
       memset(g->out, 0xff, (size_t)g->n * g->n * sizeof(float)); /* NaN */
-      rc = v == G_RAW_ONE      ? raw_run(g, 1, &ns)
-           : v == G_RAW_SPREAD ? raw_run(g, ndev, &ns)
-                               : weft_run(g,
-                                          v == G_WEFT_ONE      ? 0
-                                          : v == G_WEFT_SPREAD ? 1
-                                                               : 2,
-                                          &ns);
+      rc = v == G_RAW_ONE       ? raw_run(g, 1, &ns)
+           : v == G_RAW_SPREAD  ? raw_run(g, ndev, &ns)
+           : v == G_WEFT_BLOCKS ? blocks_run(g, &ns)
+                                : weft_run(g,
+                                           v == G_WEFT_ONE      ? 0
+                                           : v == G_WEFT_SPREAD ? 1
+                                                                : 2,
+                                           &ns);
       if (rc == 0)
         rc = check(g, who[v]);
       if (rc == 0 && r > 0)
