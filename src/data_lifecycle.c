@@ -264,21 +264,58 @@ static int finish(weft_data *d) {
   return 0;
 }
 
+/* A handle and where it was given, for given_twice's sort. */
+typedef struct given {
+  uintptr_t d;
+  size_t at;
+} given;
+
+static int by_handle(const void *a, const void *b) {
+  const given *x = a, *y = b;
+  return x->d != y->d ? (x->d < y->d ? -1 : 1) : (x->at < y->at ? -1 : 1);
+}
+
+/* 0 when d[0..n) are n handles; else WEFT_EINVAL reported naming two
+ * places of one handle (or WEFT_ENOMEM). One by one for a few,
+ * sorted for many (blocks: tens of thousands). */
+static int given_twice(weft_data *const *d, size_t n) {
+  size_t a = 0, b = 0;
+  int found = 0;
+  if (n <= 32) {
+    for (size_t i = 0; i < n && !found; i++)
+      for (size_t k = 0; k < i && !found; k++)
+        if (d[k] == d[i])
+          a = k, b = i, found = 1;
+  } else {
+    given *g = malloc(n * sizeof *g);
+    if (!g)
+      return weft_error_set(WEFT_ENOMEM, 0, "weft_data_unregister: no memory");
+    for (size_t i = 0; i < n; i++)
+      g[i] = (given){(uintptr_t)d[i], i};
+    qsort(g, n, sizeof *g, by_handle);
+    for (size_t i = 1; i < n && !found; i++)
+      if (g[i].d == g[i - 1].d)
+        a = g[i - 1].at, b = g[i].at, found = 1;
+    free(g);
+  }
+  return found ? weft_error_set(WEFT_EINVAL, 0,
+                                "weft_data_unregister_n: handle %zu is also "
+                                "handle %zu",
+                                b, a)
+               : 0;
+}
+
 int weft_data_unregister(weft_data *d) { return weft_data_unregister_n(&d, 1); }
 
 int weft_data_unregister_n(weft_data *const *d, size_t n) {
   if (n && !d)
     return weft_error_set(WEFT_EINVAL, 0, "weft_data_unregister_n: d is NULL");
-  for (size_t i = 0; i < n; i++) {
+  for (size_t i = 0; i < n; i++)
     if (!weft__data_is_live(d[i]))
       return weft__data_not_live("weft_data_unregister");
-    for (size_t k = 0; k < i; k++)
-      if (d[k] == d[i])
-        return weft_error_set(WEFT_EINVAL, 0,
-                              "weft_data_unregister_n: handle %zu is also "
-                              "handle %zu",
-                              i, k);
-  }
+  int twice = given_twice(d, n);
+  if (twice)
+    return twice;
   /* No filler may touch a handle being freed. */
   for (size_t i = 0; i < n; i++) {
     int rc = weft_wait_until(unqueued, d[i]);
@@ -302,7 +339,10 @@ int weft_data_unregister_n(weft_data *const *d, size_t n) {
     if (rc)
       break;
   }
-  for (size_t i = 0; i < spawned; i++) {
+  /* The last first: the registry keeps its handles in sorted arrays, and
+   * handles registered in a row (blocks, tiles) sit at their ends there,
+   * so that each leaves without moving the rest. */
+  for (size_t i = spawned; i-- > 0;) {
     int e = join_job(&j[i], t[i]);
     if (e == 0)
       e = finish(d[i]);

@@ -583,6 +583,18 @@ static void bad_input(weft_runtime *rt) {
   EXPECT_ERR(weft_data_stats_get(d, NULL), WEFT_EINVAL);
   weft_data *twice[2] = {d, d};
   EXPECT_ERR(weft_data_unregister_n(twice, 2), WEFT_EINVAL);
+  { /* many (found by sorting): the message names both places */
+    static float many[40];
+    weft_data *h[41];
+    for (int i = 0; i < 40; i++)
+      EXPECT_OK(weft_data_register(rt, &many[i], sizeof(float), &h[i]));
+    h[40] = h[5];
+    EXPECT_ERR(weft_data_unregister_n(h, 41), WEFT_EINVAL);
+    EXPECT(strstr(weft_last_error_message(), "handle 40 is also handle 5") !=
+           NULL);
+    EXPECT_OK(weft_data_stats_get(h[5], &st)); /* nothing unregistered */
+    EXPECT_OK(weft_data_unregister_n(h, 40));
+  }
   EXPECT_ERR(weft_data_unregister_n(NULL, 1), WEFT_EINVAL);
   EXPECT_OK(weft_data_unregister_n(NULL, 0));
   EXPECT_OK(weft_data_stats_get(d, &st)); /* still registered */
