@@ -303,13 +303,17 @@ static int blocks_run(mgg *g, uint64_t *ns) {
   for (int p = 0; e == 0 && p < NPANELS; p++) {
     jobs[p] = (block_job){g, weft_data_blocks_at(ma, (size_t)p),
                           weft_data_blocks_at(mo, (size_t)p)};
-    weft_access acc[2] = {weft_data_access(jobs[p].a, WEFT_READ),
-                          weft_data_access(jobs[p].out, WEFT_WRITE)};
+    int home = weft_data_blocks_device(ma, (size_t)p);
+    /* b's copy on the home device too: a task that declares is held to
+     * what it declares (weft check). */
+    weft_access acc[3] = {weft_data_access(jobs[p].a, WEFT_READ),
+                          weft_data_access(jobs[p].out, WEFT_WRITE),
+                          {g->db[home], bytes, WEFT_READ}};
     weft_task_opts o;
     weft_task_opts_init(&o);
-    o.device = weft_data_blocks_device(ma, (size_t)p);
+    o.device = home;
     o.accesses = acc;
-    o.naccesses = 2;
+    o.naccesses = 3;
     if ((e = weft_task_spawn(g->rt, &t[p], block_task, &jobs[p], &o)) == 0)
       spawned++;
   }
