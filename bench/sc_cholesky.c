@@ -387,10 +387,11 @@ static int report(cbench *cb, int sized, int ooc) {
   return rc;
 }
 
-/* The hand-written runs (those of v0..v1) and a run of the registered
- * variants reg[0..nreg) in rt, each repeat in turn; rt's the only
- * runtime with data work alive meanwhile: a second one that has run slows
- * the first by 1.5-3 x at tiles of 512 on the H200, not understood yet
+/* One runtime opened with o, and in it the hand-written runs of v0..v1
+ * (none when v1 < v0) and a run of each registered variant reg[0..nreg),
+ * repeat after repeat; then it closes. It is the only runtime with data
+ * work alive meanwhile: a second one that has run slows the first by
+ * 1.5-3 x at tiles of 512 on the H200, not understood yet
  * (docs/decisions/data.md, "One runtime at a time in the Cholesky
  * bench"). */
 typedef struct reg_run {
@@ -398,10 +399,13 @@ typedef struct reg_run {
   const char *who;
 } reg_run;
 
-static int runs(cbench *cb, weft_runtime *rt, int v0, int v1,
-                const reg_run *reg, int nreg) {
+static int phase(cbench *cb, const bench_rt_opts *o, int v0, int v1,
+                 const reg_run *reg, int nreg) {
   bench_ctx *c = cb->c;
-  int rc = hand_open(cb);
+  weft_runtime *rt = NULL;
+  int rc = bench_runtime_open_with(c, o, &rt);
+  if (rc == 0 && v0 <= v1)
+    rc = hand_open(cb);
   for (int r = 0; rc == 0 && r <= bench_repeat(c); r++) {
     for (int v = v0; rc == 0 && v <= v1; v++) {
       void *m = v == V_HAND_PAGEABLE ? cb->pageable : cb->pinned;
@@ -416,7 +420,10 @@ static int runs(cbench *cb, weft_runtime *rt, int v0, int v1,
       rc = weft_run(cb, rt, reg[k].v == V_PAGEABLE ? cb->pageable : cb->pinned,
                     reg[k].v, reg[k].who, r);
   }
-  hand_close(cb);
+  if (v0 <= v1)
+    hand_close(cb);
+  if (bench_runtime_close(c, &rt) && rc == 0)
+    rc = BENCH_FAIL;
   return rc;
 }
 
@@ -437,33 +444,19 @@ static int factor(bench_ctx *c, weft_runtime *base, chol_prec p, size sz,
                                    {V_PAGEABLE, "registered, pageable"}},
                        at_spawn[] = {{V_SPAWN, "copies at spawn"}},
                        ooc[] = {{V_OOC, "out of core"}};
-  weft_runtime *rt = NULL;
   if (rc == 0)
-    rc = bench_runtime_open_with(
-        c, &(bench_rt_opts){.stack_size = BENCH_CUBLAS_STACK}, &rt);
+    rc = phase(cb, &(bench_rt_opts){.stack_size = BENCH_CUBLAS_STACK}, V_HAND,
+               V_HAND_PAGEABLE, at_get, 2);
   if (rc == 0)
-    rc = runs(cb, rt, V_HAND, V_HAND_PAGEABLE, at_get, 2);
-  if (bench_runtime_close(c, &rt) && rc == 0)
-    rc = BENCH_FAIL;
-  if (rc == 0)
-    rc = bench_runtime_open_with(
-        c, &(bench_rt_opts){.stack_size = BENCH_CUBLAS_STACK, .prefetch = 1},
-        &rt);
-  if (rc == 0)
-    rc = runs(cb, rt, V_HAND_B, V_HAND_B, at_spawn, 1);
-  if (bench_runtime_close(c, &rt) && rc == 0)
-    rc = BENCH_FAIL;
+    rc = phase(
+        cb, &(bench_rt_opts){.stack_size = BENCH_CUBLAS_STACK, .prefetch = 1},
+        V_HAND_B, V_HAND_B, at_spawn, 1);
   if (rc == 0 && sz.ooc)
-    rc = bench_runtime_open_with(
-        c,
-        &(bench_rt_opts){.stack_size = BENCH_CUBLAS_STACK,
-                         .data_limit =
-                             (size_t)cb->T * cb->T * cb->tile_bytes / 4},
-        &rt);
-  if (rc == 0 && sz.ooc)
-    rc = runs(cb, rt, 0, -1, ooc, 1);
-  if (bench_runtime_close(c, &rt) && rc == 0)
-    rc = BENCH_FAIL;
+    rc = phase(cb,
+               &(bench_rt_opts){.stack_size = BENCH_CUBLAS_STACK,
+                                .data_limit =
+                                    (size_t)cb->T * cb->T * cb->tile_bytes / 4},
+               1, 0, ooc, 1);
   teardown(cb);
   if (rc == 0)
     rc = report(cb, sized, sz.ooc);

@@ -225,9 +225,9 @@ int weft__data_enter(weft_data *d) {
   weft_runtime *rt = d->rt;
   uintptr_t hi = (uintptr_t)d->host + d->bytes;
   pthread_mutex_lock(&weft__data_reg.lock);
-  /* rt's regions never overlap one another: the one holding lo, else one
-   * starting inside [lo, hi), is the overlap (a search, not a scan: a
-   * region registered as thousands of blocks stays quick). */
+  /* rt's regions never overlap one another: the one holding d's first
+   * byte, else one starting inside d's range, is the overlap (a search,
+   * not a scan: a region registered as thousands of blocks stays quick). */
   const weft_data *o = holding(rt, d->host);
   for (size_t i = host_at(d->host);
        !o && i < weft__data_reg.n &&

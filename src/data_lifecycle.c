@@ -275,34 +275,29 @@ static int by_handle(const void *a, const void *b) {
   return x->d != y->d ? (x->d < y->d ? -1 : 1) : (x->at < y->at ? -1 : 1);
 }
 
-/* 0 when d[0..n) are n handles; else WEFT_EINVAL reported naming two
- * places of one handle (or WEFT_ENOMEM). One by one for a few,
- * sorted for many (blocks: tens of thousands). */
+/* 0 when d[0..n) are n handles; else WEFT_EINVAL reported naming the
+ * earliest place that repeats one and that handle's first place (or
+ * WEFT_ENOMEM). Sorted, so that tens of thousands (blocks) stay quick. */
 static int given_twice(weft_data *const *d, size_t n) {
-  size_t a = 0, b = 0;
-  int found = 0;
-  if (n <= 32) {
-    for (size_t i = 0; i < n && !found; i++)
-      for (size_t k = 0; k < i && !found; k++)
-        if (d[k] == d[i])
-          a = k, b = i, found = 1;
-  } else {
-    given *g = malloc(n * sizeof *g);
-    if (!g)
-      return weft_error_set(WEFT_ENOMEM, 0, "weft_data_unregister: no memory");
-    for (size_t i = 0; i < n; i++)
-      g[i] = (given){(uintptr_t)d[i], i};
-    qsort(g, n, sizeof *g, by_handle);
-    for (size_t i = 1; i < n && !found; i++)
-      if (g[i].d == g[i - 1].d)
-        a = g[i - 1].at, b = g[i].at, found = 1;
-    free(g);
-  }
-  return found ? weft_error_set(WEFT_EINVAL, 0,
-                                "weft_data_unregister_n: handle %zu is also "
-                                "handle %zu",
-                                b, a)
-               : 0;
+  if (n < 2)
+    return 0;
+  given *g = malloc(n * sizeof *g);
+  if (!g)
+    return weft_error_set(WEFT_ENOMEM, 0, "weft_data_unregister: no memory");
+  for (size_t i = 0; i < n; i++)
+    g[i] = (given){(uintptr_t)d[i], i};
+  qsort(g, n, sizeof *g, by_handle);
+  size_t first = 0, again = SIZE_MAX; /* a handle's first place, its second */
+  for (size_t i = 1; i < n; i++)
+    if (g[i].d == g[i - 1].d && (i < 2 || g[i - 2].d != g[i].d) &&
+        g[i].at < again)
+      first = g[i - 1].at, again = g[i].at;
+  free(g);
+  return again == SIZE_MAX ? 0
+                           : weft_error_set(WEFT_EINVAL, 0,
+                                            "weft_data_unregister_n: handle "
+                                            "%zu is also handle %zu",
+                                            again, first);
 }
 
 int weft_data_unregister(weft_data *d) { return weft_data_unregister_n(&d, 1); }

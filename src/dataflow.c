@@ -10,11 +10,11 @@
  * walks the ranges it covers. Beside it, an index finds a range by its
  * first byte in O(1): an access that names ranges the record already
  * holds whole (a tile, declared again) needs no seek
- * (docs/decisions/dataflow.md, "An index of the ranges by first byte"). A range
- * keeps at most FOLD readers: the next reader first folds them into a join, an
- * identity that follows them all (made by the record's owner), so that a writer
- * follows at most FOLD per range, however many tasks read it since its last
- * write.
+ * (docs/decisions/dataflow.md, "An index of the ranges by first byte").
+ * A range keeps at most FOLD readers: the next reader first folds them
+ * into a join, an identity that follows them all (made by the record's
+ * owner), so that a writer follows at most FOLD per range, however many
+ * tasks read it since its last write.
  *
  * A spawn is all or nothing, in two phases. First every boundary its
  * accesses need is made (splitting a range copies its state, a gap
