@@ -7,6 +7,7 @@
 #define WEFT__DATA_CORE_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "weft/dataflow.h"
 #include "weft/runtime.h"
@@ -35,9 +36,14 @@ typedef int (*weft__place_fn)(weft_runtime *rt, const weft_access *a, size_t n);
  * starts the copies it will read. */
 typedef void (*weft__prefetch_fn)(weft_runtime *rt, int dev,
                                   const weft_access *a, size_t n);
+/* Called by the spawn of task t (spawn order id), declaring a (n of
+ * them), once its spawn cannot fail: notes it as a user ahead of the
+ * handles it names, which eviction spares longest. */
+typedef void (*weft__uses_fn)(weft_runtime *rt, const weft_task *t, uint64_t id,
+                              const weft_access *a, size_t n);
 /* Sets rt's, once its first handle is registered (task.c asks them);
  * prefetch may be NULL. */
 void weft__task_set_data_hooks(weft_runtime *rt, weft__place_fn place,
-                               weft__prefetch_fn prefetch);
+                               weft__prefetch_fn prefetch, weft__uses_fn uses);
 
 #endif

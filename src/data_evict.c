@@ -1,7 +1,9 @@
 /* Making room for registered data's instances (data_internal.h): past the
- * runtime's limit, or when a device runs out, the least recently used
- * instance that no running task holds is evicted by the task that needs
- * the room, written back first when it is its handle's only valid copy. */
+ * runtime's limit, or when a device runs out, an instance that no running
+ * task holds is evicted by the task that needs the room, written back
+ * first when it is its handle's only valid copy: the one whose next user
+ * among the tasks spawned comes latest (none first), the least recently
+ * used among equals (data_uses.c). */
 #include <pthread.h>
 #include <stdint.h>
 
@@ -18,13 +20,13 @@ typedef struct victim {
   uint64_t writes; /* the handle's, when picked */
 } victim;
 
-/* Picks the least recently used instance on dev of rt's handles that no
- * running task holds and marks it, into *v; returns 1, or 0 with *in_use
- * set if some were held. The registry's lock held (then each handle's in
- * turn). */
+/* Picks the instance on dev of rt's handles that no running task holds
+ * whose next user comes latest, then least recently used, and marks it,
+ * into *v; returns 1, or 0 with *in_use set if some were held. The
+ * registry's lock held (then each handle's in turn). */
 static int pick_victim(weft_runtime *rt, int dev, victim *v, int *in_use) {
   weft_data *best = NULL;
-  uint64_t best_use = UINT64_MAX;
+  uint64_t best_use = UINT64_MAX, best_next = 0;
   *in_use = 0;
   for (size_t i = 0; i < weft__data_reg.n; i++) {
     weft_data *o = weft__data_reg.live[i];
@@ -33,11 +35,16 @@ static int pick_victim(weft_runtime *rt, int dev, victim *v, int *in_use) {
     instance *c = &o->inst[dev];
     pthread_mutex_lock(&o->lock);
     if (c->ptr && c->busy == IDLE) {
-      if (!weft__data_users_returned(rt, c))
+      if (!weft__data_users_returned(rt, c)) {
         *in_use = 1;
-      else if (c->last_use < best_use) {
-        best = o;
-        best_use = c->last_use;
+      } else {
+        uint64_t next = weft__data_next_use(rt, o);
+        if (!best || next > best_next ||
+            (next == best_next && c->last_use < best_use)) {
+          best = o;
+          best_use = c->last_use;
+          best_next = next;
+        }
       }
     }
     pthread_mutex_unlock(&o->lock);

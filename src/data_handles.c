@@ -75,8 +75,7 @@ static size_t host_at(const void *p) {
   return lo;
 }
 
-/* rt's handle whose host range holds p, or NULL. Lock held. */
-static weft_data *holding(const weft_runtime *rt, const void *p) {
+weft_data *weft__data_holding(const weft_runtime *rt, const void *p) {
   for (size_t i = host_at((const char *)p + 1); i-- > 0;) {
     weft_data *o = weft__data_reg.by_host[i];
     if (o->rt == rt) /* rt's own never overlap: the nearest is the one */
@@ -89,7 +88,7 @@ int weft__data_place(weft_runtime *rt, const weft_access *a, size_t n) {
   uint64_t bytes[64] = {0};
   pthread_mutex_lock(&weft__data_reg.lock);
   for (size_t k = 0; k < n; k++) {
-    weft_data *h = a[k].ptr ? holding(rt, a[k].ptr) : NULL;
+    weft_data *h = a[k].ptr ? weft__data_holding(rt, a[k].ptr) : NULL;
     if (!h)
       continue;
     pthread_mutex_lock(&h->lock);
@@ -109,7 +108,7 @@ int weft__data_queue_fill(weft_runtime *rt, int dev, const void *p,
                           unsigned mode) {
   int start = 0;
   pthread_mutex_lock(&weft__data_reg.lock);
-  weft_data *d = holding(rt, p);
+  weft_data *d = weft__data_holding(rt, p);
   if (d && dev < d->ndev) {
     size_t limit = weft__data_limit(rt);
     room *r = &d->use->dev[dev];
@@ -228,7 +227,7 @@ int weft__data_enter(weft_data *d) {
   /* rt's regions never overlap one another: the one holding d's first
    * byte, else one starting inside d's range, is the overlap (a search,
    * not a scan: a region registered as thousands of blocks stays quick). */
-  const weft_data *o = holding(rt, d->host);
+  const weft_data *o = weft__data_holding(rt, d->host);
   for (size_t i = host_at(d->host);
        !o && i < weft__data_reg.n &&
        (uintptr_t)weft__data_reg.by_host[i]->host < hi;
@@ -301,6 +300,7 @@ void weft__data_forget(weft_data *d) {
   pthread_mutex_unlock(&weft__data_reg.lock);
   for (int dev = 0; dev < d->ndev; dev++)
     free(d->inst[dev].users);
+  free(d->ahead);
   pthread_mutex_destroy(&d->lock);
   free(d);
 }

@@ -62,6 +62,12 @@ typedef struct usage {
   room dev[];
 } usage;
 
+/* A task spawned declaring a handle, yet to return (data_uses.c). */
+typedef struct use_ahead {
+  const weft_task *t;
+  uint64_t id; /* its spawn order */
+} use_ahead;
+
 struct weft_data {
   weft_runtime *rt;
   unsigned char *host;
@@ -76,6 +82,10 @@ struct weft_data {
                        copies start at spawn: one that has yet to get
                        makes a later reader's fill from the host stale */
   weft_data_stats st;
+  /* Its users ahead, in spawn order: [ahead_at, nahead) of ahead, those
+   * before the first not returned dropped as eviction looks. */
+  use_ahead *ahead;
+  size_t ahead_at, nahead, capahead;
   int ndev;
   instance inst[];
 };
@@ -94,6 +104,9 @@ extern weft__data_registry weft__data_reg;
 
 /* ---- data_handles.c ---- */
 
+/* rt's handle whose host range holds p, or NULL. The registry's lock
+ * held. */
+weft_data *weft__data_holding(const weft_runtime *rt, const void *p);
 /* Enters d (its fields set, its lock made) in the registry; WEFT_EINVAL
  * (it overlaps a handle of its runtime) or WEFT_ENOMEM, reported. */
 int weft__data_enter(weft_data *d);
@@ -143,6 +156,17 @@ int weft__data_users_returned(weft_runtime *rt, instance *in);
 /* Makes the caller's stream wait for in's last fill, if recorded (no
  * lock needed). */
 int weft__data_after_fill(const instance *in, int recorded);
+
+/* ---- data_uses.c ---- */
+
+/* The spawn hook (data_core.h's weft__uses_fn): t, spawned id-th, is a
+ * user ahead of each of rt's handles that a names. Without memory for
+ * it, the note is skipped: eviction guesses worse, nothing fails. */
+void weft__data_note_uses(weft_runtime *rt, const weft_task *t, uint64_t id,
+                          const weft_access *a, size_t n);
+/* d's lock held: the spawn order of d's next user, the first of its users
+ * ahead that has not returned; UINT64_MAX where none is ahead. */
+uint64_t weft__data_next_use(weft_runtime *rt, weft_data *d);
 
 /* ---- data_evict.c ---- */
 

@@ -145,7 +145,8 @@ int weft_data_register(weft_runtime *rt, void *ptr, size_t bytes,
   }
   weft__task_set_data_hooks(
       rt, weft__data_place,
-      weft__data_prefetch_on(rt) ? weft__data_prefetch_at_spawn : NULL);
+      weft__data_prefetch_on(rt) ? weft__data_prefetch_at_spawn : NULL,
+      weft__data_note_uses);
   *out = d;
   return 0;
 }

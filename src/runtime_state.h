@@ -30,6 +30,7 @@ typedef struct weft__task_table {
    * spawn (data_core.h), or NULL. */
   _Atomic(weft__place_fn) placer;
   _Atomic(weft__prefetch_fn) prefetcher;
+  _Atomic(weft__uses_fn) uses;
 } weft__task_table;
 
 struct weft_runtime {

@@ -68,9 +68,10 @@ static void copy_name(char *buf, size_t size, const char *name) {
 }
 
 void weft__task_set_data_hooks(weft_runtime *rt, weft__place_fn place,
-                               weft__prefetch_fn prefetch) {
+                               weft__prefetch_fn prefetch, weft__uses_fn uses) {
   atomic_store(&rt->tasks.placer, place);
   atomic_store(&rt->tasks.prefetcher, prefetch);
+  atomic_store(&rt->tasks.uses, uses);
 }
 
 /* The device a task spawned with opts.device = want, declaring a (n of
@@ -361,6 +362,11 @@ int weft_task_spawn(weft_runtime *rt, weft_task **task, weft_task_fn fn,
       memcpy(t->x.decl, opts.accesses, opts.naccesses * sizeof *t->x.decl);
       t->x.ndecl = (uint32_t)opts.naccesses;
     }
+    /* Registered data it names: eviction spares what tasks ahead use. */
+    weft__uses_fn uses = atomic_load(&rt->tasks.uses);
+    if (uses)
+      uses(rt, (weft_task *)weft__handle_of(&t->hdr), t->id, opts.accesses,
+           opts.naccesses);
   }
   if (rt->h.bk->check) /* the child starts with what its spawner has seen */
     weft__caller_spawned(checked_self(rt, "weft_task_spawn"), &t->x);

@@ -34,16 +34,20 @@
  *
  * Eviction: past weft_runtime_opts.data_limit (WEFT_DATA_LIMIT) bytes of
  * instances on a device, or when an allocation there fails for want of
- * memory, the get that needs a new instance first evicts the least
- * recently used instances of the runtime's handles on that device that no
- * running task holds (a task holds what it got until it returns): its
- * stream follows their users' GPU work, writes back an instance that is
- * its handle's only valid copy (waiting for the copy), and frees it. So a
- * program whose data outgrows the device runs, as long as each task's own
- * handles fit; when nothing can go (every instance held), the instance is
- * allocated past the limit after 0.1 ms. weft_mem_stats_get counts the
- * evictions and their bytes; the trace shows each as a range "weft_data
- * evict" in the task that made it, with its copy back.
+ * memory, the get that needs a new instance first evicts instances of the
+ * runtime's handles on that device that no running task holds (a task
+ * holds what it got until it returns). It spares longest what the tasks
+ * spawned and not yet returned will use soonest: first go the instances
+ * no such task declares, then the one whose next such task was spawned
+ * last, the least recently used among equals (Belady's rule, on what the
+ * spawns have said so far). Its stream follows their users' GPU work,
+ * writes back an instance that is its handle's only valid copy (waiting
+ * for the copy), and frees it. So a program whose data outgrows the
+ * device runs, as long as each task's own handles fit; when nothing can
+ * go (every instance held), the instance is allocated past the limit
+ * after 0.1 ms. weft_mem_stats_get counts the evictions and their bytes;
+ * the trace shows each as a range "weft_data evict" in the task that made
+ * it, with its copy back.
  * weft check (WEFT_CHECK=1) reports a get of a handle the task did not
  * declare with the get's mode: data flow ordered nothing for it.
  * A task spawned on WEFT_DEVICE_ANY goes to the device whose valid

@@ -10,7 +10,8 @@
  * instance filled once (the bytes counted); an instance prefetched, then
  * read where it is without a copy; a copy started at a reader's spawn
  * while the reader waits for an earlier task, none with data_prefetch
- * off or where it would cost an eviction; WEFT_DEVICE_ANY placing a task
+ * off or where it would cost an eviction; eviction sparing the instance
+ * a spawned task will read; WEFT_DEVICE_ANY placing a task
  * where its data is; data registered in blocks over the devices, each
  * placed at its home; and bad input, refused with nothing moved. */
 #include <pthread.h>
@@ -346,6 +347,78 @@ static void copies_at_spawn(int prefetch, int room, int check) {
   free(y);
   free(z);
   free(out);
+}
+
+/* Eviction spares the instance a task already spawned will use: of two
+ * instances in a limit of two, x used first and y after, with a reader
+ * of x spawned (held behind a blocker) and none of y, a third handle's
+ * get evicts y, which least-recently-used order would keep; the reader
+ * then finds x where it was, filled once. */
+static void get_read(void *arg) {
+  float *p;
+  EXPECT_OK(weft_data_get(arg, WEFT_READ, (void **)&p));
+}
+
+static void read_after_blocker(void *arg) {
+  spawn_fill *f = arg;
+  float *p;
+  EXPECT_OK(weft_data_get(f->d, WEFT_READ, (void **)&p));
+}
+
+static void spares_next_user(void) {
+  weft_runtime_opts o;
+  weft_runtime_opts_init(&o);
+  o.data_limit = 2 * N * sizeof(float);
+  weft_runtime *rt = tt_open(&o);
+  float *host[3], *z = calloc(16, sizeof(float));
+  weft_data *h[3];
+  for (int i = 0; i < 3; i++) {
+    EXPECT((host[i] = calloc(N, sizeof(float))) != NULL);
+    EXPECT_OK(weft_data_register(rt, host[i], N * sizeof(float), &h[i]));
+  }
+  weft_task_opts to;
+  weft_task_opts_init(&to);
+  to.device = 0;
+  to.naccesses = 1;
+  weft_task *t;
+  for (int i = 0; i < 2; i++) { /* x, then y: y the more recently used */
+    weft_access a = weft_data_access(h[i], WEFT_READ);
+    to.accesses = &a;
+    EXPECT_OK(weft_task_spawn(rt, &t, get_read, h[i], &to));
+    EXPECT_OK(weft_task_join(t));
+  }
+  spawn_fill f = {.d = h[0], .z = z};
+  weft_access ab = {z, 16 * sizeof(float), WEFT_WRITE},
+              ar[2] = {{z, 16 * sizeof(float), WEFT_READ},
+                       weft_data_access(h[0], WEFT_READ)};
+  weft_task *tb, *tr;
+  to.accesses = &ab;
+  EXPECT_OK(weft_task_spawn(rt, &tb, blocker, &f, &to));
+  to.accesses = ar;
+  to.naccesses = 2;
+  EXPECT_OK(weft_task_spawn(rt, &tr, read_after_blocker, &f, &to));
+  weft_access az = weft_data_access(h[2], WEFT_READ);
+  to.accesses = &az;
+  to.naccesses = 1;
+  EXPECT_OK(weft_task_spawn(rt, &t, get_read, h[2], &to));
+  EXPECT_OK(weft_task_join(t)); /* made room for z's instance */
+  weft_data_stats sx, sy;
+  EXPECT_OK(weft_data_stats_get(h[0], &sx));
+  EXPECT_OK(weft_data_stats_get(h[1], &sy));
+  EXPECT_MSG(sx.evictions == 0 && sy.evictions == 1,
+             "evicted x %d times, y %d: x has a reader ahead, y none",
+             (int)sx.evictions, (int)sy.evictions);
+  EXPECT(!tt_task_returned(tr));
+  tt_store(&f.release, 1);
+  EXPECT_OK(weft_task_join(tb));
+  EXPECT_OK(weft_task_join(tr));
+  EXPECT_OK(weft_data_stats_get(h[0], &sx));
+  EXPECT_EQ_INT((int)sx.copies, 1);
+  EXPECT_OK(weft_data_unregister_n(h, 3));
+  tt_close(rt);
+  for (int i = 0; i < 3; i++)
+    free(host[i]);
+  free(z);
 }
 
 /* WEFT_DEVICE_ANY places a task where the most bytes of the handles it
@@ -706,6 +779,7 @@ int main(void) {
   copies_at_spawn(0, 0, 0);
   copies_at_spawn(1, 1, 0);
   copies_at_spawn(1, 0, 1);
+  spares_next_user();
   weft_backend_kind b = run(1, 0, 0);
   run(1, 2, 0);   /* three handles in two's room: evictions, write-backs */
   run(1, 0.5, 0); /* no room for one: past the limit rather than never */

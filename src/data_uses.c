@@ -1,0 +1,61 @@
+/* What registered data's eviction knows of the future (data_internal.h):
+ * each handle keeps the tasks spawned declaring it that have yet to
+ * return, in spawn order, and eviction spares longest the instance whose
+ * next user comes latest, first evicting those no spawned task will use
+ * (Belady's rule on the tasks already spawned; docs/decisions/data.md,
+ * "Eviction spares the data used soonest"). */
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "data_core.h"
+#include "data_internal.h"
+
+/* d's lock held: room for one more user ahead, after dropping the
+ * returned ones (all of them, which keeps the list as long as the tasks
+ * still to return); 0, or -1 without memory. */
+static int room_for_one(weft_runtime *rt, weft_data *d) {
+  if (d->nahead < d->capahead)
+    return 0;
+  size_t k = 0;
+  for (size_t i = d->ahead_at; i < d->nahead; i++)
+    if (weft__task_progress(rt, d->ahead[i].t) == 0)
+      d->ahead[k++] = d->ahead[i];
+  d->ahead_at = 0;
+  d->nahead = k;
+  if (k < d->capahead / 2)
+    return 0;
+  size_t cap = d->capahead ? 2 * d->capahead : 8;
+  use_ahead *grown = realloc(d->ahead, cap * sizeof *grown);
+  if (!grown)
+    return k < d->capahead ? 0 : -1;
+  d->ahead = grown;
+  d->capahead = cap;
+  return 0;
+}
+
+void weft__data_note_uses(weft_runtime *rt, const weft_task *t, uint64_t id,
+                          const weft_access *a, size_t n) {
+  pthread_mutex_lock(&weft__data_reg.lock);
+  for (size_t k = 0; k < n; k++) {
+    weft_data *d = a[k].ptr ? weft__data_holding(rt, a[k].ptr) : NULL;
+    if (!d)
+      continue;
+    pthread_mutex_lock(&d->lock);
+    if (room_for_one(rt, d) == 0)
+      d->ahead[d->nahead++] = (use_ahead){t, id};
+    pthread_mutex_unlock(&d->lock);
+  }
+  pthread_mutex_unlock(&weft__data_reg.lock);
+}
+
+uint64_t weft__data_next_use(weft_runtime *rt, weft_data *d) {
+  while (d->ahead_at < d->nahead &&
+         weft__task_progress(rt, d->ahead[d->ahead_at].t) != 0)
+    d->ahead_at++;
+  if (d->ahead_at == d->nahead) {
+    d->ahead_at = d->nahead = 0;
+    return UINT64_MAX;
+  }
+  return d->ahead[d->ahead_at].id;
+}
