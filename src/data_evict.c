@@ -28,10 +28,9 @@ static int pick_victim(weft_runtime *rt, int dev, victim *v, int *in_use) {
   weft_data *best = NULL;
   uint64_t best_use = UINT64_MAX, best_next = 0;
   *in_use = 0;
-  for (size_t i = 0; i < weft__data_reg.n; i++) {
-    weft_data *o = weft__data_reg.live[i];
-    if (o->rt != rt)
-      continue;
+  for (size_t i = weft__data_first_of(rt);
+       i < weft__data_reg.n && weft__data_reg.by_host[i]->rt == rt; i++) {
+    weft_data *o = weft__data_reg.by_host[i];
     instance *c = &o->inst[dev];
     pthread_mutex_lock(&o->lock);
     if (c->ptr && c->busy == IDLE) {

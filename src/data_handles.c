@@ -61,13 +61,21 @@ static size_t live_at(const weft_data *d) {
   return lo;
 }
 
-/* The first handle in by_host whose host address is not below p. Lock
- * held. */
-static size_t host_at(const void *p) {
+/* by_host's order: by runtime, then host address, so that one runtime's
+ * handles are a run of their own that a search for its address never
+ * leaves (other runtimes' handles may share its host memory). */
+static int before(const weft_data *o, const weft_runtime *rt, const void *p) {
+  if (o->rt != rt)
+    return (uintptr_t)o->rt < (uintptr_t)rt;
+  return (uintptr_t)o->host < (uintptr_t)p;
+}
+
+/* The first handle in by_host not before (rt, p). Lock held. */
+static size_t host_at(const weft_runtime *rt, const void *p) {
   size_t lo = 0, hi = weft__data_reg.n;
   while (lo < hi) {
     size_t mid = lo + (hi - lo) / 2;
-    if ((uintptr_t)weft__data_reg.by_host[mid]->host < (uintptr_t)p)
+    if (before(weft__data_reg.by_host[mid], rt, p))
       lo = mid + 1;
     else
       hi = mid;
@@ -75,13 +83,15 @@ static size_t host_at(const void *p) {
   return lo;
 }
 
+size_t weft__data_first_of(const weft_runtime *rt) { return host_at(rt, NULL); }
+
 weft_data *weft__data_holding(const weft_runtime *rt, const void *p) {
-  for (size_t i = host_at((const char *)p + 1); i-- > 0;) {
-    weft_data *o = weft__data_reg.by_host[i];
-    if (o->rt == rt) /* rt's own never overlap: the nearest is the one */
-      return (uintptr_t)p < (uintptr_t)o->host + o->bytes ? o : NULL;
-  }
-  return NULL;
+  /* rt's own never overlap: the nearest at or below p is the one. */
+  size_t i = host_at(rt, (const char *)p + 1);
+  weft_data *o = i > 0 ? weft__data_reg.by_host[i - 1] : NULL;
+  return o && o->rt == rt && (uintptr_t)p < (uintptr_t)o->host + o->bytes
+             ? o
+             : NULL;
 }
 
 int weft__data_place(weft_runtime *rt, const weft_access *a, size_t n) {
@@ -228,12 +238,10 @@ int weft__data_enter(weft_data *d) {
    * byte, else one starting inside d's range, is the overlap (a search,
    * not a scan: a region registered as thousands of blocks stays quick). */
   const weft_data *o = weft__data_holding(rt, d->host);
-  for (size_t i = host_at(d->host);
-       !o && i < weft__data_reg.n &&
-       (uintptr_t)weft__data_reg.by_host[i]->host < hi;
-       i++)
-    if (weft__data_reg.by_host[i]->rt == rt)
-      o = weft__data_reg.by_host[i];
+  size_t i = host_at(rt, d->host);
+  if (!o && i < weft__data_reg.n && weft__data_reg.by_host[i]->rt == rt &&
+      (uintptr_t)weft__data_reg.by_host[i]->host < hi)
+    o = weft__data_reg.by_host[i];
   if (o) {
     pthread_mutex_unlock(&weft__data_reg.lock);
     return weft_error_set(WEFT_EINVAL, 0,
@@ -262,7 +270,7 @@ int weft__data_enter(weft_data *d) {
     return weft_error_set(WEFT_ENOMEM, 0, "weft_data_register: no memory");
   }
   weft__data_reg.cap = nc;
-  size_t at = live_at(d), ah = host_at(d->host);
+  size_t at = live_at(d), ah = host_at(rt, d->host);
   memmove(&weft__data_reg.live[at + 1], &weft__data_reg.live[at],
           (weft__data_reg.n - at) * sizeof *weft__data_reg.live);
   weft__data_reg.live[at] = d;
@@ -290,9 +298,7 @@ void weft__data_forget(weft_data *d) {
     memmove(&weft__data_reg.live[at], &weft__data_reg.live[at + 1],
             (weft__data_reg.n - at - 1) * sizeof *weft__data_reg.live);
     weft__data_reg.n--;
-    size_t ah = host_at(d->host);
-    while (weft__data_reg.by_host[ah] != d) /* another runtime's, same host */
-      ah++;
+    size_t ah = host_at(d->rt, d->host);
     memmove(&weft__data_reg.by_host[ah], &weft__data_reg.by_host[ah + 1],
             (weft__data_reg.n - ah) * sizeof *weft__data_reg.by_host);
   }

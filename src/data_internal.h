@@ -96,7 +96,7 @@ struct weft_data {
 typedef struct weft__data_registry {
   pthread_mutex_t lock;
   weft_data **live;    /* by handle address */
-  weft_data **by_host; /* the same, by host address (placement) */
+  weft_data **by_host; /* the same, by runtime, then host address */
   size_t n, cap;
   usage *usages;
 } weft__data_registry;
@@ -107,6 +107,9 @@ extern weft__data_registry weft__data_reg;
 /* rt's handle whose host range holds p, or NULL. The registry's lock
  * held. */
 weft_data *weft__data_holding(const weft_runtime *rt, const void *p);
+/* The index in by_host of rt's first handle (rt's run of handles ends
+ * where another runtime's starts). The registry's lock held. */
+size_t weft__data_first_of(const weft_runtime *rt);
 /* Enters d (its fields set, its lock made) in the registry; WEFT_EINVAL
  * (it overlaps a handle of its runtime) or WEFT_ENOMEM, reported. */
 int weft__data_enter(weft_data *d);
