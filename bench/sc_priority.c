@@ -554,7 +554,7 @@ static int report_weft(prio_bench *pb, const char *size) {
     char name[96];
     snprintf(name, sizeof name,
              "weft: beside a flood task, short task HIGH, admission %d%s",
-             admit_depth(m), m == PRIO_ADMIT2 ? " (default)" : "");
+             admit_depth(m), m == PRIO_ADMIT1 ? " (default)" : "");
     double r = alone > 0 ? median(&s[m]) / alone : 0;
     double fr = flood_alone > 0 ? median(&f[m]) / flood_alone : 0;
     rc = bench_report(

@@ -18,7 +18,7 @@ struct weft__exec;
 /* The most operations in flight the policy can be given, and its depth
  * unless weft_runtime_opts.admission or WEFT_ADMISSION says otherwise. */
 #define WEFT__ADMISSION_MAX 64
-#define WEFT__ADMISSION_DEFAULT 2
+#define WEFT__ADMISSION_DEFAULT 1
 
 typedef struct weft__admission weft__admission;
 

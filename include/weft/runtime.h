@@ -70,7 +70,7 @@ typedef struct weft_runtime_opts {
    * task's next operation also waits for it to stop running (1 ms at
    * most), so that the two do not contend in the driver as they issue.
    * 1 to 64; 0 is off; -1 (the default) reads the environment variable
-   * WEFT_ADMISSION (0 to 64; unset means 2). The cost: the held tasks'
+   * WEFT_ADMISSION (0 to 64; unset means 1). The cost: the held tasks'
    * throughput while high tasks live, and an event recorded per operation
    * then; nothing while no high-priority task lives. */
   int admission;
