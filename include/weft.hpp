@@ -710,6 +710,96 @@ private:
   std::size_t n_ = 0;
 };
 
+/* n elements of host memory at p registered as blocks of block elements
+ * over the runtime's devices (weft_data_register_blocks): m[i] is block
+ * i, which weft::reads/writes/rw declare and whose get(mode), in a task,
+ * gives its instance; m[i].device() is its home, for
+ * task_options.device. place() starts every block's copy to its home;
+ * the destructor unregisters them all (the host memory holds the result;
+ * errors dropped: unregister() to see them). Move-only.
+ * Errors: weft_data_register_blocks' (constructor), weft_data_blocks_*',
+ * weft_data_get's, weft_data_unregister_blocks', thrown; m[i] past the
+ * last block, WEFT_EINVAL.
+ * Context: theirs (the destructor may switch or block). */
+template <class T> class registered_blocks {
+public:
+  /* Block i: its host memory, its handle and its home. */
+  class block {
+  public:
+    T *data() const noexcept { return p_; }
+    std::size_t size() const noexcept { return n_; }
+    weft_data *handle() const noexcept { return d_; }
+    int device() const noexcept { return dev_; }
+    /* Its instance on the calling task's device, ready for mode. */
+    T *get(unsigned mode = WEFT_RW) const {
+      void *q = nullptr;
+      detail::check(weft_data_get(d_, mode, &q));
+      return static_cast<T *>(q);
+    }
+
+  private:
+    friend class registered_blocks;
+    block(weft_data *d, T *p, std::size_t n, int dev) noexcept
+        : d_(d), p_(p), n_(n), dev_(dev) {}
+    weft_data *d_;
+    T *p_;
+    std::size_t n_;
+    int dev_;
+  };
+
+  registered_blocks(runtime &rt, T *p, std::size_t n, std::size_t per_block,
+                    weft_data_layout layout = WEFT_DATA_CYCLIC)
+      : p_(p), n_(n), block_(per_block) {
+    detail::check(weft_data_register_blocks(
+        rt.get(), p, n * sizeof(T), per_block * sizeof(T), layout, &m_));
+  }
+  registered_blocks(registered_blocks &&o) noexcept
+      : m_(std::exchange(o.m_, nullptr)), p_(o.p_), n_(o.n_), block_(o.block_) {
+  }
+  registered_blocks &operator=(registered_blocks &&o) noexcept {
+    if (this != &o) {
+      drop();
+      m_ = std::exchange(o.m_, nullptr);
+      p_ = o.p_;
+      n_ = o.n_;
+      block_ = o.block_;
+    }
+    return *this;
+  }
+  registered_blocks(const registered_blocks &) = delete;
+  registered_blocks &operator=(const registered_blocks &) = delete;
+  ~registered_blocks() { drop(); }
+
+  /* The number of blocks (0 once unregistered). */
+  std::size_t size() const noexcept { return weft_data_blocks_count(m_); }
+  block operator[](std::size_t i) const {
+    int dev = weft_data_blocks_device(m_, i); /* the index checked */
+    detail::check(dev);
+    std::size_t at = i * block_;
+    return block(weft_data_blocks_at(m_, i), p_ + at,
+                 n_ - at < block_ ? n_ - at : block_, dev);
+  }
+  weft_data_blocks *handle() const noexcept { return m_; }
+  void place() { detail::check(weft_data_blocks_place(m_)); }
+  /* Unregisters every block now; on failure it throws and the blocks
+   * left stay registered (the destructor tries again). */
+  void unregister() {
+    if (m_) {
+      detail::check(weft_data_unregister_blocks(m_));
+      m_ = nullptr;
+    }
+  }
+
+private:
+  void drop() noexcept {
+    if (m_)
+      weft_data_unregister_blocks(std::exchange(m_, nullptr));
+  }
+  weft_data_blocks *m_ = nullptr;
+  T *p_ = nullptr;
+  std::size_t n_ = 0, block_ = 0;
+};
+
 /* Copies n elements from src to dst on the caller's stream (weft_copy):
  * pointers or buffers, the direction from where they lie.
  * Errors and context: weft_copy's. */

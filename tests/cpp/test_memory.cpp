@@ -174,6 +174,57 @@ void registered_data(weft::runtime &rt) {
   EXPECT(again.handle() == nullptr);
 }
 
+/* Registered blocks (weft::registered_blocks) over four emulated
+ * devices, from a driver task of their runtime (this thread declares for
+ * main's): a task per block on its home adds to it, the last block
+ * shorter; the host holds the result once they are unregistered. */
+weft::runtime *current = nullptr; /* the blocks' runtime */
+
+void blocks_driver(std::vector<float> &x) {
+  weft::registered_blocks<float> m(*current, x.data(), x.size(), 256);
+  EXPECT_EQ_INT((int)m.size(), (int)((x.size() + 255) / 256));
+  EXPECT_EQ_INT((int)m[m.size() - 1].size(), (int)(x.size() % 256));
+  m.place();
+  std::vector<weft::task<int>> ts;
+  for (std::size_t i = 0; i < m.size(); i++) {
+    auto b = m[i];
+    EXPECT_EQ_INT(b.device(), (int)(i % 4));
+    EXPECT(b.data() == x.data() + i * 256);
+    weft::task_options to;
+    to.device = b.device();
+    ts.push_back(weft::spawn(
+        [b] {
+          weft::launch(add, (unsigned)((b.size() + 255) / 256), 256, 0, b.get(),
+                       (unsigned)b.size(), 2.0f);
+          return weft_task_device();
+        },
+        to, weft::rw(b)));
+  }
+  for (std::size_t i = 0; i < ts.size(); i++)
+    EXPECT_EQ_INT(ts[i].join(), (int)(i % 4));
+  int code = 0;
+  try {
+    (void)m[m.size()];
+  } catch (const weft::error &e) {
+    code = e.code();
+  }
+  EXPECT_EQ_INT(code, WEFT_EINVAL);
+  m.unregister();
+  EXPECT(m.size() == 0);
+}
+
+void registered_blocks() {
+  weft::runtime_options o;
+  o.backend = WEFT_BACKEND_HOST;
+  o.host_devices = 4;
+  weft::runtime rt(o);
+  std::vector<float> x(n + 100, 1.0f);
+  current = &rt;
+  weft::spawn(rt, [&x] { blocks_driver(x); }).join();
+  current = nullptr;
+  EXPECT(x[0] == 3.0f && x[x.size() - 1] == 3.0f);
+}
+
 } // namespace
 
 int main() {
@@ -182,6 +233,7 @@ int main() {
   typed_launch(rt);
   accesses(rt);
   registered_data(rt);
+  registered_blocks();
   ranges_events_graphs(rt);
   std::printf("ok\n");
   return 0;
