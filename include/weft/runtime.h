@@ -101,8 +101,9 @@ typedef struct weft_runtime_opts {
   int watchdog_ms;
   /* Data that moves itself (weft/data.h): the bytes of registered data's
    * instances each device may hold; past it, a task that needs a new
-   * instance first evicts the least recently used ones that no running
-   * task holds, writing back those whose only valid copy they are. 0
+   * instance first evicts ones that no running task holds, those the
+   * tasks spawned will use last first (weft/data.h), writing back those
+   * whose only valid copy they are. 0
    * means the environment variable WEFT_DATA_LIMIT (bytes, or with a K,
    * M or G suffix for powers of 1024) or, unset, no limit: the device's
    * memory (an allocation that fails for want of it evicts too). */
