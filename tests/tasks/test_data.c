@@ -595,6 +595,26 @@ static void other_runtime_task(void *arg) {
   EXPECT(p == NULL);
 }
 
+/* Another runtime's handles over the same memory: each runtime's keep
+ * apart in the registry. */
+typedef struct beside {
+  weft_runtime *b;
+  float *mem;
+  weft_data *h[4];
+} beside;
+
+static void beside_register(void *arg) {
+  beside *s = arg;
+  for (int i = 0; i < 4; i++)
+    EXPECT_OK(weft_data_register(s->b, &s->mem[i * 16], 16 * sizeof(float),
+                                 &s->h[i]));
+}
+
+static void beside_unregister(void *arg) {
+  beside *s = arg;
+  EXPECT_OK(weft_data_unregister_n(s->h, 4));
+}
+
 static void *left_registered(void *arg) {
   (void)arg;
   static float mine[16];
@@ -649,6 +669,26 @@ static void bad_input(weft_runtime *rt) {
   EXPECT_OK(weft_init(&b, &ob));
   EXPECT_OK(weft_task_spawn(b, &t, other_runtime_task, d, NULL));
   EXPECT_OK(weft_task_join(t));
+  { /* b's handles around and over rt's: rt still finds its own overlaps
+       among them, and none with b's */
+    static float mem[64];
+    beside s = {b, mem, {NULL}};
+    weft_data *mine, *other;
+    EXPECT_OK(weft_data_register(rt, &mem[16], 16 * sizeof(float), &mine));
+    EXPECT_OK(weft_task_spawn(b, &t, beside_register, &s, NULL));
+    EXPECT_OK(weft_task_join(t));
+    EXPECT_ERR(weft_data_register(rt, &mem[20], 4 * sizeof(float), &other),
+               WEFT_EINVAL); /* inside rt's */
+    EXPECT_ERR(weft_data_register(rt, &mem[8], 16 * sizeof(float), &other),
+               WEFT_EINVAL); /* over rt's first byte */
+    EXPECT_ERR(weft_data_register(rt, &mem[30], 8 * sizeof(float), &other),
+               WEFT_EINVAL); /* over rt's last */
+    EXPECT_OK(weft_data_register(rt, &mem[32], 32 * sizeof(float), &other));
+    EXPECT_OK(weft_data_unregister(other)); /* b's alone there */
+    EXPECT_OK(weft_data_unregister(mine));
+    EXPECT_OK(weft_task_spawn(b, &t, beside_unregister, &s, NULL));
+    EXPECT_OK(weft_task_join(t));
+  }
   EXPECT_OK(weft_shutdown(b));
   weft_data_stats st;
   EXPECT_OK(weft_data_stats_get(d, &st));
