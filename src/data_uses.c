@@ -3,7 +3,7 @@
  * return, in spawn order, and eviction spares longest the instance whose
  * next user comes latest, first evicting those no spawned task will use
  * (Belady's rule on the tasks already spawned; docs/decisions/data.md,
- * "Eviction spares the data used soonest"). */
+ * "Eviction spares the data spawned tasks will use soonest"). */
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
