@@ -686,6 +686,11 @@ public:
     return static_cast<T *>(q);
   }
   void sync() const { detail::check(weft_data_sync(d_)); }
+  /* weft_data_prefetch: starts the copy to device, or the write-back to
+   * the host for WEFT_DATA_HOST. */
+  void prefetch(int device) const {
+    detail::check(weft_data_prefetch(d_, device));
+  }
   weft_data_stats stats() const {
     weft_data_stats st;
     detail::check(weft_data_stats_get(d_, &st));
@@ -730,6 +735,10 @@ public:
     std::size_t size() const noexcept { return n_; }
     weft_data *handle() const noexcept { return d_; }
     int device() const noexcept { return dev_; }
+    /* weft_data_prefetch, as registered's. */
+    void prefetch(int device) const {
+      detail::check(weft_data_prefetch(d_, device));
+    }
     /* Its instance on the calling task's device, ready for mode. */
     T *get(unsigned mode = WEFT_RW) const {
       void *q = nullptr;

@@ -24,6 +24,8 @@ void weft__data_evicted(weft_runtime *rt, size_t bytes, size_t written_back);
  * returned and its GPU work may still be queued, 2 it completed (or the
  * handle names a task joined or detached since). */
 int weft__task_progress(weft_runtime *rt, const weft_task *h);
+/* The device task h of rt runs on, or -1 once it has returned. */
+int weft__task_device_if_running(weft_runtime *rt, const weft_task *h);
 
 /* 1 if a spawn starts the copies its task will read
  * (weft_runtime_opts.data_prefetch), which weft check turns off. */

@@ -170,6 +170,11 @@ void weft__data_note_uses(weft_runtime *rt, const weft_task *t, uint64_t id,
 /* d's lock held: the spawn order of d's next user, the first of its users
  * ahead that has not returned; UINT64_MAX where none is ahead. */
 uint64_t weft__data_next_use(weft_runtime *rt, weft_data *d);
+/* Where d's write-back should run (weft_data_prefetch to the host): the
+ * device of the last task spawned declaring d that has yet to return
+ * (it writes or reads a valid instance there), else of a valid instance,
+ * else WEFT_DEVICE_INHERIT. */
+int weft__data_source_device(weft_data *d);
 
 /* ---- data_evict.c ---- */
 

@@ -1,9 +1,10 @@
 /* A handle's life (data_internal.h): weft_data_register, the copies
  * started by weft_data_prefetch and at a task's spawn, weft_data_sync's
- * copy back, and weft_data_unregister's write-back and frees. Each is a
- * task of weft's own declaring the handle, so that data flow orders it
- * among the program's, but the fillers of copies at spawn, which follow
- * nothing and fill only from a current host copy (data_get.c). */
+ * copy back (and weft_data_prefetch's to the host), and weft_data_unregister's
+ * write-back and frees. Each is a task of weft's own declaring the handle, so
+ * that data flow orders it among the program's, but the fillers of copies at
+ * spawn, which follow nothing and fill only from a current host copy
+ * (data_get.c). */
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -166,17 +167,27 @@ static void prefetch(void *arg) {
   weft_data_get(d, WEFT_READ, &p); /* a failure leaves it to the next get */
 }
 
+/* A write-back's task (weft_data_prefetch to the host): sync_host, whose
+ * failure is left to the next sync or unregister, which copy again. */
+static void write_back(void *arg) {
+  job j = {arg, 0};
+  sync_host(&j);
+}
+
 int weft_data_prefetch(weft_data *d, int device) {
   if (!weft__data_is_live(d))
     return weft__data_not_live("weft_data_prefetch");
-  if (device < 0 || device >= d->ndev)
+  int host = device == WEFT_DATA_HOST;
+  if (!host && (device < 0 || device >= d->ndev))
     return weft_error_set(WEFT_EINVAL, 0,
-                          "weft_data_prefetch: device %d is not one of the "
-                          "runtime's %d",
+                          "weft_data_prefetch: device %d is neither one of "
+                          "the runtime's %d nor WEFT_DATA_HOST",
                           device, d->ndev);
   weft_task *t;
-  int rc =
-      spawn_own(d, WEFT_READ, device, prefetch, d, "weft_data_prefetch", &t);
+  int rc = host ? spawn_own(d, WEFT_READ, weft__data_source_device(d),
+                            write_back, d, "weft_data_prefetch", &t)
+                : spawn_own(d, WEFT_READ, device, prefetch, d,
+                            "weft_data_prefetch", &t);
   if (rc == 0 && !t)
     return weft_error_set(WEFT_ESTATE, 0,
                           "weft_data_prefetch: not inside a graph capture");

@@ -1,9 +1,10 @@
-/* What registered data's eviction knows of the future (data_internal.h):
- * each handle keeps the tasks spawned declaring it that have yet to
- * return, in spawn order, and eviction spares longest the instance whose
- * next user comes latest, first evicting those no spawned task will use
- * (Belady's rule on the tasks already spawned; docs/decisions/data.md,
- * "Eviction spares the data spawned tasks will use soonest"). */
+/* What registered data knows of the future (data_internal.h): each
+ * handle keeps the tasks spawned declaring it that have yet to return, in
+ * spawn order. Eviction spares longest the instance whose next user comes
+ * latest, first evicting those no spawned task will use (Belady's rule on
+ * the tasks already spawned; docs/decisions/data.md, "Eviction spares the
+ * data spawned tasks will use soonest"); a write-back started ahead runs
+ * where the last of them does. */
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -58,4 +59,15 @@ uint64_t weft__data_next_use(weft_runtime *rt, weft_data *d) {
     return UINT64_MAX;
   }
   return d->ahead[d->ahead_at].id;
+}
+
+int weft__data_source_device(weft_data *d) {
+  pthread_mutex_lock(&d->lock);
+  int dev = -1;
+  for (size_t i = d->nahead; dev < 0 && i > d->ahead_at; i--)
+    dev = weft__task_device_if_running(d->rt, d->ahead[i - 1].t);
+  if (dev < 0)
+    dev = weft__data_source_of(d, -1);
+  pthread_mutex_unlock(&d->lock);
+  return dev < 0 ? WEFT_DEVICE_INHERIT : dev;
 }

@@ -52,6 +52,14 @@ int weft__task_progress(weft_runtime *rt, const weft_task *h) {
   return p;
 }
 
+int weft__task_device_if_running(weft_runtime *rt, const weft_task *h) {
+  weft_task *t = (weft_task *)weft__handle_obj(h);
+  pthread_mutex_lock(&rt->h.lock);
+  int dev = weft__task_live(h, t) && !t->returned ? t->x.dev : -1;
+  pthread_mutex_unlock(&rt->h.lock);
+  return dev;
+}
+
 void weft__task_join_advance(weft_runtime *rt, weft_task *j) {
   for (; j->join_at < j->nflow_deps; j->join_at++) {
     const weft_task *h = j->flow_deps[j->join_at];

@@ -114,13 +114,25 @@ WEFT_API weft_access weft_data_access(const weft_data *d, unsigned mode);
  * task filling the same instance is waited for). */
 WEFT_API int weft_data_get(weft_data *d, unsigned mode, void **ptr);
 
+/* weft_data_prefetch's device for d's host copy (weft_task_opts.device
+ * never takes it). */
+enum { WEFT_DATA_HOST = -3 };
+
 /* Starts making d's instance on device valid, so that the tasks that
  * read d there find it filled: a task of weft's own, placed on device and
  * declaring d for reading (after the earlier writers of d of the calling
  * spawner, as any reader), asks for it and ends; this returns at once. A
  * fill that fails is left to the next task that asks.
- * Errors: WEFT_EINVAL (d not registered; device not one of d's runtime's),
- * WEFT_ESTATE (rt shut down, or in a graph capture), WEFT_ENOMEM.
+ * device WEFT_DATA_HOST starts the write-back instead: weft_data_sync's
+ * copy back, without waiting for it, so that it overlaps the work still
+ * to come and a later weft_data_sync or unregister finds the host copy
+ * valid (and copies nothing). The task goes to the device of the last
+ * task spawned declaring d that has yet to return, else of a valid
+ * instance, else the caller's; a copy back that fails is left to the
+ * next sync or unregister.
+ * Errors: WEFT_EINVAL (d not registered; device neither one of d's
+ * runtime's nor WEFT_DATA_HOST), WEFT_ESTATE (rt shut down, or in a graph
+ * capture), WEFT_ENOMEM.
  * Context: any thread of d's runtime; never blocks. */
 WEFT_API int weft_data_prefetch(weft_data *d, int device);
 

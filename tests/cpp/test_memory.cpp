@@ -1,7 +1,9 @@
 /* The rest of the C++ face: buffers, copy and memset, a typed launch on
  * the host backend, declared accesses ordering two tasks, registered data,
  * ranges, events and a captured graph. */
+#include <chrono>
 #include <cstring>
+#include <thread>
 #include <vector>
 
 #include "cpp_common.hpp"
@@ -139,7 +141,8 @@ void ranges_events_graphs(weft::runtime &rt) {
 }
 
 /* Registered data (weft::registered): two tasks declaring it in turn,
- * each adding to its instance; the host copy brought back by sync. */
+ * each adding to its instance; the host copy brought back by a
+ * write-back started ahead (prefetch to the host), before sync. */
 void registered_data(weft::runtime &rt) {
   if (!host_backend(rt))
     return; /* no CUDA version of add in this test */
@@ -154,10 +157,13 @@ void registered_data(weft::runtime &rt) {
         rt,
         [&d] { weft::launch(add, (n + 255) / 256, 256, 0, d.get(), n, 1.0f); },
         weft::rw(d));
+    d.prefetch(WEFT_DATA_HOST); /* the write-back, after t2, by itself */
     t1.join();
     t2.join();
-    d.sync();
+    for (int i = 0; i < 10000 && d.stats().to_host == 0; i++)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
     EXPECT(x[0] == 4.0f && x[n - 1] == 4.0f);
+    d.sync(); /* the host copy is valid: nothing more moves */
     weft_data_stats st = d.stats();
     EXPECT(st.to_device == n * sizeof(float) &&
            st.to_host == n * sizeof(float));

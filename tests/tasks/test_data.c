@@ -1,19 +1,20 @@
 /* Data that moves itself (weft/data.h), on every backend (the host backend
  * emulating 1 and 4 devices; CUDA with what it has): random programs over
  * three handles, each step a task on a random device that scales a handle
- * in place or copies one into another, with weft_data_sync at random
- * points, bit-exact against the same steps run one at a time on the CPU,
- * with copies starting at the get and at the spawn;
- * the same under a limit on the instances' bytes that forces evictions
- * (write-backs of the only valid copy among them), and under one too small
- * for a single handle; one writer then readers on two devices, each
- * instance filled once (the bytes counted); an instance prefetched, then
- * read where it is without a copy; a copy started at a reader's spawn
- * while the reader waits for an earlier task, none with data_prefetch
- * off or where it would cost an eviction; eviction sparing the instance
- * a spawned task will read; WEFT_DEVICE_ANY placing a task
- * where its data is; data registered in blocks over the devices, each
- * placed at its home; and bad input, refused with nothing moved. */
+ * in place or copies one into another, with weft_data_sync and
+ * write-backs started ahead at random points, bit-exact against the same
+ * steps run one at a time on the CPU, with copies starting at the get and
+ * at the spawn; the same under a limit on the instances' bytes that forces
+ * evictions (write-backs of the only valid copy among them), and under one
+ * too small for a single handle; one writer then readers on two devices,
+ * each instance filled once (the bytes counted); an instance prefetched,
+ * then read where it is without a copy; a writer's result written back
+ * ahead, before any sync; a copy started at a reader's spawn while the
+ * reader waits for an earlier task, none with data_prefetch off or where
+ * it would cost an eviction; eviction sparing the instance a spawned task
+ * will read; WEFT_DEVICE_ANY placing a task where its data is; data
+ * registered in blocks over the devices, each placed at its home; and bad
+ * input, refused with nothing moved. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -74,6 +75,8 @@ static void program(weft_runtime *rt, uint64_t *seed, int nsteps) {
       x[h][i] = ref[h][i] = (float)((i * (h + 3)) % 11);
     EXPECT_OK(weft_data_register(rt, x[h], N * sizeof(float), &d[h]));
   }
+  /* The write-backs draw apart: the steps stay those of the seed. */
+  uint64_t wb = *seed ^ 0x9e3779b97f4a7c15u;
   step *steps = calloc((size_t)nsteps, sizeof *steps);
   weft_task **tasks = calloc((size_t)nsteps, sizeof *tasks);
   EXPECT(steps && tasks);
@@ -92,6 +95,8 @@ static void program(weft_runtime *rt, uint64_t *seed, int nsteps) {
         ref[h][i] = ref[h][i] * s->a + s->b;
     }
     tasks[k] = spawn_step(rt, s, tt_rand_range(seed, 0, ndev - 1));
+    if (tt_rand_range(&wb, 0, 7) == 0) /* its write-back, ahead */
+      EXPECT_OK(weft_data_prefetch(d[h], WEFT_DATA_HOST));
     if (tt_rand_range(seed, 0, 9) == 0) { /* read one back meanwhile */
       EXPECT_OK(weft_data_sync(d[h]));
       EXPECT_MSG(memcmp(x[h], ref[h], N * sizeof(float)) == 0,
@@ -244,6 +249,44 @@ static void prefetched(weft_runtime *rt) {
   EXPECT_ERR(weft_data_prefetch(d, 0), WEFT_EINVAL); /* unregistered */
   free(x);
   free(y);
+}
+
+/* weft_data_prefetch to the host: a writer's result comes back by
+ * itself, before any sync, which then copies nothing; so does a second
+ * one with the host copy valid; bad devices refused. */
+static void written_back(weft_runtime *rt) {
+  float *x = malloc(N * sizeof(float));
+  EXPECT(x);
+  for (int i = 0; i < N; i++)
+    x[i] = (float)(i % 5);
+  weft_data *d;
+  EXPECT_OK(weft_data_register(rt, x, N * sizeof(float), &d));
+  EXPECT_ERR(weft_data_prefetch(d, WEFT_DATA_HOST - 1), WEFT_EINVAL);
+  EXPECT_ERR(weft_data_prefetch(d, WEFT_DEVICE_INHERIT), WEFT_EINVAL);
+  step s = {d, NULL, 2.0f, 1.0f};
+  weft_task *t = spawn_step(rt, &s, ndev - 1);
+  EXPECT_OK(weft_data_prefetch(d, WEFT_DATA_HOST));
+  weft_data_stats st;
+  for (int tries = 0; tries < 10000; tries++) { /* no sync: by itself */
+    EXPECT_OK(weft_data_stats_get(d, &st));
+    if (st.to_host)
+      break;
+    tt_sleep_ms(1);
+  }
+  EXPECT_EQ_INT((int)st.to_host, N * (int)sizeof(float));
+  EXPECT_EQ_INT((int)st.copies, 2); /* in for the writer, back */
+  int bad = 0;
+  for (int i = 0; i < N; i++)
+    bad += x[i] != (float)(i % 5) * 2.0f + 1.0f;
+  EXPECT_MSG(bad == 0, "%d values not written back", bad);
+  EXPECT_OK(weft_data_prefetch(d, WEFT_DATA_HOST)); /* nothing to do */
+  EXPECT_OK(weft_data_sync(d));
+  EXPECT_OK(weft_data_stats_get(d, &st));
+  EXPECT_EQ_INT((int)st.copies, 2);
+  EXPECT_OK(weft_task_join(t));
+  EXPECT_OK(weft_data_unregister(d));
+  EXPECT_ERR(weft_data_prefetch(d, WEFT_DATA_HOST), WEFT_EINVAL);
+  free(x);
 }
 
 /* Copies at spawn: a reader of d ordered behind a blocker (both declare
@@ -741,6 +784,7 @@ static weft_backend_kind run(int host_devices, double limit, int prefetch) {
     bad_input(rt);
     readers(rt);
     prefetched(rt);
+    written_back(rt);
     blocks(rt);
     if (ndev > 1) {
       ordered_fill(rt);
