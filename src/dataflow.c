@@ -539,7 +539,12 @@ int weft__flow_note(weft__flow **fp, const void *self, const weft_access *a,
    * and what it follows; reads first (the order in which dependencies
    * have always been handed out: the first may hand its stream over), so
    * that a write collects readers after any fold. */
-  joiner jn = {join, ctx, 0, NULL, 0, {0}};
+  joiner jn; /* m is read only where made says it was written */
+  jn.join = join;
+  jn.ctx = ctx;
+  jn.made = 0;
+  jn.last = NULL;
+  jn.n = 0;
   depset s = {buf, buf, NULL, 0, WEFT__FLOW_INLINE, 0, self, &f->work};
   int h = 0, rc = 0;
   for (int pass = 0; pass < 2 && rc == 0; pass++)
