@@ -88,6 +88,10 @@ struct weft__checker {
    * this stands in for the clock of a task freed before it was followed
    * (weft__check_after, weft__check_joined). */
   weft__vc completed;
+  /* Registered data's stale host ranges (weft__check_set_stale): ctx is
+   * written before fn is published. */
+  _Atomic(weft__check_stale_fn) stale;
+  void *stale_ctx;
 };
 
 /* ---- vector clocks ---- */
@@ -495,9 +499,46 @@ static void op_locked(weft__checker *k, weft__stream *s, stream_state *st,
   }
 }
 
+void weft__check_set_stale(weft__checker *k, weft__check_stale_fn fn,
+                           void *ctx) {
+  k->stale_ctx = ctx;
+  atomic_store(&k->stale, fn);
+}
+
+/* Reads of registered host memory whose valid copy is on a device: the
+ * operation reads what a task's writes left behind. Asked before the
+ * lock (the answer takes registered data's locks); once a handle, reader
+ * and call. */
+static void check_stale(weft__checker *k, const char *call, const char *kernel,
+                        const weft__check_span *spans, size_t n) {
+  weft__check_stale_fn fn = atomic_load(&k->stale);
+  for (size_t i = 0; fn && i < n; i++) {
+    const void *base;
+    size_t bytes;
+    int dev = spans[i].write ? -1
+                             : fn(k->stale_ctx, spans[i].p,
+                                  spans[i].n ? spans[i].n : 1, &base, &bytes);
+    if (dev < 0)
+      continue;
+    char who[WHO];
+    who_of(k->self(), who, sizeof who);
+    pthread_mutex_lock(&k->lock);
+    if (!seen_before(k, (uintptr_t)base, who, call))
+      finding(k, "stale", 0,
+              "%s %s%s%s reads registered data at %p (%zu bytes) through its "
+              "host memory, whose copy there is stale: the valid copy is on "
+              "device %d; call weft_data_sync first, or read it in a task "
+              "through weft_data_get",
+              who, call, kernel ? " " : "", kernel ? kernel : "", base, bytes,
+              dev);
+    pthread_mutex_unlock(&k->lock);
+  }
+}
+
 void weft__check_op(weft__checker *k, weft__stream *s, const char *call,
                     const char *kernel, const weft__check_span *spans,
                     size_t n) {
+  check_stale(k, call, kernel, spans, n);
   pthread_mutex_lock(&k->lock);
   stream_state *st = stream_of(k, s);
   if (st)

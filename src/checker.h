@@ -60,8 +60,18 @@ void weft__check_lease(weft__checker *k, weft__stream *s);
 /* Context x (NULL: none known) issues an operation on s: s is ordered
  * after what x has seen, and x's task becomes s's owner for messages. */
 void weft__check_issue(weft__checker *k, weft__exec *x, weft__stream *s);
+/* Registered data's answer (weft/data.h), given by the layer above: for
+ * host memory [p, p + n) of ctx's runtime, the device holding the valid
+ * copy of a handle there whose host copy is not valid, its range in
+ * *base and *bytes; -1 where there is none. */
+typedef int (*weft__check_stale_fn)(void *ctx, const void *p, size_t n,
+                                    const void **base, size_t *bytes);
+/* Sets it, once registered data exists; ctx is passed back. */
+void weft__check_set_stale(weft__checker *k, weft__check_stale_fn fn,
+                           void *ctx);
 /* An operation on s (call names it; kernel: its name or NULL) touching
- * spans: ticks s, checks and records each span. */
+ * spans: ticks s, checks and records each span; a read of registered
+ * host memory whose host copy is stale is reported. */
 void weft__check_op(weft__checker *k, weft__stream *s, const char *call,
                     const char *kernel, const weft__check_span *spans,
                     size_t n);

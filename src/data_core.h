@@ -1,8 +1,9 @@
 /* What registered data (data_*.c) asks of the core below it: the runtime's
  * limit on its instances per device (weft_runtime_opts.data_limit),
  * how far a task it gave an instance to has got, the evictions that
- * weft_mem_stats_get reports, and a say in where WEFT_DEVICE_ANY places a
- * task. memory.c, task_end.c and task.c implement it. */
+ * weft_mem_stats_get reports, a say in where WEFT_DEVICE_ANY places a
+ * task, and weft check's view of stale host copies. memory.c, task_end.c and
+ * task.c implement it. */
 #ifndef WEFT__DATA_CORE_H
 #define WEFT__DATA_CORE_H
 
@@ -30,6 +31,16 @@ int weft__task_device_if_running(weft_runtime *rt, const weft_task *h);
 /* 1 if a spawn starts the copies its task will read
  * (weft_runtime_opts.data_prefetch), which weft check turns off. */
 int weft__data_prefetch_on(const weft_runtime *rt);
+
+/* For weft check (checker.h's weft__check_stale_fn): given ctx, the
+ * runtime, the device holding the valid copy of a handle overlapping host
+ * memory [p, p + n) whose host copy is not valid, its range in *base and
+ * *bytes; -1 where there is none. */
+typedef int (*weft__stale_fn)(void *ctx, const void *p, size_t n,
+                              const void **base, size_t *bytes);
+/* Under weft check, tells it so (once rt's first handle is registered);
+ * else nothing. */
+void weft__data_set_check_hook(weft_runtime *rt, weft__stale_fn fn);
 
 /* For WEFT_DEVICE_ANY: the device a task declaring accesses a (n of
  * them) would best run on, or -1 for no preference. */

@@ -93,8 +93,11 @@ int weft__data_get(weft_data *d, unsigned mode, int prefetch, void **ptr) {
     /* After the instance's last fill, a filler's left stale perhaps. */
     if (rc == 0)
       rc = weft__data_after_fill(in, recorded);
-    if (rc == 0)
+    if (rc == 0) { /* from a host copy valid when the fill was decided */
+      weft__data_own_copy = 1;
       rc = weft_copy(p, from, d->bytes);
+      weft__data_own_copy = 0;
+    }
     if (rc == 0)
       rc = weft_event_record(in->ready);
   } else if (rc == 0) {

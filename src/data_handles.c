@@ -94,6 +94,44 @@ weft_data *weft__data_holding(const weft_runtime *rt, const void *p) {
              : NULL;
 }
 
+_Thread_local int weft__data_own_copy;
+
+int weft__data_stale_host(void *ctx, const void *p, size_t n, const void **base,
+                          size_t *bytes) {
+  if (weft__data_own_copy)
+    return -1;
+  const weft_runtime *rt = ctx;
+  uintptr_t lo = (uintptr_t)p, hi = lo + n;
+  int dev = -1;
+  pthread_mutex_lock(&weft__data_reg.lock);
+  /* From the handle at or below p (rt's never overlap), while they start
+   * below hi. */
+  size_t i = host_at(rt, p);
+  if (i > 0 && weft__data_reg.by_host[i - 1]->rt == rt)
+    i--;
+  for (; dev < 0 && i < weft__data_reg.n; i++) {
+    weft_data *d = weft__data_reg.by_host[i];
+    if (d->rt != rt || (uintptr_t)d->host >= hi)
+      break;
+    if ((uintptr_t)d->host + d->bytes <= lo)
+      continue;
+    pthread_mutex_lock(&d->lock);
+    if (!d->host_valid) {
+      dev = 0;
+      for (int k = 0; k < d->ndev; k++)
+        if (d->inst[k].valid) {
+          dev = k;
+          break;
+        }
+      *base = d->host;
+      *bytes = d->bytes;
+    }
+    pthread_mutex_unlock(&d->lock);
+  }
+  pthread_mutex_unlock(&weft__data_reg.lock);
+  return dev;
+}
+
 int weft__data_place(weft_runtime *rt, const weft_access *a, size_t n) {
   uint64_t bytes[64] = {0};
   pthread_mutex_lock(&weft__data_reg.lock);

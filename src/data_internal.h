@@ -127,6 +127,13 @@ void weft__data_unhold(weft_data *d, int dev);
 /* Removes d from the registry and frees it: its instances are freed. */
 void weft__data_forget(weft_data *d);
 
+/* weft check's question (data_core.h's weft__stale_fn), for ctx's
+ * runtime; the fills' own reads of the host (weft__data_own_copy set
+ * around them) are never stale. */
+int weft__data_stale_host(void *ctx, const void *p, size_t n, const void **base,
+                          size_t *bytes);
+extern _Thread_local int weft__data_own_copy;
+
 /* Take d's lock once *busy is clear, or once no instance of d is being
  * evicted, yielding meanwhile (a filler or evicter drops the lock while
  * it works). */

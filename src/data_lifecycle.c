@@ -144,6 +144,7 @@ int weft_data_register(weft_runtime *rt, void *ptr, size_t bytes,
     free(d);
     return rc;
   }
+  weft__data_set_check_hook(rt, weft__data_stale_host);
   weft__task_set_data_hooks(
       rt, weft__data_place,
       weft__data_prefetch_on(rt) ? weft__data_prefetch_at_spawn : NULL,

@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "checker.h"
 #include "clock.h"
 #include "data_core.h"
 #include "dataflow.h"
@@ -468,6 +469,11 @@ size_t weft__data_limit(const weft_runtime *rt) { return rt->opts.data_limit; }
 
 int weft__data_prefetch_on(const weft_runtime *rt) {
   return rt->opts.data_prefetch == 1 && !rt->h.bk->check;
+}
+
+void weft__data_set_check_hook(weft_runtime *rt, weft__stale_fn fn) {
+  if (rt->h.bk->check)
+    weft__check_set_stale(rt->h.bk->check, fn, rt);
 }
 
 void weft__data_evicted(weft_runtime *rt, size_t bytes, size_t written_back) {

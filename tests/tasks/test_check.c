@@ -12,9 +12,10 @@
  * twins from the only task alive and from a plain thread. Declared data
  * (weft/dataflow.h): a write where a read was declared, and past the declared
  * range; its twin declared in full. Registered data (weft/data.h): a get of
- * a handle the task did not declare; its twin declared. With checking off
- * nothing is reported. Each case runs in a fresh runtime, its findings written
- * to a file of the test's. The racing tasks meet after their operations (each
+ * a handle the task did not declare; its twin declared; a copy from its
+ * host memory while a device holds the valid copy; its twin after
+ * weft_data_sync. With checking off nothing is reported. Each case runs in
+ * a fresh runtime, its findings written to a file of the test's. The racing tasks meet after their operations (each
  * holds its stream until the other has queued): a task that ended first would
  * hand its stream to the next, and one stream's work is ordered, so there would
  * be no race to find. */
@@ -401,6 +402,48 @@ static void data_get(int declare) {
 static void data_get_undeclared(void) { data_get(0); }
 static void data_get_declared(void) { data_get(1); }
 
+/* Registered data written on a device by one task, then read through its
+ * host memory by the next (a copy from it), with or without
+ * weft_data_sync between: the host copy is stale without it. */
+static void host_writer_task(void *arg) {
+  (void)arg;
+  int *p;
+  EXPECT_OK(weft_data_get(D, WEFT_RW, (void **)&p));
+  EXPECT_OK(weft_memset(p, 1, N * sizeof(int)));
+}
+
+static void host_reader_task(void *arg) {
+  (void)arg;
+  EXPECT_OK(weft_copy(W.other, W.host, N * sizeof(int)));
+  EXPECT_OK(weft_sync());
+}
+
+static void host_read(int synced) {
+  EXPECT_OK(weft_data_register(W.rt, W.host, N * sizeof(int), &D));
+  weft_access a[3] = {weft_data_access(D, WEFT_RW),
+                      weft_data_access(D, WEFT_READ),
+                      {W.other, N * sizeof(int), WEFT_WRITE}};
+  weft_task_opts o;
+  weft_task_opts_init(&o);
+  o.name = "host-writer";
+  o.accesses = &a[0];
+  o.naccesses = 1;
+  weft_task *t;
+  EXPECT_OK(weft_task_spawn(W.rt, &t, host_writer_task, NULL, &o));
+  EXPECT_OK(weft_task_join(t));
+  if (synced)
+    EXPECT_OK(weft_data_sync(D));
+  o.name = "host-reader";
+  o.accesses = &a[1];
+  o.naccesses = 2;
+  EXPECT_OK(weft_task_spawn(W.rt, &t, host_reader_task, NULL, &o));
+  EXPECT_OK(weft_task_join(t));
+  EXPECT_OK(weft_data_unregister(D));
+}
+
+static void host_read_stale(void) { host_read(0); }
+static void host_read_synced(void) { host_read(1); }
+
 static size_t run(case_fn c, int check, char *out, size_t len) {
   FILE *f = tmpfile(); /* the findings; failures still go to stderr */
   EXPECT(f != NULL);
@@ -437,7 +480,7 @@ static size_t run(case_fn c, int check, char *out, size_t len) {
   return found;
 }
 
-enum { KIND_SYNC, KIND_RACE, KIND_UNDECLARED };
+enum { KIND_SYNC, KIND_RACE, KIND_UNDECLARED, KIND_STALE };
 
 static void expect(const char *name, case_fn c, int kind, const char *who1,
                    const char *who2) {
@@ -447,9 +490,10 @@ static void expect(const char *name, case_fn c, int kind, const char *who1,
   size_t n = run(c, 1, out, sizeof out);
   W.meet = 0;
   EXPECT_MSG(n >= 1, "%s: no finding; findings: %s", name, out);
-  EXPECT_MSG(strstr(out, kind == KIND_RACE ? "weft check: race:"
-                         : kind == KIND_UNDECLARED
-                             ? "weft check: undeclared:"
+  EXPECT_MSG(strstr(out, kind == KIND_RACE         ? "weft check: race:"
+                         : kind == KIND_UNDECLARED ? "weft check: undeclared:"
+                         : kind == KIND_STALE
+                             ? "weft check: stale:"
                              : "weft check: implicit sync:") != NULL,
              "%s: not the right kind of finding: %s", name, out);
   EXPECT_MSG(strstr(out, who1) != NULL, "%s: '%s' not named: %s", name, who1,
@@ -507,6 +551,10 @@ int main(void) {
                out);
   }
   silent("registered data asked for, declared", data_get_declared, 0);
+  expect("registered data read through stale host memory", host_read_stale,
+         KIND_STALE, "'host-reader'", "weft_copy");
+  silent("registered data read through host memory after weft_data_sync",
+         host_read_synced, 0);
   silent("folded readers, then a writer", folded_readers_then_writer, 0);
   silent("weft_device_sync from a plain thread", sync_on_thread, 0);
   char out[8192];
