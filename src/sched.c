@@ -237,6 +237,11 @@ static void run_task(weft__worker *w, weft_task *t) {
   if (t->wait_test == deps_done_test) /* back from that wait */
     weft__wait_test_done(t);
   if (!t->fiber.stack) {
+    /* Declared data: it starts once the tasks it follows have returned,
+     * holding no stack meanwhile (docs/decisions/dataflow.md, "A task
+     * waits for the tasks it follows before it has a stack"). */
+    if (t->join_at < t->nflow_deps && weft__task_park_for_deps(t))
+      return;
     weft__stack *s = weft__stack_get(&w->rt->stacks);
     if (!s || weft__fiber_make(&t->fiber, s, task_entry, t) != 0) {
       if (s)

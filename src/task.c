@@ -437,15 +437,12 @@ static void spin_for(weft_runtime *rt, weft_task *other, int until_end) {
  * chain, and stops after every live task in case a link went stale. */
 static int wait_cycle(weft_runtime *rt, weft_task *self, weft_task *other,
                       const char *call) {
-  long left = atomic_load(&rt->tasks.nlive) + 1;
-  weft_task *t = other->waiting_for;
-  while (t && t != self && --left > 0)
-    t = t->waiting_for;
-  if (t != self)
+  if (!weft__task_waits_for(rt, other, self))
     return 0;
   /* Names the tasks in between too, as far as the message holds them. */
   char chain[320] = "";
   size_t n = 0;
+  weft_task *t;
   for (t = other->waiting_for; t != self && n < sizeof chain;
        t = t->waiting_for)
     n += (size_t)snprintf(chain + n, sizeof chain - n,

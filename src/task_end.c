@@ -60,23 +60,54 @@ int weft__task_device_if_running(weft_runtime *rt, const weft_task *h) {
   return dev;
 }
 
-void weft__task_join_advance(weft_runtime *rt, weft_task *j) {
+int weft__task_waits_for(weft_runtime *rt, const weft_task *from,
+                         const weft_task *to) {
+  long left = atomic_load(&rt->tasks.nlive) + 1;
+  const weft_task *t = from->waiting_for;
+  while (t && t != to && --left > 0)
+    t = t->waiting_for;
+  return t == to;
+}
+
+/* Lock held: parks j, without a stack, in the waiters of the first task
+ * of its flow_deps from join_at on that has not returned; 1 if it did. A
+ * wait that would close a cycle is not made: the task's own follow then
+ * refuses it (WEFT_EDEADLK, task_body.c). */
+static int park_on_next(weft_runtime *rt, weft_task *j) {
   for (; j->join_at < j->nflow_deps; j->join_at++) {
     const weft_task *h = j->flow_deps[j->join_at];
     weft_task *other = (weft_task *)weft__handle_obj(h);
-    if (weft__task_live(h, other) && !other->returned) {
-      j->join_wait = 1;
-      j->wait_for_end = 0;
-      j->state = TASK_SUSPENDED;
-      j->next = other->waiters;
-      other->waiters = j;
-      return;
-    }
+    if (!weft__task_live(h, other) || other->returned)
+      continue;
+    if (weft__task_waits_for(rt, other, j))
+      return 0;
+    j->join_wait = 1;
+    j->wait_for_end = 0;
+    j->state = TASK_SUSPENDED;
+    j->next = other->waiters;
+    other->waiters = j;
+    j->waiting_for = other; /* cleared by the wake */
+    weft__task_stall(j, WEFT__STALL_FOLLOW, NULL);
+    return 1;
   }
+  return 0;
+}
+
+void weft__task_join_advance(weft_runtime *rt, weft_task *j) {
+  if (park_on_next(rt, j))
+    return;
   j->join_wait = 0;
   j->state = TASK_READY;
   weft__mark_ready(j, WEFT_TRF_READY_JOIN);
   weft__worker_ready(&rt->sched, j);
+}
+
+int weft__task_park_for_deps(weft_task *t) {
+  weft_runtime *rt = t->x.rt;
+  pthread_mutex_lock(&rt->h.lock);
+  int parked = park_on_next(rt, t);
+  pthread_mutex_unlock(&rt->h.lock);
+  return parked;
 }
 
 /* Lock held: makes ready the waiters that asked for this much. */

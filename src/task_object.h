@@ -79,8 +79,9 @@ struct weft_task {
   uint32_t nflow_deps;
   uint8_t flow_host;
   weft__stall stall; /* for the watchdog, written only while it is on */
-  /* A data-flow join (task.c) waiting, without a stack, in the waiters
-   * of flow_deps[join_at], until every one of them has returned. */
+  /* A task following declared data, before its first run, or a data-flow
+   * join (task.c), waiting without a stack in the waiters of
+   * flow_deps[join_at], until every one of them has returned. */
   uint8_t join_wait;
   uint32_t join_at;
 };
@@ -149,10 +150,20 @@ void weft__task_free(weft_runtime *rt, weft_task *t);
 int weft__task_live(const weft_task *h, const weft_task *other);
 /* 1 when every task t follows by declared data has completed. */
 int weft__task_deps_done(weft_task *t);
-/* A join (rt->lock held): waits, without a stack, in the waiters of the
- * first of its tasks from join_at on that has not returned; with none
- * left, it is made ready, and following them then suspends nothing. */
+/* A task following declared data, a join among them (rt->lock held):
+ * waits, without a stack, in the waiters of the first of its tasks from
+ * join_at on that has not returned; with none left, it is made ready, and
+ * following them then suspends nothing. */
 void weft__task_join_advance(weft_runtime *rt, weft_task *j);
+/* The same for a task about to start (its first run, the lock not held):
+ * 1 if it waits so, and its wake makes it ready again; 0 to start it now
+ * (every one returned, or a wait would close a cycle). */
+int weft__task_park_for_deps(weft_task *t);
+/* 1 if from waits, directly or through a chain of waiting tasks, for to
+ * (rt->lock held); the walk stops after as many links as live tasks, in
+ * case one went stale. */
+int weft__task_waits_for(weft_runtime *rt, const weft_task *from,
+                         const weft_task *to);
 /* Gives task exec x, which has no stream yet, the stream of other, a task
  * x follows that has returned and whose work is still queued (it finishes
  * when its end event completes), if it suits (device, priority pool);

@@ -12,7 +12,8 @@
  * interleave and migrate between workers. Then the edge cases: a task
  * whose host code reads pinned memory an earlier task's GPU work wrote
  * (WEFT_ACCESS_HOST), readers left to run side by side, tasks spawned by a
- * task ordered among themselves, freed memory leaving the record, the
+ * task ordered among themselves, followers waiting for a task that has
+ * not returned without a stack, freed memory leaving the record, the
  * record's size bounded by the ranges and not by the tasks, and bad
  * declarations refused with nothing spawned. Captured: the same random
  * programs spawned inside a graph capture become one graph of steps,
@@ -506,6 +507,52 @@ static void chain_hands_streams_on(void) {
   tt_close(rt);
 }
 
+/* ---- followers wait without a stack ----
+ *
+ * A first task waits on the host before it returns; forty tasks follow
+ * it by one range. Each waits for the one before it to return without a
+ * stack, so once the workers have taken what they can, the first task's
+ * is the only stack in use (before, each follower held one). */
+static int park_open;
+
+static int park_test(void *arg) {
+  (void)arg;
+  return tt_load(&park_open) ? 0 : WEFT_EAGAIN;
+}
+
+static void park_first(void *arg) {
+  (void)arg;
+  EXPECT_OK(weft_wait_until(park_test, NULL));
+}
+
+static void park_link(void *arg) { tt_add(arg, 1); }
+
+static void followers_hold_no_stack(weft_runtime *rt) {
+  static int cell;
+  int ran = 0;
+  tt_store(&park_open, 0);
+  weft_access rw = {&cell, sizeof cell, WEFT_RW};
+  weft_task_opts to;
+  weft_task_opts_init(&to);
+  to.accesses = &rw;
+  to.naccesses = 1;
+  weft_task *t[CHAIN + 1];
+  EXPECT_OK(weft_task_spawn(rt, &t[0], park_first, NULL, &to));
+  for (int i = 1; i <= CHAIN; i++)
+    EXPECT_OK(weft_task_spawn(rt, &t[i], park_link, &ran, &to));
+  tt_sleep_ms(100); /* the workers take every task they can */
+  weft_task_stats st = {.struct_size = sizeof st};
+  EXPECT_OK(weft_task_stats_get(rt, &st));
+  EXPECT_MSG(st.stacks_in_use <= 1,
+             "%llu stacks in use by a chain waiting for its first task",
+             (unsigned long long)st.stacks_in_use);
+  EXPECT_EQ_INT(tt_load(&ran), 0);
+  tt_store(&park_open, 1);
+  for (int i = 0; i <= CHAIN; i++)
+    EXPECT_OK(weft_task_join(t[i]));
+  EXPECT_EQ_INT(tt_load(&ran), CHAIN);
+}
+
 /* ---- bad declarations ---- */
 
 static void nothing(void *arg) { (void)arg; }
@@ -605,6 +652,7 @@ int main(void) {
   host_access(rt);
   concurrent_readers(rt);
   nested(rt);
+  followers_hold_no_stack(rt);
   bad_input(rt);
   top_of_memory(rt);
   for (int b = 0; b < NBUF; b++)
