@@ -79,7 +79,9 @@ static int park_on_next(weft_runtime *rt, weft_task *j) {
     weft_task *other = (weft_task *)weft__handle_obj(h);
     if (!weft__task_live(h, other) || other->returned)
       continue;
-    if (weft__task_waits_for(rt, other, j))
+    /* Only a task that j's waiters lead back to could close a cycle;
+     * with none, no walk (a chain of joins is as long as the readers). */
+    if (j->waiters && weft__task_waits_for(rt, other, j))
       return 0;
     j->join_wait = 1;
     j->wait_for_end = 0;
