@@ -89,7 +89,6 @@ static int park_on_next(weft_runtime *rt, weft_task *j) {
     j->next = other->waiters;
     other->waiters = j;
     j->waiting_for = other; /* cleared by the wake */
-    weft__task_stall(j, WEFT__STALL_FOLLOW, NULL);
     return 1;
   }
   return 0;
@@ -108,6 +107,8 @@ int weft__task_park_for_deps(weft_task *t) {
   weft_runtime *rt = t->x.rt;
   pthread_mutex_lock(&rt->h.lock);
   int parked = park_on_next(rt, t);
+  if (parked) /* the watchdog names whom it follows; joins are weft's */
+    weft__task_stall(t, WEFT__STALL_FOLLOW, NULL);
   pthread_mutex_unlock(&rt->h.lock);
   return parked;
 }
