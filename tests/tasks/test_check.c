@@ -15,10 +15,10 @@
  * a handle the task did not declare; its twin declared; a copy from its
  * host memory while a device holds the valid copy; its twin after
  * weft_data_sync. With checking off nothing is reported. Each case runs in
- * a fresh runtime, its findings written to a file of the test's. The racing tasks meet after their operations (each
- * holds its stream until the other has queued): a task that ended first would
- * hand its stream to the next, and one stream's work is ordered, so there would
- * be no race to find. */
+ * a fresh runtime, its findings written to a file of the test's. The racing
+ * tasks meet after their operations (each holds its stream until the other has
+ * queued): a task that ended first would hand its stream to the next, and one
+ * stream's work is ordered, so there would be no race to find. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
