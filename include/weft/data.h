@@ -50,7 +50,7 @@
  * it, with its copy back.
  * weft check (WEFT_CHECK=1) reports a get of a handle the task did not
  * declare with the get's mode: data flow ordered nothing for it; and a
- * weft operation (a copy, a kernel's pointer argument) reading a handle's
+ * weft operation (a copy, a read-only kernel argument) reading a handle's
  * host memory while a device holds its valid copy ("stale": sync first).
  * A CPU load of that memory it cannot see.
  * A task spawned on WEFT_DEVICE_ANY goes to the device whose valid
