@@ -117,12 +117,10 @@ int weft__data_stale_host(void *ctx, const void *p, size_t n, const void **base,
       continue;
     pthread_mutex_lock(&d->lock);
     if (!d->host_valid) {
-      dev = 0;
-      for (int k = 0; k < d->ndev; k++)
-        if (d->inst[k].valid) {
-          dev = k;
-          break;
-        }
+      /* An instance being evicted is the copy on its way back: device 0
+       * stands for it. */
+      dev = weft__data_source_of(d, -1);
+      dev = dev < 0 ? 0 : dev;
       *base = d->host;
       *bytes = d->bytes;
     }

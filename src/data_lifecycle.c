@@ -185,10 +185,8 @@ int weft_data_prefetch(weft_data *d, int device) {
                           "the runtime's %d nor WEFT_DATA_HOST",
                           device, d->ndev);
   weft_task *t;
-  int rc = host ? spawn_own(d, WEFT_READ, weft__data_source_device(d),
-                            write_back, d, "weft_data_prefetch", &t)
-                : spawn_own(d, WEFT_READ, device, prefetch, d,
-                            "weft_data_prefetch", &t);
+  int rc = spawn_own(d, WEFT_READ, host ? weft__data_source_device(d) : device,
+                     host ? write_back : prefetch, d, "weft_data_prefetch", &t);
   if (rc == 0 && !t)
     return weft_error_set(WEFT_ESTATE, 0,
                           "weft_data_prefetch: not inside a graph capture");
