@@ -233,6 +233,17 @@ void weft__caller_gets(const void *p, size_t bytes, unsigned mode) {
     weft__check_data_get(x->bk->check, x, p, bytes, mode);
 }
 
+void weft__caller_own_copy(int on) {
+  weft__exec *x = weft__caller_self();
+  if (x)
+    x->data_own_copy = on;
+}
+
+int weft__caller_own_copying(void) {
+  weft__exec *x = weft__caller_self();
+  return x && x->data_own_copy;
+}
+
 void weft__caller_implicit_sync(weft__exec *x, const char *call,
                                 const char *what, uint64_t ns) {
   if (x->bk->check)

@@ -44,6 +44,9 @@ struct weft__exec {
    * operations on tracked memory must keep within (checker.c). */
   weft_access *decl;
   uint32_t ndecl;
+  /* Under weft check: registered data's own copy through a handle's host
+   * memory is being issued (caller_declare.h). */
+  int data_own_copy;
   /* Priority-aware admission (admission.c): what a normal-priority task
    * has in flight; NULL until the policy first holds it. */
   struct weft__admission *adm;

@@ -20,4 +20,13 @@ int weft__caller_declares(const void *p, size_t bytes, unsigned mode);
  * [p, p + bytes) the calling task did not declare with mode. */
 void weft__caller_gets(const void *p, size_t bytes, unsigned mode);
 
+/* on 1 before, 0 after, a weft_copy made by registered data itself
+ * through a handle's host memory (a fill from it, a write-back into it):
+ * weft check's answer on stale host memory lets it pass. Per exec, not
+ * per thread: a staged copy may suspend the task. */
+void weft__caller_own_copy(int on);
+
+/* 1 while the calling exec issues such a copy. */
+int weft__caller_own_copying(void);
+
 #endif

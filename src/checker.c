@@ -505,34 +505,54 @@ void weft__check_set_stale(weft__checker *k, weft__check_stale_fn fn,
   atomic_store(&k->stale, fn);
 }
 
-/* Reads of registered host memory whose valid copy is on a device: the
- * operation reads what a task's writes left behind. Asked before the
- * lock (the answer takes registered data's locks); once a handle, reader
- * and call. */
+/* Registered host memory touched through its host address: a read whose
+ * valid copy is on a device reads what a task's writes left behind; a
+ * write goes behind weft's back (a sync or eviction copies over it, a
+ * device copy stays as it was). Asked before the lock (the answer takes
+ * registered data's locks); once a handle, reader and call. */
 static void check_stale(weft__checker *k, const char *call, const char *kernel,
                         const weft__check_span *spans, size_t n) {
   weft__check_stale_fn fn = atomic_load(&k->stale);
   for (size_t i = 0; fn && i < n; i++) {
     const void *base;
     size_t bytes;
-    int dev = spans[i].write ? -1
-                             : fn(k->stale_ctx, spans[i].p,
-                                  spans[i].n ? spans[i].n : 1, &base, &bytes);
-    if (dev < 0)
+    int dev, w = spans[i].write;
+    if (!fn(k->stale_ctx, spans[i].p, spans[i].n ? spans[i].n : 1, w, &base,
+            &bytes, &dev))
       continue;
-    char who[WHO];
+    char who[WHO], where[48];
     who_of(k->self(), who, sizeof who);
+    if (dev >= 0)
+      snprintf(where, sizeof where, "device %d holds a valid copy", dev);
+    else
+      snprintf(where, sizeof where, "its host copy is the valid one");
     pthread_mutex_lock(&k->lock);
-    if (!seen_before(k, (uintptr_t)base, who, call))
-      finding(k, "stale", 0,
-              "%s %s%s%s reads registered data at %p (%zu bytes) through its "
-              "host memory, whose copy there is stale: the valid copy is on "
-              "device %d; call weft_data_sync first, or read it in a task "
-              "through weft_data_get",
-              who, call, kernel ? " " : "", kernel ? kernel : "", base, bytes,
-              dev);
+    if (!seen_before(k, (uintptr_t)base, who, call)) {
+      if (w)
+        finding(k, "stale", 0,
+                "%s %s%s%s writes registered data at %p (%zu bytes) through "
+                "its host memory, which is weft's until weft_data_unregister "
+                "(%s, which the write leaves stale, and a later sync copies "
+                "over it); write it in a task through weft_data_get, or "
+                "unregister first",
+                who, call, kernel ? " " : "", kernel ? kernel : "", base, bytes,
+                where);
+      else
+        finding(k, "stale", 0,
+                "%s %s%s%s reads registered data at %p (%zu bytes) through "
+                "its host memory, whose copy there is stale: the valid copy "
+                "is on device %d; call weft_data_sync first, or read it in a "
+                "task through weft_data_get",
+                who, call, kernel ? " " : "", kernel ? kernel : "", base, bytes,
+                dev);
+    }
     pthread_mutex_unlock(&k->lock);
   }
+}
+
+void weft__check_host(weft__checker *k, const char *call,
+                      const weft__check_span *spans, size_t n) {
+  check_stale(k, call, NULL, spans, n);
 }
 
 void weft__check_op(weft__checker *k, weft__stream *s, const char *call,

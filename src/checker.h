@@ -60,21 +60,30 @@ void weft__check_lease(weft__checker *k, weft__stream *s);
 /* Context x (NULL: none known) issues an operation on s: s is ordered
  * after what x has seen, and x's task becomes s's owner for messages. */
 void weft__check_issue(weft__checker *k, weft__exec *x, weft__stream *s);
-/* Registered data's answer (weft/data.h), given by the layer above: for
- * host memory [p, p + n) of ctx's runtime, the device holding the valid
- * copy of a handle there whose host copy is not valid, its range in
- * *base and *bytes; -1 where there is none. */
+/* Registered data's answer (weft/data.h), given by the layer above: 1 if
+ * an operation reading (write 0) or writing host memory [p, p + n) of
+ * ctx's runtime touches a handle's host memory that it must not: a read
+ * while the host copy is stale, *dev then the device holding the valid
+ * copy; a write at any time between register and unregister, *dev a
+ * device holding a valid copy, or -1 for the host alone. The handle's
+ * range in *base and *bytes. 0 where there is none. */
 typedef int (*weft__check_stale_fn)(void *ctx, const void *p, size_t n,
-                                    const void **base, size_t *bytes);
+                                    int write, const void **base, size_t *bytes,
+                                    int *dev);
 /* Sets it, once registered data exists; ctx is passed back. */
 void weft__check_set_stale(weft__checker *k, weft__check_stale_fn fn,
                            void *ctx);
 /* An operation on s (call names it; kernel: its name or NULL) touching
- * spans: ticks s, checks and records each span; a read of registered
- * host memory whose host copy is stale is reported. */
+ * spans: ticks s, checks and records each span; registered host memory
+ * touched against weft__check_stale_fn's answer is reported. */
 void weft__check_op(weft__checker *k, weft__stream *s, const char *call,
                     const char *kernel, const weft__check_span *spans,
                     size_t n);
+/* The host side of a copy staged through pinned buffers (memory.c): its
+ * operations touch the buffers, so registered host memory is checked here
+ * against the stale answer alone (the CPU copies it, no stream). */
+void weft__check_host(weft__checker *k, const char *call,
+                      const weft__check_span *spans, size_t n);
 /* A graph replay on s, which touches spans (what the capture recorded):
  * ordered after the graph's previous replay (*gvc, the graph's clock, made
  * on first use; weft__check_vc_free frees it), as CUDA orders them. */

@@ -32,12 +32,10 @@ int weft__task_device_if_running(weft_runtime *rt, const weft_task *h);
  * (weft_runtime_opts.data_prefetch), which weft check turns off. */
 int weft__data_prefetch_on(const weft_runtime *rt);
 
-/* For weft check (checker.h's weft__check_stale_fn): given ctx, the
- * runtime, the device holding the valid copy of a handle overlapping host
- * memory [p, p + n) whose host copy is not valid, its range in *base and
- * *bytes; -1 where there is none. */
-typedef int (*weft__stale_fn)(void *ctx, const void *p, size_t n,
-                              const void **base, size_t *bytes);
+/* For weft check (checker.h's weft__check_stale_fn, which says what it
+ * answers): ctx is the runtime. */
+typedef int (*weft__stale_fn)(void *ctx, const void *p, size_t n, int write,
+                              const void **base, size_t *bytes, int *dev);
 /* Under weft check, tells it so (once rt's first handle is registered);
  * else nothing. */
 void weft__data_set_check_hook(weft_runtime *rt, weft__stale_fn fn);

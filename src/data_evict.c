@@ -85,8 +85,11 @@ static int evict(weft_runtime *rt, const victim *v) {
     rc = weft__caller_declares(in->ptr, o->bytes, WEFT_RW);
   if (rc == 0 && v->dirty)
     rc = weft__caller_declares(o->host, o->bytes, WEFT_WRITE);
-  if (rc == 0 && v->dirty)
+  if (rc == 0 && v->dirty) {
+    weft__caller_own_copy(1);
     rc = weft_copy(o->host, in->ptr, o->bytes);
+    weft__caller_own_copy(0);
+  }
   if (rc == 0 && v->dirty)
     rc = weft_sync();
   if (rc == 0)

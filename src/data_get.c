@@ -94,9 +94,9 @@ int weft__data_get(weft_data *d, unsigned mode, int prefetch, void **ptr) {
     if (rc == 0)
       rc = weft__data_after_fill(in, recorded);
     if (rc == 0) { /* from a host copy valid when the fill was decided */
-      weft__data_own_copy = 1;
+      weft__caller_own_copy(1);
       rc = weft_copy(p, from, d->bytes);
-      weft__data_own_copy = 0;
+      weft__caller_own_copy(0);
     }
     if (rc == 0)
       rc = weft_event_record(in->ready);

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "caller_declare.h"
 #include "data_core.h"
 #include "data_internal.h"
 #include "data_live.h"
@@ -94,40 +95,41 @@ weft_data *weft__data_holding(const weft_runtime *rt, const void *p) {
              : NULL;
 }
 
-_Thread_local int weft__data_own_copy;
-
-int weft__data_stale_host(void *ctx, const void *p, size_t n, const void **base,
-                          size_t *bytes) {
-  if (weft__data_own_copy)
-    return -1;
+int weft__data_stale_host(void *ctx, const void *p, size_t n, int write,
+                          const void **base, size_t *bytes, int *dev) {
+  if (weft__caller_own_copying())
+    return 0;
   const weft_runtime *rt = ctx;
   uintptr_t lo = (uintptr_t)p, hi = lo + n;
-  int dev = -1;
+  int found = 0;
   pthread_mutex_lock(&weft__data_reg.lock);
   /* From the handle at or below p (rt's never overlap), while they start
    * below hi. */
   size_t i = host_at(rt, p);
   if (i > 0 && weft__data_reg.by_host[i - 1]->rt == rt)
     i--;
-  for (; dev < 0 && i < weft__data_reg.n; i++) {
+  for (; !found && i < weft__data_reg.n; i++) {
     weft_data *d = weft__data_reg.by_host[i];
     if (d->rt != rt || (uintptr_t)d->host >= hi)
       break;
     if ((uintptr_t)d->host + d->bytes <= lo)
       continue;
     pthread_mutex_lock(&d->lock);
-    if (!d->host_valid) {
-      /* An instance being evicted is the copy on its way back: device 0
-       * stands for it. */
-      dev = weft__data_source_of(d, -1);
-      dev = dev < 0 ? 0 : dev;
+    /* A write is never the program's to make; a read only once the host
+     * copy is stale. An instance being evicted is the copy on its way
+     * back: device 0 stands for it. */
+    if (write || !d->host_valid) {
+      found = 1;
+      *dev = weft__data_source_of(d, -1);
+      if (*dev < 0 && !d->host_valid)
+        *dev = 0;
       *base = d->host;
       *bytes = d->bytes;
     }
     pthread_mutex_unlock(&d->lock);
   }
   pthread_mutex_unlock(&weft__data_reg.lock);
-  return dev;
+  return found;
 }
 
 int weft__data_place(weft_runtime *rt, const weft_access *a, size_t n) {

@@ -128,11 +128,10 @@ void weft__data_unhold(weft_data *d, int dev);
 void weft__data_forget(weft_data *d);
 
 /* weft check's question (data_core.h's weft__stale_fn), for ctx's
- * runtime; the fills' own reads of the host (weft__data_own_copy set
- * around them) are never stale. */
-int weft__data_stale_host(void *ctx, const void *p, size_t n, const void **base,
-                          size_t *bytes);
-extern _Thread_local int weft__data_own_copy;
+ * runtime; weft's own copies (the fills' reads of the host, the
+ * write-backs into it: weft__caller_own_copy) are never reported. */
+int weft__data_stale_host(void *ctx, const void *p, size_t n, int write,
+                          const void **base, size_t *bytes, int *dev);
 
 /* Take d's lock once *busy is clear, or once no instance of d is being
  * evicted, yielding meanwhile (a filler or evicter drops the lock while

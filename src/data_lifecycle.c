@@ -57,8 +57,11 @@ static void sync_host(void *arg) {
     rc = weft__caller_declares(d->host, d->bytes, WEFT_WRITE);
   if (rc == 0)
     rc = weft__data_after_fill(sin, recorded);
-  if (rc == 0)
+  if (rc == 0) {
+    weft__caller_own_copy(1);
     rc = weft_copy(d->host, sin->ptr, d->bytes);
+    weft__caller_own_copy(0);
+  }
   if (rc == 0)
     rc = weft_sync();
   pthread_mutex_lock(&d->lock);

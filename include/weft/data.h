@@ -49,10 +49,12 @@
  * the trace shows each as a range "weft_data evict" in the task that made
  * it, with its copy back.
  * weft check (WEFT_CHECK=1) reports a get of a handle the task did not
- * declare with the get's mode: data flow ordered nothing for it; and a
- * weft operation (a copy, a read-only kernel argument) reading a handle's
- * host memory while a device holds its valid copy ("stale": sync first).
- * A CPU load of that memory it cannot see.
+ * declare with the get's mode: data flow ordered nothing for it; a weft
+ * operation (a copy, a read-only kernel argument) reading a handle's host
+ * memory while a device holds its valid copy ("stale": sync first); and
+ * one writing it (a copy into it, a kernel argument not marked read-only)
+ * before the handle is unregistered. A CPU load or store of that memory
+ * it cannot see.
  * A task spawned on WEFT_DEVICE_ANY goes to the device whose valid
  * instances hold the most bytes of the handles it declares (at spawn).
  *

@@ -34,6 +34,7 @@ typedef struct world {
   weft_runtime *rt;
   int *buf, *other;    /* device */
   int *host;           /* pinned */
+  int *reg;            /* the registered host memory: host, or pageable */
   weft_task *first;    /* for weft_task_after */
   weft_event *ev;      /* recorded by the first task */
   int recorded;        /* set once it is */
@@ -414,12 +415,12 @@ static void host_writer_task(void *arg) {
 
 static void host_reader_task(void *arg) {
   (void)arg;
-  EXPECT_OK(weft_copy(W.other, W.host, N * sizeof(int)));
+  EXPECT_OK(weft_copy(W.other, W.reg, N * sizeof(int)));
   EXPECT_OK(weft_sync());
 }
 
 static void host_read(int synced) {
-  EXPECT_OK(weft_data_register(W.rt, W.host, N * sizeof(int), &D));
+  EXPECT_OK(weft_data_register(W.rt, W.reg, N * sizeof(int), &D));
   weft_access a[3] = {weft_data_access(D, WEFT_RW),
                       weft_data_access(D, WEFT_READ),
                       {W.other, N * sizeof(int), WEFT_WRITE}};
@@ -444,6 +445,46 @@ static void host_read(int synced) {
 static void host_read_stale(void) { host_read(0); }
 static void host_read_synced(void) { host_read(1); }
 
+/* A task that writes registered data through its host memory (a copy
+ * into it), the handle declared: weft's until unregistered, whatever the
+ * copies' state. */
+static void host_copy_into_task(void *arg) {
+  (void)arg;
+  EXPECT_OK(weft_copy(W.reg, W.buf, N * sizeof(int)));
+  EXPECT_OK(weft_sync());
+}
+
+static void host_write(void) {
+  EXPECT_OK(weft_data_register(W.rt, W.reg, N * sizeof(int), &D));
+  weft_access a[2] = {weft_data_access(D, WEFT_WRITE),
+                      {W.buf, N * sizeof(int), WEFT_READ}};
+  weft_task_opts o;
+  weft_task_opts_init(&o);
+  o.name = "host-writer-direct";
+  o.accesses = a;
+  o.naccesses = 2;
+  weft_task *t;
+  EXPECT_OK(weft_task_spawn(W.rt, &t, host_copy_into_task, NULL, &o));
+  EXPECT_OK(weft_task_join(t));
+  EXPECT_OK(weft_data_unregister(D));
+}
+
+/* The same cases on pageable host memory, whose copies weft stages
+ * through pinned buffers (the host backend tells memory apart so under
+ * WEFT_HOST_PAGEABLE=1, as CUDA does). */
+static void on_pageable(void (*c)(void)) {
+  int *p = malloc(N * sizeof(int));
+  EXPECT(p != NULL);
+  memset(p, 0, N * sizeof(int));
+  W.reg = p;
+  c();
+  W.reg = W.host;
+  free(p);
+}
+static void pageable_read_stale(void) { on_pageable(host_read_stale); }
+static void pageable_read_synced(void) { on_pageable(host_read_synced); }
+static void pageable_write(void) { on_pageable(host_write); }
+
 static size_t run(case_fn c, int check, char *out, size_t len) {
   FILE *f = tmpfile(); /* the findings; failures still go to stderr */
   EXPECT(f != NULL);
@@ -462,6 +503,7 @@ static size_t run(case_fn c, int check, char *out, size_t len) {
   EXPECT_OK(weft_device_alloc(N * sizeof(int), (void **)&W.buf));
   EXPECT_OK(weft_device_alloc(N * sizeof(int), (void **)&W.other));
   EXPECT_OK(weft_pinned_alloc(N * sizeof(int), (void **)&W.host));
+  W.reg = W.host;
   EXPECT_OK(weft_event_create(&W.ev));
   EXPECT_OK(weft_sync());
   c();
@@ -555,6 +597,19 @@ int main(void) {
          KIND_STALE, "'host-reader'", "weft_copy");
   silent("registered data read through host memory after weft_data_sync",
          host_read_synced, 0);
+  expect("registered data written through its host memory", host_write,
+         KIND_STALE, "'host-writer-direct'", "writes registered data");
+  /* Staged copies: the check sees their host side. */
+  EXPECT(setenv("WEFT_HOST_PAGEABLE", "1", 1) == 0);
+  expect("pageable registered data read through stale host memory",
+         pageable_read_stale, KIND_STALE, "'host-reader'", "reads registered");
+  silent("pageable registered data read after weft_data_sync (a staged "
+         "write-back, weft's own)",
+         pageable_read_synced, 0);
+  expect("pageable registered data written through its host memory",
+         pageable_write, KIND_STALE, "'host-writer-direct'",
+         "writes registered data");
+  EXPECT(unsetenv("WEFT_HOST_PAGEABLE") == 0);
   silent("folded readers, then a writer", folded_readers_then_writer, 0);
   silent("weft_device_sync from a plain thread", sync_on_thread, 0);
   char out[8192];
