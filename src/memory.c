@@ -341,15 +341,17 @@ int weft_copy(void *dst, const void *src, size_t bytes) {
                        "pinned buffers and waits for the GPU; use pinned "
                        "memory (weft_pinned_alloc)")) != 0)
     return rc;
+  int in = src_kind == WEFT__MEM_PAGEABLE && dst_kind == WEFT__MEM_DEVICE;
+  int out = src_kind == WEFT__MEM_DEVICE && dst_kind == WEFT__MEM_PAGEABLE;
   /* Staged: the operations touch the pinned buffers, so weft check sees
-   * the host side here (registered data's host memory). */
-  weft__checker *k = x->rt->h.bk->check;
-  if (k && pageable && !s->capture)
-    weft__check_host(k, "weft_copy",
+   * the host side here (registered data's host memory); the other paths'
+   * operations touch it themselves. */
+  if ((in || out) && x->rt->h.bk->check)
+    weft__check_host(x->rt->h.bk->check, "weft_copy",
                      (weft__check_span[]){{dst, bytes, 1}, {src, bytes, 0}}, 2);
-  if (src_kind == WEFT__MEM_PAGEABLE && dst_kind == WEFT__MEM_DEVICE)
+  if (in)
     rc = staged_in(x, s, dst, src, bytes);
-  else if (src_kind == WEFT__MEM_DEVICE && dst_kind == WEFT__MEM_PAGEABLE)
+  else if (out)
     rc = staged_out(x, s, dst, src, bytes);
   else if (src_kind != WEFT__MEM_DEVICE && dst_kind != WEFT__MEM_DEVICE)
     rc = weft__copy(s, dst, src, bytes, WEFT__COPY_H2H);
