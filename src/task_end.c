@@ -94,9 +94,27 @@ static int park_on_next(weft_runtime *rt, weft_task *j) {
   return 0;
 }
 
+/* Lock held, every task j follows has returned: leaves out of flow_deps
+ * those that also completed, which following would pass over (task_body.c),
+ * so that a task whose tasks all completed follows none and takes no lock
+ * to do it. Not under weft check, which learns a completed task's work
+ * only from following it (weft_task_after). */
+static void drop_completed(weft_runtime *rt, weft_task *j) {
+  if (rt->h.bk->check || j->join_at < j->nflow_deps)
+    return;
+  uint32_t k = 0;
+  for (uint32_t i = 0; i < j->nflow_deps; i++) {
+    const weft_task *h = j->flow_deps[i];
+    if (weft__task_live(h, (weft_task *)weft__handle_obj(h)))
+      j->flow_deps[k++] = h;
+  }
+  j->nflow_deps = j->join_at = k;
+}
+
 void weft__task_join_advance(weft_runtime *rt, weft_task *j) {
   if (park_on_next(rt, j))
     return;
+  drop_completed(rt, j);
   j->join_wait = 0;
   j->state = TASK_READY;
   weft__mark_ready(j, WEFT_TRF_READY_JOIN);
@@ -109,6 +127,8 @@ int weft__task_park_for_deps(weft_task *t) {
   int parked = park_on_next(rt, t);
   if (parked) /* the watchdog names whom it follows; joins are weft's */
     weft__task_stall(t, WEFT__STALL_FOLLOW, NULL);
+  else
+    drop_completed(rt, t);
   pthread_mutex_unlock(&rt->h.lock);
   return parked;
 }
@@ -142,6 +162,38 @@ static void wake_waiters(weft_runtime *rt, weft_task *t, int ended) {
     pthread_cond_broadcast(&rt->done_cv);
 }
 
+/* Done, and returned too when returning (a task with no work queued). */
+static void task_end(weft_task *t, int returning) {
+  weft_runtime *rt = t->x.rt;
+  /* Done, its stream's work included: a joiner sees all of it. */
+  /* Read only under weft check, which never lets a follower take the
+   * stream over (weft__task_take_stream writes it under the lock). */
+  if (rt->h.bk->check && t->x.stream)
+    weft__caller_synced(&t->x, t->x.stream);
+  /* Only a task that finished behind an end event can have had its stream
+   * taken over (weft__task_take_stream), so without one the stream is this
+   * thread's to look at: a task that never had one takes no lock here. */
+  if (t->end_ev || t->x.stream)
+    weft__caller_release_stream(&t->x);
+  pthread_mutex_lock(&rt->h.lock);
+  if (returning)
+    __atomic_store_n(&t->returned, 1, __ATOMIC_RELEASE);
+  weft__event *ev = t->end_ev;
+  t->end_ev = NULL;
+  t->state = TASK_DONE;
+  __atomic_store_n(&t->done, 1, __ATOMIC_RELEASE); /* see task.c's spin_for */
+  wake_waiters(rt, t, 1);
+  atomic_fetch_sub(&rt->tasks.nlive, 1);
+  atomic_fetch_sub(&rt->tasks.dev_live[t->x.dev], 1);
+  if (t->x.high)
+    atomic_fetch_sub(&rt->h.adm.nhigh_live, 1);
+  if (t->detached)
+    weft__task_free(rt, t);
+  pthread_mutex_unlock(&rt->h.lock);
+  if (ev)
+    weft__event_pool_put(rt, ev);
+}
+
 int weft__task_returned(weft_task *t) {
   weft_runtime *rt = t->x.rt;
   weft__event *ev = NULL;
@@ -173,21 +225,19 @@ int weft__task_returned(weft_task *t) {
   } else if (q < 0) {
     weft__caller_fail(&t->x, q);
   }
+  if (!ev) { /* returned and done under one hold of the lock */
+    task_end(t, 1);
+    return 0;
+  }
   pthread_mutex_lock(&rt->h.lock);
   __atomic_store_n(&t->returned, 1,
                    __ATOMIC_RELEASE); /* see task.c's spin_for */
   t->end_ev = ev;
   wake_waiters(rt, t, 0);
-  if (ev) {
-    t->state = TASK_FINISHING;
-    t->wait_ev = ev;
-    weft__task_stall(t, WEFT__STALL_FINISHING, NULL);
-  }
+  t->state = TASK_FINISHING;
+  t->wait_ev = ev;
+  weft__task_stall(t, WEFT__STALL_FINISHING, NULL);
   pthread_mutex_unlock(&rt->h.lock);
-  if (!ev) {
-    weft__task_finalize(t);
-    return 0;
-  }
   return 1;
 }
 
@@ -202,31 +252,4 @@ int weft__task_take_stream(weft__exec *x, weft_task *other) {
   return 1;
 }
 
-void weft__task_finalize(weft_task *t) {
-  weft_runtime *rt = t->x.rt;
-  /* Done, its stream's work included: a joiner sees all of it. */
-  /* Read only under weft check, which never lets a follower take the
-   * stream over (weft__task_take_stream writes it under the lock). */
-  if (rt->h.bk->check && t->x.stream)
-    weft__caller_synced(&t->x, t->x.stream);
-  /* Only a task that finished behind an end event can have had its stream
-   * taken over (weft__task_take_stream), so without one the stream is this
-   * thread's to look at: a task that never had one takes no lock here. */
-  if (t->end_ev || t->x.stream)
-    weft__caller_release_stream(&t->x);
-  pthread_mutex_lock(&rt->h.lock);
-  weft__event *ev = t->end_ev;
-  t->end_ev = NULL;
-  t->state = TASK_DONE;
-  __atomic_store_n(&t->done, 1, __ATOMIC_RELEASE); /* see task.c's spin_for */
-  wake_waiters(rt, t, 1);
-  atomic_fetch_sub(&rt->tasks.nlive, 1);
-  atomic_fetch_sub(&rt->tasks.dev_live[t->x.dev], 1);
-  if (t->x.high)
-    atomic_fetch_sub(&rt->h.adm.nhigh_live, 1);
-  if (t->detached)
-    weft__task_free(rt, t);
-  pthread_mutex_unlock(&rt->h.lock);
-  if (ev)
-    weft__event_pool_put(rt, ev);
-}
+void weft__task_finalize(weft_task *t) { task_end(t, 0); }
