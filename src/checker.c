@@ -214,16 +214,10 @@ static void who_of(const weft__exec *x, char *out, size_t len) {
   }
 }
 
-/* Prints a finding and puts it into the trace. Lock held. */
-static void finding(weft__checker *k, const char *kind, uint64_t ns,
-                    const char *fmt, ...) {
-  char msg[512];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
-  va_end(ap);
+/* Counts a finding and puts it into the trace. Lock held. */
+static void counted(weft__checker *k, const char *kind, uint64_t ns,
+                    const char *msg) {
   k->findings++;
-  fprintf(k->out, "weft check: %s: %s\n", kind, msg);
   if (weft__trace_on_for(k->owner)) {
     uint64_t now = weft__clock_ns();
     weft__trace_rec r = {.start = ns && ns < now ? now - ns : now,
@@ -235,6 +229,20 @@ static void finding(weft__checker *k, const char *kind, uint64_t ns,
                          .kind = WEFT__TR_CHECK};
     weft__trace_emit(&r);
   }
+}
+
+/* Prints a finding (flushed: guarded pages write theirs to the same file
+ * unbuffered, weft__check_fd), counts it and traces it. Lock held. */
+static void finding(weft__checker *k, const char *kind, uint64_t ns,
+                    const char *fmt, ...) {
+  char msg[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  fprintf(k->out, "weft check: %s: %s\n", kind, msg);
+  fflush(k->out);
+  counted(k, kind, ns, msg);
 }
 
 /* ---- the checker ---- */
@@ -286,6 +294,20 @@ void weft__check_set_output(weft__checker *k, FILE *out) {
 
 size_t weft__check_findings(const weft__checker *k) {
   return k ? k->findings : 0;
+}
+
+int weft__check_fd(weft__checker *k) {
+  pthread_mutex_lock(&k->lock);
+  fflush(k->out);
+  int fd = fileno(k->out);
+  pthread_mutex_unlock(&k->lock);
+  return fd;
+}
+
+void weft__check_printed(weft__checker *k, const char *kind, const char *msg) {
+  pthread_mutex_lock(&k->lock);
+  counted(k, kind, 0, msg);
+  pthread_mutex_unlock(&k->lock);
 }
 
 void weft__check_lease(weft__checker *k, weft__stream *s) {

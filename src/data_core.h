@@ -39,6 +39,13 @@ typedef int (*weft__stale_fn)(void *ctx, const void *p, size_t n, int write,
 /* Under weft check, tells it so (once rt's first handle is registered);
  * else nothing. */
 void weft__data_set_check_hook(weft_runtime *rt, weft__stale_fn fn);
+/* Under weft check, the file descriptor its findings go to, for a
+ * handle's guarded host pages (host_guard.h); -1 without it. */
+int weft__data_check_fd(const weft_runtime *rt);
+/* Counts and traces the finding that a CPU access to the guarded pages
+ * of the bytes at base (valid on dev) printed. */
+void weft__data_check_cpu_access(const weft_runtime *rt, const void *base,
+                                 size_t bytes, int dev);
 
 /* For WEFT_DEVICE_ANY: the device a task declaring accesses a (n of
  * them) would best run on, or -1 for no preference. */

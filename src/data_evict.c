@@ -57,6 +57,7 @@ static int pick_victim(weft_runtime *rt, int dev, victim *v, int *in_use) {
     /* Dirty unless the host or another instance not itself being evicted
      * is valid: two evictions of the last two copies both write back. */
     c->busy = EVICTING;
+    weft__data_guard(best); /* down while the write-back may write the host */
     *v = (victim){best, dev,
                   c->valid && !best->host_valid &&
                       weft__data_source_of(best, dev) < 0,
@@ -115,6 +116,7 @@ static int evict(weft_runtime *rt, const victim *v) {
     }
   }
   in->busy = IDLE;
+  weft__data_guard(o);
   pthread_mutex_unlock(&o->lock);
   if (rc == 0)
     weft__data_evicted(rt, bytes, v->dirty ? bytes : 0);

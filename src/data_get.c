@@ -3,6 +3,7 @@
 #include <pthread.h>
 
 #include "caller_declare.h"
+#include "data_core.h"
 #include "data_internal.h"
 
 int weft_data_get(weft_data *d, unsigned mode, void **ptr) {
@@ -100,6 +101,13 @@ int weft__data_get(weft_data *d, unsigned mode, int prefetch, void **ptr) {
     }
     if (rc == 0)
       rc = weft_event_record(in->ready);
+    /* Under weft check a write's fill from the host ends before its get
+     * does, so that the write guards the host pages (weft__data_guard),
+     * which the copy (the host backend's, a staged one) must not read
+     * after. */
+    if (rc == 0 && !sin && (mode & WEFT_WRITE) &&
+        weft__data_check_fd(d->rt) >= 0)
+      rc = weft_sync();
   } else if (rc == 0) {
     rc =
         weft__data_after_fill(in, recorded); /* a fill this task did not make */
@@ -117,6 +125,10 @@ int weft__data_get(weft_data *d, unsigned mode, int prefetch, void **ptr) {
   if (fill && rc == 0) {
     in->valid = !prefetch || d->writes == writes;
     in->recorded = 1;
+    /* Cleared once ready, recorded after this fill and any later one (a
+     * fill waits for the one before), has completed (weft__data_guard). */
+    if (!sin)
+      in->from_host = 1;
     d->st.copies++;
     if (sin)
       d->st.device_to_device += d->bytes;
@@ -128,6 +140,7 @@ int weft__data_get(weft_data *d, unsigned mode, int prefetch, void **ptr) {
       d->inst[i].valid = i == dev;
     d->host_valid = 0;
     d->writes++;
+    weft__data_guard(d);
   }
   in->busy = IDLE;
   pthread_mutex_unlock(&d->lock);

@@ -11,6 +11,7 @@
 #include "data_core.h"
 #include "data_internal.h"
 #include "data_live.h"
+#include "host_guard.h"
 
 weft__data_registry weft__data_reg = {.lock = PTHREAD_MUTEX_INITIALIZER};
 static atomic_uint_fast64_t use_clock;
@@ -329,7 +330,39 @@ weft_access weft_data_access(const weft_data *d, unsigned mode) {
   return a;
 }
 
+void weft__data_guard(weft_data *d) {
+  int dev = -1;
+  for (int i = 0; i < d->ndev && dev < 0; i++)
+    if (d->inst[i].valid)
+      dev = i;
+  int want =
+      !d->host_valid && dev >= 0 && !d->host_filling && !weft__data_evicting(d);
+  /* Not while a fill may still read the host: it would fault (fewer
+   * findings, never a false one). */
+  for (int i = 0; i < d->ndev && want; i++) {
+    instance *in = &d->inst[i];
+    if (in->from_host && in->ready && weft_event_query(in->ready) != 0)
+      want = 0;
+    else
+      in->from_host = 0;
+  }
+  if (want && d->guard < 0) {
+    int fd = weft__data_check_fd(d->rt);
+    if (fd >= 0 && (d->guard = weft__guard_on(d->host, d->bytes, dev, fd)) >= 0)
+      d->guard_dev = dev;
+  } else if (!want && d->guard >= 0) {
+    weft__data_unguard(d);
+  }
+}
+
+void weft__data_unguard(weft_data *d) {
+  if (d->guard >= 0 && weft__guard_off(d->guard))
+    weft__data_check_cpu_access(d->rt, d->host, d->bytes, d->guard_dev);
+  d->guard = -1;
+}
+
 void weft__data_forget(weft_data *d) {
+  weft__data_unguard(d);
   pthread_mutex_lock(&weft__data_reg.lock);
   size_t at = live_at(d);
   if (at < weft__data_reg.n && weft__data_reg.live[at] == d) {

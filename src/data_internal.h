@@ -24,6 +24,7 @@ typedef struct instance {
   int busy;        /* FILLING: a task allocates or fills it; EVICTING */
   int recorded;    /* ready was recorded */
   int prefetching; /* queued for its device's filler (data_lifecycle.c) */
+  int from_host;   /* a fill read the host; ready says when it is done */
   struct weft_data *fill_next; /* next in that queue */
   weft_event *ready;           /* recorded after its last fill */
   uint64_t last_use; /* use_clock at its last get: eviction takes the least */
@@ -76,6 +77,9 @@ struct weft_data {
   pthread_mutex_t lock; /* the fields below; never held across a weft call
                            that may switch */
   int host_valid, host_filling;
+  /* Under weft check, the slot of its guarded host pages (host_guard.h),
+   * -1 when none, and the device then holding the valid copy. */
+  int guard, guard_dev;
   uint64_t writes;  /* gets for writing published: an eviction's write-back
                        makes the host valid only if none came meanwhile */
   uint64_t writers; /* tasks spawned declaring a write of it, counted while
@@ -132,6 +136,15 @@ void weft__data_forget(weft_data *d);
  * write-backs into it: weft__caller_own_copy) are never reported. */
 int weft__data_stale_host(void *ctx, const void *p, size_t n, int write,
                           const void **base, size_t *bytes, int *dev);
+
+/* d's lock held: guards d's host pages (weft check) while a device holds
+ * its only valid copy and weft writes none into the host (a sync's copy,
+ * an eviction's write-back), and takes the guard down otherwise, counting
+ * the CPU access its fault reported, if any. Called after each change of
+ * those states. */
+void weft__data_guard(weft_data *d);
+/* Takes the guard down, d about to be freed. */
+void weft__data_unguard(weft_data *d);
 
 /* Take d's lock once *busy is clear, or once no instance of d is being
  * evicted, yielding meanwhile (a filler or evicter drops the lock while

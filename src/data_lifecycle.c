@@ -50,6 +50,7 @@ static void sync_host(void *arg) {
   int rc =
       weft__data_add_user(sin, weft_task_self(), 0); /* no eviction meanwhile */
   d->host_filling = rc == 0;
+  weft__data_guard(d); /* down while the copy writes the host */
   pthread_mutex_unlock(&d->lock);
   if (rc == 0)
     rc = weft__caller_declares(sin->ptr, d->bytes, WEFT_READ);
@@ -71,6 +72,7 @@ static void sync_host(void *arg) {
     d->st.copies++;
   }
   d->host_filling = 0;
+  weft__data_guard(d);
   pthread_mutex_unlock(&d->lock);
   j->rc = rc;
 }
@@ -140,6 +142,7 @@ int weft_data_register(weft_runtime *rt, void *ptr, size_t bytes,
   d->host = ptr;
   d->bytes = bytes;
   d->host_valid = 1;
+  d->guard = -1;
   d->ndev = ndev;
   pthread_mutex_init(&d->lock, NULL);
   if ((rc = weft__data_enter(d)) != 0) {

@@ -9,9 +9,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 #include "fiber.h"
+#include "host_guard.h"
 #include "weft/error.h"
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -138,7 +140,21 @@ static void put(const char *s) {
   (void)r;
 }
 
+/* 1 for a store, 0 for a load, -1 where the fault does not say. */
+static int fault_stores(const void *uc) {
+#if defined(__x86_64__) && defined(REG_ERR)
+  return (((const ucontext_t *)uc)->uc_mcontext.gregs[REG_ERR] & 2) != 0;
+#else
+  (void)uc;
+  return -1;
+#endif
+}
+
 static void on_segv(int sig, siginfo_t *si, void *uc) {
+  /* Registered data's guarded pages (weft check): reported and opened,
+   * the access runs again. */
+  if (weft__guard_fault(si->si_addr, fault_stores(uc), cur_name))
+    return;
   /* The report must not change how the process dies: with stderr a pipe
    * nobody reads any more, a write would end it by SIGPIPE instead. */
   signal(SIGPIPE, SIG_IGN);
@@ -200,7 +216,8 @@ static void install(void) {
   sa.sa_sigaction = on_segv;
   sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
   sigemptyset(&sa.sa_mask);
-  sigaction(SIGSEGV, &sa, NULL);
+  if (sigaction(SIGSEGV, &sa, NULL) == 0)
+    weft__guard_enable(on_segv);
 }
 
 void weft__fiber_install_overflow_handler(void) {

@@ -38,7 +38,8 @@ void weft__fiber_switch(weft__fiber *from, weft__fiber *to, int exiting);
 void weft__fiber_started(void);
 
 /* Installs, once per process, a SIGSEGV handler on an alternate stack that
- * names a fiber stack overflow when a fault lands in a guard page. Each
+ * names a fiber stack overflow when a fault lands in a guard page (and
+ * hands weft check's guarded pages of registered data to host_guard.h). Each
  * worker thread calls weft__fiber_thread_altstack once: it gives the thread
  * a signal stack (*mem, freed by _free) unless it has one (*mem NULL). A
  * plain thread about to run tasks calls weft__fiber_guest_altstack, which

@@ -22,6 +22,7 @@
  *   is free again; the caller's next weft_sync() joins the helpers.
  * Either way the caller's stream orders the transfers among its other work,
  * and no thread blocks on the device. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -482,6 +483,22 @@ int weft__data_prefetch_on(const weft_runtime *rt) {
 void weft__data_set_check_hook(weft_runtime *rt, weft__stale_fn fn) {
   if (rt->h.bk->check)
     weft__check_set_stale(rt->h.bk->check, fn, rt);
+}
+
+int weft__data_check_fd(const weft_runtime *rt) {
+  return rt->h.bk->check ? weft__check_fd(rt->h.bk->check) : -1;
+}
+
+void weft__data_check_cpu_access(const weft_runtime *rt, const void *base,
+                                 size_t bytes, int dev) {
+  if (!rt->h.bk->check)
+    return;
+  char msg[160];
+  snprintf(msg, sizeof msg,
+           "a CPU access to registered data at %p (%zu bytes), whose valid "
+           "copy is on device %d",
+           base, bytes, dev);
+  weft__check_printed(rt->h.bk->check, "stale", msg);
 }
 
 void weft__data_evicted(weft_runtime *rt, size_t bytes, size_t written_back) {

@@ -25,6 +25,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "host_guard.h"
 #include "task_common.h"
 #include "weft_internal.h"
 
@@ -485,6 +486,79 @@ static void pageable_read_stale(void) { on_pageable(host_read_stale); }
 static void pageable_read_synced(void) { on_pageable(host_read_synced); }
 static void pageable_write(void) { on_pageable(host_write); }
 
+/* Registered data written on a device, then touched on the CPU through
+ * its host memory, a load or a store that no weft call makes: weft check
+ * guards the pages while a device holds the only valid copy (host_guard.h),
+ * where the process's SIGSEGV handler is weft's. Pageable memory of three
+ * whole pages, touched in the middle one. */
+enum { CPU_INTS = 3 * 4096 / sizeof(int) };
+static int *cpu_mem;
+static volatile int cpu_sink;
+static char cpu_at[64]; /* "at ADDRESS", the int touched */
+
+static void cpu_writer_task(void *arg) {
+  (void)arg;
+  int *p;
+  EXPECT_OK(weft_data_get(D, WEFT_RW, (void **)&p));
+  EXPECT_OK(weft_memset(p, 1, CPU_INTS * sizeof(int)));
+}
+
+static void cpu_load(void) {
+  cpu_sink = ((volatile int *)cpu_mem)[CPU_INTS / 2];
+}
+
+static void cpu_reader_task(void *arg) { (void)arg, cpu_load(); }
+
+enum { CPU_LOAD, CPU_STORE, CPU_LOAD_IN_TASK, CPU_LOAD_SYNCED };
+
+static void cpu_access(int how) {
+  EXPECT(posix_memalign((void **)&cpu_mem, 4096, CPU_INTS * sizeof(int)) == 0);
+  memset(cpu_mem, 0, CPU_INTS * sizeof(int));
+  snprintf(cpu_at, sizeof cpu_at, "at %p,", (void *)&cpu_mem[CPU_INTS / 2]);
+  EXPECT_OK(weft_data_register(W.rt, cpu_mem, CPU_INTS * sizeof(int), &D));
+  weft_access a = weft_data_access(D, WEFT_RW);
+  weft_task_opts o;
+  weft_task_opts_init(&o);
+  o.name = "cpu-writer";
+  o.accesses = &a;
+  o.naccesses = 1;
+  weft_task *t;
+  EXPECT_OK(weft_task_spawn(W.rt, &t, cpu_writer_task, NULL, &o));
+  EXPECT_OK(weft_task_join(t));
+  if (how == CPU_LOAD_SYNCED)
+    EXPECT_OK(weft_data_sync(D));
+  if (how == CPU_LOAD || how == CPU_LOAD_SYNCED)
+    cpu_load();
+  if (how == CPU_STORE)
+    ((volatile int *)cpu_mem)[CPU_INTS / 2] = 7;
+  if (how == CPU_LOAD_IN_TASK) {
+    weft_task_opts_init(&o);
+    o.name = "cpu-reader";
+    EXPECT_OK(weft_task_spawn(W.rt, &t, cpu_reader_task, NULL, &o));
+    EXPECT_OK(weft_task_join(t));
+  }
+  EXPECT_OK(weft_data_unregister(D));
+  /* The write-back came after the store: the device's bytes are back. */
+  EXPECT(cpu_mem[CPU_INTS / 2] == 0x01010101);
+  free(cpu_mem);
+}
+
+static void cpu_load_stale(void) { cpu_access(CPU_LOAD); }
+static void cpu_store(void) { cpu_access(CPU_STORE); }
+static void cpu_load_in_task(void) { cpu_access(CPU_LOAD_IN_TASK); }
+static void cpu_load_synced(void) { cpu_access(CPU_LOAD_SYNCED); }
+
+/* Whether pages are guarded in this process: not under a sanitizer, whose
+ * SIGSEGV handler weft leaves in place. */
+static int guarding(void) {
+  void *page;
+  EXPECT(posix_memalign(&page, 4096, 4096) == 0);
+  int slot = weft__guard_on(page, 4096, 0, 2);
+  weft__guard_off(slot);
+  free(page);
+  return slot >= 0;
+}
+
 static size_t run(case_fn c, int check, char *out, size_t len) {
   FILE *f = tmpfile(); /* the findings; failures still go to stderr */
   EXPECT(f != NULL);
@@ -610,6 +684,21 @@ int main(void) {
          pageable_write, KIND_STALE, "'host-writer-direct'",
          "writes registered data");
   EXPECT(unsetenv("WEFT_HOST_PAGEABLE") == 0);
+  /* CPU loads and stores, seen through guarded pages. */
+  if (guarding()) {
+    expect("registered data loaded on the CPU while stale", cpu_load_stale,
+           KIND_STALE, "a plain thread reads registered data on the CPU",
+           cpu_at);
+    expect("registered data stored on the CPU", cpu_store, KIND_STALE,
+           "a plain thread writes registered data on the CPU", cpu_at);
+    expect("registered data loaded on the CPU in a task", cpu_load_in_task,
+           KIND_STALE, "task 'cpu-reader' reads", cpu_at);
+    silent("registered data loaded on the CPU after weft_data_sync",
+           cpu_load_synced, 0);
+  } else {
+    puts("CPU accesses to registered data: not checked (the SIGSEGV handler "
+         "is not weft's)");
+  }
   silent("folded readers, then a writer", folded_readers_then_writer, 0);
   silent("weft_device_sync from a plain thread", sync_on_thread, 0);
   char out[8192];

@@ -1,0 +1,36 @@
+/* Pages of registered host memory that the CPU must not touch, for weft
+ * check: while a device holds a handle's only valid copy, the whole pages
+ * of its host range are protected, and the first CPU load or store there
+ * faults into weft's SIGSEGV handler (fiber.c), which reports it, opens
+ * the pages again and lets the access go on (docs/decisions/checker.md,
+ * "A CPU load of stale registered data"). Beneath everything: it calls
+ * nothing of weft's. */
+#ifndef WEFT__HOST_GUARD_H
+#define WEFT__HOST_GUARD_H
+
+#include <signal.h>
+#include <stddef.h>
+
+/* The SIGSEGV handler that sends faults here (fiber.c's); guards are put
+ * up only while it is the one installed, so that a sanitizer's or the
+ * program's handler never meets a fault of weft's making. */
+void weft__guard_enable(void (*handler)(int, siginfo_t *, void *));
+
+/* Protects the whole pages of [base, base + bytes), a handle whose valid
+ * copy is on device dev, a finding to be written to fd when touched.
+ * Returns the guard's slot, or -1 where nothing was protected (no whole
+ * page, no slot left, the handler not installed, mprotect refused):
+ * fewer findings, never a false one. */
+int weft__guard_on(const void *base, size_t bytes, int dev, int fd);
+
+/* Opens slot's pages again; returns 1 if a CPU access faulted in them
+ * since weft__guard_on (reported then), else 0. */
+int weft__guard_off(int slot);
+
+/* From the SIGSEGV handler: if addr lies in guarded pages, reports the
+ * access (by who, a task's name or NULL for a plain thread; store 1, 0,
+ * or -1 where the fault does not say), opens the pages and returns 1,
+ * so that the access runs again; else 0. Async-signal-safe. */
+int weft__guard_fault(const void *addr, int store, const char *who);
+
+#endif
