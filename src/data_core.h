@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "weft/dataflow.h"
+#include "weft/event.h"
 #include "weft/runtime.h"
 #include "weft/task.h"
 
@@ -39,6 +40,9 @@ typedef int (*weft__stale_fn)(void *ctx, const void *p, size_t n, int write,
 /* Under weft check, tells it so (once rt's first handle is registered);
  * else nothing. */
 void weft__data_set_check_hook(weft_runtime *rt, weft__stale_fn fn);
+/* 1 if ev's latest record completed; unlike weft_event_query, weft check
+ * learns nothing from it (weft's own question, not the caller's sync). */
+int weft__data_event_done(weft_event *ev);
 /* Under weft check, the file descriptor its findings go to, for a
  * handle's guarded host pages (host_guard.h); -1 without it. */
 int weft__data_check_fd(const weft_runtime *rt);

@@ -341,7 +341,7 @@ void weft__data_guard(weft_data *d) {
    * findings, never a false one). */
   for (int i = 0; i < d->ndev && want; i++) {
     instance *in = &d->inst[i];
-    if (in->from_host && in->ready && weft_event_query(in->ready) != 0)
+    if (in->from_host && in->ready && !weft__data_event_done(in->ready))
       want = 0;
     else
       in->from_host = 0;

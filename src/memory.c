@@ -485,6 +485,11 @@ void weft__data_set_check_hook(weft_runtime *rt, weft__stale_fn fn) {
     weft__check_set_stale(rt->h.bk->check, fn, rt);
 }
 
+int weft__data_event_done(weft_event *ev) {
+  weft__event *e = (weft__event *)weft__handle_obj(ev);
+  return weft__handle_live(ev, &e->hdr) && weft__event_query(e) == 0;
+}
+
 int weft__data_check_fd(const weft_runtime *rt) {
   return rt->h.bk->check ? weft__check_fd(rt->h.bk->check) : -1;
 }
