@@ -44,7 +44,8 @@ void weft__data_set_check_hook(weft_runtime *rt, weft__stale_fn fn);
  * learns nothing from it (weft's own question, not the caller's sync). */
 int weft__data_event_done(weft_event *ev);
 /* Under weft check, the file descriptor its findings go to, for a
- * handle's guarded host pages (host_guard.h); -1 without it. */
+ * handle's guarded host pages (host_guard.h); -1 without it. Asked at
+ * registration: weft check is on or off for a runtime's life. */
 int weft__data_check_fd(const weft_runtime *rt);
 /* Counts and traces the finding that a CPU access to the guarded pages
  * of the bytes at base (valid on dev) printed. */

@@ -3,7 +3,6 @@
 #include <pthread.h>
 
 #include "caller_declare.h"
-#include "data_core.h"
 #include "data_internal.h"
 
 int weft_data_get(weft_data *d, unsigned mode, void **ptr) {
@@ -105,8 +104,7 @@ int weft__data_get(weft_data *d, unsigned mode, int prefetch, void **ptr) {
      * does, so that the write guards the host pages (weft__data_guard),
      * which the copy (the host backend's, a staged one) must not read
      * after. */
-    if (rc == 0 && !sin && (mode & WEFT_WRITE) &&
-        weft__data_check_fd(d->rt) >= 0)
+    if (rc == 0 && !sin && (mode & WEFT_WRITE) && d->check_fd >= 0)
       rc = weft_sync();
   } else if (rc == 0) {
     rc =

@@ -331,6 +331,8 @@ weft_access weft_data_access(const weft_data *d, unsigned mode) {
 }
 
 void weft__data_guard(weft_data *d) {
+  if (d->check_fd < 0)
+    return;
   int dev = -1;
   for (int i = 0; i < d->ndev && dev < 0; i++)
     if (d->inst[i].valid)
@@ -347,9 +349,8 @@ void weft__data_guard(weft_data *d) {
       in->from_host = 0;
   }
   if (want && d->guard < 0) {
-    int fd = weft__data_check_fd(d->rt);
-    if (fd >= 0 && (d->guard = weft__guard_on(d->host, d->bytes, dev, fd)) >= 0)
-      d->guard_dev = dev;
+    d->guard = weft__guard_on(d->host, d->bytes, dev, d->check_fd);
+    d->guard_dev = dev;
   } else if (!want && d->guard >= 0) {
     weft__data_unguard(d);
   }

@@ -77,9 +77,10 @@ struct weft_data {
   pthread_mutex_t lock; /* the fields below; never held across a weft call
                            that may switch */
   int host_valid, host_filling;
-  /* Under weft check, the slot of its guarded host pages (host_guard.h),
-   * -1 when none, and the device then holding the valid copy. */
-  int guard, guard_dev;
+  /* Under weft check, the file its findings go to (else -1), the slot of
+   * its guarded host pages (host_guard.h; -1 when none), and the device
+   * then holding the valid copy. */
+  int check_fd, guard, guard_dev;
   uint64_t writes;  /* gets for writing published: an eviction's write-back
                        makes the host valid only if none came meanwhile */
   uint64_t writers; /* tasks spawned declaring a write of it, counted while
