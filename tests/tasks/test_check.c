@@ -491,7 +491,7 @@ static void pageable_write(void) { on_pageable(host_write); }
  * guards the pages while a device holds the only valid copy (host_guard.h),
  * where the process's SIGSEGV handler is weft's. Pageable memory of three
  * whole pages, touched in the middle one. */
-enum { CPU_INTS = 3 * 4096 / sizeof(int) };
+static size_t cpu_ints; /* three pages of ints */
 static int *cpu_mem;
 static volatile int cpu_sink;
 static char cpu_at[64]; /* "at ADDRESS", the int touched */
@@ -500,11 +500,11 @@ static void cpu_writer_task(void *arg) {
   (void)arg;
   int *p;
   EXPECT_OK(weft_data_get(D, WEFT_RW, (void **)&p));
-  EXPECT_OK(weft_memset(p, 1, CPU_INTS * sizeof(int)));
+  EXPECT_OK(weft_memset(p, 1, cpu_ints * sizeof(int)));
 }
 
 static void cpu_load(void) {
-  cpu_sink = ((volatile int *)cpu_mem)[CPU_INTS / 2];
+  cpu_sink = ((volatile int *)cpu_mem)[cpu_ints / 2];
 }
 
 static void cpu_reader_task(void *arg) { (void)arg, cpu_load(); }
@@ -512,10 +512,12 @@ static void cpu_reader_task(void *arg) { (void)arg, cpu_load(); }
 enum { CPU_LOAD, CPU_STORE, CPU_LOAD_IN_TASK, CPU_LOAD_SYNCED };
 
 static void cpu_access(int how) {
-  EXPECT(posix_memalign((void **)&cpu_mem, 4096, CPU_INTS * sizeof(int)) == 0);
-  memset(cpu_mem, 0, CPU_INTS * sizeof(int));
-  snprintf(cpu_at, sizeof cpu_at, "at %p,", (void *)&cpu_mem[CPU_INTS / 2]);
-  EXPECT_OK(weft_data_register(W.rt, cpu_mem, CPU_INTS * sizeof(int), &D));
+  size_t page = (size_t)sysconf(_SC_PAGESIZE);
+  cpu_ints = 3 * page / sizeof(int);
+  EXPECT(posix_memalign((void **)&cpu_mem, page, cpu_ints * sizeof(int)) == 0);
+  memset(cpu_mem, 0, cpu_ints * sizeof(int));
+  snprintf(cpu_at, sizeof cpu_at, "at %p,", (void *)&cpu_mem[cpu_ints / 2]);
+  EXPECT_OK(weft_data_register(W.rt, cpu_mem, cpu_ints * sizeof(int), &D));
   weft_access a = weft_data_access(D, WEFT_RW);
   weft_task_opts o;
   weft_task_opts_init(&o);
@@ -530,7 +532,7 @@ static void cpu_access(int how) {
   if (how == CPU_LOAD || how == CPU_LOAD_SYNCED)
     cpu_load();
   if (how == CPU_STORE)
-    ((volatile int *)cpu_mem)[CPU_INTS / 2] = 7;
+    ((volatile int *)cpu_mem)[cpu_ints / 2] = 7;
   if (how == CPU_LOAD_IN_TASK) {
     weft_task_opts_init(&o);
     o.name = "cpu-reader";
@@ -539,7 +541,7 @@ static void cpu_access(int how) {
   }
   EXPECT_OK(weft_data_unregister(D));
   /* The write-back came after the store: the device's bytes are back. */
-  EXPECT(cpu_mem[CPU_INTS / 2] == 0x01010101);
+  EXPECT(cpu_mem[cpu_ints / 2] == 0x01010101);
   free(cpu_mem);
 }
 
@@ -552,8 +554,9 @@ static void cpu_load_synced(void) { cpu_access(CPU_LOAD_SYNCED); }
  * SIGSEGV handler weft leaves in place. */
 static int guarding(void) {
   void *page;
-  EXPECT(posix_memalign(&page, 4096, 4096) == 0);
-  int slot = weft__guard_on(page, 4096, 0, 2);
+  size_t bytes = (size_t)sysconf(_SC_PAGESIZE);
+  EXPECT(posix_memalign(&page, bytes, bytes) == 0);
+  int slot = weft__guard_on(page, bytes, 0, 2);
   weft__guard_off(slot);
   free(page);
   return slot >= 0;
