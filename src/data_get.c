@@ -138,8 +138,8 @@ int weft__data_get(weft_data *d, unsigned mode, int prefetch, void **ptr) {
       d->inst[i].valid = i == dev;
     d->host_valid = 0;
     d->writes++;
-    weft__data_guard(d);
   }
+  weft__data_guard(d);
   in->busy = IDLE;
   pthread_mutex_unlock(&d->lock);
   if (unheld)

@@ -337,22 +337,28 @@ void weft__data_guard(weft_data *d) {
   for (int i = 0; i < d->ndev && dev < 0; i++)
     if (d->inst[i].valid)
       dev = i;
-  int want =
-      !d->host_valid && dev >= 0 && !d->host_filling && !weft__data_evicting(d);
-  /* Not while a fill may still read the host: it would fault (fewer
-   * findings, never a false one). */
-  for (int i = 0; i < d->ndev && want; i++) {
+  /* 0: open; 1: read-only (the host's copy is valid, a device's too);
+   * 2: no access (a device holds the only valid copy). */
+  int want = dev < 0 || d->host_filling || weft__data_evicting(d) ? 0
+             : d->host_valid                                      ? 1
+                                                                  : 2;
+  /* Reads still, while a fill may read the host: a load then would fault
+   * on weft's own (fewer findings, never a false one). */
+  for (int i = 0; i < d->ndev && want == 2; i++) {
     instance *in = &d->inst[i];
     if (in->from_host && in->ready && !weft__data_event_done(in->ready))
-      want = 0;
+      want = 1;
     else
       in->from_host = 0;
   }
-  if (want && d->guard < 0) {
-    d->guard = weft__guard_on(d->host, d->bytes, dev, d->check_fd);
+  int have = d->guard < 0 ? 0 : d->guard_reads ? 1 : 2;
+  if (want == have && (want == 0 || d->guard_dev == dev))
+    return;
+  weft__data_unguard(d);
+  if (want) {
+    d->guard = weft__guard_on(d->host, d->bytes, dev, d->check_fd, want == 1);
     d->guard_dev = dev;
-  } else if (!want && d->guard >= 0) {
-    weft__data_unguard(d);
+    d->guard_reads = want == 1;
   }
 }
 

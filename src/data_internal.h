@@ -78,9 +78,10 @@ struct weft_data {
                            that may switch */
   int host_valid, host_filling;
   /* Under weft check, the file its findings go to (else -1), the slot of
-   * its guarded host pages (host_guard.h; -1 when none), and the device
-   * then holding the valid copy. */
-  int check_fd, guard, guard_dev;
+   * its guarded host pages (host_guard.h; -1 when none), the device named
+   * as holding a valid copy, and whether loads may pass (the host's copy
+   * is valid too). */
+  int check_fd, guard, guard_dev, guard_reads;
   uint64_t writes;  /* gets for writing published: an eviction's write-back
                        makes the host valid only if none came meanwhile */
   uint64_t writers; /* tasks spawned declaring a write of it, counted while
@@ -139,10 +140,11 @@ int weft__data_stale_host(void *ctx, const void *p, size_t n, int write,
                           const void **base, size_t *bytes, int *dev);
 
 /* d's lock held: guards d's host pages (weft check) while a device holds
- * its only valid copy and weft writes none into the host (a sync's copy,
- * an eviction's write-back), and takes the guard down otherwise, counting
- * the CPU access its fault reported, if any. Called after each change of
- * those states. */
+ * a valid copy and weft writes none into the host (a sync's copy, an
+ * eviction's write-back): against every access where the device's is the
+ * only valid copy, against stores where the host's is valid too. Takes
+ * the guard down otherwise, counting the CPU access its fault reported,
+ * if any. Called after each change of those states. */
 void weft__data_guard(weft_data *d);
 /* Takes the guard down, d about to be freed. */
 void weft__data_unguard(weft_data *d);

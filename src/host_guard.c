@@ -19,7 +19,7 @@ typedef struct slot {
   /* Set before the state leaves FREE, for the report. */
   const void *base;
   size_t bytes;
-  int dev, fd;
+  int dev, fd, reads_ok;
 } slot;
 
 /* Handles guarded at once at most; past it, a handle goes unguarded. */
@@ -41,7 +41,8 @@ static int handler_installed(void) {
          (cur.sa_flags & SA_SIGINFO) && cur.sa_sigaction == h;
 }
 
-int weft__guard_on(const void *base, size_t bytes, int dev, int fd) {
+int weft__guard_on(const void *base, size_t bytes, int dev, int fd,
+                   int reads_ok) {
   uintptr_t ps = (uintptr_t)sysconf(_SC_PAGESIZE);
   uintptr_t lo = ((uintptr_t)base + ps - 1) & ~(ps - 1);
   uintptr_t hi = ((uintptr_t)base + bytes) & ~(ps - 1);
@@ -61,13 +62,14 @@ int weft__guard_on(const void *base, size_t bytes, int dev, int fd) {
   s->bytes = bytes;
   s->dev = dev;
   s->fd = fd;
+  s->reads_ok = reads_ok;
   atomic_store(&s->lo, lo);
   atomic_store(&s->hi, hi);
   /* Findable before the pages fault. */
   atomic_store(&s->state, ARMED);
   if (i == n)
     atomic_store(&nslots, n + 1);
-  if (mprotect((void *)lo, hi - lo, PROT_NONE) != 0) {
+  if (mprotect((void *)lo, hi - lo, reads_ok ? PROT_READ : PROT_NONE) != 0) {
     atomic_store(&s->lo, 0);
     atomic_store(&s->hi, 0);
     atomic_store(&s->state, FREE);
@@ -131,6 +133,9 @@ static void report(const slot *s, const void *addr, int store,
   } else {
     put(&l, "a plain thread");
   }
+  /* Read-only pages fault on a store alone. */
+  if (s->reads_ok)
+    store = 1;
   put(&l, store > 0 ? " writes" : store == 0 ? " reads" : " touches");
   put(&l, " registered data on the CPU at ");
   put_num(&l, (uintptr_t)addr, 16);
@@ -138,16 +143,25 @@ static void report(const slot *s, const void *addr, int store,
   put_num(&l, s->bytes, 10);
   put(&l, " bytes registered at ");
   put_num(&l, (uintptr_t)s->base, 16);
-  put(&l, ", whose valid copy is on device ");
-  put_num(&l, (uintptr_t)s->dev, 10);
-  if (store > 0)
-    put(&l, ": its host memory is weft's until weft_data_unregister, and a "
-            "later sync copies over the write; write it in a task through "
-            "weft_data_get, or sync and unregister first");
-  else
-    put(&l, ": the host copy is stale; call weft_data_sync first, or use it "
-            "in a task through weft_data_get");
-  put(&l, " (once a handle until its next sync)\n");
+  if (s->reads_ok) {
+    put(&l, ", of which device ");
+    put_num(&l, (uintptr_t)s->dev, 10);
+    put(&l, " holds a copy too: its host memory is weft's until "
+            "weft_data_unregister, and the device's copy keeps the old "
+            "bytes; write it in a task through weft_data_get, or "
+            "unregister first");
+  } else {
+    put(&l, ", whose valid copy is on device ");
+    put_num(&l, (uintptr_t)s->dev, 10);
+    if (store > 0)
+      put(&l, ": its host memory is weft's until weft_data_unregister, and "
+              "a later sync copies over the write; write it in a task "
+              "through weft_data_get, or sync and unregister first");
+    else
+      put(&l, ": the host copy is stale; call weft_data_sync first, or use "
+              "it in a task through weft_data_get");
+  }
+  put(&l, " (reported once until the copies change)\n");
   ssize_t r = write(s->fd, l.b, l.n);
   (void)r;
 }

@@ -2,9 +2,10 @@
  * check: while a device holds a handle's only valid copy, the whole pages
  * of its host range are protected, and the first CPU load or store there
  * faults into weft's SIGSEGV handler (fiber.c), which reports it, opens
- * the pages again and lets the access go on (docs/decisions/checker.md,
- * "A CPU load of stale registered data"). Beneath everything: it calls
- * nothing of weft's. */
+ * the pages again and lets the access go on; while the host and a device
+ * both hold valid copies, the pages are read-only and a store is reported
+ * (docs/decisions/checker.md, "A CPU load of stale registered data").
+ * Beneath everything: it calls nothing of weft's. */
 #ifndef WEFT__HOST_GUARD_H
 #define WEFT__HOST_GUARD_H
 
@@ -16,12 +17,14 @@
  * program's handler never meets a fault of weft's making. */
 void weft__guard_enable(void (*handler)(int, siginfo_t *, void *));
 
-/* Protects the whole pages of [base, base + bytes), a handle whose valid
- * copy is on device dev, a finding to be written to fd when touched.
- * Returns the guard's slot, or -1 where nothing was protected (no whole
- * page, no slot left, the handler not installed, mprotect refused):
- * fewer findings, never a false one. */
-int weft__guard_on(const void *base, size_t bytes, int dev, int fd);
+/* Protects the whole pages of [base, base + bytes), a handle with a valid
+ * copy on device dev, a finding to be written to fd when touched: against
+ * every access, or with reads_ok against stores only (the host's copy is
+ * valid too). Returns the guard's slot, or -1 where nothing was protected
+ * (no whole page, no slot left, the handler not installed, mprotect
+ * refused): fewer findings, never a false one. */
+int weft__guard_on(const void *base, size_t bytes, int dev, int fd,
+                   int reads_ok);
 
 /* Opens slot's pages again; returns 1 if a CPU access faulted in them
  * since weft__guard_on (reported then), else 0. */

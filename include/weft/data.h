@@ -54,10 +54,11 @@
  * memory while a device holds its valid copy ("stale": sync first); and
  * one writing it (a copy into it, a kernel argument not marked read-only)
  * before the handle is unregistered; and a CPU load or store of its host
- * memory while a device holds the only valid copy, caught by protecting
- * the whole pages of the host range meanwhile (not under a sanitizer, or
- * where the program's own SIGSEGV handler came first): reported with the
- * address, once until the next sync, and the access then goes on.
+ * memory while a device holds the only valid copy, or a CPU store while a
+ * device holds a copy too, caught by protecting the whole pages of the
+ * host range meanwhile (not under a sanitizer, or where the program's own
+ * SIGSEGV handler came first): reported with the address, once until the
+ * copies change, and the access then goes on.
  * A task spawned on WEFT_DEVICE_ANY goes to the device whose valid
  * instances hold the most bytes of the handles it declares (at spawn).
  *

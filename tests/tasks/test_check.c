@@ -488,8 +488,9 @@ static void pageable_write(void) { on_pageable(host_write); }
 
 /* Registered data written on a device, then touched on the CPU through
  * its host memory, a load or a store that no weft call makes: weft check
- * guards the pages while a device holds the only valid copy (host_guard.h),
- * where the process's SIGSEGV handler is weft's. Pageable memory of three
+ * guards the pages while a device holds the only valid copy, and against
+ * stores while the host's copy is valid too (host_guard.h), where the
+ * process's SIGSEGV handler is weft's. Pageable memory of three
  * whole pages, touched in the middle one. */
 static size_t cpu_ints; /* three pages of ints */
 static int *cpu_mem;
@@ -509,7 +510,13 @@ static void cpu_load(void) {
 
 static void cpu_reader_task(void *arg) { (void)arg, cpu_load(); }
 
-enum { CPU_LOAD, CPU_STORE, CPU_LOAD_IN_TASK, CPU_LOAD_SYNCED };
+enum {
+  CPU_LOAD,
+  CPU_STORE,
+  CPU_LOAD_IN_TASK,
+  CPU_LOAD_SYNCED,
+  CPU_STORE_SYNCED
+};
 
 static void cpu_access(int how) {
   size_t page = (size_t)sysconf(_SC_PAGESIZE);
@@ -527,11 +534,11 @@ static void cpu_access(int how) {
   weft_task *t;
   EXPECT_OK(weft_task_spawn(W.rt, &t, cpu_writer_task, NULL, &o));
   EXPECT_OK(weft_task_join(t));
-  if (how == CPU_LOAD_SYNCED)
+  if (how == CPU_LOAD_SYNCED || how == CPU_STORE_SYNCED)
     EXPECT_OK(weft_data_sync(D));
   if (how == CPU_LOAD || how == CPU_LOAD_SYNCED)
     cpu_load();
-  if (how == CPU_STORE)
+  if (how == CPU_STORE || how == CPU_STORE_SYNCED)
     ((volatile int *)cpu_mem)[cpu_ints / 2] = 7;
   if (how == CPU_LOAD_IN_TASK) {
     weft_task_opts_init(&o);
@@ -540,8 +547,8 @@ static void cpu_access(int how) {
     EXPECT_OK(weft_task_join(t));
   }
   EXPECT_OK(weft_data_unregister(D));
-  /* The write-back came after the store: the device's bytes are back. */
-  EXPECT(cpu_mem[cpu_ints / 2] == 0x01010101);
+  /* The write-back came after the store, and after a sync none came. */
+  EXPECT(cpu_mem[cpu_ints / 2] == (how == CPU_STORE_SYNCED ? 7 : 0x01010101));
   free(cpu_mem);
 }
 
@@ -549,6 +556,7 @@ static void cpu_load_stale(void) { cpu_access(CPU_LOAD); }
 static void cpu_store(void) { cpu_access(CPU_STORE); }
 static void cpu_load_in_task(void) { cpu_access(CPU_LOAD_IN_TASK); }
 static void cpu_load_synced(void) { cpu_access(CPU_LOAD_SYNCED); }
+static void cpu_store_synced(void) { cpu_access(CPU_STORE_SYNCED); }
 
 /* Whether pages are guarded in this process: not under a sanitizer, whose
  * SIGSEGV handler weft leaves in place. */
@@ -556,7 +564,7 @@ static int guarding(void) {
   void *page;
   size_t bytes = (size_t)sysconf(_SC_PAGESIZE);
   EXPECT(posix_memalign(&page, bytes, bytes) == 0);
-  int slot = weft__guard_on(page, bytes, 0, 2);
+  int slot = weft__guard_on(page, bytes, 0, 2, 0);
   weft__guard_off(slot);
   free(page);
   return slot >= 0;
@@ -698,6 +706,10 @@ int main(void) {
            KIND_STALE, "task 'cpu-reader' reads", cpu_at);
     silent("registered data loaded on the CPU after weft_data_sync",
            cpu_load_synced, 0);
+    expect("registered data stored on the CPU after weft_data_sync (a "
+           "device's copy valid too)",
+           cpu_store_synced, KIND_STALE, "a plain thread writes",
+           "holds a copy too");
   } else {
     puts("CPU accesses to registered data: not checked (the SIGSEGV handler "
          "is not weft's)");
