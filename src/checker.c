@@ -298,7 +298,6 @@ size_t weft__check_findings(const weft__checker *k) {
 
 int weft__check_fd(weft__checker *k) {
   pthread_mutex_lock(&k->lock);
-  fflush(k->out);
   int fd = fileno(k->out);
   pthread_mutex_unlock(&k->lock);
   return fd;

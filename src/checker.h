@@ -51,9 +51,9 @@ weft__checker *weft__check_new(const void *owner, weft__exec *(*self)(void),
 /* Prints the summary line if there were findings. */
 void weft__check_free(weft__checker *k);
 size_t weft__check_findings(const weft__checker *k);
-/* The file descriptor findings are printed to, its stream flushed: for a
- * finding written without stdio (host_guard.h's, from a signal handler),
- * which weft__check_printed then counts and traces as msg. */
+/* The file descriptor findings are printed to (each print is flushed):
+ * for a finding written without stdio (host_guard.h's, from a signal
+ * handler), which weft__check_printed then counts and traces as msg. */
 int weft__check_fd(weft__checker *k);
 void weft__check_printed(weft__checker *k, const char *kind, const char *msg);
 /* Where findings go (NULL: stderr); for tests, which read them back. */

@@ -330,6 +330,13 @@ weft_access weft_data_access(const weft_data *d, unsigned mode) {
   return a;
 }
 
+/* Takes d's guard down, counting the CPU access its fault reported. */
+static void unguard(weft_data *d) {
+  if (d->guard >= 0 && weft__guard_off(d->guard))
+    weft__data_check_cpu_access(d->rt, d->host, d->bytes, d->guard_dev);
+  d->guard = -1;
+}
+
 void weft__data_guard(weft_data *d) {
   if (d->check_fd < 0)
     return;
@@ -354,7 +361,7 @@ void weft__data_guard(weft_data *d) {
   int have = d->guard < 0 ? 0 : d->guard_reads ? 1 : 2;
   if (want == have && (want == 0 || d->guard_dev == dev))
     return;
-  weft__data_unguard(d);
+  unguard(d);
   if (want) {
     d->guard = weft__guard_on(d->host, d->bytes, dev, d->check_fd, want == 1);
     d->guard_dev = dev;
@@ -362,14 +369,8 @@ void weft__data_guard(weft_data *d) {
   }
 }
 
-void weft__data_unguard(weft_data *d) {
-  if (d->guard >= 0 && weft__guard_off(d->guard))
-    weft__data_check_cpu_access(d->rt, d->host, d->bytes, d->guard_dev);
-  d->guard = -1;
-}
-
 void weft__data_forget(weft_data *d) {
-  weft__data_unguard(d);
+  unguard(d);
   pthread_mutex_lock(&weft__data_reg.lock);
   size_t at = live_at(d);
   if (at < weft__data_reg.n && weft__data_reg.live[at] == d) {

@@ -146,8 +146,6 @@ int weft__data_stale_host(void *ctx, const void *p, size_t n, int write,
  * the guard down otherwise, counting the CPU access its fault reported,
  * if any. Called after each change of those states. */
 void weft__data_guard(weft_data *d);
-/* Takes the guard down, d about to be freed. */
-void weft__data_unguard(weft_data *d);
 
 /* Take d's lock once *busy is clear, or once no instance of d is being
  * evicted, yielding meanwhile (a filler or evicter drops the lock while
