@@ -79,9 +79,10 @@ struct weft_data {
   int host_valid, host_filling;
   /* Under weft check, the file its findings go to (else -1), the slot of
    * its guarded host pages (host_guard.h; -1 when none), the device named
-   * as holding a valid copy, and whether loads may pass (the host's copy
-   * is valid too). */
-  int check_fd, guard, guard_dev, guard_reads;
+   * as holding a valid copy, whether loads may pass (the host's copy is
+   * valid too), and the pages' own protection (weft__guard_prot; -2 until
+   * the first guard asks). */
+  int check_fd, guard, guard_dev, guard_reads, guard_prot;
   uint64_t writes;  /* gets for writing published: an eviction's write-back
                        makes the host valid only if none came meanwhile */
   uint64_t writers; /* tasks spawned declaring a write of it, counted while

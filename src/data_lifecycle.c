@@ -144,6 +144,7 @@ int weft_data_register(weft_runtime *rt, void *ptr, size_t bytes,
   d->host_valid = 1;
   d->guard = -1;
   d->check_fd = weft__data_check_fd(rt);
+  d->guard_prot = -2; /* asked at the first guard */
   d->ndev = ndev;
   pthread_mutex_init(&d->lock, NULL);
   if ((rc = weft__data_enter(d)) != 0) {

@@ -4,9 +4,11 @@
  * (TRIPPED) or being opened by weft__guard_off (OPENING). */
 #include "host_guard.h"
 
+#include <inttypes.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -20,6 +22,7 @@ typedef struct slot {
   const void *base;
   size_t bytes;
   int dev, fd, reads_ok;
+  int prot; /* the pages' own protection, given back when opened */
 } slot;
 
 /* Handles guarded at once at most; past it, a handle goes unguarded. */
@@ -41,13 +44,55 @@ static int handler_installed(void) {
          (cur.sa_flags & SA_SIGINFO) && cur.sa_sigaction == h;
 }
 
-int weft__guard_on(const void *base, size_t bytes, int dev, int fd,
-                   int reads_ok) {
+/* The whole pages of [base, base + bytes): 0 if there are none. */
+static int whole_pages(const void *base, size_t bytes, uintptr_t *lo,
+                       uintptr_t *hi) {
   uintptr_t ps = (uintptr_t)sysconf(_SC_PAGESIZE);
-  uintptr_t lo = ((uintptr_t)base + ps - 1) & ~(ps - 1);
-  uintptr_t hi = ((uintptr_t)base + bytes) & ~(ps - 1);
-  if (lo >= hi || (uintptr_t)base + bytes < (uintptr_t)base ||
-      !handler_installed())
+  *lo = ((uintptr_t)base + ps - 1) & ~(ps - 1);
+  *hi = ((uintptr_t)base + bytes) & ~(ps - 1);
+  return *lo < *hi && (uintptr_t)base + bytes >= (uintptr_t)base;
+}
+
+int weft__guard_prot(const void *base, size_t bytes) {
+  uintptr_t lo, hi;
+  if (!whole_pages(base, bytes, &lo, &hi))
+    return -1;
+  FILE *f = fopen("/proc/self/maps", "r");
+  if (!f)
+    return -1;
+  /* The mappings come in address order: walk them from lo, each one
+   * covering the next byte, and keep the protections they share. */
+  int prot = PROT_READ | PROT_WRITE | PROT_EXEC;
+  uintptr_t at = lo;
+  char buf[512];
+  while (at < hi && fgets(buf, sizeof buf, f)) {
+    uintmax_t a, b;
+    char perms[5];
+    if (sscanf(buf, "%jx-%jx %4s", &a, &b, perms) != 3)
+      break;
+    if (b <= at)
+      continue;
+    if (a > at)
+      break; /* a gap: not mapped */
+    prot &= (perms[0] == 'r' ? PROT_READ : 0) |
+            (perms[1] == 'w' ? PROT_WRITE : 0) |
+            (perms[2] == 'x' ? PROT_EXEC : 0);
+    at = (uintptr_t)b;
+    /* A line longer than the buffer: skip the rest of it. */
+    while (!strchr(buf, '\n') && fgets(buf, sizeof buf, f))
+      ;
+  }
+  fclose(f);
+  return at >= hi ? prot : -1;
+}
+
+int weft__guard_on(const void *base, size_t bytes, int prot, int dev, int fd,
+                   int reads_ok) {
+  uintptr_t lo, hi;
+  /* Pages that refuse stores already need no read-only guard, and pages
+   * that cannot be read are no program's data. */
+  if (!whole_pages(base, bytes, &lo, &hi) || prot < 0 || !(prot & PROT_READ) ||
+      (reads_ok && !(prot & PROT_WRITE)) || !handler_installed())
     return -1;
   pthread_mutex_lock(&taking);
   int i = 0, n = atomic_load(&nslots);
@@ -63,13 +108,15 @@ int weft__guard_on(const void *base, size_t bytes, int dev, int fd,
   s->dev = dev;
   s->fd = fd;
   s->reads_ok = reads_ok;
+  s->prot = prot;
   atomic_store(&s->lo, lo);
   atomic_store(&s->hi, hi);
   /* Findable before the pages fault. */
   atomic_store(&s->state, ARMED);
   if (i == n)
     atomic_store(&nslots, n + 1);
-  if (mprotect((void *)lo, hi - lo, reads_ok ? PROT_READ : PROT_NONE) != 0) {
+  if (mprotect((void *)lo, hi - lo,
+               reads_ok ? prot & ~PROT_WRITE : PROT_NONE) != 0) {
     atomic_store(&s->lo, 0);
     atomic_store(&s->hi, 0);
     atomic_store(&s->state, FREE);
@@ -89,7 +136,7 @@ int weft__guard_off(int i) {
   /* After a fault too: its handler may not have opened them yet, and once
    * the slot is free a second fault there would find no guard. */
   if (was == ARMED || was == TRIPPED)
-    mprotect((void *)lo, hi - lo, PROT_READ | PROT_WRITE);
+    mprotect((void *)lo, hi - lo, s->prot);
   atomic_store(&s->lo, 0);
   atomic_store(&s->hi, 0);
   atomic_store(&s->state, FREE);
@@ -179,7 +226,7 @@ int weft__guard_fault(const void *addr, int store, const char *who) {
       continue;
     if (st == ARMED &&
         atomic_compare_exchange_strong(&s->state, &st, TRIPPED)) {
-      mprotect((void *)lo, hi - lo, PROT_READ | PROT_WRITE);
+      mprotect((void *)lo, hi - lo, s->prot);
       report(s, addr, store, who);
     }
     /* Opened, or being opened by another: the access runs again. */

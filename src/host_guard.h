@@ -17,13 +17,21 @@
  * program's handler never meets a fault of weft's making. */
 void weft__guard_enable(void (*handler)(int, siginfo_t *, void *));
 
-/* Protects the whole pages of [base, base + bytes), a handle with a valid
- * copy on device dev, a finding to be written to fd when touched: against
- * every access, or with reads_ok against stores only (the host's copy is
- * valid too). Returns the guard's slot, or -1 where nothing was protected
- * (no whole page, no slot left, the handler not installed, mprotect
+/* The protection (PROT_* bits) that every whole page of [base, base +
+ * bytes) has, as /proc/self/maps says, or -1 where there is no whole
+ * page, a page is not mapped or the file cannot be read. Asked once a
+ * handle: what weft__guard_on must leave the pages with again. */
+int weft__guard_prot(const void *base, size_t bytes);
+
+/* Protects the whole pages of [base, base + bytes), whose protection is
+ * prot (weft__guard_prot), a handle with a valid copy on device dev, a
+ * finding to be written to fd when touched: against every access, or with
+ * reads_ok against stores only (the host's copy is valid too). The pages
+ * get prot back when opened. Returns the guard's slot, or -1 where nothing
+ * was protected (no whole page, prot unknown or already refusing what the
+ * guard would, no slot left, the handler not installed, mprotect
  * refused): fewer findings, never a false one. */
-int weft__guard_on(const void *base, size_t bytes, int dev, int fd,
+int weft__guard_on(const void *base, size_t bytes, int prot, int dev, int fd,
                    int reads_ok);
 
 /* Opens slot's pages again; returns 1 if a CPU access faulted in them

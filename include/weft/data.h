@@ -58,7 +58,8 @@
  * device holds a copy too, caught by protecting the whole pages of the
  * host range meanwhile (not under a sanitizer, or where the program's own
  * SIGSEGV handler came first): reported with the address, once until the
- * copies change, and the access then goes on.
+ * copies change, and the access then goes on. The pages get back the
+ * protection they had (read-only memory stays read-only).
  * A task spawned on WEFT_DEVICE_ANY goes to the device whose valid
  * instances hold the most bytes of the handles it declares (at spawn).
  *

@@ -19,10 +19,13 @@
  * tasks meet after their operations (each holds its stream until the other has
  * queued): a task that ended first would hand its stream to the next, and one
  * stream's work is ordered, so there would be no race to find. */
+#define _DEFAULT_SOURCE /* MAP_ANONYMOUS */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "host_guard.h"
@@ -552,6 +555,51 @@ static void cpu_access(int how) {
   free(cpu_mem);
 }
 
+static void cpu_reader_get(void *arg) {
+  (void)arg;
+  int *p;
+  EXPECT_OK(weft_data_get(D, WEFT_READ, (void **)&p));
+}
+
+/* Read-only memory registered and read on a device: the guard comes and
+ * goes, and the pages must stay read-only (a store in a child process
+ * still faults), not become writable. */
+static void cpu_readonly(void) {
+  size_t page = (size_t)sysconf(_SC_PAGESIZE), bytes = 3 * page;
+  int *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
+                MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  EXPECT(m != MAP_FAILED);
+  memset(m, 5, bytes);
+  EXPECT(mprotect(m, bytes, PROT_READ) == 0);
+  EXPECT_OK(weft_data_register(W.rt, m, bytes, &D));
+  weft_access a = weft_data_access(D, WEFT_READ);
+  weft_task_opts o;
+  weft_task_opts_init(&o);
+  o.name = "readonly-reader";
+  o.accesses = &a;
+  o.naccesses = 1;
+  weft_task *t;
+  EXPECT_OK(weft_task_spawn(W.rt, &t, cpu_reader_get, NULL, &o));
+  EXPECT_OK(weft_task_join(t));
+  cpu_sink = ((volatile int *)m)[bytes / sizeof(int) / 2];
+  EXPECT_OK(weft_data_unregister(D));
+  EXPECT(cpu_sink == 0x05050505);
+  pid_t pid = fork();
+  EXPECT(pid >= 0);
+  if (pid == 0) {
+    signal(SIGSEGV, SIG_DFL);
+    ((volatile int *)m)[bytes / sizeof(int) / 2] = 7;
+    _exit(0);
+  }
+  int st;
+  EXPECT(waitpid(pid, &st, 0) == pid);
+  EXPECT_MSG(WIFSIGNALED(st) && WTERMSIG(st) == SIGSEGV,
+             "read-only registered memory became writable (child: %s %d)",
+             WIFSIGNALED(st) ? "signal" : "exit",
+             WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
+  EXPECT(munmap(m, bytes) == 0);
+}
+
 static void cpu_load_stale(void) { cpu_access(CPU_LOAD); }
 static void cpu_store(void) { cpu_access(CPU_STORE); }
 static void cpu_load_in_task(void) { cpu_access(CPU_LOAD_IN_TASK); }
@@ -564,7 +612,7 @@ static int guarding(void) {
   void *page;
   size_t bytes = (size_t)sysconf(_SC_PAGESIZE);
   EXPECT(posix_memalign(&page, bytes, bytes) == 0);
-  int slot = weft__guard_on(page, bytes, 0, 2, 0);
+  int slot = weft__guard_on(page, bytes, PROT_READ | PROT_WRITE, 0, 2, 0);
   weft__guard_off(slot);
   free(page);
   return slot >= 0;
@@ -710,6 +758,9 @@ int main(void) {
            "device's copy valid too)",
            cpu_store_synced, KIND_STALE, "a plain thread writes",
            "holds a copy too");
+    silent("read-only memory registered and read on a device stays "
+           "read-only",
+           cpu_readonly, 0);
   } else {
     puts("CPU accesses to registered data: not checked (the SIGSEGV handler "
          "is not weft's)");
