@@ -651,7 +651,7 @@ static int no_implementation(const char *call, const weft_kernel *k,
                    call, name, b->ops->name);
 }
 
-/* 1 if every pointer-sized argument is one that s's last check found
+/* 1 if every pointer-sized argument lies in a range s's checks found
  * good, and the registry has not changed since. */
 static int args_seen_good(const weft__stream *s, const weft_kernel *k,
                           void **args, uint64_t gen) {
@@ -660,14 +660,31 @@ static int args_seen_good(const weft__stream *s, const weft_kernel *k,
   for (unsigned i = 0; i < k->nargs; i++) {
     if (k->arg_size[i] != sizeof(void *))
       continue;
-    const void *p = *(void *const *)args[i];
-    int seen = 0;
-    for (int j = 0; j < WEFT__OK_PTRS && !seen; j++)
-      seen = s->ok_ptr[j] == p;
+    uintptr_t a = (uintptr_t) * (void *const *)args[i];
+    int seen = a == 0;
+    for (int j = 0; j < WEFT__OK_RANGES && !seen; j++)
+      seen = a - s->ok_lo[j] < s->ok_hi[j] - s->ok_lo[j];
     if (!seen)
       return 0;
   }
   return 1;
+}
+
+/* Lock held: remembers [lo, hi) as good for s's launches at generation
+ * gen, forgetting every range of an older one. */
+static void remember_good(weft__stream *s, uint64_t gen, uintptr_t lo,
+                          uintptr_t hi) {
+  if (s->ok_gen != gen) {
+    memset(s->ok_lo, 0, sizeof s->ok_lo);
+    memset(s->ok_hi, 0, sizeof s->ok_hi);
+    s->ok_gen = gen;
+  }
+  for (int j = 0; j < WEFT__OK_RANGES; j++)
+    if (s->ok_lo[j] <= lo && hi <= s->ok_hi[j])
+      return;
+  unsigned j = s->ok_next++ % WEFT__OK_RANGES;
+  s->ok_lo[j] = lo;
+  s->ok_hi[j] = hi;
 }
 
 /* WEFT_EINVAL, reported, if a pointer-sized argument lies in device
@@ -675,9 +692,10 @@ static int args_seen_good(const weft__stream *s, const weft_kernel *k,
  * of another device than s's (weft enables no peer access: on CUDA the
  * kernel would fault, and the host backend refuses it the same way); else
  * 0. Looked up only while some device has freed memory remembered or
- * there are several devices, and not again for the pointers the stream's
- * last launch passed while the registry is unchanged: a launch pays one
- * relaxed load, or a few compares. */
+ * there are several devices, and not again for a pointer into an
+ * allocation (or a pointer weft knows no allocation of) among the last
+ * eight the stream's launches passed while the registry is unchanged: a
+ * launch pays one relaxed load, or a few compares. */
 static int bad_args(weft__stream *s, const weft_kernel *k, void **args,
                     const char *name) {
   weft__backend *b = s->hdr.bk;
@@ -691,6 +709,8 @@ static int bad_args(weft__stream *s, const weft_kernel *k, void **args,
   int what = WEFT__PTR_UNKNOWN;
   weft__alloc_ref r;
   const void *p = NULL;
+  uintptr_t lo[WEFT_KERNEL_MAX_ARGS], hi[WEFT_KERNEL_MAX_ARGS];
+  unsigned ngood = 0;
   pthread_mutex_lock(&b->lock); /* once for all the arguments */
   for (unsigned i = 0; i < k->nargs && bad == k->nargs; i++) {
     if (k->arg_size[i] != sizeof(void *))
@@ -701,15 +721,18 @@ static int bad_args(weft__stream *s, const weft_kernel *k, void **args,
         (what == WEFT__PTR_LIVE && r.info.kind == WEFT__ALLOC_DEVICE &&
          r.info.dev != s->hdr.dev))
       bad = i;
+    else if (what == WEFT__PTR_LIVE) {
+      lo[ngood] = (uintptr_t)r.base;
+      hi[ngood++] = (uintptr_t)r.base + r.info.size;
+    } else if (p) {
+      lo[ngood] = (uintptr_t)p;
+      hi[ngood++] = (uintptr_t)p + 1;
+    }
   }
-  if (bad == k->nargs) { /* remembered: the first pointers, in order */
-    int n = 0;
-    for (unsigned i = 0; i < k->nargs && n < WEFT__OK_PTRS; i++)
-      if (k->arg_size[i] == sizeof(void *))
-        s->ok_ptr[n++] = *(void *const *)args[i];
-    for (; n < WEFT__OK_PTRS; n++)
-      s->ok_ptr[n] = NULL;
-    s->ok_gen = atomic_load_explicit(&b->gen, memory_order_relaxed);
+  if (bad == k->nargs) {
+    uint64_t gen = atomic_load_explicit(&b->gen, memory_order_relaxed);
+    for (unsigned i = 0; i < ngood; i++)
+      remember_good(s, gen, lo[i], hi[i]);
   }
   pthread_mutex_unlock(&b->lock);
   if (bad == k->nargs)

@@ -63,7 +63,7 @@ typedef struct weft__capture {
 } weft__capture;
 
 /* A backend's stream struct starts with this. */
-enum { WEFT__OK_PTRS = 4 };
+enum { WEFT__OK_RANGES = 8 };
 
 struct weft__stream {
   weft__obj hdr;
@@ -71,10 +71,13 @@ struct weft__stream {
   uint32_t id;  /* small number naming the stream in traces; from 1, the
                    backend's own */
   weft__capture *capture; /* while a graph is captured on it (graph.c) */
-  /* Pointer-sized launch arguments found good at the registry's
-   * generation ok_gen (backend.c's launch check): a launch with the same
-   * pointers looks nothing up. Written by the stream's holder alone. */
-  const void *ok_ptr[WEFT__OK_PTRS];
+  /* Address ranges whose pointers backend.c's launch check found good at
+   * the registry's generation ok_gen: a whole allocation, or a pointer
+   * alone where weft knows none. A launch whose pointer-sized arguments
+   * all lie in them looks nothing up. Written by the stream's holder
+   * alone; ok_next is the entry replaced next. */
+  uintptr_t ok_lo[WEFT__OK_RANGES], ok_hi[WEFT__OK_RANGES];
+  unsigned ok_next;
   uint64_t ok_gen;
 };
 

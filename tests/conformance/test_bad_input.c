@@ -216,10 +216,28 @@ static void bad_pointers(weft__backend *b, weft__stream *s) {
   EXPECT_REFUSED(weft__memset(s, stack, 0, (size_t)1 << 50), WEFT_EINVAL);
 
   /* Freed, and the free seen through: every use is refused, by any
-   * address inside, until the memory is handed out again. */
+   * address inside, until the memory is handed out again. A launch
+   * remembers the allocations its pointers lay in (backend.c): another
+   * pointer into d passes without a lookup, one into x, freed before,
+   * is still looked up and refused, and d's own free forgets d. */
   int v = 5;
+  char *x;
+  EXPECT_OK(weft__device_alloc(s, 256, (void **)&x));
+  EXPECT_OK(weft__stream_sync(s));
+  EXPECT_OK(weft__device_free(s, x));
+  EXPECT_OK(weft__stream_sync(s));
   char *inner = d + 16;
   void *args[] = {&inner, &v};
+  EXPECT_OK(
+      weft__launch(s, &tk.set_value, WEFT_DIM1(1), WEFT_DIM1(1), 0, args));
+  inner = d + 128;
+  EXPECT_OK(
+      weft__launch(s, &tk.set_value, WEFT_DIM1(1), WEFT_DIM1(1), 0, args));
+  inner = x + 16;
+  EXPECT_REFUSED_SAYING(
+      weft__launch(s, &tk.set_value, WEFT_DIM1(1), WEFT_DIM1(1), 0, args),
+      WEFT_EINVAL, "freed before");
+  inner = d + 16;
   EXPECT_OK(weft__stream_sync(s));
   EXPECT_OK(weft__device_free(s, d));
   EXPECT_OK(weft__stream_sync(s));
