@@ -158,18 +158,23 @@ static void bystander_task(void *arg) {
   EXPECT_OK(weft_sync());
 }
 
-/* memset_task, which writes all of W.buf, declaring only mode on its
- * first bytes bytes. */
-static void spawn_declared(const char *name, unsigned mode, size_t bytes) {
-  weft_access acc = {W.buf, bytes, mode};
+/* Runs fn in a task named name that declares acc, and joins it. */
+static void spawn_joined(const char *name, weft_access acc, weft_task_fn fn) {
   weft_task_opts o;
   weft_task_opts_init(&o);
   o.name = name;
   o.accesses = &acc;
   o.naccesses = 1;
   weft_task *t;
-  EXPECT_OK(weft_task_spawn(W.rt, &t, memset_task, NULL, &o));
+  EXPECT_OK(weft_task_spawn(W.rt, &t, fn, NULL, &o));
   EXPECT_OK(weft_task_join(t));
+}
+
+/* memset_task, which writes all of W.buf, declaring only mode on its
+ * first bytes bytes. */
+static void spawn_declared(const char *name, unsigned mode, size_t bytes) {
+  weft_access acc = {W.buf, bytes, mode};
+  spawn_joined(name, acc, memset_task);
 }
 
 static void memset_declared_read(void) {
@@ -528,15 +533,7 @@ static void cpu_access(int how) {
   memset(cpu_mem, 0, cpu_ints * sizeof(int));
   snprintf(cpu_at, sizeof cpu_at, "at %p,", (void *)&cpu_mem[cpu_ints / 2]);
   EXPECT_OK(weft_data_register(W.rt, cpu_mem, cpu_ints * sizeof(int), &D));
-  weft_access a = weft_data_access(D, WEFT_RW);
-  weft_task_opts o;
-  weft_task_opts_init(&o);
-  o.name = "cpu-writer";
-  o.accesses = &a;
-  o.naccesses = 1;
-  weft_task *t;
-  EXPECT_OK(weft_task_spawn(W.rt, &t, cpu_writer_task, NULL, &o));
-  EXPECT_OK(weft_task_join(t));
+  spawn_joined("cpu-writer", weft_data_access(D, WEFT_RW), cpu_writer_task);
   if (how == CPU_LOAD_SYNCED || how == CPU_STORE_SYNCED)
     EXPECT_OK(weft_data_sync(D));
   if (how == CPU_LOAD || how == CPU_LOAD_SYNCED)
@@ -544,8 +541,10 @@ static void cpu_access(int how) {
   if (how == CPU_STORE || how == CPU_STORE_SYNCED)
     ((volatile int *)cpu_mem)[cpu_ints / 2] = 7;
   if (how == CPU_LOAD_IN_TASK) {
+    weft_task_opts o;
     weft_task_opts_init(&o);
     o.name = "cpu-reader";
+    weft_task *t;
     EXPECT_OK(weft_task_spawn(W.rt, &t, cpu_reader_task, NULL, &o));
     EXPECT_OK(weft_task_join(t));
   }
@@ -572,15 +571,8 @@ static void cpu_readonly(void) {
   memset(m, 5, bytes);
   EXPECT(mprotect(m, bytes, PROT_READ) == 0);
   EXPECT_OK(weft_data_register(W.rt, m, bytes, &D));
-  weft_access a = weft_data_access(D, WEFT_READ);
-  weft_task_opts o;
-  weft_task_opts_init(&o);
-  o.name = "readonly-reader";
-  o.accesses = &a;
-  o.naccesses = 1;
-  weft_task *t;
-  EXPECT_OK(weft_task_spawn(W.rt, &t, cpu_reader_get, NULL, &o));
-  EXPECT_OK(weft_task_join(t));
+  spawn_joined("readonly-reader", weft_data_access(D, WEFT_READ),
+               cpu_reader_get);
   cpu_sink = ((volatile int *)m)[bytes / sizeof(int) / 2];
   EXPECT_OK(weft_data_unregister(D));
   EXPECT(cpu_sink == 0x05050505);
