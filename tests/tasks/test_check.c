@@ -158,13 +158,14 @@ static void bystander_task(void *arg) {
   EXPECT_OK(weft_sync());
 }
 
-/* Runs fn in a task named name that declares acc, and joins it. */
-static void spawn_joined(const char *name, weft_access acc, weft_task_fn fn) {
+/* Runs fn in a task named name that declares acc[0..n), and joins it. */
+static void spawn_joined(const char *name, const weft_access *acc, size_t n,
+                         weft_task_fn fn) {
   weft_task_opts o;
   weft_task_opts_init(&o);
   o.name = name;
-  o.accesses = &acc;
-  o.naccesses = 1;
+  o.accesses = acc;
+  o.naccesses = n;
   weft_task *t;
   EXPECT_OK(weft_task_spawn(W.rt, &t, fn, NULL, &o));
   EXPECT_OK(weft_task_join(t));
@@ -174,7 +175,7 @@ static void spawn_joined(const char *name, weft_access acc, weft_task_fn fn) {
  * first bytes bytes. */
 static void spawn_declared(const char *name, unsigned mode, size_t bytes) {
   weft_access acc = {W.buf, bytes, mode};
-  spawn_joined(name, acc, memset_task);
+  spawn_joined(name, &acc, 1, memset_task);
 }
 
 static void memset_declared_read(void) {
@@ -518,12 +519,21 @@ static void cpu_load(void) {
 
 static void cpu_reader_task(void *arg) { (void)arg, cpu_load(); }
 
+/* A weft_copy from the stale host memory: its own finding, and its
+ * executor's or staging's load of the guarded pages is not a second. */
+static void cpu_copier_task(void *arg) {
+  (void)arg;
+  EXPECT_OK(weft_copy(W.other, cpu_mem, N * sizeof(int)));
+  EXPECT_OK(weft_sync());
+}
+
 enum {
   CPU_LOAD,
   CPU_STORE,
   CPU_LOAD_IN_TASK,
   CPU_LOAD_SYNCED,
-  CPU_STORE_SYNCED
+  CPU_STORE_SYNCED,
+  CPU_COPY
 };
 
 static void cpu_access(int how) {
@@ -533,7 +543,8 @@ static void cpu_access(int how) {
   memset(cpu_mem, 0, cpu_ints * sizeof(int));
   snprintf(cpu_at, sizeof cpu_at, "at %p,", (void *)&cpu_mem[cpu_ints / 2]);
   EXPECT_OK(weft_data_register(W.rt, cpu_mem, cpu_ints * sizeof(int), &D));
-  spawn_joined("cpu-writer", weft_data_access(D, WEFT_RW), cpu_writer_task);
+  weft_access w = weft_data_access(D, WEFT_RW);
+  spawn_joined("cpu-writer", &w, 1, cpu_writer_task);
   if (how == CPU_LOAD_SYNCED || how == CPU_STORE_SYNCED)
     EXPECT_OK(weft_data_sync(D));
   if (how == CPU_LOAD || how == CPU_LOAD_SYNCED)
@@ -547,6 +558,11 @@ static void cpu_access(int how) {
     weft_task *t;
     EXPECT_OK(weft_task_spawn(W.rt, &t, cpu_reader_task, NULL, &o));
     EXPECT_OK(weft_task_join(t));
+  }
+  if (how == CPU_COPY) {
+    weft_access c[2] = {weft_data_access(D, WEFT_READ),
+                        {W.other, N * sizeof(int), WEFT_WRITE}};
+    spawn_joined("cpu-copier", c, 2, cpu_copier_task);
   }
   EXPECT_OK(weft_data_unregister(D));
   /* The write-back came after the store, and after a sync none came. */
@@ -571,8 +587,8 @@ static void cpu_readonly(void) {
   memset(m, 5, bytes);
   EXPECT(mprotect(m, bytes, PROT_READ) == 0);
   EXPECT_OK(weft_data_register(W.rt, m, bytes, &D));
-  spawn_joined("readonly-reader", weft_data_access(D, WEFT_READ),
-               cpu_reader_get);
+  weft_access r = weft_data_access(D, WEFT_READ);
+  spawn_joined("readonly-reader", &r, 1, cpu_reader_get);
   cpu_sink = ((volatile int *)m)[bytes / sizeof(int) / 2];
   EXPECT_OK(weft_data_unregister(D));
   EXPECT(cpu_sink == 0x05050505);
@@ -597,6 +613,7 @@ static void cpu_store(void) { cpu_access(CPU_STORE); }
 static void cpu_load_in_task(void) { cpu_access(CPU_LOAD_IN_TASK); }
 static void cpu_load_synced(void) { cpu_access(CPU_LOAD_SYNCED); }
 static void cpu_store_synced(void) { cpu_access(CPU_STORE_SYNCED); }
+static void cpu_copy(void) { cpu_access(CPU_COPY); }
 
 /* Whether pages are guarded in this process: not under a sanitizer, whose
  * SIGSEGV handler weft leaves in place. */
@@ -750,6 +767,17 @@ int main(void) {
            "device's copy valid too)",
            cpu_store_synced, KIND_STALE, "a plain thread writes",
            "holds a copy too");
+    for (int pageable = 0; pageable < 2; pageable++) {
+      char out[8192];
+      if (pageable)
+        EXPECT(setenv("WEFT_HOST_PAGEABLE", "1", 1) == 0);
+      size_t n = run(cpu_copy, 1, out, sizeof out);
+      EXPECT(unsetenv("WEFT_HOST_PAGEABLE") == 0);
+      EXPECT_MSG(n == 1 && strstr(out, "weft_copy reads registered") != NULL,
+                 "a weft_copy from stale guarded memory%s: %zu findings, "
+                 "expected its own alone: %s",
+                 pageable ? " (staged)" : "", n, out);
+    }
     silent("read-only memory registered and read on a device stays "
            "read-only",
            cpu_readonly, 0);
