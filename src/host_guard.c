@@ -4,7 +4,6 @@
  * (TRIPPED) or being opened by weft__guard_off (OPENING). */
 #include "host_guard.h"
 
-#include <inttypes.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
