@@ -96,8 +96,6 @@ weft_data *weft__data_holding(const weft_runtime *rt, const void *p) {
              : NULL;
 }
 
-static void quiet_guard(weft_data *d);
-
 int weft__data_stale_host(void *ctx, const void *p, size_t n, int write,
                           const void **base, size_t *bytes, int *dev) {
   if (weft__caller_own_copying())
@@ -123,7 +121,6 @@ int weft__data_stale_host(void *ctx, const void *p, size_t n, int write,
      * back: device 0 stands for it. */
     if (write || !d->host_valid) {
       found = 1;
-      quiet_guard(d);
       *dev = weft__data_source_of(d, -1);
       if (*dev < 0 && !d->host_valid)
         *dev = 0;
@@ -340,15 +337,6 @@ static void unguard(weft_data *d) {
   d->guard = -1;
 }
 
-/* d's lock held: takes d's guard down for a weft operation just reported
- * stale, which touches the pages next (weft_data.guard_quiet). */
-static void quiet_guard(weft_data *d) {
-  if (d->guard < 0)
-    return;
-  unguard(d);
-  d->guard_quiet = 1;
-}
-
 void weft__data_guard(weft_data *d) {
   if (d->check_fd < 0)
     return;
@@ -369,11 +357,6 @@ void weft__data_guard(weft_data *d) {
       want = 1;
     else
       in->from_host = 0;
-  }
-  if (d->guard_quiet) {
-    if (want == (d->guard_reads ? 1 : 2) && dev == d->guard_dev)
-      return;
-    d->guard_quiet = 0;
   }
   int have = d->guard < 0 ? 0 : d->guard_reads ? 1 : 2;
   if (want == have && (want == 0 || d->guard_dev == dev))

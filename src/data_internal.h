@@ -83,10 +83,6 @@ struct weft_data {
    * valid too), and the pages' own protection (weft__guard_prot; -2 until
    * the first guard asks). */
   int check_fd, guard, guard_dev, guard_reads, guard_prot;
-  /* The guard was taken down for a weft operation reported stale, which
-   * then touches the pages itself: it stays down until the copies change
-   * from what guard_dev and guard_reads say (one report, not two). */
-  int guard_quiet;
   uint64_t writes;  /* gets for writing published: an eviction's write-back
                        makes the host valid only if none came meanwhile */
   uint64_t writers; /* tasks spawned declaring a write of it, counted while

@@ -1,7 +1,8 @@
 /* Guarded pages of registered host memory (host_guard.h). A slot per
  * guarded handle, found by the SIGSEGV handler without a lock: its state
  * says whether the pages are protected (ARMED), opened by a fault
- * (TRIPPED) or being opened by weft__guard_off (OPENING). */
+ * (TRIPPED, or OPENED by one of weft's own, unreported) or being opened
+ * by weft__guard_off (OPENING). */
 #include "host_guard.h"
 
 #include <pthread.h>
@@ -12,7 +13,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-enum { FREE, ARMED, TRIPPED, OPENING };
+enum { FREE, ARMED, TRIPPED, OPENING, OPENED };
 
 typedef struct slot {
   _Atomic int state;
@@ -31,6 +32,8 @@ static slot slots[SLOTS];
 static _Atomic int nslots; /* slots ever used: the handler looks no further */
 static pthread_mutex_t taking = PTHREAD_MUTEX_INITIALIZER;
 static void (*_Atomic ours)(int, siginfo_t *, void *);
+
+_Thread_local int weft__guard_quiet;
 
 void weft__guard_enable(void (*handler)(int, siginfo_t *, void *)) {
   atomic_store(&ours, handler);
@@ -134,7 +137,7 @@ int weft__guard_off(int i) {
   uintptr_t lo = atomic_load(&s->lo), hi = atomic_load(&s->hi);
   /* After a fault too: its handler may not have opened them yet, and once
    * the slot is free a second fault there would find no guard. */
-  if (was == ARMED || was == TRIPPED)
+  if (was == ARMED || was == TRIPPED || was == OPENED)
     mprotect((void *)lo, hi - lo, s->prot);
   atomic_store(&s->lo, 0);
   atomic_store(&s->hi, 0);
@@ -223,10 +226,11 @@ int weft__guard_fault(const void *addr, int store, const char *who) {
     uintptr_t lo = atomic_load(&s->lo), hi = atomic_load(&s->hi);
     if (a < lo || a >= hi)
       continue;
-    if (st == ARMED &&
-        atomic_compare_exchange_strong(&s->state, &st, TRIPPED)) {
+    int to = weft__guard_quiet ? OPENED : TRIPPED;
+    if (st == ARMED && atomic_compare_exchange_strong(&s->state, &st, to)) {
       mprotect((void *)lo, hi - lo, s->prot);
-      report(s, addr, store, who);
+      if (to == TRIPPED)
+        report(s, addr, store, who);
     }
     /* Opened, or being opened by another: the access runs again. */
     return 1;

@@ -38,6 +38,12 @@ int weft__guard_on(const void *base, size_t bytes, int prot, int dev, int fd,
  * since weft__guard_on (reported then), else 0. */
 int weft__guard_off(int slot);
 
+/* Nonzero while this thread copies for a weft operation (the host
+ * backend's executors, a staged copy's host half): a fault of its opens
+ * the pages without a report, the operation's own check having reported
+ * it (one bug, one finding). */
+extern _Thread_local int weft__guard_quiet;
+
 /* From the SIGSEGV handler: if addr lies in guarded pages, reports the
  * access (by who, a task's name or NULL for a plain thread; store 1, 0,
  * or -1 where the fault does not say), opens the pages and returns 1,

@@ -7,6 +7,7 @@
 #include "clock.h"
 #include "error_internal.h"
 #include "host/host_internal.h"
+#include "host_guard.h"
 
 uint64_t weft__host_now_ns(void) {
   struct timespec ts;
@@ -185,6 +186,7 @@ static void *executor(void *arg) {
   weft__host_backend *hb = me->hb;
   int dev = me->dev;
   weft__host_trace_executor();
+  weft__guard_quiet = 1; /* its operations are checked as they are issued */
   pthread_mutex_lock(&hb->mu);
   for (;;) {
     weft__host_stream *s = pick(hb, dev);
