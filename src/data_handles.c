@@ -362,9 +362,9 @@ void weft__data_guard(weft_data *d) {
   if (want == have && (want == 0 || d->guard_dev == dev))
     return;
   unguard(d);
-  if (want && d->guard_prot == -2)
-    d->guard_prot = weft__guard_prot(d->host, d->bytes);
   if (want) {
+    if (d->guard_prot == -2)
+      d->guard_prot = weft__guard_prot(d->host, d->bytes);
     d->guard = weft__guard_on(d->host, d->bytes, d->guard_prot, dev,
                               d->check_fd, want == 1);
     d->guard_dev = dev;
