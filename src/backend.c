@@ -8,6 +8,7 @@
 #include "backend.h"
 #include "checker.h"
 #include "error_internal.h"
+#include "mutex.h"
 #include "ptrmap.h"
 
 enum {
@@ -35,7 +36,7 @@ static int open_ops(const struct weft__backend_ops *ops,
                      ops->name);
   b->ops = ops;
   int rc;
-  if (pthread_mutex_init(&b->lock, NULL) != 0) {
+  if (weft__mutex_init(&b->lock) != 0) {
     rc = weft__err(WEFT_ENOMEM, "weft: pthread_mutex_init failed");
     goto fail_lock;
   }

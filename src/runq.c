@@ -10,11 +10,12 @@
  * anything on the critical path measures. */
 #include <string.h>
 
+#include "mutex.h"
 #include "worker.h"
 
 int weft__rq_init(weft__rq *q) {
   memset(q, 0, sizeof *q);
-  return pthread_mutex_init(&q->lock, NULL) ? WEFT_ENOMEM : 0;
+  return weft__mutex_init(&q->lock) ? WEFT_ENOMEM : 0;
 }
 
 void weft__rq_fini(weft__rq *q) { pthread_mutex_destroy(&q->lock); }

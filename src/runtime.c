@@ -14,6 +14,7 @@
 #include "error_internal.h"
 #include "graph_internal.h"
 #include "library_internal.h"
+#include "mutex.h"
 #include "range.h"
 #include "registry.h"
 #include "runtime_state.h"
@@ -153,11 +154,11 @@ static int watchdog_wanted(int opt, int *ms) {
 }
 
 static int rt_locks_init(weft_runtime *rt) {
-  if (pthread_mutex_init(&rt->h.lock, NULL))
+  if (weft__mutex_init(&rt->h.lock))
     goto fail_lock;
   if (pthread_cond_init(&rt->done_cv, NULL))
     goto fail_done;
-  if (pthread_mutex_init(&rt->sched.park_lock, NULL))
+  if (weft__mutex_init(&rt->sched.park_lock))
     goto fail_park;
   if (weft__wait_init(&rt->waits, &rt->sched))
     goto fail_wait;

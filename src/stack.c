@@ -19,6 +19,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "mutex.h"
 #include "stack.h"
 #include "weft/error.h"
 
@@ -65,7 +66,7 @@ int weft__stack_pool_init(weft__stack_pool *p, size_t stack_size) {
   p->per_slab = n < 1 ? 1 : n > SLAB_MAX ? SLAB_MAX : (unsigned)n;
   p->max_free = 1024;
   p->guard_budget = guard_budget();
-  return pthread_mutex_init(&p->lock, NULL) ? WEFT_ENOMEM : 0;
+  return weft__mutex_init(&p->lock) ? WEFT_ENOMEM : 0;
 }
 
 /* ---- lists (lock held) ---- */

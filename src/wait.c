@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "clock.h"
+#include "mutex.h"
 #include "wait.h"
 #include "worker.h"
 
@@ -192,7 +193,7 @@ static void slow_add(weft__wait_set *ws, weft_task *list) {
 
 int weft__wait_init(weft__wait_set *ws, struct weft__sched *sched) {
   ws->sched = sched;
-  if (pthread_mutex_init(&ws->lock, NULL))
+  if (weft__mutex_init(&ws->lock))
     return WEFT_ENOMEM;
   if (pthread_mutex_init(&ws->slow_lock, NULL)) {
     pthread_mutex_destroy(&ws->lock);
