@@ -49,8 +49,9 @@ static int read_header(trace_loader *L, const char *const *keys, int64_t *out,
     int string = is_key && trace_json_is(&t, is_key);
     if (trace_json_next(&L->j, &t) == TRACE_JSON_ERROR)
       return -1;
-    if (k < n && t.type == TRACE_JSON_NUMBER && t.is_integer && t.num >= 0)
-      out[k] = (int64_t)t.num;
+    /* The exact integer: near 2^63 the double rounds past int64. */
+    if (k < n && t.type == TRACE_JSON_NUMBER && t.is_integer && t.integer >= 0)
+      out[k] = t.integer;
     else if (string && t.type == TRACE_JSON_STRING)
       *is = trace_json_is(&t, is_value);
     else if (trace_json_skip(&L->j, &t))
