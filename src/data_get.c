@@ -3,6 +3,7 @@
 #include <pthread.h>
 
 #include "caller_declare.h"
+#include "data_core.h"
 #include "data_internal.h"
 
 int weft_data_get(weft_data *d, unsigned mode, void **ptr) {
@@ -81,7 +82,7 @@ int weft__data_get(weft_data *d, unsigned mode, int prefetch, void **ptr) {
   if (alloc)
     rc = weft__data_alloc_instance(d, dev, !prefetch, &p);
   if (rc == 0 && fill && !in->ready)
-    rc = weft_event_create(&in->ready);
+    rc = weft__data_event_create(&in->ready);
   /* weft check: the instance stands for the handle the task declared;
    * the fill writes it and reads its source. */
   if (rc == 0)
@@ -89,10 +90,10 @@ int weft__data_get(weft_data *d, unsigned mode, int prefetch, void **ptr) {
   if (rc == 0 && fill)
     rc = weft__caller_declares(from, d->bytes, WEFT_READ);
   if (rc == 0 && fill) {
-    rc = sin ? weft__data_after_fill(sin, src_recorded) : 0;
+    rc = sin ? weft__data_after_fill(d, sin, src_recorded) : 0;
     /* After the instance's last fill, a filler's left stale perhaps. */
     if (rc == 0)
-      rc = weft__data_after_fill(in, recorded);
+      rc = weft__data_after_fill(d, in, recorded);
     if (rc == 0) { /* from a host copy valid when the fill was decided */
       weft__caller_own_copy(1);
       rc = weft_copy(p, from, d->bytes);
@@ -107,8 +108,8 @@ int weft__data_get(weft_data *d, unsigned mode, int prefetch, void **ptr) {
     if (rc == 0 && !sin && (mode & WEFT_WRITE) && d->check_fd >= 0)
       rc = weft_sync();
   } else if (rc == 0) {
-    rc =
-        weft__data_after_fill(in, recorded); /* a fill this task did not make */
+    /* A fill this task did not make. */
+    rc = weft__data_after_fill(d, in, recorded);
   }
 
   int unheld = 0;

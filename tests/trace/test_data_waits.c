@@ -1,0 +1,135 @@
+/* Which gets of registered data make their task's stream wait, as weft's
+ * trace records every stream wait (host backend): a get of an instance
+ * whose fill has completed waits for nothing, and one whose fill is still
+ * queued (behind a spinning kernel on the filler's stream) waits for it
+ * and reads the filled data (docs/decisions/data.md, "A get skips the
+ * wait for a fill known complete"). */
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "conformance/kernels.h"
+#include "expect.h"
+#include "model.h"
+#include "weft.h"
+
+enum { N = 4096 };
+
+static test_kernels tk;
+static int *gate; /* pinned: the spinning kernel reads it */
+static int spin_state;
+static atomic_int got; /* the held filler's get has returned */
+
+typedef struct job {
+  weft_data *d;
+  float sum; /* of what the get's instance held, read back */
+} job;
+
+/* Gets d's instance for reading and copies it back to sum it. */
+static void read_back(job *j) {
+  float *p, *back;
+  EXPECT_OK(weft_data_get(j->d, WEFT_READ, (void **)&p));
+  EXPECT_OK(weft_pinned_alloc(N * sizeof(float), (void **)&back));
+  EXPECT_OK(weft_copy(back, p, N * sizeof(float)));
+  EXPECT_OK(weft_sync());
+  j->sum = 0;
+  for (int i = 0; i < N; i++)
+    j->sum += back[i];
+  EXPECT_OK(weft_pinned_free(back));
+}
+
+static void reader(void *arg) { read_back(arg); }
+
+/* Fills d's instance behind a kernel spinning until the gate opens, and
+ * returns with the fill still queued. */
+static void held_filler(void *arg) {
+  job *j = arg;
+  long long timeout = 10LL * 1000 * 1000 * 1000;
+  int *state = &spin_state;
+  void *args[] = {&gate, &state, &timeout};
+  EXPECT_OK(weft_launch(&tk.spin_until, WEFT_DIM1(1), WEFT_DIM1(1), 0, args));
+  void *p;
+  EXPECT_OK(weft_data_get(j->d, WEFT_READ, &p));
+  atomic_store(&got, 1);
+}
+
+static weft_task *spawn_reading(weft_runtime *rt, weft_task_fn fn, job *j) {
+  weft_access a = weft_data_access(j->d, WEFT_READ);
+  weft_task_opts o;
+  weft_task_opts_init(&o);
+  o.accesses = &a;
+  o.naccesses = 1;
+  weft_task *t;
+  EXPECT_OK(weft_task_spawn(rt, &t, fn, j, &o));
+  return t;
+}
+
+int main(void) {
+  char path[] = "/tmp/weft-data-waits-XXXXXX";
+  int fd = mkstemp(path);
+  EXPECT(fd >= 0);
+  close(fd);
+  weft_runtime_opts o;
+  weft_runtime_opts_init(&o);
+  o.backend = WEFT_BACKEND_HOST;
+  o.trace_path = path;
+  o.workers = 2;
+  weft_runtime *rt;
+  EXPECT_OK(weft_init(&rt, &o));
+  test_kernels_init(&tk);
+  EXPECT_OK(weft_pinned_alloc(sizeof *gate, (void **)&gate));
+  *gate = 0;
+  float *x = malloc(N * sizeof(float)), *y = malloc(N * sizeof(float));
+  EXPECT(x && y);
+  for (int i = 0; i < N; i++)
+    x[i] = 1.0f, y[i] = 2.0f;
+  weft_data *dx, *dy;
+  EXPECT_OK(weft_data_register(rt, x, N * sizeof(float), &dx));
+  EXPECT_OK(weft_data_register(rt, y, N * sizeof(float), &dy));
+
+  /* x: filled and synced by the first reader, then read by a second. */
+  job first = {dx, 0}, second = {dx, 0};
+  weft_task *t = spawn_reading(rt, reader, &first);
+  EXPECT_OK(weft_task_join(t));
+  t = spawn_reading(rt, reader, &second);
+  EXPECT_OK(weft_task_join(t));
+  EXPECT_MSG(first.sum == N && second.sum == N, "x read as %g and %g",
+             (double)first.sum, (double)second.sum);
+
+  /* y: its fill held on the filler's stream while another reader gets it. */
+  job held = {dy, 0}, late = {dy, 0};
+  weft_task *h = spawn_reading(rt, held_filler, &held);
+  while (!atomic_load(&got))
+    nanosleep(&(struct timespec){0, 100000}, NULL);
+  t = spawn_reading(rt, reader, &late);
+  nanosleep(&(struct timespec){0, 20000000}, NULL); /* a copy run early */
+  __atomic_store_n(gate, 1, __ATOMIC_RELEASE);
+  EXPECT_OK(weft_task_join(h));
+  EXPECT_OK(weft_task_join(t));
+  EXPECT_MSG(late.sum == 2.0f * N, "y read as %g before its fill",
+             (double)late.sum);
+
+  EXPECT_OK(weft_data_unregister(dx));
+  EXPECT_OK(weft_data_unregister(dy));
+  EXPECT_OK(weft_pinned_free(gate));
+  EXPECT_OK(weft_shutdown(rt));
+
+  trace_model m;
+  trace_error err;
+  EXPECT_MSG(trace_model_load_file(&m, path, &err) == 0, "load: %s",
+             err.message);
+  EXPECT_MSG(m.nswaits == 1,
+             "%zu stream waits in the trace: want 1, the late reader's "
+             "for y's held fill (none for x's completed one)",
+             m.nswaits);
+  trace_model_free(&m);
+  unlink(path);
+  free(x);
+  free(y);
+  printf("data waits: a completed fill waited for by none, a queued one "
+         "by its reader\n");
+  return 0;
+}
