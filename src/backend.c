@@ -370,7 +370,7 @@ int weft__event_create(weft__backend *b, int dev, unsigned flags,
   if (!out)
     return weft__err(WEFT_EINVAL, "weft_event_create: out is NULL");
   if (flags & ~(unsigned)(WEFT__EVENT_TIMING | WEFT__EVENT_BLOCKING |
-                          WEFT__EVENT_POLLED | WEFT__EVENT_ASKED))
+                          WEFT__EVENT_POLLED))
     return weft__err(WEFT_EINVAL, "weft_event_create: unknown flags 0x%x",
                      flags);
   pthread_mutex_lock(&b->lock);
@@ -449,12 +449,6 @@ int weft__event_recorded(weft__event *e, const char *call) {
 int weft__event_query(weft__event *e) {
   CHECK_EVENT(e, "weft_event_query");
   return e->hdr.bk->ops->event_query(e);
-}
-
-int weft__event_known_done(weft__event *e) {
-  const struct weft__backend_ops *ops = e->hdr.bk->ops;
-  return ops->event_known_done ? ops->event_known_done(e)
-                               : ops->event_query(e) == 0;
 }
 
 int weft__event_sync(weft__event *e) {

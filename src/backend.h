@@ -87,10 +87,6 @@ enum {
   /* Queried again and again by the wait set: the backend may make its
    * queries cheap at some cost to its records (CUDA: cuda_completion.c). */
   WEFT__EVENT_POLLED = 1u << 2,
-  /* Asked now and then whether done, where waiting would do as well (a
-   * registered instance's fill): the backend may answer from memory while
-   * it has the room (CUDA: a completion flag while half are free). */
-  WEFT__EVENT_ASKED = 1u << 3,
 };
 
 /* A backend's event struct starts with this. */
@@ -165,10 +161,6 @@ struct weft__backend_ops {
   int (*event_record)(weft__event *e, weft__stream *s);
   /* 0 when complete, else WEFT_EAGAIN. */
   int (*event_query)(weft__event *e);
-  /* Optional: 1 when e's latest record is known complete without asking
-   * the driver (CUDA: its completion flag), else 0, for a question a wait
-   * answers as well; without it the core asks event_query. */
-  int (*event_known_done)(weft__event *e);
   int (*event_sync)(weft__event *e);
   /* Both recorded, completed, timing-enabled and of one device (checked by
    * the core except completion: WEFT_EAGAIN when either is pending). */
@@ -314,9 +306,6 @@ int weft__event_create(weft__backend *b, int dev, unsigned flags,
 int weft__event_destroy(weft__event **e);
 int weft__event_record(weft__event *e, weft__stream *s);
 int weft__event_query(weft__event *e);
-/* 1 if e's latest record is known complete without a driver call
- * (event_known_done), else 0. */
-int weft__event_known_done(weft__event *e);
 int weft__event_sync(weft__event *e);
 /* 0 if e is live and was recorded at least once; else the error (for
  * call), reported: WEFT_ESTATE for an event never recorded. */

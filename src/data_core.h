@@ -40,15 +40,14 @@ typedef int (*weft__stale_fn)(void *ctx, const void *p, size_t n, int write,
 /* Under weft check, tells it so (once rt's first handle is registered);
  * else nothing. */
 void weft__data_set_check_hook(weft_runtime *rt, weft__stale_fn fn);
-/* An event for an instance's fills, on the calling task's device: untimed,
- * and asked cheaply whether done where the backend can (WEFT__EVENT_ASKED);
- * weft_event_record, _wait and _destroy take it. */
+/* An event for an instance's fills, on the calling task's device, untimed
+ * (a timed one made every get's wait dearer: docs/decisions/data.md, "A
+ * get's wait for its fill"); weft_event_record, _wait and _destroy take
+ * it. */
 int weft__data_event_create(weft_event **ev);
-/* 1 if ev's latest record completed; with ask 0 only if that is known
- * without asking the driver (0 may then mean "not known"). Unlike
- * weft_event_query, weft check learns nothing from it (weft's own
- * question, not the caller's sync). */
-int weft__data_event_done(weft_event *ev, int ask);
+/* 1 if ev's latest record completed; unlike weft_event_query, weft check
+ * learns nothing from it (weft's own question, not the caller's sync). */
+int weft__data_event_done(weft_event *ev);
 /* Under weft check, the file descriptor its findings go to, for a
  * handle's guarded host pages (host_guard.h); -1 without it. Asked at
  * registration: weft check is on or off for a runtime's life. */

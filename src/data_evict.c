@@ -79,7 +79,7 @@ static int evict(weft_runtime *rt, const victim *v) {
   for (size_t i = 0; rc == 0 && i < in->nusers; i++)
     rc = weft_task_after(in->users[i]);
   if (rc == 0)
-    rc = weft__data_after_fill(o, in, in->recorded);
+    rc = weft__data_after_fill(in, in->recorded);
   /* weft check: the evicting task reads and frees the instance, and
    * writes the host copy, for the handle's tasks. */
   if (rc == 0)

@@ -90,10 +90,10 @@ int weft__data_get(weft_data *d, unsigned mode, int prefetch, void **ptr) {
   if (rc == 0 && fill)
     rc = weft__caller_declares(from, d->bytes, WEFT_READ);
   if (rc == 0 && fill) {
-    rc = sin ? weft__data_after_fill(d, sin, src_recorded) : 0;
+    rc = sin ? weft__data_after_fill(sin, src_recorded) : 0;
     /* After the instance's last fill, a filler's left stale perhaps. */
     if (rc == 0)
-      rc = weft__data_after_fill(d, in, recorded);
+      rc = weft__data_after_fill(in, recorded);
     if (rc == 0) { /* from a host copy valid when the fill was decided */
       weft__caller_own_copy(1);
       rc = weft_copy(p, from, d->bytes);
@@ -108,8 +108,8 @@ int weft__data_get(weft_data *d, unsigned mode, int prefetch, void **ptr) {
     if (rc == 0 && !sin && (mode & WEFT_WRITE) && d->check_fd >= 0)
       rc = weft_sync();
   } else if (rc == 0) {
-    /* A fill this task did not make. */
-    rc = weft__data_after_fill(d, in, recorded);
+    rc =
+        weft__data_after_fill(in, recorded); /* a fill this task did not make */
   }
 
   int unheld = 0;

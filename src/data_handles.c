@@ -353,7 +353,7 @@ void weft__data_guard(weft_data *d) {
    * on weft's own (fewer findings, never a false one). */
   for (int i = 0; i < d->ndev && want == 2; i++) {
     instance *in = &d->inst[i];
-    if (in->from_host && in->ready && !weft__data_event_done(in->ready, 1))
+    if (in->from_host && in->ready && !weft__data_event_done(in->ready))
       want = 1;
     else
       in->from_host = 0;
@@ -434,14 +434,8 @@ int weft__data_source_of(const weft_data *d, int dev) {
 }
 
 /* Makes the caller's stream wait for in's last fill, if any. */
-int weft__data_after_fill(const weft_data *d, const instance *in,
-                          int recorded) {
-  /* A completed fill needs no wait, and telling costs a load where the
-   * wait is a driver call (docs/decisions/data.md, "A get skips the wait
-   * for a fill known complete"). */
-  if (!recorded || (d->check_fd < 0 && weft__data_event_done(in->ready, 0)))
-    return 0;
-  return weft_event_wait(in->ready);
+int weft__data_after_fill(const instance *in, int recorded) {
+  return recorded ? weft_event_wait(in->ready) : 0;
 }
 
 /* Adds t to in's users (for a write, in place of them), and stamps the

@@ -177,10 +177,9 @@ int weft__data_add_user(instance *in, weft_task *t, int write);
 /* 1 if no user of in runs (its GPU work may be queued), after dropping
  * the completed ones. */
 int weft__data_users_returned(weft_runtime *rt, instance *in);
-/* Makes the caller's stream wait for in's last fill, if recorded and not
- * known complete (no lock needed). Under weft check it always waits: the
- * wait is how weft check learns that the fill came first. */
-int weft__data_after_fill(const weft_data *d, const instance *in, int recorded);
+/* Makes the caller's stream wait for in's last fill, if recorded (no
+ * lock needed). */
+int weft__data_after_fill(const instance *in, int recorded);
 
 /* ---- data_uses.c ---- */
 

@@ -57,7 +57,7 @@ static void sync_host(void *arg) {
   if (rc == 0)
     rc = weft__caller_declares(d->host, d->bytes, WEFT_WRITE);
   if (rc == 0)
-    rc = weft__data_after_fill(d, sin, recorded);
+    rc = weft__data_after_fill(sin, recorded);
   if (rc == 0) {
     weft__caller_own_copy(1);
     rc = weft_copy(d->host, sin->ptr, d->bytes);

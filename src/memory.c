@@ -497,17 +497,14 @@ int weft__data_event_create(weft_event **ev) {
   weft__caller c;
   int rc = weft__door("weft_data_get", 0, NULL, &c);
   weft__event *e;
-  if (rc == 0 &&
-      (rc = weft__event_create(c.bk, c.dev, WEFT__EVENT_ASKED, &e)) == 0)
+  if (rc == 0 && (rc = weft__event_create(c.bk, c.dev, 0, &e)) == 0)
     *ev = (weft_event *)weft__handle_of(&e->hdr);
   return rc;
 }
 
-int weft__data_event_done(weft_event *ev, int ask) {
+int weft__data_event_done(weft_event *ev) {
   weft__event *e = (weft__event *)weft__handle_obj(ev);
-  if (!weft__handle_live(ev, &e->hdr))
-    return 0;
-  return ask ? weft__event_query(e) == 0 : weft__event_known_done(e);
+  return weft__handle_live(ev, &e->hdr) && weft__event_query(e) == 0;
 }
 
 int weft__data_check_fd(const weft_runtime *rt) {

@@ -288,7 +288,6 @@ const struct weft__backend_ops weft__cuda_ops = {
     .event_fini = weft__cuda_event_fini,
     .event_record = weft__cuda_event_record,
     .event_query = weft__cuda_event_query,
-    .event_known_done = weft__cuda_event_known_done,
     .event_sync = weft__cuda_event_sync,
     .event_elapsed = weft__cuda_event_elapsed,
 

@@ -11,20 +11,17 @@
  * GPU's critical path). On by default: no measured row was worse with them
  * (docs/decisions/wait-and-poll.md, "Completion flags on by default").
  *
- * Events that the wait set polls get a flag (WEFT__EVENT_POLLED, the
- * runtime's pool), and while half the slots are free, events weft asks
- * now and then instead of waiting for them (WEFT__EVENT_ASKED: a
- * registered instance's fill, docs/decisions/data.md).
- *
- * A flag says "done" when it holds the value of the event's latest record:
- * the GPU writes it after everything queued before on the stream (the
- * write's default fence makes that work's results visible first), just
- * before the event itself, so that an event CUDA calls complete always
- * has its flag written. Slots are reused across events, each continuing
- * from its slot's last value, so a late write of an earlier owner never
- * equals a later owner's value; it can at worst hide one, which the query
- * recovers from by asking CUDA every FALLBACK_EVERY misses. That query is also
- * what reports a GPU failure, after which no flag is ever written.
+ * Only events that the wait set polls get a flag (WEFT__EVENT_POLLED, the
+ * runtime's pool). A flag says "done" when it holds the value of the
+ * event's latest record: the GPU writes it after everything queued before
+ * on the stream (the write's default fence makes that work's results
+ * visible first), just before the event itself, so that an event CUDA
+ * calls complete always has its flag written. Slots are reused across
+ * events, each continuing from its slot's last value, so a late write of
+ * an earlier owner never equals a later owner's value; it can at worst
+ * hide one, which the query recovers from by asking CUDA every
+ * FALLBACK_EVERY misses. That query is also what reports a GPU failure,
+ * after which no flag is ever written.
  *
  * The slots are one block of pinned memory made at open: making more
  * later (cudaHostAlloc) would wait for the device, inside a task. Events
@@ -140,15 +137,14 @@ void weft__cuda_completion_close(weft__cuda_backend *b) {
   b->flags = NULL;
 }
 
-void weft__cuda_flag_take(weft__cuda_backend *b, weft__cuda_event *e,
-                          int spare) {
+void weft__cuda_flag_take(weft__cuda_backend *b, weft__cuda_event *e) {
   struct weft__cuda_flags *f = b->flags;
   e->flag = NULL;
   e->armed = 0;
   if (!f)
     return;
   pthread_mutex_lock(&f->lock);
-  if (f->nfree > (spare ? SLOTS / 2 : 0)) {
+  if (f->nfree > 0) {
     uint32_t i = f->free[--f->nfree];
     e->flag = f->words + i;
     e->flag_dev = f->dev + i * sizeof(uint32_t);
@@ -184,10 +180,6 @@ void weft__cuda_flag_arm(weft__cuda_backend *b, weft__cuda_event *e,
     e->value = v;
     e->armed = 1;
   }
-}
-
-int weft__cuda_flag_done(weft__cuda_event *e) {
-  return e->armed && __atomic_load_n(e->flag, __ATOMIC_ACQUIRE) == e->value;
 }
 
 int weft__cuda_flag_query(weft__cuda_event *e) {

@@ -64,11 +64,8 @@ typedef struct weft__cuda_event {
 
 int weft__cuda_completion_open(weft__cuda_backend *b, int off);
 void weft__cuda_completion_close(weft__cuda_backend *b);
-/* Gives e a flag, or none (e->flag NULL) when flags are unavailable; with
- * spare, only while half of them are free, so that events asked now and
- * then (WEFT__EVENT_ASKED) never leave the polled ones without. */
-void weft__cuda_flag_take(weft__cuda_backend *b, weft__cuda_event *e,
-                          int spare);
+/* Gives e a flag, or none (e->flag NULL) when flags are unavailable. */
+void weft__cuda_flag_take(weft__cuda_backend *b, weft__cuda_event *e);
 void weft__cuda_flag_give(weft__cuda_backend *b, weft__cuda_event *e);
 /* Just before e's record on s: queues the flag's write, the record to
  * follow it (so that a complete event has its flag written). */
@@ -76,8 +73,6 @@ void weft__cuda_flag_arm(weft__cuda_backend *b, weft__cuda_event *e,
                          weft__stream *s);
 /* An armed flag: 1 done, 0 pending, -1 pending but ask CUDA now. */
 int weft__cuda_flag_query(weft__cuda_event *e);
-/* 1 if e's flag is armed and says done, else 0; never asks CUDA. */
-int weft__cuda_flag_done(weft__cuda_event *e);
 
 /* ---- graphs (cuda_graph.c) ---- */
 
@@ -100,7 +95,6 @@ int weft__cuda_event_init(weft__backend *b, weft__event *e);
 int weft__cuda_event_fini(weft__event *e);
 int weft__cuda_event_record(weft__event *e, weft__stream *s);
 int weft__cuda_event_query(weft__event *e);
-int weft__cuda_event_known_done(weft__event *e);
 int weft__cuda_event_sync(weft__event *e);
 int weft__cuda_event_elapsed(weft__event *start, weft__event *end, float *ms);
 

@@ -128,9 +128,8 @@ int weft__cuda_event_init(weft__backend *b, weft__event *e) {
   c->flag = NULL;
   c->armed = 0;
   c->misses = 0;
-  if (e->flags & (WEFT__EVENT_POLLED | WEFT__EVENT_ASKED))
-    weft__cuda_flag_take((weft__cuda_backend *)b, c,
-                         !(e->flags & WEFT__EVENT_POLLED));
+  if (e->flags & WEFT__EVENT_POLLED)
+    weft__cuda_flag_take((weft__cuda_backend *)b, c);
   return 0;
 }
 
@@ -162,10 +161,6 @@ int weft__cuda_event_query(weft__event *e) {
   }
   /* An event never recorded answers cudaSuccess, i.e. complete. */
   return query_result(cudaEventQuery(event_of(e)), "cudaEventQuery", __LINE__);
-}
-
-int weft__cuda_event_known_done(weft__event *e) {
-  return weft__cuda_flag_done((weft__cuda_event *)e);
 }
 
 int weft__cuda_event_sync(weft__event *e) {
