@@ -14,6 +14,7 @@
 #include "conformance/kernels.h"
 #include "expect.h"
 #include "model.h"
+#include "traced_host.h"
 #include "weft.h"
 
 enum { N = 4096 };
@@ -69,16 +70,8 @@ static weft_task *spawn_reading(weft_runtime *rt, weft_task_fn fn, job *j) {
 
 int main(void) {
   char path[] = "/tmp/weft-data-waits-XXXXXX";
-  int fd = mkstemp(path);
-  EXPECT(fd >= 0);
-  close(fd);
-  weft_runtime_opts o;
-  weft_runtime_opts_init(&o);
-  o.backend = WEFT_BACKEND_HOST;
-  o.trace_path = path;
-  o.workers = 2;
-  weft_runtime *rt;
-  EXPECT_OK(weft_init(&rt, &o));
+  traced_temp(path);
+  weft_runtime *rt = traced_host_open(path, 2);
   test_kernels_init(&tk);
   EXPECT_OK(weft_pinned_alloc(sizeof *gate, (void **)&gate));
   *gate = 0;

@@ -17,6 +17,7 @@
 #include "conformance/kernels.h"
 #include "expect.h"
 #include "model.h"
+#include "traced_host.h"
 #include "weft.h"
 
 enum { WAITERS = 4, N = 1024 };
@@ -159,9 +160,7 @@ static void check_copies(const trace_model *m) {
 int main(void) {
   test_kernels_init(&tk);
   char path[] = "/tmp/weft-lanes-XXXXXX";
-  int fd = mkstemp(path);
-  EXPECT(fd >= 0);
-  close(fd);
+  traced_temp(path);
   run(path);
   trace_model m;
   trace_error err;

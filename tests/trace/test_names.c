@@ -19,6 +19,7 @@
 #include "compat.h"
 #include "conformance/kernels.h"
 #include "expect.h"
+#include "traced_host.h"
 #include "weft.h"
 
 enum { N = 1024, REPLAYS = 3 };
@@ -54,15 +55,8 @@ static size_t kernels_named(const trace_model *m, const char *name) {
 int main(void) {
   test_kernels_init(&tk);
   char path[] = "/tmp/weft-names-XXXXXX";
-  int fd = mkstemp(path);
-  EXPECT(fd >= 0);
-  close(fd);
-  weft_runtime_opts o;
-  weft_runtime_opts_init(&o);
-  o.backend = WEFT_BACKEND_HOST;
-  o.trace_path = path;
-  weft_runtime *rt;
-  EXPECT_OK(weft_init(&rt, &o));
+  traced_temp(path);
+  weft_runtime *rt = traced_host_open(path, 0);
   float *d;
   EXPECT_OK(weft_device_alloc(N * sizeof(float), (void **)&d));
 

@@ -28,6 +28,7 @@
 #include "conformance/kernels.h"
 #include "expect.h"
 #include "trace.h"
+#include "traced_host.h"
 #include "weft.h"
 
 enum { TASKS = 4, LAUNCHES = 5, N = 1024, GRAPH_KERNELS = 3, REPLAYS = 4 };
@@ -159,16 +160,9 @@ static void check_nesting(const trace_model *m) {
  * an API call's end inside the task slice that follows it on its thread
  * (a poller's query, between two tasks), or past the end of the slice that
  * holds it. Both must be written nested. */
-/* Creates the empty file tmpl names (mkstemp's XXXXXX filled in). */
-static void make_temp(char *tmpl) {
-  int fd = mkstemp(tmpl);
-  EXPECT(fd >= 0);
-  close(fd);
-}
-
 static void clamped_calls(void) {
   char path[] = "/tmp/weft-clamp-XXXXXX";
-  make_temp(path);
+  traced_temp(path);
   static int owner;
   weft_device_info dev = {0};
   EXPECT_OK(weft__trace_open(path, "host", &owner, &dev, 1));
@@ -227,7 +221,7 @@ static void syncer(void *arg) {
 
 static void checked_findings(void) {
   char path[] = "/tmp/weft-checked-XXXXXX";
-  make_temp(path);
+  traced_temp(path);
   weft_runtime_opts o;
   weft_runtime_opts_init(&o);
   o.backend = WEFT_BACKEND_HOST;
@@ -310,7 +304,7 @@ static void on(weft_runtime *rt, int dev, weft_task_fn fn) {
  * the report counts in its own row. */
 static void two_devices(void) {
   char path[] = "/tmp/weft-twodev-XXXXXX";
-  make_temp(path);
+  traced_temp(path);
   weft_runtime_opts o;
   weft_runtime_opts_init(&o);
   o.backend = WEFT_BACKEND_HOST;
@@ -397,7 +391,7 @@ int main(void) {
   two_devices();
   checked_findings();
   char path[] = "/tmp/weft-roundtrip-XXXXXX";
-  make_temp(path);
+  traced_temp(path);
   test_kernels_init(&tk);
   bad_name = tk.axpb;
   bad_name.name = "axpb-caf\xe9";
