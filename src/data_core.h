@@ -2,8 +2,8 @@
  * limit on its instances per device (weft_runtime_opts.data_limit),
  * how far a task it gave an instance to has got, the evictions that
  * weft_mem_stats_get reports, a say in where WEFT_DEVICE_ANY places a
- * task, and weft check's view of stale host copies. memory.c, task_end.c and
- * task.c implement it. */
+ * task, weft check's view of stale host copies, and the events behind
+ * instances' fills. memory.c, task_end.c and task.c implement it. */
 #ifndef WEFT__DATA_CORE_H
 #define WEFT__DATA_CORE_H
 
