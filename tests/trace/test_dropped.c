@@ -23,6 +23,7 @@
 #include "compat.h"
 #include "conformance/kernels.h"
 #include "expect.h"
+#include "traced_host.h"
 #include "weft.h"
 
 /* ---- the wrapped allocators: the armed thread's k-th fails ---- */
@@ -163,9 +164,7 @@ static long run(int what, long k, tally *n) {
 
 int main(void) {
   test_kernels_init(&tk);
-  int fd = mkstemp(path);
-  EXPECT(fd >= 0);
-  close(fd);
+  traced_temp(path);
   for (int what = LAUNCH; what <= SHUTDOWN; what++) {
     tally n = {0, 0};
     long total = run(what, 0, &n);

@@ -45,6 +45,7 @@
 #include "expect.h"
 #include "explain.h"
 #include "kernels.h"
+#include "traced_host.h"
 #include "weft.h"
 
 static test_kernels tk;
@@ -246,9 +247,7 @@ static void p_control(weft_runtime *rt) {
  * *e and *m; 77 when the backend has no device or CUPTI is taken. */
 static int run(program p, int workers, trace_model *m, trace_explanation *e) {
   char path[] = "/tmp/weft-explain-XXXXXX";
-  int fd = mkstemp(path);
-  EXPECT(fd >= 0);
-  close(fd);
+  traced_temp(path);
   weft_runtime_opts o;
   weft_runtime_opts_init(&o);
   o.workers = workers;

@@ -15,6 +15,7 @@
 #include "analysis.h"
 #include "expect.h"
 #include "kernels.h"
+#include "traced_host.h"
 #include "weft.h"
 #include "weft_internal.h"
 
@@ -97,9 +98,7 @@ static void driver(void *arg) {
 
 int main(void) {
   char path[] = "/tmp/weft-latency-XXXXXX";
-  int fd = mkstemp(path);
-  EXPECT(fd >= 0);
-  close(fd);
+  traced_temp(path);
   weft_runtime_opts o;
   weft_runtime_opts_init(&o);
   o.workers = 1;
