@@ -158,7 +158,7 @@ void weft__caller_release_stream(weft__exec *x) {
   /* A task dropped its capture when it returned; a thread's goes now. */
   if (x->drop_capture)
     x->drop_capture(x, "its thread or runtime ended");
-  weft__stream_pool_put(rt, &x->stream, x->high);
+  weft__stream_pool_put(rt, &x->stream, x->high, &x->lender);
 }
 
 /* ---- what a caller did, told to weft check ---- */

@@ -20,6 +20,8 @@ struct weft__exec {
   struct weft_runtime *rt;
   weft__backend *bk;    /* rt's backend */
   weft__stream *stream; /* leased on the first GPU operation */
+  /* Listed while its stream may be taken over by a lease (stream_pool.h). */
+  weft__stream_lender lender;
   /* Work may have been queued on stream since a weft_sync last saw it
    * idle: set whenever the stream is handed out (weft__caller_stream), so a
    * task that ends right after a sync skips asking the device. */

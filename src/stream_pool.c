@@ -8,18 +8,75 @@
 int weft__stream_pool_init(weft_runtime *rt) {
   weft__runtime_head *h = weft__head(rt);
   weft__stream_pool *p = &h->streams;
-  p->streams = calloc((size_t)h->bk->ndev * 2, sizeof *p->streams);
-  if (!p->streams)
+  size_t keys = (size_t)h->bk->ndev * 2;
+  p->streams = calloc(keys, sizeof *p->streams);
+  p->made = calloc(keys, sizeof *p->made);
+  p->lend_first = calloc(keys, sizeof *p->lend_first);
+  p->lend_last = calloc(keys, sizeof *p->lend_last);
+  if (!p->streams || !p->made || !p->lend_first || !p->lend_last) {
+    weft__stream_pool_fini(rt);
     return weft__err(WEFT_ENOMEM, "weft_init: out of memory");
+  }
   return 0;
+}
+
+static void unlend(weft__stream_pool *p, weft__stream_lender *n) {
+  if (!n || !n->key)
+    return;
+  int k = n->key - 1;
+  if (n->prev)
+    n->prev->next = n->next;
+  else
+    p->lend_first[k] = n->next;
+  if (n->next)
+    n->next->prev = n->prev;
+  else
+    p->lend_last[k] = n->prev;
+  n->prev = n->next = NULL;
+  n->key = 0;
+}
+
+void weft__stream_pool_lend(weft_runtime *rt, weft__stream_lender *n,
+                            weft__stream **slot, int dev, int high) {
+  weft__runtime_head *h = weft__head(rt);
+  weft__stream_pool *p = &h->streams;
+  /* Under weft check a task's clock follows the streams it leased, which
+   * a takeover would hand another's work on. */
+  if (h->bk->check || n->key)
+    return;
+  int k = dev * 2 + high;
+  n->slot = slot;
+  n->key = k + 1;
+  n->next = NULL;
+  n->prev = p->lend_last[k];
+  if (n->prev)
+    n->prev->next = n;
+  else
+    p->lend_first[k] = n;
+  p->lend_last[k] = n;
+}
+
+void weft__stream_pool_unlend(weft_runtime *rt, weft__stream_lender *n) {
+  unlend(&weft__head(rt)->streams, n);
 }
 
 int weft__stream_pool_get(weft_runtime *rt, int dev, int high,
                           weft__stream **out) {
   weft__runtime_head *h = weft__head(rt);
-  weft__ptrvec *v = &h->streams.streams[dev * 2 + high];
+  weft__stream_pool *p = &h->streams;
+  int k = dev * 2 + high;
   pthread_mutex_lock(&h->lock);
-  weft__stream *s = weft__ptrvec_pop(v);
+  weft__stream *s = weft__ptrvec_pop(&p->streams[k]);
+  /* Past the streams made ahead, the oldest lender's stream: its work,
+   * queued before, comes first, where a stream made now can make this
+   * thread, and every thread's CUDA calls, wait for all the device's
+   * queued work (docs/decisions/cuda.md). */
+  weft__stream_lender *n = p->lend_first[k];
+  if (!s && n && p->made[k] >= p->ahead) {
+    s = *n->slot; /* the lender's end releases nothing now */
+    *n->slot = NULL;
+    unlend(p, n);
+  }
   pthread_mutex_unlock(&h->lock);
   if (!s) {
     const weft_device_info *di = &h->bk->info[dev];
@@ -28,27 +85,32 @@ int weft__stream_pool_get(weft_runtime *rt, int dev, int high,
     if (rc)
       return rc;
     pthread_mutex_lock(&h->lock);
-    h->streams.nstreams++;
+    p->nstreams++;
+    p->made[k]++;
     pthread_mutex_unlock(&h->lock);
   }
   *out = s;
   return 0;
 }
 
-void weft__stream_pool_put(weft_runtime *rt, weft__stream **slot, int high) {
+void weft__stream_pool_put(weft_runtime *rt, weft__stream **slot, int high,
+                           weft__stream_lender *n) {
   weft__runtime_head *h = weft__head(rt);
   /* Taken from the slot under the lock that also guards the pool: while a
-   * task finishes, one that follows it may take its stream over
-   * (weft__task_take_stream). */
+   * task finishes, one that follows it or a lease may take its stream
+   * over (weft__task_take_stream, weft__stream_pool_get). */
   pthread_mutex_lock(&h->lock);
+  unlend(&h->streams, n);
   weft__stream *s = *slot;
   *slot = NULL;
   if (!s) {
     pthread_mutex_unlock(&h->lock);
     return;
   }
-  if (weft__ptrvec_push(&h->streams.streams[s->hdr.dev * 2 + high], s) != 0) {
+  int k = s->hdr.dev * 2 + high;
+  if (weft__ptrvec_push(&h->streams.streams[k], s) != 0) {
     h->streams.nstreams--;
+    h->streams.made[k]--;
     pthread_mutex_unlock(&h->lock);
     weft__stream_destroy(&s);
     return;
@@ -66,6 +128,7 @@ size_t weft__stream_pool_count(weft_runtime *rt) {
 
 int weft__stream_pool_fill(weft_runtime *rt, int n) {
   weft__runtime_head *h = weft__head(rt);
+  h->streams.ahead = (size_t)n;
   for (int d = 0; d < h->bk->ndev; d++) {
     weft__ptrvec *v = &h->streams.streams[d * 2];
     int prio = h->bk->info[d].priority_least;
@@ -82,6 +145,7 @@ int weft__stream_pool_fill(weft_runtime *rt, int n) {
         return rc;
       }
       h->streams.nstreams++;
+      h->streams.made[d * 2]++;
     }
     /* Leased newest first: reversed, the first lease gets the lowest id
      * (weft check's clocks and the trace's stream numbers stay small). */
@@ -97,9 +161,7 @@ int weft__stream_pool_fill(weft_runtime *rt, int n) {
 void weft__stream_pool_fini(weft_runtime *rt) {
   weft__runtime_head *h = weft__head(rt);
   weft__stream_pool *p = &h->streams;
-  if (!p->streams)
-    return;
-  for (int d = 0; d < h->bk->ndev; d++) {
+  for (int d = 0; p->streams && d < h->bk->ndev; d++) {
     for (int high = 0; high < 2; high++) {
       weft__ptrvec *v = &p->streams[d * 2 + high];
       weft__stream *s;
@@ -109,6 +171,11 @@ void weft__stream_pool_fini(weft_runtime *rt) {
     }
   }
   free(p->streams);
+  free(p->made);
+  free(p->lend_first);
+  free(p->lend_last);
   p->streams = NULL;
+  p->made = NULL;
+  p->lend_first = p->lend_last = NULL;
   p->nstreams = 0;
 }

@@ -233,6 +233,7 @@ int weft__task_returned(weft_task *t) {
   __atomic_store_n(&t->returned, 1,
                    __ATOMIC_RELEASE); /* see task.c's spin_for */
   t->end_ev = ev;
+  weft__stream_pool_lend(rt, &t->x.lender, &t->x.stream, t->x.dev, t->x.high);
   wake_waiters(rt, t, 0);
   t->state = TASK_FINISHING;
   t->wait_ev = ev;
@@ -247,6 +248,7 @@ int weft__task_take_stream(weft__exec *x, weft_task *other) {
       other->x.dev != x->dev || other->x.high != x->high)
     return 0;
   other->x.stream = NULL; /* its finalize releases nothing now */
+  weft__stream_pool_unlend(other->x.rt, &other->x.lender);
   x->stream = s;
   x->unsynced = 1; /* other's work is queued on it */
   return 1;

@@ -78,13 +78,17 @@ typedef struct weft_runtime_opts {
    * WEFT_PRIORITY_HIGH task's stream is made when first needed), that
    * tasks and plain threads lease before any is made on demand; 1 to
    * 65536; 0 means the environment variable WEFT_STREAMS (1 to 65536)
-   * or, unset, 32. Set it to the tasks that hold a stream at once in a
-   * program that keeps many tasks waiting behind long GPU work: on CUDA,
-   * a stream made while a kernel runs can wait for that kernel, and the
-   * worker that asked with it (docs/decisions/cuda.md, "Streams made while
-   * the GPU works"); if that work
-   * waits for a task, as a kernel spinning on a flag does, it can wait
-   * for ever. */
+   * or, unset, 32. Past this many streams of a device and priority, a
+   * task that needs one takes over the stream of the task that returned
+   * longest ago with GPU work still queued, which then runs before its
+   * own, and a stream is made only when there is none (not under weft
+   * check): on CUDA a stream made while the GPU works can wait for all
+   * its queued work, and every thread's CUDA calls with it
+   * (docs/decisions/cuda.md, "Streams past those made ahead are taken
+   * over"). Set it to the tasks that hold a stream at once in a program
+   * whose GPU work waits for other tasks, as a kernel spinning on a flag
+   * that a later task sets does: behind it, a taken-over stream or one
+   * being made can wait for ever. */
   int streams;
   /* The watchdog: a thread that looks at every task a quarter of this
    * many milliseconds apart and, on stderr, names each task that has made

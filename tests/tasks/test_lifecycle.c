@@ -6,7 +6,9 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -843,8 +845,79 @@ static void task_stats(void) {
   tt_close(rt);
 }
 
+/* Past the streams made ahead, a lease takes over the stream of the task
+ * that returned longest ago with work queued (docs/decisions/cuda.md,
+ * "Streams past those made ahead are taken over"). */
+enum { TAKERS = 8, TAKER_INTS = 1024 };
+static tt_gate take_gate;
+static int *take_buf; /* device: TAKERS x TAKER_INTS */
+
+static void gated(void *arg) {
+  (void)arg;
+  tt_gate_launch(&take_gate);
+}
+
+static void taker(void *arg) {
+  int i = (int)(intptr_t)arg;
+  EXPECT_OK(weft_memset(take_buf + (size_t)i * TAKER_INTS, i + 1,
+                        TAKER_INTS * sizeof(int)));
+}
+
+static void streams_taken_over(void) {
+  weft_runtime_opts o;
+  weft_runtime_opts_init(&o);
+  o.workers = 2;
+  o.host_threads = 4; /* the gates hold two while they spin */
+  o.streams = 2;
+  weft_runtime *rt = tt_open(&o);
+  tt_gate_init(&take_gate);
+  size_t bytes = (size_t)TAKERS * TAKER_INTS * sizeof(int);
+  EXPECT_OK(weft_device_alloc(bytes, (void **)&take_buf));
+  /* Both streams made ahead held by returned tasks whose work waits for
+   * the gate; then each taker's lease finds the pool empty. */
+  weft_task *g[2], *t[TAKERS];
+  for (int i = 0; i < 2; i++) {
+    EXPECT_OK(weft_task_spawn(rt, &g[i], gated, NULL, NULL));
+    while (!tt_task_returned(g[i]))
+      sched_yield();
+  }
+  for (int i = 0; i < TAKERS; i++) {
+    EXPECT_OK(weft_task_spawn(rt, &t[i], taker, (void *)(intptr_t)i, NULL));
+    while (!tt_task_returned(t[i]))
+      sched_yield();
+  }
+  weft_task_stats ts = {.struct_size = sizeof ts};
+  EXPECT_OK(weft_task_stats_get(rt, &ts));
+  if (!rt->h.bk->check) /* which lends no stream (its clocks) */
+    EXPECT_MSG(ts.streams == 2u * (unsigned)rt->h.bk->ndev,
+               "%d tasks returned with work queued behind a gate, and the "
+               "runtime holds %llu streams, not the 2 made ahead",
+               TAKERS + 2, (unsigned long long)ts.streams);
+  EXPECT_MSG(!tt_task_done(t[TAKERS - 1]),
+             "a taker completed with the gate closed");
+  tt_gate_open(&take_gate);
+  for (int i = 0; i < 2; i++)
+    EXPECT_OK(weft_task_join(g[i]));
+  for (int i = 0; i < TAKERS; i++)
+    EXPECT_OK(weft_task_join(t[i]));
+  unsigned char *host = malloc(bytes);
+  EXPECT(host != NULL);
+  EXPECT_OK(weft_copy(host, take_buf, bytes));
+  EXPECT_OK(weft_sync());
+  for (int i = 0; i < TAKERS; i++)
+    EXPECT_MSG(host[(size_t)i * TAKER_INTS * sizeof(int)] == i + 1 &&
+                   host[(size_t)(i + 1) * TAKER_INTS * sizeof(int) - 1] ==
+                       i + 1,
+               "taker %d's memset is not in its buffer", i);
+  free(host);
+  EXPECT_OK(weft_device_free(take_buf));
+  tt_gate_fini(&take_gate);
+  tt_close(rt);
+}
+
 int main(void) {
   env_checks();
+  streams_taken_over();
   init_and_shutdown_checks();
   cross_runtime_join();
   two_runtimes();
