@@ -849,13 +849,10 @@ static void task_stats(void) {
  * that returned longest ago with work queued (docs/decisions/cuda.md,
  * "Streams past those made ahead are taken over"). */
 enum { TAKERS = 8, TAKER_INTS = 1024 };
-static tt_gate take_gate;
-static int *take_buf; /* device: TAKERS x TAKER_INTS */
+static tt_gate take_gate[2]; /* a gate each: one spin writes its state */
+static int *take_buf;        /* device: TAKERS x TAKER_INTS */
 
-static void gated(void *arg) {
-  (void)arg;
-  tt_gate_launch(&take_gate);
-}
+static void gated(void *arg) { tt_gate_launch(arg); }
 
 static void taker(void *arg) {
   int i = (int)(intptr_t)arg;
@@ -870,14 +867,15 @@ static void streams_taken_over(void) {
   o.host_threads = 4; /* the gates hold two while they spin */
   o.streams = 2;
   weft_runtime *rt = tt_open(&o);
-  tt_gate_init(&take_gate);
+  for (int i = 0; i < 2; i++)
+    tt_gate_init(&take_gate[i]);
   size_t bytes = (size_t)TAKERS * TAKER_INTS * sizeof(int);
   EXPECT_OK(weft_device_alloc(bytes, (void **)&take_buf));
   /* Both streams made ahead held by returned tasks whose work waits for
    * the gate; then each taker's lease finds the pool empty. */
   weft_task *g[2], *t[TAKERS];
   for (int i = 0; i < 2; i++) {
-    EXPECT_OK(weft_task_spawn(rt, &g[i], gated, NULL, NULL));
+    EXPECT_OK(weft_task_spawn(rt, &g[i], gated, &take_gate[i], NULL));
     while (!tt_task_returned(g[i]))
       sched_yield();
   }
@@ -895,7 +893,8 @@ static void streams_taken_over(void) {
                TAKERS + 2, (unsigned long long)ts.streams);
   EXPECT_MSG(!tt_task_done(t[TAKERS - 1]),
              "a taker completed with the gate closed");
-  tt_gate_open(&take_gate);
+  for (int i = 0; i < 2; i++)
+    tt_gate_open(&take_gate[i]);
   for (int i = 0; i < 2; i++)
     EXPECT_OK(weft_task_join(g[i]));
   for (int i = 0; i < TAKERS; i++)
@@ -911,7 +910,8 @@ static void streams_taken_over(void) {
                "taker %d's memset is not in its buffer", i);
   free(host);
   EXPECT_OK(weft_device_free(take_buf));
-  tt_gate_fini(&take_gate);
+  for (int i = 0; i < 2; i++)
+    tt_gate_fini(&take_gate[i]);
   tt_close(rt);
 }
 
