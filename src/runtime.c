@@ -422,7 +422,7 @@ static size_t user_objects(weft_runtime *rt, char *what, size_t len) {
   weft__pinned_stats p;
   weft__pinned_cache_stats(&rt->pinned, &p);
   size_t ev = c.events - rt->h.events.n;
-  size_t st = c.streams - rt->h.streams.nstreams;
+  size_t st = c.streams - weft__stream_pool_count(rt);
   pthread_mutex_lock(&rt->h.lock);
   size_t graphs = rt->ngraphs;
   pthread_mutex_unlock(&rt->h.lock);

@@ -21,7 +21,7 @@ int weft__stream_pool_init(weft_runtime *rt) {
 }
 
 static void unlend(weft__stream_pool *p, weft__stream_lender *n) {
-  if (!n || !n->key)
+  if (!n->key)
     return;
   int k = n->key - 1;
   if (n->prev)
@@ -85,7 +85,6 @@ int weft__stream_pool_get(weft_runtime *rt, int dev, int high,
     if (rc)
       return rc;
     pthread_mutex_lock(&h->lock);
-    p->nstreams++;
     p->made[k]++;
     pthread_mutex_unlock(&h->lock);
   }
@@ -109,7 +108,6 @@ void weft__stream_pool_put(weft_runtime *rt, weft__stream **slot, int high,
   }
   int k = s->hdr.dev * 2 + high;
   if (weft__ptrvec_push(&h->streams.streams[k], s) != 0) {
-    h->streams.nstreams--;
     h->streams.made[k]--;
     pthread_mutex_unlock(&h->lock);
     weft__stream_destroy(&s);
@@ -120,8 +118,10 @@ void weft__stream_pool_put(weft_runtime *rt, weft__stream **slot, int high,
 
 size_t weft__stream_pool_count(weft_runtime *rt) {
   weft__runtime_head *h = weft__head(rt);
+  size_t n = 0;
   pthread_mutex_lock(&h->lock);
-  size_t n = h->streams.nstreams;
+  for (int k = 0; k < h->bk->ndev * 2; k++)
+    n += h->streams.made[k];
   pthread_mutex_unlock(&h->lock);
   return n;
 }
@@ -144,7 +144,6 @@ int weft__stream_pool_fill(weft_runtime *rt, int n) {
         weft__stream_pool_fini(rt);
         return rc;
       }
-      h->streams.nstreams++;
       h->streams.made[d * 2]++;
     }
     /* Leased newest first: reversed, the first lease gets the lowest id
@@ -177,5 +176,4 @@ void weft__stream_pool_fini(weft_runtime *rt) {
   p->streams = NULL;
   p->made = NULL;
   p->lend_first = p->lend_last = NULL;
-  p->nstreams = 0;
 }

@@ -28,7 +28,6 @@ typedef struct weft__stream_lender {
 typedef struct weft__stream_pool {
   weft__ptrvec *streams; /* free streams */
   size_t *made;          /* streams made, leased or free */
-  size_t nstreams;       /* all made by the runtime */
   /* Lenders, oldest first (none under weft check). */
   weft__stream_lender **lend_first, **lend_last;
   size_t ahead; /* streams made ahead a device (opts.streams) */
@@ -56,8 +55,8 @@ void weft__stream_pool_lend(weft_runtime *rt, weft__stream_lender *n,
 void weft__stream_pool_unlend(weft_runtime *rt, weft__stream_lender *n);
 /* Takes the stream out of *slot (a caller's, which other threads may
  * read under the lifecycle lock) and back into the pool, and n (the
- * slot's lender entry, or NULL) off the lenders, in one hold of the lock;
- * nothing else when *slot is NULL. */
+ * slot's lender entry) off the lenders, in one hold of the lock; nothing
+ * else when *slot is NULL. */
 void weft__stream_pool_put(weft_runtime *rt, weft__stream **slot, int high,
                            weft__stream_lender *n);
 /* Streams made by the runtime, leased or free. */

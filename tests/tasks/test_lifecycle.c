@@ -408,7 +408,7 @@ static void env_checks(void) {
   env_refused("WEFT_STREAMS", bad_streams, 4, "1 to 65536");
   EXPECT(setenv("WEFT_STREAMS", "5", 1) == 0);
   rt = tt_open(NULL);
-  EXPECT_EQ_INT((int)rt->h.streams.nstreams, 5 * rt->h.bk->ndev);
+  EXPECT_EQ_INT((int)weft__stream_pool_count(rt), 5 * rt->h.bk->ndev);
   tt_close(rt);
   EXPECT(unsetenv("WEFT_STREAMS") == 0);
   /* CUDA's completion flags: 0 or 1, any other value refused whatever the
@@ -435,11 +435,11 @@ static void env_checks(void) {
   o.streams = -2;
   EXPECT_ERR(weft_init(&rt, &o), WEFT_EINVAL);
   rt = tt_open(NULL);
-  EXPECT_EQ_INT((int)rt->h.streams.nstreams, 32 * rt->h.bk->ndev);
+  EXPECT_EQ_INT((int)weft__stream_pool_count(rt), 32 * rt->h.bk->ndev);
   tt_close(rt);
   o.streams = 300;
   rt = tt_open(&o);
-  EXPECT_EQ_INT((int)rt->h.streams.nstreams, 300 * rt->h.bk->ndev);
+  EXPECT_EQ_INT((int)weft__stream_pool_count(rt), 300 * rt->h.bk->ndev);
   /* Tasks and this thread lease the streams made ahead: none is made, and
    * the first lease gets the lowest id, 1, however many runtimes this
    * process opened before (ids are the runtime's own). */
@@ -454,7 +454,7 @@ static void env_checks(void) {
   EXPECT_OK(weft_task_spawn(rt, &t, gpu_roundtrip, out, NULL));
   EXPECT_OK(weft_task_join(t));
   EXPECT_OK(weft_pinned_free(out));
-  EXPECT_EQ_INT((int)rt->h.streams.nstreams, 300 * rt->h.bk->ndev);
+  EXPECT_EQ_INT((int)weft__stream_pool_count(rt), 300 * rt->h.bk->ndev);
   tt_close(rt);
   /* weft_task_stats counts the streams: those made ahead, and those made
    * since because more tasks held one at once. */
@@ -472,11 +472,12 @@ static void env_checks(void) {
   while (__atomic_load_n(&holders_in, __ATOMIC_SEQ_CST) < STREAM_HOLDERS)
     sched_yield();
   EXPECT_OK(weft_task_stats_get(rt, &ts));
-  EXPECT_MSG(
-      ts.streams >= STREAM_HOLDERS && ts.streams == rt->h.streams.nstreams,
-      "%d tasks hold a stream each, weft_task_stats says %llu streams "
-      "(the runtime %zu)",
-      STREAM_HOLDERS, (unsigned long long)ts.streams, rt->h.streams.nstreams);
+  EXPECT_MSG(ts.streams >= STREAM_HOLDERS &&
+                 ts.streams == weft__stream_pool_count(rt),
+             "%d tasks hold a stream each, weft_task_stats says %llu streams "
+             "(the runtime %zu)",
+             STREAM_HOLDERS, (unsigned long long)ts.streams,
+             weft__stream_pool_count(rt));
   tt_store(&release, 1);
   for (int i = 0; i < STREAM_HOLDERS; i++)
     EXPECT_OK(weft_task_join(holders[i]));
