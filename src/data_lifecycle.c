@@ -12,6 +12,7 @@
 #include "caller_declare.h"
 #include "data_core.h"
 #include "data_internal.h"
+#include "stream_internal.h"
 
 /* Set while this thread spawns a task of weft's own on a handle (a spawn
  * never switches): its declarations start no copies at spawn, which would
@@ -63,8 +64,10 @@ static void sync_host(void *arg) {
     rc = weft_copy(d->host, sin->ptr, d->bytes);
     weft__caller_own_copy(0);
   }
+  /* Lending its stream while it waits: unregister_n runs hundreds of
+   * these side by side, each would hold a stream of its own. */
   if (rc == 0)
-    rc = weft_sync();
+    rc = weft__sync_lending();
   pthread_mutex_lock(&d->lock);
   if (rc == 0) {
     d->host_valid = 1;

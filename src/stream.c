@@ -5,6 +5,7 @@
 #include "door.h"
 #include "event_pool.h"
 #include "memory_internal.h"
+#include "stream_internal.h"
 #include "wait.h"
 #include "worker.h"
 
@@ -17,13 +18,16 @@ weft_stream *weft_stream_current(void) {
   return (weft_stream *)s;
 }
 
-int weft_sync(void) {
+/* weft_sync; with lend, a task's stream may be taken over while it
+ * waits (stream_internal.h). */
+static int sync_caller(int lend) {
   weft__caller c;
   int rc = weft__door("weft_sync", WEFT__DOOR_NO_CAPTURE,
                       "a capture records work, it cannot wait for it", &c);
   if (rc)
     return rc;
   weft__exec *x = c.x;
+  lend = lend && x->is_task;
   /* Nothing queued since the last sync saw the stream idle: no wait. */
   if (x->stream && x->unsynced) {
     weft__event *ev = NULL;
@@ -34,7 +38,18 @@ int weft_sync(void) {
        * always say "pending" and cost a CUDA call; the poll will ask
        * (docs/decisions/scheduler.md, "Wake-ups are the dearest thing on
        * the critical path"). */
+      pthread_mutex_t *lock = &weft__head(x->rt)->lock;
+      if (lend) {
+        pthread_mutex_lock(lock);
+        weft__stream_pool_lend(x->rt, &x->lender, &x->stream, x->dev, x->high);
+        pthread_mutex_unlock(lock);
+      }
       rc = weft__wait_for_recorded(x, ev, "weft_sync");
+      if (lend) { /* x->stream is NULL if a lease took it over */
+        pthread_mutex_lock(lock);
+        weft__stream_pool_unlend(x->rt, &x->lender);
+        pthread_mutex_unlock(lock);
+      }
     } else {
       /* No event to wait on (out of memory): wait for the stream the
        * blocking way, the worker with it, rather than return with the
@@ -60,6 +75,10 @@ int weft_sync(void) {
   x->pending_err = 0;
   return pending ? pending : rc;
 }
+
+int weft_sync(void) { return sync_caller(0); }
+
+int weft__sync_lending(void) { return sync_caller(1); }
 
 int weft_device_sync(void) {
   weft__caller c;

@@ -16,7 +16,8 @@
 typedef struct weft_runtime weft_runtime;
 
 /* A holder whose stream a lease may take over: a task that returned with
- * work still queued on *slot, listed from its return to its end. */
+ * work still queued on *slot, listed from its return to its end, or one
+ * waiting in weft__sync_lending (stream_internal.h). */
 typedef struct weft__stream_lender {
   struct weft__stream_lender *prev, *next;
   weft__stream **slot;

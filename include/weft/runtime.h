@@ -80,7 +80,8 @@ typedef struct weft_runtime_opts {
    * 65536; 0 means the environment variable WEFT_STREAMS (1 to 65536)
    * or, unset, 32. Past this many streams of a device and priority, a
    * task that needs one takes over the stream of the task that returned
-   * longest ago with GPU work still queued, which then runs before its
+   * longest ago with GPU work still queued (or of a write-back of
+   * registered data waiting for its copy), which then runs before its
    * own, and a stream is made only when there is none (not under weft
    * check): on CUDA a stream made while the GPU works can wait for all
    * its queued work, and every thread's CUDA calls with it

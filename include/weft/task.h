@@ -154,9 +154,10 @@ typedef struct weft_task_stats {
    * to lease: the weft_runtime_opts.streams made at weft_init, per device,
    * and those made since because more were in use at once. A task holds
    * its stream until its GPU work is done, after it returns too (unless a
-   * task that follows it by declared data takes it over); more than were
-   * made ahead means some were made while the GPU worked, where CUDA can
-   * make the maker wait (README, WEFT_STREAMS). Filled only when
+   * task that follows it by declared data, or past the streams made ahead
+   * any task, takes it over); more than were made ahead means some were
+   * made while the GPU worked, where CUDA can make the maker wait
+   * (README, WEFT_STREAMS). Filled only when
    * struct_size covers it (a caller built before it was added gets the
    * rest). */
   uint64_t streams;

@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "task_common.h"
+#include "weft_internal.h"
 
 enum { N = 4096, H = 3 };
 
@@ -770,6 +771,91 @@ static void bad_input(weft_runtime *rt) {
   EXPECT(a.ptr == NULL && a.bytes == 0);
 }
 
+/* unregister_n's write-backs wait for their copies side by side, behind
+ * a writer held at a gate: each lends its stream while it waits, so that
+ * they run on the streams made ahead (2) rather than one made each. */
+enum { WB = 12, WB_FLOATS = 256 };
+
+typedef struct wb_state {
+  weft_runtime *rt;
+  weft_task *w; /* the writer */
+  weft_data *h[WB];
+  tt_gate g;
+  int rc; /* the unregister's */
+} wb_state;
+
+static void wb_writer(void *arg) {
+  wb_state *s = arg;
+  tt_gate_launch(&s->g);
+  for (int i = 0; i < WB; i++) {
+    float *p;
+    EXPECT_OK(weft_data_get(s->h[i], WEFT_WRITE, (void **)&p));
+    EXPECT_OK(weft_memset(p, i + 1, WB_FLOATS * sizeof(float)));
+  }
+}
+
+/* The spawner of the writer, whose unregister its data flow orders after
+ * it. */
+static void *wb_spawner(void *arg) {
+  wb_state *s = arg;
+  weft_access a[WB + 1];
+  for (int i = 0; i < WB; i++)
+    a[i] = weft_data_access(s->h[i], WEFT_WRITE);
+  a[WB] = (weft_access){s->g.mem, 2 * sizeof(int), WEFT_RW};
+  weft_task_opts o;
+  weft_task_opts_init(&o);
+  o.device = 0;
+  o.accesses = a;
+  o.naccesses = WB + 1;
+  EXPECT_OK(weft_task_spawn(s->rt, &s->w, wb_writer, s, &o));
+  s->rc = weft_data_unregister_n(s->h, WB);
+  return NULL;
+}
+
+static void write_backs_lend(void) {
+  weft_runtime_opts o;
+  weft_runtime_opts_init(&o);
+  o.workers = 2;
+  o.host_threads = 4;
+  o.streams = 2;
+  weft_runtime *rt = tt_open(&o);
+  wb_state s = {0};
+  tt_gate_init(&s.g);
+  unsigned char *host;
+  size_t bytes = WB_FLOATS * sizeof(float);
+  EXPECT_OK(weft_pinned_alloc(WB * bytes, (void **)&host));
+  memset(host, 0, WB * bytes);
+  for (int i = 0; i < WB; i++)
+    EXPECT_OK(weft_data_register(rt, host + i * bytes, bytes, &s.h[i]));
+  s.rt = rt;
+  pthread_t th;
+  EXPECT(pthread_create(&th, NULL, wb_spawner, &s) == 0);
+  /* The writer finishing and every write-back waiting for its copy. */
+  int64_t deadline = tt_now_ns() + 10000000000LL;
+  while (atomic_load(&rt->waits.n) < WB + 1 && tt_now_ns() < deadline)
+    tt_sleep_ms(1);
+  EXPECT_MSG(atomic_load(&rt->waits.n) >= WB + 1,
+             "%d tasks wait, not the writer and its %d write-backs",
+             atomic_load(&rt->waits.n), WB);
+  weft_task_stats ts = {.struct_size = sizeof ts};
+  EXPECT_OK(weft_task_stats_get(rt, &ts));
+  if (!rt->h.bk->check) /* which lends no stream (its clocks) */
+    EXPECT_MSG(ts.streams == 2u * (unsigned)rt->h.bk->ndev,
+               "%d write-backs wait for their copies and the runtime holds "
+               "%llu streams, not the 2 per device made ahead",
+               WB, (unsigned long long)ts.streams);
+  tt_gate_open(&s.g);
+  EXPECT(pthread_join(th, NULL) == 0);
+  EXPECT_OK(s.rc);
+  EXPECT_OK(weft_task_join(s.w));
+  for (int i = 0; i < WB; i++)
+    EXPECT_MSG(host[i * bytes] == i + 1 && host[(i + 1) * bytes - 1] == i + 1,
+               "handle %d was not written back", i);
+  EXPECT_OK(weft_pinned_free(host));
+  tt_gate_fini(&s.g);
+  tt_close(rt);
+}
+
 /* Returns the backend. limit: opts.data_limit, in handles' bytes;
  * prefetch: opts.data_prefetch. */
 static weft_backend_kind run(int host_devices, double limit, int prefetch) {
@@ -864,6 +950,7 @@ int main(void) {
   copies_at_spawn(1, 1, 0);
   copies_at_spawn(1, 0, 1);
   spares_next_user();
+  write_backs_lend();
   weft_backend_kind b = run(1, 0, 0);
   run(1, 2, 0);   /* three handles in two's room: evictions, write-backs */
   run(1, 0.5, 0); /* no room for one: past the limit rather than never */
