@@ -136,14 +136,18 @@ void tt_chain_holds_streams_ahead(weft_runtime *rt, weft_task **t, int n,
   for (int i = 0; i < n; i++)
     while (!tt_task_returned(t[i]))
       sched_yield();
+  tt_expect_streams_ahead(rt, ahead, "chained tasks returned behind a gate");
+  EXPECT_MSG(!tt_task_done(t[n - 1]), "the chain ended with the gate closed");
+}
+
+void tt_expect_streams_ahead(weft_runtime *rt, int ahead, const char *what) {
   weft_task_stats ts = {.struct_size = sizeof ts};
   EXPECT_OK(weft_task_stats_get(rt, &ts));
   if (!rt->h.bk->check)
     EXPECT_MSG(ts.streams == (uint64_t)(ahead * rt->h.bk->ndev),
-               "%d chained tasks returned behind a gate, and the runtime "
-               "holds %llu streams, not the %d made ahead",
-               n, (unsigned long long)ts.streams, ahead * rt->h.bk->ndev);
-  EXPECT_MSG(!tt_task_done(t[n - 1]), "the chain ended with the gate closed");
+               "%s, and the runtime holds %llu streams, not the %d made "
+               "ahead",
+               what, (unsigned long long)ts.streams, ahead * rt->h.bk->ndev);
 }
 
 int tt_task_done(weft_task *h) {

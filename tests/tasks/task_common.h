@@ -99,6 +99,10 @@ int tt_task_done(weft_task *t);
  * stream). */
 void tt_chain_holds_streams_ahead(weft_runtime *rt, weft_task **t, int n,
                                   int ahead);
+/* Checks that rt holds only the `ahead` streams per device made at
+ * weft_init, naming what holds them (`what`) otherwise; nothing under
+ * weft check, which takes no stream over (its clocks follow each lease). */
+void tt_expect_streams_ahead(weft_runtime *rt, int ahead, const char *what);
 
 /* Atomic int helpers for flags shared between tasks and threads. */
 static inline int tt_load(const int *p) {

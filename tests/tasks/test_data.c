@@ -837,13 +837,7 @@ static void write_backs_lend(void) {
   EXPECT_MSG(atomic_load(&rt->waits.n) >= WB + 1,
              "%d tasks wait, not the writer and its %d write-backs",
              atomic_load(&rt->waits.n), WB);
-  weft_task_stats ts = {.struct_size = sizeof ts};
-  EXPECT_OK(weft_task_stats_get(rt, &ts));
-  if (!rt->h.bk->check) /* which lends no stream (its clocks) */
-    EXPECT_MSG(ts.streams == 2u * (unsigned)rt->h.bk->ndev,
-               "%d write-backs wait for their copies and the runtime holds "
-               "%llu streams, not the 2 per device made ahead",
-               WB, (unsigned long long)ts.streams);
+  tt_expect_streams_ahead(rt, 2, "write-backs wait for their copies");
   tt_gate_open(&s.g);
   EXPECT(pthread_join(th, NULL) == 0);
   EXPECT_OK(s.rc);

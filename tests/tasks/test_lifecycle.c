@@ -885,13 +885,7 @@ static void streams_taken_over(void) {
     while (!tt_task_returned(t[i]))
       sched_yield();
   }
-  weft_task_stats ts = {.struct_size = sizeof ts};
-  EXPECT_OK(weft_task_stats_get(rt, &ts));
-  if (!rt->h.bk->check) /* which lends no stream (its clocks) */
-    EXPECT_MSG(ts.streams == 2u * (unsigned)rt->h.bk->ndev,
-               "%d tasks returned with work queued behind a gate, and the "
-               "runtime holds %llu streams, not the 2 made ahead",
-               TAKERS + 2, (unsigned long long)ts.streams);
+  tt_expect_streams_ahead(rt, 2, "tasks returned with work behind a gate");
   EXPECT_MSG(!tt_task_done(t[TAKERS - 1]),
              "a taker completed with the gate closed");
   for (int i = 0; i < 2; i++)
