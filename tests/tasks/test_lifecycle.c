@@ -886,8 +886,11 @@ static void streams_taken_over(void) {
       sched_yield();
   }
   tt_expect_streams_ahead(rt, 2, "tasks returned with work behind a gate");
-  EXPECT_MSG(!tt_task_done(t[TAKERS - 1]),
-             "a taker completed with the gate closed");
+  /* Under weft check each taker made a stream of its own, its work free
+   * to complete. */
+  if (!rt->h.bk->check)
+    EXPECT_MSG(!tt_task_done(t[TAKERS - 1]),
+               "a taker completed with the gate closed");
   for (int i = 0; i < 2; i++)
     tt_gate_open(&take_gate[i]);
   for (int i = 0; i < 2; i++)
