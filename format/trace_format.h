@@ -99,6 +99,15 @@
 #define WEFT_TRF_ARG_FOR_DEVICE "weft_waits_for_device"
 #define WEFT_TRF_ARG_FOR_STREAM "weft_waits_for_stream"
 #define WEFT_TRF_ARG_RECORDED_AT "weft_recorded_at"
+/* A stream taken over past the streams made ahead: an instant on the
+ * thread whose lease took it, named WEFT_TRF_NAME_TAKEOVER, with the
+ * stream (WEFT_TRF_ARG_WAIT_DEVICE, WEFT_TRF_ARG_WAIT_STREAM), the task
+ * that took it (WEFT_TRF_ARG_TASK, absent for a plain thread) and the task
+ * whose queued work it held (WEFT_TRF_ARG_FROM_TASK): from then on the
+ * taker's work there follows that work, an order no one declared. */
+#define WEFT_TRF_CAT_TAKEOVER "weft_stream_takeover"
+#define WEFT_TRF_NAME_TAKEOVER "stream taken over"
+#define WEFT_TRF_ARG_FROM_TASK "weft_from_task"
 /* Read only: Kineto's other spellings. The reader compares categories
  * without case, so older releases' capitalised ones ("Kernel") match too. */
 #define WEFT_TRF_CAT_MEMCPY_ALT "memcpy"

@@ -360,6 +360,11 @@ int weft__stream_wait_event(weft__stream *s, weft__event *e) {
   return rc;
 }
 
+void weft__stream_trace_takeover(weft__stream *s, uint64_t from) {
+  if (weft__trace_order_on())
+    weft__trace_takeover(s->hdr.bk, s->hdr.dev, trace_stream_id(s), from);
+}
+
 /* ---- events ---- */
 
 int weft__event_create(weft__backend *b, int dev, unsigned flags,

@@ -300,6 +300,9 @@ int weft__stream_destroy(weft__stream **s);
 int weft__stream_sync(weft__stream *s);
 int weft__stream_query(weft__stream *s);
 int weft__stream_wait_event(weft__stream *s, weft__event *e);
+/* Tells the trace that a lease took s over with task from's work queued
+ * on it (trace_order.h); nothing while nothing is traced. */
+void weft__stream_trace_takeover(weft__stream *s, uint64_t from);
 
 int weft__event_create(weft__backend *b, int dev, unsigned flags,
                        weft__event **out);

@@ -41,7 +41,8 @@ static int sync_caller(int lend) {
       pthread_mutex_t *lock = &weft__head(x->rt)->lock;
       if (lend) {
         pthread_mutex_lock(lock);
-        weft__stream_pool_lend(x->rt, &x->lender, &x->stream, x->dev, x->high);
+        weft__stream_pool_lend(x->rt, &x->lender, &x->stream,
+                               weft__worker_task()->id, x->dev, x->high);
         pthread_mutex_unlock(lock);
       }
       rc = weft__wait_for_recorded(x, ev, "weft_sync");

@@ -37,7 +37,8 @@ static void unlend(weft__stream_pool *p, weft__stream_lender *n) {
 }
 
 void weft__stream_pool_lend(weft_runtime *rt, weft__stream_lender *n,
-                            weft__stream **slot, int dev, int high) {
+                            weft__stream **slot, uint64_t task, int dev,
+                            int high) {
   weft__runtime_head *h = weft__head(rt);
   weft__stream_pool *p = &h->streams;
   /* Under weft check a task's clock follows the streams it leased, which
@@ -46,6 +47,7 @@ void weft__stream_pool_lend(weft_runtime *rt, weft__stream_lender *n,
     return;
   int k = dev * 2 + high;
   n->slot = slot;
+  n->task = task;
   n->key = k + 1;
   n->next = NULL;
   n->prev = p->lend_last[k];
@@ -72,12 +74,16 @@ int weft__stream_pool_get(weft_runtime *rt, int dev, int high,
    * thread, and every thread's CUDA calls, wait for all the device's
    * queued work (docs/decisions/cuda.md). */
   weft__stream_lender *n = p->lend_first[k];
+  uint64_t from = 0;
   if (!s && n && p->made[k] >= p->ahead) {
     s = *n->slot; /* the lender's end releases nothing now */
     *n->slot = NULL;
+    from = n->task;
     unlend(p, n);
   }
   pthread_mutex_unlock(&h->lock);
+  if (from)
+    weft__stream_trace_takeover(s, from);
   if (!s) {
     const weft_device_info *di = &h->bk->info[dev];
     int prio = high ? di->priority_greatest : di->priority_least;

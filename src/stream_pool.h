@@ -9,6 +9,7 @@
 #define WEFT__STREAM_POOL_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "backend.h"
 #include "ptrvec.h"
@@ -21,7 +22,8 @@ typedef struct weft_runtime weft_runtime;
 typedef struct weft__stream_lender {
   struct weft__stream_lender *prev, *next;
   weft__stream **slot;
-  int key; /* dev * 2 + high, plus 1; 0 while not listed */
+  uint64_t task; /* the holder's id, which the trace names */
+  int key;       /* dev * 2 + high, plus 1; 0 while not listed */
 } weft__stream_lender;
 
 /* The runtime head's streams: written by stream_pool.c alone, under the
@@ -48,10 +50,11 @@ void weft__stream_pool_fini(weft_runtime *rt);
  * made; a failure is reported. */
 int weft__stream_pool_get(weft_runtime *rt, int dev, int high,
                           weft__stream **out);
-/* Lists n, which holds the stream in *slot with work queued, as a lender
- * (the lifecycle lock held); nothing under weft check. */
+/* Lists n, which holds the stream in *slot with work queued by task (its
+ * id), as a lender (the lifecycle lock held); nothing under weft check. */
 void weft__stream_pool_lend(weft_runtime *rt, weft__stream_lender *n,
-                            weft__stream **slot, int dev, int high);
+                            weft__stream **slot, uint64_t task, int dev,
+                            int high);
 /* Takes n off the lenders if listed (the lifecycle lock held). */
 void weft__stream_pool_unlend(weft_runtime *rt, weft__stream_lender *n);
 /* Takes the stream out of *slot (a caller's, which other threads may

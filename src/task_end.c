@@ -233,7 +233,8 @@ int weft__task_returned(weft_task *t) {
   __atomic_store_n(&t->returned, 1,
                    __ATOMIC_RELEASE); /* see task.c's spin_for */
   t->end_ev = ev;
-  weft__stream_pool_lend(rt, &t->x.lender, &t->x.stream, t->x.dev, t->x.high);
+  weft__stream_pool_lend(rt, &t->x.lender, &t->x.stream, t->id, t->x.dev,
+                         t->x.high);
   wake_waiters(rt, t, 0);
   t->state = TASK_FINISHING;
   t->wait_ev = ev;

@@ -39,6 +39,10 @@ typedef enum weft__trace_kind {
    * id; bytes: the awaited record's (device << 32 | stream); ready: when
    * that record was made. */
   WEFT__TR_SWAIT,
+  /* A stream taken over at a lease (trace_order.h): an instant on the
+   * calling thread; dev and corr: the stream's device and trace id; task:
+   * the taker; bytes: the task whose queued work it held. */
+  WEFT__TR_TAKEOVER,
   WEFT__TR_NKINDS
 } weft__trace_kind;
 

@@ -267,23 +267,36 @@ void weft__trace_mark_set(weft__trace_mark *m, const void *owner, int dev,
                         memory_order_relaxed);
 }
 
-void weft__trace_stream_wait(const weft__trace_mark *m, const void *owner,
-                             int dev, uint32_t stream) {
-  uint64_t at = atomic_load_explicit(&m->at, memory_order_relaxed);
-  if (!at || !weft__trace_on_for(owner))
-    return;
+/* An instant of kind about stream (trace id) of device dev, now, on this
+ * thread, by its task: bytes and ready as trace.h lays out the kind. */
+static void stream_instant(uint8_t kind, int dev, uint32_t stream,
+                           uint64_t bytes, uint64_t ready) {
   uint64_t now = weft__clock_ns();
   weft__trace_rec rec = {.start = now,
                          .end = now,
                          .task = weft__trace_task,
                          .corr = stream,
-                         .bytes = at - 1,
-                         .ready =
-                             atomic_load_explicit(&m->ns, memory_order_relaxed),
+                         .bytes = bytes,
+                         .ready = ready,
                          .lane = weft__trace_thread_lane(),
                          .dev = (int16_t)dev,
-                         .kind = WEFT__TR_SWAIT};
+                         .kind = kind};
   weft__trace_emit(&rec);
+}
+
+void weft__trace_stream_wait(const weft__trace_mark *m, const void *owner,
+                             int dev, uint32_t stream) {
+  uint64_t at = atomic_load_explicit(&m->at, memory_order_relaxed);
+  if (!at || !weft__trace_on_for(owner))
+    return;
+  stream_instant(WEFT__TR_SWAIT, dev, stream, at - 1,
+                 atomic_load_explicit(&m->ns, memory_order_relaxed));
+}
+
+void weft__trace_takeover(const void *owner, int dev, uint32_t stream,
+                          uint64_t from) {
+  if (weft__trace_on_for(owner))
+    stream_instant(WEFT__TR_TAKEOVER, dev, stream, from, 0);
 }
 
 /* The process's rank and the job's size as an MPI launcher sets them

@@ -77,6 +77,7 @@ static const char *const cats[WEFT__TR_NKINDS] = {
     [WEFT__TR_CHECK] = WEFT_TRF_CAT_CHECK,
     [WEFT__TR_RANGE] = WEFT_TRF_CAT_RANGE,
     [WEFT__TR_SWAIT] = WEFT_TRF_CAT_STREAM_WAIT,
+    [WEFT__TR_TAKEOVER] = WEFT_TRF_CAT_TAKEOVER,
 };
 
 /* A task's user ranges go on its own lane with its waits: like a wait, a
@@ -126,33 +127,55 @@ static void write_check(FILE *f, const weft__trace_rec *r, uint64_t t0,
   fprintf(f, "}}");
 }
 
-/* A stream wait (trace_order.h): an instant on the calling thread. */
-static void write_swait(FILE *f, const weft__trace_rec *r, uint64_t t0,
-                        long host_pid) {
-  fprintf(
-      f,
-      "{" KEY(WEFT_TRF_PH) "\"" WEFT_TRF_PH_INSTANT "\",\"s\":\"t\"," KEY(
-          WEFT_TRF_CAT) "\"" WEFT_TRF_CAT_STREAM_WAIT
-                        "\"," KEY(WEFT_TRF_NAME) "\"" WEFT_TRF_NAME_STREAM_WAIT
-                                                 "\",");
+/* The start of a stream's instant on the calling thread (a stream wait,
+ * a takeover: trace.h lays out their stream alike, dev and corr), up to
+ * that stream in its args. */
+static void write_stream_instant(FILE *f, const char *cat, const char *name,
+                                 const weft__trace_rec *r, uint64_t t0,
+                                 long host_pid) {
+  fprintf(f,
+          "{" KEY(WEFT_TRF_PH) "\"" WEFT_TRF_PH_INSTANT "\",\"s\":\"t\"," KEY(
+              WEFT_TRF_CAT) "\"%s\"," KEY(WEFT_TRF_NAME) "\"%s\",",
+          cat, name);
   fprintf(f,
           KEY(WEFT_TRF_PID) "%ld," KEY(WEFT_TRF_TID) "%" PRId64 "," KEY(
               WEFT_TRF_TS) "%.3f,",
           host_pid, (int64_t)r->lane, (double)(r->end - t0) / 1e3);
-  /* The record's fields as trace.h's WEFT__TR_SWAIT lays them out. */
   fprintf(f,
           KEY(WEFT_TRF_ARGS) "{" KEY(WEFT_TRF_ARG_WAIT_DEVICE) "%d," KEY(
-              WEFT_TRF_ARG_WAIT_STREAM) "%" PRIu64 ",",
+              WEFT_TRF_ARG_WAIT_STREAM) "%" PRIu64,
           r->dev, r->corr);
+}
+
+/* The end of such an instant: the task that made it, if one did. */
+static void write_instant_end(FILE *f, const weft__trace_rec *r) {
+  if (r->task)
+    fprintf(f, "," KEY(WEFT_TRF_ARG_TASK) "%" PRIu64, r->task);
+  fprintf(f, "}}");
+}
+
+/* A stream wait (trace_order.h). */
+static void write_swait(FILE *f, const weft__trace_rec *r, uint64_t t0,
+                        long host_pid) {
+  write_stream_instant(f, WEFT_TRF_CAT_STREAM_WAIT, WEFT_TRF_NAME_STREAM_WAIT,
+                       r, t0, host_pid);
+  /* The awaited record, as trace.h's WEFT__TR_SWAIT lays it out. */
   fprintf(f,
-          KEY(WEFT_TRF_ARG_FOR_DEVICE) "%d," KEY(
+          "," KEY(WEFT_TRF_ARG_FOR_DEVICE) "%d," KEY(
               WEFT_TRF_ARG_FOR_STREAM) "%" PRIu32
                                        "," KEY(WEFT_TRF_ARG_RECORDED_AT) "%.3f",
           (int)(int16_t)(uint16_t)(r->bytes >> 32), (uint32_t)r->bytes,
           ((double)r->ready - (double)t0) / 1e3);
-  if (r->task)
-    fprintf(f, "," KEY(WEFT_TRF_ARG_TASK) "%" PRIu64, r->task);
-  fprintf(f, "}}");
+  write_instant_end(f, r);
+}
+
+/* A stream taken over (trace_order.h). */
+static void write_takeover(FILE *f, const weft__trace_rec *r, uint64_t t0,
+                           long host_pid) {
+  write_stream_instant(f, WEFT_TRF_CAT_TAKEOVER, WEFT_TRF_NAME_TAKEOVER, r, t0,
+                       host_pid);
+  fprintf(f, "," KEY(WEFT_TRF_ARG_FROM_TASK) "%" PRIu64, r->bytes);
+  write_instant_end(f, r);
 }
 
 #define WARP 32 /* threads in a warp, on every CUDA device */
@@ -197,6 +220,10 @@ static void write_rec(FILE *f, const weft__trace_rec *r, int paired,
   }
   if (r->kind == WEFT__TR_SWAIT) {
     write_swait(f, r, t0, host_pid);
+    return;
+  }
+  if (r->kind == WEFT__TR_TAKEOVER) {
+    write_takeover(f, r, t0, host_pid);
     return;
   }
   int gpu = r->kind <= WEFT__TR_MEMSET;

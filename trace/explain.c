@@ -21,7 +21,7 @@ static const char *const cause_names[] = {TRACE_CAUSES(TRACE_CAUSE_FIELD)};
 static const char *const cause_whats[] = {TRACE_CAUSES(TRACE_CAUSE_FIELD)};
 #undef TRACE_CAUSE_FIELD
 static const char *const cause_keys[] = {
-    "ordered",  "implicit_sync", "one_stream",  "host_slow",
+    "ordered",  "implicit_sync", "one_stream",  "takeover", "host_slow",
     "gpu_full", "hw_queue",      "copy_engine", "weft"};
 _Static_assert(sizeof cause_keys / sizeof *cause_keys == TRACE_NCAUSES,
                "one key per cause");
@@ -283,7 +283,39 @@ typedef struct sweep {
   size_t *lane_at;
   struct dwait *dws;
   size_t *dw_at;
+  /* The takeovers as (GPU lane, taker), sorted: a task whose stream was
+   * taken over waits there behind others' work undeclared. */
+  struct taken *taken;
+  size_t ntaken;
 } sweep;
+
+typedef struct taken {
+  uint32_t lane;
+  int64_t task;
+} taken;
+
+static int cmp_taken(const void *a, const void *b, const void *ctx) {
+  (void)ctx;
+  const taken *x = a, *y = b;
+  if (x->lane != y->lane)
+    return x->lane < y->lane ? -1 : 1;
+  return (x->task > y->task) - (x->task < y->task);
+}
+
+/* Whether task took lane's stream over (a search of w->taken). */
+static int took_over(const sweep *w, uint32_t lane, int64_t task) {
+  size_t lo = 0, hi = w->ntaken;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    const taken *t = &w->taken[mid];
+    if (t->lane < lane || (t->lane == lane && t->task < task))
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo < w->ntaken && w->taken[lo].lane == lane &&
+         w->taken[lo].task == task;
+}
 
 /* A recorded stream wait (the model's swaits[wait]) with its streams as
  * GPU lanes. */
@@ -328,6 +360,21 @@ static int cmp_dwait(const void *a, const void *b, const void *ctx) {
   if (x->lane != y->lane)
     return x->lane < y->lane ? -1 : 1;
   return (x->ts > y->ts) - (x->ts < y->ts);
+}
+
+/* Fills w->taken from the model's takeovers of streams that ran work. */
+static int index_taken(sweep *w) {
+  const trace_model *m = w->m;
+  w->taken = malloc((m->ntakeovers ? m->ntakeovers : 1) * sizeof *w->taken);
+  if (!w->taken)
+    return -1;
+  for (size_t i = 0; i < m->ntakeovers; i++) {
+    const trace_takeover *t = &m->takeovers[i];
+    uint32_t lane = lane_of(m, t->device, t->stream);
+    if (lane != TRACE_NO_OP && t->task != TRACE_NONE)
+      w->taken[w->ntaken++] = (taken){lane, t->task};
+  }
+  return trace_sort(w->taken, w->ntaken, sizeof *w->taken, cmp_taken, NULL);
 }
 
 /* Fills the lanes' ops in stream order and their recorded waits. */
@@ -740,12 +787,14 @@ static int sweep_device(sweep *w, int64_t device) {
       l.op = p;
       if (best == 1) {
         /* Behind another task's work: weft handed a finished task's
-         * stream to the task following it, so the order is declared. */
+         * stream to the task following it, so the order is declared;
+         * unless it took the stream over past those made ahead. */
         l.by = w->lane_last[op->lane];
         int64_t mine = task_of(m, op), theirs = task_of(m, &m->ops[l.by]);
-        l.cause = mine != TRACE_NONE && theirs != TRACE_NONE && mine != theirs
-                      ? TRACE_CAUSE_ORDERED
-                      : TRACE_CAUSE_ONE_STREAM;
+        l.cause = mine == TRACE_NONE || theirs == TRACE_NONE || mine == theirs
+                      ? TRACE_CAUSE_ONE_STREAM
+                  : took_over(w, op->lane, mine) ? TRACE_CAUSE_TAKEOVER
+                                                 : TRACE_CAUSE_ORDERED;
       } else if (best == 2 && (slots || !kern)) {
         l.cause = slots ? TRACE_CAUSE_GPU_FULL : TRACE_CAUSE_COPY_ENGINE;
         l.by = slots ? last_start : copy_by[op->copy];
@@ -835,7 +884,8 @@ int trace_explain(const trace_model *m, trace_explanation *e) {
   if (!w.started || !w.lane_run || !w.lane_last || !w.lane_started || !w.pos ||
       holds_of(m, &holds, &w.nholds) ||
       slices_of(m, TRACE_OP_TASK, &slices, &w.nslices) ||
-      slices_of(m, TRACE_OP_WAIT, &waits, &w.nwaits) || index_lanes(&w))
+      slices_of(m, TRACE_OP_WAIT, &waits, &w.nwaits) || index_lanes(&w) ||
+      index_taken(&w))
     goto out;
   w.holds = holds;
   w.slices = slices;
@@ -869,6 +919,7 @@ out:
   free(w.lane_at);
   free(w.dws);
   free(w.dw_at);
+  free(w.taken);
   free(holds);
   free(slices);
   free(waits);
@@ -939,6 +990,12 @@ static void evidence(const trace_model *m, const trace_lost *l, double t0,
     break;
   case TRACE_CAUSE_ONE_STREAM:
     snprintf(out, n, "%s waited behind %s on its stream", a, b);
+    break;
+  case TRACE_CAUSE_TAKEOVER:
+    snprintf(out, n,
+             "%s waited behind %s on a stream weft took over (past the "
+             "streams made ahead, WEFT_STREAMS)",
+             a, b);
     break;
   case TRACE_CAUSE_HOST_SLOW:
     if (!l->idle || (by && by->ts + by->dur <= l->start))
@@ -1022,6 +1079,10 @@ static void verdict(const trace_explanation *e, char *out, size_t n) {
     break;
   case TRACE_CAUSE_ORDERED:
     remedy = "; only fewer dependences would overlap more";
+    break;
+  case TRACE_CAUSE_TAKEOVER:
+    remedy = "; more streams made ahead (weft_runtime_opts.streams, "
+             "WEFT_STREAMS) for the tasks that hold one at once";
     break;
   case TRACE_CAUSE_GPU_FULL:
     remedy = "; the kernels filled the GPU, nothing more could run";

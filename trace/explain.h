@@ -22,6 +22,9 @@
   X(ONE_STREAM, "one stream",                                                  \
     "issued work waited behind earlier work of its own stream while an "       \
     "engine that could run it was free")                                       \
+  X(TAKEOVER, "a stream taken over",                                           \
+    "issued work waited behind another task's work on a stream weft took "     \
+    "over from that task, past the streams made ahead (WEFT_STREAMS)")         \
   X(HOST_SLOW, "the host issued too slowly",                                   \
     "the GPU was idle and its next operation had not been issued yet")         \
   X(GPU_FULL, "the GPU was full",                                              \

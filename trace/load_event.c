@@ -52,6 +52,7 @@ typedef struct event {
   arg stall;                 /* weft check instants: stall_us */
   arg message;               /* weft check instants: the finding's line */
   arg wait_dev, wait_stream, for_dev, for_stream, recorded; /* stream waits */
+  arg from_task;                                            /* takeovers */
   arg per_sm, resident, warps, occupancy, channel; /* kernels' launches */
 } event;
 
@@ -125,6 +126,7 @@ static const struct {
     {WEFT_TRF_ARG_FOR_DEVICE, offsetof(event, for_dev), ARG_INT},
     {WEFT_TRF_ARG_FOR_STREAM, offsetof(event, for_stream), ARG_INT},
     {WEFT_TRF_ARG_RECORDED_AT, offsetof(event, recorded), ARG_NUM},
+    {WEFT_TRF_ARG_FROM_TASK, offsetof(event, from_task), ARG_INT},
     {WEFT_TRF_ARG_BLOCKS_PER_SM, offsetof(event, per_sm), ARG_NUM},
     {WEFT_TRF_ARG_RESIDENT, offsetof(event, resident), ARG_NUM},
     {WEFT_TRF_ARG_WARPS_PER_SM, offsetof(event, warps), ARG_NUM},
@@ -502,22 +504,32 @@ static int add_flow(trace_loader *L, const event *e) {
   return 0;
 }
 
-/* An implicit synchronisation, for `weft trace explain`. */
+/* A weft instant's args need[0..n), the last (its task) optional, and
+ * its time: -1 when one is malformed (reported), 0 when one of the rest
+ * is missing (the instant is skipped), 1 to keep it. */
+static int instant_args(trace_loader *L, const event *e, const arg *const *need,
+                        size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if (check_arg(L, need[i]))
+      return -1;
+  for (size_t i = 0; i + 1 < n; i++)
+    if (!need[i]->present)
+      return 0;
+  if (!e->has_ts || !(fabs(e->ts) <= TRACE_MAX_TIME))
+    return trace_json_fail(&L->j, e->ts_offset,
+                           "\"" WEFT_TRF_TS "\" must be in [-1e15, 1e15]");
+  return 1;
+}
+
 /* A stream wait: kept when every field is there (a wait without one
  * names nothing to follow). */
 static int add_stream_wait(trace_loader *L, const event *e) {
   trace_model *m = L->m;
   const arg *need[] = {&e->wait_dev,   &e->wait_stream, &e->for_dev,
                        &e->for_stream, &e->recorded,    &e->task};
-  for (size_t i = 0; i < sizeof need / sizeof need[0]; i++)
-    if (check_arg(L, need[i]))
-      return -1;
-  for (size_t i = 0; i + 1 < sizeof need / sizeof need[0]; i++)
-    if (!need[i]->present)
-      return 0;
-  if (!e->has_ts || !(fabs(e->ts) <= TRACE_MAX_TIME))
-    return trace_json_fail(&L->j, e->ts_offset,
-                           "\"" WEFT_TRF_TS "\" must be in [-1e15, 1e15]");
+  int rc = instant_args(L, e, need, sizeof need / sizeof need[0]);
+  if (rc <= 0)
+    return rc;
   if (!(fabs(e->recorded.num) <= TRACE_MAX_TIME))
     return trace_json_fail(&L->j, e->recorded.offset,
                            "args.\"" WEFT_TRF_ARG_RECORDED_AT
@@ -536,6 +548,27 @@ static int add_stream_wait(trace_loader *L, const event *e) {
   return 0;
 }
 
+/* A stream taken over: kept when the stream and both tasks' ids are
+ * there (the taker's is absent for a plain thread). */
+static int add_takeover(trace_loader *L, const event *e) {
+  trace_model *m = L->m;
+  const arg *need[] = {&e->wait_dev, &e->wait_stream, &e->from_task, &e->task};
+  int rc = instant_args(L, e, need, sizeof need / sizeof need[0]);
+  if (rc <= 0)
+    return rc;
+  if (trace_grow((void **)&m->takeovers, &m->cap_takeovers, m->ntakeovers + 1,
+                 sizeof *m->takeovers))
+    return oom(L);
+  m->takeovers[m->ntakeovers++] =
+      (trace_takeover){.ts = e->ts,
+                       .device = e->wait_dev.v,
+                       .stream = e->wait_stream.v,
+                       .task = e->task.present ? e->task.v : TRACE_NONE,
+                       .from = e->from_task.v};
+  return 0;
+}
+
+/* An implicit synchronisation, for `weft trace explain`. */
 static int add_sync(trace_loader *L, const event *e) {
   trace_model *m = L->m;
   if (check_arg(L, &e->task) || check_arg(L, &e->message))
@@ -697,6 +730,9 @@ int trace_load_event(trace_loader *L, size_t offset) {
   if (e.ph == PH_INSTANT &&
       strcmp(trace_model_str(L->m, e.cat), WEFT_TRF_CAT_STREAM_WAIT) == 0)
     return add_stream_wait(L, &e);
+  if (e.ph == PH_INSTANT &&
+      strcmp(trace_model_str(L->m, e.cat), WEFT_TRF_CAT_TAKEOVER) == 0)
+    return add_takeover(L, &e);
   if ((e.ph == PH_FLOW_START || e.ph == PH_FLOW_END) && e.has_id &&
       strcmp(trace_model_str(L->m, e.cat), WEFT_TRF_CAT_FLOW) == 0)
     return add_flow(L, &e);

@@ -21,6 +21,7 @@ void trace_model_free(trace_model *m) {
   free(m->flow_ends);
   free(m->syncs);
   free(m->swaits);
+  free(m->takeovers);
   memset(m, 0, sizeof *m);
 }
 

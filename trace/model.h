@@ -135,6 +135,15 @@ typedef struct trace_stream_wait {
   int64_t task; /* the task that made the wait, or TRACE_NONE */
 } trace_stream_wait;
 
+/* A stream taken over (an instant of category weft_stream_takeover):
+ * from ts on, task's operations on (device, stream) follow those that
+ * task from queued there, an order no one declared. */
+typedef struct trace_takeover {
+  double ts;
+  int64_t device, stream;
+  int64_t task, from; /* task: TRACE_NONE for a plain thread */
+} trace_takeover;
+
 /* The (pid, tid) of an "X" event as written, whatever its kind: the
  * track Perfetto draws it on, whose slices must nest. */
 typedef struct trace_track {
@@ -175,6 +184,8 @@ typedef struct trace_model {
   trace_stream_wait *swaits;
   size_t nswaits, cap_swaits;
   int weft_header;
+  trace_takeover *takeovers; /* in file order */
+  size_t ntakeovers, cap_takeovers;
 
   /* What `weft trace check` looks at beyond the ops: the rank of a
    * top-level "distributedInfo" (-1 if none), and the ids of the launch

@@ -53,6 +53,7 @@ static const struct {
     {"#8E44AD", "#fff", "ordered on purpose"},
     {"#000000", "#fff", "implicit sync"},
     {"#1ABC9C", "#000", "one stream"},
+    {"#16A085", "#fff", "stream taken over"},
     {"#F1C40F", "#000", "host too slow"},
     {"#2C3E50", "#fff", "GPU full"},
     {"#D35400", "#fff", "hardware queue"},

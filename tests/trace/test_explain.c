@@ -179,6 +179,16 @@ static void swait(int s, int f, double ts, double recorded, int task) {
       ts, s, f, recorded, task);
 }
 
+/* A takeover, as weft's tracer writes it: task took stream s over at ts
+ * with task from's work queued. */
+static void takeover(int s, double ts, int task, int from) {
+  add(",{\"ph\":\"i\",\"s\":\"t\",\"cat\":\"weft_stream_takeover\","
+      "\"name\":\"stream taken over\",\"pid\":1,\"tid\":10,\"ts\":%.3f,"
+      "\"args\":{\"weft_device\":0,\"weft_stream\":%d,\"weft_from_task\":%d,"
+      "\"task\":%d}}",
+      ts, s, from, task);
+}
+
 /* The end of a weft trace: its header says every wait weft made is in
  * the file. Loads and explains buf. */
 static void load_weft(trace_model *m, trace_explanation *e) {
@@ -402,12 +412,38 @@ static void mixed(void) {
   trace_model_free(&m);
 }
 
+/* Task 8's copy waits on stream 1 behind task 7's kernel: a takeover of the
+ * stream by task 8 makes it "a stream taken over"; one by another task,
+ * or none, leaves it ordered (a follower handed the stream). A takeover
+ * with a bad id is refused. */
+static void taken_over(void) {
+  for (int by = 0; by < 3; by++) {
+    begin();
+    if (by)
+      takeover(1, -4, by == 1 ? 8 : 9, 7);
+    op("kernel", 1, 0, 100, -5, 7);
+    op("DtoH", 1, 100, 20, -3, 8);
+    if (by == 1) {
+      expect_cause("taken over", TRACE_CAUSE_TAKEOVER, 100, "'t8' (id 8)");
+      continue;
+    }
+    expect_cause("handed over", TRACE_CAUSE_ORDERED, 100, "'t8' (id 8)");
+  }
+  begin();
+  add(",{\"ph\":\"i\",\"s\":\"t\",\"cat\":\"weft_stream_takeover\","
+      "\"name\":\"stream taken over\",\"pid\":1,\"tid\":10,\"ts\":1,"
+      "\"args\":{\"weft_device\":0,\"weft_stream\":1,\"weft_from_task\":"
+      "\"seven\",\"task\":8}}]}");
+  load_fails(buf, len, "weft_from_task");
+}
+
 int main(void) {
   control();
   host_slow();
   one_stream();
   ordered();
   ordered_recorded();
+  taken_over();
   gpu_full();
   launch_records();
   copy_engine();

@@ -10,6 +10,10 @@
  *               long, and queues a copy that waits for it;
  *   weft:       with one worker, a task that would launch waits behind
  *               tasks computing on the host;
+ *   taken over: with one stream made ahead, a task returns with a 20 ms
+ *               kernel queued and the next task, independent of it,
+ *               takes its stream over: its short kernel waits behind
+ *               (not under weft check, which takes no stream over);
  *   mixed:      one stream, then host-slow launches: both found, the
  *               larger first;
  *   control:    two tasks, each with four 5 ms kernels queued on its
@@ -47,6 +51,7 @@
 #include "kernels.h"
 #include "traced_host.h"
 #include "weft.h"
+#include "weft_internal.h"
 
 static test_kernels tk;
 enum { GATES = 16 };
@@ -181,6 +186,25 @@ static void behind(void *arg) {
 
 typedef void (*program)(weft_runtime *rt);
 
+static void holder(void *arg) {
+  (void)arg;
+  spin(20, 11);
+}
+
+static void taker(void *arg) {
+  (void)arg;
+  spin(0.5, 12);
+}
+
+/* Whether t has returned (read under its runtime's lock). */
+static int returned(weft_task *h) {
+  weft_task *t = (weft_task *)weft__handle_obj(h);
+  pthread_mutex_lock(&t->x.rt->h.lock);
+  int r = t->returned;
+  pthread_mutex_unlock(&t->x.rt->h.lock);
+  return r;
+}
+
 static void p_host_slow(weft_runtime *rt) {
   EXPECT_OK(weft_task_join(spawn(rt, host_slow, NULL, "issuer")));
 }
@@ -235,6 +259,14 @@ static void p_copy_engine(weft_runtime *rt) {
   EXPECT_OK(weft_task_join(a));
   EXPECT_OK(weft_task_join(b));
 }
+static void p_takeover(weft_runtime *rt) {
+  weft_task *a = spawn(rt, holder, NULL, "holder");
+  while (!returned(a))
+    sched_yield();
+  weft_task *b = spawn(rt, taker, NULL, "taker");
+  EXPECT_OK(weft_task_join(b));
+  EXPECT_OK(weft_task_join(a));
+}
 static void p_control(weft_runtime *rt) {
   static int slots[2] = {5, 6};
   weft_task *k = spawn(rt, kernels, &slots[0], "kernels-a");
@@ -242,6 +274,11 @@ static void p_control(weft_runtime *rt) {
   EXPECT_OK(weft_task_join(k));
   EXPECT_OK(weft_task_join(c));
 }
+
+/* opts.streams of the next run (0: the default). */
+static int run_streams;
+/* Set by run: whether its runtime ran under weft check. */
+static int run_checked;
 
 /* Runs p traced (workers: 0 for the default) and explains the trace into
  * *e and *m; 77 when the backend has no device or CUPTI is taken. */
@@ -252,6 +289,7 @@ static int run(program p, int workers, trace_model *m, trace_explanation *e) {
   weft_runtime_opts_init(&o);
   o.workers = workers;
   o.host_threads = 2; /* the most streams a program here uses */
+  o.streams = run_streams;
   o.trace_path = path;
   weft_runtime *rt;
   int rc = weft_init(&rt, &o);
@@ -261,6 +299,7 @@ static int run(program p, int workers, trace_model *m, trace_explanation *e) {
     return 77;
   }
   EXPECT_OK(rc);
+  run_checked = rt->h.bk->check != NULL;
   EXPECT_OK(weft_pinned_alloc(GATES * sizeof *gate, (void **)&gate));
   memset(gate, 0, GATES * sizeof *gate);
   EXPECT_OK(weft_pinned_alloc(BIG, (void **)&pin));
@@ -333,6 +372,42 @@ static int planted(const char *what, program p, int workers, trace_cause c,
   return 0;
 }
 
+/* The taken-over stream planted: its cause first, named with the taker,
+ * and the trace records the takeover; under weft check no stream is
+ * taken over and the taker's kernel waits for nothing. */
+static void takeover_planted(void) {
+  trace_model m;
+  trace_explanation e;
+  EXPECT(run(p_takeover, 2, &m, &e) == 0);
+  print("taken over", &m, &e);
+  if (run_checked) {
+    EXPECT_MSG(m.ntakeovers == 0 && e.cause[TRACE_CAUSE_TAKEOVER] == 0,
+               "taken over, under weft check: %zu takeovers, %.1f us",
+               m.ntakeovers, e.cause[TRACE_CAUSE_TAKEOVER]);
+  } else {
+    EXPECT_MSG(m.ntakeovers == 1, "taken over: %zu takeovers in the trace",
+               m.ntakeovers);
+    EXPECT_MSG(e.top == TRACE_CAUSE_TAKEOVER,
+               "taken over: the first cause is %s",
+               e.top >= 0 ? trace_cause_name((trace_cause)e.top) : "none");
+    int named = 0;
+    for (size_t i = 0; i < e.nlost && !named; i++) {
+      const trace_lost *l = &e.lost_at[i];
+      if (l->cause == TRACE_CAUSE_TAKEOVER && l->op != TRACE_NO_OP) {
+        const trace_op *op = &m.ops[l->op];
+        uint32_t tn = op->task_name;
+        if (!tn && op->launch != TRACE_NO_OP)
+          tn = m.ops[op->launch].task_name;
+        named = !strcmp(trace_model_str(&m, tn), "taker");
+        break;
+      }
+    }
+    EXPECT_MSG(named, "taken over: the longest stretch is not the taker's");
+  }
+  trace_explanation_free(&e);
+  trace_model_free(&m);
+}
+
 int main(int argc, char **argv) {
   test_kernels_init(&tk);
   if (argc > 1 && !strcmp(argv[1], "hwqueue")) {
@@ -351,6 +426,9 @@ int main(int argc, char **argv) {
   planted("one stream", p_one_stream, 2, TRACE_CAUSE_ONE_STREAM, "pipeline");
   planted("ordered", p_ordered, 2, TRACE_CAUSE_ORDERED, "consumer");
   planted("weft", p_weft, 1, TRACE_CAUSE_WEFT, "late");
+  run_streams = 1;
+  takeover_planted();
+  run_streams = 0;
   const char *backend = getenv("WEFT_BACKEND");
   if (backend && !strcmp(backend, "cuda")) { /* a GPU's engines */
     planted("GPU full", p_gpu_full, 2, TRACE_CAUSE_GPU_FULL, "filler-*");
