@@ -157,7 +157,7 @@ typedef struct weft_task_stats {
    * task that follows it by declared data, or past the streams made ahead
    * any task, takes it over); more than were made ahead means some were
    * made while the GPU worked, where CUDA can make the maker wait
-   * (README, WEFT_STREAMS). Filled only when
+   * (docs/ENV.md, WEFT_STREAMS). Filled only when
    * struct_size covers it (a caller built before it was added gets the
    * rest). */
   uint64_t streams;
