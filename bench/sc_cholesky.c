@@ -84,6 +84,7 @@ struct cbench {
   uint64_t moved[NV];   /* bytes weft moved, the last repeat */
   uint64_t evictions;   /* out of core, the last repeat */
   uint64_t streams[NV]; /* streams the runtime held after its runs */
+  uint64_t taken[NV];   /* streams taken over, the last repeat */
 };
 
 static size_t tix(const cbench *cb, unsigned i, unsigned j) {
@@ -174,12 +175,16 @@ typedef struct driver {
   void *m;           /* the matrix the handles cover */
   const char *range; /* the run's name in a trace (weft trace --range) */
   uint64_t ns, moved, evictions, streams;
+  uint64_t taken; /* streams taken over in the run */
 } driver;
 
 /* Registers the lower tiles of d->m, factors, unregisters: timed. */
 static void weft_driver(void *arg) {
   driver *d = arg;
   cbench *cb = d->cb;
+  weft_task_stats ts = {.struct_size = sizeof ts};
+  uint64_t taken0 =
+      weft_task_stats_get(d->rt, &ts) == 0 ? ts.streams_taken_over : 0;
   int pushed = weft_range_push(d->range) == 0;
   uint64_t t0 = bench_now_ns();
   weft_data **lower = calloc(cb->nlower, sizeof *lower);
@@ -224,7 +229,6 @@ static void weft_driver(void *arg) {
       bench_fail_weft(cb->c, e, "weft_task_join");
   /* Streams held once every task is done: more than were made ahead
    * (WEFT_STREAMS) means some were made while the GPU worked. */
-  weft_task_stats ts = {.struct_size = sizeof ts};
   d->streams = weft_task_stats_get(d->rt, &ts) == 0 ? ts.streams : 0;
   d->moved = d->evictions = 0;
   for (size_t i = 0; i < nreg; i++) {
@@ -238,6 +242,8 @@ static void weft_driver(void *arg) {
   if ((e = weft_data_unregister_n(lower, nreg)) != 0)
     bench_fail_weft(cb->c, e, "weft_data_unregister_n");
   d->ns = bench_now_ns() - t0;
+  d->taken =
+      weft_task_stats_get(d->rt, &ts) == 0 ? ts.streams_taken_over - taken0 : 0;
   if (pushed)
     weft_range_pop();
   free(lower);
@@ -263,7 +269,7 @@ static int weft_run(cbench *cb, weft_runtime *rt, void *m, int v,
                     const char *who, int r) {
   char range[96];
   snprintf(range, sizeof range, "%s, n=%u b=%u", who, cb->n, cb->b);
-  driver d = {cb, rt, m, range, 0, 0, 0, 0};
+  driver d = {cb, rt, m, range, 0, 0, 0, 0, 0};
   reset(cb, m);
   int rc = bench_in_task(cb->c, rt, weft_driver, &d);
   if (rc == 0 && bench_failed(cb->c))
@@ -274,6 +280,7 @@ static int weft_run(cbench *cb, weft_runtime *rt, void *m, int v,
     bench_samples_add(&cb->s[v], (double)d.ns / 1e6);
   cb->moved[v] = d.moved;
   cb->streams[v] = d.streams;
+  cb->taken[v] = d.taken;
   if (v == V_OOC)
     cb->evictions = d.evictions;
   return rc;
@@ -354,9 +361,10 @@ static int report(cbench *cb, int sized, int ooc) {
         "ms", &cb->s[v], 0,
         "%.1f GFLOP/s: %.2f x the hand-written throughput (pinned), %.2f x "
         "the same memory's, target >= 0.95 (%s); moved %.2f x the minimum, "
-        "target <= 1.1 (%s); %llu streams held",
+        "target <= 1.1 (%s); %llu streams held, %llu taken over a run",
         flop / ms / 1e6, ratio, same, same >= 0.95 ? "met" : "MISSED", bytes,
-        bytes <= 1.1 ? "met" : "MISSED", (unsigned long long)cb->streams[v]);
+        bytes <= 1.1 ? "met" : "MISSED", (unsigned long long)cb->streams[v],
+        (unsigned long long)cb->taken[v]);
   }
   if (rc == 0) {
     double ms = bench_stats_of(&cb->s[V_SPAWN]).median;
@@ -370,10 +378,11 @@ static int report(cbench *cb, int sized, int ooc) {
         "ms", &cb->s[V_SPAWN], 0,
         "%.1f GFLOP/s: %.2f x the hand-written throughput of its runs, "
         "%.2f x the pinned row's (copies at get) against the same; moved "
-        "%.2f x the minimum; %llu streams held",
+        "%.2f x the minimum; %llu streams held, %llu taken over a run",
         flop / ms / 1e6, hand_b / ms, (hand_b / ms) / (hand / at_get),
         (double)cb->moved[V_SPAWN] / min,
-        (unsigned long long)cb->streams[V_SPAWN]);
+        (unsigned long long)cb->streams[V_SPAWN],
+        (unsigned long long)cb->taken[V_SPAWN]);
   }
   if (rc == 0 && ooc) {
     double in = bench_stats_of(&cb->s[V_PINNED]).median;
@@ -385,11 +394,12 @@ static int report(cbench *cb, int sized, int ooc) {
                    cb->n, cb->b, sized),
         "ms", &cb->s[V_OOC], 0,
         "%.1f GFLOP/s: %.2f x in core's throughput%s%s; %llu evictions, "
-        "moved %.2f x the minimum; %llu streams held",
+        "moved %.2f x the minimum; %llu streams held, %llu taken over a run",
         flop / ms / 1e6, in / ms, judged ? ", target >= 0.6 " : "",
         judged ? (in / ms >= 0.6 ? "(met)" : "(MISSED)") : "",
         (unsigned long long)cb->evictions, (double)cb->moved[V_OOC] / min,
-        (unsigned long long)cb->streams[V_OOC]);
+        (unsigned long long)cb->streams[V_OOC],
+        (unsigned long long)cb->taken[V_OOC]);
   }
   bench_group(c);
   return rc;

@@ -79,6 +79,7 @@ int weft__stream_pool_get(weft_runtime *rt, int dev, int high,
     s = *n->slot; /* the lender's end releases nothing now */
     *n->slot = NULL;
     from = n->task;
+    p->taken++;
     unlend(p, n);
   }
   pthread_mutex_unlock(&h->lock);
@@ -128,6 +129,14 @@ size_t weft__stream_pool_count(weft_runtime *rt) {
   pthread_mutex_lock(&h->lock);
   for (int k = 0; k < h->bk->ndev * 2; k++)
     n += h->streams.made[k];
+  pthread_mutex_unlock(&h->lock);
+  return n;
+}
+
+size_t weft__stream_pool_taken(weft_runtime *rt) {
+  weft__runtime_head *h = weft__head(rt);
+  pthread_mutex_lock(&h->lock);
+  size_t n = h->streams.taken;
   pthread_mutex_unlock(&h->lock);
   return n;
 }

@@ -34,6 +34,7 @@ typedef struct weft__stream_pool {
   /* Lenders, oldest first (none under weft check). */
   weft__stream_lender **lend_first, **lend_last;
   size_t ahead; /* streams made ahead a device (opts.streams) */
+  size_t taken; /* leases that took a lender's stream over */
 } weft__stream_pool;
 
 /* Allocates the per-device lists; 0 or WEFT_ENOMEM, reported. */
@@ -65,5 +66,7 @@ void weft__stream_pool_put(weft_runtime *rt, weft__stream **slot, int high,
                            weft__stream_lender *n);
 /* Streams made by the runtime, leased or free. */
 size_t weft__stream_pool_count(weft_runtime *rt);
+/* Leases that took a lender's stream over. */
+size_t weft__stream_pool_taken(weft_runtime *rt);
 
 #endif

@@ -600,5 +600,8 @@ int weft_task_stats_get(weft_runtime *rt, weft_task_stats *out) {
       offsetof(weft_task_stats, streams) + sizeof out->streams) {
     out->streams = weft__stream_pool_count(rt);
   }
+  if (out->struct_size >= offsetof(weft_task_stats, streams_taken_over) +
+                              sizeof out->streams_taken_over)
+    out->streams_taken_over = weft__stream_pool_taken(rt);
   return 0;
 }

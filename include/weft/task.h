@@ -161,6 +161,12 @@ typedef struct weft_task_stats {
    * struct_size covers it (a caller built before it was added gets the
    * rest). */
   uint64_t streams;
+  /* Leases that took over a stream holding another task's queued work,
+   * past the streams made ahead (docs/ENV.md, WEFT_STREAMS): the work
+   * queued there later waits for that task's, an order no one declared
+   * (`weft trace explain` shows what it cost). Filled only when
+   * struct_size covers it. */
+  uint64_t streams_taken_over;
 } weft_task_stats;
 
 /* Fills *out. Errors: WEFT_EINVAL (NULL, or out->struct_size smaller than

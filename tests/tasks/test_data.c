@@ -838,6 +838,14 @@ static void write_backs_lend(void) {
              "%d tasks wait, not the writer and its %d write-backs",
              atomic_load(&rt->waits.n), WB);
   tt_expect_streams_ahead(rt, 2, "write-backs wait for their copies");
+  /* All but the two that found a stream free, or the writer's handed on,
+   * took one over; weft check takes none. */
+  weft_task_stats ts = {.struct_size = sizeof ts};
+  EXPECT_OK(weft_task_stats_get(rt, &ts));
+  EXPECT_MSG(rt->h.bk->check ? ts.streams_taken_over == 0
+                             : ts.streams_taken_over >= WB - 2,
+             "%llu streams taken over by %d write-backs",
+             (unsigned long long)ts.streams_taken_over, WB);
   tt_gate_open(&s.g);
   EXPECT(pthread_join(th, NULL) == 0);
   EXPECT_OK(s.rc);

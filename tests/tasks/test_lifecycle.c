@@ -843,6 +843,14 @@ static void task_stats(void) {
   st.live = 99;
   EXPECT_OK(weft_task_stats_get(rt, &st));
   EXPECT(st.live == 0 && st.streams == 12345);
+  /* One built before streams_taken_over was: streams is filled. */
+  st.struct_size = offsetof(weft_task_stats, streams_taken_over);
+  st.streams_taken_over = 777;
+  EXPECT_OK(weft_task_stats_get(rt, &st));
+  EXPECT(st.streams != 12345 && st.streams_taken_over == 777);
+  st.struct_size = sizeof st;
+  EXPECT_OK(weft_task_stats_get(rt, &st));
+  EXPECT_EQ_INT((int)st.streams_taken_over, 0); /* no stream held work */
   tt_close(rt);
 }
 
@@ -886,6 +894,14 @@ static void streams_taken_over(void) {
       sched_yield();
   }
   tt_expect_streams_ahead(rt, 2, "tasks returned with work behind a gate");
+  /* Each taker took a stream over (the second gate perhaps too); weft
+   * check takes none. */
+  weft_task_stats ts = {.struct_size = sizeof ts};
+  EXPECT_OK(weft_task_stats_get(rt, &ts));
+  EXPECT_MSG(rt->h.bk->check ? ts.streams_taken_over == 0
+                             : ts.streams_taken_over >= TAKERS,
+             "%llu streams taken over by %d takers",
+             (unsigned long long)ts.streams_taken_over, TAKERS);
   /* Under weft check each taker made a stream of its own, its work free
    * to complete. */
   if (!rt->h.bk->check)
