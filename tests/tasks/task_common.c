@@ -34,14 +34,20 @@ weft_runtime *tt_open(const weft_runtime_opts *opts) {
   return rt;
 }
 
-weft_runtime *tt_open_workers(int workers) {
+/* workers and streams as the options take them (0: default). */
+static weft_runtime *open_gated(int workers, int streams) {
   weft_runtime_opts o;
   weft_runtime_opts_init(&o);
   o.workers = workers;
+  o.streams = streams;
   /* A gate occupies a host executor thread for as long as it spins. */
   o.host_threads = 4;
   return tt_open(&o);
 }
+
+weft_runtime *tt_open_workers(int workers) { return open_gated(workers, 0); }
+
+weft_runtime *tt_open_ahead(int streams) { return open_gated(2, streams); }
 
 void tt_close(weft_runtime *rt) { EXPECT_OK(weft_shutdown(rt)); }
 

@@ -49,6 +49,9 @@ weft_runtime *tt_open(const weft_runtime_opts *opts);
 /* tt_open with workers worker threads (0: default) and, on the host
  * backend, enough executor threads for a spinning gate beside other work. */
 weft_runtime *tt_open_workers(int workers);
+/* tt_open_workers(2) making only `streams` streams a device ahead: past
+ * them, leases take streams over (the takeover tests). */
+weft_runtime *tt_open_ahead(int streams);
 /* Shuts rt down, which must succeed. */
 void tt_close(weft_runtime *rt);
 

@@ -232,12 +232,7 @@ static void held_first(void *arg) {
 
 static void chain_behind_gate(void) {
   enum { N = 40 };
-  weft_runtime_opts o;
-  weft_runtime_opts_init(&o);
-  o.workers = 2;
-  o.host_threads = 4; /* the gate holds one while it spins */
-  o.streams = 2;
-  weft_runtime *own = tt_open(&o);
+  weft_runtime *own = tt_open_ahead(2);
   tt_gate_init(&held_gate);
   static link ls[N];
   weft_task *t[N + 1];

@@ -813,12 +813,7 @@ static void *wb_spawner(void *arg) {
 }
 
 static void write_backs_lend(void) {
-  weft_runtime_opts o;
-  weft_runtime_opts_init(&o);
-  o.workers = 2;
-  o.host_threads = 4;
-  o.streams = 2;
-  weft_runtime *rt = tt_open(&o);
+  weft_runtime *rt = tt_open_ahead(2);
   wb_state s = {0};
   tt_gate_init(&s.g);
   unsigned char *host;

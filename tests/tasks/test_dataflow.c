@@ -463,12 +463,7 @@ static void chain_link(void *arg) {
 }
 
 static void chain_hands_streams_on(void) {
-  weft_runtime_opts o;
-  weft_runtime_opts_init(&o);
-  o.workers = 2;
-  o.host_threads = 4; /* the gate holds one while it spins */
-  o.streams = 2;
-  weft_runtime *rt = tt_open(&o);
+  weft_runtime *rt = tt_open_ahead(2);
   tt_gate_init(&chain_gate);
   EXPECT_OK(weft_device_alloc(LEN * sizeof(float), (void **)&chain_buf));
   EXPECT_OK(weft_memset(chain_buf, 0, LEN * sizeof(float)));

@@ -870,12 +870,7 @@ static void taker(void *arg) {
 }
 
 static void streams_taken_over(void) {
-  weft_runtime_opts o;
-  weft_runtime_opts_init(&o);
-  o.workers = 2;
-  o.host_threads = 4; /* the gates hold two while they spin */
-  o.streams = 2;
-  weft_runtime *rt = tt_open(&o);
+  weft_runtime *rt = tt_open_ahead(2);
   for (int i = 0; i < 2; i++)
     tt_gate_init(&take_gate[i]);
   size_t bytes = (size_t)TAKERS * TAKER_INTS * sizeof(int);
