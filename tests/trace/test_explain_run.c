@@ -12,8 +12,10 @@
  *               tasks computing on the host;
  *   taken over: with one stream made ahead, a task returns with a 20 ms
  *               kernel queued and the next task, independent of it,
- *               takes its stream over: its short kernel waits behind
- *               (not under weft check, which takes no stream over);
+ *               takes its stream over: its copy waits behind, the copy
+ *               engine free (a kernel behind a kernel would not show on
+ *               a GPU, where a running kernel may fill the device; not
+ *               under weft check, which takes no stream over);
  *   mixed:      one stream, then host-slow launches: both found, the
  *               larger first;
  *   control:    two tasks, each with four 5 ms kernels queued on its
@@ -193,7 +195,8 @@ static void holder(void *arg) {
 
 static void taker(void *arg) {
   (void)arg;
-  spin(0.5, 12);
+  EXPECT_OK(weft_copy(dbuf, pin, BIG));
+  EXPECT_OK(weft_sync());
 }
 
 /* Whether t has returned (read under its runtime's lock). */
@@ -374,7 +377,7 @@ static int planted(const char *what, program p, int workers, trace_cause c,
 
 /* The taken-over stream planted: its cause first, named with the taker,
  * and the trace records the takeover; under weft check no stream is
- * taken over and the taker's kernel waits for nothing. */
+ * taken over and the taker's copy waits for nothing. */
 static void takeover_planted(void) {
   trace_model m;
   trace_explanation e;
