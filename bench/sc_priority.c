@@ -22,8 +22,8 @@
  * - high priority: the short work on a stream of the device's greatest
  *   priority (weft: a task spawned with WEFT_PRIORITY_HIGH, admission
  *   off);
- * - weft only, high priority with priority-aware admission at depth 1, 2
- *   (the default) and 4 (weft_runtime_set_admission for the run): the
+ * - weft only, high priority with priority-aware admission at depth 1
+ *   (the default), 2 and 4 (weft_runtime_set_admission for the run): the
  *   flood task keeps that many operations in flight while the short task
  *   lives, and issues nothing while it runs; their notes give the flood's
  *   time against the flood alone (its own row, last). Target: <= 1.05 x.
