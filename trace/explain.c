@@ -283,38 +283,14 @@ typedef struct sweep {
   size_t *lane_at;
   struct dwait *dws;
   size_t *dw_at;
-  /* The takeovers as (GPU lane, taker), sorted: a task whose stream was
+  /* The takeovers, keyed (GPU lane, taker): a task whose stream was
    * taken over waits there behind others' work undeclared. */
-  struct taken *taken;
-  size_t ntaken;
+  trace_keymap taken;
 } sweep;
 
-typedef struct taken {
-  uint32_t lane;
-  int64_t task;
-} taken;
-
-static int cmp_taken(const void *a, const void *b, const void *ctx) {
-  (void)ctx;
-  const taken *x = a, *y = b;
-  if (x->lane != y->lane)
-    return x->lane < y->lane ? -1 : 1;
-  return (x->task > y->task) - (x->task < y->task);
-}
-
-/* Whether task took lane's stream over (a search of w->taken). */
+/* Whether task took lane's stream over. */
 static int took_over(const sweep *w, uint32_t lane, int64_t task) {
-  size_t lo = 0, hi = w->ntaken;
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    const taken *t = &w->taken[mid];
-    if (t->lane < lane || (t->lane == lane && t->task < task))
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
-  return lo < w->ntaken && w->taken[lo].lane == lane &&
-         w->taken[lo].task == task;
+  return trace_keymap_get(&w->taken, lane, (uint64_t)task, 0) != UINT32_MAX;
 }
 
 /* A recorded stream wait (the model's swaits[wait]) with its streams as
@@ -365,16 +341,15 @@ static int cmp_dwait(const void *a, const void *b, const void *ctx) {
 /* Fills w->taken from the model's takeovers of streams that ran work. */
 static int index_taken(sweep *w) {
   const trace_model *m = w->m;
-  w->taken = malloc((m->ntakeovers ? m->ntakeovers : 1) * sizeof *w->taken);
-  if (!w->taken)
-    return -1;
   for (size_t i = 0; i < m->ntakeovers; i++) {
     const trace_takeover *t = &m->takeovers[i];
     uint32_t lane = lane_of(m, t->device, t->stream);
-    if (lane != TRACE_NO_OP && t->task != TRACE_NONE)
-      w->taken[w->ntaken++] = (taken){lane, t->task};
+    if (lane != TRACE_NO_OP && t->task != TRACE_NONE &&
+        trace_keymap_put(&w->taken, lane, (uint64_t)t->task, 0, 0) ==
+            UINT32_MAX)
+      return -1;
   }
-  return trace_sort(w->taken, w->ntaken, sizeof *w->taken, cmp_taken, NULL);
+  return 0;
 }
 
 /* Fills the lanes' ops in stream order and their recorded waits. */
@@ -919,7 +894,7 @@ out:
   free(w.lane_at);
   free(w.dws);
   free(w.dw_at);
-  free(w.taken);
+  trace_keymap_free(&w.taken);
   free(holds);
   free(slices);
   free(waits);
