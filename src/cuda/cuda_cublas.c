@@ -15,16 +15,34 @@
 
 #include "cuda_cublas.h"
 #include "cuda_internal.h"
+#include "cuda_libload.h"
 #include "error_internal.h"
 #include "library_internal.h"
 #include "registry.h"
+
+/* The cuBLAS calls weft makes, opened at first use (cuda_libload.h). */
+static struct {
+  __typeof__(cublasCreate_v2) *create;
+  __typeof__(cublasDestroy_v2) *destroy;
+  __typeof__(cublasSetStream_v2) *set_stream;
+  __typeof__(cublasSetWorkspace_v2) *set_workspace;
+  __typeof__(cublasGetStatusString) *status_string;
+} cb;
+
+static const weft__cuda_symbol cb_syms[] = {
+    WEFT__CUDA_SYM(cb, create, "cublasCreate_v2"),
+    WEFT__CUDA_SYM(cb, destroy, "cublasDestroy_v2"),
+    WEFT__CUDA_SYM(cb, set_stream, "cublasSetStream_v2"),
+    WEFT__CUDA_SYM(cb, set_workspace, "cublasSetWorkspace_v2"),
+    WEFT__CUDA_SYM(cb, status_string, "cublasGetStatusString")};
+static weft__cuda_lib cb_so =
+    WEFT__CUDA_LIB("cublas", CUBLAS_VER_MAJOR, cb_syms);
 
 static int cublas_fail(cublasStatus_t st, const char *call) {
   int code = st == CUBLAS_STATUS_ALLOC_FAILED      ? WEFT_ENOMEM
              : st == CUBLAS_STATUS_NOT_INITIALIZED ? WEFT_ENODEV
                                                    : WEFT_EDEVICE;
-  return weft__err_raw(code, (int)st, "%s: %s", call,
-                       cublasGetStatusString(st));
+  return weft__err_raw(code, (int)st, "%s: %s", call, cb.status_string(st));
 }
 
 /* A failure of set_stream's own, re-reported by weft_cublas over the
@@ -55,8 +73,8 @@ static __attribute__((noinline)) void bind_report(void) {
   }
 }
 
-/* cublasCreate loads cuBLAS on first use and needs more stack than a
- * task's fiber has by default (docs/decisions/libraries.md, "cuBLAS needs
+/* Opening cuBLAS and cublasCreate need more stack than a task's fiber has
+ * by default (docs/decisions/libraries.md, "cuBLAS needs
  * deep stacks"): the cache runs it on the thread's own stack, the device
  * already current. */
 static int lib_create(void *user, int dev, const void *key, size_t key_bytes,
@@ -65,8 +83,10 @@ static int lib_create(void *user, int dev, const void *key, size_t key_bytes,
   (void)key;
   (void)key_bytes;
   (void)dev; /* current already */
+  if (weft__cuda_lib_open(&cb_so))
+    return WEFT__CUDA_LIB_MISSING;
   cublasHandle_t h;
-  cublasStatus_t st = cublasCreate(&h);
+  cublasStatus_t st = cb.create(&h);
   if (st == CUBLAS_STATUS_SUCCESS)
     *handle = h;
   return (int)st;
@@ -92,21 +112,22 @@ static int lib_set_stream(void *user, void *handle, void *stream) {
     bind_failed(rc);
     return -1;
   }
-  cublasStatus_t st = cublasSetStream(h, stream);
+  cublasStatus_t st = cb.set_stream(h, stream);
   if (st == CUBLAS_STATUS_SUCCESS && s->ws)
-    if ((st = cublasSetWorkspace(h, s->ws, s->ws_bytes)) !=
-        CUBLAS_STATUS_SUCCESS)
+    if ((st = cb.set_workspace(h, s->ws, s->ws_bytes)) != CUBLAS_STATUS_SUCCESS)
       bind_failed(cublas_fail(st, "cublasSetWorkspace"));
   return (int)st;
 }
 
 static void lib_destroy(void *user, void *handle) {
   (void)user;
-  cublasDestroy(handle);
+  cb.destroy(handle);
 }
 
 static const char *lib_describe(int status) {
-  return status > 0 ? cublasGetStatusString((cublasStatus_t)status) : NULL;
+  if (status == WEFT__CUDA_LIB_MISSING)
+    return cb_so.error;
+  return status > 0 ? cb.status_string((cublasStatus_t)status) : NULL;
 }
 
 static const weft_library cublas_lib = {.struct_size = sizeof cublas_lib,

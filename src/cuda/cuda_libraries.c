@@ -1,10 +1,12 @@
 /* weft/cuda_libraries.h: the toolkit's libraries as descriptions on the
  * handle cache of weft/library.h (library.c), each compiled in when the
- * build found it (WEFT_HAVE_<LIB>). The cache runs each create with weft
- * check looking away (a handle's set-up is deliberate, once). */
+ * build found it (WEFT_HAVE_<LIB>) and opened at its first handle's create
+ * (cuda_libload.h), which the cache runs on the thread's own stack with
+ * weft check looking away (a handle's set-up is deliberate, once). */
 #include <stdlib.h>
 #include <string.h>
 
+#include "cuda_libload.h"
 #include "error_internal.h"
 #include "library_internal.h"
 #include "weft/cuda_libraries.h"
@@ -25,6 +27,13 @@ static void *fetch_handle(const char *call, const weft_library *lib) {
   return fetch(call, lib, NULL, 0, &h) == 0 ? h : NULL;
 }
 
+/* A describe for a library whose statuses weft has no words for: the
+ * loader's, when it would not open. */
+#define DESCRIBE_MISSING(fn, so)                                               \
+  static const char *fn(int st) {                                              \
+    return st == WEFT__CUDA_LIB_MISSING ? so.error : NULL;                     \
+  }
+
 static int not_built(const char *call, const char *lib) {
   return weft__err(WEFT_ENOTSUP, "%s: weft was built without %s", call, lib);
 }
@@ -32,11 +41,24 @@ static int not_built(const char *call, const char *lib) {
 /* ---- cuBLASLt ---- */
 
 #if WEFT_HAVE_CUBLASLT
+static struct {
+  __typeof__(cublasLtCreate) *create;
+  __typeof__(cublasLtDestroy) *destroy;
+  __typeof__(cublasLtGetStatusString) *status_string;
+} lt;
+static const weft__cuda_symbol lt_syms[] = {
+    WEFT__CUDA_SYM(lt, create, "cublasLtCreate"),
+    WEFT__CUDA_SYM(lt, destroy, "cublasLtDestroy"),
+    WEFT__CUDA_SYM(lt, status_string, "cublasLtGetStatusString")};
+static weft__cuda_lib lt_so =
+    WEFT__CUDA_LIB("cublasLt", CUBLAS_VER_MAJOR, lt_syms);
+
 static int lt_create(void *user, int dev, const void *key, size_t key_bytes,
                      void **h) {
   (void)user, (void)dev, (void)key, (void)key_bytes;
-  int st = (int)cublasLtCreate((cublasLtHandle_t *)h);
-  return st;
+  if (weft__cuda_lib_open(&lt_so))
+    return WEFT__CUDA_LIB_MISSING;
+  return (int)lt.create((cublasLtHandle_t *)h);
 }
 
 /* cuBLASLt takes its stream per call. */
@@ -47,11 +69,13 @@ static int lt_set_stream(void *user, void *h, void *stream) {
 
 static void lt_destroy(void *user, void *h) {
   (void)user;
-  cublasLtDestroy(h);
+  lt.destroy(h);
 }
 
 static const char *lt_describe(int st) {
-  return cublasLtGetStatusString((cublasStatus_t)st);
+  if (st == WEFT__CUDA_LIB_MISSING)
+    return lt_so.error;
+  return lt.status_string((cublasStatus_t)st);
 }
 
 static const weft_library lt_lib = {.struct_size = sizeof lt_lib,
@@ -74,25 +98,42 @@ cublasLtHandle_t weft_cublaslt(void) {
 /* ---- cuSPARSE ---- */
 
 #if WEFT_HAVE_CUSPARSE
+static struct {
+  __typeof__(cusparseCreate) *create;
+  __typeof__(cusparseSetStream) *set_stream;
+  __typeof__(cusparseDestroy) *destroy;
+  __typeof__(cusparseGetErrorString) *error_string;
+} sp;
+static const weft__cuda_symbol sp_syms[] = {
+    WEFT__CUDA_SYM(sp, create, "cusparseCreate"),
+    WEFT__CUDA_SYM(sp, set_stream, "cusparseSetStream"),
+    WEFT__CUDA_SYM(sp, destroy, "cusparseDestroy"),
+    WEFT__CUDA_SYM(sp, error_string, "cusparseGetErrorString")};
+static weft__cuda_lib sp_so =
+    WEFT__CUDA_LIB("cusparse", CUSPARSE_VER_MAJOR, sp_syms);
+
 static int sp_create(void *user, int dev, const void *key, size_t key_bytes,
                      void **h) {
   (void)user, (void)dev, (void)key, (void)key_bytes;
-  int st = (int)cusparseCreate((cusparseHandle_t *)h);
-  return st;
+  if (weft__cuda_lib_open(&sp_so))
+    return WEFT__CUDA_LIB_MISSING;
+  return (int)sp.create((cusparseHandle_t *)h);
 }
 
 static int sp_set_stream(void *user, void *h, void *stream) {
   (void)user;
-  return (int)cusparseSetStream(h, stream);
+  return (int)sp.set_stream(h, stream);
 }
 
 static void sp_destroy(void *user, void *h) {
   (void)user;
-  cusparseDestroy(h);
+  sp.destroy(h);
 }
 
 static const char *sp_describe(int st) {
-  return cusparseGetErrorString((cusparseStatus_t)st);
+  if (st == WEFT__CUDA_LIB_MISSING)
+    return sp_so.error;
+  return sp.error_string((cusparseStatus_t)st);
 }
 
 static const weft_library sp_lib = {.struct_size = sizeof sp_lib,
@@ -115,21 +156,35 @@ cusparseHandle_t weft_cusparse(void) {
 /* ---- cuSOLVER (dense) ---- */
 
 #if WEFT_HAVE_CUSOLVER
+static struct {
+  __typeof__(cusolverDnCreate) *create;
+  __typeof__(cusolverDnSetStream) *set_stream;
+  __typeof__(cusolverDnDestroy) *destroy;
+} dn;
+static const weft__cuda_symbol dn_syms[] = {
+    WEFT__CUDA_SYM(dn, create, "cusolverDnCreate"),
+    WEFT__CUDA_SYM(dn, set_stream, "cusolverDnSetStream"),
+    WEFT__CUDA_SYM(dn, destroy, "cusolverDnDestroy")};
+static weft__cuda_lib dn_so =
+    WEFT__CUDA_LIB("cusolver", CUSOLVER_VER_MAJOR, dn_syms);
+DESCRIBE_MISSING(dn_describe, dn_so)
+
 static int dn_create(void *user, int dev, const void *key, size_t key_bytes,
                      void **h) {
   (void)user, (void)dev, (void)key, (void)key_bytes;
-  int st = (int)cusolverDnCreate((cusolverDnHandle_t *)h);
-  return st;
+  if (weft__cuda_lib_open(&dn_so))
+    return WEFT__CUDA_LIB_MISSING;
+  return (int)dn.create((cusolverDnHandle_t *)h);
 }
 
 static int dn_set_stream(void *user, void *h, void *stream) {
   (void)user;
-  return (int)cusolverDnSetStream(h, stream);
+  return (int)dn.set_stream(h, stream);
 }
 
 static void dn_destroy(void *user, void *h) {
   (void)user;
-  cusolverDnDestroy(h);
+  dn.destroy(h);
 }
 
 static const weft_library dn_lib = {.struct_size = sizeof dn_lib,
@@ -137,6 +192,7 @@ static const weft_library dn_lib = {.struct_size = sizeof dn_lib,
                                     .create = dn_create,
                                     .set_stream = dn_set_stream,
                                     .destroy = dn_destroy,
+                                    .describe = dn_describe,
                                     .per_stream = 1};
 #endif
 
@@ -152,12 +208,32 @@ cusolverDnHandle_t weft_cusolver_dn(void) {
 /* ---- cuRAND ---- */
 
 #if WEFT_HAVE_CURAND
+static struct {
+  __typeof__(curandCreateGenerator) *create;
+  __typeof__(curandSetStream) *set_stream;
+  __typeof__(curandGenerateSeeds) *generate_seeds;
+  __typeof__(curandDestroyGenerator) *destroy;
+  __typeof__(curandSetPseudoRandomGeneratorSeed) *set_seed;
+  __typeof__(curandSetGeneratorOffset) *set_offset;
+} rnd;
+static const weft__cuda_symbol rnd_syms[] = {
+    WEFT__CUDA_SYM(rnd, create, "curandCreateGenerator"),
+    WEFT__CUDA_SYM(rnd, set_stream, "curandSetStream"),
+    WEFT__CUDA_SYM(rnd, generate_seeds, "curandGenerateSeeds"),
+    WEFT__CUDA_SYM(rnd, destroy, "curandDestroyGenerator"),
+    WEFT__CUDA_SYM(rnd, set_seed, "curandSetPseudoRandomGeneratorSeed"),
+    WEFT__CUDA_SYM(rnd, set_offset, "curandSetGeneratorOffset")};
+static weft__cuda_lib rnd_so =
+    WEFT__CUDA_LIB("curand", CURAND_VER_MAJOR, rnd_syms);
+DESCRIBE_MISSING(rand_describe, rnd_so)
+
 static int rand_create(void *user, int dev, const void *key, size_t key_bytes,
                        void **h) {
   (void)user, (void)dev, (void)key, (void)key_bytes;
-  int st = (int)curandCreateGenerator((curandGenerator_t *)h,
-                                      CURAND_RNG_PSEUDO_PHILOX4_32_10);
-  return st;
+  if (weft__cuda_lib_open(&rnd_so))
+    return WEFT__CUDA_LIB_MISSING;
+  return (int)rnd.create((curandGenerator_t *)h,
+                         CURAND_RNG_PSEUDO_PHILOX4_32_10);
 }
 
 /* Called once, when the stream's generator is made (per_stream). The
@@ -168,17 +244,17 @@ static int rand_create(void *user, int dev, const void *key, size_t key_bytes,
  * set-up moved out of the tasks"). */
 static int rand_set_stream(void *user, void *h, void *stream) {
   (void)user;
-  curandStatus_t st = curandSetStream(h, stream);
+  curandStatus_t st = rnd.set_stream(h, stream);
   weft__check_quiet++;
   if (st == CURAND_STATUS_SUCCESS)
-    st = curandGenerateSeeds(h);
+    st = rnd.generate_seeds(h);
   weft__check_quiet--;
   return (int)st;
 }
 
 static void rand_destroy(void *user, void *h) {
   (void)user;
-  curandDestroyGenerator(h);
+  rnd.destroy(h);
 }
 
 static const weft_library rand_lib = {.struct_size = sizeof rand_lib,
@@ -186,6 +262,7 @@ static const weft_library rand_lib = {.struct_size = sizeof rand_lib,
                                       .create = rand_create,
                                       .set_stream = rand_set_stream,
                                       .destroy = rand_destroy,
+                                      .describe = rand_describe,
                                       .per_stream = 1};
 #endif
 
@@ -195,9 +272,9 @@ curandGenerator_t weft_curand(unsigned long long seed,
   curandGenerator_t g = fetch_handle("weft_curand", &rand_lib);
   if (!g)
     return NULL;
-  curandStatus_t st = curandSetPseudoRandomGeneratorSeed(g, seed);
+  curandStatus_t st = rnd.set_seed(g, seed);
   if (st == CURAND_STATUS_SUCCESS)
-    st = curandSetGeneratorOffset(g, offset);
+    st = rnd.set_offset(g, offset);
   if (st != CURAND_STATUS_SUCCESS) {
     weft__err_raw(WEFT_EDEVICE, (int)st,
                   "weft_curand: setting seed and offset: curandStatus %d",
@@ -215,21 +292,38 @@ curandGenerator_t weft_curand(unsigned long long seed,
 /* ---- cuFFT ---- */
 
 #if WEFT_HAVE_CUFFT
+static struct {
+  __typeof__(cufftCreate) *create;
+  __typeof__(cufftMakePlanMany) *make_plan_many;
+  __typeof__(cufftSetStream) *set_stream;
+  __typeof__(cufftDestroy) *destroy;
+} fft;
+static const weft__cuda_symbol fft_syms[] = {
+    WEFT__CUDA_SYM(fft, create, "cufftCreate"),
+    WEFT__CUDA_SYM(fft, make_plan_many, "cufftMakePlanMany"),
+    WEFT__CUDA_SYM(fft, set_stream, "cufftSetStream"),
+    WEFT__CUDA_SYM(fft, destroy, "cufftDestroy")};
+static weft__cuda_lib fft_so =
+    WEFT__CUDA_LIB("cufft", CUFFT_VER_MAJOR, fft_syms);
+DESCRIBE_MISSING(fft_describe, fft_so)
+
 static int fft_create(void *user, int dev, const void *key, size_t key_bytes,
                       void **h) {
   (void)user, (void)dev, (void)key_bytes;
+  if (weft__cuda_lib_open(&fft_so))
+    return WEFT__CUDA_LIB_MISSING;
   weft_fft_shape sh;
   memcpy(&sh, key, sizeof sh);
   cufftHandle *plan = malloc(sizeof *plan);
   if (!plan)
     return CUFFT_ALLOC_FAILED;
   size_t work = 0;
-  cufftResult r = cufftCreate(plan);
+  cufftResult r = fft.create(plan);
   if (r == CUFFT_SUCCESS) {
-    r = cufftMakePlanMany(*plan, sh.rank, sh.n, NULL, 1, 0, NULL, 1, 0, sh.type,
-                          sh.batch, &work);
+    r = fft.make_plan_many(*plan, sh.rank, sh.n, NULL, 1, 0, NULL, 1, 0,
+                           sh.type, sh.batch, &work);
     if (r != CUFFT_SUCCESS)
-      cufftDestroy(*plan);
+      fft.destroy(*plan);
   }
   if (r != CUFFT_SUCCESS) {
     free(plan);
@@ -241,12 +335,12 @@ static int fft_create(void *user, int dev, const void *key, size_t key_bytes,
 
 static int fft_set_stream(void *user, void *h, void *stream) {
   (void)user;
-  return (int)cufftSetStream(*(cufftHandle *)h, stream);
+  return (int)fft.set_stream(*(cufftHandle *)h, stream);
 }
 
 static void fft_destroy(void *user, void *h) {
   (void)user;
-  cufftDestroy(*(cufftHandle *)h);
+  fft.destroy(*(cufftHandle *)h);
   free(h);
 }
 
@@ -255,6 +349,7 @@ static const weft_library fft_lib = {.struct_size = sizeof fft_lib,
                                      .create = fft_create,
                                      .set_stream = fft_set_stream,
                                      .destroy = fft_destroy,
+                                     .describe = fft_describe,
                                      .per_stream = 1};
 #endif
 
