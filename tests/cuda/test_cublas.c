@@ -229,6 +229,9 @@ static void run(int workers, const char *env, size_t wsb, int graphed,
 }
 
 int main(void) {
+  /* Set before weft_init: setenv is unsafe beside threads that read the
+   * environment, and the CUDA driver's are starting then. */
+  setenv("WEFT_CUBLAS_WORKSPACE_KIB", "12abc", 1);
   weft_runtime_opts o;
   weft_runtime_opts_init(&o);
   o.backend = WEFT_BACKEND_CUDA;
@@ -238,7 +241,6 @@ int main(void) {
   if (rc == WEFT_ENODEV)
     SKIP("no CUDA device");
   EXPECT_OK(rc);
-  setenv("WEFT_CUBLAS_WORKSPACE_KIB", "12abc", 1);
   weft_task *bad;
   int bad_rc = 1;
   EXPECT_OK(weft_task_spawn(rt, &bad, bad_env_task, &bad_rc, NULL));
