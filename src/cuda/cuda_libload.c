@@ -1,7 +1,8 @@
 /* weft__cuda_lib_open (cuda_libload.h): dlopen by soname, then from the
  * toolkit directory weft was built against (WEFT_CUDA_LIBDIR), so that a
- * program that links the same library itself shares its one copy. Never
- * closed: the handles weft made live until the process ends. */
+ * program that links the same library itself shares its one copy. Bound
+ * lazily, as the dynamic linker binds a linked library, and never closed:
+ * the handles weft made live until the process ends. */
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -11,7 +12,7 @@
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 
 static void *open_lib(const char *soname, char *why, size_t why_len) {
-  void *h = dlopen(soname, RTLD_NOW | RTLD_LOCAL);
+  void *h = dlopen(soname, RTLD_LAZY | RTLD_LOCAL);
   if (h)
     return h;
   const char *e = dlerror();
@@ -20,7 +21,7 @@ static void *open_lib(const char *soname, char *why, size_t why_len) {
   char path[512];
   if (snprintf(path, sizeof path, "%s/%s", WEFT_CUDA_LIBDIR, soname) <
           (int)sizeof path &&
-      (h = dlopen(path, RTLD_NOW | RTLD_LOCAL)))
+      (h = dlopen(path, RTLD_LAZY | RTLD_LOCAL)))
     return h;
 #endif
   return NULL;
