@@ -70,8 +70,11 @@ WEFT_API cudaStream_t weft_cuda_stream(void);
  * that stream uses cuBLAS's default.
  * Errors: NULL, with WEFT_ESTATE (no runtime), WEFT_ENOTSUP (not the CUDA
  * backend), WEFT_EINVAL (WEFT_CUBLAS_WORKSPACE_KIB not a number of KiB up
- * to 2^30), WEFT_EDEVICE (cuBLAS failed: its status in the message),
- * WEFT_ENOMEM, or a device error recorded.
+ * to 2^30), WEFT_EDEVICE (cuBLAS failed: its status in the message; or
+ * libcublas could not be opened: weft opens it at the first handle, and
+ * the message names the file and why), WEFT_ENOMEM, or a device error
+ * recorded. weft does not link cuBLAS: a program calling it links it
+ * (CUDA::cublas, -lcublas) and weft uses that same copy.
  * Context: any thread; may switch (a thread's first call for a device runs
  * cublasCreate on the worker's own stack, and the task may resume on
  * another worker); blocks the worker for that cublasCreate and for the

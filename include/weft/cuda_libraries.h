@@ -21,7 +21,10 @@
  *     one task's work at a time, in order.
  *
  * Each library is optional when weft is built: one the build did not find
- * is refused with WEFT_ENOTSUP ("weft was built without cuFFT").
+ * is refused with WEFT_ENOTSUP ("weft was built without cuFFT"). weft
+ * links none of them: each is opened at its first handle (a program that
+ * calls one links it, and weft uses that copy), and one that cannot be
+ * opened fails that call with WEFT_EDEVICE, naming the file and why.
  * Errors (every call): NULL (WEFT_ENOTSUP for weft_cufft_plan), with
  * WEFT_ESTATE (no runtime), WEFT_ENOTSUP (not the CUDA backend, or the
  * library not built in), WEFT_EDEVICE (the library failed: the message
