@@ -7,6 +7,7 @@
 #define WEFT_BENCH_SCENARIOS_H
 
 #define BENCH_SCENARIOS(X)                                                     \
+  X(start)                                                                     \
   X(switch)                                                                    \
   X(spawn)                                                                     \
   X(ranges)                                                                    \
