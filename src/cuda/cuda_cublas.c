@@ -126,7 +126,7 @@ static void lib_destroy(void *user, void *handle) {
 
 static const char *lib_describe(int status) {
   if (status == WEFT__CUDA_LIB_MISSING)
-    return cb_so.error;
+    return weft__cuda_lib_missing(&cb_so, status);
   return status > 0 ? cb.status_string((cublasStatus_t)status) : NULL;
 }
 

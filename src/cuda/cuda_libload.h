@@ -1,8 +1,9 @@
 /* The toolkit's math libraries (cuBLAS, cuBLASLt, cuSPARSE, cuSOLVER,
  * cuRAND, cuFFT), opened with dlopen at their first use instead of linked:
- * linking them cost every program 0.5 s and 270 MB before main, cuBLASLt's
- * start-up, whether it used them or not (docs/decisions/libraries.md,
- * "The math libraries load at first use"). */
+ * linking them cost every program cuBLASLt's start-up before main (125 ms
+ * on an H100's host, half a second and 270 MB on a small machine), whether
+ * it used them or not (docs/decisions/libraries.md, "The math libraries
+ * load at first use"). */
 #ifndef WEFT__CUDA_LIBLOAD_H
 #define WEFT__CUDA_LIBLOAD_H
 
@@ -44,10 +45,17 @@ typedef struct weft__cuda_lib {
   }
 
 /* What a library description's create returns when its library would not
- * open: its describe gives the loader's words (lib->error). */
+ * open: its describe gives the loader's words (weft__cuda_lib_missing). */
 #define WEFT__CUDA_LIB_MISSING (-1)
 
-/* Whether lib is open; cheap, for every call of a library's handle. */
+/* The loader's words for status, when status says lib would not open (a
+ * set_stream's -1 is another failure); else NULL. */
+static inline const char *weft__cuda_lib_missing(const weft__cuda_lib *lib,
+                                                 int status) {
+  return status == WEFT__CUDA_LIB_MISSING && lib->error[0] ? lib->error : NULL;
+}
+
+/* Whether lib is open. */
 static inline int weft__cuda_lib_ready(weft__cuda_lib *lib) {
   return atomic_load_explicit(&lib->state, memory_order_acquire) == 1;
 }

@@ -30,9 +30,7 @@ static void *fetch_handle(const char *call, const weft_library *lib) {
 /* A describe for a library whose statuses weft has no words for: the
  * loader's, when it would not open. */
 #define DESCRIBE_MISSING(fn, so)                                               \
-  static const char *fn(int st) {                                              \
-    return st == WEFT__CUDA_LIB_MISSING ? so.error : NULL;                     \
-  }
+  static const char *fn(int st) { return weft__cuda_lib_missing(&so, st); }
 
 static int not_built(const char *call, const char *lib) {
   return weft__err(WEFT_ENOTSUP, "%s: weft was built without %s", call, lib);
@@ -74,7 +72,7 @@ static void lt_destroy(void *user, void *h) {
 
 static const char *lt_describe(int st) {
   if (st == WEFT__CUDA_LIB_MISSING)
-    return lt_so.error;
+    return weft__cuda_lib_missing(&lt_so, st);
   return lt.status_string((cublasStatus_t)st);
 }
 
@@ -132,7 +130,7 @@ static void sp_destroy(void *user, void *h) {
 
 static const char *sp_describe(int st) {
   if (st == WEFT__CUDA_LIB_MISSING)
-    return sp_so.error;
+    return weft__cuda_lib_missing(&sp_so, st);
   return sp.error_string((cusparseStatus_t)st);
 }
 

@@ -1,10 +1,11 @@
 /* The toolkit's math libraries load at first use (cuda/cuda_libload.h): a
  * program that links weft and none of them starts with none of them
- * mapped; the loader names what it could not open or find, and says so
- * again on the next call; with a CUDA device, weft_cublas() in a task opens
- * cuBLAS (and cuBLASLt, its dependency) and leaves cuSPARSE and cuFFT
- * unopened until asked for, and weft_cusparse() then opens cuSPARSE. The
- * device part is skipped without a device; the rest runs anywhere. */
+ * mapped; the loader names what it could not open or find, says so again
+ * on the next call, and gives those words for a create's status alone; with a
+ * CUDA device, weft_cublas() in a task opens cuBLAS (and cuBLASLt, its
+ * dependency) and leaves cuSPARSE and cuFFT unopened until asked for, and
+ * weft_cusparse() then opens cuSPARSE. The device part is skipped without a
+ * device; the rest runs anywhere. */
 #define _GNU_SOURCE
 #include <cuda_runtime.h>
 #include <link.h>
@@ -52,6 +53,11 @@ static void loader_errors(void) {
              "the loader's words: %s", missing.error);
   EXPECT(!weft__cuda_lib_ready(&missing));
   EXPECT(weft__cuda_lib_open(&missing) == -1); /* the same answer again */
+  /* A description's describe gives these words for the create's status
+   * alone. */
+  EXPECT(weft__cuda_lib_missing(&missing, WEFT__CUDA_LIB_MISSING) ==
+         missing.error);
+  EXPECT(weft__cuda_lib_missing(&missing, 3) == NULL);
   weft__cuda_symbol absent[] = {{"malloc", &sym_a},
                                 {"weft_no_such_symbol", &sym_b}};
   weft__cuda_lib libc = {.soname = "libc.so.6", .syms = absent, .nsyms = 2};
@@ -63,6 +69,8 @@ static void loader_errors(void) {
   weft__cuda_lib ok = {.soname = "libc.so.6", .syms = present, .nsyms = 1};
   EXPECT_OK(weft__cuda_lib_open(&ok));
   EXPECT(weft__cuda_lib_ready(&ok) && sym_a != NULL);
+  /* An open library's -1 is another failure (a set_stream's): no words. */
+  EXPECT(weft__cuda_lib_missing(&ok, WEFT__CUDA_LIB_MISSING) == NULL);
 }
 
 typedef struct job {
