@@ -14,7 +14,8 @@
  * - raw, one stream: the operations in order;
  * - weft: a task per tile operation, spawned in the loop's order by a
  *   driver task with the tiles each reads and writes declared, no stream
- *   or event written, then joined;
+ *   or event written, then joined, inside a range `dataflow n=N b=B`
+ *   (traced, `weft trace explain --range` reads one size);
  * - weft, captured: the same loop inside weft_graph_begin/end (each spawn
  *   a step of one graph, with the edges its declarations imply), captured
  *   once; a replay is one weft_graph_launch and weft_sync.
@@ -79,8 +80,9 @@ struct chol {
   int cuda;
   chol_raw raw; /* the raw versions */
   int lwork;
-  void *gwork;   /* the captured potrf steps' workspaces, one per k */
-  int capturing; /* the weft driver is capturing its steps as a graph */
+  void *gwork;    /* the captured potrf steps' workspaces, one per k */
+  int capturing;  /* the weft driver is capturing its steps as a graph */
+  char range[40]; /* the weft runs' range: `weft trace explain --range` */
   bench_samples s[NVARIANTS];
 };
 
@@ -147,6 +149,7 @@ typedef struct driver_job {
 static void weft_driver(void *arg) {
   driver_job *d = arg;
   chol *ch = d->ch;
+  int pushed = weft_range_push(ch->range) == 0;
   uint64_t t0 = bench_now_ns();
   size_t spawned = 0;
   for (; spawned < ch->nops; spawned++) {
@@ -165,6 +168,8 @@ static void weft_driver(void *arg) {
       bench_fail_weft(ch->c, e, "weft_task_join");
   }
   d->ns = bench_now_ns() - t0;
+  if (pushed)
+    weft_range_pop();
 }
 
 /* The same loop inside a graph capture: each spawn a step, nothing run;
@@ -352,6 +357,8 @@ static int factor(bench_ctx *c, weft_runtime *rt, chol_prec p, size sz,
   ch->b = sz.b;
   ch->T = sz.T;
   ch->n = ch->b * ch->T;
+  snprintf(ch->range, sizeof ch->range, "dataflow%s n=%u b=%u",
+           p == CHOL_F64 ? "-fp64" : "", ch->n, ch->b);
   int rc = setup(ch);
   if (rc == 0)
     rc = chol_raw_open(c, ch->rt, p, ch->T, ch->b, ch->tiles, &ch->lwork,

@@ -1,13 +1,16 @@
 /* Every `weft bench` scenario under WEFT_TRACE, on the host backend at
  * quick sizes: each writes a trace with operations that `weft trace check`
  * passes, or says on stderr why its trace holds none (a reason of its own,
- * not the runner's fallback). Arguments: the weft binary. */
+ * not the runner's fallback); the data-flow scenarios' weft runs lie in a
+ * range named for their size, which `weft trace explain --range` reads.
+ * Arguments: the weft binary. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "clip.h"
 #include "compat.h"
 #include "expect.h"
 #include "model.h"
@@ -31,6 +34,29 @@ static int run(const char *cmd) {
   int status = system(cmd);
   EXPECT(status != -1 && WIFEXITED(status));
   return WEXITSTATUS(status);
+}
+
+/* The data-flow scenario's range for its one quick size, "NAME n=N b=B",
+ * and `weft trace explain --range` over it. */
+static void sized_range(const char *name, const trace_model *m,
+                        const char *trace) {
+  char names[1024], want[64], cmd[4096];
+  trace_range_names(m, names, sizeof names);
+  snprintf(want, sizeof want, "'%.40s n=", name); /* listed as 'a', 'b' */
+  const char *at = strstr(names, want);
+  EXPECT_MSG(at && strstr(at, " b="), "%s: no range %s...' among: %s", name,
+             want, names);
+  char range[64];
+  size_t len = strcspn(++at, "'");
+  EXPECT(len < sizeof range);
+  memcpy(range, at, len);
+  range[len] = '\0';
+  snprintf(cmd, sizeof cmd,
+           "'%s' trace explain '%s' --range '%s' | grep -q 'inside the "
+           "ranges'",
+           weft, trace, range);
+  EXPECT_MSG(run(cmd) == 0, "%s: weft trace explain --range '%s' failed", name,
+             range);
 }
 
 static void scenario(const char *name) {
@@ -57,6 +83,8 @@ static void scenario(const char *name) {
   } else {
     long n = trace_compat_problems(stderr, &m, 5);
     EXPECT_MSG(n == 0, "%s: weft trace check finds %ld problems", name, n);
+    if (strcmp(name, "dataflow") == 0 || strcmp(name, "dataflow-fp64") == 0)
+      sized_range(name, &m, trace);
   }
   printf("%-12s %8zu operations\n", name, m.nops);
   trace_model_free(&m);
