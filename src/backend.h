@@ -79,6 +79,9 @@ struct weft__stream {
   uintptr_t ok_lo[WEFT__OK_RANGES], ok_hi[WEFT__OK_RANGES];
   unsigned ok_next;
   uint64_t ok_gen;
+  /* In its runtime's pool, leased to nobody (stream_pool.c, under the
+   * lifecycle lock). */
+  int pooled;
 };
 
 enum {

@@ -6,7 +6,11 @@
  * the next. Every handle made is also in one registry, so that shutdown
  * destroys its runtime's handles whichever threads made them, and so that
  * a per_stream handle is found by its stream from any thread: for those
- * the thread's slot is only a shortcut. */
+ * the thread's slot is only a shortcut. A reused per-stream handle
+ * (WEFT_LIBRARY_PER_STREAM_REUSED) moves in the registry to a stream that
+ * has none once its own is idle; every move adds to `moves` under the
+ * stream pool's lock, and a slot of such a handle made before the last
+ * move is checked against the registry again before it is used. */
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -17,6 +21,7 @@
 #include "error_internal.h"
 #include "library_internal.h"
 #include "registry.h"
+#include "stream_pool.h"
 #include "worker.h"
 
 /* 64 slots of 80 bytes a thread: a few libraries, each with a few keyed
@@ -37,7 +42,8 @@ typedef struct ident {
 typedef struct slot {
   ident id;
   void *handle;
-  void *stream; /* the native stream it is bound to, or NULL */
+  void *stream;   /* the native stream it is bound to, or NULL */
+  uint64_t moves; /* `moves` when it was found in the registry */
 } slot;
 
 static _Thread_local slot slots[SLOTS];
@@ -47,11 +53,16 @@ static _Thread_local unsigned last_hit;   /* looked at first */
 typedef struct made {
   ident id;
   void *handle;
+  weft__stream *ws; /* per_stream: the owner's weft stream */
+  int kept;         /* asked for while its stream captured: never lent */
 } made;
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static made *registry;
 static size_t nmade, cap;
+/* Reused per-stream handles moved to another stream so far (atomic; added
+ * to under the stream pool's lock). */
+static uint64_t moves;
 
 static int same(const ident *a, const ident *b) {
   return a->lib == b->lib && a->dev == b->dev && a->epoch == b->epoch &&
@@ -84,7 +95,7 @@ __attribute__((noinline)) static slot *slot_for(const ident *id) {
       free_slot = s;
   }
   if (free_slot) {
-    *free_slot = (slot){*id, NULL, NULL};
+    *free_slot = (slot){*id, NULL, NULL, 0};
     last_hit = (unsigned)(free_slot - slots);
   }
   return free_slot;
@@ -128,11 +139,37 @@ static int too_many(const weft_library *lib) {
                    lib->name ? lib->name : "(unnamed library)", SLOTS);
 }
 
-/* The registry's handle for id, or NULL; under the lock. */
-static void *made_find(const ident *id) {
+/* The registry's entry for id, or NULL; under the lock. */
+static made *made_find(const ident *id) {
   for (size_t i = 0; i < nmade; i++)
     if (same(&registry[i].id, id))
-      return registry[i].handle;
+      return &registry[i];
+  return NULL;
+}
+
+/* For id, a reused per-stream library's caller on weft stream ws: another
+ * stream's handle of the same kind whose stream is idle (in the pool, its
+ * work done), moved to ws; NULL if none. *was: the native stream it was
+ * bound to. Under the lock, so that nobody finds it by its old stream
+ * meanwhile; the pool's lock orders the move before that stream's next
+ * lease. */
+static made *lend_idle(const ident *id, weft_runtime *rt, weft__stream *ws,
+                       void **was) {
+  for (size_t i = 0; i < nmade; i++) {
+    made *m = &registry[i];
+    ident k = m->id;
+    k.owner = id->owner;
+    if (m->kept || !m->ws || m->ws == ws || !same(&k, id) ||
+        !weft__stream_pool_claim_idle(rt, m->ws, &moves))
+      continue;
+    /* A plain thread gives its stream back at its exit, work and all. */
+    if (weft__stream_query(m->ws) != 0)
+      continue;
+    *was = m->id.owner;
+    m->id.owner = id->owner;
+    m->ws = ws;
+    return m;
+  }
   return NULL;
 }
 
@@ -164,7 +201,7 @@ static void thread_gone(void *unused) {
 
 static void make_exit_key(void) { pthread_key_create(&exit_key, thread_gone); }
 
-static int remember(const ident *id, void *handle) {
+static int remember(const ident *id, void *handle, weft__stream *ws) {
   if (!id->owner && !weft__worker_self()) {
     pthread_once(&exit_once, make_exit_key);
     pthread_setspecific(exit_key, (void *)1);
@@ -180,15 +217,16 @@ static int remember(const ident *id, void *handle) {
     registry = v;
     cap = nc;
   }
-  registry[nmade++] = (made){*id, handle};
+  registry[nmade++] = (made){*id, handle, ws, 0};
   pthread_mutex_unlock(&lock);
   return 0;
 }
 
 /* Makes a handle for id on the thread's own stack, binds it to stream
- * unless that is NULL, and registers it. */
+ * unless that is NULL, and registers it (ws: a per-stream handle's weft
+ * stream). */
 static int make(const ident *id, weft__backend *bk, const void *key,
-                void *stream, void **handle) {
+                void *stream, weft__stream *ws, void **handle) {
   const weft_library *lib = id->lib;
   create_call cc = {lib, bk, id->dev, 0, key, id->key_bytes, NULL};
   weft__worker_call_on_stack(create, &cc);
@@ -205,7 +243,7 @@ static int make(const ident *id, weft__backend *bk, const void *key,
       lib->destroy(lib->user, cc.handle);
     return lib_fail(lib, "set_stream", rc);
   }
-  if (remember(id, cc.handle) != 0) {
+  if (remember(id, cc.handle, ws) != 0) {
     if (lib->destroy)
       lib->destroy(lib->user, cc.handle);
     return weft__err(WEFT_ENOMEM, "weft_library_handle %s: out of memory",
@@ -237,6 +275,13 @@ static int valid(const weft_library *lib, const void *key, size_t key_bytes,
                      "struct_size = sizeof(weft_library), create and "
                      "set_stream",
                      name);
+  if (lib->per_stream < WEFT_LIBRARY_PER_THREAD ||
+      lib->per_stream > WEFT_LIBRARY_PER_STREAM_REUSED)
+    return weft__err(WEFT_EINVAL,
+                     "weft_library_handle %s: per_stream is %d, not "
+                     "WEFT_LIBRARY_PER_THREAD, _PER_STREAM or "
+                     "_PER_STREAM_REUSED",
+                     name, lib->per_stream);
   return 0;
 }
 
@@ -285,21 +330,50 @@ __attribute__((noinline)) static int handle_slow(const weft__caller *caller,
   ident id = {lib, c.dev, (uint32_t)key_bytes, c.epoch, owner, {0}};
   if (key_bytes)
     memcpy(id.key, key, key_bytes);
+  int reused = lib->per_stream == WEFT_LIBRARY_PER_STREAM_REUSED;
+  /* Read before the registry: a move after it makes the slot look again. */
+  uint64_t seen = __atomic_load_n(&moves, __ATOMIC_ACQUIRE);
   slot *s = slot_for(&id);
   if (!s)
     return too_many(lib);
+  if (reused && s->handle) {
+    /* Still this stream's, unless it moved since (or must stay: a
+     * capture's). */
+    pthread_mutex_lock(&lock);
+    made *m = made_find(&id);
+    if (m && m->handle == s->handle) {
+      s->moves = seen;
+      m->kept |= c.s->capture != NULL;
+    } else {
+      s->handle = NULL;
+    }
+    pthread_mutex_unlock(&lock);
+  }
   if (!s->handle) {
     void *h = NULL, *bound = NULL;
     if (lib->per_stream) {
-      /* Found by its stream, bound to it once when made. The stream is
-       * leased to this task alone, so nobody else makes it meanwhile. */
+      /* Found by its stream, bound to it once when made (or moved to it,
+       * bound again). The stream is leased to this task alone, so nobody
+       * else makes one for it meanwhile. */
       pthread_mutex_lock(&lock);
-      h = made_find(&id);
-      pthread_mutex_unlock(&lock);
-      if (!h && (rc = make(&id, bk, key, stream, &h)) != 0)
-        return rc;
+      made *m = made_find(&id);
       bound = stream;
-    } else if ((rc = make(&id, bk, key, NULL, &h)) != 0) {
+      if (!m && reused)
+        m = lend_idle(&id, c.x->rt, c.s, &bound);
+      if (m) {
+        h = m->handle;
+        m->kept |= c.s->capture != NULL;
+      }
+      pthread_mutex_unlock(&lock);
+      if (!m && (rc = make(&id, bk, key, stream, c.s, &h)) != 0)
+        return rc;
+      if (!m && c.s->capture) {
+        pthread_mutex_lock(&lock);
+        if ((m = made_find(&id)) != NULL)
+          m->kept = 1;
+        pthread_mutex_unlock(&lock);
+      }
+    } else if ((rc = make(&id, bk, key, NULL, NULL, &h)) != 0) {
       return rc;
     }
     /* The task may have moved to another thread meanwhile: the handle is
@@ -308,9 +382,10 @@ __attribute__((noinline)) static int handle_slow(const weft__caller *caller,
     s = slot_for(&id);
     if (!s)
       return too_many(lib);
-    if (!s->handle) {
+    if (!s->handle || reused) { /* that thread's may be one moved on */
       s->handle = h;
       s->stream = bound;
+      s->moves = seen;
     }
   }
   if (s->stream != stream) {
@@ -336,7 +411,10 @@ static int handle_for(const weft__caller *c, const weft_library *lib,
   if (s->id.lib == lib && s->handle && s->stream == stream &&
       s->id.dev == c->dev && s->id.epoch == c->epoch && s->id.owner == owner &&
       s->id.key_bytes == key_bytes &&
-      (key_bytes == 0 || memcmp(s->id.key, key, key_bytes) == 0)) {
+      (key_bytes == 0 || memcmp(s->id.key, key, key_bytes) == 0) &&
+      (lib->per_stream != WEFT_LIBRARY_PER_STREAM_REUSED ||
+       (s->moves == __atomic_load_n(&moves, __ATOMIC_ACQUIRE) &&
+        !c->s->capture))) {
     *handle = s->handle;
     return 0;
   }
@@ -365,7 +443,8 @@ static void warm_here(void *arg) {
     return;
   /* Not in a task: make() creates right here, on this stack. */
   void *h;
-  int rc = s ? make(&id, weft__head(j->rt)->bk, NULL, NULL, &h) : WEFT_ENOMEM;
+  int rc =
+      s ? make(&id, weft__head(j->rt)->bk, NULL, NULL, NULL, &h) : WEFT_ENOMEM;
   if (rc == 0) {
     s->handle = h;
     s->stream = NULL;

@@ -69,6 +69,8 @@ int weft__stream_pool_get(weft_runtime *rt, int dev, int high,
   int k = dev * 2 + high;
   pthread_mutex_lock(&h->lock);
   weft__stream *s = weft__ptrvec_pop(&p->streams[k]);
+  if (s)
+    s->pooled = 0;
   /* Past the streams made ahead, the oldest lender's stream: its work,
    * queued before, comes first, where a stream made now can make this
    * thread, and every thread's CUDA calls, wait for all the device's
@@ -91,9 +93,19 @@ int weft__stream_pool_get(weft_runtime *rt, int dev, int high,
     int rc = weft__stream_create(h->bk, dev, prio, &s);
     if (rc)
       return rc;
+    s->pooled = 0;
+    /* Room in the pool for every stream made, so that giving one back
+     * never fails: a stream, once lent, lives until shutdown (a library
+     * handle lent on may name it, library.c). */
     pthread_mutex_lock(&h->lock);
-    p->made[k]++;
+    rc = weft__ptrvec_reserve(&p->streams[k], p->made[k] + 1);
+    if (rc == 0)
+      p->made[k]++;
     pthread_mutex_unlock(&h->lock);
+    if (rc) {
+      weft__stream_destroy(&s);
+      return weft__err(WEFT_ENOMEM, "stream pool: out of memory");
+    }
   }
   *out = s;
   return 0;
@@ -114,13 +126,20 @@ void weft__stream_pool_put(weft_runtime *rt, weft__stream **slot, int high,
     return;
   }
   int k = s->hdr.dev * 2 + high;
-  if (weft__ptrvec_push(&h->streams.streams[k], s) != 0) {
-    h->streams.made[k]--;
-    pthread_mutex_unlock(&h->lock);
-    weft__stream_destroy(&s);
-    return;
-  }
+  s->pooled = 1;
+  (void)weft__ptrvec_push(&h->streams.streams[k], s); /* room reserved */
   pthread_mutex_unlock(&h->lock);
+}
+
+int weft__stream_pool_claim_idle(weft_runtime *rt, const weft__stream *s,
+                                 uint64_t *moves) {
+  weft__runtime_head *h = weft__head(rt);
+  pthread_mutex_lock(&h->lock);
+  int idle = s->pooled;
+  if (idle)
+    __atomic_fetch_add(moves, 1, __ATOMIC_RELEASE);
+  pthread_mutex_unlock(&h->lock);
+  return idle;
 }
 
 size_t weft__stream_pool_count(weft_runtime *rt) {
@@ -151,6 +170,8 @@ int weft__stream_pool_fill(weft_runtime *rt, int n) {
     for (int i = 0; i < n; i++) {
       weft__stream *s;
       int rc = weft__stream_create(h->bk, d, prio, &s);
+      if (rc == 0)
+        s->pooled = 1;
       if (rc == 0 && weft__ptrvec_push(v, s) != 0) {
         weft__stream_destroy(&s);
         rc = weft__err(WEFT_ENOMEM, "weft_init: out of memory");

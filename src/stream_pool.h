@@ -64,6 +64,13 @@ void weft__stream_pool_unlend(weft_runtime *rt, weft__stream_lender *n);
  * else when *slot is NULL. */
 void weft__stream_pool_put(weft_runtime *rt, weft__stream **slot, int high,
                            weft__stream_lender *n);
+/* 1 when s is in the pool (leased to nobody; a task's work is done by
+ * then, a plain thread's may still run), after adding 1 to *moves under
+ * the pool's lock, so that whoever leases s next sees the new count; else
+ * 0. For library.c, which lends an idle stream's handle to another stream
+ * and has its cached copies check *moves. */
+int weft__stream_pool_claim_idle(weft_runtime *rt, const weft__stream *s,
+                                 uint64_t *moves);
 /* Streams made by the runtime, leased or free. */
 size_t weft__stream_pool_count(weft_runtime *rt);
 /* Leases that took a lender's stream over. */

@@ -18,7 +18,11 @@
  *     plan's work area, a generator's state; cuSOLVER's handle holds state
  *     of its own, an internal cuBLAS handle among it): two tasks' streams
  *     sharing one would let their kernels share it at once. A stream runs
- *     one task's work at a time, in order.
+ *     one task's work at a time, in order. A cuSOLVER handle or a plan
+ *     whose stream is idle (back in the pool, its work done) goes to the
+ *     next stream that asks and has none, so a program makes as many as
+ *     its streams use at once; one asked for inside a graph capture, and
+ *     every cuRAND generator (its sequence), stays with its stream.
  *
  * Each library is optional when weft is built: one the build did not find
  * is refused with WEFT_ENOTSUP ("weft was built without cuFFT"). weft
@@ -53,7 +57,8 @@ WEFT_API cublasLtHandle_t weft_cublaslt(void);
 /* A cuSPARSE handle on the caller's stream. */
 WEFT_API cusparseHandle_t weft_cusparse(void);
 
-/* A cuSOLVER dense handle on the caller's stream (its own, per stream). */
+/* A cuSOLVER dense handle on the caller's stream (its own while the
+ * stream works; see above). */
 WEFT_API cusolverDnHandle_t weft_cusolver_dn(void);
 
 /* The caller's stream's cuRAND generator (Philox4x32-10, one per stream),

@@ -34,6 +34,13 @@
  * generator, a cuFFT plan's work area) asks for a handle per stream
  * instead (per_stream), and one that needs per-stream state beside a
  * shared handle keeps it itself, set in set_stream (cuBLAS's workspace).
+ * A handle per stream whose state matters only while work runs (a plan's
+ * work area, cuSOLVER's) may be lent on: with per_stream
+ * WEFT_LIBRARY_PER_STREAM_REUSED, a stream that has none takes the handle
+ * of a stream that is back in weft's pool with its work done, bound anew,
+ * so a program makes as many as its streams use at once rather than one
+ * for every stream it ever ran on. A handle asked for while its stream
+ * captures a graph stays with that stream (the graph's replays use it).
  *
  * The stream passed to set_stream is the task's native stream: a
  * cudaStream_t on the CUDA backend, the host backend's stream object there
@@ -43,13 +50,12 @@
  *
  * Errors: WEFT_ESTATE (no runtime), WEFT_EINVAL (NULL lib or handle, a
  * description without create or set_stream, a struct_size not
- * sizeof(weft_library), a key longer than WEFT_LIBRARY_KEY_MAX or NULL
- * with a length), WEFT_EDEVICE (create or set_stream returned non-zero:
- * the message has the value and what describe says of it; or create
- * returned 0 with a NULL handle), WEFT_ENOMEM
- * (also: more than 64 handles on one thread). Context: any task or plain
- * thread; blocks the worker only for a create (once per thread, device
- * and key). */
+ * sizeof(weft_library), per_stream not one of the three values, a key
+ * longer than WEFT_LIBRARY_KEY_MAX or NULL with a length), WEFT_EDEVICE (create
+ * or set_stream returned non-zero: the message has the value and what describe
+ * says of it; or create returned 0 with a NULL handle), WEFT_ENOMEM (also: more
+ * than 64 handles on one thread). Context: any task or plain thread; blocks the
+ * worker only for a create (once per thread, device and key). */
 #ifndef WEFT_LIBRARY_H
 #define WEFT_LIBRARY_H
 
@@ -63,6 +69,15 @@ extern "C" {
 #endif
 
 #define WEFT_LIBRARY_KEY_MAX 32
+
+/* weft_library.per_stream's values. */
+enum {
+  WEFT_LIBRARY_PER_THREAD = 0, /* a handle per thread, moved between streams */
+  WEFT_LIBRARY_PER_STREAM = 1, /* a handle per stream, kept by it for good */
+  /* A handle per stream, lent to another stream once its own is back in
+   * the pool with its work done. */
+  WEFT_LIBRARY_PER_STREAM_REUSED = 2
+};
 
 typedef struct weft_library {
   size_t struct_size; /* sizeof(weft_library) */
@@ -82,12 +97,15 @@ typedef struct weft_library {
   /* The library's words for a status create or set_stream returned, for
    * the error message; may be NULL. */
   const char *(*describe)(int status);
-  /* 0: a handle per thread, moved between the streams of the tasks that
-   * run there. 1: a handle per stream, for libraries whose handles carry
-   * device state two streams must not share at once (cuRAND's generator
-   * state, a cuFFT plan's work area): a stream runs one task's work at a
-   * time, in order. Found from any thread; more handles, each bound
-   * once. */
+  /* WEFT_LIBRARY_PER_THREAD (0): a handle per thread, moved between the
+   * streams of the tasks that run there. WEFT_LIBRARY_PER_STREAM (1): a
+   * handle per stream, for libraries whose handles carry device state two
+   * streams must not share at once (cuRAND's generator state): a stream
+   * runs one task's work at a time, in order. Found from any thread; more
+   * handles, each bound once. WEFT_LIBRARY_PER_STREAM_REUSED (2): the
+   * same, but a stream's handle goes to another stream that asks once its
+   * own stream is idle (state used only while work runs: a cuFFT plan's
+   * work area, cuSOLVER's); bound again when it moves. */
   int per_stream;
 } weft_library;
 

@@ -191,7 +191,8 @@ static const weft_library dn_lib = {.struct_size = sizeof dn_lib,
                                     .set_stream = dn_set_stream,
                                     .destroy = dn_destroy,
                                     .describe = dn_describe,
-                                    .per_stream = 1};
+                                    .per_stream =
+                                        WEFT_LIBRARY_PER_STREAM_REUSED};
 #endif
 
 cusolverDnHandle_t weft_cusolver_dn(void) {
@@ -261,7 +262,7 @@ static const weft_library rand_lib = {.struct_size = sizeof rand_lib,
                                       .set_stream = rand_set_stream,
                                       .destroy = rand_destroy,
                                       .describe = rand_describe,
-                                      .per_stream = 1};
+                                      .per_stream = WEFT_LIBRARY_PER_STREAM};
 #endif
 
 curandGenerator_t weft_curand(unsigned long long seed,
@@ -348,7 +349,8 @@ static const weft_library fft_lib = {.struct_size = sizeof fft_lib,
                                      .set_stream = fft_set_stream,
                                      .destroy = fft_destroy,
                                      .describe = fft_describe,
-                                     .per_stream = 1};
+                                     .per_stream =
+                                         WEFT_LIBRARY_PER_STREAM_REUSED};
 #endif
 
 int weft_cufft_plan(const weft_fft_shape *shape, cufftHandle *plan) {

@@ -3,9 +3,11 @@
  * create needs more stack than a fiber has), bound to each caller's stream
  * and re-bound only when the stream changed, the same handle for tasks
  * that run on one thread, fresh handles for a new runtime, every handle
- * destroyed at shutdown, a handle per key, handles per stream, handles
- * made ahead on every worker (weft_library_warm), and bad descriptions,
- * bad keys and failing creates reported (with the library's words). */
+ * destroyed at shutdown, a handle per key, handles per stream (kept by
+ * their stream, or lent on once it is idle, never while it works or after
+ * a capture asked for it), handles made ahead on every worker
+ * (weft_library_warm), and bad descriptions, bad keys and failing creates
+ * reported (with the library's words). */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <string.h>
@@ -124,6 +126,156 @@ static void per_stream_task(void *arg) {
              f->binds);
   *mine = h1;
   EXPECT_OK(weft_sync());
+}
+
+/* WEFT_LIBRARY_PER_STREAM_REUSED beside WEFT_LIBRARY_PER_STREAM, each
+ * counting its own creates. */
+static atomic_int reused_creates, kept_creates;
+
+static int reused_create(void *user, int dev, const void *key, size_t key_bytes,
+                         void **h) {
+  atomic_fetch_add(&reused_creates, 1);
+  return fake_create(user, dev, key, key_bytes, h);
+}
+
+static int kept_create(void *user, int dev, const void *key, size_t key_bytes,
+                       void **h) {
+  atomic_fetch_add(&kept_creates, 1);
+  return fake_create(user, dev, key, key_bytes, h);
+}
+
+static const weft_library reused_lib = {.struct_size = sizeof reused_lib,
+                                        .name = "reused",
+                                        .create = reused_create,
+                                        .set_stream = fake_set_stream,
+                                        .destroy = fake_destroy,
+                                        .per_stream =
+                                            WEFT_LIBRARY_PER_STREAM_REUSED};
+static const weft_library kept_lib = {.struct_size = sizeof kept_lib,
+                                      .name = "kept",
+                                      .create = kept_create,
+                                      .set_stream = fake_set_stream,
+                                      .destroy = fake_destroy,
+                                      .per_stream = WEFT_LIBRARY_PER_STREAM};
+
+/* A task that asks lib for its handle (inside a graph capture if capture),
+ * notes the stream it was bound to, and stays alive while hold is set. */
+typedef struct asker {
+  const weft_library *lib;
+  int capture, hold, asked;
+  void *h, *stream;
+  weft_task *t;
+} asker;
+
+static void ask_task(void *arg) {
+  asker *a = arg;
+  weft_graph *g = NULL;
+  if (a->capture)
+    EXPECT_OK(weft_graph_begin());
+  EXPECT_OK(weft_library_handle(a->lib, &a->h));
+  a->stream = ((fake_handle *)a->h)->stream;
+  if (a->capture) {
+    EXPECT_OK(weft_graph_end(&g));
+    EXPECT_OK(weft_graph_destroy(g));
+  }
+  tt_store(&a->asked, 1);
+  while (tt_load(&a->hold))
+    weft_yield();
+  EXPECT_OK(weft_sync());
+}
+
+static void ask_alone(weft_runtime *rt, asker *a) {
+  EXPECT_OK(weft_task_spawn(rt, &a->t, ask_task, a, NULL));
+  EXPECT_OK(weft_task_join(a->t));
+}
+
+static void ask_and_hold(weft_runtime *rt, asker *a) {
+  a->hold = 1;
+  EXPECT_OK(weft_task_spawn(rt, &a->t, ask_task, a, NULL));
+  tt_wait_flag(&a->asked, 10000, "a holding task's ask");
+}
+
+static void release(asker *a) {
+  tt_store(&a->hold, 0);
+  EXPECT_OK(weft_task_join(a->t));
+}
+
+/* n tasks alive at once, each leasing a stream (asking the per-thread
+ * library), ended one by one, the one on stream `first` first: the pool,
+ * newest first, then lends the last one's stream next, `first` below it.
+ * Returns that stream. */
+static void *shuffle(weft_runtime *rt, int n, const void *first) {
+  asker o[4];
+  EXPECT(n <= 4);
+  for (int i = 0; i < n; i++) {
+    o[i] = (asker){.lib = &fake};
+    ask_and_hold(rt, &o[i]);
+  }
+  int at = -1;
+  for (int i = 0; i < n; i++)
+    if (o[i].stream == first)
+      at = i;
+  EXPECT_MSG(at >= 0, "none of %d tasks leased the stream given back last", n);
+  release(&o[at]);
+  void *last = NULL;
+  for (int i = 0; i < n; i++)
+    if (i != at) {
+      release(&o[i]);
+      last = o[i].stream;
+    }
+  return last;
+}
+
+/* A task asks; its stream goes back to the pool beneath another; the next
+ * task, on that other stream, finds the first stream's handle moved to it
+ * (reused) or makes one of its own (kept). */
+static void lent_once_idle(weft_runtime *rt, const weft_library *lib,
+                           atomic_int *made, int reused) {
+  int m0 = atomic_load(made);
+  asker q1 = {.lib = lib}, q2 = {.lib = lib};
+  ask_alone(rt, &q1);
+  void *other = shuffle(rt, 2, q1.stream);
+  ask_alone(rt, &q2);
+  EXPECT_MSG(q2.stream == other && other != q1.stream,
+             "the pool did not lend the stream given back last");
+  fake_handle *f = q2.h;
+  if (reused) {
+    EXPECT_MSG(q2.h == q1.h && atomic_load(made) - m0 == 1,
+               "an idle stream's handle was not lent on (%d made)",
+               atomic_load(made) - m0);
+    EXPECT_MSG(f->stream == q2.stream && f->binds == 2,
+               "a lent handle bound to %p, %d binds", f->stream, f->binds);
+  } else {
+    EXPECT_MSG(q2.h != q1.h && atomic_load(made) - m0 == 2,
+               "a kept per-stream handle moved (%d made)",
+               atomic_load(made) - m0);
+  }
+}
+
+/* Reused handles are lent only by idle streams: not by a stream whose
+ * task still runs, not after a capture asked for one. */
+static void lent_never_busy(weft_runtime *rt) {
+  int m0 = atomic_load(&reused_creates);
+  asker a = {.lib = &reused_lib}, b = {.lib = &reused_lib};
+  ask_and_hold(rt, &a);
+  ask_alone(rt, &b);
+  EXPECT_MSG(b.h != a.h && atomic_load(&reused_creates) - m0 == 1,
+             "a working stream's handle was lent (%d made)",
+             atomic_load(&reused_creates) - m0);
+  release(&a);
+  /* A capture asks on a's stream: that handle stays there. */
+  asker g = {.lib = &reused_lib, .capture = 1};
+  ask_alone(rt, &g);
+  EXPECT(g.stream == a.stream && g.h == a.h);
+  void *other = shuffle(rt, 3, g.stream);
+  asker q = {.lib = &reused_lib};
+  ask_alone(rt, &q);
+  EXPECT_MSG(q.stream == other && other != g.stream && other != b.stream,
+             "the pool did not lend a third stream");
+  EXPECT_MSG(q.h != g.h, "a handle a capture asked for was lent on");
+  EXPECT_MSG(q.h == b.h && atomic_load(&reused_creates) - m0 == 1,
+             "an idle stream's handle was not lent (%d made)",
+             atomic_load(&reused_creates) - m0);
 }
 
 static int null_create(void *user, int dev, const void *key, size_t key_bytes,
@@ -248,6 +400,13 @@ int main(void) {
     EXPECT_OK(weft_task_spawn(rt, &pt[i], per_stream_task, &ps[i], NULL));
   for (int i = 0; i < PS; i++)
     EXPECT_OK(weft_task_join(pt[i]));
+  lent_once_idle(rt, &kept_lib, &kept_creates, 0);
+  lent_once_idle(rt, &reused_lib, &reused_creates, 1);
+  lent_never_busy(rt);
+  weft_library bad_mode = per_stream_lib;
+  bad_mode.per_stream = 3;
+  EXPECT_ERR(weft_library_handle(&bad_mode, &mine), WEFT_EINVAL);
+  EXPECT(strstr(weft_last_error_message(), "per_stream is 3") != NULL);
 
   /* Keys: a handle per key, made with that key; the same key finds it
    * again; the plain call is a key of its own. */
