@@ -23,7 +23,8 @@
  * variant: 64 sampled entries of L L^T within 1e-3 relative of A (1e-9 in
  * FP64). Targets: weft >= 0.98 x the hand-ordered throughput, >= 2 x one
  * stream's where the DAG allows it. On CUDA a full run factors five sizes (n
- * 4096 to 16384, tiles 256 to 1024), each its own rows. Then the bookkeeping:
+ * 4096 to 16384, tiles 256 to 1024), each its own rows; WEFT_BENCH_TILES
+ * picks others. Then the bookkeeping:
  * spawning a task that declares three tile accesses against spawning one that
  * declares none, ns per spawn; and at scale, the record's cost an access in the
  * four shapes of issue 37 at 1e5 and 1e6 accesses (below, "the bookkeeping at
@@ -341,6 +342,37 @@ static const size cuda_sizes[] = {
     {256, 16}, {512, 16}, {256, 32}, {1024, 16}, {512, 32}};
 static const size cuda_quick = {256, 8}, host_size = {48, 8},
                   host_quick = {32, 6};
+enum { MAX_CHOSEN = 8, MAX_TILES = 64 };
+
+/* WEFT_BENCH_TILES, "N:B[,N:B...]": the sizes to factor instead (n a
+ * multiple of the tile b, at most MAX_TILES tiles a side), to trace or
+ * time one size alone. Returns how many, 0 when unset, or BENCH_FAIL. */
+static int chosen_sizes(bench_ctx *c, size out[MAX_CHOSEN]) {
+  const char *env = getenv("WEFT_BENCH_TILES");
+  if (!env || !*env)
+    return 0;
+  int n = 0;
+  for (const char *p = env; *p;) {
+    char *end;
+    unsigned long nn = strtoul(p, &end, 10), b = 0;
+    int ok = end != p && *end == ':';
+    if (ok) {
+      p = end + 1;
+      b = strtoul(p, &end, 10);
+      ok = end != p && (*end == ',' || !*end);
+    }
+    if (!ok || n == MAX_CHOSEN || b < 1 || b > 4096 || nn % b || nn / b < 1 ||
+        nn / b > MAX_TILES)
+      return bench_fail(c,
+                        "WEFT_BENCH_TILES='%s': want up to %d sizes N:B, "
+                        "comma-separated, N a multiple of the tile B (1 to "
+                        "4096) with 1 to %d tiles a side",
+                        env, MAX_CHOSEN, MAX_TILES);
+    out[n++] = (size){(unsigned)b, (unsigned)(nn / b)};
+    p = *end ? end + 1 : end;
+  }
+  return n;
+}
 
 /* Factors one size in precision p, each variant bench_repeat times, and
  * reports its rows; with bookkeeping, the spawn cost rows too. */
@@ -716,9 +748,16 @@ static int run(bench_ctx *c, chol_prec p) {
   if (rc)
     return rc;
   int quick = bench_size(c, 0, 1);
+  size chosen[MAX_CHOSEN];
+  int nchosen = chosen_sizes(c, chosen);
   const size *sizes = &host_size;
   size_t nsizes = 1;
-  if (raw_on_cuda(rt) && !quick) {
+  if (nchosen < 0) {
+    rc = nchosen;
+  } else if (nchosen > 0) {
+    sizes = chosen;
+    nsizes = (size_t)nchosen;
+  } else if (raw_on_cuda(rt) && !quick) {
     sizes = cuda_sizes;
     nsizes = sizeof cuda_sizes / sizeof *cuda_sizes;
   } else if (raw_on_cuda(rt)) {
@@ -728,7 +767,7 @@ static int run(bench_ctx *c, chol_prec p) {
   }
   int f32 = p == CHOL_F32;
   for (size_t i = 0; rc == 0 && i < nsizes; i++)
-    rc = factor(c, rt, p, sizes[i], nsizes > 1, f32 && i == 0);
+    rc = factor(c, rt, p, sizes[i], nsizes > 1 || nchosen > 0, f32 && i == 0);
   if (rc == 0 && f32)
     rc = scale_rows(c, rt);
   if (bench_runtime_close(c, &rt))
