@@ -21,6 +21,7 @@ typedef struct fake_handle {
   void *stream; /* bound to */
   int binds;
   int destroyed;
+  int in_use; /* reused_storm: a task holds it (atomic) */
 } fake_handle;
 
 static fake_handle handles[MAX_HANDLES];
@@ -44,7 +45,7 @@ static int fake_create(void *user, int dev, const void *key, size_t key_bytes,
   deep[sizeof deep - 1] = 2;
   int i = atomic_fetch_add(&nhandles, 1);
   EXPECT(i < MAX_HANDLES);
-  handles[i] = (fake_handle){i + 1, NULL, 0, 0};
+  handles[i] = (fake_handle){i + 1, NULL, 0, 0, 0};
   atomic_fetch_add(&creates, 1);
   *h = &handles[i];
   return deep[0] + deep[sizeof deep - 1] == 3 ? 0 : 1;
@@ -170,10 +171,19 @@ typedef struct asker {
 static void ask_task(void *arg) {
   asker *a = arg;
   weft_graph *g = NULL;
+  void *mine, *again;
   if (a->capture)
     EXPECT_OK(weft_graph_begin());
   EXPECT_OK(weft_library_handle(a->lib, &a->h));
   a->stream = ((fake_handle *)a->h)->stream;
+  /* The task's own stream, from the per-thread handle; then lib again, so
+   * that the thread's last slot is lib's. */
+  EXPECT_OK(weft_library_handle(&fake, &mine));
+  EXPECT_MSG(a->stream == ((fake_handle *)mine)->stream,
+             "%s's handle %d bound to another stream", a->lib->name,
+             ((fake_handle *)a->h)->id);
+  EXPECT_OK(weft_library_handle(a->lib, &again));
+  EXPECT(again == a->h);
   if (a->capture) {
     EXPECT_OK(weft_graph_end(&g));
     EXPECT_OK(weft_graph_destroy(g));
@@ -252,6 +262,22 @@ static void lent_once_idle(weft_runtime *rt, const weft_library *lib,
   }
 }
 
+/* A thread's last slot names a handle that moved on since: a task on
+ * that slot's stream must not be given it (here the handle's new stream
+ * works, so the task gets a handle of its own). The plain thread runs the
+ * tasks it joins, so q1 and q3 likely share it. */
+static void moved_under_a_slot(weft_runtime *rt) {
+  asker q1 = {.lib = &reused_lib}, q2 = {.lib = &reused_lib},
+        q3 = {.lib = &reused_lib};
+  ask_alone(rt, &q1);
+  shuffle(rt, 2, q1.stream);
+  ask_and_hold(rt, &q2); /* on the other stream, q1's handle moved to it */
+  ask_alone(rt, &q3);    /* on q1's stream */
+  EXPECT_MSG(q2.h == q1.h && q3.stream == q1.stream && q3.h != q1.h,
+             "a handle moved on was given to its old stream's next task");
+  release(&q2);
+}
+
 /* Reused handles are lent only by idle streams: not by a stream whose
  * task still runs, not after a capture asked for one. */
 static void lent_never_busy(weft_runtime *rt) {
@@ -276,6 +302,57 @@ static void lent_never_busy(weft_runtime *rt) {
   EXPECT_MSG(q.h == b.h && atomic_load(&reused_creates) - m0 == 1,
              "an idle stream's handle was not lent (%d made)",
              atomic_load(&reused_creates) - m0);
+}
+
+/* Many tasks at once asking the reused library, some yielding while they
+ * hold their handle: no handle is ever held by two at once, and a held
+ * one stays bound to its holder's stream. */
+static void storm_task(void *arg) {
+  int yields = (int)(intptr_t)arg;
+  void *h, *again, *mine;
+  /* Asked first: a thread's last slot may be another stream's handle. */
+  EXPECT_OK(weft_library_handle(&reused_lib, &h));
+  EXPECT_OK(weft_library_handle(&fake, &mine)); /* bound to our stream */
+  void *stream = ((fake_handle *)mine)->stream;
+  fake_handle *f = h;
+  int was = 0;
+  EXPECT_MSG(__atomic_compare_exchange_n(&f->in_use, &was, 1, 0,
+                                         __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE),
+             "reused handle %d given to two running tasks", f->id);
+  EXPECT_MSG(f->stream == stream, "reused handle %d bound to another stream",
+             f->id);
+  for (int i = 0; i < yields; i++) {
+    weft_yield();
+    EXPECT_OK(weft_library_handle(&reused_lib, &again));
+    EXPECT_MSG(again == h && f->stream == stream,
+               "a held reused handle moved (%d to %d)", f->id,
+               ((fake_handle *)again)->id);
+  }
+  /* Asked last too, so that the thread's last slot is this one. */
+  EXPECT_OK(weft_library_handle(&reused_lib, &again));
+  EXPECT(again == h);
+  __atomic_store_n(&f->in_use, 0, __ATOMIC_RELEASE);
+  EXPECT_OK(weft_sync());
+}
+
+static void reused_storm(weft_runtime *rt) {
+  enum { WAVES = 24, WAVE = 16 };
+  uint64_t seed = 7;
+  int m0 = atomic_load(&reused_creates);
+  for (int w = 0; w < WAVES; w++) {
+    weft_task *t[WAVE];
+    int n = tt_rand_range(&seed, 1, WAVE);
+    for (int i = 0; i < n; i++)
+      EXPECT_OK(weft_task_spawn(rt, &t[i], storm_task,
+                                (void *)(intptr_t)tt_rand_range(&seed, 0, 3),
+                                NULL));
+    for (int i = 0; i < n; i++)
+      EXPECT_OK(weft_task_join(t[i]));
+  }
+  /* At most one a task alive at once, however many streams ran them. */
+  EXPECT_MSG(atomic_load(&reused_creates) - m0 <= WAVE,
+             "%d reused handles made for waves of at most %d tasks",
+             atomic_load(&reused_creates) - m0, WAVE);
 }
 
 static int null_create(void *user, int dev, const void *key, size_t key_bytes,
@@ -403,6 +480,8 @@ int main(void) {
   lent_once_idle(rt, &kept_lib, &kept_creates, 0);
   lent_once_idle(rt, &reused_lib, &reused_creates, 1);
   lent_never_busy(rt);
+  moved_under_a_slot(rt);
+  reused_storm(rt);
   weft_library bad_mode = per_stream_lib;
   bad_mode.per_stream = 3;
   EXPECT_ERR(weft_library_handle(&bad_mode, &mine), WEFT_EINVAL);
