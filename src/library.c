@@ -217,7 +217,8 @@ static int remember(const ident *id, void *handle, weft__stream *ws) {
     registry = v;
     cap = nc;
   }
-  registry[nmade++] = (made){*id, handle, ws, 0};
+  /* Made while its stream captures: the graph's replays use it. */
+  registry[nmade++] = (made){*id, handle, ws, ws && ws->capture};
   pthread_mutex_unlock(&lock);
   return 0;
 }
@@ -367,12 +368,6 @@ __attribute__((noinline)) static int handle_slow(const weft__caller *caller,
       pthread_mutex_unlock(&lock);
       if (!m && (rc = make(&id, bk, key, stream, c.s, &h)) != 0)
         return rc;
-      if (!m && c.s->capture) {
-        pthread_mutex_lock(&lock);
-        if ((m = made_find(&id)) != NULL)
-          m->kept = 1;
-        pthread_mutex_unlock(&lock);
-      }
     } else if ((rc = make(&id, bk, key, NULL, NULL, &h)) != 0) {
       return rc;
     }

@@ -13,20 +13,6 @@ typedef struct weft__ptrvec {
   size_t n, cap;
 } weft__ptrvec;
 
-/* 0, or WEFT_ENOMEM with v unchanged. */
-static inline int weft__ptrvec_push(weft__ptrvec *v, void *p) {
-  if (v->n == v->cap) {
-    size_t cap = v->cap ? v->cap * 2 : 16;
-    void **nv = realloc(v->v, cap * sizeof *nv);
-    if (!nv)
-      return WEFT_ENOMEM;
-    v->v = nv;
-    v->cap = cap;
-  }
-  v->v[v->n++] = p;
-  return 0;
-}
-
 /* Room for n pointers in all; 0, or WEFT_ENOMEM with v unchanged. */
 static inline int weft__ptrvec_reserve(weft__ptrvec *v, size_t n) {
   if (n <= v->cap)
@@ -39,6 +25,14 @@ static inline int weft__ptrvec_reserve(weft__ptrvec *v, size_t n) {
     return WEFT_ENOMEM;
   v->v = nv;
   v->cap = cap;
+  return 0;
+}
+
+/* 0, or WEFT_ENOMEM with v unchanged. */
+static inline int weft__ptrvec_push(weft__ptrvec *v, void *p) {
+  if (weft__ptrvec_reserve(v, v->n + 1))
+    return WEFT_ENOMEM;
+  v->v[v->n++] = p;
   return 0;
 }
 

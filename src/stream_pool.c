@@ -93,7 +93,6 @@ int weft__stream_pool_get(weft_runtime *rt, int dev, int high,
     int rc = weft__stream_create(h->bk, dev, prio, &s);
     if (rc)
       return rc;
-    s->pooled = 0;
     /* Room in the pool for every stream made, so that giving one back
      * never fails: a stream, once lent, lives until shutdown (a library
      * handle lent on may name it, library.c). */
