@@ -333,16 +333,40 @@ static void copy_engine(void) {
   expect_cause("copy engines", TRACE_CAUSE_COPY_ENGINE, 100, "'t10' (id 10)");
 }
 
-/* A cudaMalloc between two kernels holds the device for 70 of the 90 us
- * idle: the whole stretch is the sync's. */
-static void implicit_sync_call(void) {
+/* A cudaMalloc at [20, 20 + dur) between two kernels, the device idle
+ * over [10, 100). */
+static void plant_malloc(double dur) {
   begin();
   op("kernel", 1, 0, 10, -5, 11);
   add(",{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaMalloc\","
-      "\"pid\":1,\"tid\":11,\"ts\":20,\"dur\":70,\"args\":{\"task\":12,"
-      "\"task_name\":\"t12\"}}");
+      "\"pid\":1,\"tid\":11,\"ts\":20,\"dur\":%.3f,\"args\":{\"task\":12,"
+      "\"task_name\":\"t12\"}}",
+      dur);
   op("kernel", 1, 100, 10, 100, 11);
-  expect_cause("cudaMalloc", TRACE_CAUSE_IMPLICIT_SYNC, 90, "cudaMalloc");
+}
+
+/* The cudaMalloc holds the device for 70 of the 90 us idle: those are the
+ * sync's, the 20 before and after it the host's. A 5 us one in the same
+ * gap is blamed for its 5 us only, and the host's 85 come first. */
+static void implicit_sync_call(void) {
+  plant_malloc(70);
+  expect_cause("cudaMalloc", TRACE_CAUSE_IMPLICIT_SYNC, 70, "cudaMalloc");
+  plant_malloc(70);
+  trace_model m;
+  trace_explanation e;
+  load_explain(&m, &e);
+  EXPECT_NEAR(e.cause[TRACE_CAUSE_HOST_SLOW], 20);
+  EXPECT_NEAR(e.lost_idle, 90);
+  trace_explanation_free(&e);
+  trace_model_free(&m);
+  plant_malloc(5);
+  load_explain(&m, &e);
+  EXPECT_EQ_INT(e.top, TRACE_CAUSE_HOST_SLOW);
+  EXPECT_NEAR(e.cause[TRACE_CAUSE_IMPLICIT_SYNC], 5);
+  EXPECT_NEAR(e.cause[TRACE_CAUSE_HOST_SLOW], 85);
+  EXPECT_EQ_INT((int)e.count[TRACE_CAUSE_IMPLICIT_SYNC], 1);
+  trace_explanation_free(&e);
+  trace_model_free(&m);
 }
 
 /* weft check's finding of a weft_device_sync in the same place. */
@@ -354,7 +378,7 @@ static void implicit_sync_found(void) {
       "\"weft_device_sync from task 'syncer' (id 14) took 70.0 us\","
       "\"task\":14,\"stall_us\":70}}");
   op("kernel", 1, 100, 10, 100, 13);
-  expect_cause("weft check's sync", TRACE_CAUSE_IMPLICIT_SYNC, 90,
+  expect_cause("weft check's sync", TRACE_CAUSE_IMPLICIT_SYNC, 70,
                "task 'syncer' (id 14)");
 }
 
