@@ -976,8 +976,11 @@ static void evidence(const trace_model *m, const trace_lost *l, double t0,
     if (l->sync != SIZE_MAX)
       snprintf(out, n, "%.200s", trace_model_str(m, m->syncs[l->sync].message));
     else
-      snprintf(out, n, "%s held every stream for %.3f ms", b,
-               by ? by->dur / 1e3 : 0);
+      snprintf(out, n, "%s held every stream for %.3f ms%s", b,
+               by ? by->dur / 1e3 : 0,
+               by && l->end - l->start > by->dur * 1.001
+                   ? ", other such calls overlapping it"
+                   : "");
     break;
   case TRACE_CAUSE_ONE_STREAM:
     snprintf(out, n, "%s waited behind %s on its stream", a, b);

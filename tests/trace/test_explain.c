@@ -367,6 +367,21 @@ static void implicit_sync_call(void) {
   EXPECT_EQ_INT((int)e.count[TRACE_CAUSE_IMPLICIT_SYNC], 1);
   trace_explanation_free(&e);
   trace_model_free(&m);
+  /* Two calls from two threads overlapping: one stretch of 70, named by
+   * the first with the other said. */
+  plant_malloc(30);
+  add(",{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaFree\","
+      "\"pid\":1,\"tid\":12,\"ts\":40,\"dur\":50,\"args\":{\"task\":13,"
+      "\"task_name\":\"t13\"}}");
+  load_explain(&m, &e);
+  EXPECT_NEAR(e.cause[TRACE_CAUSE_IMPLICIT_SYNC], 70);
+  EXPECT_EQ_INT((int)e.count[TRACE_CAUSE_IMPLICIT_SYNC], 1);
+  char *text = print(&m, &e, 0);
+  EXPECT_HAS(text, "held every stream for 0.030 ms, other such calls "
+                   "overlapping it");
+  free(text);
+  trace_explanation_free(&e);
+  trace_model_free(&m);
 }
 
 /* weft check's finding of a weft_device_sync in the same place. */
