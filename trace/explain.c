@@ -437,6 +437,18 @@ static int runs_at(const trace_model *m, uint32_t o, double t) {
   return o != TRACE_NO_OP && m->ops[o].ts + m->ops[o].dur > t;
 }
 
+/* The op a recorded wait still holds p behind at t (its wait's index in
+ * *wait), or TRACE_NO_OP. */
+static uint32_t held_by_wait(const sweep *w, uint32_t p, double t,
+                             size_t *wait) {
+  size_t sw = SIZE_MAX;
+  uint32_t by = declared_for(w, p, &sw);
+  if (!runs_at(w->m, by, t))
+    return TRACE_NO_OP;
+  *wait = sw;
+  return by;
+}
+
 /* What op p most likely waited for: the op of another stream that ended
  * last at or before p started (a dependence ends when its work does). */
 static uint32_t waited_for(const sweep *w, uint32_t p) {
@@ -748,11 +760,14 @@ static int sweep_device(sweep *w, int64_t device) {
     } else {
       /* The issued op most held back: free to run (its stream and an
        * engine free), else behind its own stream with an engine free,
-       * else on a free stream with its engine full; earliest issued
-       * first. Behind its own stream with its engine full is no loss. */
-      int best = 4;
+       * else on a free stream with its engine full, else the same but
+       * held by a recorded wait too (the order, not the engine, is then
+       * what holds it); earliest issued first. Behind its own stream
+       * with its engine full is no loss. */
+      int best = 5;
       uint32_t p = TRACE_NO_OP;
       double pissue = 0;
+      size_t dummy;
       for (size_t k = 0; k < pend.n && k < PEND_SCAN; k++) {
         const struct pend *q = &pend.v[k];
         const trace_op *op = &m->ops[q->op];
@@ -764,19 +779,30 @@ static int sweep_device(sweep *w, int64_t device) {
                    : kernel_class(op) ? nkern == 0
                                       : ncopy[op->copy] == 0;
         int rank = room ? (w->lane_run[op->lane] ? 1 : 0)
-                        : (w->lane_run[op->lane] ? 3 : 2);
+                        : (w->lane_run[op->lane] ? 4 : 2);
+        if (rank == 2 && best >= 2 &&
+            held_by_wait(w, q->op, t, &dummy) != TRACE_NO_OP)
+          rank = 3;
         if (rank < best || (rank == best && q->issue < pissue)) {
           best = rank;
           p = q->op;
           pissue = q->issue;
         }
       }
-      if (best == 3 || p == TRACE_NO_OP)
+      if (best == 4 || p == TRACE_NO_OP)
         continue;
       const trace_op *op = &m->ops[p];
       int kern = kernel_class(op);
       l.op = p;
-      if (best == 1) {
+      /* Free to run, or held only by the engine's work, but for a
+       * recorded wait on work still running: the order holds it. */
+      uint32_t order = best == 0 || best == 3
+                           ? held_by_wait(w, p, t, &l.swait)
+                           : TRACE_NO_OP;
+      if (order != TRACE_NO_OP) {
+        l.cause = TRACE_CAUSE_ORDERED;
+        l.by = order;
+      } else if (best == 1) {
         /* Behind another task's work: weft handed a finished task's
          * stream to the task following it, so the order is declared;
          * unless it took the stream over past those made ahead. */
@@ -806,24 +832,17 @@ static int sweep_device(sweep *w, int64_t device) {
           l.by = kern_by;
         }
       } else {
-        /* Its stream free, room for it: held by a recorded wait for
-         * work still running; else by another stream's work that ended
-         * as it started (a wait the trace does not show, inferred); or,
-         * once that had ended, by the launch path. */
-        size_t sw = SIZE_MAX;
-        uint32_t by = declared_for(w, p, &sw);
-        if (!runs_at(m, by, t)) {
-          sw = SIZE_MAX;
-          by = waited_for(w, p);
-        }
+        /* Its stream free, room for it, no recorded wait holding it
+         * (above): held by another stream's work that ended as it
+         * started (a wait the trace does not show, inferred); or, once
+         * that had ended, by the launch path. */
+        uint32_t by = waited_for(w, p);
         if (runs_at(m, by, t)) {
-          /* Unless a recorded wait names it, in a weft trace (which
-           * records every wait weft makes) the device ran the two streams'
-           * work one after the other. */
-          l.cause = sw != SIZE_MAX || !m->weft_header ? TRACE_CAUSE_ORDERED
-                                                      : TRACE_CAUSE_GPU_FULL;
+          /* In a weft trace (which records every wait weft makes) the
+           * device ran the two streams' work one after the other. */
+          l.cause = !m->weft_header ? TRACE_CAUSE_ORDERED
+                                    : TRACE_CAUSE_GPU_FULL;
           l.by = by;
-          l.swait = sw;
         } else {
           l.cause = TRACE_CAUSE_HOST_SLOW;
           l.by = op->launch;

@@ -236,6 +236,38 @@ static void ordered_recorded(void) {
   }
 }
 
+/* A kernel on stream 2 waits (recorded) for stream 1's kernel while a
+ * long kernel of stream 3 runs beside both: the order holds it, not the
+ * busy device. Without the wait, the device is full; with a second
+ * kernel on stream 4 that waits for nothing, that one's wait is the
+ * device's (a free op held only by the engine comes first). */
+static void ordered_beside_kernels(void) {
+  for (int variant = 0; variant < 3; variant++) {
+    begin();
+    op("kernel", 1, 0, 100, -5, 5);
+    op("kernel", 3, 0, 300, -5, 7);
+    if (variant != 1)
+      swait(2, 1, -4, -4.5, 6);
+    op("kernel", 2, 100, 50, -3, 6);
+    if (variant == 2)
+      op("kernel", 4, 100, 50, -2, 8);
+    trace_model m;
+    trace_explanation e;
+    load_weft(&m, &e);
+    EXPECT_NEAR(e.cause[TRACE_CAUSE_ORDERED], variant == 0 ? 100 : 0);
+    EXPECT_NEAR(e.cause[TRACE_CAUSE_GPU_FULL], variant == 0 ? 0 : 100);
+    char *text = print(&m, &e, 0);
+    if (variant == 0)
+      EXPECT_HAS(text, "(a stream wait made by task 6 at");
+    else
+      EXPECT_HAS(text, variant == 1 ? "of task 't6' (id 6) waited while"
+                                    : "of task 't8' (id 8) waited while");
+    free(text);
+    trace_explanation_free(&e);
+    trace_model_free(&m);
+  }
+}
+
 /* Two kernels of two streams, issued together, one after the other. */
 static void gpu_full(void) {
   begin();
@@ -482,6 +514,7 @@ int main(void) {
   one_stream();
   ordered();
   ordered_recorded();
+  ordered_beside_kernels();
   taken_over();
   gpu_full();
   launch_records();
