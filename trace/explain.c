@@ -796,9 +796,8 @@ static int sweep_device(sweep *w, int64_t device) {
       l.op = p;
       /* Free to run, or held only by the engine's work, but for a
        * recorded wait on work still running: the order holds it. */
-      uint32_t order = best == 0 || best == 3
-                           ? held_by_wait(w, p, t, &l.swait)
-                           : TRACE_NO_OP;
+      uint32_t order = best == 0 || best == 3 ? held_by_wait(w, p, t, &l.swait)
+                                              : TRACE_NO_OP;
       if (order != TRACE_NO_OP) {
         l.cause = TRACE_CAUSE_ORDERED;
         l.by = order;
@@ -840,8 +839,8 @@ static int sweep_device(sweep *w, int64_t device) {
         if (runs_at(m, by, t)) {
           /* In a weft trace (which records every wait weft makes) the
            * device ran the two streams' work one after the other. */
-          l.cause = !m->weft_header ? TRACE_CAUSE_ORDERED
-                                    : TRACE_CAUSE_GPU_FULL;
+          l.cause =
+              !m->weft_header ? TRACE_CAUSE_ORDERED : TRACE_CAUSE_GPU_FULL;
           l.by = by;
         } else {
           l.cause = TRACE_CAUSE_HOST_SLOW;
