@@ -286,6 +286,8 @@ typedef struct sweep {
   /* The takeovers, keyed (GPU lane, taker): a task whose stream was
    * taken over waits there behind others' work undeclared. */
   trace_keymap taken;
+  /* The device's launch latency (launch_latency), 0 when unknown. */
+  double launch_lat;
 } sweep;
 
 /* Whether task took lane's stream over. */
@@ -430,6 +432,42 @@ static uint32_t declared_for(const sweep *w, uint32_t p, size_t *wait) {
     }
   }
   return best;
+}
+
+/* Ops that started on an idle device needed to judge its launch latency. */
+enum { LAT_MIN = 16 };
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+/* The device's launch latency into *out: the median time from issue to
+ * start of the ops (n of them by start, byts) that started with nothing
+ * run on the device since their launch call ended; 0 when fewer than
+ * LAT_MIN did. 0, or -1 when out of memory. */
+static int launch_latency(const trace_model *m, const uint32_t *byts, size_t n,
+                          double *out) {
+  *out = 0;
+  double *v = malloc(n * sizeof *v);
+  if (!v)
+    return -1;
+  size_t k = 0;
+  double ends = -1e300; /* the latest end of the ops started before */
+  for (size_t i = 0; i < n; i++) {
+    const trace_op *op = &m->ops[byts[i]];
+    double issue = issue_of(m, op);
+    if (op->launch != TRACE_NO_OP && ends <= issue && op->ts >= issue)
+      v[k++] = op->ts - issue;
+    if (op->ts + op->dur > ends)
+      ends = op->ts + op->dur;
+  }
+  if (k >= LAT_MIN) {
+    qsort(v, k, sizeof *v, cmp_double);
+    *out = v[k / 2];
+  }
+  free(v);
+  return 0;
 }
 
 /* Whether op o (TRACE_NO_OP: none) is still running at t. */
@@ -668,6 +706,8 @@ static int sweep_device(sweep *w, int64_t device) {
     goto out;
   w->byend = byend;
   w->nbyend = nops;
+  if (launch_latency(m, byts, nops, &w->launch_lat))
+    goto out;
   double first = m->ops[byts[0]].ts, last = first;
   for (size_t i = 0; i < nops; i++) {
     const trace_op *op = &m->ops[byts[i]];
@@ -750,6 +790,7 @@ static int sweep_device(sweep *w, int64_t device) {
       busy += b - t;
     trace_lost l = {t,           b,           device,   0,       running == 0,
                     TRACE_NO_OP, TRACE_NO_OP, SIZE_MAX, SIZE_MAX};
+    int guessed = 0; /* GPU_FULL below is inferred, not measured */
     if (!pend.n) {
       if (running)
         continue; /* it runs all that was issued */
@@ -829,6 +870,7 @@ static int sweep_device(sweep *w, int64_t device) {
         } else {
           l.cause = TRACE_CAUSE_GPU_FULL;
           l.by = kern_by;
+          guessed = 1;
         }
       } else {
         /* Its stream free, room for it, no recorded wait holding it
@@ -842,13 +884,28 @@ static int sweep_device(sweep *w, int64_t device) {
           l.cause =
               !m->weft_header ? TRACE_CAUSE_ORDERED : TRACE_CAUSE_GPU_FULL;
           l.by = by;
+          guessed = m->weft_header;
         } else {
           l.cause = TRACE_CAUSE_HOST_SLOW;
           l.by = op->launch;
         }
       }
     }
-    if (add_lost(w, &l))
+    /* A device taken as full without the launch records to prove it:
+     * until the op is as old as the device's launch latency, it is on
+     * the launch path, as on an idle device (docs/decisions/tracing.md,
+     * "Launch latency on a busy device"). */
+    double launched = guessed ? issue_of(m, &m->ops[l.op]) + w->launch_lat : t;
+    if (launched > t) {
+      trace_lost h = l;
+      h.end = launched < b ? launched : b;
+      h.cause = TRACE_CAUSE_HOST_SLOW;
+      h.by = m->ops[l.op].launch;
+      if (add_lost(w, &h))
+        goto out;
+      l.start = h.end;
+    }
+    if (l.end > l.start && add_lost(w, &l))
       goto out;
   }
   if (!w->e->ndevices || first < w->e->t0)

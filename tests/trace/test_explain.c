@@ -276,6 +276,32 @@ static void gpu_full(void) {
   expect_cause("GPU full", TRACE_CAUSE_GPU_FULL, 100, "'t8' (id 8)");
 }
 
+/* Sixteen kernels that start 5 us after their launch calls on an idle
+ * device set its launch latency; then a kernel issued beside a long one
+ * waits 10 us: 5 of them the launch path's, 5 the device's. With 8 such
+ * kernels the latency is unknown, and all 10 are the device's. */
+static void launch_latency(void) {
+  for (int nidle = 16; nidle >= 8; nidle -= 8) {
+    begin();
+    for (int i = 0; i < nidle; i++)
+      op("kernel", 1, i * 20, 10, i * 20 - 5, 20);
+    op("kernel", 3, 400, 100, 395, 21);
+    op("kernel", 2, 420, 10, 410, 22);
+    trace_model m;
+    trace_explanation e;
+    load_explain(&m, &e);
+    EXPECT_NEAR(e.cause[TRACE_CAUSE_GPU_FULL], nidle == 16 ? 5 : 10);
+    int found = 0; /* the launch path's 5 us, the GPU busy */
+    for (size_t i = 0; i < e.nlost; i++)
+      found |= e.lost_at[i].cause == TRACE_CAUSE_HOST_SLOW &&
+               !e.lost_at[i].idle && e.lost_at[i].start == 410 &&
+               e.lost_at[i].end == 415;
+    EXPECT_EQ_INT(found, nidle == 16);
+    trace_explanation_free(&e);
+    trace_model_free(&m);
+  }
+}
+
 /* Two kernels of two streams one after the other, with their launch
  * records: the first filled every SM 4 times over (the GPU was full,
  * measured); or both left room, on one hardware channel (its queue), or
@@ -518,6 +544,7 @@ int main(void) {
   taken_over();
   gpu_full();
   launch_records();
+  launch_latency();
   copy_engine();
   implicit_sync_call();
   implicit_sync_found();
