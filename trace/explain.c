@@ -708,6 +708,8 @@ static int sweep_device(sweep *w, int64_t device) {
   w->nbyend = nops;
   if (launch_latency(m, byts, nops, &w->launch_lat))
     goto out;
+  if (w->launch_lat > w->e->launch_latency)
+    w->e->launch_latency = w->launch_lat;
   double first = m->ops[byts[0]].ts, last = first;
   for (size_t i = 0; i < nops; i++) {
     const trace_op *op = &m->ops[byts[i]];
@@ -1191,6 +1193,11 @@ static int print_text(FILE *f, const trace_model *m, const trace_explanation *e,
           e->span / 1e3, e->ndevices, e->ndevices == 1 ? "" : "s",
           e->busy / 1e3, pct(e->busy, e->span), e->idle / 1e3, e->lost / 1e3,
           e->lost_idle / 1e3, (e->lost - e->lost_idle) / 1e3);
+  if (e->launch_latency > 0)
+    fprintf(f,
+            "launch latency on an idle device %.1f us (median): a kernel's "
+            "wait beside others up to it is counted as the host's\n\n",
+            e->launch_latency);
   fprintf(f, "times in ms from the first GPU operation\n");
   fprintf(f, "%-28s %10s %8s %9s\n", "cause", "lost ms", "% span", "stretches");
   for (int c = 0; c < TRACE_NCAUSES; c++)
@@ -1236,6 +1243,8 @@ static int print_json(FILE *f, const trace_model *m, const trace_explanation *e,
   json_write_fixed(f, e->lost, 3);
   fprintf(f, ",\n  \"lost_idle_us\": ");
   json_write_fixed(f, e->lost_idle, 3);
+  fprintf(f, ",\n  \"launch_latency_us\": ");
+  json_write_fixed(f, e->launch_latency, 3);
   fprintf(f, ",\n  \"causes\": [");
   size_t i = 0;
   for (int c = 0; c < TRACE_NCAUSES; c++) {

@@ -90,6 +90,10 @@ typedef struct trace_explanation {
    * the devices, rounded up). */
   int top; /* trace_cause, or -1 when nothing was lost */
   int tasks_to_fill;
+  /* The devices' launch latency on an idle device (the largest), up to
+   * which a kernel's wait on a busy device is the host's; 0 when no
+   * device had enough ops that started idle to tell. */
+  double launch_latency;
 } trace_explanation;
 
 /* Explains m into e. Returns 0, or -1 when out of memory. Free e with

@@ -297,6 +297,17 @@ static void launch_latency(void) {
                !e.lost_at[i].idle && e.lost_at[i].start == 410 &&
                e.lost_at[i].end == 415;
     EXPECT_EQ_INT(found, nidle == 16);
+    EXPECT_NEAR(e.launch_latency, nidle == 16 ? 5 : 0);
+    char *text = print(&m, &e, 0), *json = print(&m, &e, 1);
+    if (nidle == 16) {
+      EXPECT_HAS(text, "launch latency on an idle device 5.0 us (median)");
+      EXPECT_HAS(json, "\"launch_latency_us\": 5.000");
+    } else {
+      EXPECT(strstr(text, "launch latency on an idle device") == NULL);
+      EXPECT_HAS(json, "\"launch_latency_us\": 0.000");
+    }
+    free(text);
+    free(json);
     trace_explanation_free(&e);
     trace_model_free(&m);
   }
