@@ -936,6 +936,33 @@ static int cmp_lost(const void *a, const void *b, const void *ctx) {
   return (x->start > y->start) - (x->start < y->start);
 }
 
+static int cmp_u32(const void *a, const void *b) {
+  uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+  return (x > y) - (x < y);
+}
+
+/* How many host threads (tracks) made the launch calls of the GPU ops
+ * into *out. 0, or -1 when out of memory. */
+static int issuers_of(const trace_model *m, int *out) {
+  *out = 0;
+  uint32_t *v = malloc((m->nops ? m->nops : 1) * sizeof *v);
+  if (!v)
+    return -1;
+  size_t n = 0;
+  for (size_t i = 0; i < m->nops; i++) {
+    const trace_op *op = &m->ops[i];
+    if (trace_op_is_gpu(op) && op->launch != TRACE_NO_OP)
+      v[n++] = m->ops[op->launch].track;
+  }
+  qsort(v, n, sizeof *v, cmp_u32);
+  int k = 0;
+  for (size_t i = 0; i < n; i++)
+    k += !i || v[i] != v[i - 1];
+  free(v);
+  *out = k;
+  return 0;
+}
+
 int trace_explain(const trace_model *m, trace_explanation *e) {
   memset(e, 0, sizeof *e);
   e->top = -1;
@@ -976,6 +1003,8 @@ int trace_explain(const trace_model *m, trace_explanation *e) {
   /* Bounded: a hostile trace's ratio must not overflow the int. */
   double fill = e->busy > 0 ? ceil(e->span / e->busy - 1e-9) : 0;
   e->tasks_to_fill = fill < 1e6 ? (int)fill : 1000000;
+  if (issuers_of(m, &e->issuers))
+    goto out;
   rc = 0;
 out:
   free(w.started);
@@ -1134,10 +1163,17 @@ static void verdict(const trace_explanation *e, char *out, size_t n) {
   char buf[160];
   switch ((trace_cause)e->top) {
   case TRACE_CAUSE_HOST_SLOW:
-    snprintf(buf, sizeof buf,
-             "; about %d tasks issuing side by side, or a graph, would fill "
-             "it",
-             e->tasks_to_fill > 1 ? e->tasks_to_fill : 2);
+    if (e->issuers >= 2 && e->issuers >= e->tasks_to_fill)
+      snprintf(buf, sizeof buf,
+               "; %d threads issued the work already: a graph "
+               "(weft_graph_begin/end, then weft_graph_launch) issues it in "
+               "one call",
+               e->issuers);
+    else
+      snprintf(buf, sizeof buf,
+               "; about %d tasks issuing side by side, or a graph, would "
+               "fill it",
+               e->tasks_to_fill > 1 ? e->tasks_to_fill : 2);
     remedy = buf;
     break;
   case TRACE_CAUSE_ONE_STREAM:
@@ -1293,7 +1329,8 @@ static int print_json(FILE *f, const trace_model *m, const trace_explanation *e,
     fprintf(f, "\"%s\"", trace_cause_key((trace_cause)e->top));
   fprintf(f, ", \"pct_lost\": ");
   json_write_fixed(f, e->top < 0 ? 0 : pct(e->cause[e->top], e->lost), 2);
-  fprintf(f, ", \"tasks_to_fill\": %d, \"text\": ", e->tasks_to_fill);
+  fprintf(f, ", \"tasks_to_fill\": %d, \"issuing_threads\": %d, \"text\": ",
+          e->tasks_to_fill, e->issuers);
   json_write_string(f, v);
   fprintf(f, "}\n}\n");
   return 0;

@@ -90,6 +90,10 @@ typedef struct trace_explanation {
    * the devices, rounded up). */
   int top; /* trace_cause, or -1 when nothing was lost */
   int tasks_to_fill;
+  /* Host threads whose calls issued the devices' ops: with as many as
+   * tasks_to_fill, more tasks would not help and the verdict names a
+   * graph. */
+  int issuers;
   /* The devices' launch latency on an idle device (the largest), up to
    * which a kernel's wait on a busy device is the host's; 0 when no
    * device had enough ops that started idle to tell. */

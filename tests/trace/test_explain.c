@@ -23,6 +23,8 @@ static void add(const char *fmt, ...) {
 }
 
 static int corr;
+/* The thread that makes the next ops' launch calls. */
+static int launch_tid = 10;
 /* Appended to the next kernels' args: their launch records. */
 static const char *kernel_args = "";
 
@@ -39,10 +41,10 @@ static void op(const char *kind, int s, double ts, double dur, double issue,
                int task) {
   int c = ++corr;
   add(",{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"%s\",\"pid\":1,"
-      "\"tid\":10,\"ts\":%.3f,\"dur\":1,\"args\":{\"correlation\":%d,"
+      "\"tid\":%d,\"ts\":%.3f,\"dur\":1,\"args\":{\"correlation\":%d,"
       "\"task\":%d,\"task_name\":\"t%d\"}}",
       strcmp(kind, "kernel") ? "cudaMemcpyAsync" : "cudaLaunchKernel",
-      issue - 1, c, task, task);
+      launch_tid, issue - 1, c, task, task);
   if (!strcmp(kind, "kernel"))
     add(",{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k%d\",\"pid\":0,"
         "\"tid\":%d,\"ts\":%.3f,\"dur\":%.3f,\"args\":{\"device\":0,"
@@ -146,6 +148,39 @@ static void host_slow(void) {
   EXPECT_HAS(text, "about 4 tasks issuing side by side, or a graph");
   EXPECT_HAS(text, "'t3' (id 3)");
   free(text);
+  trace_explanation_free(&e);
+  trace_model_free(&m);
+  /* The same gaps with the launches from 4 threads: more tasks would not
+   * help, a graph would. */
+  begin();
+  for (int i = 0; i < 4; i++) {
+    launch_tid = 10 + i;
+    op("kernel", 1, i * 60, 10, i ? i * 60 : -5, 3);
+  }
+  launch_tid = 10;
+  load_explain(&m, &e);
+  EXPECT_EQ_INT(e.issuers, 4);
+  EXPECT_EQ_INT(e.tasks_to_fill, 5);
+  text = print(&m, &e, 0);
+  EXPECT_HAS(text, "about 5 tasks issuing side by side, or a graph");
+  free(text);
+  trace_explanation_free(&e);
+  trace_model_free(&m);
+  begin();
+  for (int i = 0; i < 4; i++) {
+    launch_tid = 10 + i;
+    op("kernel", 1, i * 30, 10, i ? i * 30 : -5, 3);
+  }
+  launch_tid = 10;
+  load_explain(&m, &e);
+  EXPECT_EQ_INT(e.issuers, 4);
+  EXPECT_EQ_INT(e.tasks_to_fill, 3);
+  text = print(&m, &e, 0);
+  EXPECT_HAS(text, "4 threads issued the work already: a graph");
+  free(text);
+  char *json = print(&m, &e, 1);
+  EXPECT_HAS(json, "\"issuing_threads\": 4");
+  free(json);
   trace_explanation_free(&e);
   trace_model_free(&m);
 }
