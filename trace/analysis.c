@@ -265,11 +265,6 @@ static int cmp_task_op(const void *pa, const void *pb, const void *ctx) {
   return ta < tb ? -1 : ta > tb;
 }
 
-static int cmp_u32(const void *pa, const void *pb) {
-  uint32_t a = *(const uint32_t *)pa, b = *(const uint32_t *)pb;
-  return a < b ? -1 : a > b;
-}
-
 static int cmp_task(const void *pa, const void *pb) {
   const trace_task_stats *a = pa, *b = pb;
   if (a->gpu != b->gpu)
@@ -277,22 +272,6 @@ static int cmp_task(const void *pa, const void *pb) {
   if (a->run != b->run)
     return a->run > b->run ? -1 : 1;
   return a->task < b->task ? -1 : a->task > b->task;
-}
-
-static int cmp_double(const void *pa, const void *pb) {
-  double a = *(const double *)pa, b = *(const double *)pb;
-  return a < b ? -1 : a > b;
-}
-
-/* The p-quantile (0..1) of sorted x[0, n), interpolating linearly between
- * the closest ranks (numpy's default): x[floor(h)] + frac(h) * (x[floor(h)
- * + 1] - x[floor(h)]) with h = p * (n - 1). */
-static double quantile(const double *x, size_t n, double p) {
-  double h = p * (double)(n - 1);
-  size_t lo = (size_t)h;
-  if (lo + 1 >= n)
-    return x[n - 1];
-  return x[lo] + (h - (double)lo) * (x[lo + 1] - x[lo]);
 }
 
 /* One task's slices (ops[idx[0, n)] of the task, any kinds): its life,
@@ -350,9 +329,9 @@ static int latency(const trace_model *m, trace_analysis *a) {
         d[j++] = m->ops[i].ready_delay;
         l->total += m->ops[i].ready_delay;
       }
-    qsort(d, n, sizeof *d, cmp_double);
-    l->median = quantile(d, n, 0.5);
-    l->p90 = quantile(d, n, 0.9);
+    qsort(d, n, sizeof *d, trace_cmp_double);
+    l->median = trace_quantile(d, n, 0.5);
+    l->p90 = trace_quantile(d, n, 0.9);
     l->max = d[n - 1];
     free(d);
   }
@@ -420,7 +399,7 @@ static int tasks(const trace_model *m, trace_analysis *a) {
     /* The distinct lanes it used. */
     size_t k = nstreams - t->streams_at;
     uint32_t *s = a->task_streams + t->streams_at;
-    qsort(s, k, sizeof *s, cmp_u32);
+    qsort(s, k, sizeof *s, trace_cmp_u32);
     size_t u = 0;
     for (size_t j = 0; j < k; j++)
       if (u == 0 || s[j] != s[u - 1])
@@ -593,10 +572,10 @@ int trace_analyze(const trace_model *m, trace_analysis *a) {
   a->launch.matched = ndelays;
   a->launch.unmatched = ngpu - ndelays;
   if (ndelays) {
-    qsort(delays, ndelays, sizeof *delays, cmp_double);
+    qsort(delays, ndelays, sizeof *delays, trace_cmp_double);
     a->launch.min = delays[0];
-    a->launch.median = quantile(delays, ndelays, 0.5);
-    a->launch.p90 = quantile(delays, ndelays, 0.9);
+    a->launch.median = trace_quantile(delays, ndelays, 0.5);
+    a->launch.p90 = trace_quantile(delays, ndelays, 0.9);
     a->launch.max = delays[ndelays - 1];
   }
   rc = 0;

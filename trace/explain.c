@@ -437,11 +437,6 @@ static uint32_t declared_for(const sweep *w, uint32_t p, size_t *wait) {
 /* Ops that started on an idle device needed to judge its launch latency. */
 enum { LAT_MIN = 16 };
 
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
 /* The device's launch latency into *out: the median time from issue to
  * start of the ops (n of them by start, byts) that started with nothing
  * run on the device since their launch call ended; 0 when fewer than
@@ -463,8 +458,8 @@ static int launch_latency(const trace_model *m, const uint32_t *byts, size_t n,
       ends = op->ts + op->dur;
   }
   if (k >= LAT_MIN) {
-    qsort(v, k, sizeof *v, cmp_double);
-    *out = v[k / 2];
+    qsort(v, k, sizeof *v, trace_cmp_double);
+    *out = trace_quantile(v, k, 0.5);
   }
   free(v);
   return 0;
@@ -792,7 +787,8 @@ static int sweep_device(sweep *w, int64_t device) {
       busy += b - t;
     trace_lost l = {t,           b,           device,   0,       running == 0,
                     TRACE_NO_OP, TRACE_NO_OP, SIZE_MAX, SIZE_MAX};
-    int guessed = 0; /* GPU_FULL below is inferred, not measured */
+    int guessed = 0;   /* GPU_FULL below is inferred, not measured */
+    double pissue = 0; /* when the op held back was issued */
     if (!pend.n) {
       if (running)
         continue; /* it runs all that was issued */
@@ -808,9 +804,8 @@ static int sweep_device(sweep *w, int64_t device) {
        * what holds it); earliest issued first. Behind its own stream
        * with its engine full is no loss. */
       int best = 5;
-      uint32_t p = TRACE_NO_OP;
-      double pissue = 0;
-      size_t dummy;
+      uint32_t p = TRACE_NO_OP, porder = TRACE_NO_OP; /* what a wait holds */
+      size_t pwait = SIZE_MAX;
       for (size_t k = 0; k < pend.n && k < PEND_SCAN; k++) {
         const struct pend *q = &pend.v[k];
         const trace_op *op = &m->ops[q->op];
@@ -823,13 +818,17 @@ static int sweep_device(sweep *w, int64_t device) {
                                       : ncopy[op->copy] == 0;
         int rank = room ? (w->lane_run[op->lane] ? 1 : 0)
                         : (w->lane_run[op->lane] ? 4 : 2);
+        uint32_t order = TRACE_NO_OP;
+        size_t wait = SIZE_MAX;
         if (rank == 2 && best >= 2 &&
-            held_by_wait(w, q->op, t, &dummy) != TRACE_NO_OP)
+            (order = held_by_wait(w, q->op, t, &wait)) != TRACE_NO_OP)
           rank = 3;
         if (rank < best || (rank == best && q->issue < pissue)) {
           best = rank;
           p = q->op;
           pissue = q->issue;
+          porder = order;
+          pwait = wait;
         }
       }
       if (best == 4 || p == TRACE_NO_OP)
@@ -837,13 +836,15 @@ static int sweep_device(sweep *w, int64_t device) {
       const trace_op *op = &m->ops[p];
       int kern = kernel_class(op);
       l.op = p;
-      /* Free to run, or held only by the engine's work, but for a
-       * recorded wait on work still running: the order holds it. */
-      uint32_t order = best == 0 || best == 3 ? held_by_wait(w, p, t, &l.swait)
-                                              : TRACE_NO_OP;
-      if (order != TRACE_NO_OP) {
+      /* Free to run, or held only by the engine's work (found in the
+       * scan), but for a recorded wait on work still running: the order
+       * holds it. */
+      if (best == 0)
+        porder = held_by_wait(w, p, t, &pwait);
+      if (porder != TRACE_NO_OP) {
         l.cause = TRACE_CAUSE_ORDERED;
-        l.by = order;
+        l.by = porder;
+        l.swait = pwait;
       } else if (best == 1) {
         /* Behind another task's work: weft handed a finished task's
          * stream to the task following it, so the order is declared;
@@ -897,7 +898,7 @@ static int sweep_device(sweep *w, int64_t device) {
      * until the op is as old as the device's launch latency, it is on
      * the launch path, as on an idle device (docs/decisions/tracing.md,
      * "Launch latency on a busy device"). */
-    double launched = guessed ? issue_of(m, &m->ops[l.op]) + w->launch_lat : t;
+    double launched = guessed ? pissue + w->launch_lat : t;
     if (launched > t) {
       trace_lost h = l;
       h.end = launched < b ? launched : b;
@@ -936,11 +937,6 @@ static int cmp_lost(const void *a, const void *b, const void *ctx) {
   return (x->start > y->start) - (x->start < y->start);
 }
 
-static int cmp_u32(const void *a, const void *b) {
-  uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-  return (x > y) - (x < y);
-}
-
 /* How many host threads (tracks) made the launch calls of the GPU ops
  * into *out. 0, or -1 when out of memory. */
 static int issuers_of(const trace_model *m, int *out) {
@@ -954,7 +950,7 @@ static int issuers_of(const trace_model *m, int *out) {
     if (trace_op_is_gpu(op) && op->launch != TRACE_NO_OP)
       v[n++] = m->ops[op->launch].track;
   }
-  qsort(v, n, sizeof *v, cmp_u32);
+  qsort(v, n, sizeof *v, trace_cmp_u32);
   int k = 0;
   for (size_t i = 0; i < n; i++)
     k += !i || v[i] != v[i - 1];

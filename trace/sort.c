@@ -85,3 +85,21 @@ int trace_sort(void *base, size_t n, size_t size, trace_sort_cmp cmp,
   free(tmp);
   return 0;
 }
+
+int trace_cmp_double(const void *pa, const void *pb) {
+  double a = *(const double *)pa, b = *(const double *)pb;
+  return a < b ? -1 : a > b;
+}
+
+int trace_cmp_u32(const void *pa, const void *pb) {
+  uint32_t a = *(const uint32_t *)pa, b = *(const uint32_t *)pb;
+  return a < b ? -1 : a > b;
+}
+
+double trace_quantile(const double *x, size_t n, double p) {
+  double h = p * (double)(n - 1);
+  size_t lo = (size_t)h;
+  if (lo + 1 >= n)
+    return x[n - 1];
+  return x[lo] + (h - (double)lo) * (x[lo + 1] - x[lo]);
+}

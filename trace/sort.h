@@ -15,4 +15,13 @@ typedef int (*trace_sort_cmp)(const void *a, const void *b, const void *ctx);
 int trace_sort(void *base, size_t n, size_t size, trace_sort_cmp cmp,
                const void *ctx);
 
+/* qsort comparators of plain values, ascending. */
+int trace_cmp_double(const void *a, const void *b);
+int trace_cmp_u32(const void *a, const void *b);
+
+/* The p-quantile (0..1) of sorted x[0, n), n > 0, interpolating linearly
+ * between the closest ranks (numpy's default): x[floor(h)] + frac(h) *
+ * (x[floor(h) + 1] - x[floor(h)]) with h = p * (n - 1). */
+double trace_quantile(const double *x, size_t n, double p);
+
 #endif

@@ -130,6 +130,30 @@ static void control(void) {
   trace_model_free(&m);
 }
 
+/* Four 10 us kernels every gap us on one stream, each launched from a
+ * thread of its own as the last ends: 4 threads counted, fill tasks to
+ * fill the gaps, and the verdict's remedy says. */
+static void four_threads(int gap, int fill, const char *says) {
+  begin();
+  for (int i = 0; i < 4; i++) {
+    launch_tid = 10 + i;
+    op("kernel", 1, i * gap, 10, i ? i * gap : -5, 3);
+  }
+  launch_tid = 10;
+  trace_model m;
+  trace_explanation e;
+  load_explain(&m, &e);
+  EXPECT_EQ_INT(e.issuers, 4);
+  EXPECT_EQ_INT(e.tasks_to_fill, fill);
+  char *text = print(&m, &e, 0), *json = print(&m, &e, 1);
+  EXPECT_HAS(text, says);
+  EXPECT_HAS(json, "\"issuing_threads\": 4");
+  free(text);
+  free(json);
+  trace_explanation_free(&e);
+  trace_model_free(&m);
+}
+
 /* Kernels of 10 us, each issued as the last ends 40 us later: 80 us idle
  * with nothing issued; 110 / 30 rounds up to 4 tasks to fill it. */
 static void host_slow(void) {
@@ -150,39 +174,10 @@ static void host_slow(void) {
   free(text);
   trace_explanation_free(&e);
   trace_model_free(&m);
-  /* The same gaps with the launches from 4 threads: more tasks would not
-   * help, a graph would. */
-  begin();
-  for (int i = 0; i < 4; i++) {
-    launch_tid = 10 + i;
-    op("kernel", 1, i * 60, 10, i ? i * 60 : -5, 3);
-  }
-  launch_tid = 10;
-  load_explain(&m, &e);
-  EXPECT_EQ_INT(e.issuers, 4);
-  EXPECT_EQ_INT(e.tasks_to_fill, 5);
-  text = print(&m, &e, 0);
-  EXPECT_HAS(text, "about 5 tasks issuing side by side, or a graph");
-  free(text);
-  trace_explanation_free(&e);
-  trace_model_free(&m);
-  begin();
-  for (int i = 0; i < 4; i++) {
-    launch_tid = 10 + i;
-    op("kernel", 1, i * 30, 10, i ? i * 30 : -5, 3);
-  }
-  launch_tid = 10;
-  load_explain(&m, &e);
-  EXPECT_EQ_INT(e.issuers, 4);
-  EXPECT_EQ_INT(e.tasks_to_fill, 3);
-  text = print(&m, &e, 0);
-  EXPECT_HAS(text, "4 threads issued the work already: a graph");
-  free(text);
-  char *json = print(&m, &e, 1);
-  EXPECT_HAS(json, "\"issuing_threads\": 4");
-  free(json);
-  trace_explanation_free(&e);
-  trace_model_free(&m);
+  /* Launches from 4 threads: gaps that 5 tasks would fill name tasks;
+   * gaps that 3 would, a graph (more tasks would not help). */
+  four_threads(60, 5, "about 5 tasks issuing side by side, or a graph");
+  four_threads(30, 3, "4 threads issued the work already: a graph");
 }
 
 /* A copy, a kernel and a copy back, all issued up front on one stream:
