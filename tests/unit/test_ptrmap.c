@@ -1,9 +1,10 @@
 /* The allocation registry (src/ptrmap.h) against a plain reference array.
  *
  * Random puts, updates and deletes, with every key re-checked after each
- * step, at loads up to the table's growth threshold. Deleting from the
- * middle of long probe runs, in insertion, reverse and random order, is
- * what exercises the backward-shift deletion. */
+ * step; filling and emptying in insertion, reverse and random order,
+ * which splits, empties and joins the registry's leaves; and lookups of
+ * addresses inside, between and around disjoint ranges against a linear
+ * search of the reference. */
 #include <stdlib.h>
 
 #include "expect.h"
@@ -102,8 +103,90 @@ static void interior_and_freed(void) {
   weft__ptrmap_free(m);
 }
 
+/* Disjoint ranges, live or freed, found by every address inside and
+ * nothing between them, while leaves split and join: each step compares
+ * lookups at a range's first, middle and last byte and at the gap after
+ * it with a linear search of the reference. */
+enum { NR = 700 };
+
+static void check_ranges(const weft__ptrmap *m, const int *state) {
+  const char *base = (const char *)0x40000000;
+  for (int i = 0; i < NR; i++) {
+    const char *b = base + 4096 * i;
+    size_t size = 512 + 8 * (size_t)(i % 50); /* a gap always follows */
+    const char *probe[4] = {b, b + size / 2, b + size - 1, b + size};
+    for (int k = 0; k < 4; k++) {
+      weft__alloc_ref r = {NULL, {0, 0, 0, 0}};
+      int want = k == 3          ? WEFT__PTR_UNKNOWN
+                 : state[i] == 1 ? WEFT__PTR_LIVE
+                 : state[i] == 2 ? WEFT__PTR_FREED
+                                 : WEFT__PTR_UNKNOWN;
+      int got = weft__ptrmap_lookup(m, probe[k], &r);
+      EXPECT_MSG(got == want, "range %d probe %d: %d, expected %d", i, k, got,
+                 want);
+      if (got != WEFT__PTR_UNKNOWN)
+        EXPECT(r.base == b && r.info.size == size && r.info.dev == i % 8);
+    }
+  }
+}
+
+static void ranges(void) {
+  static int state[NR]; /* 0 never or forgotten, 1 live, 2 freed */
+  const char *base = (const char *)0x40000000;
+  weft__ptrmap *m = weft__ptrmap_new();
+  EXPECT(m != NULL);
+  for (int round = 0; round < 3; round++) {
+    for (int j = 0; j < NR; j++) {
+      int i = round == 1 ? NR - 1 - j : round == 2 ? (int)(next() % NR) : j;
+      if (state[i] == 1)
+        continue;
+      size_t size = 512 + 8 * (size_t)(i % 50);
+      EXPECT_OK(weft__ptrmap_put(m, base + 4096 * i,
+                                 (weft__alloc_info){size, 1, i % 8, 0}));
+      state[i] = 1;
+      if (j % 53 == 0)
+        check_ranges(m, state);
+    }
+    check_ranges(m, state);
+    /* Free every other live one, forget a stretch (past the live ones in
+     * it), then free the rest. */
+    for (int i = round % 2; i < NR; i += 2) {
+      EXPECT_EQ_INT(weft__ptrmap_del(m, base + 4096 * i), state[i] == 1);
+      if (state[i] == 1)
+        state[i] = 2;
+    }
+    check_ranges(m, state);
+    weft__ptrmap_forget(m, base + 4096 * 100, 4096 * 200);
+    for (int i = 100; i < 300; i++)
+      if (state[i] == 2)
+        state[i] = 0;
+    check_ranges(m, state);
+    for (int j = 0; j < NR; j++) {
+      int i = (int)(next() % NR);
+      if (state[i] == 1) {
+        EXPECT_EQ_INT(weft__ptrmap_del(m, base + 4096 * i), 1);
+        state[i] = 2;
+      }
+    }
+    for (int i = 0; i < NR; i++)
+      if (state[i] == 1) {
+        EXPECT_EQ_INT(weft__ptrmap_del(m, base + 4096 * i), 1);
+        state[i] = 2;
+      }
+    check_ranges(m, state);
+    EXPECT_EQ_INT(weft__ptrmap_count(m, 1), 0);
+    weft__ptrmap_forget(m, base, 4096 * NR);
+    for (int i = 0; i < NR; i++)
+      state[i] = 0;
+    EXPECT_EQ_INT(weft__ptrmap_nfreed(m), 0);
+    check_ranges(m, state);
+  }
+  weft__ptrmap_free(m);
+}
+
 int main(void) {
   interior_and_freed();
+  ranges();
   /* Keys look like allocations: aligned, clustered, never NULL. */
   for (int i = 0; i < NKEYS; i++)
     refs[i].key = (const void *)(uintptr_t)(0x7f0000001000ULL + 64ULL * i +
