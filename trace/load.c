@@ -208,20 +208,32 @@ int trace_model_load(trace_model *m, const void *buf, size_t len,
 }
 
 /* The most a trace may hold: 4 GiB (a million GPU operations take about
- * 300 MB), or WEFT_TRACE_MAX_MIB mebibytes. */
-static size_t max_input(void) {
+ * 300 MB), or WEFT_TRACE_MAX_MIB mebibytes; 0, with err's message, for a
+ * value that is not a whole number from 1 to 2^40 - 1 (docs/ENV.md: a bad
+ * value is an error, never a silent fallback). */
+static size_t max_input(trace_error *err) {
   const char *e = getenv("WEFT_TRACE_MAX_MIB");
-  if (e && *e) {
-    char *end;
-    unsigned long long v = strtoull(e, &end, 10);
-    if (*end == '\0' && v > 0 && v < ((unsigned long long)1 << 40))
-      return (size_t)v << 20;
+  if (!e || !*e)
+    return (size_t)4 << 30;
+  char *end;
+  errno = 0;
+  unsigned long long v = strtoull(e, &end, 10);
+  if (*e == '-' || errno || *end != '\0' || v == 0 ||
+      v >= ((unsigned long long)1 << 40)) {
+    snprintf(err->message, sizeof err->message,
+             "WEFT_TRACE_MAX_MIB=%.40s: expected a whole number of MiB from 1 "
+             "to 1099511627775",
+             e);
+    return 0;
   }
-  return (size_t)4 << 30;
+  return (size_t)v << 20;
 }
 
 int trace_model_load_file(trace_model *m, const char *path, trace_error *err) {
   memset(m, 0, sizeof *m);
+  size_t limit = max_input(err);
+  if (limit == 0)
+    return -1;
   int is_stdin = strcmp(path, "-") == 0;
   FILE *f = is_stdin ? stdin : fopen(path, "rb");
   if (!f) {
@@ -230,10 +242,10 @@ int trace_model_load_file(trace_model *m, const char *path, trace_error *err) {
     return -1;
   }
   /* A regular file is read in one piece of its size; a pipe in doubling
-   * pieces, up to max_input(): an endless input (a device, a pipe that
+   * pieces, up to the limit: an endless input (a device, a pipe that
    * never closes) is refused with a message instead of growing until
    * memory runs out. */
-  size_t cap = 1 << 16, len = 0, limit = max_input();
+  size_t cap = 1 << 16, len = 0;
   if (!is_stdin && fseek(f, 0, SEEK_END) == 0) {
     long size = ftell(f);
     if (size > 0 && (unsigned long)size < SIZE_MAX - 1)

@@ -205,6 +205,16 @@ int main(int argc, char **argv) {
   EXPECT(setenv("WEFT_TRACE_MAX_MIB", "1", 1) == 0);
   EXPECT_EQ_INT(run("trace report /dev/zero"), 1);
   one_line_error("weft trace: /dev/zero: input larger than 1 MiB");
+  /* A limit that is no whole number of MiB is refused, naming it. */
+  const char *bad[] = {"0", "1.5", "abc", "-1", "1099511627776"};
+  for (int i = 0; i < 5; i++) {
+    EXPECT(setenv("WEFT_TRACE_MAX_MIB", bad[i], 1) == 0);
+    snprintf(args, sizeof args, "trace report '%s/two_streams.json'", data);
+    EXPECT_EQ_INT(run(args), 1);
+    one_line_error("weft trace: ");
+    EXPECT_HAS(slurp("err.txt"), "WEFT_TRACE_MAX_MIB=");
+    EXPECT_HAS(slurp("err.txt"), bad[i]);
+  }
   EXPECT(unsetenv("WEFT_TRACE_MAX_MIB") == 0);
 
   snprintf(args, sizeof args, "rm -rf '%s'", dir);
