@@ -15,7 +15,8 @@
 /* The causes, in the order of the table. X(CAUSE, name, what it means). */
 #define TRACE_CAUSES(X)                                                        \
   X(ORDERED, "ordered on purpose",                                             \
-    "issued work waited for another stream's work (a declared dependence)")    \
+    "issued work waited for another stream's work, or behind the work of "     \
+    "the task that handed it its stream (a declared dependence)")              \
   X(IMPLICIT_SYNC, "implicit synchronisation",                                 \
     "a device-wide wait (allocation, free, blocking copy or memset, device "   \
     "sync) held every stream")                                                 \
@@ -26,7 +27,8 @@
     "issued work waited behind another task's work on a stream weft took "     \
     "over from that task, past the streams made ahead (WEFT_STREAMS)")         \
   X(HOST_SLOW, "the host issued too slowly",                                   \
-    "the GPU was idle and its next operation had not been issued yet")         \
+    "the GPU was idle and its next operation had not been issued yet, or "     \
+    "issued work waited no longer than the device's launch latency")           \
   X(GPU_FULL, "the GPU was full",                                              \
     "issued work waited on a free stream while the device ran all it can "     \
     "at once (kernels whose blocks filled every SM; the host backend's "       \
