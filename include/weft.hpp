@@ -3,8 +3,10 @@
  * Everything here is inline over the calls of weft.h; libweft holds no C++.
  * Errors: a call that fails throws weft::error (the WEFT_E* code and
  * weft_last_error_message()); each has a non-throwing form, try_<call>
- * returning 0 or the negative code, and each RAII class a constructor
- * taking weft::nothrow that leaves the object empty on failure. Built
+ * returning 0 or the negative code (for event::done() and the library
+ * handles of weft/cuda.hpp, the C call itself), and each class that
+ * acquires something when made a constructor taking weft::nothrow that
+ * leaves the object empty (false) on failure. Built
  * without exceptions (-fno-exceptions), the throwing forms print the error
  * and abort, as the standard library's do: use the non-throwing forms.
  * Context: as the C call each wraps (weft/task.h and the others); what a
@@ -291,16 +293,16 @@ template <class T> access rw(T *p, std::size_t n = 1) noexcept {
   return {{p, n * sizeof(T), WEFT_RW}};
 }
 /* The whole of a buffer (weft::device_buffer, pinned_buffer, or anything
- * with data() and size()). */
+ * with data() and size(), a registered_blocks block given by value too). */
 template <class B>
 auto reads(const B &b) noexcept -> decltype(reads(b.data(), b.size())) {
   return reads(b.data(), b.size());
 }
 template <class B>
-auto writes(B &b) noexcept -> decltype(writes(b.data(), b.size())) {
+auto writes(B &&b) noexcept -> decltype(writes(b.data(), b.size())) {
   return writes(b.data(), b.size());
 }
-template <class B> auto rw(B &b) noexcept -> decltype(rw(b.data(), b.size())) {
+template <class B> auto rw(B &&b) noexcept -> decltype(rw(b.data(), b.size())) {
   return rw(b.data(), b.size());
 }
 
@@ -651,7 +653,8 @@ public:
  * it (the host copy brought back, the device instances freed; its errors
  * dropped: unregister() to see them). weft::reads(d), writes(d) and
  * rw(d) declare all of it for a spawn; get(mode), in a task, gives the
- * instance on the task's device. Move-only.
+ * instance on the task's device. Move-only; constructed with
+ * weft::nothrow, empty (false) if registering failed.
  * Errors: weft_data_register's (constructor), weft_data_get's,
  * weft_data_sync's, weft_data_unregister's, thrown.
  * Context: theirs (the destructor may switch or block). */
@@ -659,6 +662,11 @@ template <class T> class registered {
 public:
   registered(runtime &rt, T *p, std::size_t n) : p_(p), n_(n) {
     detail::check(weft_data_register(rt.get(), p, n * sizeof(T), &d_));
+  }
+  registered(nothrow_t, runtime &rt, T *p, std::size_t n) noexcept
+      : p_(p), n_(n) {
+    if (weft_data_register(rt.get(), p, n * sizeof(T), &d_) != 0)
+      d_ = nullptr;
   }
   registered(registered &&o) noexcept
       : d_(std::exchange(o.d_, nullptr)), p_(o.p_), n_(o.n_) {}
@@ -679,30 +687,43 @@ public:
   T *data() const noexcept { return p_; }
   std::size_t size() const noexcept { return n_; }
   weft_data *handle() const noexcept { return d_; }
+  explicit operator bool() const noexcept { return d_ != nullptr; }
   /* The instance on the calling task's device, ready for mode. */
   T *get(unsigned mode = WEFT_RW) const {
-    void *q = nullptr;
-    detail::check(weft_data_get(d_, mode, &q));
-    return static_cast<T *>(q);
+    T *q = nullptr;
+    detail::check(try_get(mode, &q));
+    return q;
   }
-  void sync() const { detail::check(weft_data_sync(d_)); }
+  int try_get(unsigned mode, T **out) const noexcept {
+    void *q = nullptr;
+    int rc = weft_data_get(d_, mode, &q);
+    *out = static_cast<T *>(q);
+    return rc;
+  }
+  void sync() const { detail::check(try_sync()); }
+  int try_sync() const noexcept { return weft_data_sync(d_); }
   /* weft_data_prefetch: starts the copy to device, or the write-back to
    * the host for WEFT_DATA_HOST. */
-  void prefetch(int device) const {
-    detail::check(weft_data_prefetch(d_, device));
+  void prefetch(int device) const { detail::check(try_prefetch(device)); }
+  int try_prefetch(int device) const noexcept {
+    return weft_data_prefetch(d_, device);
   }
   weft_data_stats stats() const {
     weft_data_stats st;
-    detail::check(weft_data_stats_get(d_, &st));
+    detail::check(try_stats(&st));
     return st;
+  }
+  int try_stats(weft_data_stats *out) const noexcept {
+    return weft_data_stats_get(d_, out);
   }
   /* Unregisters now; on failure it throws and stays registered (the
    * destructor tries again). */
-  void unregister() {
-    if (d_) {
-      detail::check(weft_data_unregister(d_));
+  void unregister() { detail::check(try_unregister()); }
+  int try_unregister() noexcept {
+    int rc = d_ ? weft_data_unregister(d_) : 0;
+    if (rc == 0)
       d_ = nullptr;
-    }
+    return rc;
   }
 
 private:
@@ -721,39 +742,49 @@ private:
  * gives its instance; m[i].device() is its home, for
  * task_options.device. place() starts every block's copy to its home;
  * the destructor unregisters them all (the host memory holds the result;
- * errors dropped: unregister() to see them). Move-only.
+ * errors dropped: unregister() to see them). Move-only; constructed with
+ * weft::nothrow, empty (false) if registering failed.
  * Errors: weft_data_register_blocks' (constructor), weft_data_blocks_*',
  * weft_data_get's, weft_data_unregister_blocks', thrown; m[i] past the
  * last block, WEFT_EINVAL.
  * Context: theirs (the destructor may switch or block). */
 template <class T> class registered_blocks {
 public:
-  /* Block i: its host memory, its handle and its home. */
+  /* Block i: its host memory, its handle and its home (none, made
+   * empty, until try_at fills it). */
   class block {
   public:
+    block() noexcept = default;
     T *data() const noexcept { return p_; }
     std::size_t size() const noexcept { return n_; }
     weft_data *handle() const noexcept { return d_; }
     int device() const noexcept { return dev_; }
     /* weft_data_prefetch, as registered's. */
-    void prefetch(int device) const {
-      detail::check(weft_data_prefetch(d_, device));
+    void prefetch(int device) const { detail::check(try_prefetch(device)); }
+    int try_prefetch(int device) const noexcept {
+      return weft_data_prefetch(d_, device);
     }
     /* Its instance on the calling task's device, ready for mode. */
     T *get(unsigned mode = WEFT_RW) const {
+      T *q = nullptr;
+      detail::check(try_get(mode, &q));
+      return q;
+    }
+    int try_get(unsigned mode, T **out) const noexcept {
       void *q = nullptr;
-      detail::check(weft_data_get(d_, mode, &q));
-      return static_cast<T *>(q);
+      int rc = weft_data_get(d_, mode, &q);
+      *out = static_cast<T *>(q);
+      return rc;
     }
 
   private:
     friend class registered_blocks;
     block(weft_data *d, T *p, std::size_t n, int dev) noexcept
         : d_(d), p_(p), n_(n), dev_(dev) {}
-    weft_data *d_;
-    T *p_;
-    std::size_t n_;
-    int dev_;
+    weft_data *d_ = nullptr;
+    T *p_ = nullptr;
+    std::size_t n_ = 0;
+    int dev_ = -1;
   };
 
   registered_blocks(runtime &rt, T *p, std::size_t n, std::size_t per_block,
@@ -761,6 +792,14 @@ public:
       : p_(p), n_(n), block_(per_block) {
     detail::check(weft_data_register_blocks(
         rt.get(), p, n * sizeof(T), per_block * sizeof(T), layout, &m_));
+  }
+  registered_blocks(nothrow_t, runtime &rt, T *p, std::size_t n,
+                    std::size_t per_block,
+                    weft_data_layout layout = WEFT_DATA_CYCLIC) noexcept
+      : p_(p), n_(n), block_(per_block) {
+    if (weft_data_register_blocks(rt.get(), p, n * sizeof(T),
+                                  per_block * sizeof(T), layout, &m_) != 0)
+      m_ = nullptr;
   }
   registered_blocks(registered_blocks &&o) noexcept
       : m_(std::exchange(o.m_, nullptr)), p_(o.p_), n_(o.n_), block_(o.block_) {
@@ -782,21 +821,31 @@ public:
   /* The number of blocks (0 once unregistered). */
   std::size_t size() const noexcept { return weft_data_blocks_count(m_); }
   block operator[](std::size_t i) const {
+    block b;
+    detail::check(try_at(i, &b));
+    return b;
+  }
+  int try_at(std::size_t i, block *out) const noexcept {
     int dev = weft_data_blocks_device(m_, i); /* the index checked */
-    detail::check(dev);
+    if (dev < 0)
+      return dev;
     std::size_t at = i * block_;
-    return block(weft_data_blocks_at(m_, i), p_ + at,
+    *out = block(weft_data_blocks_at(m_, i), p_ + at,
                  n_ - at < block_ ? n_ - at : block_, dev);
+    return 0;
   }
   weft_data_blocks *handle() const noexcept { return m_; }
-  void place() { detail::check(weft_data_blocks_place(m_)); }
+  explicit operator bool() const noexcept { return m_ != nullptr; }
+  void place() { detail::check(try_place()); }
+  int try_place() noexcept { return weft_data_blocks_place(m_); }
   /* Unregisters every block now; on failure it throws and the blocks
    * left stay registered (the destructor tries again). */
-  void unregister() {
-    if (m_) {
-      detail::check(weft_data_unregister_blocks(m_));
+  void unregister() { detail::check(try_unregister()); }
+  int try_unregister() noexcept {
+    int rc = m_ ? weft_data_unregister_blocks(m_) : 0;
+    if (rc == 0)
       m_ = nullptr;
-    }
+    return rc;
   }
 
 private:
@@ -945,7 +994,8 @@ private:
   int rc_;
 };
 
-/* An event (weft/event.h). Move-only; destroyed with the object.
+/* An event (weft/event.h). Move-only; destroyed with the object;
+ * constructed with weft::nothrow, empty (false) if it could not be made.
  * Errors: the C calls'. Context: theirs (sync may switch). */
 class event {
 public:
@@ -970,9 +1020,12 @@ public:
       weft_event_destroy(&e_);
   }
 
-  void record() { detail::check(weft_event_record(e_)); }
-  void wait() { detail::check(weft_event_wait(e_)); }
-  void sync() { detail::check(weft_event_sync(e_)); }
+  void record() { detail::check(try_record()); }
+  void wait() { detail::check(try_wait()); }
+  void sync() { detail::check(try_sync()); }
+  int try_record() noexcept { return weft_event_record(e_); }
+  int try_wait() noexcept { return weft_event_wait(e_); }
+  int try_sync() noexcept { return weft_event_sync(e_); }
   /* True once the latest record completed. */
   bool done() const {
     int rc = weft_event_query(e_);
@@ -982,6 +1035,7 @@ public:
     return true;
   }
   weft_event *get() const noexcept { return e_; }
+  explicit operator bool() const noexcept { return e_ != nullptr; }
 
 private:
   weft_event *e_ = nullptr;
@@ -994,6 +1048,10 @@ inline float elapsed_ms(const event &start, const event &end) {
   float ms = 0;
   detail::check(weft_event_elapsed_ms(start.get(), end.get(), &ms));
   return ms;
+}
+inline int try_elapsed_ms(const event &start, const event &end,
+                          float *ms) noexcept {
+  return weft_event_elapsed_ms(start.get(), end.get(), ms);
 }
 
 /* A captured graph (weft/graph.h), destroyed with the object. Move-only.
@@ -1017,8 +1075,8 @@ public:
     if (g_)
       weft_graph_destroy(g_);
   }
-  void launch() { detail::check(weft_graph_launch(g_)); }
-  void update() { detail::check(weft_graph_update(g_)); }
+  void launch() { detail::check(try_launch()); }
+  int try_launch() noexcept { return weft_graph_launch(g_); }
   weft_graph *get() const noexcept { return g_; }
   explicit operator bool() const noexcept { return g_ != nullptr; }
 
@@ -1027,14 +1085,18 @@ private:
 };
 
 /* Records the caller's GPU work from construction (weft_graph_begin) to
- * end(), which makes it a graph; a capture left without end() (an
- * exception, say) is ended and its graph dropped.
- * Errors: weft_graph_begin's (constructor), weft_graph_end's (end).
+ * end(), which makes it a graph, or update(g), which puts it into g in
+ * place of what g held (weft_graph_update); a capture left without either
+ * (an exception, say) is ended and its graph dropped. Constructed with
+ * weft::nothrow, it is false if the capture could not begin.
+ * Errors: weft_graph_begin's (constructor), weft_graph_end's (end),
+ * weft_graph_update's (update); WEFT_ESTATE from either once it ended.
  * Context: a task or plain thread of a runtime; begin and end in the same
  * one, which scope guarantees. */
 class capture {
 public:
   capture() { detail::check(weft_graph_begin()); }
+  capture(nothrow_t) noexcept : open_(weft_graph_begin() == 0) {}
   capture(const capture &) = delete;
   capture &operator=(const capture &) = delete;
   ~capture() {
@@ -1044,14 +1106,32 @@ public:
         weft_graph_destroy(g);
     }
   }
+  explicit operator bool() const noexcept { return open_; }
   graph end() {
+    graph g;
+    detail::check(try_end(&g));
+    return g;
+  }
+  int try_end(graph *out) noexcept {
+    if (!open_)
+      return weft_error_set(WEFT_ESTATE, 0, "%s", ended);
     open_ = false;
     weft_graph *g = nullptr;
-    detail::check(weft_graph_end(&g));
-    return graph(g);
+    int rc = weft_graph_end(&g);
+    *out = graph(g);
+    return rc;
+  }
+  void update(graph &g) { detail::check(try_update(g)); }
+  int try_update(graph &g) noexcept {
+    if (!open_)
+      return weft_error_set(WEFT_ESTATE, 0, "%s", ended);
+    open_ = false;
+    return weft_graph_update(g.get());
   }
 
 private:
+  static constexpr const char *ended =
+      "weft::capture: already ended (end() or update(), or it never began)";
   bool open_ = true;
 };
 

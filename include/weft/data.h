@@ -104,8 +104,8 @@ typedef struct weft_data_stats {
  * data of rt, its host copy valid, into *out. A handle still registered
  * keeps weft_shutdown from closing rt (WEFT_EBUSY, which names it).
  * Errors: WEFT_EINVAL (NULL argument, bytes 0 or past the end of memory,
- * a region overlapping one registered with rt), WEFT_ESTATE (rt shut
- * down), WEFT_ENOMEM. Context: any thread; never blocks. */
+ * a region overlapping one registered with rt), WEFT_EHANDLE (rt not
+ * open), WEFT_ENOMEM. Context: any thread; never blocks. */
 WEFT_API int weft_data_register(weft_runtime *rt, void *ptr, size_t bytes,
                                 weft_data **out);
 
@@ -212,7 +212,7 @@ typedef enum weft_data_layout {
  * Errors: WEFT_EINVAL (NULL argument, bytes or block_bytes 0, a region
  * past the end of memory, more than WEFT_DATA_BLOCKS_MAX blocks, an
  * unknown layout, a region overlapping one registered with rt),
- * WEFT_ESTATE (rt shut down), WEFT_ENOMEM; nothing is registered then.
+ * WEFT_EHANDLE (rt not open), WEFT_ENOMEM; nothing is registered then.
  * Context: any thread; never blocks. */
 WEFT_API int weft_data_register_blocks(weft_runtime *rt, void *ptr,
                                        size_t bytes, size_t block_bytes,

@@ -28,7 +28,7 @@
  *   (argument errors, ENOMEM, a launch refused) is the caller's to handle
  *   and is not reported again.
  * - weft_copy, weft_memset, weft_launch, weft_device_alloc,
- *   weft_device_free, weft_event_record and weft_event_wait lease the
+ *   weft_device_free and weft_event_record lease the
  *   current stream before they check
  *   their arguments, and weft_cuda_stream, weft_cublas and
  *   weft_cublas_workspace before they check the backend; the stream stays

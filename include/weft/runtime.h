@@ -188,8 +188,10 @@ WEFT_API weft_runtime *weft_runtime_current(void);
  * open). Context: any thread or task; never blocks. */
 WEFT_API int weft_runtime_set_admission(weft_runtime *rt, int depth);
 
-/* Number of devices of the runtime's backend (the host backend has one).
- * Errors: WEFT_EINVAL (NULL argument). Context: any thread; never blocks. */
+/* Number of devices of the runtime's backend (the host backend: those it
+ * emulates, weft_runtime_opts.host_devices, 1 by default).
+ * Errors: WEFT_EINVAL (NULL argument), WEFT_EHANDLE (rt not open).
+ * Context: any thread; never blocks. */
 WEFT_API int weft_device_count(weft_runtime *rt, int *count);
 
 /* Properties of device dev; the memory figures are read now, the rest at

@@ -3,8 +3,9 @@
  * Every GPU operation a task issues goes to its own stream, leased from a
  * per-device, per-priority pool on the first operation and returned when
  * the task's GPU work has completed. A plain thread gets a stream of its
- * own the same way, from the runtime most recently opened, so the same
- * calls work in tasks and threads. */
+ * own the same way, from the runtime it first used or opened (a thread
+ * new to weft takes the most recently opened), so the same calls work in
+ * tasks and threads. */
 #ifndef WEFT_STREAM_H
 #define WEFT_STREAM_H
 

@@ -59,7 +59,8 @@ WEFT_API void weft_task_opts_init(weft_task_opts *opts);
  * only beside WEFT_READ; accesses NULL with naccesses > 0),
  * WEFT_ENODEV (bad device), WEFT_ENOMEM, WEFT_ESTATE (the runtime is
  * shutting down: weft_shutdown is waiting; in a capture, a step refused),
- * WEFT_EINVAL (in a capture, a step placed on another device).
+ * WEFT_EINVAL (in a capture, a step placed on another device; accesses
+ * declared by a task or thread of another runtime).
  * Context: any thread; never blocks (a step runs fn, which may yield). */
 WEFT_API int weft_task_spawn(weft_runtime *rt, weft_task **task,
                              weft_task_fn fn, void *arg,

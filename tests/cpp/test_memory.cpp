@@ -137,7 +137,68 @@ void ranges_events_graphs(weft::runtime &rt) {
   }
   weft_graph *none = nullptr;
   EXPECT_ERR(weft_graph_end(&none), WEFT_ESTATE);
+
+  /* A second capture of the same shape updates g in place. */
+  {
+    weft::capture cap;
+    weft::memset(h, 7, 64);
+    cap.update(g);
+    EXPECT(!cap); /* over: its destructor ends nothing */
+    int code = 0;
+    try {
+      cap.end();
+    } catch (const weft::error &e) {
+      code = e.code();
+      EXPECT(std::strstr(e.what(), "already ended") != nullptr);
+    }
+    EXPECT_EQ_INT(code, WEFT_ESTATE);
+  }
+  EXPECT(h[0] == 5); /* updated, not run */
+  g.launch();
+  weft::sync();
+  EXPECT(h[0] == 7 && h[63] == 7);
   (void)rt;
+}
+
+/* The non-throwing forms of events, graphs and captures: try_<call>
+ * returning the code, weft::nothrow constructors leaving the object
+ * false. */
+void nothrow_events_graphs() {
+  weft::event e(weft::nothrow);
+  EXPECT(e);
+  EXPECT_OK(e.try_record());
+  EXPECT_OK(e.try_wait());
+  EXPECT_OK(e.try_sync());
+  float ms = -1;
+  EXPECT_OK(weft::try_elapsed_ms(e, e, &ms));
+  EXPECT(ms >= 0.0f);
+  weft::event moved = std::move(e);
+  EXPECT(!e && moved);
+  EXPECT(e.try_record() != 0 && e.try_sync() != 0);
+
+  weft::pinned_buffer<char> h(16);
+  weft::graph g;
+  weft::capture cap(weft::nothrow);
+  EXPECT(cap);
+  weft::memset(h, 3, 16);
+  EXPECT_OK(cap.try_end(&g));
+  EXPECT(!cap && g);
+  weft::graph other;
+  EXPECT_ERR(cap.try_end(&other), WEFT_ESTATE);
+  EXPECT(std::strstr(weft_last_error_message(), "already ended") != nullptr);
+  EXPECT_ERR(cap.try_update(g), WEFT_ESTATE);
+  EXPECT(!other);
+  EXPECT_OK(g.try_launch());
+  weft::sync();
+  EXPECT(h[15] == 3);
+  weft::graph empty;
+  EXPECT(empty.try_launch() != 0);
+  /* A capture that cannot begin (one is open already) is false. */
+  weft::capture first;
+  weft::capture second(weft::nothrow);
+  EXPECT(!second);
+  EXPECT_ERR(second.try_end(&other), WEFT_ESTATE);
+  EXPECT_OK(first.try_end(&other));
 }
 
 /* Registered data (weft::registered): two tasks declaring it in turn,
@@ -174,10 +235,25 @@ void registered_data(weft::runtime &rt) {
       code = e.code();
     }
     EXPECT_EQ_INT(code, WEFT_ESTATE);
+    float *q = nullptr;
+    EXPECT_ERR(d.try_get(WEFT_READ, &q), WEFT_ESTATE);
+    EXPECT(q == nullptr);
+    EXPECT_OK(d.try_sync());
+    EXPECT_OK(d.try_prefetch(WEFT_DATA_HOST));
+    EXPECT_OK(d.try_stats(&st));
   } /* unregistered here: the region is free to register again */
   weft::registered<float> again(rt, x.data(), n);
   again.unregister();
-  EXPECT(again.handle() == nullptr);
+  EXPECT(again.handle() == nullptr && !again);
+  /* Without exceptions: a region registered twice is refused, and the
+   * handle left empty refuses every call. */
+  weft::registered<float> one(weft::nothrow, rt, x.data(), n);
+  weft::registered<float> twice(weft::nothrow, rt, x.data(), n);
+  EXPECT(one && !twice);
+  EXPECT(twice.try_sync() != 0 && twice.try_prefetch(0) != 0);
+  EXPECT_OK(twice.try_unregister()); /* nothing to unregister */
+  EXPECT_OK(one.try_unregister());
+  EXPECT(!one);
 }
 
 /* Registered blocks (weft::registered_blocks) over four emulated
@@ -215,8 +291,26 @@ void blocks_driver(std::vector<float> &x) {
     code = e.code();
   }
   EXPECT_EQ_INT(code, WEFT_EINVAL);
-  m.unregister();
-  EXPECT(m.size() == 0);
+  weft::registered_blocks<float>::block none;
+  EXPECT_ERR(m.try_at(m.size(), &none), WEFT_EINVAL);
+  EXPECT(none.handle() == nullptr && none.device() == -1);
+  EXPECT_OK(m.try_at(0, &none));
+  EXPECT(none.data() == x.data() && none.device() == 0);
+  /* A block given straight to rw: one more task adds to block 0. */
+  weft::task_options to;
+  to.device = m[0].device();
+  weft::spawn(
+      [b = m[0]] {
+        weft::launch(add, 1, 256, 0, b.get(), (unsigned)b.size(), 1.0f);
+      },
+      to, weft::rw(m[0]))
+      .join();
+  EXPECT_OK(m.try_place());
+  EXPECT_OK(m.try_unregister());
+  EXPECT(m.size() == 0 && !m);
+  weft::registered_blocks<float> bad(weft::nothrow, *current, x.data(),
+                                     x.size(), 0);
+  EXPECT(!bad);
 }
 
 void registered_blocks() {
@@ -228,7 +322,8 @@ void registered_blocks() {
   current = &rt;
   weft::spawn(rt, [&x] { blocks_driver(x); }).join();
   current = nullptr;
-  EXPECT(x[0] == 3.0f && x[x.size() - 1] == 3.0f);
+  EXPECT(x[0] == 4.0f && x[255] == 4.0f && x[256] == 3.0f &&
+         x[x.size() - 1] == 3.0f);
 }
 
 } // namespace
@@ -241,6 +336,7 @@ int main() {
   registered_data(rt);
   registered_blocks();
   ranges_events_graphs(rt);
+  nothrow_events_graphs();
   std::printf("ok\n");
   return 0;
 }
