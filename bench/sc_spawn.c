@@ -154,11 +154,12 @@ static int run(bench_ctx *c) {
                    "target <= 1 us");
   if (rc == 0)
     rc = variant(c, 0, 1, n, "weft spawn+join from a task, all cores",
-                 "one worker per core; idle ones may be woken");
+                 "target <= 2 us; one worker per core; idle ones may be "
+                 "woken");
   if (rc == 0)
     rc = variant(c, 0, 0, bench_size(c, 5000, 1000),
                  "weft spawn+join from a plain thread",
-                 "the joining thread runs the task itself");
+                 "target <= 5 us; the joining thread runs the task itself");
   if (rc == 0)
     rc = pthreads(c, bench_size(c, 5000, 1000));
   return rc;
