@@ -118,8 +118,9 @@ WEFT_API weft_access weft_data_access(const weft_data *d, unsigned mode);
  * says in the task's stream order (see above). mode must be what the task
  * declared, or less.
  * Errors: WEFT_EINVAL (ptr NULL, mode not WEFT_READ, WEFT_WRITE or
- * WEFT_RW, d not registered, d of another runtime), WEFT_ESTATE (not in a
- * task), WEFT_ENOMEM, device errors; *ptr NULL on failure.
+ * WEFT_RW, d not registered, d of another runtime, no valid copy to read:
+ * an earlier fill failed), WEFT_ESTATE (not in a task, or inside a graph
+ * capture), WEFT_ENOMEM, device errors; *ptr NULL on failure.
  * Context: a task; may switch (a copy from pageable memory is staged; a
  * task filling the same instance is waited for). */
 WEFT_API int weft_data_get(weft_data *d, unsigned mode, void **ptr);
@@ -141,8 +142,9 @@ enum { WEFT_DATA_HOST = -3 };
  * instance, else the caller's; a copy back that fails is left to the
  * next sync or unregister.
  * Errors: WEFT_EINVAL (d not registered; device neither one of d's
- * runtime's nor WEFT_DATA_HOST), WEFT_ESTATE (rt shut down, or in a graph
- * capture), WEFT_ENOMEM.
+ * runtime's nor WEFT_DATA_HOST; the caller a task or thread of another
+ * runtime; in a capture, a device other than the capture's), WEFT_ESTATE
+ * (d's runtime shutting down, or in a graph capture), WEFT_ENOMEM.
  * Context: any thread of d's runtime; never blocks. */
 WEFT_API int weft_data_prefetch(weft_data *d, int device);
 
@@ -152,8 +154,8 @@ WEFT_API int weft_data_prefetch(weft_data *d, int device);
  * host memory holds it. Device instances stay valid.
  * Errors: WEFT_EINVAL (d not registered; the caller a task or thread of
  * another runtime than d's, whose declarations cannot name d's tasks),
- * WEFT_ESTATE (no runtime, or in a graph capture), WEFT_ENOMEM, device
- * errors.
+ * WEFT_ESTATE (d's runtime shutting down, or in a graph capture),
+ * WEFT_ENOMEM, device errors.
  * Context: any thread; may switch (blocks a plain thread). */
 WEFT_API int weft_data_sync(weft_data *d);
 
@@ -212,8 +214,12 @@ typedef enum weft_data_layout {
  * Errors: WEFT_EINVAL (NULL argument, bytes or block_bytes 0, a region
  * past the end of memory, more than WEFT_DATA_BLOCKS_MAX blocks, an
  * unknown layout, a region overlapping one registered with rt),
- * WEFT_EHANDLE (rt not open), WEFT_ENOMEM; nothing is registered then.
- * Context: any thread; never blocks. */
+ * WEFT_EHANDLE (rt not open), WEFT_ENOMEM; nothing is registered then
+ * (a failure after the first block unregisters the blocks made; if that
+ * fails too, for want of memory, they stay registered and weft_shutdown
+ * names them).
+ * Context: any thread; never blocks, except that undoing may switch
+ * (blocks a plain thread). */
 WEFT_API int weft_data_register_blocks(weft_runtime *rt, void *ptr,
                                        size_t bytes, size_t block_bytes,
                                        weft_data_layout layout,

@@ -4,8 +4,10 @@
  *
  * Terms of the "Errors:" lines:
  * - "no runtime" (WEFT_ESTATE): a plain thread has no runtime to use (none
- *   is open, or the one opened last was shut down), or its first weft call
- *   could not allocate the thread's context (the message says so);
+ *   is open, or the one opened last was shut down); a thread whose first
+ *   weft call cannot allocate its context gets WEFT_ENOMEM instead;
+ * - inside a graph capture, the calls weft/graph.h lists as refused
+ *   return WEFT_ESTATE, whether or not their own line repeats it;
  * - "device errors": a failed backend call: WEFT_EDEVICE, WEFT_ELOST after
  *   a CUDA error that destroyed the context, or WEFT_ENOMEM, WEFT_EINVAL,
  *   WEFT_EHANDLE, WEFT_ENODEV or WEFT_ENOTSUP where CUDA's error means that;

@@ -33,7 +33,8 @@ WEFT_API int weft_event_record(weft_event *ev);
  * no record to wait for, and waiting for one that another task will make
  * needs that task joined or followed (weft_task_after) first.
  * Errors: WEFT_ESTATE (no runtime, or ev never recorded), WEFT_EINVAL (ev
- * NULL), WEFT_EHANDLE, WEFT_ENOMEM, device errors.
+ * NULL, or an event of another runtime), WEFT_EHANDLE, WEFT_ENOMEM, device
+ * errors.
  * Context: any thread; never blocks. */
 WEFT_API int weft_event_wait(weft_event *ev);
 

@@ -77,9 +77,10 @@ typedef struct weft_graph weft_graph;
 WEFT_API int weft_graph_begin(void);
 
 /* Ends the capture and makes the recorded work a graph, *out (NULL on
- * failure). The capture is over whatever the result: if a call inside it
- * failed or CUDA invalidated it, the error is returned here and no graph
- * is made. */
+ * failure). The capture is over whatever the result (but for WEFT_ESTATE
+ * from inside a step of it, weft/dataflow.h, which leaves it open): if a
+ * call inside it failed or CUDA invalidated it, the error is returned
+ * here and no graph is made. */
 WEFT_API int weft_graph_end(weft_graph **out);
 
 /* Ends the capture and puts what it recorded into g in place of what g
@@ -88,7 +89,8 @@ WEFT_API int weft_graph_end(weft_graph **out);
  * Cheaper than weft_graph_end plus weft_graph_destroy when a loop's
  * buffers change. WEFT_EINVAL, g unchanged, if the shape differs (another
  * kernel, another kind or count of operations). As with weft_graph_end,
- * the capture is over whatever the result: refused (g not a live graph,
+ * the capture is over whatever the result (but for a call from inside a
+ * step): refused (g not a live graph,
  * WEFT_EHANDLE) or failed, what it recorded is dropped. */
 WEFT_API int weft_graph_update(weft_graph *g);
 

@@ -56,7 +56,8 @@ WEFT_API int weft_device_alloc(size_t bytes, void **ptr);
  * still sees it. NULL is ignored (but needs a runtime). On failure the
  * memory stays allocated.
  * Errors: WEFT_ESTATE (no runtime), WEFT_EINVAL (not from
- * weft_device_alloc, or already freed), WEFT_ENOMEM, device errors.
+ * weft_device_alloc, or already freed), WEFT_EBUSY (a live graph uses
+ * it), WEFT_ENOMEM, device errors.
  * Context: any thread; never blocks, except on a CUDA device without
  * memory pools, where cudaFree waits for the whole device: it then blocks
  * the worker. */
@@ -86,7 +87,8 @@ WEFT_API int weft_pinned_alloc(size_t bytes, void **ptr);
 /* Frees a block of weft_pinned_alloc. NULL is ignored (but needs a
  * runtime).
  * Errors: WEFT_EINVAL for a pointer weft_pinned_alloc did not return (an
- * interior pointer too) or a block already freed; WEFT_ESTATE (no runtime).
+ * interior pointer too) or a block already freed; WEFT_EBUSY (a live graph
+ * uses it); WEFT_ESTATE (no runtime).
  * Context: any thread; never blocks, except when no event can be made or
  * recorded on a stream that used the block: it then waits for that stream,
  * which blocks the worker. */
@@ -115,14 +117,16 @@ typedef struct weft_mem_stats {
 
 /* Fills *out, whose struct_size the caller sets to sizeof(weft_mem_stats)
  * (a larger value is accepted).
- * Errors: WEFT_EINVAL (NULL argument, or struct_size too small).
+ * Errors: WEFT_EINVAL (rt or out NULL, or struct_size too small),
+ * WEFT_EHANDLE (rt not open).
  * Context: any thread; never blocks (it takes the pinned cache's lock: see
  * weft_pinned_alloc). */
 WEFT_API int weft_mem_stats_get(weft_runtime *rt, weft_mem_stats *out);
 
 /* Returns cached pinned memory that no block in use shares to the system;
  * freed blocks still waiting for a stream's use are kept.
- * Errors: WEFT_EINVAL (rt NULL); failures to unpin are not reported.
+ * Errors: WEFT_EINVAL (rt NULL), WEFT_EHANDLE (rt not open); failures to
+ * unpin are not reported.
  * Context: any thread; on CUDA blocks the worker (cudaFreeHost waits for
  * the device). */
 WEFT_API int weft_mem_trim(weft_runtime *rt);
