@@ -796,9 +796,9 @@ void weft__check_implicit_sync(weft__checker *k, weft__exec *x,
   k->syncs++;
   if (ns)
     finding(k, "implicit sync", ns,
-            "%s: %s from %s took %.1f us: %s; every stream of the device "
+            "%s from %s took %.1f us: %s; every stream of the device "
             "waits meanwhile, so no other task's work overlaps it",
-            call, call, who, (double)ns / 1e3, what);
+            call, who, (double)ns / 1e3, what);
   else
     finding(k, "implicit sync", 0, "%s from %s: %s", call, who, what);
   pthread_mutex_unlock(&k->lock);

@@ -48,10 +48,11 @@ typedef struct weft_runtime_opts {
    * means the environment variable WEFT_HOST_DEVICES (1 to 16) or, unset,
    * 1. The CUDA backend has the devices it has. */
   int host_devices;
-  /* weft check (README, "Checking"): 1 reports implicit synchronisations
-   * and races between tasks on stderr, 0 does not; -1 (the default) reads
-   * the environment variable WEFT_CHECK (0 or 1; unset means 0). Off, it
-   * costs nothing. */
+  /* weft check (docs/GUIDE.md, "Checking"): 1 reports races between
+   * tasks, undeclared accesses, stale registered data, implicit
+   * synchronisations and default-stream work on stderr, 0 does not; -1
+   * (the default) reads the environment variable WEFT_CHECK (0 or 1; unset
+   * means 0). Off, it costs a NULL test per call. */
   int check;
   /* Pinned staging of a copy from or to pageable memory (weft_copy): the
    * 4 MiB blocks one copy may hold, 2 to 256, reused as its transfers
