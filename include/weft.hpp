@@ -72,6 +72,14 @@ inline void check(int rc) {
     fail(rc);
 }
 
+/* weft_data_get typed: registered's and a block's get. */
+template <class T> int data_get(weft_data *d, unsigned mode, T **out) noexcept {
+  void *q = nullptr;
+  int rc = weft_data_get(d, mode, &q);
+  *out = static_cast<T *>(q);
+  return rc;
+}
+
 /* Task states of up to this size come from a per-thread cache of blocks:
  * a callable of 64 bytes with a result of up to 128 fits. */
 inline constexpr std::size_t state_block = 256;
@@ -695,10 +703,7 @@ public:
     return q;
   }
   int try_get(unsigned mode, T **out) const noexcept {
-    void *q = nullptr;
-    int rc = weft_data_get(d_, mode, &q);
-    *out = static_cast<T *>(q);
-    return rc;
+    return detail::data_get(d_, mode, out);
   }
   void sync() const { detail::check(try_sync()); }
   int try_sync() const noexcept { return weft_data_sync(d_); }
@@ -771,10 +776,7 @@ public:
       return q;
     }
     int try_get(unsigned mode, T **out) const noexcept {
-      void *q = nullptr;
-      int rc = weft_data_get(d_, mode, &q);
-      *out = static_cast<T *>(q);
-      return rc;
+      return detail::data_get(d_, mode, out);
     }
 
   private:

@@ -237,9 +237,7 @@ int weft__ptrmap_put(weft__ptrmap *m, const void *p, weft__alloc_info info) {
   node *n = calloc(1, sizeof *n);
   if (!n)
     return WEFT_ENOMEM;
-  /* Memory handed out again: what was freed there is no more. */
-  if (old)
-    drop_freed(m, old);
+  /* Memory handed out again: what was freed there (old too) is no more. */
   weft__ptrmap_forget(m, p, info.size);
   n->base = (uintptr_t)p;
   n->info = info;
