@@ -62,11 +62,13 @@ int weft_data_register_blocks(weft_runtime *rt, void *ptr, size_t bytes,
     if ((rc = weft_data_register(rt, (char *)ptr + off, len, &b->block[i])) ==
         0)
       continue;
-    /* Undone: blocks no task has seen unregister without a copy. Their
-     * unregister would overwrite the message, so it is kept. */
+    /* Undone: no one else holds the blocks made, so they have no
+     * instance, task or copy yet and leave without allocating, which
+     * cannot fail as weft_data_unregister_n could. */
     char why[256];
     snprintf(why, sizeof why, "%s", weft_last_error_message());
-    weft_data_unregister_n(b->block, i);
+    for (size_t k = i; k-- > 0;) /* the last first: weft_data_unregister_n */
+      weft__data_forget(b->block[k]);
     free(b);
     return weft_error_set(rc, 0, "%s: block %zu: %s", call, i, why);
   }

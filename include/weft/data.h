@@ -215,11 +215,9 @@ typedef enum weft_data_layout {
  * past the end of memory, more than WEFT_DATA_BLOCKS_MAX blocks, an
  * unknown layout, a region overlapping one registered with rt),
  * WEFT_EHANDLE (rt not open), WEFT_ENOMEM; nothing is registered then
- * (a failure after the first block unregisters the blocks made; if that
- * fails too, for want of memory, they stay registered and weft_shutdown
- * names them).
- * Context: any thread; never blocks, except that undoing may switch
- * (blocks a plain thread). */
+ * (a failure after the first block undoes the blocks made, which needs no
+ * memory and cannot fail).
+ * Context: any thread; never blocks. */
 WEFT_API int weft_data_register_blocks(weft_runtime *rt, void *ptr,
                                        size_t bytes, size_t block_bytes,
                                        weft_data_layout layout,

@@ -4,7 +4,8 @@
  * beside a high one), the pipelined map, tasks with declared data (a
  * record made and freed, readers folded into a join, ranges out of order)
  * and a library handle, a graph captured from steps with declared data,
- * replayed and updated, sync, join, shutdown) is run
+ * replayed and updated, registered data in blocks under a memory limit,
+ * sync, join, shutdown) is run
  * once counting the allocations it makes (malloc, calloc, realloc,
  * posix_memalign, mmap, pthread_create: the library's objects are linked
  * with -Wl,--wrap for each), then once per k with the k-th of them failing.
@@ -296,6 +297,66 @@ static void flow_owner(void *arg) {
   weft_device_free(d);
 }
 
+/* Registered data (weft/data.h): a task reading one block and writing the
+ * next through the instances weft_data_get finds on its device. */
+static void block_task(void *arg) {
+  weft_data **pair = arg;
+  float *r = NULL, *w = NULL;
+  unsigned n = N;
+  void *args[] = {&w, &n};
+  if (weft_data_get(pair[0], WEFT_READ, (void **)&r) == 0 &&
+      weft_data_get(pair[1], WEFT_RW, (void **)&w) == 0)
+    weft_launch(&add_one, WEFT_DIM1(N / 256), WEFT_DIM1(256), 0, args);
+}
+
+/* Four blocks of host memory under a limit of two a device (main's
+ * runtime options), copies started at spawn: each task of the ring reads
+ * one block and writes the next, so instances are made, filled, written
+ * back and evicted. Then the host copy made valid again and the blocks
+ * unregistered, a failed unregister tried again, as a program would (it
+ * keeps what it could not give back). */
+static int registered_blocks(weft_runtime *rt) {
+  enum { NB = 4 };
+  float *mem = __real_malloc(NB * N * sizeof(float));
+  weft_data_blocks *b = NULL;
+  int bad = 0;
+  if (!mem)
+    return 0;
+  memset(mem, 0, NB * N * sizeof(float));
+  if (weft_data_register_blocks(rt, mem, NB * N * sizeof(float),
+                                N * sizeof(float), WEFT_DATA_CYCLIC, &b) == 0) {
+    weft_data *pair[NB][2];
+    weft_task *t[NB] = {0};
+    for (int i = 0; i < NB; i++) {
+      pair[i][0] = weft_data_blocks_at(b, (size_t)i);
+      pair[i][1] = weft_data_blocks_at(b, (size_t)(i + 1) % NB);
+      weft_access acc[2] = {weft_data_access(pair[i][0], WEFT_READ),
+                            weft_data_access(pair[i][1], WEFT_RW)};
+      weft_task_opts to;
+      weft_task_opts_init(&to);
+      to.accesses = acc;
+      to.naccesses = 2;
+      weft_task_spawn(rt, &t[i], block_task, pair[i], &to);
+    }
+    for (int i = 0; i < NB; i++)
+      if (t[i])
+        weft_task_join(t[i]);
+    weft_data_sync(weft_data_blocks_at(b, 0));
+    int rc = weft_data_unregister_blocks(b);
+    if (rc)
+      rc = weft_data_unregister_blocks(b);
+    /* With nothing failing, every block was written once, and is back. */
+    for (int i = 0; i < NB * N && !atomic_load(&fail_at) && !bad; i++)
+      if (rc || mem[i] != 1.0f) {
+        fprintf(stderr, "registered blocks: %s, x[%d] = %g, want 1\n",
+                weft_err_name(rc), i, (double)mem[i]);
+        bad = 1;
+      }
+  }
+  free(mem);
+  return bad;
+}
+
 /* Returns 0 when the run ended cleanly, whatever failed on the way. */
 static int program(const char *trace) {
   weft_runtime_opts o;
@@ -305,6 +366,8 @@ static int program(const char *trace) {
   o.host_threads = 2;
   o.trace_path = trace;
   o.admission = 1; /* the first of the three tasks below is high priority */
+  o.data_limit = 2 * N * sizeof(float); /* registered_blocks evicts */
+  o.data_prefetch = 1;
   weft_runtime *rt;
   if (weft_init(&rt, &o) != 0)
     return 0; /* refused: nothing to give back */
@@ -362,6 +425,7 @@ static int program(const char *trace) {
   weft_task *owner = NULL;
   if (weft_task_spawn(rt, &owner, flow_owner, NULL, NULL) == 0)
     weft_task_join(owner);
+  int bad = registered_blocks(rt);
   /* Give everything back, failures or not. */
   for (int i = 0; i < 3; i++)
     if (task_mem[i])
@@ -383,7 +447,7 @@ static int program(const char *trace) {
   if (rc)
     fprintf(stderr, "weft_shutdown: %s: %s\n", weft_err_name(rc),
             weft_last_error_message());
-  return rc ? 1 : 0;
+  return rc || bad ? 1 : 0;
 }
 
 /* The trace a run wrote, if it wrote one (a weft_init that failed leaves
