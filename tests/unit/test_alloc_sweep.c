@@ -5,7 +5,8 @@
  * record made and freed, readers folded into a join, ranges out of order)
  * and a library handle, a graph captured from steps with declared data,
  * replayed and updated, registered data in blocks under a memory limit,
- * sync, join, shutdown) is run
+ * ranges, weft_task_after, an event waited for, weft_wait_until, a keyed
+ * library handle, a detached task, sync, join, trim, shutdown) is run
  * once counting the allocations it makes (malloc, calloc, realloc,
  * posix_memalign, mmap, pthread_create: the library's objects are linked
  * with -Wl,--wrap for each), then once per k with the k-th of them failing.
@@ -328,6 +329,7 @@ static int registered_blocks(weft_runtime *rt) {
   memset(mem, 0, NB * N * sizeof(float));
   if (weft_data_register_blocks(rt, mem, NB * N * sizeof(float),
                                 N * sizeof(float), WEFT_DATA_CYCLIC, &b) == 0) {
+    weft_data_blocks_place(b); /* each block to its home, at once */
     weft_data *pair[NB][2];
     weft_task *t[NB] = {0};
     for (int i = 0; i < NB; i++) {
@@ -346,6 +348,8 @@ static int registered_blocks(weft_runtime *rt) {
       if (t[i])
         weft_task_join(t[i]);
     weft_data_sync(weft_data_blocks_at(b, 0));
+    weft_data_stats st;
+    weft_data_stats_get(weft_data_blocks_at(b, 0), &st);
     int rc = weft_data_unregister_blocks(b);
     if (rc)
       rc = weft_data_unregister_blocks(b);
@@ -359,6 +363,53 @@ static int registered_blocks(weft_runtime *rt) {
   }
   free(mem);
   return bad;
+}
+
+/* The other calls that allocate or follow tasks: a range pushed and
+ * popped (traced: its name interned), a task's GPU work followed
+ * (weft_task_after) and an event it recorded waited for, a
+ * weft_wait_until test, a keyed library handle and a detached task. */
+typedef struct followed {
+  float *dev;
+  weft_event *ev;
+} followed;
+
+static void record_after_launch(void *arg) {
+  followed *f = arg;
+  unsigned n = N;
+  void *args[] = {&f->dev, &n};
+  if (weft_launch(&add_one, WEFT_DIM1(N / 256), WEFT_DIM1(256), 0, args) == 0)
+    weft_event_record(f->ev);
+}
+
+static int third_poll(void *arg) {
+  int *polls = arg;
+  return ++*polls >= 3 ? 0 : WEFT_EAGAIN;
+}
+
+static void more_calls(void *arg) {
+  weft_runtime *rt = weft_runtime_current();
+  if (weft_range_push("sweep range") == 0)
+    weft_range_pop();
+  followed f = {arg, NULL};
+  weft_task *first = NULL;
+  if (weft_event_create(&f.ev) == 0) {
+    if (weft_task_spawn(rt, &first, record_after_launch, &f, NULL) == 0) {
+      if (weft_task_after(first) == 0)
+        weft_event_wait(f.ev);
+      weft_task_join(first);
+    }
+    weft_event_destroy(&f.ev);
+  }
+  int polls = 0;
+  weft_wait_until(third_poll, &polls);
+  void *h;
+  int key = 7;
+  weft_library_handle_keyed(&sweep_lib, &key, sizeof key, &h);
+  weft_task *loose = NULL;
+  if (weft_task_spawn(rt, &loose, nothing, NULL, NULL) == 0)
+    weft_task_detach(loose);
+  weft_sync();
 }
 
 /* Returns 0 when the run ended cleanly, whatever failed on the way. */
@@ -426,6 +477,9 @@ static int program(const char *trace) {
     weft_task *graph = NULL;
     if (weft_task_spawn(rt, &graph, graph_fn, dev, NULL) == 0)
       weft_task_join(graph);
+    weft_task *more = NULL;
+    if (weft_task_spawn(rt, &more, more_calls, dev, NULL) == 0)
+      weft_task_join(more);
   }
   weft_task *owner = NULL;
   if (weft_task_spawn(rt, &owner, flow_owner, NULL, NULL) == 0)
@@ -444,6 +498,7 @@ static int program(const char *trace) {
     weft_pinned_free(pin);
   free(page_a);
   free(page_b);
+  weft_mem_trim(rt);
   int rc = shutdown_rc = weft_shutdown(rt);
   /* The trace could not be written (EIO), or lost records (ENOMEM): the
    * runtime closed all the same. */
