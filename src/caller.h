@@ -46,6 +46,9 @@ struct weft__exec {
    * operations on tracked memory must keep within (checker.c). */
   weft_access *decl;
   uint32_t ndecl;
+  /* Under weft check: the task declared accesses, but there was no memory
+   * to copy them, so its operations are not held to any. */
+  int decl_lost;
   /* Under weft check: registered data's own copy through a handle's host
    * memory is being issued (caller_declare.h). */
   int data_own_copy;

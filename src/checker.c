@@ -470,7 +470,7 @@ void weft__check_data_get(weft__checker *k, const weft__exec *x, const void *p,
                           size_t bytes, unsigned mode) {
   uintptr_t lo = (uintptr_t)p;
   int write = (mode & WEFT_WRITE) != 0;
-  if (!x || !x->is_task || declared(x, lo, lo + bytes, write))
+  if (!x || !x->is_task || x->decl_lost || declared(x, lo, lo + bytes, write))
     return;
   char who[WHO];
   who_of(x, who, sizeof who);

@@ -185,6 +185,7 @@ static int task_new(weft_runtime *rt, int dev, int high, weft_task_fn fn,
   t->x.flow = NULL;
   t->x.decl = NULL;
   t->x.ndecl = 0;
+  t->x.decl_lost = 0;
   t->flow_deps = NULL;
   t->nflow_deps = 0;
   t->flow_host = 0;
@@ -362,6 +363,7 @@ int weft_task_spawn(weft_runtime *rt, weft_task **task, weft_task_fn fn,
       memcpy(t->x.decl, opts.accesses, opts.naccesses * sizeof *t->x.decl);
       t->x.ndecl = (uint32_t)opts.naccesses;
     }
+    t->x.decl_lost = rt->h.bk->check && !t->x.decl;
     /* Registered data it names: eviction spares what tasks ahead use. */
     weft__uses_fn uses = atomic_load(&rt->tasks.uses);
     if (uses)

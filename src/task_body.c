@@ -41,6 +41,11 @@ static int follow_all(weft_task *t, const void **d, uint32_t n) {
             weft__task_live(h, other)
                 ? weft__task_wait_for(rt, other, 1, WEFT__STALL_FOLLOW, FOLLOWS)
                 : 0;
+        /* Completed: the checker learns the order the wait made, as
+         * weft_task_after would have told it. */
+        if (rc == 0)
+          weft__caller_joined(
+              &t->x, weft__handle_live(h, &other->hdr) ? &other->x : NULL);
         pthread_mutex_unlock(lock);
       }
     return rc;

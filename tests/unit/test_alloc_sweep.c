@@ -18,9 +18,12 @@
  * fails the sweep, naming k; under ASan, LeakSanitizer checks each run's
  * exit. Each run is a child process, so that one run's state cannot reach
  * another. The sweep runs on one emulated device, then on two (one under
- * ThreadSanitizer). */
+ * ThreadSanitizer). SWEEP_ONLY=k runs allocation k's run alone and prints
+ * the stack of the allocation it fails (addr2line -e unit_alloc_sweep
+ * names the offsets): a failing k, reproduced. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <execinfo.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -44,6 +47,10 @@ static atomic_long fail_at; /* 0: none fails */
 static int should_fail(void) {
   long n = atomic_fetch_add(&seen, 1) + 1;
   long k = atomic_load(&fail_at);
+  if (k > 0 && n == k && getenv("SWEEP_ONLY")) { /* where it fails */
+    void *at[24];
+    backtrace_symbols_fd(at, backtrace(at, 24), 2);
+  }
   return k > 0 && n == k;
 }
 
@@ -582,7 +589,8 @@ static long sweep(int devices, const char *trace) {
   EXPECT(total > 0);
   /* Threads make the count vary a little between runs: go some past it. */
   long last = total + total / 10 + 10, bad = 0;
-  for (long k = 1; k <= last; k++) {
+  const char *only = getenv("SWEEP_ONLY");
+  for (long k = only ? atol(only) : 1; k <= (only ? atol(only) : last); k++) {
     long c;
     status = run(k, trace, &c);
     if (!(WIFEXITED(status) && WEXITSTATUS(status) == 0)) {
