@@ -773,7 +773,10 @@ static void bad_input(weft_runtime *rt) {
 
 /* unregister_n's write-backs wait for their copies side by side, behind
  * a writer held at a gate: each lends its stream while it waits, so that
- * they run on the streams made ahead (2) rather than one made each. */
+ * they run on the streams made ahead (2) rather than one made each. One
+ * worker, so that each write-back waits, lending, before the next asks
+ * for a stream (with two, one may ask while another is between its lease
+ * and its wait, and make a third). */
 enum { WB = 12, WB_FLOATS = 256 };
 
 typedef struct wb_state {
@@ -813,7 +816,12 @@ static void *wb_spawner(void *arg) {
 }
 
 static void write_backs_lend(void) {
-  weft_runtime *rt = tt_open_ahead(2);
+  weft_runtime_opts o;
+  weft_runtime_opts_init(&o);
+  o.workers = 1;
+  o.streams = 2;
+  o.host_threads = 4; /* the gate holds an executor thread */
+  weft_runtime *rt = tt_open(&o);
   wb_state s = {0};
   tt_gate_init(&s.g);
   unsigned char *host;
