@@ -67,7 +67,7 @@ int weft_data_register_blocks(weft_runtime *rt, void *ptr, size_t bytes,
      * cannot fail as weft_data_unregister_n could. */
     char why[256];
     snprintf(why, sizeof why, "%s", weft_last_error_message());
-    for (size_t k = i; k-- > 0;) /* the last first: weft_data_unregister_n */
+    for (size_t k = i; k-- > 0;) /* the last first, as unregister_n does */
       weft__data_forget(b->block[k]);
     free(b);
     return weft_error_set(rc, 0, "%s: block %zu: %s", call, i, why);

@@ -356,14 +356,15 @@ int weft_task_spawn(weft_runtime *rt, weft_task **task, weft_task_fn fn,
     t->flow_host = (uint8_t)host;
     /* weft check holds the task's operations to them; without memory for
      * the copy it checks nothing (fewer findings, never a false one). */
-    t->x.decl = NULL;
-    t->x.ndecl = 0;
-    if (rt->h.bk->check &&
-        (t->x.decl = malloc(opts.naccesses * sizeof *t->x.decl)) != NULL) {
-      memcpy(t->x.decl, opts.accesses, opts.naccesses * sizeof *t->x.decl);
-      t->x.ndecl = (uint32_t)opts.naccesses;
+    if (rt->h.bk->check) { /* task_new left decl NULL, ndecl 0 */
+      t->x.decl = malloc(opts.naccesses * sizeof *t->x.decl);
+      if (t->x.decl) {
+        memcpy(t->x.decl, opts.accesses, opts.naccesses * sizeof *t->x.decl);
+        t->x.ndecl = (uint32_t)opts.naccesses;
+      } else {
+        t->x.decl_lost = 1;
+      }
     }
-    t->x.decl_lost = rt->h.bk->check && !t->x.decl;
     /* Registered data it names: eviction spares what tasks ahead use. */
     weft__uses_fn uses = atomic_load(&rt->tasks.uses);
     if (uses)

@@ -590,7 +590,8 @@ static long sweep(int devices, const char *trace) {
   /* Threads make the count vary a little between runs: go some past it. */
   long last = total + total / 10 + 10, bad = 0;
   const char *only = getenv("SWEEP_ONLY");
-  for (long k = only ? atol(only) : 1; k <= (only ? atol(only) : last); k++) {
+  long first = only ? atol(only) : 1, end = only ? first : last;
+  for (long k = first; k <= end; k++) {
     long c;
     status = run(k, trace, &c);
     if (!(WIFEXITED(status) && WEXITSTATUS(status) == 0)) {
