@@ -1,7 +1,9 @@
 /* weft.hpp's CUDA side: the caller's stream and the CUDA toolkit's
  * library handles that follow the task (weft/cuda.h,
  * weft/cuda_libraries.h), throwing weft::error where the C calls return
- * NULL, with the C call's error code (weft_last_error) and message.
+ * NULL, with the C call's error code (weft_last_error) and message. The
+ * non-throwing form of each is its C call (weft_cublas() and the rest),
+ * usable as is from C++.
  * Needs the CUDA toolkit's include directory, from g++, clang++ or nvcc
  * (weft.hpp includes it under nvcc, for <<<..., weft::stream()>>>).
  * Errors: each call's C counterpart's, thrown. Context: theirs. */
