@@ -52,12 +52,16 @@ int weft__host_open(weft__backend *b, const weft__backend_config *cfg) {
     pthread_cond_destroy(&hb->progress);
     conds_destroy(hb, hb->ndev);
     pthread_mutex_destroy(&hb->mu);
+  } else if (hb->pageable) {
+    weft__host_pageable_join(hb);
   }
   return rc;
 }
 
 void weft__host_close(weft__backend *b) {
   weft__host_backend *hb = weft__host_of(b);
+  if (hb->pageable)
+    weft__host_pageable_leave(hb);
   weft__host_exec_stop(hb);
   weft__host_cache_drain(hb);
   pthread_cond_destroy(&hb->progress);

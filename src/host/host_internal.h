@@ -131,6 +131,9 @@ typedef struct weft__host_backend {
   /* WEFT_HOST_PAGEABLE=1: ptr_kind tells memory apart as CUDA would, so
    * that the core's staging of pageable copies runs here (tests). */
   int pageable;
+  /* The other pageable host backends of the process (host_ops.c's
+   * ptr_kind): pinned memory is the process's, as CUDA's is. */
+  struct weft__host_backend *next_pageable;
   /* Per device, for device_sync (an op counts on its stream's device). */
   uint64_t dev_submitted[WEFT_HOST_DEVICES_MAX];
   uint64_t dev_completed[WEFT_HOST_DEVICES_MAX];
@@ -217,5 +220,9 @@ void weft__host_trace_ran(const weft__host_stream *s, const weft__host_op *op,
                           uint64_t t0);
 /* The calling thread is an executor: its lane's name. */
 void weft__host_trace_executor(void);
+
+/* Adds / removes hb among the process's pageable host backends. */
+void weft__host_pageable_join(weft__host_backend *hb);
+void weft__host_pageable_leave(weft__host_backend *hb);
 
 #endif

@@ -324,22 +324,59 @@ static int pinned_free(weft__backend *b, void *p) {
   return 0;
 }
 
-/* Host memory is all one here and nothing needs staging: every pointer
- * is as good as pinned. With WEFT_HOST_PAGEABLE=1 (for tests of the
- * core's staging, memory.c) memory is told apart as CUDA would: inside a
- * live device allocation is device memory, inside a pinned one pinned, the
- * rest pageable. */
-static int ptr_kind(weft__backend *b, const void *p) {
-  if (!weft__host_of(b)->pageable)
-    return WEFT__MEM_PINNED;
+/* The process's pageable host backends, for ptr_kind: memory pinned or
+ * allocated by one runtime is the same kind in another, as CUDA's
+ * pointer attributes are the process's. Lock order: this, then a
+ * backend's lock. */
+static pthread_mutex_t pageable_lock = PTHREAD_MUTEX_INITIALIZER;
+static weft__host_backend *pageable_list;
+
+void weft__host_pageable_join(weft__host_backend *hb) {
+  pthread_mutex_lock(&pageable_lock);
+  hb->next_pageable = pageable_list;
+  pageable_list = hb;
+  pthread_mutex_unlock(&pageable_lock);
+}
+
+void weft__host_pageable_leave(weft__host_backend *hb) {
+  pthread_mutex_lock(&pageable_lock);
+  for (weft__host_backend **p = &pageable_list; *p; p = &(*p)->next_pageable)
+    if (*p == hb) {
+      *p = hb->next_pageable;
+      break;
+    }
+  pthread_mutex_unlock(&pageable_lock);
+}
+
+/* Whether p lies in a live allocation of b: 1 and its kind, or 0. */
+static int alloc_kind(weft__backend *b, const void *p, int *kind) {
   weft__alloc_ref r;
   pthread_mutex_lock(&b->lock);
   int found = weft__ptrmap_lookup(b->allocs, p, &r) == WEFT__PTR_LIVE;
   pthread_mutex_unlock(&b->lock);
-  if (!found)
-    return WEFT__MEM_PAGEABLE;
-  return r.info.kind == WEFT__ALLOC_DEVICE ? WEFT__MEM_DEVICE
-                                           : WEFT__MEM_PINNED;
+  if (found)
+    *kind =
+        r.info.kind == WEFT__ALLOC_DEVICE ? WEFT__MEM_DEVICE : WEFT__MEM_PINNED;
+  return found;
+}
+
+/* Host memory is all one here and nothing needs staging: every pointer
+ * is as good as pinned. With WEFT_HOST_PAGEABLE=1 (for tests of the
+ * core's staging, memory.c) memory is told apart as CUDA would: inside a
+ * live device allocation (of any runtime of the process) is device
+ * memory, inside a pinned one pinned, the rest pageable. */
+static int ptr_kind(weft__backend *b, const void *p) {
+  if (!weft__host_of(b)->pageable)
+    return WEFT__MEM_PINNED;
+  int kind = WEFT__MEM_PAGEABLE;
+  if (alloc_kind(b, p, &kind))
+    return kind;
+  pthread_mutex_lock(&pageable_lock);
+  for (weft__host_backend *o = pageable_list; o; o = o->next_pageable)
+    if (&o->base != b && alloc_kind(&o->base, p, &kind))
+      break;
+  pthread_mutex_unlock(&pageable_lock);
+  return kind;
 }
 
 const struct weft__backend_ops weft__host_ops = {

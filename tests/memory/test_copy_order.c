@@ -13,7 +13,9 @@
  *   before, and weft_copy returns without waiting for the stream (the
  *   gate is still closed when every copy has been queued);
  * - a task queues device -> pageable and returns without weft_sync: after
- *   weft_task_join the destination is complete.
+ *   weft_task_join the destination is complete;
+ * - memory pinned through another runtime is pinned here too, as CUDA's
+ *   pointer attributes are the process's: a copy from it is not staged.
  * Each runs in a task and on the plain main thread, for a small size and
  * one spanning several 4 MiB staging chunks. Data are small integers as
  * floats, so x*2+1 is exact on every device. */
@@ -246,6 +248,73 @@ static void task_returns_unsynced(size_t n, int gated, uint64_t seed) {
   free(src);
 }
 
+typedef struct pin_job {
+  void *p;
+  size_t n;
+} pin_job;
+
+static void pin_task(void *arg) {
+  pin_job *j = arg;
+  EXPECT_OK(weft_pinned_alloc(j->n, &j->p));
+}
+
+static void unpin_task(void *arg) { EXPECT_OK(weft_pinned_free(arg)); }
+
+typedef struct there_and_back {
+  unsigned char *src;
+  size_t n;
+} there_and_back;
+
+static void there_and_back_task(void *arg) {
+  there_and_back *j = arg;
+  void *d;
+  EXPECT_OK(weft_device_alloc(j->n, &d));
+  EXPECT_OK(weft_copy(d, j->src, j->n));
+  EXPECT_OK(weft_copy(j->src, d, j->n));
+  EXPECT_OK(weft_device_free(d));
+  EXPECT_OK(weft_sync());
+}
+
+/* Copies n bytes of src to the device and back into src in a task of rt,
+ * and returns how many pinned blocks rt's cache handed out meanwhile (a
+ * staged copy takes some). */
+static uint64_t blocks_for_copies(unsigned char *src, size_t n) {
+  weft_mem_stats before = mt_stats(rt);
+  there_and_back j = {src, n};
+  weft_task *t;
+  EXPECT_OK(weft_task_spawn(rt, &t, there_and_back_task, &j, NULL));
+  EXPECT_OK(weft_task_join(t));
+  weft_mem_stats after = mt_stats(rt);
+  return (after.pinned_hits + after.pinned_misses) -
+         (before.pinned_hits + before.pinned_misses);
+}
+
+static void pinned_by_another_runtime(void) {
+  const size_t n = 3 * MT_MIB;
+  weft_runtime *other = tt_open_workers(2);
+  pin_job pj = {NULL, n};
+  weft_task *t;
+  EXPECT_OK(weft_task_spawn(other, &t, pin_task, &pj, NULL));
+  EXPECT_OK(weft_task_join(t));
+  uint64_t seed = 41;
+  mt_fill(pj.p, n, &seed);
+  unsigned char *want = malloc(n);
+  EXPECT(want != NULL);
+  memcpy(want, pj.p, n);
+  EXPECT_EQ_INT((int)blocks_for_copies(pj.p, n), 0);
+  mt_check_same(pj.p, want, n, "pinned by another runtime, there and back");
+  /* The counter this reads does count staging: malloc memory's copies
+   * take blocks wherever copies are staged. */
+  const char *pg = getenv("WEFT_HOST_PAGEABLE");
+  if (weft_runtime_backend(rt) == WEFT_BACKEND_CUDA ||
+      (pg && strcmp(pg, "1") == 0))
+    EXPECT(blocks_for_copies(want, n) > 0);
+  EXPECT_OK(weft_task_spawn(other, &t, unpin_task, pj.p, NULL));
+  EXPECT_OK(weft_task_join(t));
+  free(want);
+  tt_close(other);
+}
+
 int main(void) {
   if (tt_quick())
     counts[1] = (5 << 20) / 4 + 3;
@@ -261,6 +330,7 @@ int main(void) {
   for (int i = 0; i < 2; i++)
     for (int gated = 0; gated < 2; gated++)
       task_returns_unsynced(un_sizes[i], gated, 31 + (uint64_t)i);
+  pinned_by_another_runtime();
 
   weft_mem_stats s = mt_stats(rt);
   EXPECT_EQ_INT(s.pinned_blocks, 0);
