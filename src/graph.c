@@ -632,7 +632,10 @@ static void graph_put(weft_runtime *rt, weft_graph *g, weft__stream *launched) {
 }
 
 /* Takes the retired graphs whose replays are done (all of them, waiting
- * for each, when wait) off rt's list and releases them. */
+ * for each, when wait) off rt's list and releases them. A done graph's
+ * memory is let go before the lock is: a free racing the sweep (which no
+ * longer finds the graph on the list) must not find it still held.
+ * Retired graphs hold device memory only (graph_free). */
 static void retired_sweep(weft_runtime *rt, int wait) {
   weft_graph *done = NULL;
   pthread_mutex_lock(&rt->h.lock);
@@ -642,6 +645,11 @@ static void retired_sweep(weft_runtime *rt, int wait) {
       *pp = g->next;
       g->next = done;
       done = g;
+      for (size_t i = 0; i < g->nrefs && !wait; i++)
+        if (g->refs[i].p && !g->refs[i].pinned) {
+          hold_refs(rt, &g->refs[i], 1, -1);
+          g->refs[i].p = NULL;
+        }
     } else {
       pp = &g->next;
     }

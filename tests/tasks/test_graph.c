@@ -7,7 +7,9 @@
  * from two tasks run one after another; a task that returns with a capture
  * open is failed; handles are checked, a stale one never names the graph
  * made after it, and a destroy racing launches from other threads leaves
- * them refused, not crashed; shutdown waits for graphs. */
+ * them refused, not crashed; memory of a destroyed graph whose replays
+ * are done frees at once, whichever task's sweep retires the graph;
+ * shutdown waits for graphs. */
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -392,8 +394,39 @@ static void replay_outlives_destroy(weft_runtime *rt) {
   tt_gate_fini(&q.gate);
 }
 
+/* Tasks replaying and destroying graphs of their own, then freeing their
+ * memory after the replays are done: another task's free or destroy may
+ * be retiring the graph at that moment (graph.c's retired_sweep), and
+ * the free must still find the memory released, not "used by 1 live
+ * graph". */
+enum { SWEEPERS = 4, SWEEP_ROUNDS = 300 };
+
+static void sweeper_task(void *arg) {
+  (void)arg;
+  for (int r = 0; r < SWEEP_ROUNDS; r++) {
+    float *d;
+    EXPECT_OK(weft_device_alloc(N * sizeof(float), (void **)&d));
+    weft_graph *g = small_graph(d);
+    EXPECT_OK(weft_graph_launch(g));
+    EXPECT_OK(weft_graph_destroy(g));
+    EXPECT_OK(weft_sync());
+    int rc = weft_device_free(d);
+    EXPECT_MSG(rc == 0, "round %d: weft_device_free after the replay: %s", r,
+               weft_last_error_message());
+  }
+}
+
+static void frees_racing_sweeps(weft_runtime *rt) {
+  weft_task *t[SWEEPERS];
+  for (int i = 0; i < SWEEPERS; i++)
+    EXPECT_OK(weft_task_spawn(rt, &t[i], sweeper_task, NULL, NULL));
+  for (int i = 0; i < SWEEPERS; i++)
+    EXPECT_OK(weft_task_join(t[i]));
+}
+
 int main(void) {
   weft_runtime *rt = tt_open_workers(4);
+  frees_racing_sweeps(rt);
   replay_outlives_destroy(rt);
   weft_task *t;
   int yield = 0;
