@@ -33,6 +33,7 @@
 #include "door.h"
 #include "event_pool.h"
 #include "graph_internal.h"
+#include "host_copy.h"
 #include "host_guard.h"
 #include "memory_internal.h"
 #include "registry.h"
@@ -86,10 +87,15 @@ static int spawn_helper(weft__exec *x, weft_task **t, weft_task_fn fn,
   return weft_task_spawn(x->rt, t, fn, arg, &o);
 }
 
-/* A staged copy's host half: weft_copy's check reported it already. */
-static void stage_copy(void *dst, const void *src, size_t n) {
+/* A staged copy's host half: weft_copy's check reported it already. Into
+ * a pinned block (to the device), stores that bypass the caches; out of
+ * one, memcpy, since the program reads its data next. */
+static void stage_copy(void *dst, const void *src, size_t n, int to_block) {
   weft__guard_quiet++;
-  memcpy(dst, src, n);
+  if (to_block)
+    weft__copy_for_dma(dst, src, n);
+  else
+    memcpy(dst, src, n);
   weft__guard_quiet--;
 }
 
@@ -100,7 +106,7 @@ static void stage_in(void *arg) {
            weft__caller_self(), j->ev,
            "a staged copy's transfer (its pinned block's last use)")) != 0)
     return;
-  stage_copy(j->pinned, j->host, j->n);
+  stage_copy(j->pinned, j->host, j->n, 1);
 }
 
 /* Gives back a device-to-host chunk's event, and its block on the block's
@@ -116,7 +122,7 @@ static void stage_out(void *arg) {
   weft__exec *x = weft__caller_self();
   j->rc = weft__wait_for_event(x, j->ev, "a staged copy's transfer");
   if (j->rc == 0)
-    stage_copy(j->host, j->pinned, j->n);
+    stage_copy(j->host, j->pinned, j->n, 0);
   out_done(j);
   j->ran = 1;
 }
@@ -161,7 +167,7 @@ static int staged_in(weft__exec *x, weft__stream *s, char *dst, const char *src,
     int rc = weft__pinned_cache_alloc(&rt->pinned, n, &b);
     if (rc)
       return rc;
-    stage_copy(b, src, n);
+    stage_copy(b, src, n, 1);
     rc = weft__copy(s, dst, b, n, WEFT__COPY_H2D);
     release_block(x, s, b, n);
     return rc;
