@@ -14,8 +14,8 @@ static unsigned char pattern(size_t i, unsigned salt) {
   return (unsigned char)((i * 131u + salt) % 251u + 1u);
 }
 
-static void one(unsigned char *dbuf, unsigned char *sbuf, size_t n,
-                size_t doff, size_t soff, unsigned salt) {
+static void one(unsigned char *dbuf, unsigned char *sbuf, size_t n, size_t doff,
+                size_t soff, unsigned salt) {
   unsigned char *d = dbuf + GUARD + doff;
   const unsigned char *s = sbuf + soff;
   for (size_t i = 0; i < n; i++)
@@ -58,8 +58,8 @@ int main(void) {
   EXPECT(dbuf && sbuf);
   unsigned salt = 0;
   for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++)
-    for (size_t doff = 0; doff < 64; doff += sizes[k] > 4096 ? 7 : 1)
-      for (size_t soff = 0; soff < 64; soff += sizes[k] > 4096 ? 13 : 1)
+    for (size_t doff = 0; doff<64; doff += sizes[k]> 4096 ? 7 : 1)
+      for (size_t soff = 0; soff<64; soff += sizes[k]> 4096 ? 13 : 1)
         one(dbuf, sbuf, sizes[k], doff, soff, salt++);
   free(dbuf);
   free(sbuf);
