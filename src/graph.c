@@ -645,11 +645,12 @@ static void retired_sweep(weft_runtime *rt, int wait) {
       *pp = g->next;
       g->next = done;
       done = g;
-      for (size_t i = 0; i < g->nrefs && !wait; i++)
-        if (g->refs[i].p && !g->refs[i].pinned) {
-          hold_refs(rt, &g->refs[i], 1, -1);
-          g->refs[i].p = NULL;
-        }
+      if (!wait)
+        for (size_t i = 0; i < g->nrefs; i++)
+          if (g->refs[i].p && !g->refs[i].pinned) {
+            hold_refs(rt, &g->refs[i], 1, -1);
+            g->refs[i].p = NULL;
+          }
     } else {
       pp = &g->next;
     }
