@@ -49,6 +49,10 @@ struct weft_graph {
   weft__check_span *spans;
   size_t nspans;
   weft__vc *check_vc;
+  /* Held across a replay's launch and an update of impl, which the
+   * backends do not keep apart (a live graph's only; not a retired
+   * shell's, below). */
+  pthread_mutex_t impl_lock;
 };
 
 /* ---- data-flow steps inside a capture ----
@@ -437,21 +441,27 @@ static int take_refs(weft_runtime *rt, const weft__capture *cap,
   weft__backend *b = rt->h.bk;
   for (size_t i = 0; i < cap->nptrs; i++) {
     const void *p = cap->ptrs[i];
+    if (!p)
+      continue;
+    /* A pointer into an allocation holds the whole allocation, named by
+     * its start (a memset at an offset still writes it). */
+    weft__alloc_ref r;
+    pthread_mutex_lock(&b->lock);
+    int dev = weft__ptrmap_lookup(b->allocs, p, &r) == WEFT__PTR_LIVE &&
+              r.info.kind == WEFT__ALLOC_DEVICE;
+    pthread_mutex_unlock(&b->lock);
+    graph_ref ref;
+    if (dev)
+      ref = (graph_ref){r.base, 0};
+    else if (weft__pinned_cache_hold(&rt->pinned, p, 0))
+      ref = (graph_ref){p, 1};
+    else
+      continue;
     int dup = 0;
     for (size_t j = 0; j < n && !dup; j++)
-      dup = refs[j].p == p;
-    if (dup || !p)
-      continue;
-    weft__alloc_info info;
-    pthread_mutex_lock(&b->lock);
-    int dev = weft__ptrmap_get(b->allocs, p, &info) &&
-              info.kind == WEFT__ALLOC_DEVICE;
-    pthread_mutex_unlock(&b->lock);
-    if (dev) {
-      refs[n++] = (graph_ref){p, 0};
-    } else if (weft__pinned_cache_hold(&rt->pinned, p, 0)) {
-      refs[n++] = (graph_ref){p, 1};
-    }
+      dup = refs[j].p == ref.p;
+    if (!dup)
+      refs[n++] = ref;
   }
   hold_refs(rt, refs, n, +1);
   *out = refs;
@@ -459,14 +469,19 @@ static int take_refs(weft_runtime *rt, const weft__capture *cap,
   return 0;
 }
 
-/* Ends x's capture into *impl (NULL: a new graph). */
+/* Ends x's capture into *impl (NULL: a new graph; else an update of it,
+ * under impl_lock). */
 static int end_capture(weft__exec *x, weft__capture *cap, void **impl,
-                       const char *call) {
+                       pthread_mutex_t *impl_lock, const char *call) {
   weft__stream *s = x->stream;
   int joined = steps_join(x, cap);
   s->capture = NULL;
   x->drop_capture = NULL;
+  if (impl_lock)
+    pthread_mutex_lock(impl_lock);
   int rc = s->hdr.bk->ops->capture_end(s, impl);
+  if (impl_lock)
+    pthread_mutex_unlock(impl_lock);
   steps_free(x, cap);
   if (rc == 0 && joined && !cap->failed)
     cap->failed = joined;
@@ -495,7 +510,7 @@ int weft_graph_end(weft_graph **out) {
   weft_runtime *rt = x->rt;
   const struct weft__backend_ops *ops = rt->h.bk->ops;
   void *impl = NULL;
-  int rc = end_capture(x, cap, &impl, "weft_graph_end");
+  int rc = end_capture(x, cap, &impl, NULL, "weft_graph_end");
   weft_graph *g = NULL;
   if (rc == 0 && !out)
     rc = weft__err(WEFT_EINVAL, "weft_graph_end: out is NULL (the capture "
@@ -526,6 +541,7 @@ int weft_graph_end(weft_graph **out) {
   g->hdr.magic = GRAPH_MAGIC;
   g->rt = rt;
   g->impl = impl;
+  pthread_mutex_init(&g->impl_lock, NULL);
   ops->graph_counts(impl, &g->ops, &g->kernels, &g->copies);
   pthread_mutex_lock(&rt->h.lock);
   g->next = rt->graphs;
@@ -574,19 +590,15 @@ static void graph_release(weft_runtime *rt, weft_graph *g) {
   pthread_mutex_unlock(&rt->h.lock);
 }
 
-/* Frees a destroyed graph nobody uses any longer. Its replays still
- * queued keep what they touch: a pinned block is marked used by the last
- * replay's stream (its free then waits for it, mem_pinned.c); device
- * memory stays held, the graph retired behind an event after that
- * replay, until the event completes or a free is ordered after it
- * (weft__graph_before_free). docs/decisions/memory.md, "A graph's memory
- * outlives its queued replays". */
-static void graph_free(weft_runtime *rt, weft_graph *g) {
-  rt->h.bk->ops->graph_destroy(rt->h.bk, g->impl);
-  free(g->spans);
-  g->spans = NULL;
-  weft__check_vc_free(g->check_vc);
-  g->check_vc = NULL;
+/* Lets go of what g holds (refs, nrefs) once the replays queued on
+ * g->last_s are done: g is a destroyed graph nobody uses any longer, or a
+ * shell holding an updated graph's old buffers. A pinned block is marked
+ * used by the last replay's stream (its free then waits for it,
+ * mem_pinned.c); device memory stays held, g retired behind an event
+ * after that replay, until the event completes or a free is ordered
+ * after it (weft__graph_before_free). docs/decisions/memory.md, "A
+ * graph's memory outlives its queued replays". */
+static void retire(weft_runtime *rt, weft_graph *g) {
   weft__stream *s = g->last_s;
   weft__event *e = NULL;
   if (s) {
@@ -619,12 +631,21 @@ static void graph_free(weft_runtime *rt, weft_graph *g) {
   pthread_mutex_unlock(&rt->h.lock);
 }
 
-/* The caller is done with g (graph_take); launched: it replayed g on that
- * stream. */
-static void graph_put(weft_runtime *rt, weft_graph *g, weft__stream *launched) {
+/* Frees a destroyed graph nobody uses any longer (retire keeps its memory
+ * held while its replays are queued). */
+static void graph_free(weft_runtime *rt, weft_graph *g) {
+  rt->h.bk->ops->graph_destroy(rt->h.bk, g->impl);
+  pthread_mutex_destroy(&g->impl_lock);
+  free(g->spans);
+  g->spans = NULL;
+  weft__check_vc_free(g->check_vc);
+  g->check_vc = NULL;
+  retire(rt, g);
+}
+
+/* The caller is done with g (graph_take). */
+static void graph_put(weft_runtime *rt, weft_graph *g) {
   pthread_mutex_lock(&rt->h.lock);
-  if (launched)
-    g->last_s = launched;
   int last = --g->users == 0 && g->dying;
   pthread_mutex_unlock(&rt->h.lock);
   if (last)
@@ -697,7 +718,7 @@ static void end_unkept(weft__exec *x) {
     return;
   weft__errinfo refusal = *weft__err_slot();
   void *impl = NULL;
-  if (end_capture(x, cap, &impl, "weft_graph_update") == 0 && impl)
+  if (end_capture(x, cap, &impl, NULL, "weft_graph_update") == 0 && impl)
     x->rt->h.bk->ops->graph_destroy(x->rt->h.bk, impl);
   capture_free(cap);
   *weft__err_slot() = refusal;
@@ -717,7 +738,7 @@ int weft_graph_update(weft_graph *h) {
     return rc;
   }
   rc = graph_update(x, g);
-  graph_put(rt, g, NULL);
+  graph_put(rt, g);
   return rc;
 }
 
@@ -731,7 +752,7 @@ static int graph_update(weft__exec *x, weft_graph *g) {
   if ((rc = refuse_in_step(cap, "weft_graph_update")) != 0)
     return rc;
   void *impl = g->impl;
-  rc = end_capture(x, cap, &impl, "weft_graph_update");
+  rc = end_capture(x, cap, &impl, &g->impl_lock, "weft_graph_update");
   graph_ref *refs = NULL;
   size_t nrefs = 0;
   if (rc == 0)
@@ -742,9 +763,32 @@ static int graph_update(weft__exec *x, weft_graph *g) {
   }
   take_spans(g, cap);
   capture_free(cap);
-  /* The new buffers are held; the old ones no longer are. */
-  hold_refs(rt, g->refs, g->nrefs, -1);
-  free(g->refs);
+  /* The new buffers are held; the old ones only until the replays queued
+   * before the update are done, in a shell retired as a destroyed graph
+   * is (without memory for it, once the last replay's stream is). A
+   * launch of the old impl noted its stream under impl_lock, before the
+   * update took it. */
+  pthread_mutex_lock(&g->impl_lock);
+  pthread_mutex_lock(&rt->h.lock);
+  weft__stream *last = g->last_s;
+  weft_graph *old =
+      last && g->nrefs
+          ? (weft_graph *)weft__pool_get(&rt->graph_pool, sizeof *old)
+          : NULL;
+  pthread_mutex_unlock(&rt->h.lock);
+  pthread_mutex_unlock(&g->impl_lock);
+  if (old) {
+    old->refs = g->refs;
+    old->nrefs = g->nrefs;
+    old->last_s = last;
+    old->end_ev = NULL;
+    retire(rt, old);
+  } else {
+    if (last && g->nrefs)
+      weft__stream_sync(last);
+    hold_refs(rt, g->refs, g->nrefs, -1);
+    free(g->refs);
+  }
   g->refs = refs;
   g->nrefs = nrefs;
   rt->h.bk->ops->graph_counts(g->impl, &g->ops, &g->kernels, &g->copies);
@@ -762,11 +806,20 @@ int weft_graph_launch(weft_graph *h) {
   weft_graph *g = graph_take(h, x->rt, "weft_graph_launch", &rc);
   if (!g)
     return rc;
+  /* The replay's stream is noted before an update can follow it, which
+   * then finds it (graph_update). */
+  pthread_mutex_lock(&g->impl_lock);
   rc = x->rt->h.bk->ops->graph_launch(c.s, g->impl);
+  if (rc == 0) {
+    pthread_mutex_lock(&x->rt->h.lock);
+    g->last_s = c.s;
+    pthread_mutex_unlock(&x->rt->h.lock);
+  }
+  pthread_mutex_unlock(&g->impl_lock);
   if (rc == 0 && x->rt->h.bk->check)
     weft__check_replay(x->rt->h.bk->check, c.s, g->spans, g->nspans,
                        &g->check_vc);
-  graph_put(x->rt, g, rc == 0 ? c.s : NULL);
+  graph_put(x->rt, g);
   return rc;
 }
 
@@ -789,7 +842,7 @@ int weft_graph_destroy(weft_graph *h) {
   rt->ngraphs--;
   g->dying = 1;
   pthread_mutex_unlock(&rt->h.lock);
-  graph_put(rt, g, NULL);
+  graph_put(rt, g);
   retired_sweep(rt, 0);
   return 0;
 }
@@ -809,7 +862,7 @@ int weft_graph_get_info(const weft_graph *h, weft_graph_info *info) {
                               .kernels = g->kernels,
                               .copies = g->copies,
                               .refs = g->nrefs};
-  graph_put(x->rt, g, NULL);
+  graph_put(x->rt, g);
   return info ? 0 : weft__err(WEFT_EINVAL, "weft_graph_get_info: info is NULL");
 }
 

@@ -44,8 +44,9 @@
  *
  * A graph keeps pointers, not data: the buffers it was recorded with are
  * the ones every replay reads and writes. Device and pinned memory that a
- * live graph's weft_copy, weft_memset or weft_launch uses (a kernel
- * argument equal to the start of an allocation) cannot be freed:
+ * live graph's weft_copy or weft_memset uses (anywhere in the
+ * allocation) or weft_launch uses (a kernel argument equal to the start
+ * of an allocation) cannot be freed:
  * weft_device_free and weft_pinned_free return WEFT_EBUSY until the graph
  * is destroyed. (Memory a <<<>>> or cuBLAS call uses is not seen.)
  *
@@ -91,7 +92,11 @@ WEFT_API int weft_graph_end(weft_graph **out);
  * kernel, another kind or count of operations). As with weft_graph_end,
  * the capture is over whatever the result (but for a call from inside a
  * step): refused (g not a live graph,
- * WEFT_EHANDLE) or failed, what it recorded is dropped. */
+ * WEFT_EHANDLE) or failed, what it recorded is dropped. The buffers g no
+ * longer uses are released as weft_graph_destroy releases them: replays
+ * queued before the update still use them, and a free right after is
+ * ordered after those replays. An update and a launch of g from two
+ * threads run one after the other. */
 WEFT_API int weft_graph_update(weft_graph *g);
 
 /* Queues one replay of g on the caller's stream. */

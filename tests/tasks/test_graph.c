@@ -9,7 +9,9 @@
  * made after it, and a destroy racing launches from other threads leaves
  * them refused, not crashed; memory of a destroyed graph whose replays
  * are done frees at once, whichever task's sweep retires the graph;
- * shutdown waits for graphs. */
+ * an update keeps the old buffers until the replays queued before it are
+ * done, and never races a launch of the same graph; a pointer into an
+ * allocation holds the whole allocation; shutdown waits for graphs. */
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -394,6 +396,139 @@ static void replay_outlives_destroy(weft_runtime *rt) {
   tt_gate_fini(&q.gate);
 }
 
+/* The same for an update: the replay queued before it still writes the
+ * old buffers (device memory, a pinned block), which must not be handed
+ * out again meanwhile. */
+static void replay_outlives_update(weft_runtime *rt, int pinned) {
+  enum { BYTES = 4096 };
+  queued_replay q = {0};
+  tt_gate_init(&q.gate);
+  unsigned char *src, *old, *fresh, *host;
+  EXPECT_OK(weft_device_alloc(BYTES, (void **)&src));
+  EXPECT_OK(weft_memset(src, 0xAA, BYTES));
+  EXPECT_OK(weft_pinned_alloc(BYTES, (void **)&host));
+  if (pinned) {
+    EXPECT_OK(weft_pinned_alloc(BYTES, (void **)&old));
+    EXPECT_OK(weft_pinned_alloc(BYTES, (void **)&fresh));
+  } else {
+    EXPECT_OK(weft_device_alloc(BYTES, (void **)&old));
+    EXPECT_OK(weft_device_alloc(BYTES, (void **)&fresh));
+  }
+  EXPECT_OK(weft_sync());
+  EXPECT_OK(weft_graph_begin());
+  EXPECT_OK(weft_copy(old, src, BYTES));
+  EXPECT_OK(weft_graph_end(&q.g));
+  weft_task *t;
+  EXPECT_OK(weft_task_spawn(rt, &t, gated_replay_task, &q, NULL));
+  tt_wait_flag(&q.queued, 10000, "the replay queued");
+  EXPECT_OK(weft_graph_begin());
+  EXPECT_OK(weft_copy(fresh, src, BYTES));
+  EXPECT_OK(weft_graph_update(q.g));
+  unsigned char *again;
+  if (pinned) {
+    EXPECT_OK(weft_pinned_free(old));
+    EXPECT_OK(weft_pinned_alloc(BYTES, (void **)&again));
+    memset(again, 0x11, BYTES);
+  } else {
+    EXPECT_OK(weft_device_free(old));
+    EXPECT_OK(weft_device_alloc(BYTES, (void **)&again));
+    EXPECT_OK(weft_memset(again, 0x11, BYTES));
+  }
+  tt_gate_open(&q.gate);
+  atomic_store((_Atomic int *)&q.go, 1);
+  EXPECT_OK(weft_task_join(t));
+  if (!pinned)
+    EXPECT_OK(weft_copy(host, again, BYTES));
+  EXPECT_OK(weft_sync());
+  const unsigned char *seen = pinned ? again : host;
+  int bad = 0;
+  for (int i = 0; i < BYTES; i++)
+    bad += seen[i] != 0x11;
+  EXPECT_MSG(bad == 0,
+             "%d of %d bytes of a new %s allocation overwritten by a replay "
+             "queued before the update (old %p, new %p)",
+             bad, BYTES, pinned ? "pinned" : "device", (void *)old,
+             (void *)again);
+  EXPECT_OK(weft_graph_destroy(q.g));
+  if (pinned) {
+    EXPECT_OK(weft_pinned_free(again));
+    EXPECT_OK(weft_pinned_free(fresh));
+  } else {
+    EXPECT_OK(weft_device_free(again));
+    EXPECT_OK(weft_device_free(fresh));
+  }
+  EXPECT_OK(weft_pinned_free(host));
+  EXPECT_OK(weft_device_free(src));
+  tt_gate_fini(&q.gate);
+}
+
+/* A graph that uses memory through pointers into allocations holds the
+ * allocations: freeing them is refused while it lives. */
+static void interior_pointers_hold(void) {
+  enum { BYTES = 8192 };
+  unsigned char *d, *p;
+  EXPECT_OK(weft_device_alloc(BYTES, (void **)&d));
+  EXPECT_OK(weft_pinned_alloc(BYTES, (void **)&p));
+  weft_graph *g;
+  EXPECT_OK(weft_graph_begin());
+  EXPECT_OK(weft_memset(d + BYTES / 2, 1, BYTES / 2));
+  EXPECT_OK(weft_copy(p + BYTES / 2, d + BYTES / 2, BYTES / 2));
+  EXPECT_OK(weft_graph_end(&g));
+  EXPECT_ERR(weft_device_free(d), WEFT_EBUSY);
+  EXPECT_ERR(weft_pinned_free(p), WEFT_EBUSY);
+  EXPECT_OK(weft_graph_launch(g));
+  EXPECT_OK(weft_sync());
+  EXPECT_OK(weft_graph_destroy(g));
+  EXPECT_OK(weft_device_free(d));
+  EXPECT_OK(weft_pinned_free(p));
+}
+
+/* A thread updating a graph over and over, another launching it: each
+ * replay runs one version or the other, whole. */
+enum { UPDATE_ROUNDS = 400, UPDATE_BYTES = 1 << 14 };
+typedef struct update_race {
+  weft_graph *g;
+  int stop;
+} update_race;
+
+static void *update_launcher(void *arg) {
+  update_race *u = arg;
+  for (int i = 0; !atomic_load((_Atomic int *)&u->stop); i++) {
+    EXPECT_OK(weft_graph_launch(u->g));
+    if (i % 8 == 7)
+      EXPECT_OK(weft_sync());
+  }
+  EXPECT_OK(weft_sync());
+  return NULL;
+}
+
+static void update_capture(unsigned char *d, int v) {
+  EXPECT_OK(weft_graph_begin());
+  for (int k = 0; k < 8; k++)
+    EXPECT_OK(weft_memset(d + k * (UPDATE_BYTES / 8), v, UPDATE_BYTES / 8));
+}
+
+static void updates_racing_launches(void) {
+  unsigned char *d[2];
+  EXPECT_OK(weft_device_alloc(UPDATE_BYTES, (void **)&d[0]));
+  EXPECT_OK(weft_device_alloc(UPDATE_BYTES, (void **)&d[1]));
+  update_race u = {0};
+  update_capture(d[0], 1);
+  EXPECT_OK(weft_graph_end(&u.g));
+  pthread_t th;
+  EXPECT(pthread_create(&th, NULL, update_launcher, &u) == 0);
+  for (int r = 0; r < UPDATE_ROUNDS; r++) {
+    update_capture(d[r & 1], r & 0xff);
+    EXPECT_OK(weft_graph_update(u.g));
+  }
+  atomic_store((_Atomic int *)&u.stop, 1);
+  pthread_join(th, NULL);
+  EXPECT_OK(weft_sync());
+  EXPECT_OK(weft_graph_destroy(u.g));
+  EXPECT_OK(weft_device_free(d[0]));
+  EXPECT_OK(weft_device_free(d[1]));
+}
+
 /* Tasks replaying and destroying graphs of their own, then freeing their
  * memory after the replays are done: another task's free or destroy may
  * be retiring the graph at that moment (graph.c's retired_sweep), and
@@ -428,6 +563,10 @@ int main(void) {
   weft_runtime *rt = tt_open_workers(4);
   frees_racing_sweeps(rt);
   replay_outlives_destroy(rt);
+  replay_outlives_update(rt, 0);
+  replay_outlives_update(rt, 1);
+  interior_pointers_hold();
+  updates_racing_launches();
   weft_task *t;
   int yield = 0;
   EXPECT_OK(weft_task_spawn(rt, &t, basic_task, &yield, NULL));
