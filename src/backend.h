@@ -71,6 +71,9 @@ struct weft__stream {
   uint32_t id;  /* small number naming the stream in traces; from 1, the
                    backend's own */
   weft__capture *capture; /* while a graph is captured on it (graph.c) */
+  /* While it captures: an event recorded just before, done once the work
+   * queued before the capture is (event_pool.c's lock; graph.c). */
+  struct weft__event *fence;
   /* Address ranges whose pointers backend.c's launch check found good at
    * the registry's generation ok_gen: a whole allocation, or a pointer
    * alone where weft knows none. A launch whose pointer-sized arguments
@@ -98,6 +101,7 @@ struct weft__event {
   unsigned flags;
   int recorded;            /* set by the core on the first record */
   weft__trace_mark traced; /* its last record in a trace (trace_order.h) */
+  unsigned shares;         /* holders beyond the first (event_pool.c's lock) */
 };
 
 typedef enum weft__copy_kind {

@@ -41,6 +41,11 @@ int weft__event_pool_get(struct weft_runtime *rt, int dev, int blocking,
 void weft__event_pool_put(struct weft_runtime *rt, weft__event *e) {
   weft__runtime_head *h = weft__head(rt);
   pthread_mutex_lock(&h->lock);
+  if (e->shares) {
+    e->shares--;
+    pthread_mutex_unlock(&h->lock);
+    return;
+  }
   int blocking = (e->flags & WEFT__EVENT_BLOCKING) != 0;
   if (weft__ptrvec_push(&h->events.free[e->hdr.dev * 2 + blocking], e) != 0) {
     h->events.n--;
@@ -49,6 +54,39 @@ void weft__event_pool_put(struct weft_runtime *rt, weft__event *e) {
     return;
   }
   pthread_mutex_unlock(&h->lock);
+}
+
+int weft__event_pool_mark(struct weft_runtime *rt, weft__stream *s,
+                          weft__event **out) {
+  weft__runtime_head *h = weft__head(rt);
+  weft__event *e;
+  int rc = weft__event_pool_get(rt, s->hdr.dev, 0, &e);
+  if (rc)
+    return rc;
+  /* Recorded under the lock: a capture sets its fence under it before it
+   * begins (weft_graph_begin), so s does not start capturing meanwhile. */
+  pthread_mutex_lock(&h->lock);
+  weft__event *fence = s->fence;
+  if (fence)
+    fence->shares++;
+  else
+    rc = weft__event_record(e, s);
+  pthread_mutex_unlock(&h->lock);
+  if (fence || rc)
+    weft__event_pool_put(rt, e);
+  *out = fence ? fence : rc ? NULL : e;
+  return rc;
+}
+
+void weft__event_pool_fence(struct weft_runtime *rt, weft__stream *s,
+                            weft__event *e) {
+  weft__runtime_head *h = weft__head(rt);
+  pthread_mutex_lock(&h->lock);
+  weft__event *old = s->fence;
+  s->fence = e;
+  pthread_mutex_unlock(&h->lock);
+  if (!e && old)
+    weft__event_pool_put(rt, old);
 }
 
 void weft__event_pool_fini(struct weft_runtime *rt) {

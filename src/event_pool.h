@@ -26,6 +26,18 @@ void weft__event_pool_fini(struct weft_runtime *rt);
  * queried; the pinned cache's, synced at shutdown, spin there briefly). */
 int weft__event_pool_get(struct weft_runtime *rt, int dev, int blocking,
                          weft__event **out);
+/* Puts e back, or lets go of one share of it (weft__event_pool_mark). */
 void weft__event_pool_put(struct weft_runtime *rt, weft__event *e);
+/* A pooled event, put back by the caller, that completes once the work
+ * queued on s so far has: one recorded on s now or, while s captures a
+ * graph (where a record would be captured, not run), a share of s's
+ * fence, recorded before the capture. 0, or the error of getting or
+ * recording one. */
+int weft__event_pool_mark(struct weft_runtime *rt, weft__stream *s,
+                          weft__event **out);
+/* s's fence while it captures: set (e, recorded on s just before the
+ * capture begins) or taken back (e NULL: the fence, put back). */
+void weft__event_pool_fence(struct weft_runtime *rt, weft__stream *s,
+                            weft__event *e);
 
 #endif

@@ -403,8 +403,18 @@ int weft_graph_begin(void) {
   weft__capture *cap = calloc(1, sizeof *cap);
   if (!cap)
     return weft__err(WEFT_ENOMEM, "weft_graph_begin: out of memory");
+  /* The fence: what frees memory the stream used, or retires a graph
+   * replayed on it, waits for while it captures (event_pool.h). */
+  weft_runtime *rt = c.x->rt;
+  weft__event *fence;
+  if ((rc = weft__event_pool_mark(rt, c.s, &fence)) != 0) {
+    free(cap);
+    return rc;
+  }
+  weft__event_pool_fence(rt, c.s, fence);
   rc = ops->capture_begin(c.s);
   if (rc) {
+    weft__event_pool_fence(rt, c.s, NULL);
     free(cap);
     return rc;
   }
@@ -482,6 +492,7 @@ static int end_capture(weft__exec *x, weft__capture *cap, void **impl,
   int rc = s->hdr.bk->ops->capture_end(s, impl);
   if (impl_lock)
     pthread_mutex_unlock(impl_lock);
+  weft__event_pool_fence(x->rt, s, NULL);
   steps_free(x, cap);
   if (rc == 0 && joined && !cap->failed)
     cap->failed = joined;
@@ -608,13 +619,9 @@ static void retire(weft_runtime *rt, weft_graph *g) {
         hold_refs(rt, &g->refs[i], 1, -1);
         g->refs[i].p = NULL;
       }
-    if (weft__event_pool_get(rt, s->hdr.dev, 0, &e) != 0) {
+    if (weft__event_pool_mark(rt, s, &e) != 0) {
       e = NULL;
       weft__stream_sync(s); /* out of memory: wait instead */
-    } else if (weft__event_record(e, s) != 0) {
-      weft__event_pool_put(rt, e);
-      e = NULL;
-      weft__stream_sync(s);
     } else if (weft__event_query(e) != WEFT_EAGAIN) { /* done already */
       weft__event_pool_put(rt, e);
       e = NULL;
@@ -877,6 +884,7 @@ void weft__graph_drop_capture(weft__exec *x, const char *why) {
   x->drop_capture = NULL;
   if (s->hdr.bk->ops->capture_end(s, &impl) == 0 && impl)
     s->hdr.bk->ops->graph_destroy(s->hdr.bk, impl);
+  weft__event_pool_fence(x->rt, s, NULL);
   steps_free(x, cap);
   capture_free(cap);
   weft__caller_fail(x,

@@ -271,12 +271,7 @@ int weft__pinned_cache_free(weft__pinned_cache *c, void *p) {
   for (int i = 0; i < b->nused; i++) {
     weft__stream *s = b->used[i];
     weft__event *e;
-    if (weft__event_pool_get(c->rt, s->hdr.dev, 0, &e) != 0) {
-      weft__stream_sync(s);
-      continue;
-    }
-    if (weft__event_record(e, s) != 0) {
-      weft__event_pool_put(c->rt, e);
+    if (weft__event_pool_mark(c->rt, s, &e) != 0) {
       weft__stream_sync(s);
       continue;
     }

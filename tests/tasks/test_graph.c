@@ -11,7 +11,9 @@
  * are done frees at once, whichever task's sweep retires the graph;
  * an update keeps the old buffers until the replays queued before it are
  * done, and never races a launch of the same graph; a pointer into an
- * allocation holds the whole allocation; shutdown waits for graphs. */
+ * allocation holds the whole allocation; memory freed, or a graph
+ * destroyed, while the stream that used it captures waits for the work
+ * queued before the capture; shutdown waits for graphs. */
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -462,6 +464,88 @@ static void replay_outlives_update(weft_runtime *rt, int pinned) {
   tt_gate_fini(&q.gate);
 }
 
+/* A task queues a copy into a pinned block (or a replay of a graph
+ * writing device memory) behind a gate, then begins a capture; meanwhile
+ * the block is freed (the graph destroyed and its memory freed) from the
+ * main thread: the work queued before the capture still writes it, so a
+ * new allocation must not get it before the gate opens. */
+typedef struct capturer {
+  tt_gate gate;
+  unsigned char *pinned, *src;
+  weft_graph *g;
+  int captured, go;
+} capturer;
+
+static void capturer_task(void *arg) {
+  capturer *q = arg;
+  tt_gate_launch(&q->gate);
+  if (q->g)
+    EXPECT_OK(weft_graph_launch(q->g));
+  else
+    EXPECT_OK(weft_copy(q->pinned, q->src, 4096));
+  EXPECT_OK(weft_graph_begin());
+  atomic_store((_Atomic int *)&q->captured, 1);
+  while (!atomic_load((_Atomic int *)&q->go))
+    weft_yield();
+  weft_graph *g2;
+  EXPECT_OK(weft_graph_end(&g2));
+  EXPECT_OK(weft_graph_destroy(g2));
+  EXPECT_OK(weft_sync());
+}
+
+static void freed_while_capturing(weft_runtime *rt, int graph) {
+  enum { BYTES = 4096 };
+  capturer q = {0};
+  tt_gate_init(&q.gate);
+  unsigned char *host, *d = NULL, *again;
+  EXPECT_OK(weft_device_alloc(BYTES, (void **)&q.src));
+  EXPECT_OK(weft_memset(q.src, 0xAA, BYTES));
+  EXPECT_OK(weft_pinned_alloc(BYTES, (void **)&host));
+  if (graph) {
+    EXPECT_OK(weft_device_alloc(BYTES, (void **)&d));
+    EXPECT_OK(weft_graph_begin());
+    EXPECT_OK(weft_memset(d, 0xAA, BYTES));
+    EXPECT_OK(weft_graph_end(&q.g));
+  } else {
+    EXPECT_OK(weft_pinned_alloc(BYTES, (void **)&q.pinned));
+  }
+  EXPECT_OK(weft_sync());
+  weft_task *t;
+  EXPECT_OK(weft_task_spawn(rt, &t, capturer_task, &q, NULL));
+  tt_wait_flag(&q.captured, 10000, "the capture began");
+  if (graph) {
+    EXPECT_OK(weft_graph_destroy(q.g));
+    EXPECT_OK(weft_device_free(d));
+    EXPECT_OK(weft_device_alloc(BYTES, (void **)&again));
+    EXPECT_OK(weft_memset(again, 0x11, BYTES));
+  } else {
+    EXPECT_OK(weft_pinned_free(q.pinned));
+    EXPECT_OK(weft_pinned_alloc(BYTES, (void **)&again));
+    memset(again, 0x11, BYTES);
+  }
+  tt_gate_open(&q.gate);
+  atomic_store((_Atomic int *)&q.go, 1);
+  EXPECT_OK(weft_task_join(t));
+  if (graph)
+    EXPECT_OK(weft_copy(host, again, BYTES));
+  EXPECT_OK(weft_sync());
+  const unsigned char *seen = graph ? host : again;
+  int bad = 0;
+  for (int i = 0; i < BYTES; i++)
+    bad += seen[i] != 0x11;
+  EXPECT_MSG(bad == 0,
+             "%d of %d bytes of a new %s allocation overwritten by work "
+             "queued before a capture on the stream that used the old one",
+             bad, BYTES, graph ? "device" : "pinned");
+  if (graph)
+    EXPECT_OK(weft_device_free(again));
+  else
+    EXPECT_OK(weft_pinned_free(again));
+  EXPECT_OK(weft_pinned_free(host));
+  EXPECT_OK(weft_device_free(q.src));
+  tt_gate_fini(&q.gate);
+}
+
 /* A graph that uses memory through pointers into allocations holds the
  * allocations: freeing them is refused while it lives. */
 static void interior_pointers_hold(void) {
@@ -566,6 +650,8 @@ int main(void) {
   replay_outlives_update(rt, 0);
   replay_outlives_update(rt, 1);
   interior_pointers_hold();
+  freed_while_capturing(rt, 0);
+  freed_while_capturing(rt, 1);
   updates_racing_launches();
   weft_task *t;
   int yield = 0;
