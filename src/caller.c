@@ -44,6 +44,25 @@ weft__exec *weft__caller_self(void) {
   return x;
 }
 
+int weft__caller_refuse_in_capture(const weft__exec *x, const char *call,
+                                   const char *why) {
+  if (!x || !x->stream || !x->stream->capture)
+    return 0;
+  weft__capture *cap = x->stream->capture;
+  /* Inside a data-flow step the refusal is the step's failure, and the
+   * capture makes no graph (weft/dataflow.h). */
+  if (cap->in_step && !cap->failed)
+    cap->failed = WEFT_ESTATE;
+  return weft__err(WEFT_ESTATE,
+                   "%s inside a graph capture: %s; end the capture first "
+                   "(weft_graph_end)",
+                   call, why);
+}
+
+int weft__caller_capture_refused(const char *call, const char *why) {
+  return weft__caller_refuse_in_capture(weft__caller_self(), call, why);
+}
+
 /* Thread exit: give the thread's stream back while its runtime lives. */
 static void thread_exit(void *p) {
   weft__exec *x = p;

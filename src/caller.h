@@ -69,6 +69,12 @@ struct weft__exec {
  * one, else NULL. Not inlined: a fiber can resume on another thread, and a
  * cached thread-local address would then name the old thread's variable. */
 weft__exec *weft__caller_self(void);
+
+/* The refusal of a call that would wait or allocate inside a graph
+ * capture, for one that learns it only later than its door (a copy into
+ * pageable memory): 0, or WEFT_ESTATE reported if x is capturing. */
+int weft__caller_refuse_in_capture(const weft__exec *x, const char *call,
+                                   const char *why);
 /* The exec of the calling task or thread, made for a plain thread on its
  * first call, or NULL with WEFT_ESTATE recorded when no runtime is open. */
 weft__exec *weft__caller_get(const char *call);

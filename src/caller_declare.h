@@ -26,6 +26,10 @@ void weft__caller_gets(const void *p, size_t bytes, unsigned mode);
  * per thread: a staged copy may suspend the task. */
 void weft__caller_own_copy(int on);
 
+/* 0, or WEFT_ESTATE reported for call (why: what it would do) when the
+ * caller is capturing a graph. */
+int weft__caller_capture_refused(const char *call, const char *why);
+
 /* 1 while the calling exec issues such a copy. */
 int weft__caller_own_copying(void);
 

@@ -29,6 +29,13 @@ int weft__data_get(weft_data *d, unsigned mode, int prefetch, void **ptr) {
   if (weft_runtime_current() != d->rt)
     return weft_error_set(WEFT_EINVAL, 0,
                           "weft_data_get: the handle is another runtime's");
+  /* A get publishes the task's write, which a captured kernel never
+   * makes (a review found one that fills nothing passing). */
+  int crc = weft__caller_capture_refused(
+      "weft_data_get",
+      "a get may wait, allocate and copy, and records the write as done");
+  if (crc)
+    return crc;
   int dev = weft_task_device();
   if (dev < 0)
     return dev;

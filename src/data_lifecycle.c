@@ -253,8 +253,14 @@ static void free_instance(void *arg) {
   if (p && (j->rc = weft_device_free(p)) == 0)
     weft__data_unhold(d, dev);
   pthread_mutex_lock(&d->lock);
-  if (p && j->rc == 0)
+  /* Gone, not valid: if a later device's free fails, the handle stays
+   * registered, and a get here must allocate and fill anew. */
+  if (p && j->rc == 0) {
     in->ptr = NULL;
+    in->valid = 0;
+  }
+  if (j->rc == 0)
+    in->recorded = 0;
   in->busy = IDLE;
   pthread_mutex_unlock(&d->lock);
   if (in->ready && j->rc == 0)

@@ -2,21 +2,6 @@
 #include "door.h"
 #include "admission.h"
 
-int weft__door_refuse_in_capture(const weft__exec *x, const char *call,
-                                 const char *why) {
-  if (!x || !x->stream || !x->stream->capture)
-    return 0;
-  weft__capture *cap = x->stream->capture;
-  /* Inside a data-flow step the refusal is the step's failure, and the
-   * capture makes no graph (weft/dataflow.h). */
-  if (cap->in_step && !cap->failed)
-    cap->failed = WEFT_ESTATE;
-  return weft__err(WEFT_ESTATE,
-                   "%s inside a graph capture: %s; end the capture first "
-                   "(weft_graph_end)",
-                   call, why);
-}
-
 int weft__door(const char *call, unsigned flags, const char *why,
                weft__caller *c) {
   c->x = NULL;
@@ -26,7 +11,7 @@ int weft__door(const char *call, unsigned flags, const char *why,
     return weft__caller_get_failed();
   int rc;
   if ((flags & WEFT__DOOR_NO_CAPTURE) &&
-      (rc = weft__door_refuse_in_capture(x, call, why)) != 0)
+      (rc = weft__caller_refuse_in_capture(x, call, why)) != 0)
     return rc;
   c->x = x;
   c->bk = x->bk;

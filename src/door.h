@@ -37,10 +37,4 @@ enum {
 int weft__door(const char *call, unsigned flags, const char *why,
                weft__caller *c);
 
-/* The refusal alone, for a call that learns only later that it would
- * wait or allocate (a copy into pageable memory): 0, or WEFT_ESTATE
- * reported if x is capturing a graph. */
-int weft__door_refuse_in_capture(const weft__exec *x, const char *call,
-                                 const char *why);
-
 #endif

@@ -350,7 +350,7 @@ int weft_copy(void *dst, const void *src, size_t bytes) {
                                  : WEFT__MEM_PINNED;
   int pageable =
       src_kind == WEFT__MEM_PAGEABLE || dst_kind == WEFT__MEM_PAGEABLE;
-  if (pageable && (rc = weft__door_refuse_in_capture(
+  if (pageable && (rc = weft__caller_refuse_in_capture(
                        x, "weft_copy",
                        "a copy to or from pageable memory is staged through "
                        "pinned buffers and waits for the GPU; use pinned "

@@ -14,7 +14,9 @@
  * it would cost an eviction; eviction sparing the instance a spawned task
  * will read; WEFT_DEVICE_ANY placing a task where its data is; data
  * registered in blocks over the devices, each placed at its home; and bad
- * input, refused with nothing moved. */
+ * input (a get inside a graph capture among it), refused with nothing
+ * moved; an unregister that fails on one device leaving the others'
+ * instances gone, not valid. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -631,6 +633,23 @@ static void outside_task(void *arg) {
   EXPECT_ERR(weft_data_get(arg, WEFT_READ, NULL), WEFT_EINVAL);
 }
 
+/* A get inside a graph capture is refused, even where it would fill
+ * nothing (the instance written before): a captured kernel never makes
+ * the write a get records. */
+static void get_in_capture_task(void *arg) {
+  void *p;
+  EXPECT_OK(weft_data_get(arg, WEFT_WRITE, &p));
+  EXPECT_OK(weft_graph_begin());
+  void *q = (void *)1;
+  EXPECT_ERR(weft_data_get(arg, WEFT_RW, &q), WEFT_ESTATE);
+  EXPECT(q == NULL);
+  EXPECT(strstr(weft_last_error_message(), "graph capture") != NULL);
+  weft_graph *g;
+  EXPECT_OK(weft_graph_end(&g));
+  EXPECT_OK(weft_graph_destroy(g));
+  EXPECT_OK(weft_sync());
+}
+
 /* A task of another runtime asks for the handle. */
 static void other_runtime_task(void *arg) {
   void *p = (void *)1;
@@ -706,6 +725,19 @@ static void bad_input(weft_runtime *rt) {
   weft_task *t;
   EXPECT_OK(weft_task_spawn(rt, &t, outside_task, d, NULL));
   EXPECT_OK(weft_task_join(t));
+  { /* a handle of its own: d's stats below count nothing moved */
+    static float mem[64];
+    weft_data *c;
+    EXPECT_OK(weft_data_register(rt, mem, sizeof mem, &c));
+    weft_access a = weft_data_access(c, WEFT_RW);
+    weft_task_opts to;
+    weft_task_opts_init(&to);
+    to.accesses = &a;
+    to.naccesses = 1;
+    EXPECT_OK(weft_task_spawn(rt, &t, get_in_capture_task, c, &to));
+    EXPECT_OK(weft_task_join(t));
+    EXPECT_OK(weft_data_unregister(c));
+  }
   weft_runtime_opts ob;
   weft_runtime_opts_init(&ob);
   ob.workers = 1;
@@ -863,6 +895,92 @@ static void write_backs_lend(void) {
 
 /* Returns the backend. limit: opts.data_limit, in handles' bytes;
  * prefetch: opts.data_prefetch. */
+/* An unregister that fails on one device (a live graph holds the
+ * instance there: a kernel captured on its pointer) keeps d registered,
+ * and the instances it freed on the others are gone, not valid: a read
+ * there fills anew. */
+typedef struct kept {
+  weft_data *d;
+  weft_graph *g;
+  float *host;
+} kept;
+
+static void kept_writer(void *arg) {
+  step s = {((kept *)arg)->d, NULL, 0.0f, 7.0f};
+  axpb_task(&s);
+}
+
+static void kept_capturer(void *arg) {
+  kept *k = arg;
+  float *x;
+  EXPECT_OK(weft_data_get(k->d, WEFT_READ, (void **)&x));
+  EXPECT_OK(weft_graph_begin());
+  int n = N;
+  float a = 1.0f, b = 0.0f;
+  void *args[] = {&x, &n, &a, &b};
+  EXPECT_OK(weft_launch(&tk.axpb,
+                        WEFT_DIM1((N + TEST_THREADS - 1) / TEST_THREADS),
+                        WEFT_DIM1(TEST_THREADS), 0, args));
+  EXPECT_OK(weft_graph_end(&k->g));
+}
+
+static void kept_reader(void *arg) {
+  kept *k = arg;
+  float *x;
+  EXPECT_OK(weft_data_get(k->d, WEFT_READ, (void **)&x));
+  EXPECT_OK(weft_copy(k->host, x, N * sizeof(float)));
+  EXPECT_OK(weft_sync());
+}
+
+static void unregister_fails_midway(void) {
+  weft_runtime_opts o;
+  weft_runtime_opts_init(&o);
+  o.host_devices = 2;
+  weft_runtime *rt = tt_open(&o);
+  if (weft_runtime_backend(rt) != WEFT_BACKEND_HOST) {
+    tt_close(rt);
+    return;
+  }
+  static float x[N];
+  kept k = {NULL, NULL, NULL};
+  EXPECT_OK(weft_pinned_alloc(N * sizeof(float), (void **)&k.host));
+  EXPECT_OK(weft_data_register(rt, x, sizeof x, &k.d));
+  weft_task_fn fns[] = {kept_writer, kept_capturer};
+  for (int dev = 0; dev < 2; dev++) {
+    weft_access a = weft_data_access(k.d, dev ? WEFT_READ : WEFT_RW);
+    weft_task_opts to;
+    weft_task_opts_init(&to);
+    to.device = dev;
+    to.accesses = &a;
+    to.naccesses = 1;
+    weft_task *t;
+    EXPECT_OK(weft_task_spawn(rt, &t, fns[dev], &k, &to));
+    EXPECT_OK(weft_task_join(t));
+  }
+  EXPECT_ERR(weft_data_unregister(k.d), WEFT_EBUSY);
+  memset(k.host, 0, N * sizeof(float));
+  weft_access a = weft_data_access(k.d, WEFT_READ);
+  weft_task_opts to;
+  weft_task_opts_init(&to);
+  to.device = 0;
+  to.accesses = &a;
+  to.naccesses = 1;
+  weft_task *t;
+  EXPECT_OK(weft_task_spawn(rt, &t, kept_reader, &k, &to));
+  EXPECT_OK(weft_task_join(t));
+  int bad = 0;
+  for (int i = 0; i < N; i++)
+    bad += k.host[i] != 7.0f;
+  EXPECT_MSG(bad == 0,
+             "%d of %d values wrong on device 0 after an unregister that "
+             "failed on device 1",
+             bad, N);
+  EXPECT_OK(weft_graph_destroy(k.g));
+  EXPECT_OK(weft_data_unregister(k.d));
+  EXPECT_OK(weft_pinned_free(k.host));
+  tt_close(rt);
+}
+
 static weft_backend_kind run(int host_devices, double limit, int prefetch) {
   weft_runtime_opts o;
   weft_runtime_opts_init(&o);
@@ -956,6 +1074,7 @@ int main(void) {
   copies_at_spawn(1, 0, 1);
   spares_next_user();
   write_backs_lend();
+  unregister_fails_midway();
   weft_backend_kind b = run(1, 0, 0);
   run(1, 2, 0);   /* three handles in two's room: evictions, write-backs */
   run(1, 0.5, 0); /* no room for one: past the limit rather than never */
