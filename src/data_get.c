@@ -75,9 +75,9 @@ int weft__data_get(weft_data *d, unsigned mode, int prefetch, void **ptr) {
   instance *sin = src >= 0 ? &d->inst[src] : NULL;
   int src_recorded = sin ? sin->recorded : 0;
   int recorded = in->recorded;
-  int rc = weft__data_add_user(in, self, (mode & WEFT_WRITE) != 0);
+  int rc = weft__data_add_user(d->rt, in, self, (mode & WEFT_WRITE) != 0);
   if (rc == 0 && sin)
-    rc = weft__data_add_user(sin, self, 0);
+    rc = weft__data_add_user(d->rt, sin, self, 0);
   if (rc) {
     pthread_mutex_unlock(&d->lock);
     return rc;

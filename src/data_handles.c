@@ -439,20 +439,29 @@ int weft__data_after_fill(const instance *in, int recorded) {
 }
 
 /* Adds t to in's users (for a write, in place of them), and stamps the
- * use. Lock held. */
-int weft__data_add_user(instance *in, weft_task *t, int write) {
+ * use. Lock held. A full list drops its completed users before it grows:
+ * without a limit nothing else would (eviction does), and a list of every
+ * reader since the last write grew without bound (a review's 100 000
+ * readers, 100 096 entries). Grown only past half full, so each drop's
+ * walk is paid for by the adds before it. */
+int weft__data_add_user(weft_runtime *rt, instance *in, weft_task *t,
+                        int write) {
   in->last_use = atomic_fetch_add(&use_clock, 1) + 1;
   if (write)
     in->nusers = 0;
   if (in->nusers && in->users[in->nusers - 1] == t)
     return 0;
   if (in->nusers == in->capusers) {
-    size_t nc = in->capusers ? 2 * in->capusers : 4;
-    weft_task **nu = realloc(in->users, nc * sizeof *nu);
-    if (!nu)
-      return weft_error_set(WEFT_ENOMEM, 0, "weft_data_get: no memory");
-    in->users = nu;
-    in->capusers = nc;
+    if (in->capusers >= 16)
+      weft__data_users_returned(rt, in);
+    if (in->capusers < 16 || in->nusers > in->capusers / 2) {
+      size_t nc = in->capusers ? 2 * in->capusers : 4;
+      weft_task **nu = realloc(in->users, nc * sizeof *nu);
+      if (!nu)
+        return weft_error_set(WEFT_ENOMEM, 0, "weft_data_get: no memory");
+      in->users = nu;
+      in->capusers = nc;
+    }
   }
   in->users[in->nusers++] = t;
   return 0;

@@ -172,8 +172,9 @@ weft_data *weft__data_next_fill(weft_runtime *rt, int dev, weft_data *done);
  * it. */
 int weft__data_unqueue_fills(weft_data *d);
 /* Adds t to in's users (for a write, in place of them), and stamps the
- * use. */
-int weft__data_add_user(instance *in, weft_task *t, int write);
+ * use; a full list first drops its completed users (rt's tasks). */
+int weft__data_add_user(weft_runtime *rt, instance *in, weft_task *t,
+                        int write);
 /* 1 if no user of in runs (its GPU work may be queued), after dropping
  * the completed ones. */
 int weft__data_users_returned(weft_runtime *rt, instance *in);

@@ -48,8 +48,8 @@ static void sync_host(void *arg) {
   }
   instance *sin = &d->inst[src];
   int recorded = sin->recorded;
-  int rc =
-      weft__data_add_user(sin, weft_task_self(), 0); /* no eviction meanwhile */
+  int rc = weft__data_add_user(d->rt, sin, weft_task_self(),
+                               0); /* no eviction meanwhile */
   d->host_filling = rc == 0;
   weft__data_guard(d); /* down while the copy writes the host */
   pthread_mutex_unlock(&d->lock);

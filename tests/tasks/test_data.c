@@ -16,12 +16,13 @@
  * registered in blocks over the devices, each placed at its home; and bad
  * input (a get inside a graph capture among it), refused with nothing
  * moved; an unregister that fails on one device leaving the others'
- * instances gone, not valid. */
+ * instances gone, not valid; readers' entries dropped once complete. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "data_internal.h"
 #include "task_common.h"
 #include "weft_internal.h"
 
@@ -326,15 +327,15 @@ static void spawn_reader(void *arg) {
   EXPECT_OK(weft_sync());
 }
 
-/* prefetch: the runtime's data_prefetch; room: a limit of one handle,
+/* prefetch: the runtime's data_prefetch; one_room: a limit of one handle,
  * which the blocker's handle takes; check: weft check, which turns
  * copies at spawn off (set here whatever WEFT_CHECK says). */
-static void copies_at_spawn(int prefetch, int room, int check) {
+static void copies_at_spawn(int prefetch, int one_room, int check) {
   weft_runtime_opts o;
   weft_runtime_opts_init(&o);
   o.data_prefetch = prefetch;
   o.check = check;
-  o.data_limit = room ? N * sizeof(float) : 0;
+  o.data_limit = one_room ? N * sizeof(float) : 0;
   weft_runtime *rt = tt_open(&o);
   float *x = malloc(N * sizeof(float)), *y = calloc(N, sizeof(float));
   float *z = calloc(16, sizeof(float)), *out = calloc(N, sizeof(float));
@@ -343,18 +344,18 @@ static void copies_at_spawn(int prefetch, int room, int check) {
     x[i] = (float)(i % 11);
   spawn_fill f = {.z = z, .out = out};
   EXPECT_OK(weft_data_register(rt, x, N * sizeof(float), &f.d));
-  if (room)
+  if (one_room)
     EXPECT_OK(weft_data_register(rt, y, N * sizeof(float), &f.e));
   weft_access ab[2] = {{z, 16 * sizeof(float), WEFT_WRITE}},
               ar[2] = {{z, 16 * sizeof(float), WEFT_READ},
                        weft_data_access(f.d, WEFT_READ)};
-  if (room)
+  if (one_room)
     ab[1] = weft_data_access(f.e, WEFT_RW);
   weft_task_opts ob, orr;
   weft_task_opts_init(&ob);
   ob.device = 0;
   ob.accesses = ab;
-  ob.naccesses = room ? 2 : 1;
+  ob.naccesses = one_room ? 2 : 1;
   orr = ob;
   orr.accesses = ar;
   orr.naccesses = 2;
@@ -363,7 +364,7 @@ static void copies_at_spawn(int prefetch, int room, int check) {
   tt_wait_flag(&f.started, 10000, "the blocker's start");
   EXPECT_OK(weft_task_spawn(rt, &tr, spawn_reader, &f, &orr));
   weft_data_stats st;
-  int copies_early = prefetch && !room && !check;
+  int copies_early = prefetch && !one_room && !check;
   for (int tries = 0; tries < (copies_early ? 10000 : 30); tries++) {
     EXPECT_OK(weft_data_stats_get(f.d, &st));
     if (st.copies)
@@ -373,7 +374,7 @@ static void copies_at_spawn(int prefetch, int room, int check) {
   EXPECT_MSG((int)st.copies == copies_early,
              "data_prefetch %d, %s, check %d: %d copies of the reader's data "
              "before it could run",
-             prefetch, room ? "no room" : "room", check, (int)st.copies);
+             prefetch, one_room ? "no room" : "room", check, (int)st.copies);
   EXPECT(!tt_task_returned(tr));
   weft_mem_stats ms = {.struct_size = sizeof ms};
   EXPECT_OK(weft_mem_stats_get(rt, &ms));
@@ -385,7 +386,7 @@ static void copies_at_spawn(int prefetch, int room, int check) {
   EXPECT_EQ_INT((int)st.copies, 1); /* filled once, early or by the get */
   EXPECT_MSG(memcmp(x, out, N * sizeof(float)) == 0, "the reader read %g",
              (double)out[N - 1]);
-  if (room)
+  if (one_room)
     EXPECT_OK(weft_data_unregister(f.e));
   EXPECT_OK(weft_data_unregister(f.d));
   tt_close(rt);
@@ -981,6 +982,44 @@ static void unregister_fails_midway(void) {
   tt_close(rt);
 }
 
+/* Readers of one handle, joined batch by batch, without a limit: the
+ * instance's list of the tasks given it drops the completed ones instead
+ * of growing with every reader. */
+static void reader_task(void *arg) {
+  float *x;
+  EXPECT_OK(weft_data_get(arg, WEFT_READ, (void **)&x));
+}
+
+static void readers_leave_the_list(void) {
+  weft_runtime *rt = tt_open_workers(2);
+  static float x[16];
+  weft_data *d;
+  EXPECT_OK(weft_data_register(rt, x, sizeof x, &d));
+  weft_access a = weft_data_access(d, WEFT_READ);
+  weft_task_opts to;
+  weft_task_opts_init(&to);
+  to.device = 0;
+  to.accesses = &a;
+  to.naccesses = 1;
+  enum { BATCH = 256, READERS = 20 * 1024 };
+  weft_task *t[BATCH];
+  for (int i = 0; i < READERS; i += BATCH) {
+    for (int k = 0; k < BATCH; k++)
+      EXPECT_OK(weft_task_spawn(rt, &t[k], reader_task, d, &to));
+    for (int k = 0; k < BATCH; k++)
+      EXPECT_OK(weft_task_join(t[k]));
+  }
+  pthread_mutex_lock(&d->lock);
+  size_t cap = d->inst[0].capusers;
+  pthread_mutex_unlock(&d->lock);
+  EXPECT_MSG(cap <= 4 * BATCH,
+             "after %d readers in batches of %d, the instance's user list "
+             "has room for %zu",
+             READERS, BATCH, cap);
+  EXPECT_OK(weft_data_unregister(d));
+  tt_close(rt);
+}
+
 static weft_backend_kind run(int host_devices, double limit, int prefetch) {
   weft_runtime_opts o;
   weft_runtime_opts_init(&o);
@@ -1075,6 +1114,7 @@ int main(void) {
   spares_next_user();
   write_backs_lend();
   unregister_fails_midway();
+  readers_leave_the_list();
   weft_backend_kind b = run(1, 0, 0);
   run(1, 2, 0);   /* three handles in two's room: evictions, write-backs */
   run(1, 0.5, 0); /* no room for one: past the limit rather than never */
