@@ -25,22 +25,35 @@ static usage *usage_of(const weft_runtime *rt, int ndev) {
   usage *u = calloc(1, sizeof *u + (size_t)ndev * sizeof u->dev[0]);
   if (u) {
     u->rt = rt;
+    u->ndev = ndev;
     u->next = weft__data_reg.usages;
     weft__data_reg.usages = u;
   }
   return u;
 }
 
-/* Forgets u once its last handle is gone. Lock held. */
-static void usage_drop(usage *u) {
-  if (--u->handles)
+/* Forgets u once its last handle is gone and no filler of its runtime
+ * works: a filler finds its usage by runtime when it ends, and one freed
+ * and made again under it had its count taken off (a review: the count
+ * went negative, and no filler started again). Lock held. */
+static void usage_forget_idle(usage *u) {
+  if (u->handles)
     return;
+  for (int dev = 0; dev < u->ndev; dev++)
+    if (u->dev[dev].fillers)
+      return;
   for (usage **pp = &weft__data_reg.usages; *pp; pp = &(*pp)->next)
     if (*pp == u) {
       *pp = u->next;
       free(u);
       return;
     }
+}
+
+/* One handle of u fewer. Lock held. */
+static void usage_drop(usage *u) {
+  u->handles--;
+  usage_forget_idle(u);
 }
 
 /* Gives back the bytes of d's instance on dev. */
@@ -212,6 +225,7 @@ weft_data *weft__data_next_fill(weft_runtime *rt, int dev, weft_data *done) {
     r->queued--;
   } else if (u) {
     u->dev[dev].fillers--;
+    usage_forget_idle(u);
   }
   pthread_mutex_unlock(&weft__data_reg.lock);
   return d;

@@ -60,6 +60,7 @@ typedef struct usage {
   struct usage *next;
   const weft_runtime *rt;
   size_t handles;
+  int ndev;
   room dev[];
 } usage;
 

@@ -16,7 +16,8 @@
  * registered in blocks over the devices, each placed at its home; and bad
  * input (a get inside a graph capture among it), refused with nothing
  * moved; an unregister that fails on one device leaving the others'
- * instances gone, not valid; readers' entries dropped once complete. */
+ * instances gone, not valid; readers' entries dropped once complete;
+ * fillers counted right across a runtime's registrations. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1020,6 +1021,70 @@ static void readers_leave_the_list(void) {
   tt_close(rt);
 }
 
+/* Copies at spawn with the runtime's last handle unregistered while its
+ * reader's filler is still queued, then registered again, round after
+ * round: each filler counts itself off the usage it counted itself on,
+ * and the runtime's fillers all end, none counted below zero. */
+typedef struct churn {
+  weft_runtime *rt;
+  weft_data *cur;
+} churn;
+
+static void churn_reader(void *arg) {
+  float *x;
+  EXPECT_OK(weft_data_get(((churn *)arg)->cur, WEFT_READ, (void **)&x));
+}
+
+static void churn_driver(void *arg) {
+  churn *c = arg;
+  static float x[1024];
+  weft_task_opts to;
+  weft_task_opts_init(&to);
+  to.device = 0;
+  to.naccesses = 1;
+  for (int i = 0; i < 50; i++) {
+    EXPECT_OK(weft_data_register(c->rt, x, sizeof x, &c->cur));
+    weft_access a = weft_data_access(c->cur, WEFT_READ);
+    to.accesses = &a;
+    EXPECT_OK(weft_task_spawn(c->rt, NULL, churn_reader, c, &to));
+    EXPECT_OK(weft_data_unregister(c->cur)); /* after the reader */
+  }
+  /* Kept: a usage of the runtime's again, while fillers may still run. */
+  EXPECT_OK(weft_data_register(c->rt, x, sizeof x, &c->cur));
+}
+
+static int fillers_of(const weft_runtime *rt) {
+  int f = 0;
+  pthread_mutex_lock(&weft__data_reg.lock);
+  for (usage *u = weft__data_reg.usages; u; u = u->next)
+    if (u->rt == rt)
+      for (int dev = 0; dev < u->ndev; dev++)
+        f += u->dev[dev].fillers < 0 ? -1000 : u->dev[dev].fillers;
+  pthread_mutex_unlock(&weft__data_reg.lock);
+  return f;
+}
+
+static void fillers_across_registrations(void) {
+  weft_runtime_opts o;
+  weft_runtime_opts_init(&o);
+  o.host_devices = 1;
+  o.data_prefetch = 1;
+  o.workers = 1;
+  churn c = {tt_open(&o), NULL};
+  weft_task *t;
+  EXPECT_OK(weft_task_spawn(c.rt, &t, churn_driver, &c, NULL));
+  EXPECT_OK(weft_task_join(t));
+  int f = 1;
+  for (int ms = 0; ms < 5000 && f; ms += 5) {
+    f = fillers_of(c.rt);
+    if (f)
+      tt_sleep_ms(5);
+  }
+  EXPECT_MSG(f == 0, "fillers counted after every filler ended: %d", f);
+  EXPECT_OK(weft_data_unregister(c.cur));
+  tt_close(c.rt);
+}
+
 static weft_backend_kind run(int host_devices, double limit, int prefetch) {
   weft_runtime_opts o;
   weft_runtime_opts_init(&o);
@@ -1115,6 +1180,7 @@ int main(void) {
   write_backs_lend();
   unregister_fails_midway();
   readers_leave_the_list();
+  fillers_across_registrations();
   weft_backend_kind b = run(1, 0, 0);
   run(1, 2, 0);   /* three handles in two's room: evictions, write-backs */
   run(1, 0.5, 0); /* no room for one: past the limit rather than never */
