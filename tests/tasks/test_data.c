@@ -961,12 +961,13 @@ static void unregister_fails_midway(void) {
   }
   EXPECT_ERR(weft_data_unregister(k.d), WEFT_EBUSY);
   memset(k.host, 0, N * sizeof(float));
-  weft_access a = weft_data_access(k.d, WEFT_READ);
+  weft_access a[2] = {weft_data_access(k.d, WEFT_READ),
+                      {k.host, N * sizeof(float), WEFT_WRITE}};
   weft_task_opts to;
   weft_task_opts_init(&to);
   to.device = 0;
-  to.accesses = &a;
-  to.naccesses = 1;
+  to.accesses = a;
+  to.naccesses = 2;
   weft_task *t;
   EXPECT_OK(weft_task_spawn(rt, &t, kept_reader, &k, &to));
   EXPECT_OK(weft_task_join(t));
