@@ -21,6 +21,10 @@ static pthread_key_t thread_key;
 static pthread_once_t thread_key_once = PTHREAD_ONCE_INIT;
 
 static void exec_free(weft__exec *x) {
+  /* Left by a thread whose runtime shut down: shutdown ran their helpers
+   * and freed them with its tasks, so only the jobs remain. */
+  for (int i = 0; i < x->npending; i++)
+    free(x->pending[i]);
   free(x->pending);
   free(x->first_msg);
   free(x->ranges);
@@ -63,11 +67,16 @@ int weft__caller_capture_refused(const char *call, const char *why) {
   return weft__caller_refuse_in_capture(weft__caller_self(), call, why);
 }
 
-/* Thread exit: give the thread's stream back while its runtime lives. */
+/* Thread exit: join the thread's staged copies (their failures have no
+ * one left to tell) and give its stream back while its runtime lives.
+ * Under the registry lock, which a shutdown takes before it frees the
+ * runtime's tasks. */
 static void thread_exit(void *p) {
   weft__exec *x = p;
   weft__registry_lock();
   if (!atomic_load(&x->dead)) {
+    if (x->join_pending)
+      (void)x->join_pending(x);
     weft__runtime_head *rt = weft__head(x->rt);
     pthread_mutex_lock(&rt->lock);
     for (weft__exec **pp = &rt->threads; *pp; pp = &(*pp)->next)

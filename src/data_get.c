@@ -125,8 +125,7 @@ int weft__data_get(weft_data *d, unsigned mode, int prefetch, void **ptr) {
     in->ptr = p;
     d->st.instances++;
   } else if (alloc && p) {
-    weft_device_free(p);
-    unheld = 1;
+    unheld = 1; /* p, never published, is freed after the lock */
   }
   if (fill && rc == 0) {
     in->valid = !prefetch || d->writes == writes;
@@ -150,8 +149,10 @@ int weft__data_get(weft_data *d, unsigned mode, int prefetch, void **ptr) {
   weft__data_guard(d);
   in->busy = IDLE;
   pthread_mutex_unlock(&d->lock);
-  if (unheld)
+  if (unheld) {
+    weft_device_free(p);
     weft__data_unhold(d, dev);
+  }
   if (rc == 0)
     *ptr = in->ptr;
   return rc;

@@ -16,7 +16,8 @@
  * memory. The rounds run on the main thread, in a task (with the large
  * copy), on a second plain thread and in several tasks at once (fewer
  * sizes and tasks under tt_quick: the sanitizers slow every byte); a task
- * also copies from and to its own stack. */
+ * also copies from and to its own stack, and a thread exits with its
+ * copy out still staging. */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -252,6 +253,43 @@ static void bad_extents(void) {
   free(h);
 }
 
+/* A plain thread that copies from the device into pageable memory and
+ * exits without weft_sync: its exit joins the staging helpers, so the
+ * bytes are there once the thread is joined and the device synced, and
+ * nothing leaks. */
+typedef struct leaver {
+  unsigned char *src, *dst;
+  size_t n;
+} leaver;
+
+static void *leave_thread(void *arg) {
+  leaver *l = arg;
+  void *d;
+  EXPECT_OK(weft_device_alloc(l->n, &d));
+  EXPECT_OK(weft_copy(d, l->src, l->n));
+  EXPECT_OK(weft_copy(l->dst, d, l->n));
+  EXPECT_OK(weft_device_free(d));
+  return NULL; /* no weft_sync */
+}
+
+static void thread_leaves_copies(void) {
+  leaver l = {.n = 3 * 4 * MT_MIB + 5};
+  l.src = malloc(l.n);
+  l.dst = calloc(1, l.n);
+  EXPECT(l.src && l.dst);
+  uint64_t seed = 77;
+  mt_fill(l.src, l.n, &seed);
+  pthread_t th;
+  EXPECT(pthread_create(&th, NULL, leave_thread, &l) == 0);
+  EXPECT(pthread_join(th, NULL) == 0);
+  /* The thread's copy is done on the device; where it was staged, the
+   * helpers' half (no device work) is done only if the exit joined them. */
+  EXPECT_OK(weft_device_sync());
+  mt_check_same(l.dst, l.src, l.n, "copied out by a thread that exited");
+  free(l.src);
+  free(l.dst);
+}
+
 int main(void) {
   /* Concurrent tasks allocate pinned buffers here on purpose; weft check
    * rightly reports those cache misses as device-wide waits, so it stays
@@ -309,6 +347,8 @@ int main(void) {
     EXPECT_OK(weft_task_join(pt[i]));
     EXPECT(par[i].ok);
   }
+
+  thread_leaves_copies();
 
   int stack_ok = 0;
   EXPECT_OK(weft_task_spawn(rt, &t, stack_task, &stack_ok, NULL));
