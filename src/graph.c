@@ -132,12 +132,18 @@ static int branch_new(weft__exec *x, weft__steps *st, size_t *b) {
   int rc = branch_lease(x, &s);
   if (rc)
     return rc;
-  weft__event *fork = mark(x->rt, x->stream, &rc);
+  /* The branch's fence, as weft_graph_begin's: the work a leased stream
+   * still has queued from before it joins the capture. */
+  weft__event *fence = NULL;
+  if ((rc = weft__event_pool_mark(x->rt, s, &fence)) == 0)
+    weft__event_pool_fence(x->rt, s, fence);
+  weft__event *fork = rc ? NULL : mark(x->rt, x->stream, &rc);
   if (fork) {
     rc = edge(s, fork);
     weft__event_pool_put(x->rt, fork);
   }
   if (rc) {
+    weft__event_pool_fence(x->rt, s, NULL);
     branch_release(x, s);
     return rc;
   }
@@ -335,6 +341,7 @@ static void steps_free(weft__exec *x, weft__capture *cap) {
     return;
   for (size_t i = 0; i < st->nbr; i++) {
     st->br[i].s->capture = NULL;
+    weft__event_pool_fence(x->rt, st->br[i].s, NULL);
     branch_release(x, st->br[i].s);
   }
   for (size_t i = 0; i < st->n; i++)

@@ -546,6 +546,91 @@ static void freed_while_capturing(weft_runtime *rt, int graph) {
   tt_gate_fini(&q.gate);
 }
 
+/* The same through a data-flow step's branch (on CUDA a stream leased
+ * while the capture runs): a plain thread queues a gated copy into a
+ * pinned block and exits, its stream goes back to the pool, and a step
+ * leases it as its branch. A free of the block meanwhile must wait for
+ * the copy queued before the branch joined the capture. */
+typedef struct brancher {
+  weft_runtime *rt;
+  unsigned char *pinned, *src, *scratch;
+  tt_gate *gate;
+  int ready, go, captured, done;
+} brancher;
+
+static void *gated_copy_thread(void *arg) {
+  brancher *b = arg;
+  tt_gate_launch(b->gate);
+  EXPECT_OK(weft_copy(b->pinned, b->src, 4096));
+  return NULL; /* its stream, work still queued, goes back to the pool */
+}
+
+static void held_step(void *arg) {
+  brancher *b = arg;
+  atomic_store((_Atomic int *)&b->captured, 1);
+  while (!atomic_load((_Atomic int *)&b->done))
+    weft_yield();
+}
+
+static void branch_capturer_task(void *arg) {
+  brancher *b = arg;
+  EXPECT_OK(weft_memset(b->scratch, 0, 4096)); /* leases its own stream */
+  atomic_store((_Atomic int *)&b->ready, 1);
+  while (!atomic_load((_Atomic int *)&b->go))
+    weft_yield();
+  EXPECT_OK(weft_graph_begin());
+  weft_access acc = {b->scratch, 4096, WEFT_RW};
+  weft_task_opts o;
+  weft_task_opts_init(&o);
+  o.accesses = &acc;
+  o.naccesses = 1;
+  weft_task *none;
+  EXPECT_OK(weft_task_spawn(b->rt, &none, held_step, b, &o));
+  weft_graph *g;
+  EXPECT_OK(weft_graph_end(&g));
+  EXPECT_OK(weft_graph_destroy(g));
+  EXPECT_OK(weft_sync());
+}
+
+static void freed_while_branch_captures(weft_runtime *rt) {
+  enum { BYTES = 4096 };
+  tt_gate gate;
+  tt_gate_init(&gate);
+  brancher b = {.rt = rt, .gate = &gate};
+  unsigned char *again;
+  EXPECT_OK(weft_device_alloc(BYTES, (void **)&b.src));
+  EXPECT_OK(weft_device_alloc(BYTES, (void **)&b.scratch));
+  EXPECT_OK(weft_memset(b.src, 0xAA, BYTES));
+  EXPECT_OK(weft_pinned_alloc(BYTES, (void **)&b.pinned));
+  EXPECT_OK(weft_sync());
+  weft_task *t;
+  EXPECT_OK(weft_task_spawn(rt, &t, branch_capturer_task, &b, NULL));
+  tt_wait_flag(&b.ready, 10000, "the capturer leased its stream");
+  pthread_t th;
+  EXPECT(pthread_create(&th, NULL, gated_copy_thread, &b) == 0);
+  EXPECT(pthread_join(th, NULL) == 0);
+  atomic_store((_Atomic int *)&b.go, 1);
+  tt_wait_flag(&b.captured, 10000, "the step runs in the capture");
+  EXPECT_OK(weft_pinned_free(b.pinned));
+  EXPECT_OK(weft_pinned_alloc(BYTES, (void **)&again));
+  memset(again, 0x11, BYTES);
+  tt_gate_open(&gate);
+  atomic_store((_Atomic int *)&b.done, 1);
+  EXPECT_OK(weft_task_join(t));
+  EXPECT_OK(weft_sync());
+  int bad = 0;
+  for (int i = 0; i < BYTES; i++)
+    bad += again[i] != 0x11;
+  EXPECT_MSG(bad == 0,
+             "%d of %d bytes of a new pinned allocation overwritten by a "
+             "copy queued on a stream before it became a capture's branch",
+             bad, BYTES);
+  EXPECT_OK(weft_pinned_free(again));
+  EXPECT_OK(weft_device_free(b.src));
+  EXPECT_OK(weft_device_free(b.scratch));
+  tt_gate_fini(&gate);
+}
+
 /* A graph that uses memory through pointers into allocations holds the
  * allocations: freeing them is refused while it lives. */
 static void interior_pointers_hold(void) {
@@ -652,6 +737,7 @@ int main(void) {
   interior_pointers_hold();
   freed_while_capturing(rt, 0);
   freed_while_capturing(rt, 1);
+  freed_while_branch_captures(rt);
   updates_racing_launches();
   weft_task *t;
   int yield = 0;
