@@ -5,8 +5,8 @@
 #include "raw_api.h"
 
 int bench_launch_rounds(bench_ctx *c, const weft_kernel *tick, long batches,
-                        int batch, bench_samples *s, bench_samples *typed_s,
-                        unsigned *ran) {
+                        int batch, int round, bench_samples *s,
+                        bench_samples *typed_s, unsigned *ran) {
 #ifndef WEFT_BENCH_CXX
   if (typed_s)
     return bench_fail(c, "typed launches need a build with C++");
@@ -20,7 +20,8 @@ int bench_launch_rounds(bench_ctx *c, const weft_kernel *tick, long batches,
   /* With typed_s, batches take turns between the two ways of launching,
    * so that drift over the run favours neither. */
   int ways = typed_s ? 2 : 1;
-  for (int r = 0; rc == 0 && r <= bench_repeat(c); r++) {
+  for (int r = round < 0 ? 0 : round;
+       rc == 0 && r <= (round < 0 ? bench_repeat(c) : round); r++) {
     uint64_t ns[2] = {0, 0};
     for (long b = 0; rc == 0 && b < batches * ways; b++) {
       int typed = (int)(b % ways);
@@ -61,7 +62,7 @@ int bench_launch_rounds(bench_ctx *c, const weft_kernel *tick, long batches,
 
 int bench_raw_launch_rounds(bench_ctx *c, weft_runtime *rt,
                             const weft_kernel *tick, long batches, int batch,
-                            bench_samples *s, unsigned *ran) {
+                            int round, bench_samples *s, unsigned *ran) {
   raw_stream st;
   RAW_TRY(c, raw_stream_create(rt, 0, &st));
   unsigned *counter = NULL;
@@ -71,7 +72,8 @@ int bench_raw_launch_rounds(bench_ctx *c, weft_runtime *rt,
       (e = weft_sync()) != 0)
     rc = bench_fail_weft(c, e, "counter setup");
   void *args[] = {&counter};
-  for (int r = 0; rc == 0 && r <= bench_repeat(c); r++) {
+  for (int r = round < 0 ? 0 : round;
+       rc == 0 && r <= (round < 0 ? bench_repeat(c) : round); r++) {
     uint64_t ns = 0;
     for (long b = 0; rc == 0 && b < batches; b++) {
       uint64_t t0 = bench_now_ns();

@@ -6,7 +6,11 @@
 #include "bench.h"
 #include "weft.h"
 
-/* weft's loop, run in a task: repeat+1 rounds (the first a warm-up) of
+/* Both loops run repeat+1 rounds (the first a warm-up) when round < 0,
+ * else round `round` alone (0: the warm-up, not sampled), so that a
+ * caller can make the two loops' rounds take turns.
+ *
+ * weft's loop, run in a task: rounds of
  * `batches` batches of `batch` launches of tick (one-thread kernel
  * counting its runs), timing only the launch calls and draining each batch
  * with weft_sync untimed; adds the microseconds per launch of each timed
@@ -16,14 +20,14 @@
  * holds the kernel's run count, for the caller to check. Returns 0 or
  * BENCH_FAIL. */
 int bench_launch_rounds(bench_ctx *c, const weft_kernel *tick, long batches,
-                        int batch, bench_samples *s, bench_samples *typed_s,
-                        unsigned *ran);
+                        int batch, int round, bench_samples *s,
+                        bench_samples *typed_s, unsigned *ran);
 
 /* The same loop as raw code writes it, from the calling plain thread: the
  * launches on a raw stream of rt (raw_api.h), each batch drained by a
  * stream sync, untimed. */
 int bench_raw_launch_rounds(bench_ctx *c, weft_runtime *rt,
                             const weft_kernel *tick, long batches, int batch,
-                            bench_samples *s, unsigned *ran);
+                            int round, bench_samples *s, unsigned *ran);
 
 #endif

@@ -54,7 +54,7 @@ static long total_launches(trace_bench *t) {
 }
 
 static int rounds(trace_bench *t) {
-  int rc = bench_launch_rounds(t->c, &t->k.tick, t->batches, BATCH,
+  int rc = bench_launch_rounds(t->c, &t->k.tick, t->batches, BATCH, -1,
                                &t->s[t->traced], NULL, &t->got);
   if (rc == 0 && (long)t->got != total_launches(t))
     rc = bench_fail(t->c, "%s: the kernel ran %u times, expected %ld",
@@ -140,7 +140,7 @@ static int bare_cupti(trace_bench *t, weft_runtime *rt, int mode) {
   if (mode == 2)
     cuptiActivityPushExternalCorrelationId(
         CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, 1);
-  int rc = bench_raw_launch_rounds(c, rt, &t->k.tick, t->batches, BATCH,
+  int rc = bench_raw_launch_rounds(c, rt, &t->k.tick, t->batches, BATCH, -1,
                                    &t->bare[mode], &ran);
   if (mode == 2) {
     uint64_t id;
