@@ -465,12 +465,10 @@ int weft_shutdown(weft_runtime *rt) {
                                    "down");
   weft__watchdog_stop(rt); /* before the task objects go */
   weft__sched_stop(rt);
-  /* Finished tasks never joined: their handles die with the runtime. */
-  while (rt->tasks.all) {
-    weft_task *t = rt->tasks.all;
-    rt->tasks.all = t->all_next;
-    free(t);
-  }
+  /* Finished tasks never joined: their handles die with the runtime, and
+   * what they own (a record of their children's data, say) with them. */
+  while (rt->tasks.all)
+    weft__task_free(rt, rt->tasks.all);
   weft__pool_drain(&rt->tasks.pool);
   weft__graph_retired_release(rt);
   weft__pool_drain(&rt->graph_pool);
