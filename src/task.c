@@ -381,13 +381,25 @@ int weft_task_spawn(weft_runtime *rt, weft_task **task, weft_task_fn fn,
   return 0;
 }
 
+/* Whether h's task was joined or detached, or its object reused for
+ * another task since weft__task_of looked (a second join racing the
+ * first): under the lifecycle lock, which the pool's reuse takes. */
+static int gone_under_lock(const weft_task *h, const weft_task *t) {
+  return t->hdr.magic != MAGIC_TASK || !weft__handle_live(h, &t->hdr) ||
+         t->handle_gone;
+}
+
 weft_task *weft__task_of(const weft_task *h, const char *call, int *rc) {
   if (!h) {
     *rc = weft__err(WEFT_EINVAL, "%s: task is NULL", call);
     return NULL;
   }
+  /* Read without the lock (whose runtime is the task's to say): a handle
+   * joined meanwhile is caught again under it (gone_under_lock). An
+   * object's runtime never changes, but a reuse zeroes it for a moment. */
   weft_task *t = (weft_task *)weft__handle_obj(h);
-  if (t->hdr.magic != MAGIC_TASK || !weft__handle_live(h, &t->hdr)) {
+  if (t->hdr.magic != MAGIC_TASK || !weft__handle_live(h, &t->hdr) ||
+      !t->x.rt) {
     *rc = weft__err(WEFT_EHANDLE,
                     "%s: not a live task handle (already joined or "
                     "detached?)",
@@ -519,12 +531,10 @@ int weft_task_join(weft_task *h) {
                      t->name);
   weft__exec *me = rt->h.bk->check ? checked_self(rt, "weft_task_join") : NULL;
   pthread_mutex_lock(&rt->h.lock);
-  if (t->handle_gone) {
+  if (gone_under_lock(h, t)) {
     pthread_mutex_unlock(&rt->h.lock);
-    return weft__err(WEFT_EHANDLE,
-                     "weft_task_join: task '%s' was already joined or "
-                     "detached",
-                     t->name);
+    return weft__err(WEFT_EHANDLE, "weft_task_join: not a live task handle "
+                                   "(already joined or detached?)");
   }
   t->handle_gone = 1;
   rc = weft__task_wait_for(rt, t, 1, WEFT__STALL_JOIN, "weft_task_join");
@@ -551,12 +561,10 @@ int weft_task_detach(weft_task *h) {
     return rc;
   weft_runtime *rt = t->x.rt;
   pthread_mutex_lock(&rt->h.lock);
-  if (t->handle_gone) {
+  if (gone_under_lock(h, t)) {
     pthread_mutex_unlock(&rt->h.lock);
-    return weft__err(WEFT_EHANDLE,
-                     "weft_task_detach: task '%s' was already joined or "
-                     "detached",
-                     t->name);
+    return weft__err(WEFT_EHANDLE, "weft_task_detach: not a live task handle "
+                                   "(already joined or detached?)");
   }
   t->handle_gone = t->detached = 1;
   if (t->done)

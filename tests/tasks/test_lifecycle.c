@@ -298,26 +298,31 @@ static void shutdown_waits(void) {
  * data: weft_shutdown frees what it owned with it (ASan's leak check
  * failed here before). */
 static char declared[256];
+static weft_runtime *declaring_rt;
+static int declared_all;
 
 static void declared_child(void *arg) { (void)arg; }
 
 static void declaring_parent(void *arg) {
-  weft_runtime *rt = arg;
+  (void)arg;
   for (int i = 0; i < 4; i++) {
     weft_access a = {declared + 64 * i, 64, WEFT_WRITE};
     weft_task_opts o;
     weft_task_opts_init(&o);
     o.accesses = &a;
     o.naccesses = 1;
-    EXPECT_OK(weft_task_spawn(rt, NULL, declared_child, NULL, &o));
+    EXPECT_OK(weft_task_spawn(declaring_rt, NULL, declared_child, NULL, &o));
   }
+  atomic_store((_Atomic int *)&declared_all, 1);
 }
 
 static void unjoined_owners_freed(void) {
-  weft_runtime *rt = tt_open(NULL);
+  declaring_rt = tt_open(NULL);
   weft_task *never_joined;
-  EXPECT_OK(weft_task_spawn(rt, &never_joined, declaring_parent, rt, NULL));
-  tt_close(rt);
+  EXPECT_OK(weft_task_spawn(declaring_rt, &never_joined, declaring_parent, NULL,
+                            NULL));
+  tt_wait_flag(&declared_all, 10000, "the children were spawned");
+  tt_close(declaring_rt);
 }
 
 /* ---- shutdown refused while user objects live ---- */
