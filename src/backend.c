@@ -411,12 +411,42 @@ int weft__event_destroy(weft__event **ep) {
     return weft__err(WEFT_EHANDLE, "weft_event_destroy: event was destroyed");
   }
   e->hdr.magic = 0;
+  *ep = NULL;
+  if (e->waiters) { /* the last sync waiting on it finishes it */
+    e->doomed = 1;
+    pthread_mutex_unlock(&b->lock);
+    return 0;
+  }
   pthread_mutex_unlock(&b->lock);
   int rc = b->ops->event_fini(e);
   pthread_mutex_lock(&b->lock);
   weft__pool_put(&b->events, &e->hdr);
   pthread_mutex_unlock(&b->lock);
-  *ep = NULL;
+  return rc;
+}
+
+int weft__event_hold(weft__event *e, const char *call) {
+  CHECK_EVENT(e, call);
+  weft__backend *b = e->hdr.bk;
+  pthread_mutex_lock(&b->lock);
+  int live = e->hdr.magic == MAGIC_EVENT;
+  if (live)
+    e->waiters++;
+  pthread_mutex_unlock(&b->lock);
+  return live ? 0 : weft__err(WEFT_EHANDLE, "%s: event was destroyed", call);
+}
+
+int weft__event_unhold(weft__event *e) {
+  weft__backend *b = e->hdr.bk;
+  pthread_mutex_lock(&b->lock);
+  int last = --e->waiters == 0 && e->doomed;
+  pthread_mutex_unlock(&b->lock);
+  if (!last)
+    return 0;
+  int rc = b->ops->event_fini(e);
+  pthread_mutex_lock(&b->lock);
+  weft__pool_put(&b->events, &e->hdr);
+  pthread_mutex_unlock(&b->lock);
   return rc;
 }
 

@@ -102,6 +102,10 @@ struct weft__event {
   int recorded;            /* set by the core on the first record */
   weft__trace_mark traced; /* its last record in a trace (trace_order.h) */
   unsigned shares;         /* holders beyond the first (event_pool.c's lock) */
+  /* Syncs waiting on it (the backend's lock): a destroy meanwhile only
+   * dooms it, and the last of them destroys it (weft__event_hold). */
+  unsigned waiters;
+  int doomed;
 };
 
 typedef enum weft__copy_kind {
@@ -314,6 +318,11 @@ void weft__stream_trace_takeover(weft__stream *s, uint64_t from);
 int weft__event_create(weft__backend *b, int dev, unsigned flags,
                        weft__event **out);
 int weft__event_destroy(weft__event **e);
+/* A sync's hold on e while it waits (weft_event_sync): a destroy from
+ * another thread meanwhile leaves e queryable until the last hold goes,
+ * which then finishes it. Hold fails (WEFT_EHANDLE) on a destroyed e. */
+int weft__event_hold(weft__event *e, const char *call);
+int weft__event_unhold(weft__event *e);
 int weft__event_record(weft__event *e, weft__stream *s);
 int weft__event_query(weft__event *e);
 int weft__event_sync(weft__event *e);

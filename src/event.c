@@ -70,11 +70,18 @@ int weft_event_sync(weft_event *ev) {
   if (rc)
     return rc;
   weft__exec *x = c.x;
-  rc = weft__event_recorded(EV(ev), "weft_event_sync");
-  if (rc == 0)
-    rc = weft__wait_for_event(x, EV(ev), "weft_event_sync");
-  if (rc == 0)
-    weft__caller_event_synced(x, EV(ev));
+  weft__event *e = EV(ev);
+  rc = weft__event_recorded(e, "weft_event_sync");
+  /* Held while waited on: another thread may destroy it meanwhile, which
+   * leaves what waits on it unaffected (weft/event.h). */
+  if (rc == 0 && (rc = weft__event_hold(e, "weft_event_sync")) == 0) {
+    rc = weft__wait_for_event(x, e, "weft_event_sync");
+    if (rc == 0)
+      weft__caller_event_synced(x, e);
+    int urc = weft__event_unhold(e);
+    if (rc == 0)
+      rc = urc;
+  }
   return rc;
 }
 

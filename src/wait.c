@@ -23,9 +23,12 @@ static int suspend_waiting(weft_task *t, const char *what) {
   return t->wait_rc;
 }
 
+/* The backend's own query and sync: ev was checked by the caller, and a
+ * public event a sync holds may have been destroyed since (doomed, still
+ * queryable: weft__event_hold). */
 int weft__wait_for_recorded(weft__exec *x, weft__event *ev, const char *what) {
   if (!x->is_task)
-    return weft__event_sync(ev);
+    return ev->hdr.bk->ops->event_sync(ev);
   weft_task *t = (weft_task *)((char *)x - offsetof(weft_task, x));
   t->wait_ev = ev;
   return suspend_waiting(t, what);
@@ -63,7 +66,7 @@ int weft__wait_for_test(weft__exec *x, int (*test)(void *arg), void *arg,
 }
 
 int weft__wait_for_event(weft__exec *x, weft__event *ev, const char *what) {
-  int rc = weft__event_query(ev);
+  int rc = ev->hdr.bk->ops->event_query(ev);
   return rc == WEFT_EAGAIN ? weft__wait_for_recorded(x, ev, what) : rc;
 }
 

@@ -47,8 +47,9 @@ int weft__wait_init(weft__wait_set *ws, struct weft__sched *sched);
 void weft__wait_fini(weft__wait_set *ws);
 
 /* Waits for ev: suspends a task (polled by the workers), blocks a thread.
- * what: the waiting call's words for the watchdog's report (a string that
- * outlives the wait, e.g. "weft_sync"). */
+ * ev is not checked here: the caller's own, or a public event it checked
+ * and holds (weft__event_hold). what: the waiting call's words for the
+ * watchdog's report (a string that outlives the wait, e.g. "weft_sync"). */
 int weft__wait_for_event(weft__exec *x, weft__event *ev, const char *what);
 /* The same for an event just recorded, which is not queried first (it is
  * almost always pending then: a CUDA call spent for nothing). */

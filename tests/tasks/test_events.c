@@ -4,10 +4,12 @@
  * task A recorded after a gated kernel, so B's copy_int must see A's write
  * and must not run before A's gate opens. */
 #include <math.h>
+#include <sched.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "task_common.h"
+#include "weft_internal.h"
 
 static weft_runtime *rt;
 
@@ -106,6 +108,57 @@ static void pending(void *arg) {
   EXPECT_OK(weft_event_destroy(&never));
   EXPECT_OK(weft_event_destroy(&never2));
   tt_gate_fini(&g);
+}
+
+/* ---- an event destroyed while a task waits on it ---- */
+
+/* The task's sync waits for the work recorded before the destroy, which
+ * leaves it unaffected (weft/event.h); it used to return 0 at once. */
+typedef struct doomed {
+  tt_gate g;
+  weft_event *ev;
+  int recorded, synced_rc, gate_at_return;
+  weft_task *self;
+} doomed;
+
+static void sync_on_doomed(void *arg) {
+  doomed *d = arg;
+  tt_gate_launch(&d->g);
+  EXPECT_OK(weft_event_record(d->ev));
+  tt_gate_wait_started(&d->g);
+  tt_store(&d->recorded, 1);
+  d->synced_rc = weft_event_sync(d->ev);
+  d->gate_at_return = tt_gate_state(&d->g);
+  EXPECT_OK(weft_sync());
+}
+
+static int waiting_on_event(weft_task *h) {
+  weft_task *t = (weft_task *)weft__handle_obj(h);
+  pthread_mutex_lock(&t->x.rt->h.lock);
+  int w = t->state == TASK_SUSPENDED && t->wait_ev != NULL;
+  pthread_mutex_unlock(&t->x.rt->h.lock);
+  return w;
+}
+
+static void destroyed_while_waited(void) {
+  doomed d = {.synced_rc = -1};
+  tt_gate_init(&d.g);
+  EXPECT_OK(weft_event_create(&d.ev));
+  weft_task *t;
+  EXPECT_OK(weft_task_spawn(rt, &t, sync_on_doomed, &d, NULL));
+  tt_wait_flag(&d.recorded, 10000, "the event was recorded");
+  while (!waiting_on_event(t))
+    sched_yield();
+  EXPECT_OK(weft_event_destroy(&d.ev));
+  EXPECT(d.ev == NULL);
+  tt_gate_open(&d.g);
+  EXPECT_OK(weft_task_join(t));
+  EXPECT_OK(d.synced_rc);
+  EXPECT_MSG(d.gate_at_return == TEST_SPIN_RELEASED,
+             "weft_event_sync returned before the work it waited for ran "
+             "(gate state %d), its event destroyed meanwhile",
+             d.gate_at_return);
+  tt_gate_fini(&d.g);
 }
 
 /* ---- bad handles (on the main thread) ---- */
@@ -248,6 +301,7 @@ int main(void) {
   EXPECT_OK(weft_task_spawn(rt, &t, pending, NULL, NULL));
   EXPECT_OK(weft_task_join(t));
   bad_handles();
+  destroyed_while_waited();
   cross_task_wait();
   cross_task_wait();
   tt_close(rt);
