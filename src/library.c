@@ -71,8 +71,8 @@ static int same(const ident *a, const ident *b) {
 }
 
 /* The calling thread's slot for id, taking a free or stale one if need
- * be (or, for a per_stream handle, one holding another per_stream handle:
- * the registry keeps those); NULL when none can be had. Not inlined: a
+ * be, or one holding a per_stream handle (the registry keeps those: the
+ * slot is a shortcut), for any handle; NULL when none can be had. Not inlined: a
  * task can resume on another thread, and a thread-local address kept
  * across that would name the old thread's table. */
 __attribute__((noinline)) static slot *slot_for(const ident *id) {
@@ -89,7 +89,7 @@ __attribute__((noinline)) static slot *slot_for(const ident *id) {
     if (!free_slot && (!s->id.lib || s->id.epoch != id->epoch))
       free_slot = s;
   }
-  for (int i = 0; !free_slot && id->owner && i < SLOTS; i++) {
+  for (int i = 0; !free_slot && i < SLOTS; i++) {
     slot *s = &slots[next_evict++ % SLOTS];
     if (s->id.owner)
       free_slot = s;

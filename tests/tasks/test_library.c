@@ -9,6 +9,7 @@
  * (weft_library_warm), and bad descriptions, bad keys and failing creates
  * reported (with the library's words). */
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <string.h>
 
@@ -392,6 +393,89 @@ static void plain_threads_take_theirs(void) {
              atomic_load(&destroys) - d0, THREADS);
 }
 
+/* A worker whose handle slots all hold per_stream handles (shortcuts: the
+ * registry keeps those) still gets a per-thread handle; it was refused
+ * with WEFT_ENOMEM, "more than 64 handles", for good. */
+enum { SLOT_FILLERS = 80 };
+static char filler_handles[SLOT_FILLERS * 2];
+static atomic_int filler_made, fillers_in, fillers_go;
+
+static int filler_create(void *user, int dev, const void *key,
+                         size_t key_bytes, void **h) {
+  (void)user;
+  (void)dev;
+  (void)key;
+  (void)key_bytes;
+  *h = &filler_handles[atomic_fetch_add(&filler_made, 1) % (SLOT_FILLERS * 2)];
+  return 0;
+}
+
+static int filler_bind(void *user, void *h, void *stream) {
+  (void)user;
+  (void)h;
+  (void)stream;
+  return 0;
+}
+
+static void filler_destroy(void *user, void *h) {
+  (void)user;
+  (void)h;
+}
+
+static const weft_library filler_per_stream = {
+    .struct_size = sizeof filler_per_stream,
+    .name = "filler-per-stream",
+    .create = filler_create,
+    .set_stream = filler_bind,
+    .destroy = filler_destroy,
+    .per_stream = WEFT_LIBRARY_PER_STREAM};
+static const weft_library filler_per_thread = {
+    .struct_size = sizeof filler_per_thread,
+    .name = "filler-per-thread",
+    .create = filler_create,
+    .set_stream = filler_bind,
+    .destroy = filler_destroy};
+
+static int fillers_released(void *arg) {
+  (void)arg;
+  return atomic_load(&fillers_go) ? 0 : WEFT_EAGAIN;
+}
+
+static void slot_filler(void *arg) {
+  (void)arg;
+  void *h;
+  EXPECT_OK(weft_library_handle(&filler_per_stream, &h));
+  atomic_fetch_add(&fillers_in, 1);
+  EXPECT_OK(weft_wait_until(fillers_released, NULL)); /* keeps its stream */
+}
+
+static int asked;
+
+static void per_thread_asker(void *arg) {
+  (void)arg;
+  void *h;
+  EXPECT_OK(weft_library_handle(&filler_per_thread, &h));
+  tt_store(&asked, 1);
+}
+
+static void per_stream_slots_give_way(void) {
+  weft_runtime *rt = tt_open_workers(1);
+  weft_task *t[SLOT_FILLERS];
+  for (int i = 0; i < SLOT_FILLERS; i++)
+    EXPECT_OK(weft_task_spawn(rt, &t[i], slot_filler, NULL, NULL));
+  while (atomic_load(&fillers_in) < SLOT_FILLERS)
+    sched_yield();
+  weft_task *a;
+  /* Waited for, not joined: a joining thread would run it itself. */
+  EXPECT_OK(weft_task_spawn(rt, &a, per_thread_asker, NULL, NULL));
+  tt_wait_flag(&asked, 10000, "the worker asked for a per-thread handle");
+  EXPECT_OK(weft_task_join(a));
+  atomic_store(&fillers_go, 1);
+  for (int i = 0; i < SLOT_FILLERS; i++)
+    EXPECT_OK(weft_task_join(t[i]));
+  tt_close(rt);
+}
+
 int main(void) {
   weft_runtime *rt = tt_open_workers(2);
   weft_task *t[TASKS];
@@ -543,6 +627,7 @@ int main(void) {
   atomic_store(&fail_create, 0);
   tt_close(rt);
   EXPECT_EQ_INT(atomic_load(&destroys), atomic_load(&creates));
+  per_stream_slots_give_way();
   puts("ok");
   return 0;
 }
