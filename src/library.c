@@ -72,9 +72,9 @@ static int same(const ident *a, const ident *b) {
 
 /* The calling thread's slot for id, taking a free or stale one if need
  * be, or one holding a per_stream handle (the registry keeps those: the
- * slot is a shortcut), for any handle; NULL when none can be had. Not inlined: a
- * task can resume on another thread, and a thread-local address kept
- * across that would name the old thread's table. */
+ * slot is a shortcut), for any handle; NULL when none can be had. Not inlined:
+ * a task can resume on another thread, and a thread-local address kept across
+ * that would name the old thread's table. */
 __attribute__((noinline)) static slot *slot_for(const ident *id) {
   slot *last = &slots[last_hit % SLOTS];
   if (last->id.lib && same(&last->id, id))

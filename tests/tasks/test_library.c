@@ -400,8 +400,8 @@ enum { SLOT_FILLERS = 80 };
 static char filler_handles[SLOT_FILLERS * 2];
 static atomic_int filler_made, fillers_in, fillers_go;
 
-static int filler_create(void *user, int dev, const void *key,
-                         size_t key_bytes, void **h) {
+static int filler_create(void *user, int dev, const void *key, size_t key_bytes,
+                         void **h) {
   (void)user;
   (void)dev;
   (void)key;
@@ -429,12 +429,12 @@ static const weft_library filler_per_stream = {
     .set_stream = filler_bind,
     .destroy = filler_destroy,
     .per_stream = WEFT_LIBRARY_PER_STREAM};
-static const weft_library filler_per_thread = {
-    .struct_size = sizeof filler_per_thread,
-    .name = "filler-per-thread",
-    .create = filler_create,
-    .set_stream = filler_bind,
-    .destroy = filler_destroy};
+static const weft_library filler_per_thread = {.struct_size =
+                                                   sizeof filler_per_thread,
+                                               .name = "filler-per-thread",
+                                               .create = filler_create,
+                                               .set_stream = filler_bind,
+                                               .destroy = filler_destroy};
 
 static int fillers_released(void *arg) {
   (void)arg;
