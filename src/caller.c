@@ -67,17 +67,17 @@ int weft__caller_capture_refused(const char *call, const char *why) {
   return weft__caller_refuse_in_capture(weft__caller_self(), call, why);
 }
 
-/* Thread exit: join the thread's staged copies (their failures have no
- * one left to tell) and give its stream back while its runtime lives.
- * Under the registry lock, which a shutdown takes before it frees the
- * runtime's tasks. */
+/* Thread exit, while the thread's runtime lives: what the runtime says a
+ * thread's end does (its staged copies joined, its open ranges ended:
+ * runtime.c), then its stream given back. Under the registry lock, which
+ * a shutdown takes before it frees the runtime's tasks. */
 static void thread_exit(void *p) {
   weft__exec *x = p;
   weft__registry_lock();
   if (!atomic_load(&x->dead)) {
-    if (x->join_pending)
-      (void)x->join_pending(x);
     weft__runtime_head *rt = weft__head(x->rt);
+    if (rt->thread_end)
+      rt->thread_end(x);
     pthread_mutex_lock(&rt->lock);
     for (weft__exec **pp = &rt->threads; *pp; pp = &(*pp)->next)
       if (*pp == x) {

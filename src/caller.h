@@ -59,9 +59,6 @@ struct weft__exec {
    * how to drop it when a plain thread or its runtime ends first. A
    * pointer, so that this layer does not call up into the graph API. */
   void (*drop_capture)(weft__exec *x, const char *why);
-  /* Set by a staged copy (memory.c) that leaves helpers pending: how a
-   * plain thread's exit joins them, without this layer calling up. */
-  int (*join_pending)(weft__exec *x);
   atomic_int dead; /* a plain thread's, after its runtime shut down */
   /* Its open user ranges, innermost last (range.h); malloc'd. */
   struct weft__range *ranges;

@@ -227,7 +227,6 @@ static int pending_add(weft__exec *x, stage_job *j) {
     x->cap_pending = cap;
   }
   x->pending[x->npending++] = j;
-  x->join_pending = weft__memory_join_pending;
   return 0;
 }
 

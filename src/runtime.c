@@ -14,6 +14,7 @@
 #include "error_internal.h"
 #include "graph_internal.h"
 #include "library_internal.h"
+#include "memory_internal.h"
 #include "mutex.h"
 #include "range.h"
 #include "registry.h"
@@ -239,6 +240,15 @@ static int trace_path_ok(const char *path, int *created) {
   return 0;
 }
 
+/* A plain thread's exit while its runtime lives (caller.c): the staged
+ * copies it never synced are joined (their failures have no one left to
+ * tell), and the ranges it left open end, said on stderr (weft/range.h). */
+static void thread_end(weft__exec *x) {
+  (void)weft__memory_join_pending(x);
+  if (x->nranges)
+    weft__range_end_all(x, "a thread", "exited");
+}
+
 int weft_init(weft_runtime **rtp, const weft_runtime_opts *user) {
   weft_runtime_opts opts;
   weft_runtime_opts_init(&opts);
@@ -373,6 +383,7 @@ int weft_init(weft_runtime **rtp, const weft_runtime_opts *user) {
     rc = weft__registry_add(rt);
   if (rc)
     goto fail_sched;
+  rt->h.thread_end = thread_end;
   /* The caller's next plain-thread calls go here, not to a runtime another
    * thread opens meanwhile (caller.c). */
   rc = weft__caller_adopt(rt);

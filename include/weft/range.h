@@ -25,8 +25,8 @@ enum { WEFT_RANGE_NAME_MAX = 63 };
 /* Opens a range named name (copied; WEFT_RANGE_NAME_MAX bytes kept) in the
  * calling task, or plain thread, inside the ranges it has open. A range a
  * task leaves open when its function returns is closed then, and said on
- * stderr; one a plain thread leaves open is closed by weft_shutdown, and
- * said on stderr.
+ * stderr; one a plain thread leaves open is closed when the thread exits
+ * or by weft_shutdown, whichever comes first, and said on stderr.
  * Errors: WEFT_EINVAL (name NULL), WEFT_ESTATE (no runtime),
  * WEFT_ENOMEM. Context: any task or thread; never blocks. */
 WEFT_API int weft_range_push(const char *name);

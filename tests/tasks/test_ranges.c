@@ -8,8 +8,8 @@
  * - A plain thread's stack is its own, apart from its tasks' and other
  *   threads'.
  * - A task that returns with ranges open has them closed, said on stderr,
- *   and its join still succeeds; a plain thread's are closed by
- *   weft_shutdown, said on stderr too. */
+ *   and its join still succeeds; a plain thread's are closed when it
+ *   exits, or by weft_shutdown, said on stderr too. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -253,6 +253,12 @@ static void clean(void *arg) {
   *(int *)arg = weft_range_pop(); /* a fresh task object: nothing open */
 }
 
+static void *leaves_open(void *arg) {
+  (void)arg;
+  EXPECT_OK(weft_range_push("thread left open"));
+  return NULL;
+}
+
 static void test_left_open(void) {
   weft_runtime *rt = tt_open_workers(1);
   weft_task_opts o;
@@ -274,7 +280,16 @@ static void test_left_open(void) {
     EXPECT_OK(weft_task_join(t));
     EXPECT_EQ_INT(rc, WEFT_ESTATE);
   }
-  /* A plain thread's: closed by the shutdown. */
+  /* A plain thread that exits with one open: closed at its exit. */
+  pthread_t th;
+  capture_begin();
+  EXPECT_EQ_INT(pthread_create(&th, NULL, leaves_open, NULL), 0);
+  EXPECT_EQ_INT(pthread_join(th, NULL), 0);
+  said = capture_end();
+  EXPECT_MSG(strstr(said, "a thread exited with 1 range open") &&
+                 strstr(said, "'thread left open'"),
+             "stderr said: '%s'", said);
+  /* A plain thread's still open at the shutdown: closed by it. */
   EXPECT_OK(weft_range_push("main left open"));
   capture_begin();
   tt_close(rt);
