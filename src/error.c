@@ -47,6 +47,7 @@ static int record(int code, int raw, const char *fmt, va_list ap) {
   vsnprintf(msg, sizeof msg, fmt, ap);
   memcpy(e->msg, msg, sizeof msg);
   e->code = code;
+  e->seq++;
   e->raw = raw;
   return code;
 }

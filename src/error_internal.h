@@ -7,6 +7,7 @@
 typedef struct weft__errinfo {
   int code;
   int raw;
+  unsigned seq; /* failures recorded in this slot so far */
   char msg[512];
 } weft__errinfo;
 

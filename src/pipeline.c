@@ -46,14 +46,16 @@ static void map_task(void *arg) {
       break; /* another chunk failed: stop the whole map */
     rc = weft_copy(din, j->in + i * j->in_chunk, j->in_chunk);
     if (!rc) {
+      unsigned seen = weft__err_slot()->seq;
       rc = j->fn(din, dout, i, j->user);
       /* Stop the other streams first, before the message is written: each
        * moment they do not see it they may start another chunk. */
       if (rc)
         atomic_store(j->stop, 1);
-      /* A function that failed without a weft call saying why: say it, or
-       * the message would be whatever failed last, elsewhere. */
-      if (rc && weft__err_slot()->code != rc)
+      /* A function that failed without a weft call of its own saying why:
+       * say it, or the message would be whatever failed last, elsewhere
+       * (an earlier chunk's failure the function handled, say). */
+      if (rc && (weft__err_slot()->seq == seen || weft__err_slot()->code != rc))
         weft__err(rc,
                   "weft_map_chunks: the function returned %s for chunk "
                   "%zu",

@@ -20,6 +20,8 @@ static weft_runtime *rt;
 
 typedef struct fail_ctx {
   size_t fail_at;
+  int code;             /* what fail_at returns: WEFT_ERANGE if 0 */
+  int handle_before;    /* chunks before fail_at handle a failed weft call */
   int wait_for_failure; /* other chunks wait until fail_at has failed */
   int failed;
   int total;
@@ -31,8 +33,10 @@ static int failing_fn(void *dev_in, void *dev_out, size_t index, void *user) {
   tt_add(&c->total, 1);
   if (index == c->fail_at) {
     tt_store(&c->failed, 1);
-    return WEFT_ERANGE;
+    return c->code ? c->code : WEFT_ERANGE;
   }
+  if (c->handle_before && index < c->fail_at)
+    EXPECT_ERR(weft_copy(dev_in, NULL, 8), WEFT_EINVAL); /* and goes on */
   if (tt_load(&c->failed))
     tt_add(&c->after, 1);
   while (c->wait_for_failure && !tt_load(&c->failed))
@@ -76,6 +80,25 @@ static void sequential_stop(void) {
   after_failure_clean();
 }
 
+/* A chunk function that handled a failed weft call (the same code it
+ * later returns itself) does not lend that call's message to the map's
+ * failure. */
+static void handled_failure_not_the_message(void) {
+  enum { N = 6, BYTES = 256 };
+  unsigned char in[N * BYTES], out[N * BYTES];
+  memset(in, 1, sizeof in);
+  fail_ctx c = {.fail_at = 3, .code = WEFT_EINVAL, .handle_before = 1};
+  weft_map_opts o;
+  weft_map_opts_init(&o);
+  o.depth = 1;
+  EXPECT_ERR(weft_map_chunks(in, BYTES, out, 0, N, failing_fn, &c, &o),
+             WEFT_EINVAL);
+  EXPECT_MSG(strstr(weft_last_error_message(), "chunk 3") != NULL,
+             "the map's message does not name the failing chunk: '%s'",
+             weft_last_error_message());
+  after_failure_clean();
+}
+
 /* Several streams: a failure on one stops the others. */
 static void parallel_stop(int depth) {
   size_t n = 40 * (size_t)depth, chunk = 256 * sizeof(float);
@@ -116,6 +139,7 @@ static void still_works(void) {
 
 static void all(void) {
   sequential_stop();
+  handled_failure_not_the_message();
   static const int depths[] = {2, 3, 8};
   for (int i = 0; i < 3; i++)
     parallel_stop(depths[i]);
