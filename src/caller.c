@@ -70,14 +70,15 @@ int weft__caller_capture_refused(const char *call, const char *why) {
 /* Thread exit, while the thread's runtime lives: what the runtime says a
  * thread's end does (its staged copies joined, its open ranges ended:
  * runtime.c), then its stream given back. Under the registry lock, which
- * a shutdown takes before it frees the runtime's tasks. */
+ * a shutdown takes to leave the registry (before it frees the runtime's
+ * tasks) and while it ends the threads' ranges. */
 static void thread_exit(void *p) {
   weft__exec *x = p;
   weft__registry_lock();
   if (!atomic_load(&x->dead)) {
     weft__runtime_head *rt = weft__head(x->rt);
     if (rt->thread_end)
-      rt->thread_end(x);
+      rt->thread_end(x, !weft__registry_has_locked(x->rt));
     pthread_mutex_lock(&rt->lock);
     for (weft__exec **pp = &rt->threads; *pp; pp = &(*pp)->next)
       if (*pp == x) {

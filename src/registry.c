@@ -46,12 +46,16 @@ int weft__registry_add(weft_runtime *rt) {
   return 0;
 }
 
-int weft__registry_has(weft_runtime *rt) {
-  pthread_mutex_lock(&global_lock);
+int weft__registry_has_locked(weft_runtime *rt) {
   size_t i = 0;
   while (i < nopen && open_rts[i] != rt)
     i++;
-  int open = i < nopen; /* under the lock: another shutdown changes nopen */
+  return i < nopen;
+}
+
+int weft__registry_has(weft_runtime *rt) {
+  pthread_mutex_lock(&global_lock);
+  int open = weft__registry_has_locked(rt); /* another shutdown changes nopen */
   pthread_mutex_unlock(&global_lock);
   return open;
 }

@@ -13,6 +13,8 @@ int weft__registry_add(weft_runtime *rt);
 /* rt leaves them; 1 if it was open. */
 int weft__registry_remove(weft_runtime *rt);
 int weft__registry_has(weft_runtime *rt);
+/* The same, the registry lock held. */
+int weft__registry_has_locked(weft_runtime *rt);
 /* 0 when rt is an open runtime, else WEFT_EINVAL (NULL) or WEFT_EHANDLE
  * (never opened, or shut down: its memory is gone, so nothing of it is
  * read), with a message naming call. */

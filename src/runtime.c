@@ -242,9 +242,13 @@ static int trace_path_ok(const char *path, int *created) {
 
 /* A plain thread's exit while its runtime lives (caller.c): the staged
  * copies it never synced are joined (their failures have no one left to
- * tell), and the ranges it left open end, said on stderr (weft/range.h). */
-static void thread_end(weft__exec *x) {
-  (void)weft__memory_join_pending(x);
+ * tell; once the runtime is closing, they have run, and their tasks may
+ * be freed: the thread's context frees the jobs), and the ranges it left
+ * open end, said on stderr (weft/range.h). The registry lock is held,
+ * which keeps weft_shutdown from ending the same ranges meanwhile. */
+static void thread_end(weft__exec *x, int closing) {
+  if (!closing)
+    (void)weft__memory_join_pending(x);
   if (x->nranges)
     weft__range_end_all(x, "a thread", "exited");
 }
@@ -484,12 +488,15 @@ int weft_shutdown(weft_runtime *rt) {
   weft__graph_retired_release(rt);
   weft__pool_drain(&rt->graph_pool);
   /* Ranges its plain threads left open end here, before the trace is
-   * written (weft/range.h). */
+   * written (weft/range.h); under the registry lock, which an exiting
+   * thread holds while it ends its own (caller.c, thread_end). */
+  weft__registry_lock();
   pthread_mutex_lock(&rt->h.lock);
   for (weft__exec *x = rt->h.threads; x; x = x->next)
     if (x->nranges)
       weft__range_end_all(x, "a thread", "reached weft_shutdown");
   pthread_mutex_unlock(&rt->h.lock);
+  weft__registry_unlock();
   weft__caller_threads_release(rt);
   weft__library_release(rt);
   if (rt->h.bk->ops->release_libraries)

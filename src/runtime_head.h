@@ -31,10 +31,11 @@ typedef struct weft__runtime_head {
   /* The watchdog is on (watchdog.c): tasks note their changes of state.
    * Set before the workers start, then only read. */
   int watchdog;
-  /* What a plain thread's exit does while its runtime lives (caller.c),
-   * set by weft_init: a pointer, so that the caller layer does not call
-   * up into the API's staged copies and ranges. */
-  void (*thread_end)(struct weft__exec *x);
+  /* What a plain thread's exit does while its runtime lives (caller.c;
+   * closing: the runtime is shutting down), set by weft_init: a pointer,
+   * so that the caller layer does not call up into the API's staged
+   * copies and ranges. */
+  void (*thread_end)(struct weft__exec *x, int closing);
 } weft__runtime_head;
 
 static inline weft__runtime_head *weft__head(struct weft_runtime *rt) {
