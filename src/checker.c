@@ -453,7 +453,10 @@ static int declared(const weft__exec *x, uintptr_t lo, uintptr_t hi,
  * held. */
 static void check_declared(weft__checker *k, const weft__exec *x,
                            const tracked *t, const access *a) {
-  if (!x || !x->ndecl || declared(x, a->lo, a->hi, a->write))
+  /* Registered data's own copies (a fill, a write-back) are weft's, made
+   * for what the task declared of the handle, not the task's accesses. */
+  if (!x || !x->ndecl || x->data_own_copy ||
+      declared(x, a->lo, a->hi, a->write))
     return;
   finding(k, "undeclared", 0,
           "%s %s%s%s %s bytes %" PRIuPTR "..%" PRIuPTR " of %s memory at %p "

@@ -90,12 +90,11 @@ int weft__data_get(weft_data *d, unsigned mode, int prefetch, void **ptr) {
     rc = weft__data_alloc_instance(d, dev, !prefetch, &p);
   if (rc == 0 && fill && !in->ready)
     rc = weft__data_event_create(&in->ready);
-  /* weft check: the instance stands for the handle the task declared;
-   * the fill writes it and reads its source. */
+  /* weft check: the instance stands for the handle the task declared, in
+   * the get's mode; the fill, weft's own copy, is held to no declaration
+   * (weft__caller_own_copy). */
   if (rc == 0)
-    rc = weft__caller_declares(p, d->bytes, fill ? mode | WEFT_WRITE : mode);
-  if (rc == 0 && fill)
-    rc = weft__caller_declares(from, d->bytes, WEFT_READ);
+    rc = weft__caller_declares(p, d->bytes, mode);
   if (rc == 0 && fill) {
     rc = sin ? weft__data_after_fill(sin, src_recorded) : 0;
     /* After the instance's last fill, a filler's left stale perhaps. */

@@ -413,6 +413,31 @@ static void data_get(int declare) {
 static void data_get_undeclared(void) { data_get(0); }
 static void data_get_declared(void) { data_get(1); }
 
+/* Declared and got for reading, the copy filled by the get, then written:
+ * the fill is weft's own, not a declaration of the task's (it covered the
+ * task's later writes, unreported). */
+static void data_read_task(void *arg) {
+  (void)arg;
+  int *p;
+  EXPECT_OK(weft_data_get(D, WEFT_READ, (void **)&p));
+  EXPECT_OK(weft_memset(p, 0, N * sizeof(int)));
+  EXPECT_OK(weft_sync());
+}
+
+static void data_get_read_then_written(void) {
+  EXPECT_OK(weft_data_register(W.rt, W.host, N * sizeof(int), &D));
+  weft_access a = weft_data_access(D, WEFT_READ);
+  weft_task_opts o;
+  weft_task_opts_init(&o);
+  o.name = "declared-reader-writes";
+  o.accesses = &a;
+  o.naccesses = 1;
+  weft_task *t;
+  EXPECT_OK(weft_task_spawn(W.rt, &t, data_read_task, NULL, &o));
+  EXPECT_OK(weft_task_join(t));
+  EXPECT_OK(weft_data_unregister(D));
+}
+
 /* Registered data written on a device by one task, then read through its
  * host memory by the next (a copy from it), with or without
  * weft_data_sync between: the host copy is stale without it. */
@@ -735,6 +760,9 @@ int main(void) {
                out);
   }
   silent("registered data asked for, declared", data_get_declared, 0);
+  expect("registered data got for reading, its filled copy written",
+         data_get_read_then_written, KIND_UNDECLARED,
+         "'declared-reader-writes'", "for writing");
   expect("registered data read through stale host memory", host_read_stale,
          KIND_STALE, "'host-reader'", "weft_copy");
   silent("registered data read through host memory after weft_data_sync",
