@@ -233,6 +233,11 @@ void weft__caller_allocated(weft__exec *x, const void *p, size_t n,
     weft__check_alloc(x->bk->check, p, n, pinned);
 }
 
+void weft__caller_made(weft__exec *x, const void *p) {
+  if (x->bk->check && x->is_task && !x->data_own_copy)
+    weft__check_made_by(x->bk->check, p, x);
+}
+
 void weft__caller_freeing(weft__exec *x, const void *p) {
   if (x->bk->check)
     weft__check_dealloc(x->bk->check, p);

@@ -129,6 +129,10 @@ void weft__caller_spawned(weft__exec *parent, weft__exec *child);
 /* x allocated p (n bytes; pinned or device memory), or is freeing it. */
 void weft__caller_allocated(weft__exec *x, const void *p, size_t n, int pinned);
 void weft__caller_freeing(weft__exec *x, const void *p);
+/* x asked for p itself (weft_device_alloc, weft_pinned_alloc): in a task,
+ * its own scratch, unless registered data allocates an instance
+ * (data_own_copy). */
+void weft__caller_made(weft__exec *x, const void *p);
 /* x, a task, made a call (call) that waits for more than its own stream
  * (what: why; ns: how long it took, 0 if not measured). */
 void weft__caller_implicit_sync(weft__exec *x, const char *call,

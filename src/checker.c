@@ -35,6 +35,7 @@ typedef struct tracked {
   int pinned;
   access *acc;
   size_t nacc;
+  const weft__exec *maker; /* a task whose own it is, or NULL */
 } tracked;
 
 /* A stream passes from task to task (weft's pool), and its own order
@@ -455,7 +456,7 @@ static void check_declared(weft__checker *k, const weft__exec *x,
                            const tracked *t, const access *a) {
   /* Registered data's own copies (a fill, a write-back) are weft's, made
    * for what the task declared of the handle, not the task's accesses. */
-  if (!x || !x->ndecl || x->data_own_copy ||
+  if (!x || !x->ndecl || x->data_own_copy || t->maker == x ||
       declared(x, a->lo, a->hi, a->write))
     return;
   finding(k, "undeclared", 0,
@@ -725,7 +726,7 @@ void weft__check_alloc(weft__checker *k, const void *p, size_t n, int pinned) {
   tracked *old = tracked_of(k, base);
   if (old && old->base == base) { /* reused before its free was seen */
     free(old->acc);
-    *old = (tracked){base, base + n, pinned, NULL, 0};
+    *old = (tracked){base, base + n, pinned, NULL, 0, NULL};
     pthread_mutex_unlock(&k->lock);
     return;
   }
@@ -744,8 +745,16 @@ void weft__check_alloc(weft__checker *k, const void *p, size_t n, int pinned) {
     i--;
   memmove(k->allocs + i + 1, k->allocs + i,
           (k->nallocs - i) * sizeof *k->allocs);
-  k->allocs[i] = (tracked){base, base + n, pinned, NULL, 0};
+  k->allocs[i] = (tracked){base, base + n, pinned, NULL, 0, NULL};
   k->nallocs++;
+  pthread_mutex_unlock(&k->lock);
+}
+
+void weft__check_made_by(weft__checker *k, const void *p, const weft__exec *x) {
+  pthread_mutex_lock(&k->lock);
+  tracked *t = tracked_of(k, (uintptr_t)p);
+  if (t && t->base == (uintptr_t)p)
+    t->maker = x;
   pthread_mutex_unlock(&k->lock);
 }
 

@@ -123,6 +123,10 @@ void weft__check_exec_gone(weft__checker *k, weft__exec *x);
 /* Tracked allocations. */
 void weft__check_alloc(weft__checker *k, const void *p, size_t n, int pinned);
 void weft__check_dealloc(weft__checker *k, const void *p);
+/* The tracked allocation at p is task x's own (it allocated it in its
+ * body): x's accesses to it are held to no declaration, which could not
+ * name it at the spawn. */
+void weft__check_made_by(weft__checker *k, const void *p, const weft__exec *x);
 
 /* A raw CUDA call (name) seen by the backend, reported if the calling
  * thread runs a task: an implicit synchronisation (ns: how long it took),

@@ -173,7 +173,12 @@ int weft__data_alloc_instance(weft_data *d, int dev, int may_evict, void **p) {
     *p = NULL;
     return rc;
   }
-  while ((rc = weft_device_alloc(d->bytes, p)) == WEFT_ENOMEM && may_evict) {
+  for (;;) {
+    weft__caller_own_copy(1); /* weft's instance, not the task's scratch */
+    rc = weft_device_alloc(d->bytes, p);
+    weft__caller_own_copy(0);
+    if (rc != WEFT_ENOMEM || !may_evict)
+      break;
     victim v;
     int in_use;
     pthread_mutex_lock(&weft__data_reg.lock);

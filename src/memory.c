@@ -391,7 +391,10 @@ int weft_device_alloc(size_t bytes, void **ptr) {
                  "allocate before the capture", &c);
   if (rc)
     return rc;
-  return weft__device_alloc(c.s, bytes, ptr);
+  rc = weft__device_alloc(c.s, bytes, ptr);
+  if (rc == 0)
+    weft__caller_made(c.x, *ptr);
+  return rc;
 }
 
 int weft_device_free(void *ptr) {
@@ -425,8 +428,10 @@ int weft_pinned_alloc(size_t bytes, void **ptr) {
   int rc = weft__pinned_cache_alloc(&x->rt->pinned, bytes, ptr);
   uint64_t ns = weft__clock_ns() - t0;
   weft__pinned_cache_stats(&x->rt->pinned, &after);
-  if (rc == 0)
+  if (rc == 0) {
     weft__caller_allocated(x, *ptr, bytes, 1);
+    weft__caller_made(x, *ptr);
+  }
   /* On CUDA a miss allocates page-locked memory (cudaHostAlloc), which
    * waits for the whole device; the host backend's does not. */
   if (rc == 0 && x->is_task && after.misses > before.misses &&

@@ -190,6 +190,26 @@ static void memset_declared_write(void) {
   spawn_declared("declared-writer", WEFT_RW, N * sizeof(int));
 }
 
+/* A declaring task's own scratch, allocated in its body (which no
+ * declaration at the spawn could name), used and freed there. */
+static void scratch_task(void *arg) {
+  (void)arg;
+  int *scratch, *pinned;
+  EXPECT_OK(weft_device_alloc(N * sizeof(int), (void **)&scratch));
+  EXPECT_OK(weft_pinned_alloc(N * sizeof(int), (void **)&pinned));
+  EXPECT_OK(weft_memset(scratch, 5, N * sizeof(int)));
+  EXPECT_OK(weft_copy(pinned, scratch, N * sizeof(int)));
+  EXPECT_OK(weft_copy(W.buf, scratch, N * sizeof(int)));
+  EXPECT_OK(weft_sync());
+  EXPECT_OK(weft_device_free(scratch));
+  EXPECT_OK(weft_pinned_free(pinned));
+}
+
+static void own_scratch(void) {
+  weft_access acc = {W.buf, N * sizeof(int), WEFT_WRITE};
+  spawn_joined("scratch-user", &acc, 1, scratch_task);
+}
+
 /* ---- the cases ---- */
 
 /* WEFT__FLOW_FOLD readers of W.buf (a read-only kernel parameter each),
@@ -751,6 +771,7 @@ int main(void) {
   expect("a write past the declared half", memset_declared_half,
          KIND_UNDECLARED, "'declared-half'", NULL);
   silent("a write declared", memset_declared_write, 0);
+  silent("a declaring task's own scratch", own_scratch, 0);
   expect("registered data asked for, undeclared", data_get_undeclared,
          KIND_UNDECLARED, "'undeclared-getter'", "weft_data_get");
   {
