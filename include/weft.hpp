@@ -236,7 +236,12 @@ struct runtime_options : weft_runtime_opts {
 
 /* A runtime: weft_init in the constructor, weft_shutdown in the destructor
  * (which waits for every task; its error is lost there, close() reports
- * it). Move-only.
+ * it). A shutdown refused (WEFT_EBUSY: a buffer, event, graph or
+ * registered data still live; WEFT_ESTATE: from a task) leaves it open
+ * and the object holding it, to close again once the cause is gone; the
+ * destructor then says so on stderr and leaves the runtime open. Task
+ * handles (weft::task) are joined, detached or destroyed before it
+ * closes: after, they name freed memory. Move-only.
  * Errors: weft_init's (constructor), weft_shutdown's (close).
  * Context: a plain thread, as weft_init and weft_shutdown. */
 class runtime {
@@ -252,20 +257,23 @@ public:
   runtime(runtime &&o) noexcept : rt_(std::exchange(o.rt_, nullptr)) {}
   runtime &operator=(runtime &&o) noexcept {
     if (this != &o) {
-      try_close();
+      close_or_say("replaced");
       rt_ = std::exchange(o.rt_, nullptr);
     }
     return *this;
   }
   runtime(const runtime &) = delete;
   runtime &operator=(const runtime &) = delete;
-  ~runtime() { try_close(); }
+  ~runtime() { close_or_say("destroyed"); }
 
-  /* Shuts the runtime down now; the object is empty afterwards. */
+  /* Shuts the runtime down now; the object is empty afterwards, unless
+   * the shutdown was refused and closed nothing (WEFT_EBUSY, WEFT_ESTATE:
+   * the object still holds it, to close again). */
   void close() { detail::check(try_close()); }
   int try_close() noexcept {
     int rc = rt_ ? weft_shutdown(rt_) : 0;
-    rt_ = nullptr;
+    if (rc != WEFT_EBUSY && rc != WEFT_ESTATE)
+      rt_ = nullptr;
     return rc;
   }
 
@@ -276,6 +284,17 @@ public:
   }
 
 private:
+  /* Where no error can be thrown: a refused shutdown is said on stderr,
+   * and the runtime stays open. */
+  void close_or_say(const char *how) noexcept {
+    int rc = try_close();
+    if (rc && rt_)
+      std::fprintf(stderr,
+                   "weft::runtime %s, its shutdown refused (%s): %s; the "
+                   "runtime stays open\n",
+                   how, weft_err_name(rc), weft_last_error_message());
+  }
+
   weft_runtime *rt_ = nullptr;
 };
 
@@ -317,6 +336,8 @@ template <class B> auto rw(B &&b) noexcept -> decltype(rw(b.data(), b.size())) {
 /* A spawned task's handle, R being what its callable returns. Move-only.
  * The destructor joins a task not joined or detached (as std::jthread
  * does), dropping its result, error and exception: join() to see them.
+ * A handle is joined, detached or destroyed before its runtime closes
+ * (declared after the weft::runtime, say): weft_shutdown frees the task.
  * Errors: weft_task_join's (a refused join, WEFT_EDEADLK or a task joining
  * itself, leaves the handle joinable); join() rethrows what the callable
  * threw. Context: any thread; join may switch (a task) or block (a
@@ -895,12 +916,23 @@ struct dim3 {
 
 namespace detail {
 template <auto F> struct host_thunk;
+/* An argument's bytes copied to storage aligned for its type: the
+ * backend keeps them 16-byte aligned, less than an over-aligned type
+ * needs. */
+template <class T> struct arg_slot {
+  alignas(T) unsigned char raw[sizeof(T)];
+  T &load(const void *p) noexcept {
+    std::memcpy(raw, p, sizeof(T));
+    return *std::launder(reinterpret_cast<T *>(raw));
+  }
+};
 template <class... A, void (*F)(const weft_kernel_ctx &, A...)>
 struct host_thunk<F> {
   template <std::size_t... I>
   static void call(const weft_kernel_ctx *k, void **args,
                    std::index_sequence<I...>) {
-    F(*k, *static_cast<std::remove_reference_t<A> *>(args[I])...);
+    std::tuple<arg_slot<std::remove_cv_t<std::remove_reference_t<A>>>...> s;
+    F(*k, std::get<I>(s).load(args[I])...);
   }
   static void fn(const weft_kernel_ctx *k, void **args) {
     call(k, args, std::index_sequence_for<A...>{});

@@ -220,11 +220,15 @@ static int launch(weft__stream *s, const weft_kernel *k, weft_dim3 grid,
    * its extras and outside size, so that replays (which intern it) and
    * an update's shape check see only the launch. */
   size_t name_bytes = HS(s)->capturing ? strlen(name) + 1 : 0;
-  weft__host_op *op = op_new(HOP_LAUNCH, extra + align16(shmem) + name_bytes);
+  /* The arguments start on a 16-byte line (calloc's alignment), as a
+   * kernel's would: a vector type read through its pointer needs it. */
+  size_t head = align16(sizeof(weft__host_op)) - sizeof(weft__host_op);
+  weft__host_op *op =
+      op_new(HOP_LAUNCH, head + extra + align16(shmem) + name_bytes);
   if (!op)
     return no_memory("weft_launch");
   op->size -= name_bytes;
-  unsigned char *buf = (unsigned char *)(op + 1);
+  unsigned char *buf = (unsigned char *)op + align16(sizeof *op);
   for (unsigned i = 0; i < k->nargs; i++) {
     memcpy(buf, args[i], k->arg_size[i]);
     op->u.launch.argv[i] = buf;

@@ -20,6 +20,24 @@ void add_host(const weft_kernel_ctx &k, float *x, unsigned len, float v) {
 }
 const weft::kernel<float *, unsigned, float>
     add(nullptr, weft::host_fn<add_host>, "add");
+/* Arguments that need more than 8-byte alignment: a 16-byte vector and
+ * a 32-byte-aligned struct, read by value (the vector was loaded with an
+ * aligned load from where the host backend kept it 8-byte aligned). */
+typedef float v4 __attribute__((vector_size(16)));
+struct alignas(32) wide {
+  float f[8];
+};
+float aligned_seen[12];
+void aligned_host(const weft_kernel_ctx &, int pad, v4 v, wide w) {
+  (void)pad;
+  for (int i = 0; i < 4; i++)
+    aligned_seen[i] = v[i];
+  for (int i = 0; i < 8; i++)
+    aligned_seen[4 + i] = w.f[i];
+}
+const weft::kernel<int, v4, wide>
+    aligned_args(nullptr, weft::host_fn<aligned_host>, "aligned_args");
+
 bool host_backend(weft::runtime &rt) {
   return rt.backend() == WEFT_BACKEND_HOST;
 }
@@ -65,6 +83,14 @@ void typed_launch(weft::runtime &rt) {
   }
   EXPECT_EQ_INT(code, WEFT_EINVAL);
   EXPECT_ERR(weft::try_launch(add, 1, 0, 0, d.data(), n, 1.0f), WEFT_EINVAL);
+  v4 v = {1, 2, 3, 4};
+  wide w;
+  for (int i = 0; i < 8; i++)
+    w.f[i] = 5.0f + (float)i;
+  weft::launch(aligned_args, 1, 1, 0, 7, v, w);
+  weft::sync();
+  for (int i = 0; i < 12; i++)
+    EXPECT(aligned_seen[i] == (float)(i + 1));
 }
 
 /* A writer that is slow to queue its work, and a reader spawned after it:

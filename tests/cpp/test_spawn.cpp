@@ -122,6 +122,27 @@ void nothrow_forms(weft::runtime &rt) {
   EXPECT_EQ_INT(v, 9);
 }
 
+/* A close refused while memory lives closes nothing: the object keeps
+ * the runtime, to close once the memory is freed (it was emptied, and
+ * the runtime could not be closed through it again). */
+void refused_close() {
+  weft::runtime rt = open_runtime();
+  void *d = nullptr;
+  EXPECT_OK(weft_device_alloc(64, &d));
+  int code = 0;
+  try {
+    rt.close();
+  } catch (const weft::error &e) {
+    code = e.code();
+  }
+  EXPECT_EQ_INT(code, WEFT_EBUSY);
+  EXPECT(bool(rt) && rt.get() != nullptr);
+  EXPECT_OK(weft_device_free(d));
+  EXPECT_OK(weft_sync());
+  EXPECT_OK(rt.try_close());
+  EXPECT(!rt);
+}
+
 } // namespace
 
 int main() {
@@ -133,6 +154,7 @@ int main() {
   nothrow_forms(rt);
   rt.close();
   EXPECT(!rt);
+  refused_close();
   std::printf("ok\n");
   return 0;
 }
