@@ -1,3 +1,4 @@
+#define _POSIX_C_SOURCE 200809L /* out_file.h */
 /* The benchmark runner: the scenario registry, the helpers of bench.h, the
  * table on stdout, the JSON file and the charts (plot.c draws them). */
 #include <errno.h>
@@ -14,6 +15,7 @@
 #include "bench.h"
 #include "json_write.h"
 #include "model.h"
+#include "out_file.h"
 #include "plot.h"
 #include "scenarios.h"
 
@@ -471,9 +473,10 @@ static void compute_ratios(bench_row *rows, size_t n) {
 static void json_num(FILE *f, double v) { fprintf(f, "%.6g", v); }
 
 static int write_json(const bench_ctx *c, const char *path) {
-  FILE *f = fopen(path, "w");
-  if (!f)
+  out_file out;
+  if (out_file_open(&out, path) != 0)
     return -1;
+  FILE *f = out.f;
   fprintf(f, "{\n  \"weft_version\": ");
   json_write_string(f, WEFT_VERSION_STRING);
   fprintf(f, ",\n  \"backend\": ");
@@ -538,8 +541,7 @@ static int write_json(const bench_ctx *c, const char *path) {
     fputc('}', f);
   }
   fprintf(f, "%s]\n}\n", c->nrows ? "\n  " : "");
-  int bad = ferror(f);
-  return fclose(f) == 0 && !bad ? 0 : -1;
+  return out_file_close(&out, 1);
 }
 
 /* ---- charts ---- */
@@ -704,7 +706,8 @@ int bench_run(const bench_opts *o) {
 
   if (o->json_path) {
     if (write_json(&c, o->json_path) != 0) {
-      fprintf(stderr, "weft bench: cannot write %s\n", o->json_path);
+      fprintf(stderr, "weft bench: cannot write %s: %s\n", o->json_path,
+              errno ? strerror(errno) : "the writer failed");
       failed = 1;
     } else {
       fprintf(out, "JSON written to %s\n", o->json_path);

@@ -1,9 +1,13 @@
+#define _POSIX_C_SOURCE 200809L /* out_file.h */
 /* SVG charts of benchmark rows (plot.h). */
 #include "plot.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "out_file.h"
 
 /* Okabe and Ito's palette: tells series apart with any colour vision. */
 static const char *const palette[] = {"#0072B2", "#E69F00", "#009E73",
@@ -370,20 +374,19 @@ static int write_chart(const chart_pts *c, const char *dir, FILE *out,
     return -1;
   }
   snprintf(path, len, "%s/%s.svg", dir, ch->name);
-  FILE *f = fopen(path, "w");
-  if (!f) {
-    fprintf(err, "weft bench: cannot write %s\n", path);
+  out_file file;
+  if (out_file_open(&file, path) != 0) {
+    fprintf(err, "weft bench: cannot write %s: %s\n", path, strerror(errno));
     free(path);
     return -1;
   }
   if (ch->x_label)
-    lines_chart(f, c);
+    lines_chart(file.f, c);
   else
-    bars_chart(f, c);
-  fputs("</svg>\n", f);
-  int bad = ferror(f);
-  if (fclose(f) != 0 || bad) {
-    fprintf(err, "weft bench: cannot write %s\n", path);
+    bars_chart(file.f, c);
+  fputs("</svg>\n", file.f);
+  if (out_file_close(&file, 1) != 0) {
+    fprintf(err, "weft bench: cannot write %s: %s\n", path, strerror(errno));
     free(path);
     return -1;
   }

@@ -1,7 +1,9 @@
+#define _POSIX_C_SOURCE 200809L /* out_file.h */
 /* The tracer's exporter: at weft__trace_close, the recorded buffers
  * (trace_buffers.h) written as one Chrome Trace Event JSON file, laid out
  * as PyTorch's profiler (Kineto) writes its traces. The words written come
  * from trace_format.h, which the reader in trace/ shares. */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +12,7 @@
 
 #include "error_internal.h"
 #include "json_write.h"
+#include "out_file.h"
 #include "trace_buffers.h"
 #include "trace_format.h"
 
@@ -728,13 +731,15 @@ int weft__trace_write(void) {
         t0 = c->r[i].start;
   }
   int rc = 0;
-  FILE *f = fopen(T->path, "w");
-  if (!f) {
-    rc = weft__err(WEFT_EIO, "weft trace: cannot write %s", T->path);
+  out_file out;
+  if (out_file_open(&out, T->path) != 0) {
+    rc = weft__err(WEFT_EIO, "weft trace: cannot write %s: %s", T->path,
+                   strerror(errno));
   } else {
-    uint64_t dropped = write_trace(f, t0);
-    if (fclose(f) != 0)
-      rc = weft__err(WEFT_EIO, "weft trace: error writing %s", T->path);
+    uint64_t dropped = write_trace(out.f, t0);
+    if (out_file_close(&out, 1) != 0)
+      rc = weft__err(WEFT_EIO, "weft trace: error writing %s: %s", T->path,
+                     strerror(errno));
     else if (dropped)
       rc = weft__err(WEFT_ENOMEM,
                      "weft trace: %" PRIu64 " records dropped for want of "

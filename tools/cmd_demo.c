@@ -1,4 +1,4 @@
-#define _POSIX_C_SOURCE 200809L /* setenv */
+#define _POSIX_C_SOURCE 200809L /* setenv, out_file.h */
 /* weft demo: seed 000's experiment. Normalise N arrays (a <- a / sum(a)) with
  * three kernels, once with every array on one stream and once with each
  * array on its own stream, and time both with events.
@@ -13,6 +13,7 @@
  * checked against sums computed on the CPU in double. The variants live in
  * bench/demo.c, which the `normalize` benchmark measures too; this file
  * times and prints them, and reads the trace back. */
+#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +24,7 @@
 #include "clip.h"
 #include "demo.h"
 #include "explain.h"
+#include "out_file.h"
 #include "svg.h"
 
 #define DEMO_MAX_REPEAT 1000
@@ -137,12 +139,13 @@ static int report_trace(const char *path) {
            trace_pct(b->overlap, b->memory));
     char svg[4096];
     snprintf(svg, sizeof svg, "%s.svg", path);
-    FILE *f = fopen(svg, "w");
+    out_file f;
     trace_svg_opts o = {.width = 1600, .title = path};
-    if (!f || trace_svg_write(f, &m, &a, &o) != 0)
-      rc = cli_fail("demo", "cannot write %s", svg);
-    if (f && fclose(f) != 0 && rc == CLI_OK)
-      rc = cli_fail("demo", "cannot write %s", svg);
+    if (out_file_open(&f, svg) != 0)
+      rc = cli_fail("demo", "cannot write %s: %s", svg, strerror(errno));
+    else if (out_file_close(&f, trace_svg_write(f.f, &m, &a, &o) == 0) != 0)
+      rc = cli_fail("demo", "cannot write %s%s%s", svg, errno ? ": " : "",
+                    errno ? strerror(errno) : "");
     if (rc == CLI_OK)
       rc = report_variants(path);
     if (rc == CLI_OK)

@@ -1,8 +1,10 @@
+#define _POSIX_C_SOURCE 200809L /* out_file.h */
 /* weft trace: reads a trace file (weft's own, or PyTorch's profiler output:
  * Chrome Trace Event JSON) and prints what happened on the GPU, or draws it
  * as an SVG timeline. docs/TRACE.md explains the numbers. Needs no device
  * and no runtime. */
 #include <dirent.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +16,7 @@
 #include "compat.h"
 #include "explain.h"
 #include "model.h"
+#include "out_file.h"
 #include "svg.h"
 
 static int is_help(const char *arg) {
@@ -22,18 +25,13 @@ static int is_help(const char *arg) {
 
 static int write_svg(const char *path, const trace_model *m,
                      const trace_analysis *a, const trace_svg_opts *o) {
-  int to_stdout = !strcmp(path, "-");
-  FILE *f = to_stdout ? stdout : fopen(path, "w");
-  if (!f)
-    return cli_fail("trace", "cannot write %s", path);
-  int rc = trace_svg_write(f, m, a, o);
-  if (!to_stdout && fclose(f) != 0)
-    rc = -1;
-  if (rc != 0) {
-    if (!to_stdout)
-      remove(path);
-    return cli_fail("trace", "writing %s failed", path);
-  }
+  out_file out;
+  if (out_file_open(&out, path) != 0)
+    return cli_fail("trace", "cannot write %s: %s", path, strerror(errno));
+  int ok = trace_svg_write(out.f, m, a, o) == 0;
+  if (out_file_close(&out, ok) != 0)
+    return cli_fail("trace", "writing %s failed%s%s", path, errno ? ": " : "",
+                    errno ? strerror(errno) : "");
   return CLI_OK;
 }
 

@@ -2,6 +2,7 @@
  * exit codes (0 success, 1 failure, 2 usage) and one-line errors; several
  * files (or a directory of them) reported per rank and in total.
  * Arguments: the weft binary and the folder of sample traces. */
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -135,6 +136,28 @@ int main(int argc, char **argv) {
                  "out of range");
   EXPECT_EQ_INT(run("trace svg bad.json -o bad.svg"), 1);
   EXPECT(access(strcat(strcpy(args, dir), "/bad.svg"), F_OK) != 0);
+  /* A failed write leaves the path as it was: a file already there keeps
+   * its bytes, a link stays (the path used to be removed, whatever it
+   * was), and no temporary is left beside it. */
+  f = fopen(strcat(strcpy(args, dir), "/kept.svg"), "w");
+  EXPECT(f != NULL);
+  fputs("kept", f);
+  fclose(f);
+  EXPECT_EQ_INT(run("trace svg bad.json -o kept.svg"), 1);
+  EXPECT(!strcmp(slurp("kept.svg"), "kept"));
+  if (access("/dev/full", W_OK) == 0) {
+    snprintf(args, sizeof args, "%s/full.svg", dir);
+    EXPECT(symlink("/dev/full", args) == 0);
+    snprintf(args, sizeof args, "trace svg '%s/two_streams.json' -o full.svg",
+             data);
+    EXPECT_EQ_INT(run(args), 1);
+    one_line_error("weft trace: writing full.svg failed");
+    struct stat st;
+    snprintf(args, sizeof args, "%s/full.svg", dir);
+    EXPECT(lstat(args, &st) == 0 && S_ISLNK(st.st_mode));
+  }
+  snprintf(args, sizeof args, "ls '%s' | grep -q '[.]svg[.]'", dir);
+  EXPECT_MSG(system(args) != 0, "a temporary file was left in %s", dir);
 
   /* check: an older weft trace without rank and launch arrows fails,
    * listing what is missing. */
