@@ -132,13 +132,8 @@ static void sync_on_doomed(void *arg) {
   EXPECT_OK(weft_sync());
 }
 
-static int waiting_on_event(weft_task *h) {
-  weft_task *t = (weft_task *)weft__handle_obj(h);
-  pthread_mutex_lock(&t->x.rt->h.lock);
-  int w = t->state == TASK_SUSPENDED && t->wait_ev != NULL;
-  pthread_mutex_unlock(&t->x.rt->h.lock);
-  return w;
-}
+/* The task waits in the wait set (the only task alive to). */
+static int in_wait_set(void) { return atomic_load(&rt->waits.n) > 0; }
 
 static void destroyed_while_waited(void) {
   doomed d = {.synced_rc = -1};
@@ -147,7 +142,7 @@ static void destroyed_while_waited(void) {
   weft_task *t;
   EXPECT_OK(weft_task_spawn(rt, &t, sync_on_doomed, &d, NULL));
   tt_wait_flag(&d.recorded, 10000, "the event was recorded");
-  while (!waiting_on_event(t))
+  while (!in_wait_set())
     sched_yield();
   EXPECT_OK(weft_event_destroy(&d.ev));
   EXPECT(d.ev == NULL);
