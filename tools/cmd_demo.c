@@ -138,10 +138,11 @@ static int report_trace(const char *path) {
            b->overlap / 1e3, trace_pct(b->overlap, b->busy),
            trace_pct(b->overlap, b->memory));
     char svg[4096];
-    snprintf(svg, sizeof svg, "%s.svg", path);
     out_file f;
     trace_svg_opts o = {.width = 1600, .title = path};
-    if (out_file_open(&f, svg) != 0)
+    if ((size_t)snprintf(svg, sizeof svg, "%s.svg", path) >= sizeof svg)
+      rc = cli_fail("demo", "the timeline's name, %s.svg, is too long", path);
+    else if (out_file_open(&f, svg) != 0)
       rc = cli_fail("demo", "cannot write %s: %s", svg, strerror(errno));
     else if (out_file_close(&f, trace_svg_write(f.f, &m, &a, &o) == 0) != 0)
       rc = cli_fail("demo", "cannot write %s%s%s", svg, errno ? ": " : "",
@@ -152,7 +153,7 @@ static int report_trace(const char *path) {
       printf("  timeline: %s; full report: weft trace report %s [--range "
              "NAME]\n",
              svg, path);
-    trace_explanation ex;
+    trace_explanation ex = {0};
     char why[400];
     if (rc == CLI_OK && trace_explain(&m, &ex) == 0 &&
         trace_explain_verdict(&ex, why, sizeof why) == 0)
@@ -191,6 +192,12 @@ static int parse_args(cli_global *g, int argc, char **argv, long *arrays,
     } else if ((m = cli_flag_value(argc, argv, &i, "--trace", &v)) != 0) {
       if (m < 0)
         return CLI_USAGE;
+      /* The trace is a file the demo reads back, with FILE.svg beside it:
+       * "-" would be read as stdin, %r as itself. */
+      if (!strcmp(v, "-") || strstr(v, "%r"))
+        return cli_usage_error("demo --trace needs a plain file name, not "
+                               "'%s'",
+                               v);
       *trace = v;
     } else if ((m = cli_flag_value(argc, argv, &i, "--depth", &v)) != 0) {
       if (m < 0 || cli_parse_long("--depth", v, 1, 64, depth))

@@ -257,21 +257,38 @@ static int cmd_help(cli_global *g, int argc, char **argv) {
   return CLI_OK;
 }
 
+/* A command's exit code, made a failure when what it wrote to stdout was
+ * lost (a full disk, a closed pipe): `weft trace check f && ...` must not
+ * pass on a verdict nobody saw. */
+static int finish(int rc) {
+  if (fflush(stdout) != 0 || ferror(stdout)) {
+    fprintf(stderr, "weft: writing standard output failed: %s\n",
+            strerror(errno));
+    if (rc == CLI_OK)
+      rc = CLI_FAIL;
+  }
+  return rc;
+}
+
 int main(int argc, char **argv) {
   cli_global g = {.backend = WEFT_BACKEND_AUTO};
+  /* Checked only for a command that opens a runtime, and where no
+   * --backend overrides it: help and trace need no device. */
   const char *env = getenv("WEFT_BACKEND");
-  if (env && *env && weft_backend_parse(env, &g.backend) != 0)
-    return cli_usage_error("WEFT_BACKEND='%s' is not host, cuda or auto", env);
+  int env_bad = env && *env && weft_backend_parse(env, &g.backend) != 0;
 
   int i = 1;
   for (; i < argc && argv[i][0] == '-'; i++) {
     const char *arg = argv[i];
     if (!strcmp(arg, "-h") || !strcmp(arg, "--help")) {
+      if (i + 1 < argc)
+        return cli_usage_error("'%s' takes no arguments (weft help COMMAND)",
+                               arg);
       print_usage(stdout);
-      return CLI_OK;
+      return finish(CLI_OK);
     }
     if (!strcmp(arg, "--version"))
-      return cmd_version(&g, 1, argv);
+      return finish(cmd_version(&g, argc - i, argv + i));
     int m = cli_common_flag(&g, argc, argv, &i);
     if (m < 0)
       return -m;
@@ -285,5 +302,8 @@ int main(int argc, char **argv) {
   const cli_command *c = find_command(argv[i]);
   if (!c)
     return cli_usage_error("unknown command '%s'", argv[i]);
-  return c->run(&g, argc - i, argv + i);
+  if (env_bad && !g.backend_from_flag && c->run != cmd_help &&
+      c->run != cmd_version && c->run != cmd_trace)
+    return cli_usage_error("WEFT_BACKEND='%s' is not host, cuda or auto", env);
+  return finish(c->run(&g, argc - i, argv + i));
 }

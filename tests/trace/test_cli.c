@@ -240,6 +240,35 @@ int main(int argc, char **argv) {
   }
   EXPECT(unsetenv("WEFT_TRACE_MAX_MIB") == 0);
 
+  /* Output lost (stdout a full device): a failure, said on stderr, where
+   * the verdict went nowhere (it used to exit 0). */
+  if (access("/dev/full", W_OK) == 0) {
+    snprintf(args, sizeof args,
+             "'%s' trace check '%s/weft_tasks.json' >/dev/full 2>/dev/null",
+             weft, data);
+    int status = system(args);
+    EXPECT(WIFEXITED(status) && WEXITSTATUS(status) == 1);
+    snprintf(args, sizeof args, "'%s' version >/dev/full 2>/dev/null", weft);
+    status = system(args);
+    EXPECT(WIFEXITED(status) && WEXITSTATUS(status) == 1);
+  }
+  /* A bad WEFT_BACKEND stops only what opens a runtime: not help, not
+   * trace. */
+  EXPECT(setenv("WEFT_BACKEND", "gpu", 1) == 0);
+  EXPECT_EQ_INT(run("help"), 0);
+  snprintf(args, sizeof args, "trace report '%s/two_streams.json'", data);
+  EXPECT_EQ_INT(run(args), 0);
+  EXPECT_EQ_INT(run("info"), 2);
+  one_line_error("weft: WEFT_BACKEND='gpu' is not host, cuda or auto");
+  EXPECT(unsetenv("WEFT_BACKEND") == 0);
+  /* Extra arguments are refused, not ignored. */
+  EXPECT_EQ_INT(run("--version extra"), 2);
+  EXPECT_EQ_INT(run("--help bogus"), 2);
+  /* The demo reads its trace back: "-" (stdin) and %r are refused. */
+  EXPECT_EQ_INT(run("demo --trace -"), 2);
+  one_line_error("weft: demo --trace needs a plain file name");
+  EXPECT_EQ_INT(run("demo --trace 'r%r.json'"), 2);
+
   snprintf(args, sizeof args, "rm -rf '%s'", dir);
   EXPECT(system(args) == 0);
   printf("cli: ok\n");
