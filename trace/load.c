@@ -246,16 +246,24 @@ int trace_model_load_file(trace_model *m, const char *path, trace_error *err) {
    * never closes) is refused with a message instead of growing until
    * memory runs out. */
   size_t cap = 1 << 16, len = 0;
+  int too_big = 0;
   if (!is_stdin && fseek(f, 0, SEEK_END) == 0) {
     long size = ftell(f);
     if (size > 0 && (unsigned long)size < SIZE_MAX - 1)
       cap = (size_t)size + 1;
+    too_big = size > 0 && (unsigned long)size > limit;
     rewind(f);
   }
   if (cap > limit + 1)
     cap = limit + 1; /* reads past the limit, and says so below */
-  char *buf = malloc(cap);
-  for (;;) {
+  /* A file whose size is known to be past the limit is not read at all. */
+  char *buf = too_big ? NULL : malloc(cap);
+  if (too_big)
+    snprintf(err->message, sizeof err->message,
+             "input larger than %llu MiB: not read (WEFT_TRACE_MAX_MIB "
+             "raises the limit)",
+             (unsigned long long)(limit >> 20));
+  for (; !too_big;) {
     if (!buf) {
       snprintf(err->message, sizeof err->message, "out of memory reading");
       break;

@@ -228,6 +228,13 @@ int main(int argc, char **argv) {
   EXPECT(setenv("WEFT_TRACE_MAX_MIB", "1", 1) == 0);
   EXPECT_EQ_INT(run("trace report /dev/zero"), 1);
   one_line_error("weft trace: /dev/zero: input larger than 1 MiB");
+  /* A file known to be larger is refused unread (it was read whole
+   * first). */
+  snprintf(args, sizeof args, "truncate -s 3M '%s/big.json'", dir);
+  if (system(args) == 0) {
+    EXPECT_EQ_INT(run("trace report big.json"), 1);
+    one_line_error("weft trace: big.json: input larger than 1 MiB");
+  }
   /* A limit that is no whole number of MiB is refused, naming it. */
   const char *bad[] = {"0", "1.5", "abc", "-1", "1099511627776"};
   for (int i = 0; i < 5; i++) {
