@@ -88,6 +88,8 @@ int weft__fiber_make(weft__fiber *f, weft__stack *s, weft__ctx_entry entry,
   f->san_lo = s->lo;
   f->san_size = s->size;
   f->asan_fake = NULL;
+  f->eh_caught = NULL; /* a task starts with no exception in flight */
+  f->eh_uncaught = 0;
 #ifdef WEFT__TSAN
   f->tsan = __tsan_create_fiber(0);
 #endif
@@ -104,7 +106,27 @@ void weft__fiber_release(weft__fiber *f) {
   f->stack = NULL;
 }
 
+/* C++'s per-thread exception state (the Itanium C++ ABI's
+ * __cxa_eh_globals, libstdc++'s and libc++abi's alike: the caught
+ * exceptions' stack, then the uncaught count) is the fiber's: a task that
+ * switches while an exception propagates (a weft::task handle's
+ * destructor joining during unwinding) would leave its count to the
+ * thread's next task and resume elsewhere without it. Weak: a C program
+ * has no such state. */
+typedef struct eh_globals {
+  void *caught;
+  unsigned uncaught;
+} eh_globals;
+extern eh_globals *__cxa_get_globals(void) __attribute__((weak));
+
 void weft__fiber_switch(weft__fiber *from, weft__fiber *to, int exiting) {
+  if (__cxa_get_globals) {
+    eh_globals *g = __cxa_get_globals();
+    from->eh_caught = g->caught;
+    from->eh_uncaught = g->uncaught;
+    g->caught = to->eh_caught;
+    g->uncaught = to->eh_uncaught;
+  }
 #ifdef WEFT__ASAN
   __sanitizer_start_switch_fiber(exiting ? NULL : &from->asan_fake, to->san_lo,
                                  to->san_size);

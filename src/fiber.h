@@ -17,6 +17,10 @@ typedef struct weft__fiber {
   size_t san_size;
   void *asan_fake; /* ASan fake-stack handle while suspended */
   void *tsan;      /* TSan fiber handle */
+  /* C++'s exception state while suspended (fiber.c, weft__fiber_switch):
+   * the Itanium ABI's caught exceptions and uncaught count. */
+  void *eh_caught;
+  unsigned eh_uncaught;
 } weft__fiber;
 
 /* A thread's own context, to switch fibers from. */

@@ -1,7 +1,10 @@
 /* Exceptions crossing a task: a throw inside the callable is caught at the
  * task's edge (never unwinding through the C runtime or a fiber switch)
- * and rethrown by join, on the joining thread, as the same object. Also
- * weft's own errors as weft::error. */
+ * and rethrown by join, on the joining thread, as the same object; an
+ * exception in flight across a switch stays its task's. Also weft's own
+ * errors as weft::error. */
+#include <atomic>
+#include <exception>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -104,6 +107,50 @@ void weft_errors(weft::runtime &rt) {
   EXPECT_EQ_INT(code, WEFT_ENOTSUP);
 }
 
+/* A task throws while it holds a child's handle, whose destructor joins
+ * (a switch) during the unwinding: the exception in flight stays that
+ * task's. It leaked into the other tasks of the thread (uncaught count
+ * nonzero where nothing was thrown) and stayed wrong afterwards. */
+void thrown_across_a_switch(weft::runtime &rt) {
+  std::atomic<int> wrong{0};
+  int caught = 0;
+  for (int round = 0; round < 10; round++) {
+    std::vector<weft::task<void>> ts;
+    for (int i = 0; i < 4; i++) {
+      ts.push_back(weft::spawn(rt, [] {
+        auto child = weft::spawn([] {
+          for (int k = 0; k < 3; k++)
+            weft::yield();
+        });
+        throw std::runtime_error("while a child runs");
+      }));
+      ts.push_back(weft::spawn(rt, [&wrong] {
+        for (int k = 0; k < 5; k++) {
+          if (std::uncaught_exceptions() != 0)
+            wrong++;
+          weft::yield();
+        }
+      }));
+    }
+    for (auto &t : ts) {
+      try {
+        t.join();
+      } catch (const std::runtime_error &) {
+        caught++;
+      }
+    }
+  }
+  EXPECT_EQ_INT(caught, 40);
+  EXPECT_MSG(wrong == 0,
+             "tasks that threw nothing saw an exception in flight %d times",
+             wrong.load());
+  std::vector<weft::task<int>> after;
+  for (int i = 0; i < 16; i++)
+    after.push_back(weft::spawn(rt, [] { return std::uncaught_exceptions(); }));
+  for (auto &t : after)
+    EXPECT_EQ_INT(t.join(), 0);
+}
+
 } // namespace
 
 int main() {
@@ -112,6 +159,7 @@ int main() {
   non_throwing(rt);
   many(rt);
   weft_errors(rt);
+  thrown_across_a_switch(rt);
   std::printf("ok\n");
   return 0;
 }
