@@ -71,6 +71,9 @@ static int parse_args(cli_global *g, int argc, char **argv, bench_args *a) {
 /* Where the results go must take them: found before the run, not after
  * minutes of it. A file made to find out is removed again. */
 static int outputs_ok(const bench_args *a) {
+  if (a->json && a->plot && !strcmp(a->json, a->plot))
+    return cli_usage_error("--json and --plot name the same path, '%s'",
+                           a->json);
   if (a->json) {
     int existed = access(a->json, F_OK) == 0;
     FILE *f = fopen(a->json, "a");
@@ -85,17 +88,38 @@ static int outputs_ok(const bench_args *a) {
       (!S_ISDIR(st.st_mode) || access(a->plot, W_OK) != 0))
     return cli_fail("bench", "cannot draw charts into %s: %s", a->plot,
                     S_ISDIR(st.st_mode) ? strerror(errno) : "not a directory");
-  /* A chart folder that cannot be made is refused before the runs, not
-   * after minutes of them. */
-  if (a->plot && stat(a->plot, &st) != 0 && mkdir(a->plot, 0777) != 0)
-    return cli_fail("bench", "cannot make %s: %s", a->plot, strerror(errno));
   return CLI_OK;
 }
 
+/* A chart folder that cannot be made is refused before the runs, not
+ * after minutes of them; one this call made is removed if it fails to
+ * start (*made says so). */
+static int plot_dir(const bench_args *a, int *made) {
+  struct stat st;
+  *made = 0;
+  if (!a->plot || stat(a->plot, &st) == 0)
+    return CLI_OK;
+  if (mkdir(a->plot, 0777) != 0)
+    return cli_fail("bench", "cannot make %s: %s", a->plot, strerror(errno));
+  *made = 1;
+  return CLI_OK;
+}
+
+static int run_made(cli_global *g, const bench_args *a);
+
 static int run(cli_global *g, const bench_args *a) {
-  int ok = outputs_ok(a);
+  int ok = outputs_ok(a), made = 0;
+  if (ok == CLI_OK)
+    ok = plot_dir(a, &made);
   if (ok != CLI_OK)
     return ok;
+  int rc = run_made(g, a);
+  if (rc != CLI_OK && made)
+    rmdir(a->plot); /* only if still empty: charts written stay */
+  return rc;
+}
+
+static int run_made(cli_global *g, const bench_args *a) {
   /* WEFT_TRACE is the bench's to give, one scenario runtime at a time
    * (bench.h, bench_trace_claim): taken out of the environment so that
    * this probe, and runtimes a scenario opens itself, do not trace and

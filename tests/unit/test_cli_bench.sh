@@ -3,7 +3,8 @@
 # scenarios list through weft, the global --backend reaches weft-bench, a
 # weft without weft-bench beside it says so and fails (exit 1), weft
 # itself links none of the toolkit's math libraries, and WEFT_BENCH_TILES
-# picks the data-flow scenario's sizes (a bad one fails with its value).
+# picks the data-flow scenario's sizes (a bad one fails with its value);
+# --json and --plot are checked before the run.
 # usage: test_cli_bench.sh WEFT SCRATCH_DIR
 set -u
 weft=$1
@@ -27,6 +28,17 @@ rc=$?
 [ "$rc" -eq 1 ] || fail "WEFT_BENCH_TILES=64:15 exited $rc: $out"
 echo "$out" | grep -q "WEFT_BENCH_TILES='64:15'" ||
   fail "no clear error for WEFT_BENCH_TILES=64:15: $out"
+
+# Outputs checked before the run: one path for both is refused, and a
+# chart folder made for a run that cannot start is removed again.
+mkdir -p "$dir" || fail "scratch"
+out=$("$weft" --backend host bench --json "$dir/x" --plot "$dir/x" switch 2>&1)
+rc=$?
+[ "$rc" -eq 2 ] || fail "--json X --plot X exited $rc: $out"
+out=$(WEFT_WORKERS=0 "$weft" --backend host bench --plot "$dir/charts" switch 2>&1)
+rc=$?
+[ "$rc" -eq 1 ] || fail "a bench that cannot start exited $rc: $out"
+[ ! -e "$dir/charts" ] || fail "a failed start left its chart folder"
 
 rm -rf "$dir" && mkdir -p "$dir" && cp "$weft" "$dir/weft" || fail "scratch"
 out=$("$dir/weft" bench --list 2>&1)
