@@ -605,6 +605,13 @@ static void trace_report(bench_ctx *c, const bench_scenario *sc) {
             sc->name, c->untraced ? ": " : "", c->untraced ? c->untraced : "");
     return;
   }
+  if (strstr(c->trace, "%r")) { /* the runtime expands it (docs/ENV.md) */
+    fprintf(stderr,
+            "weft bench: %s: WEFT_TRACE: written with %%r replaced by the "
+            "rank; not read back here\n",
+            sc->name);
+    return;
+  }
   trace_model m;
   trace_error err;
   if (trace_model_load_file(&m, c->trace, &err) != 0)
