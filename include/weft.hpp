@@ -239,9 +239,9 @@ struct runtime_options : weft_runtime_opts {
  * it). A shutdown refused (WEFT_EBUSY: a buffer, event, graph or
  * registered data still live; WEFT_ESTATE: from a task) leaves it open
  * and the object holding it, to close again once the cause is gone; the
- * destructor then says so on stderr and leaves the runtime open. Task
- * handles (weft::task) are joined, detached or destroyed before it
- * closes: after, they name freed memory. Move-only.
+ * destructor then says so on stderr and leaves the runtime open. A task
+ * handle (weft::task) that outlives it is emptied by its destructor, not
+ * joined. Move-only.
  * Errors: weft_init's (constructor), weft_shutdown's (close).
  * Context: a plain thread, as weft_init and weft_shutdown. */
 class runtime {
@@ -336,8 +336,10 @@ template <class B> auto rw(B &&b) noexcept -> decltype(rw(b.data(), b.size())) {
 /* A spawned task's handle, R being what its callable returns. Move-only.
  * The destructor joins a task not joined or detached (as std::jthread
  * does), dropping its result, error and exception: join() to see them.
- * A handle is joined, detached or destroyed before its runtime closes
- * (declared after the weft::runtime, say): weft_shutdown frees the task.
+ * A handle that outlives its runtime (declared before the weft::runtime)
+ * is emptied, not joined, by its destructor: weft_shutdown waited for the
+ * task and freed it; join() it before the runtime closes to see what it
+ * returned.
  * Errors: weft_task_join's (a refused join, WEFT_EDEADLK or a task joining
  * itself, leaves the handle joinable); join() rethrows what the callable
  * threw. Context: any thread; join may switch (a task) or block (a
@@ -346,12 +348,14 @@ template <class R> class task {
 public:
   task() noexcept = default;
   task(task &&o) noexcept
-      : t_(std::exchange(o.t_, nullptr)), s_(std::exchange(o.s_, nullptr)) {}
+      : t_(std::exchange(o.t_, nullptr)), s_(std::exchange(o.s_, nullptr)),
+        rt_(o.rt_) {}
   task &operator=(task &&o) noexcept {
     if (this != &o) {
       drop();
       t_ = std::exchange(o.t_, nullptr);
       s_ = std::exchange(o.s_, nullptr);
+      rt_ = o.rt_;
     }
     return *this;
   }
@@ -432,8 +436,9 @@ public:
   weft_task *native() const noexcept { return t_; }
 
   /* For spawn: a handle over a task and its state. */
-  task(detail::adopt_t, weft_task *t, detail::state_r<R> *s) noexcept
-      : t_(t), s_(s) {}
+  task(detail::adopt_t, weft_task *t, detail::state_r<R> *s,
+       weft_runtime *rt) noexcept
+      : t_(t), s_(s), rt_(rt) {}
 
 private:
   /* weft_task_join, except that the refusals the handle can tell apart
@@ -454,6 +459,11 @@ private:
       std::exchange(s_, nullptr)->release();
   }
   void drop() noexcept {
+    /* A handle outliving its runtime (declared before it): the shutdown
+     * waited for the task and freed it, and joining would read freed
+     * memory. */
+    if (t_ && weft_runtime_backend(rt_) == WEFT_BACKEND_AUTO)
+      t_ = nullptr;
     if (t_ && t_ != weft_task_self() && weft_task_join(t_) == WEFT_EDEADLK)
       weft_task_detach(t_); /* never leaked, even when it cannot be joined */
     t_ = nullptr;
@@ -462,6 +472,7 @@ private:
 
   weft_task *t_ = nullptr;
   detail::state_r<R> *s_ = nullptr;
+  weft_runtime *rt_ = nullptr; /* the task's, for the destructor */
 };
 
 template <class F> using result_of_t = std::invoke_result_t<std::decay_t<F> &&>;
@@ -515,7 +526,7 @@ int try_spawn_into(
   }
   /* t is NULL for a step of a graph being captured, which ran already:
    * the handle keeps the state, for join to read the result. */
-  out = task<R>(detail::adopt_t{}, t, s);
+  out = task<R>(detail::adopt_t{}, t, s, rt);
   return 0;
 }
 

@@ -143,6 +143,17 @@ void refused_close() {
   EXPECT(!rt);
 }
 
+/* A handle declared before its runtime outlives it: the shutdown waited
+ * for the task and freed it, and the handle's destructor empties itself
+ * instead of joining freed memory (ASan's use-after-free before). */
+void handle_outlives_runtime() {
+  weft::task<int> t;
+  {
+    weft::runtime rt = open_runtime();
+    t = weft::spawn(rt, [] { return 7; });
+  }
+}
+
 } // namespace
 
 int main() {
@@ -155,6 +166,7 @@ int main() {
   rt.close();
   EXPECT(!rt);
   refused_close();
+  handle_outlives_runtime();
   std::printf("ok\n");
   return 0;
 }
