@@ -37,9 +37,10 @@ static int write_svg(const char *path, const trace_model *m,
 
 /* --range NAME: clips model to the time inside the ranges of that name
  * and notes them in o; an unknown name is a usage error that lists the
- * names the trace has. */
+ * names the trace has, or, once other files' reports are out (later),
+ * a failure. */
 static int clip_to_range(trace_model *model, const char *file,
-                         const char *range, trace_report_opts *o) {
+                         const char *range, trace_report_opts *o, int later) {
   if (!range)
     return CLI_OK;
   trace_clip_info info;
@@ -49,6 +50,10 @@ static int clip_to_range(trace_model *model, const char *file,
   if (r > 0) {
     char names[1024];
     size_t n = trace_range_names(model, names, sizeof names);
+    if (later)
+      return cli_fail("trace", "%s has no range named '%s'%s%s", file, range,
+                      n ? "; its ranges: " : " (it has no ranges)",
+                      n ? names : "");
     if (n == 0)
       return cli_usage_error("%s has no range named '%s': it has no ranges "
                              "(weft_range_push, PyTorch's record_function)",
@@ -126,7 +131,7 @@ static int report_ranks(char **files, int n, long top, const char *range) {
       break;
     }
     trace_report_opts o = {.source = files[i], .top = (int)top};
-    if ((rc = clip_to_range(&model, files[i], range, &o)) != CLI_OK) {
+    if ((rc = clip_to_range(&model, files[i], range, &o, i > 0)) != CLI_OK) {
       trace_model_free(&model);
       break;
     }
@@ -312,7 +317,7 @@ int cmd_trace(cli_global *g, int argc, char **argv) {
   }
   trace_report_opts ro = {
       .source = file, .json = json, .top = top ? (int)top : 10};
-  int rc = clip_to_range(&model, file, range, &ro);
+  int rc = clip_to_range(&model, file, range, &ro, 0);
   if (rc == CLI_OK && explain) {
     trace_explanation ex;
     char label[512];

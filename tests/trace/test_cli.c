@@ -79,6 +79,15 @@ int main(int argc, char **argv) {
   snprintf(args, sizeof args,
            "trace explain --range nope '%s/pytorch_sample.json'", data);
   EXPECT_EQ_INT(run(args), 2);
+  /* Several files, a later one without the range: its reports are out
+   * already, so it is a failure naming the file, not bad usage. */
+  snprintf(args, sizeof args,
+           "trace report --range 'ProfilerStep#1' '%s/pytorch_sample.json' "
+           "'%s/two_streams.json'",
+           data, data);
+  EXPECT_EQ_INT(run(args), 1);
+  one_line_error("weft trace: ");
+  EXPECT_HAS(slurp("err.txt"), "two_streams.json has no range named");
 
   snprintf(args, sizeof args, "trace report - < '%s/weft_tasks.json'", data);
   EXPECT_EQ_INT(run(args), 0);
