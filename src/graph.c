@@ -309,8 +309,13 @@ int weft__graph_step(weft__exec *x, weft_task_fn fn, void *arg,
   x->stream = origin;
   x->decl = decl;
   x->ndecl = ndecl;
+  /* The step ran: a failure to end it is the capture's (weft_graph_end
+   * returns it), not the spawn's, whose failure says fn did not run (the
+   * C++ face then destroys the callable, which ran and went already). */
   rc = step_end(rt, st, id, b, s);
-  return rc ? step_fail(cap, rc) : 0;
+  if (rc)
+    step_fail(cap, rc);
+  return 0;
 }
 
 /* Joins every branch back into x's capturing stream, which CUDA requires
