@@ -399,6 +399,15 @@ int weft__event_create(weft__backend *b, int dev, unsigned flags,
   return rc;
 }
 
+/* A destroyed event's end: the backend's part, then back to the pool. */
+static int event_finish(weft__backend *b, weft__event *e) {
+  int rc = b->ops->event_fini(e);
+  pthread_mutex_lock(&b->lock);
+  weft__pool_put(&b->events, &e->hdr);
+  pthread_mutex_unlock(&b->lock);
+  return rc;
+}
+
 int weft__event_destroy(weft__event **ep) {
   if (!ep)
     return weft__err(WEFT_EINVAL, "weft_event_destroy: NULL pointer");
@@ -412,17 +421,10 @@ int weft__event_destroy(weft__event **ep) {
   }
   e->hdr.magic = 0;
   *ep = NULL;
-  if (e->waiters) { /* the last sync waiting on it finishes it */
-    e->doomed = 1;
-    pthread_mutex_unlock(&b->lock);
-    return 0;
-  }
+  int waited = e->waiters != 0;
+  e->doomed = waited; /* the last sync waiting on it finishes it */
   pthread_mutex_unlock(&b->lock);
-  int rc = b->ops->event_fini(e);
-  pthread_mutex_lock(&b->lock);
-  weft__pool_put(&b->events, &e->hdr);
-  pthread_mutex_unlock(&b->lock);
-  return rc;
+  return waited ? 0 : event_finish(b, e);
 }
 
 int weft__event_hold(weft__event *e, const char *call) {
@@ -441,13 +443,7 @@ int weft__event_unhold(weft__event *e) {
   pthread_mutex_lock(&b->lock);
   int last = --e->waiters == 0 && e->doomed;
   pthread_mutex_unlock(&b->lock);
-  if (!last)
-    return 0;
-  int rc = b->ops->event_fini(e);
-  pthread_mutex_lock(&b->lock);
-  weft__pool_put(&b->events, &e->hdr);
-  pthread_mutex_unlock(&b->lock);
-  return rc;
+  return last ? event_finish(b, e) : 0;
 }
 
 int weft__event_record(weft__event *e, weft__stream *s) {

@@ -78,14 +78,30 @@ int weft__event_pool_mark(struct weft_runtime *rt, weft__stream *s,
   return rc;
 }
 
-void weft__event_pool_fence(struct weft_runtime *rt, weft__stream *s,
-                            weft__event *e) {
+int weft__event_pool_fence(struct weft_runtime *rt, weft__stream *s) {
+  weft__runtime_head *h = weft__head(rt);
+  weft__event *e;
+  int rc = weft__event_pool_get(rt, s->hdr.dev, 0, &e);
+  if (rc)
+    return rc;
+  /* Under the lock that weft__event_pool_mark records under. */
+  pthread_mutex_lock(&h->lock);
+  rc = weft__event_record(e, s);
+  if (rc == 0)
+    s->fence = e;
+  pthread_mutex_unlock(&h->lock);
+  if (rc)
+    weft__event_pool_put(rt, e);
+  return rc;
+}
+
+void weft__event_pool_unfence(struct weft_runtime *rt, weft__stream *s) {
   weft__runtime_head *h = weft__head(rt);
   pthread_mutex_lock(&h->lock);
   weft__event *old = s->fence;
-  s->fence = e;
+  s->fence = NULL;
   pthread_mutex_unlock(&h->lock);
-  if (!e && old)
+  if (old)
     weft__event_pool_put(rt, old);
 }
 

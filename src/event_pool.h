@@ -35,9 +35,10 @@ void weft__event_pool_put(struct weft_runtime *rt, weft__event *e);
  * recording one. */
 int weft__event_pool_mark(struct weft_runtime *rt, weft__stream *s,
                           weft__event **out);
-/* s's fence while it captures: set (e, recorded on s just before the
- * capture begins) or taken back (e NULL: the fence, put back). */
-void weft__event_pool_fence(struct weft_runtime *rt, weft__stream *s,
-                            weft__event *e);
+/* s's fence, for while it captures: recorded on s now, just before s
+ * begins capturing (0, or the error of getting or recording it); then
+ * taken back and put back once the capture is over (unfence). */
+int weft__event_pool_fence(struct weft_runtime *rt, weft__stream *s);
+void weft__event_pool_unfence(struct weft_runtime *rt, weft__stream *s);
 
 #endif

@@ -134,16 +134,14 @@ static int branch_new(weft__exec *x, weft__steps *st, size_t *b) {
     return rc;
   /* The branch's fence, as weft_graph_begin's: the work a leased stream
    * still has queued from before it joins the capture. */
-  weft__event *fence = NULL;
-  if ((rc = weft__event_pool_mark(x->rt, s, &fence)) == 0)
-    weft__event_pool_fence(x->rt, s, fence);
+  rc = weft__event_pool_fence(x->rt, s);
   weft__event *fork = rc ? NULL : mark(x->rt, x->stream, &rc);
   if (fork) {
     rc = edge(s, fork);
     weft__event_pool_put(x->rt, fork);
   }
   if (rc) {
-    weft__event_pool_fence(x->rt, s, NULL);
+    weft__event_pool_unfence(x->rt, s);
     branch_release(x, s);
     return rc;
   }
@@ -346,7 +344,7 @@ static void steps_free(weft__exec *x, weft__capture *cap) {
     return;
   for (size_t i = 0; i < st->nbr; i++) {
     st->br[i].s->capture = NULL;
-    weft__event_pool_fence(x->rt, st->br[i].s, NULL);
+    weft__event_pool_unfence(x->rt, st->br[i].s);
     branch_release(x, st->br[i].s);
   }
   for (size_t i = 0; i < st->n; i++)
@@ -418,15 +416,13 @@ int weft_graph_begin(void) {
   /* The fence: what frees memory the stream used, or retires a graph
    * replayed on it, waits for while it captures (event_pool.h). */
   weft_runtime *rt = c.x->rt;
-  weft__event *fence;
-  if ((rc = weft__event_pool_mark(rt, c.s, &fence)) != 0) {
+  if ((rc = weft__event_pool_fence(rt, c.s)) != 0) {
     free(cap);
     return rc;
   }
-  weft__event_pool_fence(rt, c.s, fence);
   rc = ops->capture_begin(c.s);
   if (rc) {
-    weft__event_pool_fence(rt, c.s, NULL);
+    weft__event_pool_unfence(rt, c.s);
     free(cap);
     return rc;
   }
@@ -504,7 +500,7 @@ static int end_capture(weft__exec *x, weft__capture *cap, void **impl,
   int rc = s->hdr.bk->ops->capture_end(s, impl);
   if (impl_lock)
     pthread_mutex_unlock(impl_lock);
-  weft__event_pool_fence(x->rt, s, NULL);
+  weft__event_pool_unfence(x->rt, s);
   steps_free(x, cap);
   if (rc == 0 && joined && !cap->failed)
     cap->failed = joined;
@@ -896,7 +892,7 @@ void weft__graph_drop_capture(weft__exec *x, const char *why) {
   x->drop_capture = NULL;
   if (s->hdr.bk->ops->capture_end(s, &impl) == 0 && impl)
     s->hdr.bk->ops->graph_destroy(s->hdr.bk, impl);
-  weft__event_pool_fence(x->rt, s, NULL);
+  weft__event_pool_unfence(x->rt, s);
   steps_free(x, cap);
   capture_free(cap);
   weft__caller_fail(x,

@@ -30,11 +30,14 @@ weft_task *weft_task_self(void) {
   return t ? (weft_task *)weft__handle_of(&t->hdr) : NULL;
 }
 
+/* Whether h names t's current life: a task object, and h made for it. */
+static int names_task(const weft_task *h, const weft_task *t) {
+  return t->hdr.magic == MAGIC_TASK && weft__handle_live(h, &t->hdr);
+}
+
 const char *weft_task_name(const weft_task *task) {
   weft_task *t = task ? (weft_task *)weft__handle_obj(task) : NULL;
-  return t && t->hdr.magic == MAGIC_TASK && weft__handle_live(task, &t->hdr)
-             ? t->name
-             : "";
+  return t && names_task(task, t) ? t->name : "";
 }
 
 static void all_link(weft_runtime *rt, weft_task *t) {
@@ -385,8 +388,7 @@ int weft_task_spawn(weft_runtime *rt, weft_task **task, weft_task_fn fn,
  * another task since weft__task_of looked (a second join racing the
  * first): under the lifecycle lock, which the pool's reuse takes. */
 static int gone_under_lock(const weft_task *h, const weft_task *t) {
-  return t->hdr.magic != MAGIC_TASK || !weft__handle_live(h, &t->hdr) ||
-         t->handle_gone;
+  return !names_task(h, t) || t->handle_gone;
 }
 
 weft_task *weft__task_of(const weft_task *h, const char *call, int *rc) {
@@ -398,8 +400,7 @@ weft_task *weft__task_of(const weft_task *h, const char *call, int *rc) {
    * joined meanwhile is caught again under it (gone_under_lock). An
    * object's runtime never changes, but a reuse zeroes it for a moment. */
   weft_task *t = (weft_task *)weft__handle_obj(h);
-  if (t->hdr.magic != MAGIC_TASK || !weft__handle_live(h, &t->hdr) ||
-      !t->x.rt) {
+  if (!names_task(h, t) || !t->x.rt) {
     *rc = weft__err(WEFT_EHANDLE,
                     "%s: not a live task handle (already joined or "
                     "detached?)",
