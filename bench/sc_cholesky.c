@@ -15,6 +15,11 @@
  *   tiles' handles (weft_data_access), each task asks weft_data_get for
  *   its instances; then weft_data_unregister_n brings the factor back;
  * - registered, pageable: the same over malloc'd memory (weft stages it);
+ * - registered, written back ahead, pinned and pageable: the same two
+ *   runs, the driver starting each tile's write-back once it has spawned
+ *   the tile's last writer (weft_data_prefetch to WEFT_DATA_HOST), as the
+ *   hand-written run copies each tile out after its last write, so the
+ *   copies back overlap the factorisation instead of following it;
  * - registered, pinned, copies at spawn: the pinned row in a runtime with
  *   data_prefetch 1, so that each tile moves when its first task is
  *   spawned rather than when it runs (weft/data.h, "Copies at spawn");
@@ -49,6 +54,8 @@ enum {
   V_HAND_PAGEABLE,
   V_PINNED,
   V_PAGEABLE,
+  V_PINNED_AHEAD,
+  V_PAGEABLE_AHEAD,
   V_HAND_B,
   V_SPAWN,
   V_OOC,
@@ -76,6 +83,7 @@ struct cbench {
   void *dev;      /* the hand-written run's device copy */
   optask *ops;
   size_t nops;
+  size_t *last; /* per tile, T x T: the index in ops of its last writer */
   weft_task **handles;
   weft_data **d; /* per tile, T x T (the lower ones used) */
   int lwork;
@@ -174,6 +182,7 @@ typedef struct driver {
   weft_runtime *rt;
   void *m;           /* the matrix the handles cover */
   const char *range; /* the run's name in a trace (weft trace --range) */
+  int ahead;         /* each tile written back after its last writer */
   uint64_t ns, moved, evictions, streams;
   uint64_t taken; /* streams taken over in the run */
 } driver;
@@ -223,6 +232,13 @@ static void weft_driver(void *arg) {
       bench_fail_weft(cb->c, e, "weft_task_spawn");
       break;
     }
+    size_t t = tix(cb, (unsigned)o->i, (unsigned)o->j);
+    if (d->ahead && cb->last[t] == spawned &&
+        (e = weft_data_prefetch(cb->d[t], WEFT_DATA_HOST)) != 0) {
+      bench_fail_weft(cb->c, e, "weft_data_prefetch");
+      spawned++;
+      break;
+    }
   }
   for (size_t i = 0; i < spawned; i++)
     if ((e = weft_task_join(cb->handles[i])) != 0)
@@ -236,7 +252,10 @@ static void weft_driver(void *arg) {
     if (weft_data_stats_get(lower[i], &st) == 0) {
       d->moved += st.to_device + st.device_to_device + st.to_host;
       d->evictions += st.evictions;
-      d->moved += cb->tile_bytes; /* its write-back at unregister, below */
+      /* Its write-back at unregister, below; written back ahead, the copy
+       * is counted already unless it is still under way. */
+      if (!d->ahead || st.to_host == 0)
+        d->moved += cb->tile_bytes;
     }
   }
   if ((e = weft_data_unregister_n(lower, nreg)) != 0)
@@ -269,7 +288,11 @@ static int weft_run(cbench *cb, weft_runtime *rt, void *m, int v,
                     const char *who, int r) {
   char range[96];
   snprintf(range, sizeof range, "%s, n=%u b=%u", who, cb->n, cb->b);
-  driver d = {cb, rt, m, range, 0, 0, 0, 0, 0};
+  driver d = {.cb = cb,
+              .rt = rt,
+              .m = m,
+              .range = range,
+              .ahead = v == V_PINNED_AHEAD || v == V_PAGEABLE_AHEAD};
   reset(cb, m);
   int rc = bench_in_task(cb->c, rt, weft_driver, &d);
   if (rc == 0 && bench_failed(cb->c))
@@ -302,13 +325,17 @@ static int setup(cbench *cb, size sz) {
   cb->ops = calloc(maxops, sizeof *cb->ops);
   cb->handles = calloc(maxops, sizeof *cb->handles);
   cb->d = calloc((size_t)cb->T * cb->T, sizeof *cb->d);
-  if (!cb->pageable || !plan || !cb->ops || !cb->handles || !cb->d) {
+  cb->last = calloc((size_t)cb->T * cb->T, sizeof *cb->last);
+  if (!cb->pageable || !plan || !cb->ops || !cb->handles || !cb->d ||
+      !cb->last) {
     free(plan);
     return bench_fail(c, "out of memory");
   }
   cb->nops = chol_plan(cb->T, plan);
-  for (size_t i = 0; i < cb->nops; i++)
+  for (size_t i = 0; i < cb->nops; i++) {
     cb->ops[i] = (optask){cb, plan[i]};
+    cb->last[tix(cb, (unsigned)plan[i].i, (unsigned)plan[i].j)] = i;
+  }
   free(plan);
   chol_matrix(cb->a0, cb->prec, cb->n, cb->b);
   return 0;
@@ -323,6 +350,7 @@ static void teardown(cbench *cb) {
   free(cb->ops);
   free(cb->handles);
   free(cb->d);
+  free(cb->last);
 }
 
 static int report(cbench *cb, int sized, int ooc) {
@@ -348,17 +376,19 @@ static int report(cbench *cb, int sized, int ooc) {
         "ms", &cb->s[V_HAND_PAGEABLE], 0,
         "%.1f GFLOP/s; cudaMemcpyAsync from and to malloc'd memory",
         flop / hand_pg / 1e6);
-  for (int v = V_PINNED; rc == 0 && v <= V_PAGEABLE; v++) {
+  static const char *const reg_label[] = {
+      [V_PINNED] = "registered: a handle a tile, pinned",
+      [V_PAGEABLE] = "registered: a handle a tile, pageable",
+      [V_PINNED_AHEAD] = "registered: pinned, written back ahead",
+      [V_PAGEABLE_AHEAD] = "registered: pageable, written back ahead"};
+  for (int v = V_PINNED; rc == 0 && v <= V_PAGEABLE_AHEAD; v++) {
+    int pageable = v == V_PAGEABLE || v == V_PAGEABLE_AHEAD;
     double ms = bench_stats_of(&cb->s[v]).median;
     double ratio = hand / ms, bytes = (double)cb->moved[v] / min;
-    double same = (v == V_PINNED ? hand : hand_pg) / ms;
+    double same = (pageable ? hand_pg : hand) / ms;
     rc = bench_report(
-        c,
-        chol_label(buf, sizeof buf,
-                   v == V_PINNED ? "registered: a handle a tile, pinned"
-                                 : "registered: a handle a tile, pageable",
-                   cb->n, cb->b, sized),
-        "ms", &cb->s[v], 0,
+        c, chol_label(buf, sizeof buf, reg_label[v], cb->n, cb->b, sized), "ms",
+        &cb->s[v], 0,
         "%.1f GFLOP/s: %.2f x the hand-written throughput (pinned), %.2f x "
         "the same memory's, target >= 0.95 (%s); moved %.2f x the minimum, "
         "target <= 1.1 (%s); %llu streams held, %llu taken over a run",
@@ -435,7 +465,10 @@ static int phase(cbench *cb, const bench_rt_opts *o, int v0, int v1,
         bench_samples_add(&cb->s[v], (double)ns / 1e6);
     }
     for (int k = 0; rc == 0 && k < nreg; k++)
-      rc = weft_run(cb, rt, reg[k].v == V_PAGEABLE ? cb->pageable : cb->pinned,
+      rc = weft_run(cb, rt,
+                    reg[k].v == V_PAGEABLE || reg[k].v == V_PAGEABLE_AHEAD
+                        ? cb->pageable
+                        : cb->pinned,
                     reg[k].v, reg[k].who, r);
   }
   if (v0 <= v1)
@@ -459,12 +492,16 @@ static int factor(bench_ctx *c, weft_runtime *base, chol_prec p, size sz,
   /* Copies at get; then at spawn (data_prefetch 1); then out of core (a
    * limit): a runtime each, one after the other. */
   static const reg_run at_get[] = {{V_PINNED, "registered, pinned"},
-                                   {V_PAGEABLE, "registered, pageable"}},
+                                   {V_PAGEABLE, "registered, pageable"},
+                                   {V_PINNED_AHEAD,
+                                    "written back ahead, pinned"},
+                                   {V_PAGEABLE_AHEAD,
+                                    "written back ahead, pageable"}},
                        at_spawn[] = {{V_SPAWN, "copies at spawn"}},
                        ooc[] = {{V_OOC, "out of core"}};
   if (rc == 0)
     rc = phase(cb, &(bench_rt_opts){.stack_size = BENCH_CUBLAS_STACK}, V_HAND,
-               V_HAND_PAGEABLE, at_get, 2);
+               V_HAND_PAGEABLE, at_get, 4);
   if (rc == 0)
     rc = phase(
         cb, &(bench_rt_opts){.stack_size = BENCH_CUBLAS_STACK, .prefetch = 1},
