@@ -360,7 +360,11 @@ static void steps_free(weft__exec *x, weft__capture *cap) {
 
 /* 0, or WEFT_ESTATE reported for call when a step's function is running
  * (the capture cannot end from inside one of its steps). */
-static int refuse_in_step(const weft__capture *cap, const char *call) {
+/* Inside a step the refusal is the step's failure, as any refusal there
+ * (weft__caller_refuse_in_capture): the capture then makes no graph. */
+static int refuse_in_step(weft__capture *cap, const char *call) {
+  if (cap->in_step && !cap->failed)
+    cap->failed = WEFT_ESTATE;
   if (cap->in_step)
     return weft__err(WEFT_ESTATE,
                      "%s inside a data-flow step of the capture: the step "
@@ -402,9 +406,12 @@ int weft_graph_begin(void) {
   if (rc)
     return rc;
   const struct weft__backend_ops *ops = c.s->hdr.bk->ops;
-  if (c.s->capture)
+  if (c.s->capture) {
+    if (c.s->capture->in_step && !c.s->capture->failed)
+      c.s->capture->failed = WEFT_ESTATE;
     return weft__err(WEFT_ESTATE, "weft_graph_begin: a capture is already "
                                   "open (captures do not nest)");
+  }
   if (!ops->capture_begin)
     return weft__err(WEFT_ENOTSUP,
                      "weft_graph_begin: the %s backend has no "
@@ -488,22 +495,44 @@ static int take_refs(weft_runtime *rt, const weft__capture *cap,
 }
 
 /* Ends x's capture into *impl (NULL: a new graph; else an update of it,
- * under impl_lock). */
+ * under impl_lock). With refs, the memory the capture used is held first
+ * (take_refs), so that an update never takes effect without it. A capture
+ * in which a call failed, or whose memory could not be held, ends into a
+ * graph of its own that is dropped: *impl stays as it was. */
 static int end_capture(weft__exec *x, weft__capture *cap, void **impl,
-                       pthread_mutex_t *impl_lock, const char *call) {
+                       pthread_mutex_t *impl_lock, graph_ref **refs,
+                       size_t *nrefs, const char *call) {
   weft__stream *s = x->stream;
+  weft__backend *b = s->hdr.bk;
   int joined = steps_join(x, cap);
   s->capture = NULL;
   x->drop_capture = NULL;
-  if (impl_lock)
-    pthread_mutex_lock(impl_lock);
-  int rc = s->hdr.bk->ops->capture_end(s, impl);
-  if (impl_lock)
-    pthread_mutex_unlock(impl_lock);
+  if (joined && !cap->failed)
+    cap->failed = joined;
+  int rc = 0;
+  if (!cap->failed && refs)
+    rc = take_refs(x->rt, cap, refs, nrefs);
+  if (cap->failed || rc) {
+    weft__errinfo why = *weft__err_slot();
+    void *dropped = NULL;
+    if (b->ops->capture_end(s, &dropped) == 0 && dropped)
+      b->ops->graph_destroy(b, dropped);
+    *weft__err_slot() = why;
+  } else {
+    if (impl_lock)
+      pthread_mutex_lock(impl_lock);
+    rc = b->ops->capture_end(s, impl);
+    if (impl_lock)
+      pthread_mutex_unlock(impl_lock);
+    if (rc && refs) {
+      hold_refs(x->rt, *refs, *nrefs, -1);
+      free(*refs);
+      *refs = NULL;
+      *nrefs = 0;
+    }
+  }
   weft__event_pool_unfence(x->rt, s);
   steps_free(x, cap);
-  if (rc == 0 && joined && !cap->failed)
-    cap->failed = joined;
   if (rc == 0 && cap->failed)
     rc = weft__err(cap->failed,
                    "%s: a call inside the capture failed (%s), so no graph "
@@ -529,7 +558,7 @@ int weft_graph_end(weft_graph **out) {
   weft_runtime *rt = x->rt;
   const struct weft__backend_ops *ops = rt->h.bk->ops;
   void *impl = NULL;
-  int rc = end_capture(x, cap, &impl, NULL, "weft_graph_end");
+  int rc = end_capture(x, cap, &impl, NULL, NULL, NULL, "weft_graph_end");
   weft_graph *g = NULL;
   if (rc == 0 && !out)
     rc = weft__err(WEFT_EINVAL, "weft_graph_end: out is NULL (the capture "
@@ -733,7 +762,8 @@ static void end_unkept(weft__exec *x) {
     return;
   weft__errinfo refusal = *weft__err_slot();
   void *impl = NULL;
-  if (end_capture(x, cap, &impl, NULL, "weft_graph_update") == 0 && impl)
+  if (end_capture(x, cap, &impl, NULL, NULL, NULL, "weft_graph_update") == 0 &&
+      impl)
     x->rt->h.bk->ops->graph_destroy(x->rt->h.bk, impl);
   capture_free(cap);
   *weft__err_slot() = refusal;
@@ -767,11 +797,10 @@ static int graph_update(weft__exec *x, weft_graph *g) {
   if ((rc = refuse_in_step(cap, "weft_graph_update")) != 0)
     return rc;
   void *impl = g->impl;
-  rc = end_capture(x, cap, &impl, &g->impl_lock, "weft_graph_update");
   graph_ref *refs = NULL;
   size_t nrefs = 0;
-  if (rc == 0)
-    rc = take_refs(rt, cap, &refs, &nrefs);
+  rc = end_capture(x, cap, &impl, &g->impl_lock, &refs, &nrefs,
+                   "weft_graph_update");
   if (rc) {
     capture_free(cap);
     return rc;

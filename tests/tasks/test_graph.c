@@ -11,7 +11,9 @@
  * are done frees at once, whichever task's sweep retires the graph;
  * an update keeps the old buffers until the replays queued before it are
  * done, and never races a launch of the same graph; a pointer into an
- * allocation holds the whole allocation; memory freed, or a graph
+ * allocation holds the whole allocation; an update or a capture in which
+ * a step's call was refused makes nothing and leaves the graph and the
+ * memory it holds as they were; memory freed, or a graph
  * destroyed, while the stream that used it captures waits for the work
  * queued before the capture; shutdown waits for graphs. */
 #include <pthread.h>
@@ -180,8 +182,66 @@ static void refusals_task(void *arg) {
 }
 
 /* An update swaps buffers; another shape is refused, the graph kept. */
-static void update_task(void *arg) {
+/* Steps whose calls are refused inside a capture: the capture makes no
+ * graph, and an update with it leaves the graph as it was. */
+static unsigned char *step_buf;
+
+static void refused_step(void *arg) {
   (void)arg;
+  EXPECT_OK(weft_memset(step_buf, 2, 16));
+  EXPECT_ERR(weft_sync(), WEFT_ESTATE);
+}
+
+static void nesting_step(void *arg) {
+  weft_graph *g = (weft_graph *)arg, *none = NULL;
+  int which = g ? 0 : 1;
+  if (which == 0)
+    EXPECT_ERR(weft_graph_update(g), WEFT_ESTATE);
+  else
+    EXPECT_ERR(weft_graph_end(&none), WEFT_ESTATE);
+  EXPECT_ERR(weft_graph_begin(), WEFT_ESTATE);
+}
+
+static void spawn_step(weft_runtime *rt, weft_task_fn fn, void *arg) {
+  weft_access acc = {step_buf, 16, WEFT_WRITE};
+  weft_task_opts o;
+  weft_task_opts_init(&o);
+  o.accesses = &acc;
+  o.naccesses = 1;
+  EXPECT_OK(weft_task_spawn(rt, NULL, fn, arg, &o));
+}
+
+static void failed_updates(weft_runtime *rt, weft_graph *g, bufs *b2) {
+  unsigned char host[16];
+  EXPECT_OK(weft_device_alloc(16, (void **)&step_buf));
+  for (int round = 0; round < 2; round++) {
+    EXPECT_OK(weft_graph_begin());
+    spawn_step(rt, round == 0 ? refused_step : nesting_step, g);
+    EXPECT_ERR(weft_graph_update(g), WEFT_ESTATE);
+    EXPECT_MSG(strstr(weft_last_error_message(), "no graph was made") != NULL,
+               "%s", weft_last_error_message());
+    EXPECT_OK(weft_memset(step_buf, 0, 16));
+    fill(b2->in, b2->out, 7 + round);
+    EXPECT_OK(weft_graph_launch(g));
+    EXPECT_OK(weft_copy(host, step_buf, sizeof host));
+    EXPECT_OK(weft_sync());
+    check_out(b2->in, b2->out, "replay after a failed update");
+    EXPECT_MSG(host[0] == 0, "a failed update's step ran in the replay (%d)",
+               host[0]);
+    EXPECT_ERR(weft_device_free(b2->d), WEFT_EBUSY);
+  }
+  /* weft_graph_end inside a step spoils the capture as well. */
+  weft_graph *none = NULL;
+  EXPECT_OK(weft_graph_begin());
+  spawn_step(rt, nesting_step, NULL);
+  EXPECT_ERR(weft_graph_end(&none), WEFT_ESTATE);
+  EXPECT(none == NULL);
+  /* Nothing held the step's buffer. */
+  EXPECT_OK(weft_device_free(step_buf));
+}
+
+static void update_task(void *arg) {
+  weft_runtime *rt = arg;
   bufs b1, b2;
   bufs_alloc(&b1);
   bufs_alloc(&b2);
@@ -211,6 +271,7 @@ static void update_task(void *arg) {
   EXPECT_OK(weft_graph_launch(g));
   EXPECT_OK(weft_sync());
   check_out(b2.in, b2.out, "replay after a refused update");
+  failed_updates(rt, g, &b2);
   EXPECT_OK(weft_graph_destroy(g));
   bufs_free(&b2);
 }
@@ -748,7 +809,7 @@ int main(void) {
   EXPECT_OK(weft_task_join(t));
   EXPECT_OK(weft_task_spawn(rt, &t, refusals_task, rt, NULL));
   EXPECT_OK(weft_task_join(t));
-  EXPECT_OK(weft_task_spawn(rt, &t, update_task, NULL, NULL));
+  EXPECT_OK(weft_task_spawn(rt, &t, update_task, rt, NULL));
   EXPECT_OK(weft_task_join(t));
   EXPECT_OK(weft_task_spawn(rt, &t, ordered_task, rt, NULL));
   EXPECT_OK(weft_task_join(t));
