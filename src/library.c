@@ -70,7 +70,7 @@ static int same(const ident *a, const ident *b) {
          (a->key_bytes == 0 || memcmp(a->key, b->key, a->key_bytes) == 0);
 }
 
-/* The calling thread's slot for id, taking a free or stale one if need
+/* The calling thread's slot for id, taking a free, stale or empty one if need
  * be, or one holding a per_stream handle (the registry keeps those: the
  * slot is a shortcut), for any handle; NULL when none can be had. Not inlined:
  * a task can resume on another thread, and a thread-local address kept across
@@ -86,7 +86,9 @@ __attribute__((noinline)) static slot *slot_for(const ident *id) {
       last_hit = (unsigned)i;
       return s;
     }
-    if (!free_slot && (!s->id.lib || s->id.epoch != id->epoch))
+    /* A slot without a handle is one whose make failed (or is under way
+     * in a task that looks its slot up again after): free to take. */
+    if (!free_slot && (!s->id.lib || s->id.epoch != id->epoch || !s->handle))
       free_slot = s;
   }
   for (int i = 0; !free_slot && i < SLOTS; i++) {

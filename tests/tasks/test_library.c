@@ -7,7 +7,7 @@
  * their stream, or lent on once it is idle, never while it works or after
  * a capture asked for it), handles made ahead on every worker
  * (weft_library_warm), and bad descriptions, bad keys and failing creates
- * reported (with the library's words). */
+ * reported (with the library's words), holding no slot of the thread's. */
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -538,7 +538,13 @@ int main(void) {
   EXPECT_MSG(strstr(weft_last_error_message(),
                     "create returned 42: FAKE_STATUS_ANSWER") != NULL,
              "%s", weft_last_error_message());
+  /* Failed creates hold no slot: more of them than a thread has slots,
+   * each for another key, and a handle can still be made. */
+  for (int k = 0; k < 80; k++)
+    EXPECT_ERR(weft_library_handle_keyed(&other, &k, sizeof k, &mine),
+               WEFT_EDEVICE);
   atomic_store(&fail_create, 0);
+  EXPECT_OK(weft_library_handle_keyed(&other, "made", 4, &mine));
   /* A create that says yes and makes nothing is a failure, not a handle
    * to make again at every call. */
   static const weft_library nothing = {.struct_size = sizeof nothing,
