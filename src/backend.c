@@ -172,9 +172,12 @@ static int check_obj(const weft__obj *o, uint32_t magic, const char *what,
                      const char *call) {
   if (!o)
     return weft__err(WEFT_EINVAL, "%s: %s is NULL", call, what);
-  if (o->magic == magic)
+  /* Read without the lock: another thread may destroy the object (under
+   * it) while this call checks its handle. */
+  uint32_t m = __atomic_load_n(&o->magic, __ATOMIC_ACQUIRE);
+  if (m == magic)
     return 0;
-  if (o->magic == MAGIC_DEAD)
+  if (m == MAGIC_DEAD)
     return weft__err(WEFT_EHANDLE, "%s: %s was destroyed", call, what);
   return weft__err(WEFT_EHANDLE, "%s: %s is not a valid handle", call, what);
 }
@@ -253,7 +256,7 @@ int weft__stream_destroy(weft__stream **sp) {
     pthread_mutex_unlock(&b->lock);
     return weft__err(WEFT_EHANDLE, "stream_destroy: stream was destroyed");
   }
-  s->hdr.magic = 0;
+  __atomic_store_n(&s->hdr.magic, 0, __ATOMIC_RELEASE); /* check_obj */
   pthread_mutex_unlock(&b->lock);
   int rc = b->ops->stream_fini(s);
   pthread_mutex_lock(&b->lock);
@@ -419,7 +422,7 @@ int weft__event_destroy(weft__event **ep) {
     pthread_mutex_unlock(&b->lock);
     return weft__err(WEFT_EHANDLE, "weft_event_destroy: event was destroyed");
   }
-  e->hdr.magic = 0;
+  __atomic_store_n(&e->hdr.magic, 0, __ATOMIC_RELEASE); /* check_obj */
   *ep = NULL;
   int waited = e->waiters != 0;
   e->doomed = waited; /* the last sync waiting on it finishes it */

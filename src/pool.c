@@ -25,7 +25,7 @@ weft__obj *weft__pool_get(weft__pool *p, size_t size) {
 }
 
 void weft__pool_put(weft__pool *p, weft__obj *o) {
-  o->magic = WEFT__MAGIC_DEAD;
+  __atomic_store_n(&o->magic, WEFT__MAGIC_DEAD, __ATOMIC_RELEASE);
   p->live--;
   if (o->gen == UINT16_MAX) {
     o->pool_next = p->retired;

@@ -4,6 +4,7 @@
  * task A recorded after a gated kernel, so B's copy_int must see A's write
  * and must not run before A's gate opens. */
 #include <math.h>
+#include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
 #include <string.h>
@@ -156,6 +157,50 @@ static void destroyed_while_waited(void) {
   tt_gate_fini(&d.g);
 }
 
+/* A plain thread's sync entering as another thread destroys the event:
+ * the handle's check reads what the destroy writes (ThreadSanitizer
+ * watches the pair), and the sync still waits for the recorded work. */
+typedef struct entering {
+  weft_event *ev;
+  int entering, late, rc, gate_at_return;
+  tt_gate *g;
+} entering;
+
+static void *sync_entering(void *arg) {
+  entering *e = arg;
+  tt_store(&e->entering, 1);
+  if (e->late)
+    tt_sleep_ms(20); /* after the destroy, most likely */
+  e->rc = weft_event_sync(e->ev);
+  e->gate_at_return = tt_gate_state(e->g);
+  return NULL;
+}
+
+static void destroyed_while_entering(int late) {
+  tt_gate g;
+  tt_gate_init(&g);
+  entering e = {.rc = -1, .late = late, .g = &g};
+  EXPECT_OK(weft_event_create(&e.ev));
+  tt_gate_launch(&g);
+  EXPECT_OK(weft_event_record(e.ev));
+  tt_gate_wait_started(&g);
+  pthread_t th;
+  EXPECT(pthread_create(&th, NULL, sync_entering, &e) == 0);
+  tt_wait_flag(&e.entering, 10000, "the thread is about to sync");
+  weft_event *mine = e.ev;
+  EXPECT_OK(weft_event_destroy(&mine));
+  tt_gate_open(&g);
+  EXPECT(pthread_join(th, NULL) == 0);
+  /* Entered before the destroy it waited for the work; after it, the
+   * handle was dead. */
+  EXPECT_MSG((e.rc == 0 && e.gate_at_return == TEST_SPIN_RELEASED) ||
+                 e.rc == WEFT_EHANDLE,
+             "a sync racing the destroy: %s, gate state %d",
+             weft_err_name(e.rc), e.gate_at_return);
+  EXPECT_OK(weft_sync());
+  tt_gate_fini(&g);
+}
+
 /* ---- bad handles (on the main thread) ---- */
 
 static void bad_handles(void) {
@@ -297,6 +342,8 @@ int main(void) {
   EXPECT_OK(weft_task_join(t));
   bad_handles();
   destroyed_while_waited();
+  destroyed_while_entering(0);
+  destroyed_while_entering(1);
   cross_task_wait();
   cross_task_wait();
   tt_close(rt);
