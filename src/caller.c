@@ -278,6 +278,11 @@ int weft__caller_own_copying(void) {
   return x && x->data_own_copy;
 }
 
+int weft__caller_capturing(void) {
+  weft__exec *x = weft__caller_self();
+  return x && x->stream && x->stream->capture;
+}
+
 void weft__caller_implicit_sync(weft__exec *x, const char *call,
                                 const char *what, uint64_t ns) {
   if (x->bk->check)

@@ -33,4 +33,7 @@ int weft__caller_capture_refused(const char *call, const char *why);
 /* 1 while the calling exec issues such a copy. */
 int weft__caller_own_copying(void);
 
+/* 1 when the calling exec is capturing a graph. */
+int weft__caller_capturing(void);
+
 #endif

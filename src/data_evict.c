@@ -20,8 +20,9 @@ typedef struct victim {
   uint64_t writes; /* the handle's, when picked */
 } victim;
 
-/* Picks the instance on dev of rt's handles that no running task holds
- * whose next user comes latest, then least recently used, and marks it,
+/* Picks the instance on dev of rt's handles that no running task holds,
+ * of a handle none of whose instances is being evicted, whose next user
+ * comes latest, then least recently used, and marks it,
  * into *v; returns 1, or 0 with *in_use set if some were held. The
  * registry's lock held (then each handle's in turn). */
 static int pick_victim(weft_runtime *rt, int dev, victim *v, int *in_use) {
@@ -33,7 +34,7 @@ static int pick_victim(weft_runtime *rt, int dev, victim *v, int *in_use) {
     weft_data *o = weft__data_reg.by_host[i];
     instance *c = &o->inst[dev];
     pthread_mutex_lock(&o->lock);
-    if (c->ptr && c->busy == IDLE) {
+    if (c->ptr && c->busy == IDLE && !weft__data_evicting(o)) {
       if (!weft__data_users_returned(rt, c)) {
         *in_use = 1;
       } else {
@@ -52,10 +53,13 @@ static int pick_victim(weft_runtime *rt, int dev, victim *v, int *in_use) {
     return 0;
   instance *c = &best->inst[dev];
   pthread_mutex_lock(&best->lock);
-  int ok = c->ptr && c->busy == IDLE && weft__data_users_returned(rt, c);
+  int ok = c->ptr && c->busy == IDLE && !weft__data_evicting(best) &&
+           weft__data_users_returned(rt, c);
   if (ok) {
-    /* Dirty unless the host or another instance not itself being evicted
-     * is valid: two evictions of the last two copies both write back. */
+    /* Dirty unless the host or another instance is valid. One eviction of
+     * a handle at a time: a second one, of an instance a writer made valid
+     * meanwhile, would write back the newer data, and the first's older
+     * copy would then land on top of it. */
     c->busy = EVICTING;
     weft__data_guard(best); /* down while the write-back may write the host */
     *v = (victim){best, dev,
@@ -108,9 +112,11 @@ static int evict(weft_runtime *rt, const victim *v) {
     in->nusers = 0;
     o->st.evictions++;
     if (v->dirty) {
-      /* A get for writing that began before the pick and published after
-       * it made its own instance the only valid copy. */
-      o->host_valid = o->writes == v->writes;
+      /* Valid unless a get for writing that began before the pick
+       * published after it: its instance is then the only valid copy (and
+       * the host's was not valid before either). */
+      if (o->writes == v->writes)
+        o->host_valid = 1;
       o->st.to_host += bytes;
       o->st.copies++;
     }

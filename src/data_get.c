@@ -61,8 +61,9 @@ int weft__data_get(weft_data *d, unsigned mode, int prefetch, void **ptr) {
     pthread_mutex_unlock(&d->lock);
     return WEFT_EAGAIN;
   }
-  /* Nothing orders a filler before a writer's get: one published while it
-   * copies leaves its fill stale, not valid. */
+  /* Nothing orders a filler, or a prefetch a task started, before a later
+   * writer's get: one published while it copies leaves its fill stale, not
+   * valid. */
   uint64_t writes = d->writes;
   if (fill && src < 0 && !d->host_valid) {
     pthread_mutex_unlock(&d->lock);
@@ -127,7 +128,7 @@ int weft__data_get(weft_data *d, unsigned mode, int prefetch, void **ptr) {
     unheld = 1; /* p, never published, is freed after the lock */
   }
   if (fill && rc == 0) {
-    in->valid = !prefetch || d->writes == writes;
+    in->valid = d->writes == writes;
     in->recorded = 1;
     /* Cleared once ready, recorded after this fill and any later one (a
      * fill waits for the one before), has completed (weft__data_guard). */

@@ -198,6 +198,9 @@ uint64_t weft__data_next_use(weft_runtime *rt, weft_data *d);
  * (it writes or reads a valid instance there), else of a valid instance,
  * else WEFT_DEVICE_INHERIT. */
 int weft__data_source_device(weft_data *d);
+/* 1 when t (NULL: never) was spawned declaring d and has yet to return;
+ * takes d's lock. */
+int weft__data_declared_by(weft_data *d, const weft_task *t);
 
 /* ---- data_evict.c ---- */
 

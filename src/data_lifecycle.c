@@ -7,6 +7,7 @@
  * (data_get.c). */
 #include <pthread.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "caller_declare.h"
@@ -19,11 +20,56 @@
  * fill an instance that the task is about to free or does not read. */
 static _Thread_local int own_spawn;
 
-/* An internal task's work on a handle, and its result. */
+/* An internal task's work on a handle, and its result with its message
+ * (an error is its task's, which the caller's join does not carry). */
 typedef struct job {
   weft_data *d;
+  weft_event *after; /* the calling task's work, waited for before a copy */
   int rc;
+  char why[256];
 } job;
+
+/* j's result: rc, with the calling task's message kept for join_job. */
+static void job_fail(job *j, int rc) {
+  j->rc = rc;
+  if (rc)
+    snprintf(j->why, sizeof j->why, "%s", weft_last_error_message());
+}
+
+/* An event recorded on the calling task's stream, into *ev (NULL when
+ * none is needed), if the task holds an instance of d (it got d, so its
+ * work may still write it): data flow orders a task of weft's own after
+ * the spawner's earlier tasks, not after the spawner itself, so the job
+ * waits for this before it copies. Not in a capture, whose steps the
+ * graph orders. */
+static int caller_point(weft_data *d, weft_event **ev) {
+  *ev = NULL;
+  weft_task *self = weft_task_self();
+  if (!self || weft__caller_capturing())
+    return 0;
+  int holds = 0;
+  pthread_mutex_lock(&d->lock);
+  for (int dev = 0; dev < d->ndev && !holds; dev++)
+    for (size_t i = 0; i < d->inst[dev].nusers && !holds; i++)
+      holds = d->inst[dev].users[i] == self;
+  pthread_mutex_unlock(&d->lock);
+  if (!holds)
+    return 0;
+  int rc = weft_event_create(ev);
+  if (rc == 0 && (rc = weft_event_record(*ev)) != 0)
+    weft_event_destroy(ev);
+  return rc;
+}
+
+/* The calling task's stream waits for *ev's work, if any; *ev is then
+ * destroyed (the wait stays). */
+static int follow_point(weft_event **ev) {
+  if (!*ev)
+    return 0;
+  int rc = weft_event_wait(*ev);
+  int e = weft_event_destroy(ev);
+  return rc ? rc : e;
+}
 
 /* Copies a valid instance back to the host, unless the host's is valid. */
 static void sync_host(void *arg) {
@@ -42,12 +88,17 @@ static void sync_host(void *arg) {
   int src = weft__data_source_of(d, -1);
   if (src < 0) {
     pthread_mutex_unlock(&d->lock);
-    j->rc = weft_error_set(WEFT_EINVAL, 0,
-                           "weft_data_sync: no valid copy (a fill failed)");
+    job_fail(j, weft_error_set(WEFT_EINVAL, 0,
+                               "weft_data_sync: no valid copy (a fill "
+                               "failed)"));
     return;
   }
   instance *sin = &d->inst[src];
   int recorded = sin->recorded;
+  /* A write-back a task started (weft_data_prefetch to the host) is not
+   * ordered before a later writer of another spawner: one published while
+   * it copies leaves the host's copy stale, not valid. */
+  uint64_t writes = d->writes;
   int rc = weft__data_add_user(d->rt, sin, weft_task_self(),
                                0); /* no eviction meanwhile */
   d->host_filling = rc == 0;
@@ -59,6 +110,8 @@ static void sync_host(void *arg) {
     rc = weft__caller_declares(d->host, d->bytes, WEFT_WRITE);
   if (rc == 0)
     rc = weft__data_after_fill(sin, recorded);
+  if (rc == 0)
+    rc = follow_point(&j->after);
   if (rc == 0) {
     weft__caller_own_copy(1);
     rc = weft_copy(d->host, sin->ptr, d->bytes);
@@ -70,14 +123,14 @@ static void sync_host(void *arg) {
     rc = weft__sync_lending();
   pthread_mutex_lock(&d->lock);
   if (rc == 0) {
-    d->host_valid = 1;
+    d->host_valid = d->writes == writes;
     d->st.to_host += d->bytes;
     d->st.copies++;
   }
   d->host_filling = 0;
   weft__data_guard(d);
   pthread_mutex_unlock(&d->lock);
-  j->rc = rc;
+  job_fail(j, rc);
 }
 
 /* Spawns fn(arg) in a task of weft's own named name, declaring d with
@@ -108,19 +161,29 @@ static int spawn_job(job *j, unsigned mode, int dev, weft_task_fn fn,
   return rc;
 }
 
-/* Joins t, a job's task: 0 or the error, the job's own first. */
+/* Joins t, a job's task: 0 or the error, the job's own first, with its
+ * message. */
 static int join_job(job *j, weft_task *t) {
   int rc = weft_task_join(t);
-  return j->rc ? j->rc : rc;
+  if (j->rc)
+    return weft_error_set(j->rc, 0, "%s", j->why);
+  return rc;
 }
 
-/* spawn_job, then join_job. */
+/* spawn_job, then join_job; the job follows the calling task's work on d
+ * (caller_point). */
 static int run_job(weft_data *d, unsigned mode, int dev, weft_task_fn fn,
                    const char *name) {
-  job j = {d, 0};
+  job j = {.d = d};
+  int rc = caller_point(d, &j.after);
   weft_task *t;
-  int rc = spawn_job(&j, mode, dev, fn, name, &t);
-  return rc ? rc : join_job(&j, t);
+  if (rc == 0)
+    rc = spawn_job(&j, mode, dev, fn, name, &t);
+  if (rc == 0)
+    rc = join_job(&j, t);
+  if (j.after) /* the job failed before it waited */
+    weft_event_destroy(&j.after);
+  return rc;
 }
 
 int weft_data_register(weft_runtime *rt, void *ptr, size_t bytes,
@@ -171,19 +234,28 @@ int weft_data_sync(weft_data *d) {
                  "weft_data_sync");
 }
 
-/* A prefetch's task: the instance of its device made valid for reading
- * (weft_data_get does it), then the task ends. */
+/* A prefetch's task, detached: the instance of its device made valid for
+ * reading (weft_data_get does it) after the spawner's work on it, then the
+ * task ends. A failure leaves it to the next get. */
 static void prefetch(void *arg) {
-  weft_data *d = arg;
+  job *j = arg;
   void *p;
-  weft_data_get(d, WEFT_READ, &p); /* a failure leaves it to the next get */
+  if (follow_point(&j->after) == 0)
+    weft_data_get(j->d, WEFT_READ, &p);
+  if (j->after)
+    weft_event_destroy(&j->after);
+  free(j);
 }
 
-/* A write-back's task (weft_data_prefetch to the host): sync_host, whose
- * failure is left to the next sync or unregister, which copy again. */
+/* A write-back's task (weft_data_prefetch to the host), detached:
+ * sync_host, whose failure is left to the next sync or unregister, which
+ * copy again. */
 static void write_back(void *arg) {
-  job j = {arg, 0};
-  sync_host(&j);
+  job *j = arg;
+  sync_host(j);
+  if (j->after)
+    weft_event_destroy(&j->after);
+  free(j);
 }
 
 int weft_data_prefetch(weft_data *d, int device) {
@@ -195,13 +267,25 @@ int weft_data_prefetch(weft_data *d, int device) {
                           "weft_data_prefetch: device %d is neither one of "
                           "the runtime's %d nor WEFT_DATA_HOST",
                           device, d->ndev);
-  weft_task *t;
-  int rc = spawn_own(d, WEFT_READ, host ? weft__data_source_device(d) : device,
-                     host ? write_back : prefetch, d, "weft_data_prefetch", &t);
-  if (rc == 0 && !t)
+  job *j = calloc(1, sizeof *j);
+  if (!j)
+    return weft_error_set(WEFT_ENOMEM, 0, "weft_data_prefetch: no memory");
+  j->d = d;
+  weft_task *t = NULL;
+  int rc = caller_point(d, &j->after);
+  if (rc == 0)
+    rc = spawn_own(d, WEFT_READ, host ? weft__data_source_device(d) : device,
+                   host ? write_back : prefetch, j, "weft_data_prefetch", &t);
+  if (rc) {
+    if (j->after)
+      weft_event_destroy(&j->after);
+    free(j);
+    return rc;
+  }
+  if (!t) /* a step of a capture: it ran, and freed j */
     return weft_error_set(WEFT_ESTATE, 0,
                           "weft_data_prefetch: not inside a graph capture");
-  return rc ? rc : weft_task_detach(t);
+  return weft_task_detach(t);
 }
 
 /* A device's filler: a task of weft's own that fills the instances that
@@ -250,7 +334,9 @@ static void free_instance(void *arg) {
   void *p = in->ptr;
   in->busy = FILLING; /* no eviction of it meanwhile */
   pthread_mutex_unlock(&d->lock);
-  if (p && (j->rc = weft_device_free(p)) == 0)
+  if (p)
+    job_fail(j, weft_device_free(p));
+  if (p && j->rc == 0)
     weft__data_unhold(d, dev);
   pthread_mutex_lock(&d->lock);
   /* Gone, not valid: if a later device's free fails, the handle stays
@@ -264,14 +350,28 @@ static void free_instance(void *arg) {
   in->busy = IDLE;
   pthread_mutex_unlock(&d->lock);
   if (in->ready && j->rc == 0)
-    j->rc = weft_event_destroy(&in->ready);
+    job_fail(j, weft_event_destroy(&in->ready));
 }
 
-/* sync_host, then the instance of the task's device freed. */
+/* sync_host, then the instance of the task's device freed; not when a
+ * writer the unregister was not ordered after (another spawner's task)
+ * published meanwhile, leaving the host's copy stale. */
 static void sync_and_free(void *arg) {
   job *j = arg;
   sync_host(arg);
-  if (j->rc == 0)
+  if (j->rc)
+    return;
+  pthread_mutex_lock(&j->d->lock);
+  int stale = !j->d->host_valid;
+  pthread_mutex_unlock(&j->d->lock);
+  if (stale)
+    job_fail(j, weft_error_set(WEFT_EBUSY, 0,
+                               "weft_data_unregister: %p (%zu bytes) was "
+                               "written meanwhile by a task the unregister "
+                               "does not follow (another spawner's); "
+                               "unregister it after that task",
+                               j->d->host, j->d->bytes));
+  else
     free_instance(arg);
 }
 
@@ -339,6 +439,18 @@ int weft_data_unregister_n(weft_data *const *d, size_t n) {
   int twice = given_twice(d, n);
   if (twice)
     return twice;
+  /* Its own unregister would not wait for it (data flow orders it after
+   * the caller's earlier tasks, not the caller) and would free what it
+   * holds. */
+  weft_task *self = weft_task_self();
+  for (size_t i = 0; i < n; i++)
+    if (weft__data_declared_by(d[i], self))
+      return weft_error_set(WEFT_EBUSY, 0,
+                            "weft_data_unregister: handle %zu (%p, %zu "
+                            "bytes) is declared by the calling task, which "
+                            "has yet to return; unregister it after the "
+                            "task, from its spawner",
+                            i, d[i]->host, d[i]->bytes);
   /* No filler may touch a handle being freed. */
   for (size_t i = 0; i < n; i++) {
     int rc = weft_wait_until(unqueued, d[i]);
@@ -356,7 +468,7 @@ int weft_data_unregister_n(weft_data *const *d, size_t n) {
   int rc = 0;
   size_t spawned = 0;
   for (; spawned < n; spawned++) {
-    j[spawned] = (job){d[spawned], 0};
+    j[spawned] = (job){.d = d[spawned]};
     rc = spawn_job(&j[spawned], WEFT_RW, WEFT_DEVICE_INHERIT, sync_and_free,
                    "weft_data_unregister", &t[spawned]);
     if (rc)

@@ -71,3 +71,12 @@ int weft__data_source_device(weft_data *d) {
   pthread_mutex_unlock(&d->lock);
   return dev < 0 ? WEFT_DEVICE_INHERIT : dev;
 }
+
+int weft__data_declared_by(weft_data *d, const weft_task *t) {
+  int found = 0;
+  pthread_mutex_lock(&d->lock);
+  for (size_t i = d->ahead_at; t && !found && i < d->nahead; i++)
+    found = d->ahead[i].t == t && weft__task_progress(d->rt, t) == 0;
+  pthread_mutex_unlock(&d->lock);
+  return found;
+}

@@ -132,7 +132,8 @@ enum { WEFT_DATA_HOST = -3 };
 /* Starts making d's instance on device valid, so that the tasks that
  * read d there find it filled: a task of weft's own, placed on device and
  * declaring d for reading (after the earlier writers of d of the calling
- * spawner, as any reader), asks for it and ends; this returns at once. A
+ * spawner, as any reader, and after the calling task's own work queued
+ * so far if it got d), asks for it and ends; this returns at once. A
  * fill that fails is left to the next task that asks.
  * device WEFT_DATA_HOST starts the write-back instead: weft_data_sync's
  * copy back, without waiting for it, so that it overlaps the work still
@@ -149,9 +150,10 @@ enum { WEFT_DATA_HOST = -3 };
 WEFT_API int weft_data_prefetch(weft_data *d, int device);
 
 /* Makes d's host copy valid again: ordered after the earlier tasks of the
- * calling spawner that write d (an internal task declaring d read), it
- * copies a valid instance back if the host's is not, and returns once the
- * host memory holds it. Device instances stay valid.
+ * calling spawner that write d (an internal task declaring d read), and
+ * after the calling task's own work queued so far if it got d, it copies
+ * a valid instance back if the host's is not, and returns once the host
+ * memory holds it. Device instances stay valid.
  * Errors: WEFT_EINVAL (d not registered; the caller a task or thread of
  * another runtime than d's, whose declarations cannot name d's tasks),
  * WEFT_ESTATE (d's runtime shutting down, or in a graph capture),
@@ -162,7 +164,9 @@ WEFT_API int weft_data_sync(weft_data *d);
 /* weft_data_sync, after the earlier tasks of the calling spawner that
  * read or write d, then frees d's instances and d. The host memory is the
  * caller's again.
- * Errors: weft_data_sync's; on failure d stays registered.
+ * Errors: weft_data_sync's; WEFT_EBUSY (the calling task declared d and
+ * has yet to return: unregister d from its spawner, after it); on failure
+ * d stays registered.
  * Context: any thread; may switch (blocks a plain thread). */
 WEFT_API int weft_data_unregister(weft_data *d);
 
