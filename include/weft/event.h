@@ -43,7 +43,7 @@ WEFT_API int weft_event_wait(weft_event *ev);
  * Recording ev again while this waits: a plain thread waits for the
  * record made before its call, a task for the latest one when it looks
  * (it polls); a program that re-records while another waits should wait
- * on an event of its own per record. */
+ * on an event of its own per record.
  * Errors: WEFT_ESTATE (no runtime, or ev never recorded), WEFT_EINVAL (ev
  * NULL), WEFT_EHANDLE, device errors. Context: any thread; may switch. */
 WEFT_API int weft_event_sync(weft_event *ev);
