@@ -40,6 +40,12 @@ int weft__data_get(weft_data *d, unsigned mode, int prefetch, void **ptr) {
   if (dev < 0)
     return dev;
   weft__caller_gets(d->host, d->bytes, mode); /* weft check: declared? */
+  /* A write waits for what prefetches a task started still read. */
+  if ((mode & WEFT_WRITE) && !prefetch) {
+    int frc = weft__data_follow_own(d, 0);
+    if (frc)
+      return frc;
+  }
   instance *in = &d->inst[dev];
   int fill, src;
   /* Another task's fill or eviction of this instance ends soon; so does

@@ -403,6 +403,7 @@ void weft__data_forget(weft_data *d) {
   for (int dev = 0; dev < d->ndev; dev++)
     free(d->inst[dev].users);
   free(d->ahead);
+  free(d->own);
   pthread_mutex_destroy(&d->lock);
   free(d);
 }

@@ -67,8 +67,15 @@ typedef struct usage {
 /* A task spawned declaring a handle, yet to return (data_uses.c). */
 typedef struct use_ahead {
   const weft_task *t;
-  uint64_t id; /* its spawn order */
+  const weft_task *by; /* its spawner (NULL: a plain thread) */
+  uint64_t id;         /* its spawn order */
 } use_ahead;
+
+/* A prefetch task a task started (weft__data_follow_own). */
+typedef struct own_task {
+  weft_task *t;
+  const weft_task *by; /* the task that started it */
+} own_task;
 
 struct weft_data {
   weft_runtime *rt;
@@ -94,6 +101,12 @@ struct weft_data {
    * before the first not returned dropped as eviction looks. */
   use_ahead *ahead;
   size_t ahead_at, nahead, capahead;
+  /* weft_data_prefetch's tasks that a task started: in its record, so a
+   * later writer of another spawner does not follow them by data flow;
+   * the next get for writing (or the unregister) follows them instead
+   * (weft__data_follow_own). */
+  own_task *own;
+  size_t nown, capown;
   int ndev;
   instance inst[];
 };
@@ -183,6 +196,15 @@ int weft__data_users_returned(weft_runtime *rt, instance *in);
  * lock needed). */
 int weft__data_after_fill(const instance *in, int recorded);
 
+/* ---- data_lifecycle.c ---- */
+
+/* The calling task's stream follows d's own prefetch tasks that tasks
+ * other than its spawner started (weft_task_after, then detached), whose
+ * reads of d's instances its write must follow: data flow orders those
+ * of its own spawner. With join set, every one is joined instead (the
+ * unregister). 0 or the first error. */
+int weft__data_follow_own(weft_data *d, int join);
+
 /* ---- data_uses.c ---- */
 
 /* The spawn hook (data_core.h's weft__uses_fn): t, spawned id-th, is a
@@ -201,6 +223,10 @@ int weft__data_source_device(weft_data *d);
 /* 1 when t (NULL: never) was spawned declaring d and has yet to return;
  * takes d's lock. */
 int weft__data_declared_by(weft_data *d, const weft_task *t);
+/* t's spawner into *by, if t was spawned declaring d and has yet to
+ * return: 1, else 0; takes d's lock. */
+int weft__data_spawner_of(weft_data *d, const weft_task *t,
+                          const weft_task **by);
 
 /* ---- data_evict.c ---- */
 

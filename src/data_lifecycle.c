@@ -258,6 +258,8 @@ static void write_back(void *arg) {
   free(j);
 }
 
+static int keep_own(weft_data *d, weft_task *t, const weft_task *by);
+
 int weft_data_prefetch(weft_data *d, int device) {
   if (!weft__data_is_live(d))
     return weft__data_not_live("weft_data_prefetch");
@@ -285,7 +287,65 @@ int weft_data_prefetch(weft_data *d, int device) {
   if (!t) /* a step of a capture: it ran, and freed j */
     return weft_error_set(WEFT_ESTATE, 0,
                           "weft_data_prefetch: not inside a graph capture");
+  /* Started by a task: kept for the next writer, which data flow would
+   * not order after it (weft__data_follow_own). */
+  if (weft_task_self() && keep_own(d, t, weft_task_self()) == 0)
+    return 0;
   return weft_task_detach(t);
+}
+
+/* Appends t, started by the calling task by, to d's own prefetch tasks;
+ * -1 without memory. */
+static int keep_own(weft_data *d, weft_task *t, const weft_task *by) {
+  pthread_mutex_lock(&d->lock);
+  int rc = 0;
+  if (d->nown == d->capown) {
+    size_t cap = d->capown ? 2 * d->capown : 8;
+    own_task *grown = realloc(d->own, cap * sizeof *grown);
+    if (grown) {
+      d->own = grown;
+      d->capown = cap;
+    } else {
+      rc = -1;
+    }
+  }
+  if (rc == 0)
+    d->own[d->nown++] = (own_task){t, by};
+  pthread_mutex_unlock(&d->lock);
+  return rc;
+}
+
+int weft__data_follow_own(weft_data *d, int join) {
+  const weft_task *self = weft_task_self(), *spawner = NULL;
+  int known = !join && weft__data_spawner_of(d, self, &spawner);
+  pthread_mutex_lock(&d->lock);
+  own_task *own = d->own;
+  size_t n = d->nown, kept = 0;
+  d->own = NULL;
+  d->nown = d->capown = 0;
+  pthread_mutex_unlock(&d->lock);
+  int rc = 0;
+  for (size_t i = 0; i < n; i++) {
+    int e;
+    if (join) {
+      e = weft_task_join(own[i].t);
+    } else if (known && own[i].by == spawner) {
+      own[kept++] = own[i]; /* ordered by data flow, before or after */
+      continue;
+    } else {
+      e = weft_task_after(own[i].t);
+      e = e ? weft_task_join(own[i].t) : weft_task_detach(own[i].t);
+    }
+    if (e && rc == 0)
+      rc = e;
+  }
+  /* Without memory to keep one, it goes untracked (detached): joining it
+   * here could wait for the caller itself. */
+  for (size_t i = 0; i < kept; i++)
+    if (keep_own(d, own[i].t, own[i].by) != 0)
+      weft_task_detach(own[i].t);
+  free(own);
+  return rc;
 }
 
 /* A device's filler: a task of weft's own that fills the instances that
@@ -451,9 +511,12 @@ int weft_data_unregister_n(weft_data *const *d, size_t n) {
                             "has yet to return; unregister it after the "
                             "task, from its spawner",
                             i, d[i]->host, d[i]->bytes);
-  /* No filler may touch a handle being freed. */
+  /* No filler may touch a handle being freed, nor a prefetch a task
+   * started. */
   for (size_t i = 0; i < n; i++) {
     int rc = weft_wait_until(unqueued, d[i]);
+    if (rc == 0)
+      rc = weft__data_follow_own(d[i], 1);
     if (rc)
       return rc;
   }

@@ -37,6 +37,7 @@ static int room_for_one(weft_runtime *rt, weft_data *d) {
 
 void weft__data_note_uses(weft_runtime *rt, const weft_task *t, uint64_t id,
                           const weft_access *a, size_t n) {
+  const weft_task *by = weft_task_self(); /* a spawn runs in its spawner */
   pthread_mutex_lock(&weft__data_reg.lock);
   for (size_t k = 0; k < n; k++) {
     weft_data *d = a[k].ptr ? weft__data_holding(rt, a[k].ptr) : NULL;
@@ -44,7 +45,7 @@ void weft__data_note_uses(weft_runtime *rt, const weft_task *t, uint64_t id,
       continue;
     pthread_mutex_lock(&d->lock);
     if (room_for_one(rt, d) == 0)
-      d->ahead[d->nahead++] = (use_ahead){t, id};
+      d->ahead[d->nahead++] = (use_ahead){t, by, id};
     pthread_mutex_unlock(&d->lock);
   }
   pthread_mutex_unlock(&weft__data_reg.lock);
@@ -77,6 +78,19 @@ int weft__data_declared_by(weft_data *d, const weft_task *t) {
   pthread_mutex_lock(&d->lock);
   for (size_t i = d->ahead_at; t && !found && i < d->nahead; i++)
     found = d->ahead[i].t == t && weft__task_progress(d->rt, t) == 0;
+  pthread_mutex_unlock(&d->lock);
+  return found;
+}
+
+int weft__data_spawner_of(weft_data *d, const weft_task *t,
+                          const weft_task **by) {
+  int found = 0;
+  pthread_mutex_lock(&d->lock);
+  for (size_t i = d->ahead_at; t && !found && i < d->nahead; i++)
+    if (d->ahead[i].t == t && weft__task_progress(d->rt, t) == 0) {
+      *by = d->ahead[i].by;
+      found = 1;
+    }
   pthread_mutex_unlock(&d->lock);
   return found;
 }

@@ -17,17 +17,27 @@
 
 enum { B = 1 << 20, N = 1 << 24 };
 
-static weft_task *spawn_on(weft_runtime *rt, weft_task_fn fn, void *arg,
-                           weft_data *h, unsigned mode, int dev) {
-  weft_access a = weft_data_access(h, mode);
+/* fn(arg) on dev declaring h with mode, and gate's words if not NULL
+ * (its spin kernel reads and writes them: weft check holds it to that). */
+static weft_task *spawn_gated(weft_runtime *rt, weft_task_fn fn, void *arg,
+                              weft_data *h, unsigned mode, int dev,
+                              const tt_gate *gate) {
+  weft_access a[2] = {weft_data_access(h, mode)};
+  if (gate)
+    a[1] = (weft_access){gate->mem, 2 * sizeof(int), WEFT_RW};
   weft_task_opts o;
   weft_task_opts_init(&o);
   o.device = dev;
-  o.accesses = &a;
-  o.naccesses = 1;
+  o.accesses = a;
+  o.naccesses = gate ? 2 : 1;
   weft_task *t;
   EXPECT_OK(weft_task_spawn(rt, &t, fn, arg, &o));
   return t;
+}
+
+static weft_task *spawn_on(weft_runtime *rt, weft_task_fn fn, void *arg,
+                           weft_data *h, unsigned mode, int dev) {
+  return spawn_gated(rt, fn, arg, h, mode, dev, NULL);
 }
 
 static int devices(weft_runtime *rt) {
@@ -86,10 +96,10 @@ static void evicted_twice(void) {
   EXPECT_OK(weft_task_join(spawn_on(rt, fill_task, he, he, WEFT_RW, 1)));
   /* The writer's get on device 1 starts behind g1; then the eviction of
    * d's device-0 copy (its only valid one) starts behind g2. */
-  weft_task *w = spawn_on(rt, late_writer, NULL, hd, WEFT_WRITE, 1);
+  weft_task *w = spawn_gated(rt, late_writer, NULL, hd, WEFT_WRITE, 1, &g1);
   tt_gate_wait_started(&g1);
   tt_sleep_ms(50);
-  weft_task *t = spawn_on(rt, room_taker, hf, hf, WEFT_RW, 0);
+  weft_task *t = spawn_gated(rt, room_taker, hf, hf, WEFT_RW, 0, &g2);
   tt_gate_wait_started(&g2);
   tt_sleep_ms(50);
   tt_gate_open(&g1);
