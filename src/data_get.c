@@ -95,8 +95,14 @@ int weft__data_get(weft_data *d, unsigned mode, int prefetch, void **ptr) {
   void *p = in->ptr;
   if (alloc)
     rc = weft__data_alloc_instance(d, dev, !prefetch, &p);
-  if (rc == 0 && fill && !in->ready)
-    rc = weft__data_event_create(&in->ready);
+  /* Published under the lock: weft__data_guard reads it there. */
+  if (rc == 0 && fill && !in->ready) {
+    weft_event *ready = NULL;
+    rc = weft__data_event_create(&ready);
+    pthread_mutex_lock(&d->lock);
+    in->ready = ready;
+    pthread_mutex_unlock(&d->lock);
+  }
   /* weft check: the instance stands for the handle the task declared, in
    * the get's mode; the fill, weft's own copy, is held to no declaration
    * (weft__caller_own_copy). */

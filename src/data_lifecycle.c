@@ -409,8 +409,19 @@ static void free_instance(void *arg) {
     in->recorded = 0;
   in->busy = IDLE;
   pthread_mutex_unlock(&d->lock);
-  if (in->ready && j->rc == 0)
-    job_fail(j, weft_event_destroy(&in->ready));
+  /* Taken under the lock, which weft__data_guard reads it under. */
+  pthread_mutex_lock(&d->lock);
+  weft_event *ready = j->rc == 0 ? in->ready : NULL;
+  if (ready)
+    in->ready = NULL;
+  pthread_mutex_unlock(&d->lock);
+  int e = ready ? weft_event_destroy(&ready) : 0;
+  if (e) {
+    job_fail(j, e);
+    pthread_mutex_lock(&d->lock);
+    in->ready = ready;
+    pthread_mutex_unlock(&d->lock);
+  }
 }
 
 /* sync_host, then the instance of the task's device freed; not when a
