@@ -69,6 +69,7 @@ typedef struct use_ahead {
   const weft_task *t;
   const weft_task *by; /* its spawner (NULL: a plain thread) */
   uint64_t id;         /* its spawn order */
+  int own;             /* a task of weft's own (data_lifecycle.c) */
 } use_ahead;
 
 /* A prefetch task a task started (weft__data_follow_own). */
@@ -198,6 +199,9 @@ int weft__data_after_fill(const instance *in, int recorded);
 
 /* ---- data_lifecycle.c ---- */
 
+/* 1 while the calling thread spawns a task of weft's own on a handle. */
+int weft__data_own_spawning(void);
+
 /* The calling task's stream follows d's own prefetch tasks that tasks
  * other than its spawner started (weft_task_after, then detached), whose
  * reads of d's instances its write must follow: data flow orders those
@@ -220,9 +224,11 @@ uint64_t weft__data_next_use(weft_runtime *rt, weft_data *d);
  * (it writes or reads a valid instance there), else of a valid instance,
  * else WEFT_DEVICE_INHERIT. */
 int weft__data_source_device(weft_data *d);
-/* 1 when t (NULL: never) was spawned declaring d and has yet to return;
- * takes d's lock. */
-int weft__data_declared_by(weft_data *d, const weft_task *t);
+/* A task of the program spawned declaring d that has yet to return and
+ * that an unregister by self (NULL: a plain thread) would not follow:
+ * self itself, or one another task spawned (data flow orders only
+ * self's). NULL if none; takes d's lock. */
+const weft_task *weft__data_unfollowed(weft_data *d, const weft_task *self);
 /* t's spawner into *by, if t was spawned declaring d and has yet to
  * return: 1, else 0; takes d's lock. */
 int weft__data_spawner_of(weft_data *d, const weft_task *t,
@@ -237,6 +243,9 @@ int weft__data_spawner_of(weft_data *d, const weft_task *t,
 int weft__data_alloc_instance(weft_data *d, int dev, int may_evict, void **p);
 
 /* ---- data_lifecycle.c ---- */
+
+/* 1 while the calling thread spawns a task of weft's own on a handle. */
+int weft__data_own_spawning(void);
 
 /* The spawn hook (data_core.h's weft__prefetch_fn): queues each read of
  * a handle whose instance on dev may start filling for the device's

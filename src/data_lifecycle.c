@@ -20,6 +20,8 @@
  * fill an instance that the task is about to free or does not read. */
 static _Thread_local int own_spawn;
 
+int weft__data_own_spawning(void) { return own_spawn; }
+
 /* An internal task's work on a handle, and its result with its message
  * (an error is its task's, which the caller's join does not carry). */
 typedef struct job {
@@ -510,18 +512,6 @@ int weft_data_unregister_n(weft_data *const *d, size_t n) {
   int twice = given_twice(d, n);
   if (twice)
     return twice;
-  /* Its own unregister would not wait for it (data flow orders it after
-   * the caller's earlier tasks, not the caller) and would free what it
-   * holds. */
-  weft_task *self = weft_task_self();
-  for (size_t i = 0; i < n; i++)
-    if (weft__data_declared_by(d[i], self))
-      return weft_error_set(WEFT_EBUSY, 0,
-                            "weft_data_unregister: handle %zu (%p, %zu "
-                            "bytes) is declared by the calling task, which "
-                            "has yet to return; unregister it after the "
-                            "task, from its spawner",
-                            i, d[i]->host, d[i]->bytes);
   /* No filler may touch a handle being freed, nor a prefetch a task
    * started. */
   for (size_t i = 0; i < n; i++) {
@@ -530,6 +520,23 @@ int weft_data_unregister_n(weft_data *const *d, size_t n) {
       rc = weft__data_follow_own(d[i], 1);
     if (rc)
       return rc;
+  }
+  /* The unregister follows the caller's earlier tasks by data flow, not
+   * the caller itself nor another task's: it would free what they hold.
+   * (Prefetches tasks started are joined above, and no longer count.) */
+  weft_task *self = weft_task_self();
+  for (size_t i = 0; i < n; i++) {
+    const weft_task *t = weft__data_unfollowed(d[i], self);
+    if (t)
+      return weft_error_set(
+          WEFT_EBUSY, 0,
+          "weft_data_unregister: handle %zu (%p, %zu bytes) is declared by "
+          "%s, which has yet to return; unregister it after that task, "
+          "from its spawner",
+          i, d[i]->host, d[i]->bytes,
+          t == self ? "the calling task"
+                    : "a task another task spawned (the unregister follows "
+                      "only its caller's)");
   }
   job *j = calloc(n ? n : 1, sizeof *j);
   weft_task **t = calloc(n ? n : 1, sizeof *t);

@@ -38,6 +38,7 @@ static int room_for_one(weft_runtime *rt, weft_data *d) {
 void weft__data_note_uses(weft_runtime *rt, const weft_task *t, uint64_t id,
                           const weft_access *a, size_t n) {
   const weft_task *by = weft_task_self(); /* a spawn runs in its spawner */
+  int own = weft__data_own_spawning();
   pthread_mutex_lock(&weft__data_reg.lock);
   for (size_t k = 0; k < n; k++) {
     weft_data *d = a[k].ptr ? weft__data_holding(rt, a[k].ptr) : NULL;
@@ -45,7 +46,7 @@ void weft__data_note_uses(weft_runtime *rt, const weft_task *t, uint64_t id,
       continue;
     pthread_mutex_lock(&d->lock);
     if (room_for_one(rt, d) == 0)
-      d->ahead[d->nahead++] = (use_ahead){t, by, id};
+      d->ahead[d->nahead++] = (use_ahead){t, by, id, own};
     pthread_mutex_unlock(&d->lock);
   }
   pthread_mutex_unlock(&weft__data_reg.lock);
@@ -73,11 +74,15 @@ int weft__data_source_device(weft_data *d) {
   return dev < 0 ? WEFT_DEVICE_INHERIT : dev;
 }
 
-int weft__data_declared_by(weft_data *d, const weft_task *t) {
-  int found = 0;
+const weft_task *weft__data_unfollowed(weft_data *d, const weft_task *self) {
+  const weft_task *found = NULL;
   pthread_mutex_lock(&d->lock);
-  for (size_t i = d->ahead_at; t && !found && i < d->nahead; i++)
-    found = d->ahead[i].t == t && weft__task_progress(d->rt, t) == 0;
+  for (size_t i = d->ahead_at; !found && i < d->nahead; i++) {
+    const use_ahead *u = &d->ahead[i];
+    if (!u->own && (u->t == self || u->by != self) &&
+        weft__task_progress(d->rt, u->t) == 0)
+      found = u->t;
+  }
   pthread_mutex_unlock(&d->lock);
   return found;
 }

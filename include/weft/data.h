@@ -164,9 +164,10 @@ WEFT_API int weft_data_sync(weft_data *d);
 /* weft_data_sync, after the earlier tasks of the calling spawner that
  * read or write d, then frees d's instances and d. The host memory is the
  * caller's again.
- * Errors: weft_data_sync's; WEFT_EBUSY (the calling task declared d and
- * has yet to return: unregister d from its spawner, after it); on failure
- * d stays registered.
+ * Errors: weft_data_sync's; WEFT_EBUSY (a task that declared d has yet
+ * to return and the unregister would not follow it: the calling task
+ * itself, or a task spawned by another task than the caller; unregister
+ * d after it, from its spawner); on failure d stays registered.
  * Context: any thread; may switch (blocks a plain thread). */
 WEFT_API int weft_data_unregister(weft_data *d);
 

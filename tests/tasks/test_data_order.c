@@ -200,6 +200,28 @@ static void self_unregister(void *arg) {
   EXPECT_OK(weft_memset(p, 7, B)); /* the instance is still there */
 }
 
+/* A task that spawns a writer of the handle and returns without joining
+ * it: the program's unregister does not follow that writer. */
+static tt_gate gc;
+static int child_done;
+
+static void gated_child(void *arg) {
+  (void)arg;
+  unsigned char *p;
+  tt_gate_launch(&gc);
+  EXPECT_OK(weft_data_get(hw, WEFT_RW, (void **)&p));
+  EXPECT_OK(weft_memset(p, 8, B));
+  EXPECT_OK(weft_sync());
+  tt_store(&child_done, 1);
+}
+
+static void leaving_parent(void *arg) {
+  weft_runtime *rt = arg;
+  weft_task *c =
+      spawn_gated(rt, gated_child, NULL, hw, WEFT_RW, WEFT_DEVICE_INHERIT, &gc);
+  EXPECT_OK(weft_task_detach(c));
+}
+
 static void unregistered_by_declarer(void) {
   weft_runtime *rt = tt_open_workers(2);
   hx = calloc(1, B);
@@ -210,6 +232,25 @@ static void unregistered_by_declarer(void) {
   EXPECT_OK(weft_data_unregister(hw));
   EXPECT_MSG(hx[0] == 7 && hx[B - 1] == 7, "after the unregister: %d .. %d",
              hx[0], hx[B - 1]);
+  /* Another task's writer still running: refused, nothing freed. */
+  tt_gate_init(&gc);
+  EXPECT_OK(weft_data_register(rt, hx, B, &hw));
+  weft_task *parent;
+  EXPECT_OK(weft_task_spawn(rt, &parent, leaving_parent, rt, NULL));
+  EXPECT_OK(weft_task_join(parent));
+  tt_gate_wait_started(&gc);
+  EXPECT_ERR(weft_data_unregister(hw), WEFT_EBUSY);
+  EXPECT_MSG(strstr(weft_last_error_message(), "another task spawned") != NULL,
+             "%s", weft_last_error_message());
+  tt_gate_open(&gc);
+  tt_wait_flag(&child_done, 10000, "the other task's writer ended");
+  int rc;
+  while ((rc = weft_data_unregister(hw)) == WEFT_EBUSY) /* until it returned */
+    tt_sleep_ms(1);
+  EXPECT_OK(rc);
+  EXPECT_MSG(hx[0] == 8 && hx[B - 1] == 8, "after the writer: %d .. %d", hx[0],
+             hx[B - 1]);
+  tt_gate_fini(&gc);
   free(hx);
   tt_close(rt);
 }
