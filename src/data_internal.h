@@ -197,18 +197,6 @@ int weft__data_users_returned(weft_runtime *rt, instance *in);
  * lock needed). */
 int weft__data_after_fill(const instance *in, int recorded);
 
-/* ---- data_lifecycle.c ---- */
-
-/* 1 while the calling thread spawns a task of weft's own on a handle. */
-int weft__data_own_spawning(void);
-
-/* The calling task's stream follows d's own prefetch tasks that tasks
- * other than its spawner started (weft_task_after, then detached), whose
- * reads of d's instances its write must follow: data flow orders those
- * of its own spawner. With join set, every one is joined instead (the
- * unregister). 0 or the first error. */
-int weft__data_follow_own(weft_data *d, int join);
-
 /* ---- data_uses.c ---- */
 
 /* The spawn hook (data_core.h's weft__uses_fn): t, spawned id-th, is a
@@ -233,6 +221,19 @@ const weft_task *weft__data_unfollowed(weft_data *d, const weft_task *self);
  * return: 1, else 0; takes d's lock. */
 int weft__data_spawner_of(weft_data *d, const weft_task *t,
                           const weft_task **by);
+/* on 1 before, 0 after, the calling thread's spawn of a task of weft's
+ * own on a handle (data_lifecycle.c); weft__data_own_spawning says which. */
+void weft__data_own_spawn(int on);
+int weft__data_own_spawning(void);
+/* Appends t, a prefetch task that the calling task by started, to d's own
+ * tasks; -1 without memory. */
+int weft__data_keep_own(weft_data *d, weft_task *t, const weft_task *by);
+/* The calling task's stream follows d's own prefetch tasks that tasks
+ * other than its spawner started (weft_task_after, then detached), whose
+ * reads of d's instances its write must follow: data flow orders those
+ * of its own spawner. With join set, every one is joined instead (the
+ * unregister). 0 or the first error. */
+int weft__data_follow_own(weft_data *d, int join);
 
 /* ---- data_evict.c ---- */
 

@@ -15,13 +15,6 @@
 #include "data_internal.h"
 #include "stream_internal.h"
 
-/* Set while this thread spawns a task of weft's own on a handle (a spawn
- * never switches): its declarations start no copies at spawn, which would
- * fill an instance that the task is about to free or does not read. */
-static _Thread_local int own_spawn;
-
-int weft__data_own_spawning(void) { return own_spawn; }
-
 /* An internal task's work on a handle, and its result with its message
  * (an error is its task's, which the caller's join does not carry). */
 typedef struct job {
@@ -146,9 +139,9 @@ static int spawn_own(weft_data *d, unsigned mode, int dev, weft_task_fn fn,
   o.device = dev;
   o.accesses = &a;
   o.naccesses = 1;
-  own_spawn = 1;
+  weft__data_own_spawn(1);
   int rc = weft_task_spawn(d->rt, t, fn, arg, &o);
-  own_spawn = 0;
+  weft__data_own_spawn(0);
   return rc;
 }
 
@@ -260,8 +253,6 @@ static void write_back(void *arg) {
   free(j);
 }
 
-static int keep_own(weft_data *d, weft_task *t, const weft_task *by);
-
 int weft_data_prefetch(weft_data *d, int device) {
   if (!weft__data_is_live(d))
     return weft__data_not_live("weft_data_prefetch");
@@ -291,63 +282,9 @@ int weft_data_prefetch(weft_data *d, int device) {
                           "weft_data_prefetch: not inside a graph capture");
   /* Started by a task: kept for the next writer, which data flow would
    * not order after it (weft__data_follow_own). */
-  if (weft_task_self() && keep_own(d, t, weft_task_self()) == 0)
+  if (weft_task_self() && weft__data_keep_own(d, t, weft_task_self()) == 0)
     return 0;
   return weft_task_detach(t);
-}
-
-/* Appends t, started by the calling task by, to d's own prefetch tasks;
- * -1 without memory. */
-static int keep_own(weft_data *d, weft_task *t, const weft_task *by) {
-  pthread_mutex_lock(&d->lock);
-  int rc = 0;
-  if (d->nown == d->capown) {
-    size_t cap = d->capown ? 2 * d->capown : 8;
-    own_task *grown = realloc(d->own, cap * sizeof *grown);
-    if (grown) {
-      d->own = grown;
-      d->capown = cap;
-    } else {
-      rc = -1;
-    }
-  }
-  if (rc == 0)
-    d->own[d->nown++] = (own_task){t, by};
-  pthread_mutex_unlock(&d->lock);
-  return rc;
-}
-
-int weft__data_follow_own(weft_data *d, int join) {
-  const weft_task *self = weft_task_self(), *spawner = NULL;
-  int known = !join && weft__data_spawner_of(d, self, &spawner);
-  pthread_mutex_lock(&d->lock);
-  own_task *own = d->own;
-  size_t n = d->nown, kept = 0;
-  d->own = NULL;
-  d->nown = d->capown = 0;
-  pthread_mutex_unlock(&d->lock);
-  int rc = 0;
-  for (size_t i = 0; i < n; i++) {
-    int e;
-    if (join) {
-      e = weft_task_join(own[i].t);
-    } else if (known && own[i].by == spawner) {
-      own[kept++] = own[i]; /* ordered by data flow, before or after */
-      continue;
-    } else {
-      e = weft_task_after(own[i].t);
-      e = e ? weft_task_join(own[i].t) : weft_task_detach(own[i].t);
-    }
-    if (e && rc == 0)
-      rc = e;
-  }
-  /* Without memory to keep one, it goes untracked (detached): joining it
-   * here could wait for the caller itself. */
-  for (size_t i = 0; i < kept; i++)
-    if (keep_own(d, own[i].t, own[i].by) != 0)
-      weft_task_detach(own[i].t);
-  free(own);
-  return rc;
 }
 
 /* A device's filler: a task of weft's own that fills the instances that
@@ -365,7 +302,7 @@ static void filler(void *arg) {
 void weft__data_prefetch_at_spawn(weft_runtime *rt, int dev,
                                   const weft_access *a, size_t n) {
   int start = 0;
-  for (size_t k = 0; k < n && !own_spawn; k++)
+  for (size_t k = 0; k < n && !weft__data_own_spawning(); k++)
     start += weft__data_queue_fill(rt, dev, a[k].ptr, a[k].mode);
   weft_task_opts o;
   weft_task_opts_init(&o);

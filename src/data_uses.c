@@ -4,7 +4,10 @@
  * latest, first evicting those no spawned task will use (Belady's rule on
  * the tasks already spawned; docs/decisions/data.md, "Eviction spares the
  * data spawned tasks will use soonest"); a write-back started ahead runs
- * where the last of them does. */
+ * where the last of them does; an unregister refuses while one it would
+ * not follow has yet to return. And the prefetches a task started, which
+ * a writer of another spawner follows (docs/decisions/data.md, "Found in
+ * review: a second eviction..."). */
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -98,4 +101,66 @@ int weft__data_spawner_of(weft_data *d, const weft_task *t,
     }
   pthread_mutex_unlock(&d->lock);
   return found;
+}
+
+/* Set while this thread spawns a task of weft's own on a handle (a spawn
+ * never switches): its declarations start no copies at spawn, which would
+ * fill an instance that the task is about to free or does not read, and
+ * it does not count as the program's user ahead. */
+static _Thread_local int own_spawn;
+
+void weft__data_own_spawn(int on) { own_spawn = on; }
+
+int weft__data_own_spawning(void) { return own_spawn; }
+
+int weft__data_keep_own(weft_data *d, weft_task *t, const weft_task *by) {
+  pthread_mutex_lock(&d->lock);
+  int rc = 0;
+  if (d->nown == d->capown) {
+    size_t cap = d->capown ? 2 * d->capown : 8;
+    own_task *grown = realloc(d->own, cap * sizeof *grown);
+    if (grown) {
+      d->own = grown;
+      d->capown = cap;
+    } else {
+      rc = -1;
+    }
+  }
+  if (rc == 0)
+    d->own[d->nown++] = (own_task){t, by};
+  pthread_mutex_unlock(&d->lock);
+  return rc;
+}
+
+int weft__data_follow_own(weft_data *d, int join) {
+  const weft_task *self = weft_task_self(), *spawner = NULL;
+  int known = !join && weft__data_spawner_of(d, self, &spawner);
+  pthread_mutex_lock(&d->lock);
+  own_task *own = d->own;
+  size_t n = d->nown, kept = 0;
+  d->own = NULL;
+  d->nown = d->capown = 0;
+  pthread_mutex_unlock(&d->lock);
+  int rc = 0;
+  for (size_t i = 0; i < n; i++) {
+    int e;
+    if (join) {
+      e = weft_task_join(own[i].t);
+    } else if (known && own[i].by == spawner) {
+      own[kept++] = own[i]; /* ordered by data flow, before or after */
+      continue;
+    } else {
+      e = weft_task_after(own[i].t);
+      e = e ? weft_task_join(own[i].t) : weft_task_detach(own[i].t);
+    }
+    if (e && rc == 0)
+      rc = e;
+  }
+  /* Without memory to keep one, it goes untracked (detached): joining it
+   * here could wait for the caller itself. */
+  for (size_t i = 0; i < kept; i++)
+    if (weft__data_keep_own(d, own[i].t, own[i].by) != 0)
+      weft_task_detach(own[i].t);
+  free(own);
+  return rc;
 }
