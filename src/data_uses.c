@@ -133,14 +133,18 @@ int weft__data_keep_own(weft_data *d, weft_task *t, const weft_task *by) {
 }
 
 int weft__data_follow_own(weft_data *d, int join) {
-  const weft_task *self = weft_task_self(), *spawner = NULL;
-  int known = !join && weft__data_spawner_of(d, self, &spawner);
   pthread_mutex_lock(&d->lock);
   own_task *own = d->own;
   size_t n = d->nown, kept = 0;
   d->own = NULL;
   d->nown = d->capown = 0;
   pthread_mutex_unlock(&d->lock);
+  if (n == 0) { /* every get for writing asks: most find none */
+    free(own);
+    return 0;
+  }
+  const weft_task *self = weft_task_self(), *spawner = NULL;
+  int known = !join && weft__data_spawner_of(d, self, &spawner);
   int rc = 0;
   for (size_t i = 0; i < n; i++) {
     int e;
