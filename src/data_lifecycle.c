@@ -66,6 +66,12 @@ static int follow_point(weft_event **ev) {
   return rc ? rc : e;
 }
 
+/* Destroys j's point if the job ended before follow_point took it. */
+static void drop_point(job *j) {
+  if (j->after)
+    weft_event_destroy(&j->after);
+}
+
 /* Copies a valid instance back to the host, unless the host's is valid. */
 static void sync_host(void *arg) {
   job *j = arg;
@@ -176,8 +182,7 @@ static int run_job(weft_data *d, unsigned mode, int dev, weft_task_fn fn,
     rc = spawn_job(&j, mode, dev, fn, name, &t);
   if (rc == 0)
     rc = join_job(&j, t);
-  if (j.after) /* the job failed before it waited */
-    weft_event_destroy(&j.after);
+  drop_point(&j);
   return rc;
 }
 
@@ -237,8 +242,7 @@ static void prefetch(void *arg) {
   void *p;
   if (follow_point(&j->after) == 0)
     weft_data_get(j->d, WEFT_READ, &p);
-  if (j->after)
-    weft_event_destroy(&j->after);
+  drop_point(j);
   free(j);
 }
 
@@ -248,8 +252,7 @@ static void prefetch(void *arg) {
 static void write_back(void *arg) {
   job *j = arg;
   sync_host(j);
-  if (j->after)
-    weft_event_destroy(&j->after);
+  drop_point(j);
   free(j);
 }
 
@@ -272,8 +275,7 @@ int weft_data_prefetch(weft_data *d, int device) {
     rc = spawn_own(d, WEFT_READ, host ? weft__data_source_device(d) : device,
                    host ? write_back : prefetch, j, "weft_data_prefetch", &t);
   if (rc) {
-    if (j->after)
-      weft_event_destroy(&j->after);
+    drop_point(j);
     free(j);
     return rc;
   }
