@@ -7,7 +7,8 @@
  * stream. A copy from or to pageable memory would make CUDA block the
  * calling thread for the whole transfer (docs/decisions/memory.md,
  * "Pageable copies are staged by tasks"), so it is staged
- * through pinned blocks in 4 MiB chunks, a ring of blocks per copy
+ * through pinned blocks in chunks (4 MiB unless stage_chunk_kib says
+ * otherwise), a ring of blocks per copy
  * (reused once their transfer is done; sizes at ring_chunks), so a
  * copy of any size holds a bounded amount of pinned memory:
  * - host to device: helper tasks copy chunks into the ring's blocks in
@@ -40,7 +41,12 @@
 #include "runtime_state.h"
 #include "weft/memory.h"
 
-#define CHUNK ((size_t)4 << 20)
+/* A staging block's bytes (weft_runtime_opts.stage_chunk_kib, weft_init
+ * validated it: 64 KiB to 64 MiB; 4 MiB unset). */
+static size_t chunk_bytes(const weft_runtime *rt) {
+  int kib = rt->opts.stage_chunk_kib > 0 ? rt->opts.stage_chunk_kib : 4096;
+  return (size_t)kib << 10;
+}
 
 /* Blocks in a copy's ring (weft_runtime_opts.stage_chunks, or by
  * default as follows). To the device: two per worker, so that every
@@ -151,9 +157,9 @@ static void release_block(weft__exec *x, weft__stream *s, void *block,
  * first) stay the slot's. */
 static int start_in(weft__exec *x, stage_job *j, const char *src, size_t n,
                     size_t i) {
-  size_t off = i * CHUNK;
+  size_t chunk = chunk_bytes(x->rt), off = i * chunk;
   j->host = (char *)src + off;
-  j->n = n - off < CHUNK ? n - off : CHUNK;
+  j->n = n - off < chunk ? n - off : chunk;
   j->rc = 0;
   return spawn_helper(x, &j->helper, stage_in, j);
 }
@@ -161,7 +167,7 @@ static int start_in(weft__exec *x, stage_job *j, const char *src, size_t n,
 static int staged_in(weft__exec *x, weft__stream *s, char *dst, const char *src,
                      size_t n) {
   weft_runtime *rt = x->rt;
-  size_t nchunks = (n + CHUNK - 1) / CHUNK;
+  size_t chunk = chunk_bytes(rt), nchunks = (n + chunk - 1) / chunk;
   if (nchunks == 1) { /* small: stage here, no task needed */
     void *b;
     int rc = weft__pinned_cache_alloc(&rt->pinned, n, &b);
@@ -178,7 +184,7 @@ static int staged_in(weft__exec *x, weft__stream *s, char *dst, const char *src,
   int rc = slot ? 0 : weft__err(WEFT_ENOMEM, "weft_copy: no memory");
   for (size_t k = 0; !rc && k < r; k++) {
     slot[k].rt = rt;
-    rc = weft__pinned_cache_alloc(&rt->pinned, CHUNK, (void **)&slot[k].pinned);
+    rc = weft__pinned_cache_alloc(&rt->pinned, chunk, (void **)&slot[k].pinned);
   }
   size_t started = 0;
   while (!rc && started < r &&
@@ -195,7 +201,7 @@ static int staged_in(weft__exec *x, weft__stream *s, char *dst, const char *src,
     if (!rc)
       rc = jr ? jr : j->rc;
     if (!rc)
-      rc = weft__copy(s, dst + i * CHUNK, j->pinned, j->n, WEFT__COPY_H2D);
+      rc = weft__copy(s, dst + i * chunk, j->pinned, j->n, WEFT__COPY_H2D);
     if (!rc && started < nchunks) { /* chunk started = i + r: this slot */
       if (!j->ev)
         rc = weft__event_pool_get(rt, x->dev, 0, &j->ev);
@@ -211,7 +217,7 @@ static int staged_in(weft__exec *x, weft__stream *s, char *dst, const char *src,
     if (slot[k].ev)
       weft__event_pool_put(rt, slot[k].ev);
     if (slot[k].pinned)
-      release_block(x, s, slot[k].pinned, CHUNK);
+      release_block(x, s, slot[k].pinned, chunk);
   }
   free(slot);
   return rc;
@@ -238,14 +244,14 @@ static int chunk_out(weft__exec *x, weft__stream *s, char *dst, const char *src,
                      size_t n, size_t i, char *b, int last_use,
                      stage_job **job) {
   weft_runtime *rt = x->rt;
-  size_t off = i * CHUNK;
+  size_t chunk = chunk_bytes(rt), off = i * chunk;
   stage_job *j = calloc(1, sizeof *j);
   if (!j)
     return weft__err(WEFT_ENOMEM, "weft_copy: no memory");
   *j = (stage_job){.rt = rt,
                    .host = dst + off,
                    .pinned = b,
-                   .n = n - off < CHUNK ? n - off : CHUNK,
+                   .n = n - off < chunk ? n - off : chunk,
                    .last_use = last_use};
   int rc = weft__copy(s, b, src + off, j->n, WEFT__COPY_D2H);
   if (!rc)
@@ -267,7 +273,8 @@ static int chunk_out(weft__exec *x, weft__stream *s, char *dst, const char *src,
 static int staged_out(weft__exec *x, weft__stream *s, char *dst,
                       const char *src, size_t n) {
   weft_runtime *rt = x->rt;
-  size_t nchunks = (n + CHUNK - 1) / CHUNK, r = ring_chunks(rt, 0);
+  size_t chunk = chunk_bytes(rt), nchunks = (n + chunk - 1) / chunk;
+  size_t r = ring_chunks(rt, 0);
   if (r > nchunks)
     r = nchunks;
   char **blocks = calloc(r, sizeof *blocks);
@@ -286,7 +293,7 @@ static int staged_out(weft__exec *x, weft__stream *s, char *dst,
         break;
       }
     } else if ((rc = weft__pinned_cache_alloc(&rt->pinned,
-                                              nchunks == 1 ? n : CHUNK,
+                                              nchunks == 1 ? n : chunk,
                                               (void **)&blocks[k])) != 0) {
       break;
     }

@@ -284,6 +284,9 @@ int weft_init(weft_runtime **rtp, const weft_runtime_opts *user) {
     rc0 = count_opt("stage_chunks", "WEFT_STAGE_CHUNKS", &opts.stage_chunks, 2,
                     256);
   if (rc0 == 0)
+    rc0 = count_opt("stage_chunk_kib", "WEFT_STAGE_CHUNK_KIB",
+                    &opts.stage_chunk_kib, 64, 65536);
+  if (rc0 == 0)
     rc0 = count_opt("streams", "WEFT_STREAMS", &opts.streams, 1, 65536);
   int check = 0, admission = 0, watchdog = 0, prefetch = 0;
   if (rc0 == 0)

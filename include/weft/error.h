@@ -35,7 +35,7 @@
  *   their arguments, and weft_cuda_stream, weft_cublas and
  *   weft_cublas_workspace before they check the backend; the stream stays
  *   leased until the task ends or the thread exits.
- * - weft_copy from pageable memory to the device of more than 4 MiB that
+ * - weft_copy from pageable memory to the device of more than a chunk that
  *   fails while queuing the chunks' transfers leaves the transfers of the
  *   chunks before the failing one queued: that part of dst is written.
  * - weft_copy from the device to pageable memory that fails on a chunk

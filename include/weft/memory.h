@@ -11,7 +11,8 @@ WEFT_BEGIN_DECLS
  * there after weft_sync(), and src and dst must stay valid and untouched
  * until then. Pinned memory (weft_pinned_alloc or cudaHostAlloc) is copied
  * by the device directly. Pageable host memory (malloc, the stack) is
- * staged through pinned blocks in 4 MiB chunks, in parallel on the worker
+ * staged through pinned blocks in chunks of 4 MiB (weft_runtime_opts.
+ * stage_chunk_kib), in parallel on the worker
  * threads, so the copy stays asynchronous and, once the pinned cache holds
  * the staging blocks, neither the caller's thread nor a worker blocks on the
  * device; a pageable destination is written by helper tasks that the
@@ -31,7 +32,7 @@ WEFT_BEGIN_DECLS
  * of memory, or of a device allocation that dst or src is the start of:
  * a pointer inside an allocation is not looked up, keeping it in bounds is
  * the caller's), WEFT_ENOMEM (staging blocks included), device errors.
- * Context: any thread; may switch (a pageable source of more than 4 MiB:
+ * Context: any thread; may switch (a pageable source of more than a chunk:
  * the call joins the tasks that stage it; a copy larger than its blocks);
  * blocks the worker on CUDA when a staging block misses the pinned cache
  * (see weft_pinned_alloc). */

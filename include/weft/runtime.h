@@ -55,11 +55,11 @@ typedef struct weft_runtime_opts {
    * means 0). Off, it costs a NULL test per call. */
   int check;
   /* Pinned staging of a copy from or to pageable memory (weft_copy): the
-   * 4 MiB blocks one copy may hold, 2 to 256, reused as its transfers
-   * finish; 0 means the environment variable WEFT_STAGE_CHUNKS (2 to 256)
-   * or, unset, two per worker (8 to 32) to the device and 64 from it. A
-   * copy to pageable memory larger than its blocks holds the caller
-   * (suspended) until the rest fits. */
+   * blocks (stage_chunk_kib each) one copy may hold, 2 to 256, reused as
+   * its transfers finish; 0 means the environment variable
+   * WEFT_STAGE_CHUNKS (2 to 256) or, unset, two per worker (8 to 32) to
+   * the device and 64 from it. A copy to pageable memory larger than its
+   * blocks holds the caller (suspended) until the rest fits. */
   int stage_chunks;
   /* Priority-aware admission: while any WEFT_PRIORITY_HIGH task lives, a
    * normal-priority task keeps at most this many of its operations queued
@@ -121,6 +121,13 @@ typedef struct weft_runtime_opts {
    * default) reads the environment variable WEFT_DATA_PREFETCH (0 or 1;
    * unset means 0). weft check turns it off. */
   int data_prefetch;
+  /* Pinned staging's block, the chunk a pageable copy moves at a time, in
+   * KiB: 64 to 65 536 (64 MiB); 0 means the environment variable
+   * WEFT_STAGE_CHUNK_KIB (64 to 65536) or, unset, 4096 (4 MiB). Smaller
+   * blocks hold less pinned memory (stage_chunks of them a copy) and
+   * start a copy's first transfer sooner, but pay a transfer's fixed cost
+   * more often (docs/decisions/memory.md). */
+  int stage_chunk_kib;
 } weft_runtime_opts;
 
 /* Fills *opts with the defaults; NULL is ignored.
@@ -153,9 +160,10 @@ WEFT_API int weft_init(weft_runtime **rt, const weft_runtime_opts *opts);
  * never joined become invalid. While it waits, spawns are refused with
  * WEFT_ESTATE, those of running tasks too, and with them the calls that
  * spawn helper tasks: weft_map_chunks, weft_copy to pageable memory and
- * weft_copy of more than 4 MiB from it. Returns WEFT_EBUSY, and closes
- * nothing, while events or allocations made through it are still live (it
- * has waited for the tasks all the same).
+ * weft_copy of more than one staging block (stage_chunk_kib) from it.
+ * Returns WEFT_EBUSY, and closes nothing, while events or allocations
+ * made through it are still live (it has waited for the tasks all the
+ * same).
  * Errors: WEFT_EINVAL (rt NULL), WEFT_EHANDLE (rt is not an open runtime:
  * shut down already, or never opened), WEFT_ESTATE (called from a task),
  * WEFT_EBUSY, WEFT_EIO (the trace file could not be written; the runtime

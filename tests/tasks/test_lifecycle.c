@@ -418,6 +418,12 @@ static void env_checks(void) {
   static const char *const bad_chunks[] = {"1", "257", "abc", "-3"};
   env_refused("WEFT_STAGE_CHUNKS", bad_chunks, 4, "2 to 256");
   EXPECT(unsetenv("WEFT_STAGE_CHUNKS") == 0);
+  /* A staging block: 64 KiB to 64 MiB. */
+  static const char *const bad_kib[] = {"63", "65537", "4M", "-64"};
+  env_refused("WEFT_STAGE_CHUNK_KIB", bad_kib, 4, "64 to 65536");
+  EXPECT(setenv("WEFT_STAGE_CHUNK_KIB", "64", 1) == 0);
+  tt_close(tt_open(NULL));
+  EXPECT(unsetenv("WEFT_STAGE_CHUNK_KIB") == 0);
   /* 0 or 1 only, whatever the backend. */
   static const char *const bad_pageable[] = {"2", "yes", "on", " 1"};
   env_refused("WEFT_HOST_PAGEABLE", bad_pageable, 4, "expected 0");
@@ -434,6 +440,12 @@ static void env_checks(void) {
   o.stage_chunks = 2;
   rt = tt_open(&o);
   tt_close(rt);
+  weft_runtime_opts_init(&o);
+  o.stage_chunk_kib = 65537;
+  EXPECT_ERR(weft_init(&rt, &o), WEFT_EINVAL);
+  EXPECT(strstr(weft_last_error_message(), "stage_chunk_kib") != NULL);
+  o.stage_chunk_kib = 64;
+  tt_close(tt_open(&o));
   /* Streams made at weft_init: 1 to 65536 per device, 32 by default. */
   static const char *const bad_streams[] = {"0", "65537", "abc", "-1"};
   env_refused("WEFT_STREAMS", bad_streams, 4, "1 to 65536");

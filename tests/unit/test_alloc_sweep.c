@@ -95,9 +95,11 @@ int __wrap_pthread_create(pthread_t *t, const pthread_attr_t *a,
 
 /* ---- the program ---- */
 
-/* BIG: 5 chunks of 4 MiB and one byte, past the 4 blocks main() gives a
- * copy's staging, so blocks are reused in both directions. */
-enum { N = 4096, BIG = (16 << 20) + 1 };
+/* BIG: four chunks of 64 KiB (main()'s staging blocks) and one byte, a
+ * fifth chunk past the 4 blocks main() gives a copy's staging, so blocks
+ * are reused in both directions. Blocks of the default 4 MiB made each run
+ * copy and fault in 64 times as much: most of the sweep's time. */
+enum { N = 4096, BIG = (256 << 10) + 1 };
 
 static void add_one_host(const weft_kernel_ctx *k, void **args) {
   float *x = *(float **)args[0];
@@ -613,6 +615,7 @@ int main(void) {
    * ring of pinned blocks, helper tasks), so their failures are swept. */
   setenv("WEFT_HOST_PAGEABLE", "1", 1);
   setenv("WEFT_STAGE_CHUNKS", "4", 1); /* BIG wraps both rings */
+  setenv("WEFT_STAGE_CHUNK_KIB", "64", 1);
   char trace[] = "/tmp/weft-sweep-XXXXXX";
   int fd = mkstemp(trace);
   EXPECT(fd >= 0);
