@@ -283,6 +283,11 @@ int weft__caller_capturing(void) {
   return x && x->stream && x->stream->capture;
 }
 
+const void *weft__caller_thread(void) {
+  weft__exec *x = weft__caller_self();
+  return x && !x->is_task ? x : NULL;
+}
+
 void weft__caller_implicit_sync(weft__exec *x, const char *call,
                                 const char *what, uint64_t ns) {
   if (x->bk->check)

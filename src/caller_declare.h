@@ -36,4 +36,10 @@ int weft__caller_own_copying(void);
 /* 1 when the calling exec is capturing a graph. */
 int weft__caller_capturing(void);
 
+/* The calling plain thread's context, as an identity: each plain thread
+ * keeps a data-flow record of its own, which registered data tells apart
+ * by it. NULL in a task, or in a thread new to weft (it has spawned
+ * nothing). */
+const void *weft__caller_thread(void);
+
 #endif

@@ -534,7 +534,8 @@ void weft__check_set_stale(weft__checker *k, weft__check_stale_fn fn,
  * valid copy is on a device reads what a task's writes left behind; a
  * write goes behind weft's back (a sync or eviction copies over it, a
  * device copy stays as it was). Asked before the lock (the answer takes
- * registered data's locks); once a handle, reader and call. */
+ * registered data's locks); once a handle, caller, call, direction and
+ * place of the valid copy. */
 static void check_stale(weft__checker *k, const char *call, const char *kernel,
                         const weft__check_span *spans, size_t n) {
   weft__check_stale_fn fn = atomic_load(&k->stale);
@@ -551,8 +552,10 @@ static void check_stale(weft__checker *k, const char *call, const char *kernel,
       snprintf(where, sizeof where, "device %d holds a valid copy", dev);
     else
       snprintf(where, sizeof where, "its host copy is the valid one");
+    char key[64];
+    snprintf(key, sizeof key, "%s %s %d", call, verb(w), dev);
     pthread_mutex_lock(&k->lock);
-    if (!seen_before(k, (uintptr_t)base, who, call)) {
+    if (!seen_before(k, (uintptr_t)base, who, key)) {
       if (w)
         finding(k, "stale", 0,
                 "%s %s%s%s writes registered data at %p (%zu bytes) through "

@@ -24,8 +24,6 @@ int weft_data_register_blocks(weft_runtime *rt, void *ptr, size_t bytes,
                               size_t block_bytes, weft_data_layout layout,
                               weft_data_blocks **out) {
   static const char call[] = "weft_data_register_blocks";
-  if (out)
-    *out = NULL;
   if (!rt || !ptr || !out)
     return weft_error_set(WEFT_EINVAL, 0, "%s: rt, ptr and out are needed",
                           call);
@@ -49,7 +47,7 @@ int weft_data_register_blocks(weft_runtime *rt, void *ptr, size_t bytes,
   int ndev;
   int rc = weft_device_count(rt, &ndev);
   if (rc)
-    return rc;
+    return weft_error_set(rc, 0, "%s: rt is not an open runtime", call);
   weft_data_blocks *b = calloc(1, sizeof *b + n * sizeof b->block[0]);
   if (!b)
     return weft_error_set(WEFT_ENOMEM, 0, "%s: no memory", call);
@@ -60,8 +58,10 @@ int weft_data_register_blocks(weft_runtime *rt, void *ptr, size_t bytes,
     size_t off = i * block_bytes;
     size_t len = bytes - off < block_bytes ? bytes - off : block_bytes;
     if ((rc = weft_data_register(rt, (char *)ptr + off, len, &b->block[i])) ==
-        0)
+        0) {
+      b->block[i]->block = 1;
       continue;
+    }
     /* Undone: no one else holds the blocks made, so they have no
      * instance, task or copy yet and leave without allocating, which
      * cannot fail as weft_data_unregister_n could. */
@@ -114,7 +114,7 @@ int weft_data_unregister_blocks(weft_data_blocks *b) {
   for (size_t i = 0; i < b->n; i++)
     if (b->block[i])
       left[k++] = b->block[i];
-  int rc = weft_data_unregister_n(left, k);
+  int rc = weft__data_unregister_n(left, k, 1);
   free(left);
   if (rc == 0) {
     free(b);

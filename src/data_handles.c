@@ -274,13 +274,36 @@ int weft__data_not_live(const char *call) {
                         call);
 }
 
-size_t weft__data_live(const weft_runtime *rt) {
-  size_t n = 0;
+int weft__data_usable(const weft_data *d, const char *call) {
+  if (!weft__data_is_live(d))
+    return weft__data_not_live(call);
+  if (weft_runtime_current() != d->rt)
+    return weft_error_set(WEFT_EINVAL, 0,
+                          "%s: the handle is another runtime's than the "
+                          "calling thread's",
+                          call);
+  return 0;
+}
+
+void weft__data_live(const weft_runtime *rt, weft__data_left *out) {
+  *out = (weft__data_left){0};
   pthread_mutex_lock(&weft__data_reg.lock);
-  for (size_t i = 0; i < weft__data_reg.n; i++)
-    n += weft__data_reg.live[i]->rt == rt;
+  for (size_t i = 0; i < weft__data_reg.n; i++) {
+    weft_data *d = weft__data_reg.live[i];
+    if (d->rt != rt)
+      continue;
+    if (out->handles++ == 0) {
+      out->host = d->host;
+      out->bytes = d->bytes;
+    }
+    pthread_mutex_lock(&d->lock);
+    for (int dev = 0; dev < d->ndev; dev++) {
+      out->allocs += d->inst[dev].ptr != NULL;
+      out->events += d->inst[dev].ready != NULL;
+    }
+    pthread_mutex_unlock(&d->lock);
+  }
   pthread_mutex_unlock(&weft__data_reg.lock);
-  return n;
 }
 
 int weft__data_enter(weft_data *d) {
@@ -497,6 +520,26 @@ int weft__data_users_returned(weft_runtime *rt, instance *in) {
   }
   in->nusers = k;
   return all;
+}
+
+int weft__data_follow_users(weft_data *d, instance *in) {
+  weft_task *self = weft_task_self();
+  pthread_mutex_lock(&d->lock);
+  weft_task **t = malloc((in->nusers + 1) * sizeof *t);
+  size_t n = 0;
+  if (t && in->gone)
+    t[n++] = in->gone;
+  for (size_t i = 0; t && i < in->nusers; i++)
+    if (in->users[i] != self && weft__task_progress(d->rt, in->users[i]) == 1)
+      t[n++] = in->users[i];
+  pthread_mutex_unlock(&d->lock);
+  if (!t)
+    return weft_error_set(WEFT_ENOMEM, 0, "weft_data: no memory");
+  int rc = 0;
+  for (size_t i = 0; rc == 0 && i < n; i++)
+    rc = weft_task_after(t[i]);
+  free(t);
+  return rc;
 }
 
 int weft_data_stats_get(const weft_data *d, weft_data_stats *out) {

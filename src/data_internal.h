@@ -67,21 +67,22 @@ typedef struct usage {
 /* A task spawned declaring a handle, yet to return (data_uses.c). */
 typedef struct use_ahead {
   const weft_task *t;
-  const weft_task *by; /* its spawner (NULL: a plain thread) */
-  uint64_t id;         /* its spawn order */
-  int own;             /* a task of weft's own (data_lifecycle.c) */
+  const void *by; /* its spawner (weft__data_spawner) */
+  uint64_t id;    /* its spawn order */
+  int own;        /* a task of weft's own (data_lifecycle.c) */
 } use_ahead;
 
 /* A prefetch task a task started (weft__data_follow_own). */
 typedef struct own_task {
   weft_task *t;
-  const weft_task *by; /* the task that started it */
+  const void *by; /* the task that started it (weft__data_spawner) */
 } own_task;
 
 struct weft_data {
   weft_runtime *rt;
   unsigned char *host;
   size_t bytes;
+  int block; /* one of weft_data_register_blocks': given back with them */
   usage *use;
   pthread_mutex_t lock; /* the fields below; never held across a weft call
                            that may switch */
@@ -144,6 +145,12 @@ int weft__data_place(weft_runtime *rt, const weft_access *a, size_t n);
 int weft__data_is_live(const weft_data *d);
 /* WEFT_EINVAL, for call, reported: d is not registered. */
 int weft__data_not_live(const char *call);
+/* 0 if d is registered and the calling thread's runtime is d's; else
+ * WEFT_EINVAL, for call, reported saying which. */
+int weft__data_usable(const weft_data *d, const char *call);
+/* weft_data_unregister_n's work; blocks set when
+ * weft_data_unregister_blocks gives back its own. */
+int weft__data_unregister_n(weft_data *const *d, size_t n, int blocks);
 /* Gives back the bytes of d's instance on dev (reg's lock not held). */
 void weft__data_unhold(weft_data *d, int dev);
 /* Removes d from the registry and frees it: its instances are freed. */
@@ -193,6 +200,12 @@ int weft__data_add_user(weft_runtime *rt, instance *in, weft_task *t,
 /* 1 if no user of in runs (its GPU work may be queued), after dropping
  * the completed ones. */
 int weft__data_users_returned(weft_runtime *rt, instance *in);
+/* The calling task's stream follows the GPU work of in's users that have
+ * returned (and of the last one dropped as completed, for weft check),
+ * the calling task aside: a copy from the instance or its free must wait
+ * for the work of another spawner's tasks, which data flow does not order
+ * before the caller's. Takes d's lock; 0 or the first error. */
+int weft__data_follow_users(weft_data *d, instance *in);
 /* Makes the caller's stream wait for in's last fill, if recorded (no
  * lock needed). */
 int weft__data_after_fill(const instance *in, int recorded);
@@ -204,6 +217,10 @@ int weft__data_after_fill(const instance *in, int recorded);
  * it, the note is skipped: eviction guesses worse, nothing fails. */
 void weft__data_note_uses(weft_runtime *rt, const weft_task *t, uint64_t id,
                           const weft_access *a, size_t n);
+/* Who spawns from here, as registered data tells spawners apart (each
+ * keeps a data-flow record of its own): the calling task's handle, else
+ * the plain thread's context (weft__caller_thread). */
+const void *weft__data_spawner(void);
 /* d's lock held: the spawn order of d's next user, the first of its users
  * ahead that has not returned; UINT64_MAX where none is ahead. */
 uint64_t weft__data_next_use(weft_runtime *rt, weft_data *d);
@@ -213,21 +230,20 @@ uint64_t weft__data_next_use(weft_runtime *rt, weft_data *d);
  * else WEFT_DEVICE_INHERIT. */
 int weft__data_source_device(weft_data *d);
 /* A task of the program spawned declaring d that has yet to return and
- * that an unregister by self (NULL: a plain thread) would not follow:
- * self itself, or one another task spawned (data flow orders only
- * self's). NULL if none; takes d's lock. */
-const weft_task *weft__data_unfollowed(weft_data *d, const weft_task *self);
-/* t's spawner into *by, if t was spawned declaring d and has yet to
- * return: 1, else 0; takes d's lock. */
-int weft__data_spawner_of(weft_data *d, const weft_task *t,
-                          const weft_task **by);
+ * that an unregister by the caller would not follow: the calling task
+ * itself, or one another task or plain thread spawned (data flow orders
+ * only the caller's). NULL if none; takes d's lock. */
+const weft_task *weft__data_unfollowed(weft_data *d);
+/* t's spawner (weft__data_spawner) into *by, if t was spawned declaring
+ * d and has yet to return: 1, else 0; takes d's lock. */
+int weft__data_spawner_of(weft_data *d, const weft_task *t, const void **by);
 /* on 1 before, 0 after, the calling thread's spawn of a task of weft's
  * own on a handle (data_lifecycle.c); weft__data_own_spawning says which. */
 void weft__data_own_spawn(int on);
 int weft__data_own_spawning(void);
 /* Appends t, a prefetch task that the calling task by started, to d's own
  * tasks; -1 without memory. */
-int weft__data_keep_own(weft_data *d, weft_task *t, const weft_task *by);
+int weft__data_keep_own(weft_data *d, weft_task *t, const void *by);
 /* The calling task's stream follows d's own prefetch tasks that tasks
  * other than its spawner started (weft_task_after, then detached), whose
  * reads of d's instances its write must follow: data flow orders those

@@ -112,6 +112,8 @@ static void sync_host(void *arg) {
   if (rc == 0)
     rc = weft__data_after_fill(sin, recorded);
   if (rc == 0)
+    rc = weft__data_follow_users(d, sin);
+  if (rc == 0)
     rc = follow_point(&j->after);
   if (rc == 0) {
     weft__caller_own_copy(1);
@@ -191,7 +193,6 @@ int weft_data_register(weft_runtime *rt, void *ptr, size_t bytes,
   if (!rt || !ptr || !out)
     return weft_error_set(WEFT_EINVAL, 0,
                           "weft_data_register: rt, ptr and out are needed");
-  *out = NULL;
   if (bytes == 0 || (uintptr_t)ptr + bytes < (uintptr_t)ptr)
     return weft_error_set(WEFT_EINVAL, 0,
                           "weft_data_register: %zu bytes at %p: none, or "
@@ -200,7 +201,9 @@ int weft_data_register(weft_runtime *rt, void *ptr, size_t bytes,
   int ndev;
   int rc = weft_device_count(rt, &ndev);
   if (rc)
-    return rc;
+    return weft_error_set(rc, 0,
+                          "weft_data_register: rt is not an open "
+                          "runtime");
   weft_data *d = calloc(1, sizeof *d + (size_t)ndev * sizeof d->inst[0]);
   if (!d)
     return weft_error_set(WEFT_ENOMEM, 0, "weft_data_register: no memory");
@@ -228,8 +231,9 @@ int weft_data_register(weft_runtime *rt, void *ptr, size_t bytes,
 }
 
 int weft_data_sync(weft_data *d) {
-  if (!weft__data_is_live(d))
-    return weft__data_not_live("weft_data_sync");
+  int urc = weft__data_usable(d, "weft_data_sync");
+  if (urc)
+    return urc;
   return run_job(d, WEFT_READ, WEFT_DEVICE_INHERIT, sync_host,
                  "weft_data_sync");
 }
@@ -257,8 +261,9 @@ static void write_back(void *arg) {
 }
 
 int weft_data_prefetch(weft_data *d, int device) {
-  if (!weft__data_is_live(d))
-    return weft__data_not_live("weft_data_prefetch");
+  int urc = weft__data_usable(d, "weft_data_prefetch");
+  if (urc)
+    return urc;
   int host = device == WEFT_DATA_HOST;
   if (!host && (device < 0 || device >= d->ndev))
     return weft_error_set(WEFT_EINVAL, 0,
@@ -331,6 +336,11 @@ static void free_instance(void *arg) {
   weft_data *d = j->d;
   int dev = weft_task_device();
   instance *in = &d->inst[dev];
+  int frc = weft__data_follow_users(d, in);
+  if (frc) {
+    job_fail(j, frc);
+    return;
+  }
   weft__data_lock_unless_busy(d, &in->busy);
   void *p = in->ptr;
   in->busy = FILLING; /* no eviction of it meanwhile */
@@ -440,14 +450,32 @@ static int given_twice(weft_data *const *d, size_t n) {
                                             again, first);
 }
 
-int weft_data_unregister(weft_data *d) { return weft_data_unregister_n(&d, 1); }
+int weft_data_unregister(weft_data *d) {
+  return weft__data_unregister_n(&d, 1, 0);
+}
 
 int weft_data_unregister_n(weft_data *const *d, size_t n) {
+  return weft__data_unregister_n(d, n, 0);
+}
+
+int weft__data_unregister_n(weft_data *const *d, size_t n, int blocks) {
+  const char *call = blocks        ? "weft_data_unregister_blocks"
+                     : n == 1 && d ? "weft_data_unregister"
+                                   : "weft_data_unregister_n";
   if (n && !d)
-    return weft_error_set(WEFT_EINVAL, 0, "weft_data_unregister_n: d is NULL");
-  for (size_t i = 0; i < n; i++)
-    if (!weft__data_is_live(d[i]))
-      return weft__data_not_live("weft_data_unregister");
+    return weft_error_set(WEFT_EINVAL, 0, "%s: d is NULL", call);
+  for (size_t i = 0; i < n; i++) {
+    int urc = weft__data_usable(d[i], call);
+    if (urc)
+      return urc;
+    if (d[i]->block && !blocks)
+      return weft_error_set(WEFT_EINVAL, 0,
+                            "%s: handle %zu (%p, %zu bytes) is a block of "
+                            "weft_data_register_blocks: "
+                            "weft_data_unregister_blocks gives back all its "
+                            "blocks",
+                            call, i, d[i]->host, d[i]->bytes);
+  }
   int twice = given_twice(d, n);
   if (twice)
     return twice;
@@ -465,24 +493,23 @@ int weft_data_unregister_n(weft_data *const *d, size_t n) {
    * (Prefetches tasks started are joined above, and no longer count.) */
   weft_task *self = weft_task_self();
   for (size_t i = 0; i < n; i++) {
-    const weft_task *t = weft__data_unfollowed(d[i], self);
+    const weft_task *t = weft__data_unfollowed(d[i]);
     if (t)
       return weft_error_set(
           WEFT_EBUSY, 0,
-          "weft_data_unregister: handle %zu (%p, %zu bytes) is declared by "
-          "%s, which has yet to return; unregister it after that task, "
-          "from its spawner",
-          i, d[i]->host, d[i]->bytes,
+          "%s: handle %zu (%p, %zu bytes) is declared by %s, which has yet "
+          "to return; unregister it after that task, from its spawner",
+          call, i, d[i]->host, d[i]->bytes,
           t == self ? "the calling task"
-                    : "a task another task spawned (the unregister follows "
-                      "only its caller's)");
+                    : "a task another task or thread spawned (the "
+                      "unregister follows only its caller's)");
   }
   job *j = calloc(n ? n : 1, sizeof *j);
   weft_task **t = calloc(n ? n : 1, sizeof *t);
   if (!j || !t) {
     free(j);
     free(t);
-    return weft_error_set(WEFT_ENOMEM, 0, "weft_data_unregister: no memory");
+    return weft_error_set(WEFT_ENOMEM, 0, "%s: no memory", call);
   }
   /* Every write-back first, side by side; then the joins. */
   int rc = 0;

@@ -1,6 +1,7 @@
 /* What weft_shutdown (runtime.c) asks of registered data
- * (data_handles.c): how many handles of a runtime are still registered, to
- * name them among the objects that keep it open. */
+ * (data_handles.c): the handles of a runtime still registered, with the
+ * device allocations and events their instances hold, to name them among
+ * the objects that keep it open. */
 #ifndef WEFT__DATA_LIVE_H
 #define WEFT__DATA_LIVE_H
 
@@ -8,6 +9,13 @@
 
 struct weft_runtime;
 
-size_t weft__data_live(const struct weft_runtime *rt);
+typedef struct weft__data_left {
+  size_t handles;
+  size_t allocs, events; /* their instances' */
+  const void *host;      /* the first handle's (lowest address) */
+  size_t bytes;
+} weft__data_left;
+
+void weft__data_live(const struct weft_runtime *rt, weft__data_left *out);
 
 #endif

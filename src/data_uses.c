@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "caller_declare.h"
 #include "data_core.h"
 #include "data_internal.h"
 
@@ -38,9 +39,14 @@ static int room_for_one(weft_runtime *rt, weft_data *d) {
   return 0;
 }
 
+const void *weft__data_spawner(void) {
+  weft_task *self = weft_task_self();
+  return self ? (const void *)self : weft__caller_thread();
+}
+
 void weft__data_note_uses(weft_runtime *rt, const weft_task *t, uint64_t id,
                           const weft_access *a, size_t n) {
-  const weft_task *by = weft_task_self(); /* a spawn runs in its spawner */
+  const void *by = weft__data_spawner(); /* a spawn runs in its spawner */
   int own = weft__data_own_spawning();
   pthread_mutex_lock(&weft__data_reg.lock);
   for (size_t k = 0; k < n; k++) {
@@ -77,12 +83,13 @@ int weft__data_source_device(weft_data *d) {
   return dev < 0 ? WEFT_DEVICE_INHERIT : dev;
 }
 
-const weft_task *weft__data_unfollowed(weft_data *d, const weft_task *self) {
-  const weft_task *found = NULL;
+const weft_task *weft__data_unfollowed(weft_data *d) {
+  const weft_task *self = weft_task_self(), *found = NULL;
+  const void *spawner = weft__data_spawner();
   pthread_mutex_lock(&d->lock);
   for (size_t i = d->ahead_at; !found && i < d->nahead; i++) {
     const use_ahead *u = &d->ahead[i];
-    if (!u->own && (u->t == self || u->by != self) &&
+    if (!u->own && (u->t == self || u->by != spawner) &&
         weft__task_progress(d->rt, u->t) == 0)
       found = u->t;
   }
@@ -90,8 +97,7 @@ const weft_task *weft__data_unfollowed(weft_data *d, const weft_task *self) {
   return found;
 }
 
-int weft__data_spawner_of(weft_data *d, const weft_task *t,
-                          const weft_task **by) {
+int weft__data_spawner_of(weft_data *d, const weft_task *t, const void **by) {
   int found = 0;
   pthread_mutex_lock(&d->lock);
   for (size_t i = d->ahead_at; t && !found && i < d->nahead; i++)
@@ -113,7 +119,7 @@ void weft__data_own_spawn(int on) { own_spawn = on; }
 
 int weft__data_own_spawning(void) { return own_spawn; }
 
-int weft__data_keep_own(weft_data *d, weft_task *t, const weft_task *by) {
+int weft__data_keep_own(weft_data *d, weft_task *t, const void *by) {
   pthread_mutex_lock(&d->lock);
   int rc = 0;
   if (d->nown == d->capown) {
@@ -143,7 +149,8 @@ int weft__data_follow_own(weft_data *d, int join) {
     free(own);
     return 0;
   }
-  const weft_task *self = weft_task_self(), *spawner = NULL;
+  const weft_task *self = weft_task_self();
+  const void *spawner = NULL;
   int known = !join && weft__data_spawner_of(d, self, &spawner);
   int rc = 0;
   for (size_t i = 0; i < n; i++) {

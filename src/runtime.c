@@ -444,13 +444,23 @@ static size_t user_objects(weft_runtime *rt, char *what, size_t len) {
   pthread_mutex_lock(&rt->h.lock);
   size_t graphs = rt->ngraphs;
   pthread_mutex_unlock(&rt->h.lock);
-  size_t data = weft__data_live(rt);
-  snprintf(what, len,
-           "%zu events, %zu streams (weft_host_stream), %zu device and %zu "
-           "pinned allocations, %zu graphs, %zu registered data "
-           "(weft_data_unregister)",
-           ev, st, c.device_allocs, p.blocks_in_use, graphs, data);
-  return ev + st + c.device_allocs + p.blocks_in_use + graphs + data;
+  weft__data_left data;
+  weft__data_live(rt, &data);
+  /* Registered data's instances are its own, named with it. */
+  ev -= data.events <= ev ? data.events : ev;
+  size_t dev = c.device_allocs;
+  dev -= data.allocs <= dev ? data.allocs : dev;
+  int n = snprintf(what, len,
+                   "%zu events, %zu streams (weft_host_stream), %zu device "
+                   "and %zu pinned allocations, %zu graphs, %zu registered "
+                   "data (weft_data_unregister)",
+                   ev, st, dev, p.blocks_in_use, graphs, data.handles);
+  if (data.handles && n > 0 && (size_t)n < len)
+    snprintf(what + n, len - (size_t)n,
+             ", the first at %p (%zu bytes); their copies hold %zu device "
+             "allocations and %zu events besides",
+             data.host, data.bytes, data.allocs, data.events);
+  return ev + st + dev + p.blocks_in_use + graphs + data.handles;
 }
 
 int weft_shutdown(weft_runtime *rt) {
@@ -469,7 +479,7 @@ int weft_shutdown(weft_runtime *rt) {
   pthread_mutex_unlock(&rt->h.lock);
   /* No task runs and none can start (closing), so the count is stable;
    * counting takes locks of its own. */
-  char what[256];
+  char what[512];
   if (user_objects(rt, what, sizeof what) > 0) {
     pthread_mutex_lock(&rt->h.lock);
     rt->closing = 0;

@@ -101,8 +101,10 @@ typedef struct weft_data_stats {
 } weft_data_stats;
 
 /* Registers bytes of host memory at ptr (pageable or pinned) as logical
- * data of rt, its host copy valid, into *out. A handle still registered
- * keeps weft_shutdown from closing rt (WEFT_EBUSY, which names it).
+ * data of rt, its host copy valid, into *out (untouched on failure). A
+ * handle still registered keeps weft_shutdown from closing rt
+ * (WEFT_EBUSY, whose message names the first such handle's address and
+ * size).
  * Errors: WEFT_EINVAL (NULL argument, bytes 0 or past the end of memory,
  * a region overlapping one registered with rt), WEFT_EHANDLE (rt not
  * open), WEFT_ENOMEM. Context: any thread; never blocks. */
@@ -150,10 +152,12 @@ enum { WEFT_DATA_HOST = -3 };
 WEFT_API int weft_data_prefetch(weft_data *d, int device);
 
 /* Makes d's host copy valid again: ordered after the earlier tasks of the
- * calling spawner that write d (an internal task declaring d read), and
- * after the calling task's own work queued so far if it got d, it copies
- * a valid instance back if the host's is not, and returns once the host
- * memory holds it. Device instances stay valid.
+ * calling spawner that write d (an internal task declaring d read), after
+ * the calling task's own work queued so far if it got d, and after the
+ * GPU work still queued of any task that got d's instance and has
+ * returned (another spawner's too), it copies a valid instance back if
+ * the host's is not, and returns once the host memory holds it. Device
+ * instances stay valid.
  * Errors: WEFT_EINVAL (d not registered; the caller a task or thread of
  * another runtime than d's, whose declarations cannot name d's tasks),
  * WEFT_ESTATE (d's runtime shutting down, or in a graph capture),
@@ -162,12 +166,16 @@ WEFT_API int weft_data_prefetch(weft_data *d, int device);
 WEFT_API int weft_data_sync(weft_data *d);
 
 /* weft_data_sync, after the earlier tasks of the calling spawner that
- * read or write d, then frees d's instances and d. The host memory is the
- * caller's again.
+ * read or write d, then frees d's instances and d (each free after the
+ * queued GPU work of the tasks that got it and returned). The host memory
+ * is the caller's again.
  * Errors: weft_data_sync's; WEFT_EBUSY (a task that declared d has yet
  * to return and the unregister would not follow it: the calling task
- * itself, or a task spawned by another task than the caller; unregister
- * d after it, from its spawner); on failure d stays registered.
+ * itself, or a task spawned by another task or plain thread than the
+ * caller, each of which keeps a data-flow record of its own; unregister d
+ * after it, from its spawner); WEFT_EINVAL also for a block of
+ * weft_data_register_blocks (weft_data_unregister_blocks gives back its
+ * blocks together); on failure d stays registered.
  * Context: any thread; may switch (blocks a plain thread). */
 WEFT_API int weft_data_unregister(weft_data *d);
 
@@ -215,7 +223,8 @@ typedef enum weft_data_layout {
 #define WEFT_DATA_BLOCKS_MAX 65536
 
 /* Registers bytes of host memory at ptr as blocks of block_bytes over
- * rt's devices by layout (above) into *out; all or nothing.
+ * rt's devices by layout (above) into *out (untouched on failure); all
+ * or nothing.
  * Errors: WEFT_EINVAL (NULL argument, bytes or block_bytes 0, a region
  * past the end of memory, more than WEFT_DATA_BLOCKS_MAX blocks, an
  * unknown layout, a region overlapping one registered with rt),

@@ -524,6 +524,35 @@ static void host_write(void) {
   EXPECT_OK(weft_data_unregister(D));
 }
 
+/* One task reads the stale host memory, then writes it (copies both
+ * ways): two findings, one for each direction, though the handle, task
+ * and call are the same. */
+static void host_read_write_task(void *arg) {
+  (void)arg;
+  EXPECT_OK(weft_copy(W.other, W.reg, N * sizeof(int)));
+  EXPECT_OK(weft_copy(W.reg, W.other, N * sizeof(int)));
+  EXPECT_OK(weft_sync());
+}
+
+static void host_read_then_write(void) {
+  EXPECT_OK(weft_data_register(W.rt, W.reg, N * sizeof(int), &D));
+  weft_access a[2] = {weft_data_access(D, WEFT_RW),
+                      {W.other, N * sizeof(int), WEFT_RW}};
+  weft_task_opts o;
+  weft_task_opts_init(&o);
+  o.name = "host-writer";
+  o.accesses = a;
+  o.naccesses = 1;
+  weft_task *t;
+  EXPECT_OK(weft_task_spawn(W.rt, &t, host_writer_task, NULL, &o));
+  EXPECT_OK(weft_task_join(t));
+  o.name = "host-read-write";
+  o.naccesses = 2;
+  EXPECT_OK(weft_task_spawn(W.rt, &t, host_read_write_task, NULL, &o));
+  EXPECT_OK(weft_task_join(t));
+  EXPECT_OK(weft_data_unregister(D));
+}
+
 /* The same cases on pageable host memory, whose copies weft stages
  * through pinned buffers (the host backend tells memory apart so under
  * WEFT_HOST_PAGEABLE=1, as CUDA does). */
@@ -788,6 +817,15 @@ int main(void) {
          KIND_STALE, "'host-reader'", "weft_copy");
   silent("registered data read through host memory after weft_data_sync",
          host_read_synced, 0);
+  {
+    char out[8192];
+    size_t n = run(host_read_then_write, 1, out, sizeof out);
+    EXPECT_MSG(n >= 2 && strstr(out, "weft_copy reads registered") &&
+                   strstr(out, "weft_copy writes registered"),
+               "stale host memory read, then written, by one task's "
+               "weft_copy: %zu findings, expected one each way: %s",
+               n, out);
+  }
   expect("registered data written through its host memory", host_write,
          KIND_STALE, "'host-writer-direct'", "writes registered data");
   /* Staged copies: the check sees their host side. */

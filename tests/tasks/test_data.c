@@ -556,6 +556,12 @@ static void blocks(weft_runtime *rt) {
     }
     EXPECT(weft_data_blocks_at(m, NB) == NULL);
     EXPECT_ERR(weft_data_blocks_device(m, NB), WEFT_EINVAL);
+    /* A block goes back with the others, not alone. */
+    weft_data *one = weft_data_blocks_at(m, 1);
+    EXPECT_ERR(weft_data_unregister(one), WEFT_EINVAL);
+    EXPECT(strstr(weft_last_error_message(), "weft_data_unregister_blocks") !=
+           NULL);
+    EXPECT_ERR(weft_data_unregister_n(&one, 1), WEFT_EINVAL);
     EXPECT_OK(weft_data_blocks_place(m));
     for (int i = 0; i < NB; i++) { /* the fills, ahead */
       weft_data_stats st = {0};
@@ -598,7 +604,7 @@ static void blocks(weft_runtime *rt) {
   /* Bad input: nothing registered after any of it. */
   weft_data_blocks *m = (weft_data_blocks *)1;
   EXPECT_ERR(weft_data_register_blocks(NULL, x, bb, bb, 0, &m), WEFT_EINVAL);
-  EXPECT(m == NULL);
+  EXPECT(m == (weft_data_blocks *)1); /* a failure leaves it (error.h) */
   EXPECT_ERR(weft_data_register_blocks(rt, NULL, bb, bb, 0, &m), WEFT_EINVAL);
   EXPECT_ERR(weft_data_register_blocks(rt, x, bb, bb, 0, NULL), WEFT_EINVAL);
   EXPECT_ERR(weft_data_register_blocks(rt, x, 0, bb, 0, &m), WEFT_EINVAL);
@@ -614,7 +620,7 @@ static void blocks(weft_runtime *rt) {
                                        WEFT_DATA_CYCLIC, &m),
              WEFT_EINVAL);
   EXPECT(strstr(weft_last_error_message(), "block 3") != NULL);
-  EXPECT(m == NULL);
+  EXPECT(m == (weft_data_blocks *)1);
   weft_data *first; /* the blocks before the overlap were undone */
   EXPECT_OK(weft_data_register(rt, x, 3 * bb, &first));
   EXPECT_OK(weft_data_unregister(first));
@@ -675,6 +681,10 @@ static void beside_register(void *arg) {
                                  &s->h[i]));
 }
 
+static void beside_unregister_one(void *arg) {
+  EXPECT_OK(weft_data_unregister(arg));
+}
+
 static void beside_unregister(void *arg) {
   beside *s = arg;
   EXPECT_OK(weft_data_unregister_n(s->h, 4));
@@ -692,6 +702,11 @@ static void *left_registered(void *arg) {
   EXPECT_OK(weft_data_register(c, mine, sizeof mine, &e));
   EXPECT_ERR(weft_shutdown(c), WEFT_EBUSY);
   EXPECT(strstr(weft_last_error_message(), "1 registered data") != NULL);
+  char at[64]; /* named: where, and how large */
+  snprintf(at, sizeof at, "the first at %p (%zu bytes)", (void *)mine,
+           sizeof mine);
+  EXPECT_MSG(strstr(weft_last_error_message(), at) != NULL, "%s",
+             weft_last_error_message());
   EXPECT_OK(weft_data_unregister(e));
   EXPECT_OK(weft_shutdown(c));
   return NULL;
@@ -701,11 +716,23 @@ static void bad_input(weft_runtime *rt) {
   static float buf[64];
   weft_data *d, *e;
   EXPECT_ERR(weft_data_register(NULL, buf, sizeof buf, &d), WEFT_EINVAL);
+  /* A failure leaves the output as it was (error.h). */
+  weft_data *const untouched = (weft_data *)&buf[1];
+  d = untouched;
   EXPECT_ERR(weft_data_register(rt, buf, 0, &d), WEFT_EINVAL);
+  EXPECT(d == untouched);
   EXPECT_ERR(weft_data_register(rt, buf, SIZE_MAX, &d), WEFT_EINVAL);
+  EXPECT(d == untouched);
+  weft_data_blocks *mb = (weft_data_blocks *)untouched;
+  EXPECT_ERR(
+      weft_data_register_blocks(rt, buf, sizeof buf, 0, WEFT_DATA_BLOCKED, &mb),
+      WEFT_EINVAL);
+  EXPECT(mb == (weft_data_blocks *)untouched);
   EXPECT_OK(weft_data_register(rt, buf, sizeof buf, &d));
+  e = untouched;
   EXPECT_ERR(weft_data_register(rt, buf + 8, 4, &e), WEFT_EINVAL);
   EXPECT(strstr(weft_last_error_message(), "overlap") != NULL);
+  EXPECT(e == untouched);
   /* Around another, ending inside it, starting inside it; then beside it
    * on either side. */
   static float big[256];
@@ -747,6 +774,20 @@ static void bad_input(weft_runtime *rt) {
   EXPECT_OK(weft_init(&b, &ob));
   EXPECT_OK(weft_task_spawn(b, &t, other_runtime_task, d, NULL));
   EXPECT_OK(weft_task_join(t));
+  { /* b's handle from this thread, whose runtime is rt: named so */
+    static float mem[16];
+    weft_data *theirs;
+    EXPECT_OK(weft_data_register(b, mem, sizeof mem, &theirs));
+    EXPECT_ERR(weft_data_sync(theirs), WEFT_EINVAL);
+    EXPECT(strstr(weft_last_error_message(), "weft_data_sync: the handle is "
+                                             "another runtime's") != NULL);
+    EXPECT_ERR(weft_data_prefetch(theirs, 0), WEFT_EINVAL);
+    EXPECT(strstr(weft_last_error_message(), "weft_data_prefetch") != NULL);
+    EXPECT_ERR(weft_data_unregister(theirs), WEFT_EINVAL);
+    EXPECT(strstr(weft_last_error_message(), "another runtime's") != NULL);
+    EXPECT_OK(weft_task_spawn(b, &t, beside_unregister_one, theirs, NULL));
+    EXPECT_OK(weft_task_join(t));
+  }
   { /* b's handles around and over rt's: rt still finds its own overlaps
        among them, and none with b's */
     static float mem[64];
@@ -891,6 +932,110 @@ static void write_backs_lend(void) {
     EXPECT_MSG(host[i * bytes] == i + 1 && host[(i + 1) * bytes - 1] == i + 1,
                "handle %d was not written back", i);
   EXPECT_OK(weft_pinned_free(host));
+  tt_gate_fini(&s.g);
+  tt_close(rt);
+}
+
+/* Other spawners' tasks (issue 40's review): an unregister from another
+ * plain thread than the spawner of a task declaring d that has yet to
+ * return is refused, as one from another task is (each plain thread keeps
+ * a data-flow record of its own); and one from the main thread while a
+ * task another task spawned has returned with its write still queued
+ * (behind a closed gate) waits for that work: the host gets the write. */
+enum { OS_BYTES = 4096 };
+
+typedef struct others {
+  weft_data *d;
+  tt_gate g;
+  weft_task *child;
+  int got, go, rc;
+  char why[512]; /* the unregister's message, on its thread */
+} others;
+
+static void os_held(void *arg) {
+  others *s = arg;
+  void *p;
+  EXPECT_OK(weft_data_get(s->d, WEFT_RW, &p));
+  tt_store(&s->got, 1);
+  while (!tt_load(&s->go))
+    weft_yield();
+}
+
+static void *os_unregister(void *arg) {
+  others *s = arg;
+  s->rc = weft_data_unregister(s->d);
+  snprintf(s->why, sizeof s->why, "%s", s->rc ? weft_last_error_message() : "");
+  return NULL;
+}
+
+static void os_gated_writer(void *arg) {
+  others *s = arg;
+  void *p;
+  EXPECT_OK(weft_data_get(s->d, WEFT_RW, &p));
+  tt_gate_launch(&s->g);
+  EXPECT_OK(weft_memset(p, 7, OS_BYTES));
+}
+
+static void os_parent(void *arg) {
+  others *s = arg;
+  weft_access a[2] = {weft_data_access(s->d, WEFT_RW),
+                      {s->g.mem, 2 * sizeof(int), WEFT_RW}};
+  weft_task_opts o;
+  weft_task_opts_init(&o);
+  o.accesses = a;
+  o.naccesses = 2;
+  EXPECT_OK(weft_task_spawn(weft_runtime_current(), &s->child, os_gated_writer,
+                            s, &o));
+}
+
+static void *os_open_later(void *arg) {
+  tt_sleep_ms(100);
+  tt_gate_open(arg);
+  return NULL;
+}
+
+static void other_spawners(void) {
+  weft_runtime *rt = tt_open_workers(2);
+  static unsigned char host[OS_BYTES];
+  memset(host, 0, sizeof host);
+  others s = {0};
+  EXPECT_OK(weft_data_register(rt, host, sizeof host, &s.d));
+  weft_access a = weft_data_access(s.d, WEFT_RW);
+  weft_task_opts o;
+  weft_task_opts_init(&o);
+  o.accesses = &a;
+  o.naccesses = 1;
+  weft_task *t;
+  EXPECT_OK(weft_task_spawn(rt, &t, os_held, &s, &o));
+  while (!tt_load(&s.got))
+    tt_sleep_ms(1);
+  pthread_t th;
+  EXPECT(pthread_create(&th, NULL, os_unregister, &s) == 0);
+  EXPECT(pthread_join(th, NULL) == 0);
+  EXPECT_ERR(s.rc, WEFT_EBUSY);
+  EXPECT_MSG(strstr(s.why, "another task or thread") != NULL, "%s", s.why);
+  tt_store(&s.go, 1);
+  EXPECT_OK(weft_task_join(t));
+  EXPECT(pthread_create(&th, NULL, os_unregister, &s) == 0);
+  EXPECT(pthread_join(th, NULL) == 0);
+  EXPECT_OK(s.rc); /* the task completed: nothing left to follow */
+
+  tt_gate_init(&s.g);
+  EXPECT_OK(weft_data_register(rt, host, sizeof host, &s.d));
+  EXPECT_OK(weft_task_spawn(rt, &t, os_parent, &s, NULL));
+  EXPECT_OK(weft_task_join(t));
+  int64_t deadline = tt_now_ns() + 10000000000LL;
+  while (!tt_task_returned(s.child) && tt_now_ns() < deadline)
+    tt_sleep_ms(1);
+  EXPECT(tt_task_returned(s.child) && !tt_task_done(s.child));
+  EXPECT(pthread_create(&th, NULL, os_open_later, &s.g) == 0);
+  EXPECT_OK(weft_data_unregister(s.d));
+  EXPECT_MSG(host[0] == 7 && host[OS_BYTES - 1] == 7,
+             "the write-back did not wait for the returned writer's work: "
+             "host[0] = %d",
+             host[0]);
+  EXPECT_OK(weft_task_join(s.child));
+  EXPECT(pthread_join(th, NULL) == 0);
   tt_gate_fini(&s.g);
   tt_close(rt);
 }
@@ -1182,6 +1327,7 @@ int main(void) {
   unregister_fails_midway();
   readers_leave_the_list();
   fillers_across_registrations();
+  other_spawners();
   weft_backend_kind b = run(1, 0, 0);
   run(1, 2, 0);   /* three handles in two's room: evictions, write-backs */
   run(1, 0.5, 0); /* no room for one: past the limit rather than never */

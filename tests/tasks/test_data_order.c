@@ -240,7 +240,8 @@ static void unregistered_by_declarer(void) {
   EXPECT_OK(weft_task_join(parent));
   tt_gate_wait_started(&gc);
   EXPECT_ERR(weft_data_unregister(hw), WEFT_EBUSY);
-  EXPECT_MSG(strstr(weft_last_error_message(), "another task spawned") != NULL,
+  EXPECT_MSG(strstr(weft_last_error_message(),
+                    "another task or thread spawned") != NULL,
              "%s", weft_last_error_message());
   tt_gate_open(&gc);
   tt_wait_flag(&child_done, 10000, "the other task's writer ended");
