@@ -104,7 +104,8 @@ typedef struct weft_data_stats {
  * data of rt, its host copy valid, into *out (untouched on failure). A
  * handle still registered keeps weft_shutdown from closing rt
  * (WEFT_EBUSY, whose message names the first such handle's address and
- * size).
+ * size). Its sync, prefetch and unregister come from a task or thread
+ * whose runtime is rt (a thread keeps the runtime it first used).
  * Errors: WEFT_EINVAL (NULL argument, bytes 0 or past the end of memory,
  * a region overlapping one registered with rt), WEFT_EHANDLE (rt not
  * open), WEFT_ENOMEM. Context: any thread; never blocks. */

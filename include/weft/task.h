@@ -99,7 +99,9 @@ WEFT_API int weft_wait_until_named(int (*test)(void *arg), void *arg,
 WEFT_API int weft_task_device(void);
 
 /* Waits until the task's function returned and the GPU work it queued has
- * completed, then frees the task. In a task this yields; on a plain thread
+ * completed, then frees the task: the handle is stale from then on, and
+ * only weft_task_after still takes it (a no-op; a stale handle never
+ * names a later task). In a task this yields; on a plain thread
  * it blocks, and meanwhile runs the joined task itself if it still waits
  * to start in the queue of tasks spawned by plain threads, resuming it
  * after its GPU waits, so that no thread's
