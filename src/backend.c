@@ -512,7 +512,11 @@ int weft__event_elapsed(weft__event *start, weft__event *end, float *ms) {
     return weft__err(WEFT_EINVAL,
                      "weft_event_elapsed_ms: events of devices %d and %d",
                      start->hdr.dev, end->hdr.dev);
-  return start->hdr.bk->ops->event_elapsed(start, end, ms);
+  int rc = start->hdr.bk->ops->event_elapsed(start, end, ms);
+  if (rc == WEFT_EAGAIN) /* a failure like any other (weft/event.h) */
+    return weft__err(WEFT_EAGAIN, "weft_event_elapsed_ms: the events' work "
+                                  "has not completed yet");
+  return rc;
 }
 
 /* ---- work on a stream ---- */

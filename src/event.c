@@ -47,8 +47,16 @@ int weft_event_record(weft_event *ev) {
                  "events order and time streams outside graphs", &c);
   if (rc)
     return rc;
-  rc = weft__event_record(EV(ev), c.s);
-  return rc;
+  /* Held while recorded: a destroy on another thread meanwhile then
+   * finishes the event after the record, as one after it would (a record
+   * attached to an event already back in the pool was lost, with what it
+   * holds). */
+  weft__event *e = EV(ev);
+  if ((rc = weft__event_hold(e, "weft_event_record")) != 0)
+    return rc;
+  rc = weft__event_record(e, c.s);
+  int urc = weft__event_unhold(e);
+  return rc ? rc : urc;
 }
 
 int weft_event_wait(weft_event *ev) {

@@ -34,6 +34,7 @@ struct weft_graph {
   int users;     /* calls using it now, under rt->h.lock */
   int dying;     /* destroyed: freed when the last user is done */
   weft_runtime *rt;
+  int dev;    /* captured on: its operations are that device's */
   void *impl; /* the backend's */
   graph_ref *refs;
   size_t nrefs;
@@ -476,10 +477,11 @@ static int take_refs(weft_runtime *rt, const weft__capture *cap,
               r.info.kind == WEFT__ALLOC_DEVICE;
     pthread_mutex_unlock(&b->lock);
     graph_ref ref;
+    const void *block = dev ? NULL : weft__pinned_cache_block(&rt->pinned, p);
     if (dev)
       ref = (graph_ref){r.base, 0};
-    else if (weft__pinned_cache_hold(&rt->pinned, p, 0))
-      ref = (graph_ref){p, 1};
+    else if (block)
+      ref = (graph_ref){block, 1};
     else
       continue;
     int dup = 0;
@@ -542,8 +544,6 @@ static int end_capture(weft__exec *x, weft__capture *cap, void **impl,
 }
 
 int weft_graph_end(weft_graph **out) {
-  if (out)
-    *out = NULL;
   weft__caller c;
   int entered = weft__door("weft_graph_end", 0, NULL, &c);
   if (entered)
@@ -588,6 +588,7 @@ int weft_graph_end(weft_graph **out) {
   }
   g->hdr.magic = GRAPH_MAGIC;
   g->rt = rt;
+  g->dev = x->dev;
   g->impl = impl;
   pthread_mutex_init(&g->impl_lock, NULL);
   ops->graph_counts(impl, &g->ops, &g->kernels, &g->copies);
@@ -782,6 +783,15 @@ int weft_graph_update(weft_graph *h) {
     end_unkept(x);
     return rc;
   }
+  if (g->dev != x->dev) {
+    int dev = g->dev;
+    graph_put(rt, g);
+    end_unkept(x);
+    return weft__err(WEFT_EINVAL,
+                     "weft_graph_update: the graph was captured on device %d, "
+                     "and this capture on device %d",
+                     dev, x->dev);
+  }
   rc = graph_update(x, g);
   graph_put(rt, g);
   return rc;
@@ -850,6 +860,14 @@ int weft_graph_launch(weft_graph *h) {
   weft_graph *g = graph_take(h, x->rt, "weft_graph_launch", &rc);
   if (!g)
     return rc;
+  if (g->dev != x->dev) { /* its kernels and copies name that device's memory */
+    int dev = g->dev;
+    graph_put(x->rt, g);
+    return weft__err(WEFT_EINVAL,
+                     "weft_graph_launch: the graph was captured on device %d, "
+                     "and the caller runs on device %d",
+                     dev, x->dev);
+  }
   /* The replay's stream is noted before an update can follow it, which
    * then finds it (graph_update). */
   pthread_mutex_lock(&g->impl_lock);

@@ -261,30 +261,30 @@ int weft_library_handle(const weft_library *lib, void **handle) {
 }
 
 /* The checks every entry makes; 0 or the error, reported. */
-static int valid(const weft_library *lib, const void *key, size_t key_bytes,
-                 void **handle) {
+static int valid(const char *call, const weft_library *lib, const void *key,
+                 size_t key_bytes, void **handle) {
   if (!lib || !handle)
-    return weft__err(WEFT_EINVAL, "weft_library_handle: %s is NULL",
+    return weft__err(WEFT_EINVAL, "%s: %s is NULL", call,
                      lib ? "handle" : "lib");
   const char *name = lib->name ? lib->name : "(unnamed library)";
   if (key_bytes > WEFT_LIBRARY_KEY_MAX || (key_bytes && !key))
     return weft__err(WEFT_EINVAL,
-                     "weft_library_handle %s: a key of %zu bytes (at most "
+                     "%s %s: a key of %zu bytes (at most "
                      "%d, and not NULL)",
-                     name, key_bytes, WEFT_LIBRARY_KEY_MAX);
+                     call, name, key_bytes, WEFT_LIBRARY_KEY_MAX);
   if (lib->struct_size != sizeof *lib || !lib->create || !lib->set_stream)
     return weft__err(WEFT_EINVAL,
-                     "weft_library_handle %s: the description needs "
+                     "%s %s: the description needs "
                      "struct_size = sizeof(weft_library), create and "
                      "set_stream",
-                     name);
+                     call, name);
   if (lib->per_stream < WEFT_LIBRARY_PER_THREAD ||
       lib->per_stream > WEFT_LIBRARY_PER_STREAM_REUSED)
     return weft__err(WEFT_EINVAL,
-                     "weft_library_handle %s: per_stream is %d, not "
+                     "%s %s: per_stream is %d, not "
                      "WEFT_LIBRARY_PER_THREAD, _PER_STREAM or "
                      "_PER_STREAM_REUSED",
-                     name, lib->per_stream);
+                     call, name, lib->per_stream);
   return 0;
 }
 
@@ -293,7 +293,7 @@ static int handle_for(const weft__caller *c, const weft_library *lib,
 
 int weft_library_handle_keyed(const weft_library *lib, const void *key,
                               size_t key_bytes, void **handle) {
-  int rc = valid(lib, key, key_bytes, handle);
+  int rc = valid("weft_library_handle", lib, key, key_bytes, handle);
   weft__caller c;
   if (rc == 0)
     rc = weft__door("weft_library_handle", WEFT__DOOR_ISSUE, NULL, &c);
@@ -462,7 +462,7 @@ int weft_library_warm(weft_runtime *rt, const weft_library *lib, int dev) {
   if (rc)
     return rc;
   void *unused;
-  rc = valid(lib, NULL, 0, &unused);
+  rc = valid("weft_library_warm", lib, NULL, 0, &unused);
   if (rc)
     return rc;
   if (lib->per_stream)

@@ -299,6 +299,14 @@ int weft__pinned_cache_hold(weft__pinned_cache *c, const void *p, int delta) {
   return held;
 }
 
+const void *weft__pinned_cache_block(weft__pinned_cache *c, const void *p) {
+  pthread_mutex_lock(&c->lock);
+  weft__pin_block *b = block_of(c, p);
+  const void *start = b && b->in_use ? b->ptr : NULL;
+  pthread_mutex_unlock(&c->lock);
+  return start;
+}
+
 int weft__pinned_cache_use(weft__pinned_cache *c, const void *p, size_t n,
                            weft__stream *s) {
   pthread_mutex_lock(&c->lock);

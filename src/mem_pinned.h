@@ -89,5 +89,7 @@ void weft__pinned_cache_stats(weft__pinned_cache *c, weft__pinned_stats *out);
  * holds p; while it is above 0, weft__pinned_cache_free refuses the block
  * (WEFT_EBUSY). Returns 1 if p lies in a block in use, else 0. */
 int weft__pinned_cache_hold(weft__pinned_cache *c, const void *p, int delta);
+/* The start of the in-use block that holds p, or NULL. */
+const void *weft__pinned_cache_block(weft__pinned_cache *c, const void *p);
 
 #endif

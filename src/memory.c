@@ -90,7 +90,13 @@ static int spawn_helper(weft__exec *x, weft_task **t, weft_task_fn fn,
   o.name = "weft-stage";
   o.device = x->dev;
   o.priority = x->high ? WEFT_PRIORITY_HIGH : WEFT_PRIORITY_NORMAL;
-  return weft_task_spawn(x->rt, t, fn, arg, &o);
+  int rc = weft_task_spawn(x->rt, t, fn, arg, &o);
+  if (rc == WEFT_ESTATE) { /* named as the call the program made */
+    char why[256];
+    snprintf(why, sizeof why, "%s", weft_last_error_message());
+    rc = weft__err(rc, "weft_copy: staging a pageable copy: %s", why);
+  }
+  return rc;
 }
 
 /* A staged copy's host half: weft_copy's check reported it already. Into

@@ -5,6 +5,7 @@
  * third's copy-out. */
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "door.h"
@@ -48,6 +49,13 @@ static void map_task(void *arg) {
     if (!rc) {
       unsigned seen = weft__err_slot()->seq;
       rc = j->fn(din, dout, i, j->user);
+      /* weft's codes are negative: another return is the function's own
+       * failure, without a code of weft's. */
+      if (rc > 0)
+        rc = weft__err(WEFT_EINVAL,
+                       "weft_map_chunks: the function returned %d for chunk "
+                       "%zu, not 0 or a weft error code",
+                       rc, i);
       /* Stop the other streams first, before the message is written: each
        * moment they do not see it they may start another chunk. */
       if (rc)
@@ -110,8 +118,15 @@ int weft_map_chunks(const void *in, size_t in_chunk, void *out,
     return rc0;
   weft__exec *x = c.x;
   int depth = (size_t)opts.depth < nchunks ? opts.depth : (int)nchunks;
-  map_job jobs[64];
-  weft_task *tasks[64];
+  /* On the heap: 64 jobs with their messages took 38 KiB of the caller's
+   * stack, most of a task's 64 KiB fiber stack. */
+  map_job *jobs = calloc((size_t)depth, sizeof *jobs);
+  weft_task **tasks = calloc((size_t)depth, sizeof *tasks);
+  if (!jobs || !tasks) {
+    free(jobs);
+    free(tasks);
+    return weft__err(WEFT_ENOMEM, "weft_map_chunks: no memory");
+  }
   weft_task_opts to;
   weft_task_opts_init(&to);
   to.name = "weft-map";
@@ -123,6 +138,11 @@ int weft_map_chunks(const void *in, size_t in_chunk, void *out,
     jobs[started] = (map_job){in,   out,   in_chunk, out_chunk, nchunks, fn,
                               user, depth, started,  &stop,     0,       ""};
     rc = weft_task_spawn(x->rt, &tasks[started], map_task, &jobs[started], &to);
+    if (rc == WEFT_ESTATE) { /* named as the call the program made */
+      char why[256];
+      snprintf(why, sizeof why, "%s", weft_last_error_message());
+      rc = weft__err(rc, "weft_map_chunks: %s", why);
+    }
     if (rc)
       break;
   }
@@ -138,5 +158,7 @@ int weft_map_chunks(const void *in, size_t in_chunk, void *out,
   }
   if (from >= 0) /* the failing task's detail, not the caller's last */
     weft__err(rc, "%s", jobs[from].msg);
+  free(jobs);
+  free(tasks);
   return rc;
 }

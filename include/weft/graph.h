@@ -77,8 +77,9 @@ typedef struct weft_graph weft_graph;
 /* Starts recording the caller's GPU work instead of running it. */
 WEFT_API int weft_graph_begin(void);
 
-/* Ends the capture and makes the recorded work a graph, *out (NULL on
- * failure). The capture is over whatever the result (but for WEFT_ESTATE
+/* Ends the capture and makes the recorded work a graph, *out (untouched
+ * on failure: a second end by mistake keeps the graph's handle). The
+ * capture is over whatever the result (but for WEFT_ESTATE
  * from inside a step of it, weft/dataflow.h, which leaves it open): if a
  * call inside it failed or CUDA invalidated it, the error is returned
  * here and no graph is made. */
@@ -89,7 +90,8 @@ WEFT_API int weft_graph_end(weft_graph **out);
  * same operations in the same order with new arguments, buffers or sizes.
  * Cheaper than weft_graph_end plus weft_graph_destroy when a loop's
  * buffers change. WEFT_EINVAL, g unchanged, if the shape differs (another
- * kernel, another kind or count of operations). As with weft_graph_end,
+ * kernel, another kind or count of operations) or g was captured on
+ * another device than this capture's. As with weft_graph_end,
  * the capture is over whatever the result (but for a call from inside a
  * step): refused (g not a live graph,
  * WEFT_EHANDLE) or failed, what it recorded is dropped. The buffers g no
@@ -99,7 +101,9 @@ WEFT_API int weft_graph_end(weft_graph **out);
  * threads run one after the other. */
 WEFT_API int weft_graph_update(weft_graph *g);
 
-/* Queues one replay of g on the caller's stream. */
+/* Queues one replay of g on the caller's stream; WEFT_EINVAL if the
+ * caller runs on another device than g was captured on (its operations
+ * name that device's memory). */
 WEFT_API int weft_graph_launch(weft_graph *g);
 
 /* Frees g once replays already queued have run (they are not cancelled),

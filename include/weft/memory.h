@@ -38,10 +38,12 @@ WEFT_BEGIN_DECLS
  * (see weft_pinned_alloc). */
 WEFT_API int weft_copy(void *dst, const void *src, size_t bytes);
 
-/* Queues setting bytes of dst to value on the current stream. bytes 0
- * does nothing.
- * Errors: WEFT_ESTATE (no runtime), WEFT_EINVAL (dst NULL; bytes past
- * the end as for weft_copy), WEFT_ENOMEM, device errors.
+/* Queues setting bytes of dst to value on the current stream: device or
+ * pinned memory weft allocated (the device sets it; host memory that
+ * malloc gave is the program's to memset). bytes 0 does nothing.
+ * Errors: WEFT_ESTATE (no runtime), WEFT_EINVAL (dst NULL, or not memory
+ * weft allocated; bytes past the end as for weft_copy), WEFT_ENOMEM,
+ * device errors.
  * Context: any thread; never blocks. */
 WEFT_API int weft_memset(void *dst, int value, size_t bytes);
 

@@ -137,7 +137,49 @@ static void still_works(void) {
   mt_check_same(out, in, sizeof in, "a map after failed maps");
 }
 
+/* A function returning what is no weft code (1): the map fails with
+ * WEFT_EINVAL saying so, not with the number (error.h: 0 or a negative
+ * code). */
+static void positive_return(void) {
+  unsigned char in[64 * 5], out[64 * 5];
+  memset(in, 0, sizeof in);
+  fail_ctx c = {.fail_at = 2, .code = 1};
+  EXPECT_ERR(weft_map_chunks(in, 64, out, 64, 5, failing_fn, &c, NULL),
+             WEFT_EINVAL);
+  EXPECT(strstr(weft_last_error_message(), "returned 1 for chunk 2") != NULL);
+  after_failure_clean();
+}
+
+/* A map of depth 8 from a task on a 32 KiB fiber stack: the map's own
+ * frame is small (its jobs, 38 KiB on the stack once, overflowed it). */
+static void small_stack_task(void *arg) {
+  int calls = 0;
+  unsigned char in[64 * 8], out[64 * 8];
+  memset(in, 3, sizeof in);
+  weft_map_opts o;
+  weft_map_opts_init(&o);
+  o.depth = 8;
+  EXPECT_OK(weft_map_chunks(in, 64, out, 64, 8, ok_fn, &calls, &o));
+  EXPECT_EQ_INT(calls, 8);
+  *(int *)arg = out[64 * 8 - 1] == 3;
+}
+
+static void small_stack(void) {
+  weft_runtime_opts o;
+  weft_runtime_opts_init(&o);
+  o.stack_size = 32 << 10;
+  o.workers = 2;
+  weft_runtime *small = tt_open(&o);
+  int ok = 0;
+  weft_task *t;
+  EXPECT_OK(weft_task_spawn(small, &t, small_stack_task, &ok, NULL));
+  EXPECT_OK(weft_task_join(t));
+  EXPECT(ok);
+  tt_close(small);
+}
+
 static void all(void) {
+  positive_return();
   sequential_stop();
   handled_failure_not_the_message();
   static const int depths[] = {2, 3, 8};
@@ -160,6 +202,7 @@ int main(void) {
   EXPECT_OK(weft_task_join(t));
   EXPECT(ok);
   tt_close(rt);
+  small_stack();
   puts("ok");
   return 0;
 }

@@ -169,7 +169,7 @@ static void refusals_task(void *arg) {
 
   weft_graph *none = g;
   EXPECT_ERR(weft_graph_end(&none), WEFT_ESTATE); /* none open */
-  EXPECT(none == NULL);
+  EXPECT(none == g); /* a failure leaves the output (error.h) */
   EXPECT_ERR(weft_graph_update(g), WEFT_ESTATE);
   EXPECT_ERR(weft_graph_launch(NULL), WEFT_EINVAL);
   EXPECT_ERR(weft_graph_end(NULL), WEFT_ESTATE);
@@ -693,7 +693,8 @@ static void freed_while_branch_captures(weft_runtime *rt) {
 }
 
 /* A graph that uses memory through pointers into allocations holds the
- * allocations: freeing them is refused while it lives. */
+ * allocations, each once however many pointers into it the capture saw:
+ * freeing them is refused while it lives. */
 static void interior_pointers_hold(void) {
   enum { BYTES = 8192 };
   unsigned char *d, *p;
@@ -703,14 +704,58 @@ static void interior_pointers_hold(void) {
   EXPECT_OK(weft_graph_begin());
   EXPECT_OK(weft_memset(d + BYTES / 2, 1, BYTES / 2));
   EXPECT_OK(weft_copy(p + BYTES / 2, d + BYTES / 2, BYTES / 2));
+  EXPECT_OK(weft_copy(p, d, BYTES / 2));
   EXPECT_OK(weft_graph_end(&g));
+  weft_graph_info info;
+  EXPECT_OK(weft_graph_get_info(g, &info));
+  EXPECT_EQ_INT((int)info.refs, 2);
   EXPECT_ERR(weft_device_free(d), WEFT_EBUSY);
   EXPECT_ERR(weft_pinned_free(p), WEFT_EBUSY);
+  EXPECT(strstr(weft_last_error_message(), "used by 1 live graph") != NULL);
   EXPECT_OK(weft_graph_launch(g));
   EXPECT_OK(weft_sync());
   EXPECT_OK(weft_graph_destroy(g));
   EXPECT_OK(weft_device_free(d));
   EXPECT_OK(weft_pinned_free(p));
+}
+
+/* A graph is its capturing device's: a task on another emulated device
+ * may neither replay it nor update it (its operations name the first
+ * device's memory). */
+static void on_device_one(void *arg) {
+  weft_graph *g = arg;
+  EXPECT_EQ_INT(weft_task_device(), 1);
+  EXPECT_ERR(weft_graph_launch(g), WEFT_EINVAL);
+  EXPECT(strstr(weft_last_error_message(), "captured on device 0") != NULL);
+  EXPECT_OK(weft_graph_begin());
+  EXPECT_ERR(weft_graph_update(g), WEFT_EINVAL);
+  EXPECT_ERR(weft_graph_end(&g), WEFT_ESTATE); /* the update ended it */
+}
+
+static void other_device(void) {
+  weft_runtime_opts o;
+  weft_runtime_opts_init(&o);
+  o.backend = WEFT_BACKEND_HOST;
+  o.host_devices = 2;
+  o.workers = 2;
+  weft_runtime *rt = tt_open(&o);
+  unsigned char *d;
+  EXPECT_OK(weft_device_alloc(64, (void **)&d));
+  weft_graph *g;
+  EXPECT_OK(weft_graph_begin());
+  EXPECT_OK(weft_memset(d, 1, 64));
+  EXPECT_OK(weft_graph_end(&g));
+  weft_task_opts to;
+  weft_task_opts_init(&to);
+  to.device = 1;
+  weft_task *t;
+  EXPECT_OK(weft_task_spawn(rt, &t, on_device_one, g, &to));
+  EXPECT_OK(weft_task_join(t));
+  EXPECT_OK(weft_graph_launch(g)); /* device 0's caller */
+  EXPECT_OK(weft_sync());
+  EXPECT_OK(weft_graph_destroy(g));
+  EXPECT_OK(weft_device_free(d));
+  tt_close(rt);
 }
 
 /* A thread updating a graph over and over, another launching it: each
@@ -801,6 +846,11 @@ int main(void) {
   freed_while_branch_captures(rt);
   updates_racing_launches();
   weft_task *t;
+  if (weft_runtime_backend(rt) == WEFT_BACKEND_HOST) {
+    tt_close(rt);
+    other_device();
+    rt = tt_open_workers(4);
+  }
   int yield = 0;
   EXPECT_OK(weft_task_spawn(rt, &t, basic_task, &yield, NULL));
   EXPECT_OK(weft_task_join(t));

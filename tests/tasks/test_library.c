@@ -553,6 +553,9 @@ int main(void) {
                                        .set_stream = fake_set_stream};
   EXPECT_ERR(weft_library_handle(&nothing, &mine), WEFT_EDEVICE);
   EXPECT(strstr(weft_last_error_message(), "no handle") != NULL);
+  EXPECT_ERR(weft_library_warm(rt, NULL, 0), WEFT_EINVAL);
+  EXPECT(strstr(weft_last_error_message(), "weft_library_warm: lib is NULL") !=
+         NULL);
   EXPECT_ERR(weft_library_warm(rt, &nothing, 0), WEFT_EDEVICE);
   EXPECT_MSG(strstr(weft_last_error_message(), "weft_library_warm nothing") !=
                  NULL,
