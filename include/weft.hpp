@@ -19,6 +19,7 @@
 
 #include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -55,6 +56,21 @@ private:
 };
 
 namespace detail {
+/* n elements of T in bytes; SIZE_MAX where that overflows, which every
+ * call refuses (no memory, or past the end of memory) rather than
+ * allocating or declaring the wrapped-around few. */
+template <class T> constexpr std::size_t bytes_of(std::size_t n) noexcept {
+  return n > SIZE_MAX / sizeof(T) ? SIZE_MAX : n * sizeof(T);
+}
+
+/* A destructor's give-back refused (rc): said on stderr, since nothing
+ * can be thrown there; what the object held stays live, and keeps its
+ * runtime from closing (weft_shutdown's WEFT_EBUSY names it). */
+inline void say_kept(const char *what, int rc) noexcept {
+  if (rc)
+    std::fprintf(stderr, "weft: %s refused (%s): %s; it stays live\n", what,
+                 weft_err_name(rc), weft_last_error_message());
+}
 
 /* Throws weft::error for rc, or without exceptions prints it and aborts. */
 [[noreturn]] inline void fail(int rc) {
@@ -311,13 +327,13 @@ struct task_options : weft_task_opts {
 /* A declared access (weft/dataflow.h) of n elements from p, for spawn. */
 struct access : weft_access {};
 template <class T> access reads(const T *p, std::size_t n = 1) noexcept {
-  return {{p, n * sizeof(T), WEFT_READ}};
+  return {{p, detail::bytes_of<T>(n), WEFT_READ}};
 }
 template <class T> access writes(T *p, std::size_t n = 1) noexcept {
-  return {{p, n * sizeof(T), WEFT_WRITE}};
+  return {{p, detail::bytes_of<T>(n), WEFT_WRITE}};
 }
 template <class T> access rw(T *p, std::size_t n = 1) noexcept {
-  return {{p, n * sizeof(T), WEFT_RW}};
+  return {{p, detail::bytes_of<T>(n), WEFT_RW}};
 }
 /* The whole of a buffer (weft::device_buffer, pinned_buffer, or anything
  * with data() and size(), a registered_blocks block given by value too). */
@@ -337,14 +353,23 @@ template <class B> auto rw(B &&b) noexcept -> decltype(rw(b.data(), b.size())) {
  * The destructor joins a task not joined or detached (as std::jthread
  * does), dropping its result, error and exception: join() to see them.
  * A handle that outlives its runtime (declared before the weft::runtime)
- * is emptied, not joined, by its destructor: weft_shutdown waited for the
- * task and freed it; join() it before the runtime closes to see what it
- * returned.
- * Errors: weft_task_join's (a refused join, WEFT_EDEADLK or a task joining
- * itself, leaves the handle joinable); join() rethrows what the callable
- * threw. Context: any thread; join may switch (a task) or block (a
- * thread); the destructor too, when it joins. */
+ * is emptied, not joined, by its destructor, and join or detach then
+ * fails with WEFT_EHANDLE: weft_shutdown waited for the task and freed
+ * it; join() it before the runtime closes to see what it returned. (The
+ * runtime is known by its address: a new runtime opened at the same
+ * address meanwhile is taken for it, so do not keep handles past their
+ * runtime.) From a task, a handle of another runtime's task cannot be
+ * joined (WEFT_EINVAL, the handle kept; a plain thread may join it) and
+ * its destructor detaches it.
+ * Errors: weft_task_join's (a refused join, WEFT_EDEADLK, a task joining
+ * itself or a task of another runtime, leaves the handle joinable);
+ * join() rethrows what the callable threw. Context: any thread; join may switch
+ * (a task) or block (a thread); the destructor too, when it joins. */
 template <class R> class task {
+  static_assert(!std::is_reference_v<R>,
+                "a task's callable returns a value: return a copy, or a "
+                "pointer or std::reference_wrapper to what outlives it");
+
 public:
   task() noexcept = default;
   task(task &&o) noexcept
@@ -367,7 +392,7 @@ public:
    * rethrows its exception, or throws the task's error. */
   R join() {
     int rc = join_only();
-    if (rc == WEFT_EDEADLK || rc == WEFT_EHANDLE)
+    if (rc == WEFT_EDEADLK || rc == WEFT_EHANDLE || t_)
       detail::fail(rc); /* not joined: the handle stays */
 #if defined(__cpp_exceptions)
     if (s_->thrown) {
@@ -395,8 +420,8 @@ public:
   int try_join(std::conditional_t<std::is_void_v<R>, void *, R *> out =
                    nullptr) noexcept {
     int rc = join_only();
-    if (rc == WEFT_EDEADLK || rc == WEFT_EHANDLE)
-      return rc;
+    if (rc == WEFT_EDEADLK || rc == WEFT_EHANDLE || t_)
+      return rc; /* not joined: the handle stays */
 #if defined(__cpp_exceptions)
     if (rc == 0 && s_->thrown) {
       rc = WEFT_ESTATE;
@@ -424,6 +449,10 @@ public:
   int try_detach() noexcept {
     if (!t_)
       return weft_error_set(WEFT_EHANDLE, 0, "detach of an empty handle");
+    if (runtime_gone())
+      return weft_error_set(WEFT_EHANDLE, 0,
+                            "detach: the task's runtime has shut down (it "
+                            "waited for the task, which is gone)");
     int rc = weft_task_detach(t_);
     if (rc == 0) {
       t_ = nullptr;
@@ -448,6 +477,19 @@ private:
     if (!t_) /* a graph's step, which ran at spawn, or nothing */
       return s_ ? 0
                 : weft_error_set(WEFT_EHANDLE, 0, "join of an empty handle");
+    /* Freed with its runtime, which waited for it. */
+    if (runtime_gone()) {
+      t_ = nullptr;
+      return weft_error_set(WEFT_EHANDLE, 0,
+                            "join: the task's runtime has shut down (it "
+                            "waited for the task, which is gone)");
+    }
+    /* Refused by weft_task_join with a code the task's own error could
+     * have too: told apart here, the handle kept. */
+    if (weft_task_self() && weft_runtime_current() != rt_)
+      return weft_error_set(WEFT_EINVAL, 0,
+                            "join: the task is another runtime's than the "
+                            "calling task's (a plain thread may join it)");
     int rc = weft_task_join(t_);
     if (rc == WEFT_EDEADLK || (rc == WEFT_ESTATE && t_ == weft_task_self()))
       return WEFT_EDEADLK; /* refused, the handle still holds the task */
@@ -458,13 +500,20 @@ private:
     if (s_)
       std::exchange(s_, nullptr)->release();
   }
+  /* A handle outliving its runtime (declared before it): the shutdown
+   * waited for the task and freed it, and using it would read freed
+   * memory. Asked of the runtime's address: a later runtime opened at the
+   * same address is not told apart (weft.hpp's task comment). */
+  bool runtime_gone() const noexcept {
+    return weft_runtime_backend(rt_) == WEFT_BACKEND_AUTO;
+  }
   void drop() noexcept {
-    /* A handle outliving its runtime (declared before it): the shutdown
-     * waited for the task and freed it, and joining would read freed
-     * memory. */
-    if (t_ && weft_runtime_backend(rt_) == WEFT_BACKEND_AUTO)
+    if (t_ && runtime_gone())
       t_ = nullptr;
-    if (t_ && t_ != weft_task_self() && weft_task_join(t_) == WEFT_EDEADLK)
+    /* From a task of another runtime no join is allowed: detached. */
+    if (t_ && weft_task_self() && weft_runtime_current() != rt_)
+      weft_task_detach(t_);
+    else if (t_ && t_ != weft_task_self() && weft_task_join(t_) == WEFT_EDEADLK)
       weft_task_detach(t_); /* never leaked, even when it cannot be joined */
     t_ = nullptr;
     end();
@@ -616,12 +665,12 @@ class buffer {
 public:
   buffer() noexcept = default;
   explicit buffer(std::size_t n) {
-    check(Alloc(n * sizeof(T), (void **)&p_));
+    check(Alloc(bytes_of<T>(n), (void **)&p_));
     n_ = n;
   }
   /* Empty (data() NULL) if the allocation fails. */
   buffer(nothrow_t, std::size_t n) noexcept {
-    if (Alloc(n * sizeof(T), (void **)&p_) == 0)
+    if (Alloc(bytes_of<T>(n), (void **)&p_) == 0)
       n_ = n;
     else
       p_ = nullptr;
@@ -630,7 +679,7 @@ public:
       : p_(std::exchange(o.p_, nullptr)), n_(std::exchange(o.n_, 0)) {}
   buffer &operator=(buffer &&o) noexcept {
     if (this != &o) {
-      reset();
+      say_kept("a buffer's free as another moved in", reset());
       p_ = std::exchange(o.p_, nullptr);
       n_ = std::exchange(o.n_, 0);
     }
@@ -638,17 +687,21 @@ public:
   }
   buffer(const buffer &) = delete;
   buffer &operator=(const buffer &) = delete;
-  ~buffer() { reset(); }
+  ~buffer() { say_kept("a buffer's free in its destructor", reset()); }
 
   T *data() const noexcept { return p_; }
   std::size_t size() const noexcept { return n_; }
   std::size_t bytes() const noexcept { return n_ * sizeof(T); }
   explicit operator bool() const noexcept { return p_ != nullptr; }
-  /* Frees now; returns Free's result. */
+  /* Frees now; returns Free's result. A refused free (WEFT_EBUSY: a live
+   * graph uses the memory) keeps the buffer, to free again once the
+   * cause is gone; the destructor says so on stderr instead. */
   int reset() noexcept {
     int rc = p_ ? Free(p_) : 0;
-    p_ = nullptr;
-    n_ = 0;
+    if (rc == 0) {
+      p_ = nullptr;
+      n_ = 0;
+    }
     return rc;
   }
 
@@ -701,11 +754,11 @@ public:
 template <class T> class registered {
 public:
   registered(runtime &rt, T *p, std::size_t n) : p_(p), n_(n) {
-    detail::check(weft_data_register(rt.get(), p, n * sizeof(T), &d_));
+    detail::check(weft_data_register(rt.get(), p, detail::bytes_of<T>(n), &d_));
   }
   registered(nothrow_t, runtime &rt, T *p, std::size_t n) noexcept
       : p_(p), n_(n) {
-    if (weft_data_register(rt.get(), p, n * sizeof(T), &d_) != 0)
+    if (weft_data_register(rt.get(), p, detail::bytes_of<T>(n), &d_) != 0)
       d_ = nullptr;
   }
   registered(registered &&o) noexcept
@@ -754,7 +807,8 @@ public:
     return weft_data_stats_get(d_, out);
   }
   /* Unregisters now; on failure it throws and stays registered (the
-   * destructor tries again). */
+   * destructor tries again, and says on stderr if that fails too: the
+   * handle then stays registered, and its runtime cannot close). */
   void unregister() { detail::check(try_unregister()); }
   int try_unregister() noexcept {
     int rc = d_ ? weft_data_unregister(d_) : 0;
@@ -766,7 +820,8 @@ public:
 private:
   void drop() noexcept {
     if (d_)
-      weft_data_unregister(std::exchange(d_, nullptr));
+      detail::say_kept("weft::registered's unregister in its destructor",
+                       weft_data_unregister(std::exchange(d_, nullptr)));
   }
   weft_data *d_ = nullptr;
   T *p_ = nullptr;
@@ -824,15 +879,17 @@ public:
   registered_blocks(runtime &rt, T *p, std::size_t n, std::size_t per_block,
                     weft_data_layout layout = WEFT_DATA_CYCLIC)
       : p_(p), n_(n), block_(per_block) {
-    detail::check(weft_data_register_blocks(
-        rt.get(), p, n * sizeof(T), per_block * sizeof(T), layout, &m_));
+    detail::check(weft_data_register_blocks(rt.get(), p, detail::bytes_of<T>(n),
+                                            detail::bytes_of<T>(per_block),
+                                            layout, &m_));
   }
   registered_blocks(nothrow_t, runtime &rt, T *p, std::size_t n,
                     std::size_t per_block,
                     weft_data_layout layout = WEFT_DATA_CYCLIC) noexcept
       : p_(p), n_(n), block_(per_block) {
-    if (weft_data_register_blocks(rt.get(), p, n * sizeof(T),
-                                  per_block * sizeof(T), layout, &m_) != 0)
+    if (weft_data_register_blocks(rt.get(), p, detail::bytes_of<T>(n),
+                                  detail::bytes_of<T>(per_block), layout,
+                                  &m_) != 0)
       m_ = nullptr;
   }
   registered_blocks(registered_blocks &&o) noexcept
@@ -873,7 +930,8 @@ public:
   void place() { detail::check(try_place()); }
   int try_place() noexcept { return weft_data_blocks_place(m_); }
   /* Unregisters every block now; on failure it throws and the blocks
-   * left stay registered (the destructor tries again). */
+   * left stay registered (the destructor tries again, and says on stderr
+   * if that fails too). */
   void unregister() { detail::check(try_unregister()); }
   int try_unregister() noexcept {
     int rc = m_ ? weft_data_unregister_blocks(m_) : 0;
@@ -885,7 +943,8 @@ public:
 private:
   void drop() noexcept {
     if (m_)
-      weft_data_unregister_blocks(std::exchange(m_, nullptr));
+      detail::say_kept("weft::registered_blocks' unregister in its destructor",
+                       weft_data_unregister_blocks(std::exchange(m_, nullptr)));
   }
   weft_data_blocks *m_ = nullptr;
   T *p_ = nullptr;
@@ -1109,7 +1168,8 @@ public:
   graph &operator=(graph &&o) noexcept {
     if (this != &o) {
       if (g_)
-        weft_graph_destroy(g_);
+        detail::say_kept("a graph's destroy as another moved in",
+                         weft_graph_destroy(g_));
       g_ = std::exchange(o.g_, nullptr);
     }
     return *this;
@@ -1118,7 +1178,8 @@ public:
   graph &operator=(const graph &) = delete;
   ~graph() {
     if (g_)
-      weft_graph_destroy(g_);
+      detail::say_kept("a graph's destroy in its destructor",
+                       weft_graph_destroy(g_));
   }
   void launch() { detail::check(try_launch()); }
   int try_launch() noexcept { return weft_graph_launch(g_); }

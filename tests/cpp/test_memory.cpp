@@ -354,8 +354,26 @@ void registered_blocks() {
 
 } // namespace
 
+/* A free refused (a live graph uses the memory) keeps the buffer, to
+ * free again once the graph is gone. */
+void refused_free_kept() {
+  weft::device_buffer<int> b(64);
+  weft::graph g;
+  {
+    weft::capture c;
+    EXPECT_OK(weft_memset(b.data(), 0, b.bytes()));
+    g = c.end();
+  }
+  EXPECT_ERR(b.reset(), WEFT_EBUSY);
+  EXPECT(b && b.size() == 64);
+  g = weft::graph();
+  EXPECT_OK(b.reset());
+  EXPECT(!b);
+}
+
 int main() {
   weft::runtime rt = open_runtime();
+  refused_free_kept();
   buffers();
   typed_launch(rt);
   accesses(rt);

@@ -3,6 +3,7 @@
  * after the task ran. */
 #include <atomic>
 #include <chrono>
+#include <cstring>
 #include <string>
 #include <thread>
 #include <vector>
@@ -147,11 +148,61 @@ void refused_close() {
  * for the task and freed it, and the handle's destructor empties itself
  * instead of joining freed memory (ASan's use-after-free before). */
 void handle_outlives_runtime() {
-  weft::task<int> t;
+  weft::task<int> t, u, v;
   {
     weft::runtime rt = open_runtime();
     t = weft::spawn(rt, [] { return 7; });
+    u = weft::spawn(rt, [] { return 8; });
+    v = weft::spawn(rt, [] { return 9; });
   }
+  /* The task went with its runtime: join and detach say so, and read
+   * nothing freed (ASan saw try_join read the task). */
+  int r = 0;
+  EXPECT_ERR(t.try_join(&r), WEFT_EHANDLE);
+  EXPECT(std::strstr(weft_last_error_message(), "shut down") != nullptr);
+  EXPECT(!t.joinable());
+  EXPECT_ERR(u.try_detach(), WEFT_EHANDLE);
+  bool threw = false;
+  try {
+    v.join();
+  } catch (const weft::error &e) {
+    threw = e.code() == WEFT_EHANDLE;
+  }
+  EXPECT(threw);
+}
+
+/* From a task, another runtime's task cannot be joined: refused, the
+ * handle kept (a plain thread joins it after). */
+void other_runtimes_task() {
+  weft::runtime a = open_runtime();
+  weft::runtime_options o;
+  o.workers = 1;
+  weft::runtime b(o);
+  std::atomic<bool> go{false};
+  auto theirs = weft::spawn(b, [&go] {
+    while (!go)
+      weft::yield();
+    return 5;
+  });
+  auto mine = weft::spawn(a, [&theirs] {
+    EXPECT_ERR(theirs.try_join(), WEFT_EINVAL);
+    EXPECT(theirs.joinable());
+  });
+  mine.join();
+  go = true;
+  EXPECT_EQ_INT(theirs.join(), 5);
+}
+
+/* A count of elements whose bytes overflow is refused, not wrapped
+ * around to a few bytes. */
+void overflowing_sizes(weft::runtime &rt) {
+  (void)rt;
+  weft::pinned_buffer<double> p(weft::nothrow, SIZE_MAX / 8 + 3);
+  EXPECT(!p);
+  weft::device_buffer<double> d(weft::nothrow, SIZE_MAX / 4);
+  EXPECT(!d);
+  weft::access a = weft::reads((const double *)&rt, SIZE_MAX / 8 + 3);
+  EXPECT(a.bytes == SIZE_MAX);
 }
 
 } // namespace
@@ -163,10 +214,12 @@ int main() {
   handles(rt);
   nested(rt);
   nothrow_forms(rt);
+  overflowing_sizes(rt);
   rt.close();
   EXPECT(!rt);
   refused_close();
   handle_outlives_runtime();
+  other_runtimes_task();
   std::printf("ok\n");
   return 0;
 }
