@@ -524,6 +524,8 @@ int weft__data_users_returned(weft_runtime *rt, instance *in) {
 
 int weft__data_follow_users(weft_data *d, instance *in) {
   weft_task *self = weft_task_self();
+  if (weft__caller_capturing()) /* a capture's steps: the graph orders them */
+    return 0;
   pthread_mutex_lock(&d->lock);
   weft_task **t = malloc((in->nusers + 1) * sizeof *t);
   size_t n = 0;
