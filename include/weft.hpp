@@ -486,7 +486,7 @@ private:
     }
     /* Refused by weft_task_join with a code the task's own error could
      * have too: told apart here, the handle kept. */
-    if (weft_task_self() && weft_runtime_current() != rt_)
+    if (joined_from_other_runtime())
       return weft_error_set(WEFT_EINVAL, 0,
                             "join: the task is another runtime's than the "
                             "calling task's (a plain thread may join it)");
@@ -507,11 +507,15 @@ private:
   bool runtime_gone() const noexcept {
     return weft_runtime_backend(rt_) == WEFT_BACKEND_AUTO;
   }
+  /* Called from a task of another runtime, which may not join it. */
+  bool joined_from_other_runtime() const noexcept {
+    return weft_task_self() && weft_runtime_current() != rt_;
+  }
   void drop() noexcept {
     if (t_ && runtime_gone())
       t_ = nullptr;
     /* From a task of another runtime no join is allowed: detached. */
-    if (t_ && weft_task_self() && weft_runtime_current() != rt_)
+    if (t_ && joined_from_other_runtime())
       weft_task_detach(t_);
     else if (t_ && t_ != weft_task_self() && weft_task_join(t_) == WEFT_EDEADLK)
       weft_task_detach(t_); /* never leaked, even when it cannot be joined */

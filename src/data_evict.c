@@ -79,9 +79,7 @@ static int evict(weft_runtime *rt, const victim *v) {
   instance *in = &o->inst[v->dev];
   /* EVICTING keeps gets and fills away: users and ptr stay as they are. */
   int ranged = weft_range_push("weft_data evict") == 0;
-  int rc = in->gone ? weft_task_after(in->gone) : 0;
-  for (size_t i = 0; rc == 0 && i < in->nusers; i++)
-    rc = weft_task_after(in->users[i]);
+  int rc = weft__data_follow_users(o, in); /* all returned: a victim's */
   if (rc == 0)
     rc = weft__data_after_fill(in, in->recorded);
   /* weft check: the evicting task reads and frees the instance, and

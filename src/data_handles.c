@@ -532,7 +532,7 @@ int weft__data_follow_users(weft_data *d, instance *in) {
   if (t && in->gone)
     t[n++] = in->gone;
   for (size_t i = 0; t && i < in->nusers; i++)
-    if (in->users[i] != self && weft__task_progress(d->rt, in->users[i]) == 1)
+    if (in->users[i] != self && weft__task_progress(d->rt, in->users[i]) != 0)
       t[n++] = in->users[i];
   pthread_mutex_unlock(&d->lock);
   if (!t)

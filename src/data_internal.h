@@ -201,10 +201,11 @@ int weft__data_add_user(weft_runtime *rt, instance *in, weft_task *t,
  * the completed ones. */
 int weft__data_users_returned(weft_runtime *rt, instance *in);
 /* The calling task's stream follows the GPU work of in's users that have
- * returned (and of the last one dropped as completed, for weft check),
- * the calling task aside: a copy from the instance or its free must wait
- * for the work of another spawner's tasks, which data flow does not order
- * before the caller's. Not in a graph capture, whose steps the graph
+ * returned (completed ones, and the last one dropped as completed, cost
+ * nothing and tell weft check the order), the calling task aside: a copy
+ * from the instance, its eviction or its free must wait for the work of
+ * another spawner's tasks, which data flow does not order before the
+ * caller's. Not in a graph capture, whose steps the graph
  * orders. Takes d's lock; 0 or the first error. */
 int weft__data_follow_users(weft_data *d, instance *in);
 /* Makes the caller's stream wait for in's last fill, if recorded (no

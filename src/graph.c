@@ -754,6 +754,20 @@ void weft__graph_retired_release(weft_runtime *rt) { retired_sweep(rt, 1); }
 
 static int graph_update(weft__exec *x, weft_graph *g);
 
+/* 0 if x runs on the device g was captured on; else g given back and
+ * WEFT_EINVAL reported for call: g's kernels and copies name that
+ * device's memory. */
+static int other_device(weft__exec *x, weft_graph *g, const char *call) {
+  int dev = g->dev;
+  if (dev == x->dev)
+    return 0;
+  graph_put(x->rt, g);
+  return weft__err(WEFT_EINVAL,
+                   "%s: the graph was captured on device %d, and the caller "
+                   "runs on device %d",
+                   call, dev, x->dev);
+}
+
 /* A weft_graph_update refused for its handle still ends the caller's open
  * capture, as every failed end does (weft/graph.h): what it recorded is
  * dropped. The refusal's message is kept. */
@@ -783,14 +797,9 @@ int weft_graph_update(weft_graph *h) {
     end_unkept(x);
     return rc;
   }
-  if (g->dev != x->dev) {
-    int dev = g->dev;
-    graph_put(rt, g);
+  if ((rc = other_device(x, g, "weft_graph_update")) != 0) {
     end_unkept(x);
-    return weft__err(WEFT_EINVAL,
-                     "weft_graph_update: the graph was captured on device %d, "
-                     "and this capture on device %d",
-                     dev, x->dev);
+    return rc;
   }
   rc = graph_update(x, g);
   graph_put(rt, g);
@@ -860,14 +869,8 @@ int weft_graph_launch(weft_graph *h) {
   weft_graph *g = graph_take(h, x->rt, "weft_graph_launch", &rc);
   if (!g)
     return rc;
-  if (g->dev != x->dev) { /* its kernels and copies name that device's memory */
-    int dev = g->dev;
-    graph_put(x->rt, g);
-    return weft__err(WEFT_EINVAL,
-                     "weft_graph_launch: the graph was captured on device %d, "
-                     "and the caller runs on device %d",
-                     dev, x->dev);
-  }
+  if ((rc = other_device(x, g, "weft_graph_launch")) != 0)
+    return rc;
   /* The replay's stream is noted before an update can follow it, which
    * then finds it (graph_update). */
   pthread_mutex_lock(&g->impl_lock);

@@ -91,11 +91,9 @@ static int spawn_helper(weft__exec *x, weft_task **t, weft_task_fn fn,
   o.device = x->dev;
   o.priority = x->high ? WEFT_PRIORITY_HIGH : WEFT_PRIORITY_NORMAL;
   int rc = weft_task_spawn(x->rt, t, fn, arg, &o);
-  if (rc == WEFT_ESTATE) { /* named as the call the program made */
-    char why[256];
-    snprintf(why, sizeof why, "%s", weft_last_error_message());
-    rc = weft__err(rc, "weft_copy: staging a pageable copy: %s", why);
-  }
+  if (rc == WEFT_ESTATE) /* named as the call the program made */
+    rc = weft__err(rc, "weft_copy: staging a pageable copy: %s",
+                   weft_last_error_message());
   return rc;
 }
 

@@ -138,11 +138,8 @@ int weft_map_chunks(const void *in, size_t in_chunk, void *out,
     jobs[started] = (map_job){in,   out,   in_chunk, out_chunk, nchunks, fn,
                               user, depth, started,  &stop,     0,       ""};
     rc = weft_task_spawn(x->rt, &tasks[started], map_task, &jobs[started], &to);
-    if (rc == WEFT_ESTATE) { /* named as the call the program made */
-      char why[256];
-      snprintf(why, sizeof why, "%s", weft_last_error_message());
-      rc = weft__err(rc, "weft_map_chunks: %s", why);
-    }
+    if (rc == WEFT_ESTATE) /* named as the call the program made */
+      rc = weft__err(rc, "weft_map_chunks: %s", weft_last_error_message());
     if (rc)
       break;
   }
