@@ -1,4 +1,5 @@
 /* Handle pools with quarantine (pool.h). */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,9 +13,14 @@ weft__obj *weft__pool_get(weft__pool *p, size_t size) {
     if (!p->head)
       p->tail = NULL;
     p->nfree--;
+    /* magic and gen are read by handle checks on other threads, which
+     * may hold a stale handle racing this reuse: written atomically, the
+     * rest cleared around them. */
     uint16_t gen = o->gen;
-    memset(o, 0, size);
-    o->gen = (uint16_t)(gen + 1);
+    __atomic_store_n(&o->magic, 0, __ATOMIC_RELAXED);
+    size_t rest = offsetof(weft__obj, dev);
+    memset((char *)o + rest, 0, size - rest);
+    __atomic_store_n(&o->gen, (uint16_t)(gen + 1), __ATOMIC_RELEASE);
   } else {
     o = calloc(1, size);
     if (!o)

@@ -50,7 +50,9 @@ void weft__pool_drain(weft__pool *p);
 static inline void *weft__handle_of(weft__obj *o) {
   uintptr_t a = (uintptr_t)o;
 #if UINTPTR_MAX > 0xffffffffu
-  a |= (uintptr_t)o->gen << WEFT__HANDLE_SHIFT;
+  /* Atomic: a stale handle's check may race the object's reuse. */
+  a |= (uintptr_t)__atomic_load_n(&o->gen, __ATOMIC_ACQUIRE)
+       << WEFT__HANDLE_SHIFT;
 #endif
   return (void *)a;
 }
