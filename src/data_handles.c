@@ -296,6 +296,7 @@ void weft__data_live(const weft_runtime *rt, weft__data_left *out) {
       out->host = d->host;
       out->bytes = d->bytes;
     }
+    out->blocks += d->block;
     pthread_mutex_lock(&d->lock);
     for (int dev = 0; dev < d->ndev; dev++) {
       out->allocs += d->inst[dev].ptr != NULL;
@@ -360,10 +361,16 @@ int weft__data_enter(weft_data *d) {
 
 weft_access weft_data_access(const weft_data *d, unsigned mode) {
   weft_access a = {NULL, 0, mode};
-  if (d) {
+  if (!d)
+    return a;
+  /* Checked, not read blindly: an unregistered handle is freed memory. */
+  pthread_mutex_lock(&weft__data_reg.lock);
+  size_t i = live_at(d);
+  if (i < weft__data_reg.n && weft__data_reg.live[i] == d) {
     a.ptr = d->host;
     a.bytes = d->bytes;
   }
+  pthread_mutex_unlock(&weft__data_reg.lock);
   return a;
 }
 

@@ -191,12 +191,16 @@ static int run_job(weft_data *d, unsigned mode, int dev, weft_task_fn fn,
 int weft_data_register(weft_runtime *rt, void *ptr, size_t bytes,
                        weft_data **out) {
   if (!rt || !ptr || !out)
+    return weft_error_set(WEFT_EINVAL, 0, "weft_data_register: %s is NULL",
+                          !rt    ? "rt"
+                          : !ptr ? "ptr"
+                                 : "out");
+  if (bytes == 0)
+    return weft_error_set(WEFT_EINVAL, 0, "weft_data_register: bytes is 0");
+  if ((uintptr_t)ptr + bytes < (uintptr_t)ptr)
     return weft_error_set(WEFT_EINVAL, 0,
-                          "weft_data_register: rt, ptr and out are needed");
-  if (bytes == 0 || (uintptr_t)ptr + bytes < (uintptr_t)ptr)
-    return weft_error_set(WEFT_EINVAL, 0,
-                          "weft_data_register: %zu bytes at %p: none, or "
-                          "past the end of memory",
+                          "weft_data_register: %zu bytes at %p run past the "
+                          "end of memory",
                           bytes, ptr);
   int ndev;
   int rc = weft_device_count(rt, &ndev);

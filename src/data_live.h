@@ -11,6 +11,7 @@ struct weft_runtime;
 
 typedef struct weft__data_left {
   size_t handles;
+  size_t blocks;         /* of them, blocks of weft_data_register_blocks */
   size_t allocs, events; /* their instances' */
   const void *host;      /* the first handle's (lowest address) */
   size_t bytes;

@@ -73,7 +73,9 @@ int weft__flow_validate(const weft_access *a, size_t n, const char *call) {
     unsigned m = a[i].mode, rw = m & WEFT_RW;
     if (!a[i].ptr || a[i].bytes == 0)
       return weft__err(WEFT_EINVAL, "%s: access %zu: %s", call, i,
-                       a[i].ptr ? "0 bytes" : "NULL pointer");
+                       a[i].ptr ? "0 bytes"
+                                : "NULL pointer (weft_data_access gives one "
+                                  "for a NULL or unregistered handle)");
     if (a[i].bytes - 1 >
         UINTPTR_MAX - (uintptr_t)a[i].ptr) /* may end at the top */
       return weft__err(WEFT_EINVAL,

@@ -453,12 +453,19 @@ static size_t user_objects(weft_runtime *rt, char *what, size_t len) {
   int n = snprintf(what, len,
                    "%zu events, %zu streams (weft_host_stream), %zu device "
                    "and %zu pinned allocations, %zu graphs, %zu registered "
-                   "data (weft_data_unregister)",
+                   "data (weft_data_unregister",
                    ev, st, dev, p.blocks_in_use, graphs, data.handles);
+  if (data.blocks && n > 0 && (size_t)n < len)
+    n += snprintf(what + n, len - (size_t)n,
+                  "; %zu of them blocks: weft_data_unregister_blocks",
+                  data.blocks);
+  if (n > 0 && (size_t)n < len)
+    n += snprintf(what + n, len - (size_t)n, ")");
   if (data.handles && n > 0 && (size_t)n < len)
     snprintf(what + n, len - (size_t)n,
-             ", the first at %p (%zu bytes); their copies hold %zu device "
-             "allocations and %zu events besides",
+             ", the first at %p (%zu bytes); their copies on the devices "
+             "hold %zu device allocations and %zu events, not counted "
+             "above",
              data.host, data.bytes, data.allocs, data.events);
   return ev + st + dev + p.blocks_in_use + graphs + data.handles;
 }

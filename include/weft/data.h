@@ -9,7 +9,8 @@
  *   weft_task_opts_init(&o);
  *   o.accesses = &acc;
  *   o.naccesses = 1;
- *   weft_task_spawn(rt, &t, scale, d, &o);     any device (o.device)
+ *   weft_task_spawn(rt, &t, scale, d, &o);     any device (o.device); then
+ *   weft_task_detach(t);                       join or detach t, as ever
  *     ... in scale: float *p; weft_data_get(d, WEFT_RW, (void **)&p);
  *         then launch kernels on p, on the task's stream
  *   weft_data_sync(d);                         x holds the result
@@ -113,7 +114,8 @@ WEFT_API int weft_data_register(weft_runtime *rt, void *ptr, size_t bytes,
                                 weft_data **out);
 
 /* The access naming all of d with mode (WEFT_READ, WEFT_WRITE, WEFT_RW),
- * for weft_task_opts.accesses; for d NULL, an access that spawn refuses.
+ * for weft_task_opts.accesses; for d NULL or no longer registered, an
+ * access naming no memory, which spawn refuses (WEFT_EINVAL).
  * Errors: none. Context: any thread; never blocks. */
 WEFT_API weft_access weft_data_access(const weft_data *d, unsigned mode);
 
@@ -238,30 +240,34 @@ WEFT_API int weft_data_register_blocks(weft_runtime *rt, void *ptr,
                                        weft_data_layout layout,
                                        weft_data_blocks **out);
 
-/* The number of blocks of b; 0 for NULL.
+/* The number of blocks of b; 0 for b NULL or no longer registered.
  * Errors: none. Context: any thread; never blocks. */
 WEFT_API size_t weft_data_blocks_count(const weft_data_blocks *b);
 
-/* Block i's handle; NULL for b NULL, i past the last block, or a block
- * already unregistered by a weft_data_unregister_blocks that failed.
+/* Block i's handle; NULL for b NULL or no longer registered, i past the
+ * last block, or a block already unregistered by a
+ * weft_data_unregister_blocks that failed.
  * Errors: none. Context: any thread; never blocks. */
 WEFT_API weft_data *weft_data_blocks_at(const weft_data_blocks *b, size_t i);
 
 /* Block i's home device (its layout's).
- * Errors: WEFT_EINVAL (b NULL, i past the last block), reported.
+ * Errors: WEFT_EINVAL (b NULL or no longer registered, i past the last
+ * block), reported.
  * Context: any thread; never blocks. */
 WEFT_API int weft_data_blocks_device(const weft_data_blocks *b, size_t i);
 
 /* weft_data_prefetch of each block to its home device; returns at once.
  * On failure the blocks before the failing one are on their way.
- * Errors: weft_data_prefetch's; WEFT_EINVAL for b NULL.
+ * Errors: weft_data_prefetch's; WEFT_EINVAL for b NULL or no longer
+ * registered.
  * Context: any thread of b's runtime; never blocks. */
 WEFT_API int weft_data_blocks_place(weft_data_blocks *b);
 
 /* weft_data_unregister_n of every block (the host memory holds the
  * result), then frees b. On failure b stays, with the blocks still
  * registered, and may be given here again.
- * Errors: weft_data_unregister_n's; WEFT_EINVAL for b NULL.
+ * Errors: weft_data_unregister_n's; WEFT_EINVAL for b NULL or already
+ * unregistered.
  * Context: any thread; may switch (blocks a plain thread). */
 WEFT_API int weft_data_unregister_blocks(weft_data_blocks *b);
 

@@ -556,6 +556,7 @@ static void blocks(weft_runtime *rt) {
     }
     EXPECT(weft_data_blocks_at(m, NB) == NULL);
     EXPECT_ERR(weft_data_blocks_device(m, NB), WEFT_EINVAL);
+    EXPECT(strstr(weft_last_error_message(), "block 7 of 7") != NULL);
     /* A block goes back with the others, not alone. */
     weft_data *one = weft_data_blocks_at(m, 1);
     EXPECT_ERR(weft_data_unregister(one), WEFT_EINVAL);
@@ -595,6 +596,14 @@ static void blocks(weft_runtime *rt) {
       EXPECT_EQ_INT((int)st.device_to_device, 0); /* found at home */
     }
     EXPECT_OK(weft_data_unregister_blocks(m));
+    /* m is gone (freed): each call refuses it instead of reading it. */
+    EXPECT_ERR(weft_data_unregister_blocks(m), WEFT_EINVAL);
+    EXPECT(strstr(weft_last_error_message(), "not a registered block set") !=
+           NULL);
+    EXPECT_ERR(weft_data_blocks_place(m), WEFT_EINVAL);
+    EXPECT_ERR(weft_data_blocks_device(m, 0), WEFT_EINVAL);
+    EXPECT_EQ_INT((int)weft_data_blocks_count(m), 0);
+    EXPECT(weft_data_blocks_at(m, 0) == NULL);
     for (size_t i = 0; i < nf; i++)
       want[i] = want[i] * 2 + 1;
     EXPECT_MSG(memcmp(x, want, nf * sizeof *x) == 0,
@@ -708,6 +717,14 @@ static void *left_registered(void *arg) {
   EXPECT_MSG(strstr(weft_last_error_message(), at) != NULL, "%s",
              weft_last_error_message());
   EXPECT_OK(weft_data_unregister(e));
+  weft_data_blocks *m; /* blocks: their own call named */
+  EXPECT_OK(weft_data_register_blocks(c, mine, sizeof mine, 4 * sizeof *mine,
+                                      WEFT_DATA_BLOCKED, &m));
+  EXPECT_ERR(weft_shutdown(c), WEFT_EBUSY);
+  EXPECT_MSG(strstr(weft_last_error_message(),
+                    "4 of them blocks: weft_data_unregister_blocks") != NULL,
+             "%s", weft_last_error_message());
+  EXPECT_OK(weft_data_unregister_blocks(m));
   EXPECT_OK(weft_shutdown(c));
   return NULL;
 }
@@ -716,6 +733,9 @@ static void bad_input(weft_runtime *rt) {
   static float buf[64];
   weft_data *d, *e;
   EXPECT_ERR(weft_data_register(NULL, buf, sizeof buf, &d), WEFT_EINVAL);
+  EXPECT(strstr(weft_last_error_message(), "rt is NULL") != NULL);
+  EXPECT_ERR(weft_data_register(rt, NULL, sizeof buf, &d), WEFT_EINVAL);
+  EXPECT(strstr(weft_last_error_message(), "ptr is NULL") != NULL);
   /* A failure leaves the output as it was (error.h). */
   weft_data *const untouched = (weft_data *)&buf[1];
   d = untouched;
@@ -727,6 +747,7 @@ static void bad_input(weft_runtime *rt) {
   EXPECT_ERR(
       weft_data_register_blocks(rt, buf, sizeof buf, 0, WEFT_DATA_BLOCKED, &mb),
       WEFT_EINVAL);
+  EXPECT(strstr(weft_last_error_message(), "block_bytes is 0") != NULL);
   EXPECT(mb == (weft_data_blocks *)untouched);
   EXPECT_OK(weft_data_register(rt, buf, sizeof buf, &d));
   e = untouched;
@@ -834,6 +855,21 @@ static void bad_input(weft_runtime *rt) {
   EXPECT_ERR(weft_data_unregister(d), WEFT_EINVAL);
   EXPECT_ERR(weft_data_sync(d), WEFT_EINVAL);
   EXPECT_ERR(weft_data_stats_get(d, &st), WEFT_EINVAL);
+  { /* an unregistered handle's access names no memory, and spawn says
+       why (d is freed: read, it was the old range, taken as plain memory) */
+    weft_access gone = weft_data_access(d, WEFT_RW);
+    EXPECT(gone.ptr == NULL && gone.bytes == 0);
+    weft_task_opts to;
+    weft_task_opts_init(&to);
+    to.accesses = &gone;
+    to.naccesses = 1;
+    weft_task *never = NULL;
+    EXPECT_ERR(weft_task_spawn(rt, &never, outside_task, NULL, &to),
+               WEFT_EINVAL);
+    EXPECT_MSG(strstr(weft_last_error_message(), "unregistered handle") != NULL,
+               "%s", weft_last_error_message());
+    EXPECT(never == NULL);
+  }
   /* A handle left registered keeps its runtime open, and says so (on a
    * thread of that runtime's own). */
   pthread_t th;
