@@ -5,9 +5,9 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "data_internal.h"
+#include "ptrvec.h"
 
 struct weft_data_blocks {
   size_t n;
@@ -16,52 +16,17 @@ struct weft_data_blocks {
   weft_data *block[]; /* NULL once unregistered */
 };
 
-/* The registered block sets, by address: a call given one checks it here
- * first, so that a set already unregistered (freed) is refused, not read,
- * as a handle is (data_handles.c's registry). */
-static struct {
-  pthread_mutex_t lock;
-  weft_data_blocks **set;
-  size_t n, cap;
-} sets = {.lock = PTHREAD_MUTEX_INITIALIZER};
+/* The registered block sets: a call given one checks it here first, so
+ * that a set already unregistered (freed) is refused, not read, as a
+ * handle is (data_handles.c's registry). */
+static pthread_mutex_t sets_lock = PTHREAD_MUTEX_INITIALIZER;
+static weft__ptrvec sets;
 
-/* Where b is or would go in sets. Its lock held. */
-static size_t set_at(const weft_data_blocks *b) {
-  size_t lo = 0, hi = sets.n;
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    if ((uintptr_t)sets.set[mid] < (uintptr_t)b)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
-  return lo;
-}
-
-/* Whether b is registered. Its lock held. */
 static int set_has(const weft_data_blocks *b) {
-  size_t i = set_at(b);
-  return b && i < sets.n && sets.set[i] == b;
-}
-
-static int set_enter(weft_data_blocks *b) {
-  pthread_mutex_lock(&sets.lock);
-  if (sets.n == sets.cap) {
-    size_t cap = sets.cap ? 2 * sets.cap : 8;
-    weft_data_blocks **grown = realloc(sets.set, cap * sizeof *grown);
-    if (!grown) {
-      pthread_mutex_unlock(&sets.lock);
-      return WEFT_ENOMEM;
-    }
-    sets.set = grown;
-    sets.cap = cap;
-  }
-  size_t i = set_at(b);
-  memmove(&sets.set[i + 1], &sets.set[i], (sets.n - i) * sizeof *sets.set);
-  sets.set[i] = b;
-  sets.n++;
-  pthread_mutex_unlock(&sets.lock);
-  return 0;
+  pthread_mutex_lock(&sets_lock);
+  int has = weft__ptrset_has(&sets, b);
+  pthread_mutex_unlock(&sets_lock);
+  return has;
 }
 
 /* WEFT_EINVAL, for call, reported: b is NULL or not registered. */
@@ -132,7 +97,10 @@ int weft_data_register_blocks(weft_runtime *rt, void *ptr, size_t bytes,
     free(b);
     return weft_error_set(rc, 0, "%s: block %zu: %s", call, i, why);
   }
-  if (set_enter(b)) {
+  pthread_mutex_lock(&sets_lock);
+  int added = weft__ptrset_add(&sets, b);
+  pthread_mutex_unlock(&sets_lock);
+  if (added != 0) {
     for (size_t k = n; k-- > 0;)
       weft__data_forget(b->block[k]);
     free(b);
@@ -143,37 +111,25 @@ int weft_data_register_blocks(weft_runtime *rt, void *ptr, size_t bytes,
 }
 
 size_t weft_data_blocks_count(const weft_data_blocks *b) {
-  pthread_mutex_lock(&sets.lock);
-  size_t n = set_has(b) ? b->n : 0;
-  pthread_mutex_unlock(&sets.lock);
-  return n;
+  return set_has(b) ? b->n : 0;
 }
 
 weft_data *weft_data_blocks_at(const weft_data_blocks *b, size_t i) {
-  pthread_mutex_lock(&sets.lock);
-  weft_data *d = set_has(b) && i < b->n ? b->block[i] : NULL;
-  pthread_mutex_unlock(&sets.lock);
-  return d;
+  return set_has(b) && i < b->n ? b->block[i] : NULL;
 }
 
 int weft_data_blocks_device(const weft_data_blocks *b, size_t i) {
   static const char call[] = "weft_data_blocks_device";
-  pthread_mutex_lock(&sets.lock);
-  int ok = set_has(b);
-  size_t n = ok ? b->n : 0;
-  pthread_mutex_unlock(&sets.lock);
-  if (!ok)
+  if (!set_has(b))
     return not_a_set(b, call);
-  if (i >= n)
-    return weft_error_set(WEFT_EINVAL, 0, "%s: block %zu of %zu", call, i, n);
+  if (i >= b->n)
+    return weft_error_set(WEFT_EINVAL, 0, "%s: block %zu of %zu", call, i,
+                          b->n);
   return home(b, i);
 }
 
 int weft_data_blocks_place(weft_data_blocks *b) {
-  pthread_mutex_lock(&sets.lock);
-  int ok = set_has(b);
-  pthread_mutex_unlock(&sets.lock);
-  if (!ok)
+  if (!set_has(b))
     return not_a_set(b, "weft_data_blocks_place");
   for (size_t i = 0; i < b->n; i++) {
     int rc = b->block[i] ? weft_data_prefetch(b->block[i], home(b, i)) : 0;
@@ -185,10 +141,7 @@ int weft_data_blocks_place(weft_data_blocks *b) {
 
 int weft_data_unregister_blocks(weft_data_blocks *b) {
   static const char call[] = "weft_data_unregister_blocks";
-  pthread_mutex_lock(&sets.lock);
-  int ok = set_has(b);
-  pthread_mutex_unlock(&sets.lock);
-  if (!ok)
+  if (!set_has(b))
     return not_a_set(b, call);
   weft_data **left = malloc(b->n * sizeof *left);
   if (!left)
@@ -200,14 +153,9 @@ int weft_data_unregister_blocks(weft_data_blocks *b) {
   int rc = weft__data_unregister_n(left, k, 1);
   free(left);
   if (rc == 0) {
-    pthread_mutex_lock(&sets.lock);
-    size_t at = set_at(b);
-    if (at < sets.n && sets.set[at] == b) {
-      memmove(&sets.set[at], &sets.set[at + 1],
-              (sets.n - at - 1) * sizeof *sets.set);
-      sets.n--;
-    }
-    pthread_mutex_unlock(&sets.lock);
+    pthread_mutex_lock(&sets_lock);
+    weft__ptrset_remove(&sets, b);
+    pthread_mutex_unlock(&sets_lock);
     free(b);
     return 0;
   }

@@ -12,6 +12,7 @@
 #include "data_internal.h"
 #include "data_live.h"
 #include "host_guard.h"
+#include "ptrvec.h"
 
 weft__data_registry weft__data_reg = {.lock = PTHREAD_MUTEX_INITIALIZER};
 static atomic_uint_fast64_t use_clock;
@@ -65,15 +66,7 @@ void weft__data_unhold(weft_data *d, int dev) {
 
 /* Where d is or would go in the registry. Its lock held. */
 static size_t live_at(const weft_data *d) {
-  size_t lo = 0, hi = weft__data_reg.n;
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    if ((uintptr_t)weft__data_reg.live[mid] < (uintptr_t)d)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
-  return lo;
+  return weft__ptrset_at(weft__data_reg.live, weft__data_reg.n, d);
 }
 
 /* by_host's order: by runtime, then host address, so that one runtime's
@@ -329,7 +322,8 @@ int weft__data_enter(weft_data *d) {
   d->use = usage_of(rt, d->ndev);
   if (d->use)
     d->use->handles++;
-  weft_data **nv = weft__data_reg.live, **nh = weft__data_reg.by_host;
+  void **nv = weft__data_reg.live;
+  weft_data **nh = weft__data_reg.by_host;
   size_t nc = weft__data_reg.cap;
   if (d->use && weft__data_reg.n == weft__data_reg.cap) {
     nc = weft__data_reg.cap ? 2 * weft__data_reg.cap : 16;

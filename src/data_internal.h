@@ -118,7 +118,7 @@ struct weft_data {
  * lock comes before any handle's. */
 typedef struct weft__data_registry {
   pthread_mutex_t lock;
-  weft_data **live;    /* by handle address */
+  void **live;         /* the handles, by address (ptrvec.h's order) */
   weft_data **by_host; /* the same, by runtime, then host address */
   size_t n, cap;
   usage *usages;
