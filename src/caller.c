@@ -288,10 +288,14 @@ const void *weft__caller_thread(void) {
   return x && !x->is_task ? x : NULL;
 }
 
+int weft__caller_others_alive(const weft__exec *x) {
+  return x->bk->check && weft__check_others_alive(x->bk->check);
+}
+
 void weft__caller_implicit_sync(weft__exec *x, const char *call,
-                                const char *what, uint64_t ns) {
+                                const char *what, uint64_t ns, int alive) {
   if (x->bk->check)
-    weft__check_implicit_sync(x->bk->check, x, call, what, ns);
+    weft__check_implicit_sync(x->bk->check, x, call, what, ns, alive);
 }
 
 void weft__caller_gone(weft__exec *x) { weft__check_exec_gone(NULL, x); }

@@ -133,10 +133,14 @@ void weft__caller_freeing(weft__exec *x, const void *p);
  * its own scratch, unless registered data allocates an instance
  * (data_own_copy). */
 void weft__caller_made(weft__exec *x, const void *p);
+/* Whether weft check runs and a task besides x is alive: asked before a
+ * call that may wait for the whole device, for the next. */
+int weft__caller_others_alive(const weft__exec *x);
 /* x, a task, made a call (call) that waits for more than its own stream
- * (what: why; ns: how long it took, 0 if not measured). */
+ * (what: why; ns: how long it took, 0 if not measured; alive: what
+ * weft__caller_others_alive said before it). */
 void weft__caller_implicit_sync(weft__exec *x, const char *call,
-                                const char *what, uint64_t ns);
+                                const char *what, uint64_t ns, int alive);
 /* x's context goes away: its clock with it. */
 void weft__caller_gone(weft__exec *x);
 

@@ -785,7 +785,7 @@ void weft__check_cuda_call(weft__checker *k, const char *name, const char *what,
   if (!k || !x || !x->is_task || x->bk->check != k)
     return;
   if (!default_stream) {
-    weft__check_implicit_sync(k, x, name, what, ns);
+    weft__check_implicit_sync(k, x, name, what, ns, 0); /* seen at its end */
     return;
   }
   char who[WHO];
@@ -795,15 +795,20 @@ void weft__check_cuda_call(weft__checker *k, const char *name, const char *what,
   pthread_mutex_unlock(&k->lock);
 }
 
+int weft__check_others_alive(const weft__checker *k) {
+  return atomic_load(k->nlive) > 1;
+}
+
 void weft__check_implicit_sync(weft__checker *k, weft__exec *x,
-                               const char *call, const char *what,
-                               uint64_t ns) {
+                               const char *call, const char *what, uint64_t ns,
+                               int alive) {
   /* It costs overlap only while another task is alive to be stalled (one
-   * finishing counts: its stream's work may still run). The lone task
-   * that sets up its buffers, a root task before it spawns, waits for
-   * nothing but its own stream; reporting it would bury the findings
-   * that matter. */
-  if (atomic_load(k->nlive) <= 1)
+   * finishing counts: its stream's work may still run), at the call's
+   * start (the one it waited for may have ended by its return) or end.
+   * The lone task that sets up its buffers, a root task before it spawns,
+   * waits for nothing but its own stream; reporting it would bury the
+   * findings that matter. */
+  if (!alive && !weft__check_others_alive(k))
     return;
   char who[WHO];
   who_of(x, who, sizeof who);

@@ -134,11 +134,16 @@ void weft__check_made_by(weft__checker *k, const void *p, const weft__exec *x);
 void weft__check_cuda_call(weft__checker *k, const char *name, const char *what,
                            uint64_t ns, int default_stream);
 
+/* Whether a task besides the caller is alive (to be stalled by a call
+ * that waits for the whole device). */
+int weft__check_others_alive(const weft__checker *k);
 /* A call that synchronises more than its caller's stream, made from a
  * task (x): reported with how long it took (ns; 0 if not measured), if
- * another task is alive. */
+ * another task was alive when it began (alive, from
+ * weft__check_others_alive then) or is now. */
 void weft__check_implicit_sync(weft__checker *k, weft__exec *x,
-                               const char *call, const char *what, uint64_t ns);
+                               const char *call, const char *what, uint64_t ns,
+                               int alive);
 
 /* A task (x) asking for registered data's instance (weft/data.h): the
  * handle's host range [p, p + bytes) must be among its declared accesses

@@ -435,6 +435,7 @@ int weft_pinned_alloc(size_t bytes, void **ptr) {
     return weft__pinned_cache_alloc(&x->rt->pinned, bytes, ptr);
   weft__pinned_stats before, after;
   weft__pinned_cache_stats(&x->rt->pinned, &before);
+  int alive = weft__caller_others_alive(x);
   uint64_t t0 = weft__clock_ns();
   int rc = weft__pinned_cache_alloc(&x->rt->pinned, bytes, ptr);
   uint64_t ns = weft__clock_ns() - t0;
@@ -452,7 +453,7 @@ int weft_pinned_alloc(size_t bytes, void **ptr) {
         "a pinned-cache miss allocates page-locked memory (cudaHostAlloc), "
         "which waits for the whole device; allocate before the tasks start, "
         "or free and reuse blocks of this size",
-        ns);
+        ns, alive);
   return rc;
 }
 
@@ -559,12 +560,13 @@ int weft_mem_trim(weft_runtime *rt) {
   uint64_t t0 = x && x->is_task && rt->h.bk->ops->kind == WEFT_BACKEND_CUDA
                     ? weft__clock_ns()
                     : 0;
+  int alive = t0 && weft__caller_others_alive(x);
   weft__pinned_cache_trim(&rt->pinned);
   if (t0) /* cudaFreeHost, like cudaHostAlloc, waits for the device */
     weft__caller_implicit_sync(x, "weft_mem_trim",
                                "freeing page-locked memory (cudaFreeHost) "
                                "waits for the whole device; trim from a "
                                "plain thread while the GPU is idle",
-                               weft__clock_ns() - t0);
+                               weft__clock_ns() - t0, alive);
   return 0;
 }

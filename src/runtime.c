@@ -401,6 +401,11 @@ int weft_init(weft_runtime **rtp, const weft_runtime_opts *user) {
     weft__caller_threads_release(rt);
     goto fail_sched;
   }
+  /* Emptied now, not left with an earlier run's trace, so that a run that
+   * crashes before weft_shutdown writes this one cannot pass for it. */
+  if (rt->tracing && truncate(trace, 0) != 0)
+    fprintf(stderr, "weft: could not empty the trace file '%s': %s\n", trace,
+            strerror(errno));
   *rtp = rt;
   return 0;
 

@@ -89,6 +89,7 @@ int weft_device_sync(void) {
     return rc;
   weft__exec *x = c.x;
   int checked = x->bk->check != NULL;
+  int alive = checked && weft__caller_others_alive(x);
   uint64_t t0 = checked ? weft__clock_ns() : 0;
   rc = weft__device_sync(x->bk, x->dev);
   if (rc == 0)
@@ -98,7 +99,7 @@ int weft_device_sync(void) {
                                "it waits for every stream of the device, "
                                "every task's work; weft_sync waits for this "
                                "task's alone",
-                               weft__clock_ns() - t0);
+                               weft__clock_ns() - t0, alive);
   return rc ? weft__caller_fail(x, rc) : 0;
 }
 

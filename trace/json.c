@@ -558,8 +558,11 @@ trace_json_type trace_json_next(trace_json *j, trace_json_token *t) {
     if (j->pos >= j->len) {
       if (j->depth == 0)
         trace_json_fail(j, j->pos,
-                        j->pos == 0 ? "empty input"
-                                    : "no JSON value in the input");
+                        j->pos == 0
+                            ? "empty input (weft writes its trace at "
+                              "weft_shutdown: a run that crashed or never "
+                              "shut down leaves the file empty)"
+                            : "no JSON value in the input");
       else
         trace_json_fail(j, j->pos, "unexpected end of input inside %s",
                         j->stack[j->depth - 1] == '{' ? "an object"

@@ -37,7 +37,8 @@ typedef struct weft_runtime_opts {
   size_t stack_size;
   /* Records a trace of every GPU operation, task run and wait, written at
    * weft_shutdown as Chrome Trace Event JSON (Perfetto opens it; `weft
-   * trace report` analyses it). NULL reads the environment variable
+   * trace report` analyses it); weft_init empties the file, so a run that
+   * never shuts down leaves it empty. NULL reads the environment variable
    * WEFT_TRACE; unset means no tracing. In an MPI job (the launcher's
    * rank variables) the file records the rank, %r in the path is replaced
    * by it, and without %r each rank writes path-rankN (before a .json

@@ -21,6 +21,7 @@
  * stream's work is ordered, so there would be no race to find. */
 #define _DEFAULT_SOURCE /* MAP_ANONYMOUS */
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -356,6 +357,30 @@ static void sync_in_task(void) {
   weft_task *b = spawn(bystander_task, "bystander");
   EXPECT_OK(weft_task_join(spawn(device_sync_task, "device-syncer")));
   EXPECT_OK(weft_task_join(b));
+}
+
+/* Returns with a 50 ms kernel queued: alive (not done) when the
+ * device-syncer's sync starts, done by the time the sync returns, the
+ * very work it waited for. */
+static int owner_queued;
+static void kernel_owner_task(void *arg) {
+  (void)arg;
+  const int *flag = &W.host[0]; /* never set: the kernel runs its time */
+  int *state = &W.host[1];
+  long long ns = 50 * 1000 * 1000;
+  W.host[0] = 0;
+  void *args[] = {&flag, &state, &ns};
+  EXPECT_OK(weft_launch(&tk.spin_until, WEFT_DIM1(1), WEFT_DIM1(1), 0, args));
+  tt_store(&owner_queued, 1);
+}
+
+static void sync_outlasts_the_other(void) {
+  tt_store(&owner_queued, 0);
+  weft_task *k = spawn(kernel_owner_task, "kernel-owner");
+  while (!tt_load(&owner_queued))
+    sched_yield();
+  EXPECT_OK(weft_task_join(spawn(device_sync_task, "device-syncer")));
+  EXPECT_OK(weft_task_join(k));
 }
 
 /* No other task to stall: nothing lost, nothing reported. */
@@ -795,6 +820,8 @@ int main(void) {
   expect("weft_device_sync from a task", sync_in_task, KIND_SYNC,
          "'device-syncer'", NULL);
   silent("weft_device_sync from the only task alive", sync_in_lone_task, 0);
+  expect("weft_device_sync waiting for the only other task's work",
+         sync_outlasts_the_other, KIND_SYNC, "'device-syncer'", NULL);
   expect("a write where a read was declared", memset_declared_read,
          KIND_UNDECLARED, "'declared-reader'", NULL);
   expect("a write past the declared half", memset_declared_half,

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "task_common.h"
@@ -591,6 +592,14 @@ static void init_and_shutdown_checks(void) {
   snprintf(pa, sizeof pa, "/tmp/weft-lifecycle-%d-a.json", (int)getpid());
   snprintf(pb, sizeof pb, "/tmp/weft-lifecycle-%d-b.json", (int)getpid());
   unlink(pb);
+  /* An earlier run's trace there: emptied at init, so that a run that
+   * never shuts down cannot leave it to pass for its own. */
+  FILE *stale = fopen(pa, "w");
+  EXPECT(stale != NULL);
+  if (stale) {
+    EXPECT(fputs("{\"traceEvents\": []}", stale) >= 0);
+    EXPECT(fclose(stale) == 0);
+  }
   o.trace_path = pa;
   weft_runtime *traced = NULL;
   int rc = weft_init(&traced, &o);
@@ -603,6 +612,8 @@ static void init_and_shutdown_checks(void) {
     traced = NULL;
   } else {
     EXPECT_OK(rc);
+    struct stat st;
+    EXPECT(stat(pa, &st) == 0 && st.st_size == 0);
     o.trace_path = pb;
     EXPECT_ERR(weft_init(&rt, &o), WEFT_EBUSY);
     EXPECT(rt == NULL);
