@@ -888,6 +888,18 @@ static int sweep_device(sweep *w, int64_t device) {
               !m->weft_header ? TRACE_CAUSE_ORDERED : TRACE_CAUSE_GPU_FULL;
           l.by = by;
           guessed = m->weft_header;
+        } else if (running) {
+          /* Held while the device ran other work: past the launch path's
+           * time (below), by the device (an engine or an executor the
+           * counts above do not see), not by the host. */
+          uint32_t r = last_start;
+          if (!runs_at(m, r, t))
+            r = kern_by;
+          for (int d = 0; d < TRACE_COPY_NDIRS && !runs_at(m, r, t); d++)
+            r = copy_by[d];
+          l.cause = TRACE_CAUSE_GPU_FULL;
+          l.by = runs_at(m, r, t) ? r : TRACE_NO_OP;
+          guessed = 1;
         } else {
           l.cause = TRACE_CAUSE_HOST_SLOW;
           l.by = op->launch;
@@ -1149,9 +1161,10 @@ static void evidence(const trace_model *m, const trace_lost *l, double t0,
 /* The verdict in one line, into out. */
 static void verdict(const trace_explanation *e, char *out, size_t n) {
   if (e->top < 0) {
-    snprintf(out, n,
-             "nothing lost: the GPU ran whenever it had work it "
-             "could run");
+    snprintf(out, n, "%s",
+             e->busy > 0 ? "nothing lost: the GPU ran whenever it had work "
+                           "it could run"
+                         : "nothing to explain: the GPU ran no work here");
     return;
   }
   double share = pct(e->cause[e->top], e->lost);
@@ -1188,7 +1201,8 @@ static void verdict(const trace_explanation *e, char *out, size_t n) {
              "WEFT_STREAMS) for the tasks that hold one at once";
     break;
   case TRACE_CAUSE_GPU_FULL:
-    remedy = "; the kernels filled the GPU, nothing more could run";
+    remedy = "; the device ran all it could at once, nothing more could "
+             "run beside it";
     break;
   case TRACE_CAUSE_HW_QUEUE:
     remedy = "; more streams than the device has hardware queues "

@@ -32,7 +32,7 @@
   X(GPU_FULL, "the GPU was full",                                              \
     "issued work waited on a free stream while the device ran all it can "     \
     "at once (kernels whose blocks filled every SM; the host backend's "       \
-    "executors)")                                                              \
+    "executors), or beside other work with nothing recorded holding it")       \
   X(HW_QUEUE, "one hardware queue",                                            \
     "an issued kernel waited on a free stream, the device not full, behind "   \
     "another stream's kernel on the same hardware channel (streams share "     \

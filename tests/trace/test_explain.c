@@ -343,6 +343,38 @@ static void launch_latency(void) {
   }
 }
 
+/* A kernel issued at 10 on a free stream beside a copy (0-200), starting
+ * at 150 with nothing recorded holding it and nothing ended before it
+ * started: the device held it while the copy ran (the launch latency
+ * unknown: all of it), not the host that had issued it 140 us before. */
+static void held_beside_other_work(void) {
+  begin();
+  op("HtoD", 1, 0, 200, -5, 30);
+  op("kernel", 2, 150, 10, 10, 31);
+  trace_model m;
+  trace_explanation e;
+  load_explain(&m, &e);
+  EXPECT_NEAR(e.cause[TRACE_CAUSE_GPU_FULL], 140);
+  EXPECT_NEAR(e.cause[TRACE_CAUSE_HOST_SLOW], 0);
+  trace_explanation_free(&e);
+  trace_model_free(&m);
+}
+
+/* A span with no GPU work: nothing lost, and the verdict says there was
+ * nothing to explain rather than that the GPU ran all it could. */
+static void no_gpu_work(void) {
+  begin();
+  trace_model m;
+  trace_explanation e;
+  load_explain(&m, &e);
+  EXPECT_EQ_INT(e.top, -1);
+  char *text = print(&m, &e, 0);
+  EXPECT_HAS(text, "verdict: nothing to explain: the GPU ran no work here");
+  free(text);
+  trace_explanation_free(&e);
+  trace_model_free(&m);
+}
+
 /* Two kernels of two streams one after the other, with their launch
  * records: the first filled every SM 4 times over (the GPU was full,
  * measured); or both left room, on one hardware channel (its queue), or
@@ -586,6 +618,8 @@ int main(void) {
   gpu_full();
   launch_records();
   launch_latency();
+  held_beside_other_work();
+  no_gpu_work();
   copy_engine();
   implicit_sync_call();
   implicit_sync_found();
