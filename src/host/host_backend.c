@@ -104,11 +104,15 @@ int weft__host_device_info(weft__backend *b, int dev, weft_device_info *info) {
 
 int weft__host_device_sync(weft__backend *b, int dev) {
   weft__host_backend *hb = weft__host_of(b);
+  uint64_t corr = 0, task = 0; /* traced as CUDA's (host_trace.c) */
+  uint64_t t0 = weft__host_trace_issue(b, &corr, &task);
   pthread_mutex_lock(&hb->mu);
   uint64_t target = hb->dev_submitted[dev];
   while (hb->dev_completed[dev] < target)
     pthread_cond_wait(&hb->progress, &hb->mu);
   pthread_mutex_unlock(&hb->mu);
+  if (t0)
+    weft__host_trace_api(t0, corr, task, "cudaDeviceSynchronize");
   return 0;
 }
 

@@ -64,7 +64,8 @@ static void work(void *arg) {
   EXPECT_OK(weft_sync());
 }
 
-/* A graph of GRAPH_KERNELS launches, replayed REPLAYS times. */
+/* A graph of GRAPH_KERNELS launches, replayed REPLAYS times; then a
+ * device sync. */
 static void graph_work(void *arg) {
   (void)arg;
   float *d;
@@ -83,7 +84,7 @@ static void graph_work(void *arg) {
   EXPECT_OK(weft_sync());
   EXPECT_OK(weft_graph_destroy(g));
   EXPECT_OK(weft_device_free(d));
-  EXPECT_OK(weft_sync());
+  EXPECT_OK(weft_device_sync()); /* a call record, as CUDA's */
 }
 
 /* The untraced runtime's work: memsets and launches of its own. */
@@ -457,6 +458,9 @@ int main(void) {
                 TASKS * LAUNCHES);
   EXPECT_EQ_INT((int)count_of(text, "\"name\":\"cudaMemcpyAsync\""), TASKS * 2);
   EXPECT_EQ_INT((int)count_of(text, "\"name\":\"cudaGraphLaunch\""), REPLAYS);
+  /* graph_work's weft_device_sync, and the one weft_shutdown makes before it
+   * stops the tracer: call records, as CUPTI makes CUDA's. */
+  EXPECT_EQ_INT((int)count_of(text, "\"name\":\"cudaDeviceSynchronize\""), 2);
   /* One arrow per replay, not per op of it. */
   EXPECT_EQ_INT((int)count_of(text, "\"ph\":\"s\""),
                 TASKS * (LAUNCHES + 2) + REPLAYS);
