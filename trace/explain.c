@@ -1112,8 +1112,10 @@ static void evidence(const trace_model *m, const trace_lost *l, double t0,
                "had not started (launch latency)",
                a, by ? (by->ts + by->dur - t0) / 1e3 : (l->start - t0) / 1e3);
     else if (by)
-      snprintf(out, n, "nothing issued until %s at %.3f ms, for %s", b,
-               (by->ts + by->dur - t0) / 1e3, a);
+      snprintf(out, n,
+               "nothing issued until %s (called at %.3f ms, returned at "
+               "%.3f ms), for %s",
+               b, (by->ts - t0) / 1e3, (by->ts + by->dur - t0) / 1e3, a);
     else
       snprintf(out, n, "nothing issued until %s started", a);
     break;
