@@ -897,6 +897,10 @@ static int sweep_device(sweep *w, int64_t device) {
             r = kern_by;
           for (int d = 0; d < TRACE_COPY_NDIRS && !runs_at(m, r, t); d++)
             r = copy_by[d];
+          /* An earlier start still running: its lane's last started. */
+          for (size_t ln = 0; ln < m->ngpu_lanes && !runs_at(m, r, t); ln++)
+            if (w->lane_run[ln])
+              r = w->lane_last[ln];
           l.cause = TRACE_CAUSE_GPU_FULL;
           l.by = runs_at(m, r, t) ? r : TRACE_NO_OP;
           guessed = 1;
