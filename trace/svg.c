@@ -49,16 +49,16 @@ static const struct {
     {"#EDC948", "#000", "task"},
     {"#BAB0AC", "#000", "wait"},
     {"#C0392B", "#fff", "kernel ∩ copy"},
-    /* the causes of lost time */
+    /* the causes of lost time, each apart from the ops' colours above */
     {"#8E44AD", "#fff", "ordered on purpose"},
     {"#000000", "#fff", "implicit sync"},
     {"#1ABC9C", "#000", "one stream"},
-    {"#16A085", "#fff", "stream taken over"},
-    {"#F1C40F", "#000", "host too slow"},
+    {"#E68FAC", "#000", "stream taken over"},
+    {"#8DB600", "#000", "host too slow"},
     {"#2C3E50", "#fff", "GPU full"},
     {"#D35400", "#fff", "hardware queue"},
-    {"#E67E22", "#000", "copy engines"},
-    {"#95A5A6", "#000", "weft's own cost"},
+    {"#A1CAF1", "#000", "copy engines"},
+    {"#F99379", "#000", "weft's own cost"},
 };
 
 static int op_color(const trace_op *op) {
