@@ -107,9 +107,20 @@ int weft__host_device_sync(weft__backend *b, int dev) {
   uint64_t corr = 0, task = 0; /* traced as CUDA's (host_trace.c) */
   uint64_t t0 = weft__host_trace_issue(b, &corr, &task);
   pthread_mutex_lock(&hb->mu);
-  uint64_t target = hb->dev_submitted[dev];
-  while (hb->dev_completed[dev] < target)
-    pthread_cond_wait(&hb->progress, &hb->mu);
+  /* Every operation of the device not yet complete was queued before
+   * this call; op_done counts them down as they complete, whatever
+   * completes meanwhile that was queued after. */
+  host_dev_sync w = {hb->dev_syncs[dev], hb->dev_submitted[dev],
+                     hb->dev_submitted[dev] - hb->dev_completed[dev]};
+  if (w.remaining) {
+    hb->dev_syncs[dev] = &w;
+    while (w.remaining)
+      pthread_cond_wait(&hb->progress, &hb->mu);
+    host_dev_sync **pp = &hb->dev_syncs[dev];
+    while (*pp != &w)
+      pp = &(*pp)->next;
+    *pp = w.next;
+  }
   pthread_mutex_unlock(&hb->mu);
   if (t0)
     weft__host_trace_api(t0, corr, task, "cudaDeviceSynchronize");

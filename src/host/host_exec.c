@@ -46,12 +46,16 @@ static weft__host_stream *queue_pop(host_queue *q) {
 
 static void op_done(weft__host_backend *hb, weft__host_stream *s,
                     weft__host_op *op) {
+  int dev = s->base.hdr.dev;
+  for (host_dev_sync *w = hb->dev_syncs[dev]; w; w = w->next)
+    if (op->seq <= w->target && w->remaining)
+      w->remaining--;
   if (op->kind == HOP_RECORD || op->kind == HOP_WAIT)
     weft__host_rec_release(op->u.rec);
   free(op);
   s->completed++;
   hb->completed++;
-  hb->dev_completed[s->base.hdr.dev]++;
+  hb->dev_completed[dev]++;
 }
 
 /* Moves an idle-or-just-run stream forward: settles records, satisfied
@@ -127,7 +131,7 @@ void weft__host_enqueue(weft__host_stream *s, weft__host_op *op) {
   s->tail = op;
   s->submitted++;
   hb->submitted++;
-  hb->dev_submitted[s->base.hdr.dev]++;
+  op->seq = ++hb->dev_submitted[s->base.hdr.dev];
   if (s->state == HOST_IDLE)
     settle(hb, advance(hb, s));
   pthread_mutex_unlock(&hb->mu);

@@ -62,6 +62,7 @@ typedef struct weft__host_op {
    * the tracer's copy (weft__trace_intern), or a captured launch's own. */
   uint64_t corr, task;
   const char *name;
+  uint64_t seq; /* its place among its device's operations (enqueue) */
   uint8_t copy_dir;
   union {
     struct {
@@ -104,6 +105,14 @@ typedef struct weft__host_event {
   weft__host_rec *last; /* latest record, or NULL if never recorded */
 } weft__host_event;
 
+/* A device_sync waiting: the operations of its device queued before it
+ * (sequence numbers up to target) still to complete. On the waiter's
+ * stack, under mu. */
+typedef struct host_dev_sync {
+  struct host_dev_sync *next;
+  uint64_t target, remaining;
+} host_dev_sync;
+
 typedef struct host_queue {
   weft__host_stream *head, *tail;
 } host_queue;
@@ -137,6 +146,9 @@ typedef struct weft__host_backend {
   /* Per device, for device_sync (an op counts on its stream's device). */
   uint64_t dev_submitted[WEFT_HOST_DEVICES_MAX];
   uint64_t dev_completed[WEFT_HOST_DEVICES_MAX];
+  /* The device syncs waiting, per device: a count alone cannot tell an
+   * operation queued before a sync from one queued after it. */
+  host_dev_sync *dev_syncs[WEFT_HOST_DEVICES_MAX];
   void (*hook)(void *); /* called when event records complete */
   void *hook_arg;
   /* "Device" memory freed by streams, kept for reuse as a GPU's

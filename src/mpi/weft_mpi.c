@@ -274,7 +274,10 @@ static int post_and_wait(int level, int recv, void *buf, int count,
                           mpi_words(e, words));
   }
   MPI_Status st;
-  int rc = weft_mpi_wait(&r, status ? status : &st);
+  /* MPI_STATUS_IGNORE is NULL in Open MPI but not in every MPI (MPICH's
+   * is (MPI_Status *)1): compare with it, never with NULL. */
+  int ignore = status == MPI_STATUS_IGNORE;
+  int rc = weft_mpi_wait(&r, ignore ? &st : status);
   if (rc == WEFT_ESTATE && r != MPI_REQUEST_NULL) {
     /* weft_shutdown ended the wait with the request active, and the
      * caller has no request to cancel: a receive is cancelled (or, if
@@ -291,7 +294,7 @@ static int post_and_wait(int level, int recv, void *buf, int count,
     if (level < MPI_THREAD_MULTIPLE)
       weft_mpi_unlock();
     if (!cancelled) {
-      if (status)
+      if (!ignore)
         *status = st;
       return 0;
     }
@@ -351,12 +354,29 @@ int weft_mpi_recv(void *buf, int count, MPI_Datatype type, int source, int tag,
      * may still read it. */
     rc = weft_sync();
   }
+  /* Staged, the bytes received are copied in, and only they: MPI leaves
+   * the rest of buf (a shorter message, MPI_PROC_NULL's none) as it was,
+   * which the stage's own bytes must not overwrite. */
+  MPI_Status st;
+  MPI_Status *sp = stage && status == MPI_STATUS_IGNORE ? &st : status;
   if (rc == 0)
-    rc = post_and_wait(level, 1, into, count, type, source, tag, comm, status);
+    rc = post_and_wait(level, 1, into, count, type, source, tag, comm, sp);
   /* In stream order: the copy in is queued before the caller's next GPU
    * work; the pinned cache keeps the block until that copy has run. */
-  if (rc == 0 && stage)
-    rc = weft_copy(buf, stage, (size_t)bytes);
+  if (rc == 0 && stage) {
+    int got = 0;
+    if (level < MPI_THREAD_MULTIPLE)
+      weft_mpi_lock();
+    int e = MPI_Get_count(sp, type, &got); /* whole elements received */
+    if (level < MPI_THREAD_MULTIPLE)
+      weft_mpi_unlock();
+    size_t n =
+        e == MPI_SUCCESS && got != MPI_UNDEFINED && got >= 0 && got < count
+            ? (size_t)got * (size_t)(bytes / count)
+            : (size_t)bytes;
+    if (n > 0)
+      rc = weft_copy(buf, stage, n);
+  }
   if (stage)
     weft_pinned_free(stage);
   return rc;

@@ -17,7 +17,8 @@
  *   receive truncated), with MPI's words in the message;
  * - device memory sent and received in stream order (weft_mpi_send after
  *   a queued memset, weft_mpi_recv before a queued copy out), directly
- *   and staged through pinned memory;
+ *   and staged through pinned memory; receives shorter than their count
+ *   leave the rest of the buffer as it was;
  * - the same waits from the plain thread, and bad arguments refused;
  * - weft_shutdown with a receive still waited for: the wait ends with
  *   WEFT_ESTATE and the task cancels the request; a weft_mpi_recv, whose
@@ -188,6 +189,47 @@ static void device_receiver(void *arg) {
   EXPECT_OK(weft_device_free(d));
 }
 
+/* A receive of fewer elements than its count (a shorter message, none from
+ * MPI_PROC_NULL) leaves the rest of the buffer as it was, as MPI does,
+ * staged too: the stage's other bytes (here a pinned block's old contents,
+ * reused from the cache) must not be copied in. */
+enum { SHORT_INTS = 256 };
+
+static void short_receives(void *arg) {
+  (void)arg;
+  int *d, h[SHORT_INTS], got = -1;
+  size_t bytes = sizeof h;
+  void *junk;
+  EXPECT_OK(weft_pinned_alloc(bytes, &junk));
+  memset(junk, 0x5a, bytes);
+  EXPECT_OK(weft_pinned_free(junk));
+  EXPECT_OK(weft_device_alloc(bytes, (void **)&d));
+  for (int i = 0; i < SHORT_INTS; i++)
+    h[i] = 7;
+  EXPECT_OK(weft_copy(d, h, bytes));
+  MPI_Status st;
+  EXPECT_OK(weft_mpi_recv(d, SHORT_INTS, MPI_INT, MPI_PROC_NULL, 0,
+                          MPI_COMM_WORLD, &st));
+  MPI_Get_count(&st, MPI_INT, &got);
+  EXPECT_EQ_INT(got, 0);
+  int two[2] = {rank + 1, rank + 2}, left = (rank + size - 1) % size;
+  EXPECT_OK(
+      weft_mpi_send(two, 2, MPI_INT, (rank + 1) % size, 33, MPI_COMM_WORLD));
+  EXPECT_OK(weft_mpi_recv(d, SHORT_INTS, MPI_INT, left, 33, MPI_COMM_WORLD,
+                          MPI_STATUS_IGNORE));
+  memset(h, 0, bytes);
+  EXPECT_OK(weft_copy(h, d, bytes));
+  EXPECT_OK(weft_sync());
+  EXPECT_EQ_INT(h[0], left + 1);
+  EXPECT_EQ_INT(h[1], left + 2);
+  for (int i = 2; i < SHORT_INTS; i++)
+    if (h[i] != 7) {
+      EXPECT_MSG(0, "int %d past the message: %d, want 7 (untouched)", i, h[i]);
+      break;
+    }
+  EXPECT_OK(weft_device_free(d));
+}
+
 /* Twice: MPI on the buffers themselves (the host backend's device memory
  * is host memory), then staged through pinned memory (WEFT_MPI_STAGE=1,
  * the path of the CUDA backend without a CUDA-aware MPI). */
@@ -203,6 +245,8 @@ static void device_messages(weft_runtime *rt) {
     EXPECT_OK(weft_task_spawn(rt, &b, device_receiver, NULL, NULL));
     EXPECT_OK(weft_task_join(a));
     EXPECT_OK(weft_task_join(b));
+    EXPECT_OK(weft_task_spawn(rt, &a, short_receives, NULL, NULL));
+    EXPECT_OK(weft_task_join(a));
     MPI_Barrier(MPI_COMM_WORLD);
   }
   unsetenv("WEFT_MPI_STAGE");

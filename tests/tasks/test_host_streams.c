@@ -2,8 +2,10 @@
  * raw baselines drive them): a stream on each of four emulated devices;
  * work on one device's stream held back by an event recorded behind a
  * gate on another's, and released when the gate opens; timing events;
- * bad input (a device out of range, NULL arguments). On another backend
+ * bad input (a device out of range, NULL arguments); a device sync that
+ * waits for work held behind another device. On another backend
  * the makers refuse with WEFT_ENOTSUP. */
+#include <pthread.h>
 #include <string.h>
 
 #include "task_common.h"
@@ -62,6 +64,73 @@ static void bad_input(weft_runtime *rt, int ndev) {
     EXPECT_OK(weft_host_stream_destroy(&s1));
   }
   EXPECT_OK(weft_host_pinned_free(rt, x));
+}
+
+/* weft_device_sync waits for every operation its device had queued when it
+ * was called, however many queued later complete first: here work on
+ * device 0 held behind an event of device 1's gate, and eight operations
+ * queued on device 0 after the sync began, which run at once. */
+typedef struct dev_syncer {
+  int rc, returned, x0_at_return;
+  float *x;
+} dev_syncer;
+
+static void *device_syncer(void *arg) {
+  dev_syncer *d = arg;
+  d->rc = weft_device_sync(); /* a plain thread: device 0 */
+  tt_store(&d->x0_at_return, (int)d->x[0]);
+  tt_store(&d->returned, 1);
+  return NULL;
+}
+
+static void device_sync_waits_for_held_work(weft_runtime *rt) {
+  weft_host_stream *g, *held, *later;
+  weft_host_event *ev;
+  float *x, *y;
+  int *gate;
+  EXPECT_OK(weft_host_stream_create(rt, 1, 0, &g));
+  EXPECT_OK(weft_host_stream_create(rt, 0, 0, &held));
+  EXPECT_OK(weft_host_stream_create(rt, 0, 0, &later));
+  EXPECT_OK(weft_host_event_create(rt, 1, 0, &ev));
+  EXPECT_OK(weft_host_pinned_alloc(rt, N * sizeof(float), (void **)&x));
+  EXPECT_OK(weft_host_pinned_alloc(rt, N * sizeof(float), (void **)&y));
+  EXPECT_OK(weft_host_pinned_alloc(rt, 2 * sizeof(int), (void **)&gate));
+  for (int i = 0; i < N; i++)
+    x[i] = y[i] = 1.0f;
+  gate[0] = gate[1] = 0;
+  long long timeout = TT_GATE_TIMEOUT_NS;
+  int *flag = &gate[0], *state = &gate[1];
+  void *spin[] = {&flag, &state, &timeout};
+  EXPECT_OK(
+      weft_host_launch(g, &tk.spin_until, WEFT_DIM1(1), WEFT_DIM1(1), spin));
+  EXPECT_OK(weft_host_event_record(ev, g));
+  EXPECT_OK(weft_host_stream_wait_event(held, ev));
+  axpb(held, x, 2.0f, 1.0f); /* x = 3 once the gate opens */
+  tt_wait_flag(&gate[1], 10000, "the gate's spin to start");
+
+  dev_syncer d = {-1, 0, 0, x};
+  pthread_t t;
+  EXPECT(pthread_create(&t, NULL, device_syncer, &d) == 0);
+  tt_sleep_ms(50); /* the sync has begun */
+  for (int i = 0; i < 8; i++)
+    axpb(later, y, 1.0f, 1.0f);
+  EXPECT_OK(weft_host_stream_sync(later));
+  tt_sleep_ms(50);
+  EXPECT_MSG(!tt_load(&d.returned),
+             "weft_device_sync returned with device 0's held work queued");
+  tt_store(&gate[0], 1);
+  EXPECT(pthread_join(t, NULL) == 0);
+  EXPECT_OK(d.rc);
+  EXPECT_EQ_INT(d.x0_at_return, 3);
+  EXPECT(y[0] == 9.0f);
+
+  EXPECT_OK(weft_host_event_destroy(&ev));
+  EXPECT_OK(weft_host_stream_destroy(&g));
+  EXPECT_OK(weft_host_stream_destroy(&held));
+  EXPECT_OK(weft_host_stream_destroy(&later));
+  EXPECT_OK(weft_host_pinned_free(rt, x));
+  EXPECT_OK(weft_host_pinned_free(rt, y));
+  EXPECT_OK(weft_host_pinned_free(rt, gate));
 }
 
 int main(void) {
@@ -141,6 +210,7 @@ int main(void) {
   }
   EXPECT_OK(weft_host_pinned_free(rt, x));
   EXPECT_OK(weft_host_pinned_free(rt, gate));
+  device_sync_waits_for_held_work(rt);
   tt_close(rt);
   printf("ok\n");
   return 0;
