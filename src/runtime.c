@@ -163,14 +163,10 @@ static int rt_locks_init(weft_runtime *rt) {
     goto fail_park;
   if (weft__wait_init(&rt->waits, &rt->sched))
     goto fail_wait;
-  if (pthread_mutex_init(&rt->sched.each_lock, NULL))
-    goto fail_each;
   if (weft__rq_init(&rt->sched.inject))
     goto fail_inject;
   return 0;
 fail_inject:
-  pthread_mutex_destroy(&rt->sched.each_lock);
-fail_each:
   weft__wait_fini(&rt->waits);
 fail_wait:
   pthread_mutex_destroy(&rt->sched.park_lock);
@@ -184,7 +180,6 @@ fail_lock:
 
 static void rt_locks_fini(weft_runtime *rt) {
   weft__rq_fini(&rt->sched.inject);
-  pthread_mutex_destroy(&rt->sched.each_lock);
   weft__wait_fini(&rt->waits);
   pthread_mutex_destroy(&rt->sched.park_lock);
   pthread_cond_destroy(&rt->done_cv);

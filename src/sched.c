@@ -25,6 +25,13 @@
 /* The run queues: the workers' and the guest slot's. */
 static int nqueues(const weft_runtime *rt) { return rt->sched.nworkers + 1; }
 
+/* weft__sched_each asked every worker for a call this one has not made:
+ * it must come back to the top of worker_main, not poll or sleep on. */
+static int each_pending(const weft__worker *w) {
+  return w->index < w->rt->sched.nworkers &&
+         atomic_load(&w->rt->sched.each_gen) != w->each_seen;
+}
+
 static int work_available(weft_runtime *rt) {
   if (atomic_load(&rt->sched.inject.n))
     return 1;
@@ -338,7 +345,8 @@ static int park(weft__worker *w, long timeout_ns) {
   atomic_fetch_add(&rt->sched.nparked, 1);
   /* Counted as parked before the re-check: work made ready after it is
    * seen by the waker's nparked load, which then wakes this worker. */
-  if (!work_available(rt) && !atomic_load(&rt->sched.stop)) {
+  if (!work_available(rt) && !atomic_load(&rt->sched.stop) &&
+      !each_pending(w)) {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     ts.tv_nsec += timeout_ns;
@@ -410,7 +418,8 @@ static int poll_ladder(weft__worker *w) {
     if (hook && max_sleep_ns > 200000 && atomic_load(&rt->waits.ntests))
       max_sleep_ns = 200000;
     if (weft__wait_poll(&rt->waits, WEFT__POLL_BATCH) > 0 ||
-        (w->guest_for ? guest_has_work(w) : work_available(rt)) ||
+        (w->guest_for ? guest_has_work(w)
+                      : work_available(rt) || each_pending(w)) ||
         atomic_load(&rt->sched.stop) || atomic_load(&rt->waits.n) == 0)
       return 1;
     int spinning = now_ns() < spin_until;
@@ -488,6 +497,7 @@ static int idle_spin(weft__worker *w) {
   do {
     for (int i = 0; i < 16; i++) {
       if (work_available(rt) || atomic_load(&rt->sched.stop) ||
+          each_pending(w) ||
           (atomic_load(&rt->waits.n) > 0 &&
            atomic_load(&rt->sched.poller) == 0))
         return 1;
@@ -730,8 +740,22 @@ static void on_completion(void *arg) {
 
 static void stop_workers(weft_runtime *rt, int running);
 
+/* Lets the workers get on: a task caller yields (so that its own worker
+ * gets to the call too), a thread sleeps a little. */
+static void each_wait(weft_task *self) {
+  if (self) {
+    weft__worker_suspend(self, AFTER_YIELD);
+  } else {
+    struct timespec ts = {0, 20000};
+    nanosleep(&ts, NULL);
+  }
+}
+
 void weft__sched_each(weft_runtime *rt, void (*fn)(void *), void *arg) {
-  pthread_mutex_lock(&rt->sched.each_lock);
+  weft_task *self = weft__worker_task();
+  for (int idle = 0;
+       !atomic_compare_exchange_weak(&rt->sched.each_busy, &idle, 1); idle = 0)
+    each_wait(self);
   rt->sched.each_fn = fn;
   rt->sched.each_arg = arg;
   atomic_store(&rt->sched.each_left, rt->sched.nworkers);
@@ -741,16 +765,9 @@ void weft__sched_each(weft_runtime *rt, void (*fn)(void *), void *arg) {
   while (rt->sched.parked)
     weft__worker_unpark(&rt->sched, &rt->sched.parked, rt->sched.parked);
   pthread_mutex_unlock(&rt->sched.park_lock);
-  while (atomic_load(&rt->sched.each_left) > 0) {
-    weft_task *self = weft__worker_task();
-    if (self) {
-      weft__worker_suspend(self, AFTER_YIELD);
-    } else {
-      struct timespec ts = {0, 20000};
-      nanosleep(&ts, NULL);
-    }
-  }
-  pthread_mutex_unlock(&rt->sched.each_lock);
+  while (atomic_load(&rt->sched.each_left) > 0)
+    each_wait(self);
+  atomic_store(&rt->sched.each_busy, 0);
 }
 
 int weft__sched_start(weft_runtime *rt, void (*body)(weft_task *t)) {

@@ -113,7 +113,9 @@ typedef struct weft__sched {
   atomic_uint_fast64_t busy_polled_ns; /* last poll between tasks */
   atomic_int sentinel; /* 1 while a parked worker keeps watch (sched.c) */
   /* weft__sched_each: a function every worker runs once between tasks. */
-  pthread_mutex_t each_lock; /* one at a time */
+  /* One call at a time: a flag, not a mutex, for a task caller yields
+   * while it holds it (no mutex is held across a fiber switch). */
+  atomic_int each_busy;
   void (*each_fn)(void *);
   void *each_arg;
   atomic_uint each_gen;

@@ -6,8 +6,9 @@
  * destroyed at shutdown, a handle per key, handles per stream (kept by
  * their stream, or lent on once it is idle, never while it works or after
  * a capture asked for it), handles made ahead on every worker
- * (weft_library_warm), and bad descriptions, bad keys and failing creates
- * reported (with the library's words), holding no slot of the thread's. */
+ * (weft_library_warm, beside a GPU wait, from two tasks at once), and bad
+ * descriptions, bad keys and failing creates reported (with the library's
+ * words), holding no slot of the thread's. */
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -476,6 +477,65 @@ static void per_stream_slots_give_way(void) {
   tt_close(rt);
 }
 
+/* Warming beside a task waiting for the GPU: the worker polling the wait
+ * set comes back to make its handle, so the warm does not wait for that
+ * GPU work (here a gate opened only after the warm returns). */
+static tt_gate warm_gate;
+static int warm_waiting;
+
+static void gpu_waiter(void *arg) {
+  (void)arg;
+  tt_gate_launch(&warm_gate);
+  tt_store(&warm_waiting, 1);
+  EXPECT_OK(weft_sync());
+}
+
+static void warm_beside_a_gpu_wait(void) {
+  weft_runtime *rt = tt_open_workers(2);
+  tt_gate_init(&warm_gate);
+  weft_task *t;
+  EXPECT_OK(weft_task_spawn(rt, &t, gpu_waiter, NULL, NULL));
+  tt_wait_flag(&warm_waiting, 5000, "the waiter to launch");
+  tt_gate_wait_started(&warm_gate);
+  tt_sleep_ms(20); /* in the wait set, a worker polling it */
+  EXPECT_OK(weft_library_warm(rt, &fake, 0));
+  EXPECT_MSG(tt_gate_state(&warm_gate) == TEST_SPIN_STARTED,
+             "weft_library_warm returned only once the GPU wait ended");
+  tt_gate_open(&warm_gate);
+  EXPECT_OK(weft_task_join(t));
+  tt_gate_fini(&warm_gate);
+  tt_close(rt);
+}
+
+/* Two tasks warming at once on one worker: the second waits for the
+ * first by yielding, never by blocking the thread the first must resume
+ * on. Waited for by a flag, with a limit, so that a deadlock fails. */
+static weft_runtime *warm_rt;
+static int warmers_done;
+
+static void warmer(void *arg) {
+  (void)arg;
+  EXPECT_OK(weft_library_warm(warm_rt, &fake, 0));
+}
+
+static void two_warmers(void *arg) {
+  (void)arg;
+  weft_task *a, *b;
+  EXPECT_OK(weft_task_spawn(warm_rt, &a, warmer, NULL, NULL));
+  EXPECT_OK(weft_task_spawn(warm_rt, &b, warmer, NULL, NULL));
+  EXPECT_OK(weft_task_join(a));
+  EXPECT_OK(weft_task_join(b));
+  tt_store(&warmers_done, 1);
+}
+
+static void warm_from_two_tasks(void) {
+  warm_rt = tt_open_workers(1);
+  /* Not joined: this thread's join would run the tasks itself. */
+  EXPECT_OK(weft_task_spawn(warm_rt, NULL, two_warmers, NULL, NULL));
+  tt_wait_flag(&warmers_done, 20000, "two tasks warming on one worker");
+  tt_close(warm_rt);
+}
+
 int main(void) {
   weft_runtime *rt = tt_open_workers(2);
   weft_task *t[TASKS];
@@ -635,6 +695,9 @@ int main(void) {
   EXPECT_ERR(weft_library_warm(rt, &other, 0), WEFT_EDEVICE);
   atomic_store(&fail_create, 0);
   tt_close(rt);
+  EXPECT_EQ_INT(atomic_load(&destroys), atomic_load(&creates));
+  warm_beside_a_gpu_wait();
+  warm_from_two_tasks();
   EXPECT_EQ_INT(atomic_load(&destroys), atomic_load(&creates));
   per_stream_slots_give_way();
   puts("ok");
