@@ -36,7 +36,12 @@ static int current_device(weft__backend *b) {
 static int kernel_preload(weft__backend *b, int dev, const weft_kernel *k) {
   (void)b;
   struct cudaFuncAttributes attr;
-  WEFT__CUDA_ON_DEV(dev, cudaFuncGetAttributes, &attr, k->cuda);
+  /* Not the cached set: with a stale cache the lookup succeeds on the
+   * thread's real device and loads the kernel there, not on dev. */
+  int rc = weft__cuda_use_device(dev, NULL);
+  if (rc)
+    return rc;
+  WEFT__CUDA_CHECK(cudaFuncGetAttributes, &attr, k->cuda);
   return 0;
 }
 

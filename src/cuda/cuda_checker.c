@@ -14,14 +14,20 @@
  * subscriber per process: under another tool (Nsight, compute-sanitizer)
  * these calls go unchecked, and weft check says so. */
 #include <cupti.h>
+#include <pthread.h>
 #include <stdio.h>
 
 #include "checker.h"
 #include "clock.h"
 #include "cuda_watchers.h"
 
+/* The one subscription CUPTI allows a process, and the backend that holds
+ * it: with two checked runtimes open, the second's subscribe fails, and its
+ * stop must leave the first's subscription alone. Under the lock: two
+ * runtimes may start and stop on different threads. */
+static pthread_mutex_t sub_lock = PTHREAD_MUTEX_INITIALIZER;
 static CUpti_SubscriberHandle sub;
-static int subscribed;
+static const weft__backend *subscribed;
 
 enum { SYNC, DEFAULT_STREAM };
 
@@ -135,24 +141,33 @@ static void CUPTIAPI on_call(void *arg, CUpti_CallbackDomain domain,
 }
 
 void weft__cuda_check_start(weft__backend *b) {
-  CUptiResult r = cuptiSubscribe(&sub, (CUpti_CallbackFunc)on_call, b->check);
+  pthread_mutex_lock(&sub_lock);
+  int other = subscribed != NULL;
+  CUptiResult r =
+      other ? CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED
+            : cuptiSubscribe(&sub, (CUpti_CallbackFunc)on_call, b->check);
+  if (r == CUPTI_SUCCESS) {
+    subscribed = b;
+    for (size_t i = 0; i < NWATCHED; i++)
+      cuptiEnableCallback(1, sub, CUPTI_CB_DOMAIN_RUNTIME_API, watched[i].id);
+  }
+  pthread_mutex_unlock(&sub_lock);
   if (r != CUPTI_SUCCESS) {
     const char *why = NULL;
     cuptiGetResultString(r, &why);
     fprintf(stderr,
-            "weft check: CUPTI is not available (%s): raw CUDA calls inside "
-            "tasks are not checked (weft's own calls still are)\n",
-            why ? why : "?");
-    return;
+            "weft check: CUPTI is not available (%s%s): raw CUDA calls "
+            "inside tasks are not checked (weft's own calls still are)\n",
+            why ? why : "?",
+            other ? "; another checked runtime of this process holds it" : "");
   }
-  subscribed = 1;
-  for (size_t i = 0; i < NWATCHED; i++)
-    cuptiEnableCallback(1, sub, CUPTI_CB_DOMAIN_RUNTIME_API, watched[i].id);
 }
 
 void weft__cuda_check_stop(weft__backend *b) {
-  (void)b;
-  if (subscribed)
+  pthread_mutex_lock(&sub_lock);
+  if (subscribed == b) {
     cuptiUnsubscribe(sub);
-  subscribed = 0;
+    subscribed = NULL;
+  }
+  pthread_mutex_unlock(&sub_lock);
 }

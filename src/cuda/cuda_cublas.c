@@ -14,6 +14,7 @@
 #include <stdlib.h>
 
 #include "cuda_cublas.h"
+#include "cuda_device.h"
 #include "cuda_internal.h"
 #include "cuda_libload.h"
 #include "error_internal.h"
@@ -82,7 +83,12 @@ static int lib_create(void *user, int dev, const void *key, size_t key_bytes,
   (void)user;
   (void)key;
   (void)key_bytes;
-  (void)dev; /* current already */
+  /* cublasCreate binds the handle to the current device; the cache's bind
+   * trusts the thread's cached device, which code that called cudaSetDevice
+   * itself has made stale (cuda_device.h). */
+  int rc = weft__cuda_use_device(dev, NULL);
+  if (rc)
+    return rc;
   if (weft__cuda_lib_open(&cb_so))
     return WEFT__CUDA_LIB_MISSING;
   cublasHandle_t h;

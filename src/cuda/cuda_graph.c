@@ -68,6 +68,11 @@ int weft__cuda_capture_end(weft__stream *s, void **out) {
   cudaError_t e = cudaStreamEndCapture(weft__cuda_stream_of(s), &graph);
   atomic_fetch_sub(&((weft__cuda_backend *)s->hdr.bk)->captures, 1);
   if (e != cudaSuccess) {
+    /* After an error that destroyed the context, every call fails with
+     * it: that is the cause, and it is WEFT_ELOST (weft/error.h). */
+    if (weft__cuda_is_sticky(e))
+      return weft__cuda_error_as(WEFT_ELOST, e, "cudaStreamEndCapture",
+                                 __FILE__, __LINE__);
     if (graph)
       cudaGraphDestroy(graph);
     return weft__cuda_error_as(WEFT_EDEVICE, e,
@@ -83,6 +88,9 @@ int weft__cuda_capture_end(weft__stream *s, void **out) {
   if (g) {
     cudaGraphExecUpdateResultInfo info;
     e = cudaGraphExecUpdate(g->exec, graph, &info);
+    if (e != cudaSuccess && weft__cuda_is_sticky(e))
+      return weft__cuda_error_as(WEFT_ELOST, e, "cudaGraphExecUpdate", __FILE__,
+                                 __LINE__);
     if (e != cudaSuccess) {
       (void)cudaGetLastError(); /* not sticky: clear it */
       cudaGraphDestroy(graph);

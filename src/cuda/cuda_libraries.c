@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cuda_device.h"
 #include "cuda_libload.h"
 #include "error_internal.h"
 #include "library_internal.h"
@@ -32,6 +33,13 @@ static void *fetch_handle(const char *call, const weft_library *lib) {
 #define DESCRIBE_MISSING(fn, so)                                               \
   static const char *fn(int st) { return weft__cuda_lib_missing(&so, st); }
 
+/* Each create makes its handle on the current device. The cache's bind
+ * trusts the thread's cached device, which code that called cudaSetDevice
+ * itself has made stale; ask CUDA (cuda_device.h). */
+static __attribute__((unused)) int on_device(int dev) {
+  return weft__cuda_use_device(dev, NULL);
+}
+
 static int not_built(const char *call, const char *lib) {
   return weft__err(WEFT_ENOTSUP, "%s: weft was built without %s", call, lib);
 }
@@ -53,7 +61,10 @@ static weft__cuda_lib lt_so =
 
 static int lt_create(void *user, int dev, const void *key, size_t key_bytes,
                      void **h) {
-  (void)user, (void)dev, (void)key, (void)key_bytes;
+  (void)user, (void)key, (void)key_bytes;
+  int rc = on_device(dev);
+  if (rc)
+    return rc;
   if (weft__cuda_lib_open(&lt_so))
     return WEFT__CUDA_LIB_MISSING;
   return (int)lt.create((cublasLtHandle_t *)h);
@@ -73,7 +84,8 @@ static void lt_destroy(void *user, void *h) {
 static const char *lt_describe(int st) {
   if (st == WEFT__CUDA_LIB_MISSING)
     return weft__cuda_lib_missing(&lt_so, st);
-  return lt.status_string((cublasStatus_t)st);
+  /* A negative status is on_device's WEFT_E* code, maybe before the open. */
+  return st > 0 ? lt.status_string((cublasStatus_t)st) : NULL;
 }
 
 static const weft_library lt_lib = {.struct_size = sizeof lt_lib,
@@ -112,7 +124,10 @@ static weft__cuda_lib sp_so =
 
 static int sp_create(void *user, int dev, const void *key, size_t key_bytes,
                      void **h) {
-  (void)user, (void)dev, (void)key, (void)key_bytes;
+  (void)user, (void)key, (void)key_bytes;
+  int rc = on_device(dev);
+  if (rc)
+    return rc;
   if (weft__cuda_lib_open(&sp_so))
     return WEFT__CUDA_LIB_MISSING;
   return (int)sp.create((cusparseHandle_t *)h);
@@ -131,7 +146,7 @@ static void sp_destroy(void *user, void *h) {
 static const char *sp_describe(int st) {
   if (st == WEFT__CUDA_LIB_MISSING)
     return weft__cuda_lib_missing(&sp_so, st);
-  return sp.error_string((cusparseStatus_t)st);
+  return st > 0 ? sp.error_string((cusparseStatus_t)st) : NULL;
 }
 
 static const weft_library sp_lib = {.struct_size = sizeof sp_lib,
@@ -169,7 +184,10 @@ DESCRIBE_MISSING(dn_describe, dn_so)
 
 static int dn_create(void *user, int dev, const void *key, size_t key_bytes,
                      void **h) {
-  (void)user, (void)dev, (void)key, (void)key_bytes;
+  (void)user, (void)key, (void)key_bytes;
+  int rc = on_device(dev);
+  if (rc)
+    return rc;
   if (weft__cuda_lib_open(&dn_so))
     return WEFT__CUDA_LIB_MISSING;
   return (int)dn.create((cusolverDnHandle_t *)h);
@@ -228,7 +246,10 @@ DESCRIBE_MISSING(rand_describe, rnd_so)
 
 static int rand_create(void *user, int dev, const void *key, size_t key_bytes,
                        void **h) {
-  (void)user, (void)dev, (void)key, (void)key_bytes;
+  (void)user, (void)key, (void)key_bytes;
+  int rc = on_device(dev);
+  if (rc)
+    return rc;
   if (weft__cuda_lib_open(&rnd_so))
     return WEFT__CUDA_LIB_MISSING;
   return (int)rnd.create((curandGenerator_t *)h,
@@ -308,7 +329,10 @@ DESCRIBE_MISSING(fft_describe, fft_so)
 
 static int fft_create(void *user, int dev, const void *key, size_t key_bytes,
                       void **h) {
-  (void)user, (void)dev, (void)key_bytes;
+  (void)user, (void)key_bytes;
+  int rc = on_device(dev);
+  if (rc)
+    return rc;
   if (weft__cuda_lib_open(&fft_so))
     return WEFT__CUDA_LIB_MISSING;
   weft_fft_shape sh;

@@ -128,9 +128,9 @@ static void *ws_malloc(size_t bytes) {
   return p;
 }
 
-/* Makes the workspace of stream s (on its device, the calling thread's
- * current one) unless it has one. Returns 0, or the error, reported. Only
- * the task leasing s calls this, so s's fields need no lock. */
+/* Makes the workspace of stream s (on its device) unless it has one.
+ * Returns 0, or the error, reported. Only the task leasing s calls this, so
+ * s's fields need no lock. */
 int weft__cuda_workspace_for(weft__cuda_stream *s) {
   if (s->ws_made)
     return 0;
@@ -142,6 +142,13 @@ int weft__cuda_workspace_for(weft__cuda_stream *s) {
     s->ws_made = 1; /* cuBLAS's default */
     return 0;
   }
+  /* cudaMalloc allocates on the current device and cannot notice a stale
+   * cache (code on the thread that called cudaSetDevice itself): ask CUDA,
+   * as for every call that would act silently on the wrong device
+   * (cuda_device.h). */
+  int rc0 = weft__cuda_use_device(dev, NULL);
+  if (rc0)
+    return rc0;
   void *p = NULL;
   size_t got = 0;
   int rc = 0;
