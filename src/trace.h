@@ -135,6 +135,9 @@ void weft__trace_emit(const weft__trace_rec *r);
 /* Appends records from any thread, under the tracer's lock (the CUPTI
  * buffer callback delivers thousands at a time). */
 void weft__trace_emit_batch(const weft__trace_rec *r, size_t n);
+/* Counts n records lost before they reached the tracer (a backend's own
+ * buffers: CUPTI's drops), so that the trace and weft_shutdown say so. */
+void weft__trace_count_dropped(uint64_t n);
 /* The tracer's copy of s (NULL: ""), which lives until the trace is
  * written: records never hold a caller's pointer. Equal strings share one
  * copy, and a thread passing the same pointer again (a launch's kernel

@@ -79,6 +79,8 @@ void weft__trace_emit_batch(const weft__trace_rec *r, size_t n) {
   pthread_mutex_unlock(&T->lock);
 }
 
+void weft__trace_count_dropped(uint64_t n) { atomic_fetch_add(&T->dropped, n); }
+
 /* Interned strings are the tracer's own copies, one per content, freed
  * when the trace is written: a record never holds a caller's pointer,
  * since the caller may free its string (a kernel description's name) long

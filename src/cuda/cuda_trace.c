@@ -127,6 +127,10 @@ static void CUPTIAPI buffer_requested(uint8_t **buf, size_t *size,
   *buf = p == MAP_FAILED ? NULL : p;
   *size = *buf ? BUF_SIZE : 0;
   *max_records = 0;
+  /* Without a buffer CUPTI drops what it holds, at least the record that
+   * asked: counted, so that weft_shutdown reports the trace short. */
+  if (!*buf)
+    weft__trace_count_dropped(1);
 }
 
 static uint64_t gpu_ns(uint64_t t) {
@@ -207,8 +211,6 @@ static int convert(CUpti_Activity *a, weft__trace_rec *r) {
 
 static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream,
                                       uint8_t *buf, size_t size, size_t valid) {
-  (void)ctx;
-  (void)stream;
   (void)size;
   weft__trace_rec batch[256];
   size_t n = 0;
@@ -221,6 +223,10 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream,
   }
   if (n)
     weft__trace_emit_batch(batch, n);
+  size_t lost = 0;
+  if (cuptiActivityGetNumDroppedRecords(ctx, stream, &lost) == CUPTI_SUCCESS &&
+      lost)
+    weft__trace_count_dropped(lost);
   munmap(buf, BUF_SIZE);
 }
 
