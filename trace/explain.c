@@ -1267,9 +1267,15 @@ static int print_text(FILE *f, const trace_model *m, const trace_explanation *e,
                 trace_cause_what((trace_cause)c));
       char line[640];
       evidence(m, l, e->t0, line, sizeof line);
-      fprintf(f, "  %.3f ms +%.3f ms, device %lld%s: %s\n",
-              (l->start - e->t0) / 1e3, (l->end - l->start) / 1e3,
-              (long long)l->device, l->idle ? ", GPU idle" : "", line);
+      /* Under a microsecond in ns, else "+0.000 ms" reads as nothing. */
+      double d = l->end - l->start;
+      char len[32];
+      if (d < 1.0)
+        snprintf(len, sizeof len, "+%.0f ns", d * 1e3);
+      else
+        snprintf(len, sizeof len, "+%.3f ms", d / 1e3);
+      fprintf(f, "  %.3f ms %s, device %lld%s: %s\n", (l->start - e->t0) / 1e3,
+              len, (long long)l->device, l->idle ? ", GPU idle" : "", line);
       shown++;
     }
   }

@@ -375,6 +375,22 @@ static void no_gpu_work(void) {
   trace_model_free(&m);
 }
 
+/* A stretch under a microsecond prints in ns, not as "+0.000 ms". */
+static void short_stretch(void) {
+  begin();
+  op("HtoD", 1, 0, 0.4, -5, 4);
+  op("kernel", 1, 0.4, 10, -5, 4);
+  trace_model m;
+  trace_explanation e;
+  load_explain(&m, &e);
+  EXPECT_EQ_INT(e.top, TRACE_CAUSE_ONE_STREAM);
+  char *text = print(&m, &e, 0);
+  EXPECT_HAS(text, "  0.000 ms +400 ns, device 0: kernel");
+  free(text);
+  trace_explanation_free(&e);
+  trace_model_free(&m);
+}
+
 /* Two kernels of two streams one after the other, with their launch
  * records: the first filled every SM 4 times over (the GPU was full,
  * measured); or both left room, on one hardware channel (its queue), or
@@ -620,6 +636,7 @@ int main(void) {
   launch_latency();
   held_beside_other_work();
   no_gpu_work();
+  short_stretch();
   copy_engine();
   implicit_sync_call();
   implicit_sync_found();
