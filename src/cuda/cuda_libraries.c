@@ -33,13 +33,6 @@ static void *fetch_handle(const char *call, const weft_library *lib) {
 #define DESCRIBE_MISSING(fn, so)                                               \
   static const char *fn(int st) { return weft__cuda_lib_missing(&so, st); }
 
-/* Each create makes its handle on the current device. The cache's bind
- * trusts the thread's cached device, which code that called cudaSetDevice
- * itself has made stale; ask CUDA (cuda_device.h). */
-static __attribute__((unused)) int on_device(int dev) {
-  return weft__cuda_use_device(dev, NULL);
-}
-
 static int not_built(const char *call, const char *lib) {
   return weft__err(WEFT_ENOTSUP, "%s: weft was built without %s", call, lib);
 }
@@ -62,7 +55,10 @@ static weft__cuda_lib lt_so =
 static int lt_create(void *user, int dev, const void *key, size_t key_bytes,
                      void **h) {
   (void)user, (void)key, (void)key_bytes;
-  int rc = on_device(dev);
+  /* On dev by asking CUDA: the cache is stale after the thread's own
+   * cudaSetDevice (cuda_device.h), and each create below binds to the
+   * current device. */
+  int rc = weft__cuda_use_device(dev, NULL);
   if (rc)
     return rc;
   if (weft__cuda_lib_open(&lt_so))
@@ -84,7 +80,8 @@ static void lt_destroy(void *user, void *h) {
 static const char *lt_describe(int st) {
   if (st == WEFT__CUDA_LIB_MISSING)
     return weft__cuda_lib_missing(&lt_so, st);
-  /* A negative status is on_device's WEFT_E* code, maybe before the open. */
+  /* A negative status is the device switch's WEFT_E* code, maybe before
+   * the open. */
   return st > 0 ? lt.status_string((cublasStatus_t)st) : NULL;
 }
 
@@ -125,7 +122,7 @@ static weft__cuda_lib sp_so =
 static int sp_create(void *user, int dev, const void *key, size_t key_bytes,
                      void **h) {
   (void)user, (void)key, (void)key_bytes;
-  int rc = on_device(dev);
+  int rc = weft__cuda_use_device(dev, NULL);
   if (rc)
     return rc;
   if (weft__cuda_lib_open(&sp_so))
@@ -185,7 +182,7 @@ DESCRIBE_MISSING(dn_describe, dn_so)
 static int dn_create(void *user, int dev, const void *key, size_t key_bytes,
                      void **h) {
   (void)user, (void)key, (void)key_bytes;
-  int rc = on_device(dev);
+  int rc = weft__cuda_use_device(dev, NULL);
   if (rc)
     return rc;
   if (weft__cuda_lib_open(&dn_so))
@@ -247,7 +244,7 @@ DESCRIBE_MISSING(rand_describe, rnd_so)
 static int rand_create(void *user, int dev, const void *key, size_t key_bytes,
                        void **h) {
   (void)user, (void)key, (void)key_bytes;
-  int rc = on_device(dev);
+  int rc = weft__cuda_use_device(dev, NULL);
   if (rc)
     return rc;
   if (weft__cuda_lib_open(&rnd_so))
@@ -330,7 +327,7 @@ DESCRIBE_MISSING(fft_describe, fft_so)
 static int fft_create(void *user, int dev, const void *key, size_t key_bytes,
                       void **h) {
   (void)user, (void)key_bytes;
-  int rc = on_device(dev);
+  int rc = weft__cuda_use_device(dev, NULL);
   if (rc)
     return rc;
   if (weft__cuda_lib_open(&fft_so))
