@@ -5,6 +5,7 @@
  * from trace_format.h, which the reader in trace/ shares. */
 #include <errno.h>
 #include <inttypes.h>
+#include <locale.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -581,40 +582,79 @@ static const cpu_slice *api_of(const cpu_index *ix, const weft__trace_rec *r) {
   return a;
 }
 
-/* The correlations of graph launches that already have their arrow: the
- * ops of one replay share the launch's correlation, and one flow per id
- * is what Perfetto binds (to the replay's first op). An open-addressing
- * set; a full or unallocatable set only costs duplicate arrows. */
+/* The graph replays' arrows: the ops of one replay share the launch's
+ * correlation, and one flow per id is what Perfetto binds, so the arrow
+ * goes to the replay's first op in time. The records are not written in
+ * time order (each thread's chunks, the newest first), so a first pass
+ * notes each replay's first start. An open-addressing map; a map that
+ * could not be allocated only costs duplicate arrows. */
 typedef struct corr_set {
-  uint64_t *v;
+  uint64_t *v;     /* correlations; 0: a free slot */
+  uint64_t *first; /* each one's first op's start; UINT64_MAX once drawn */
   size_t cap, n;
+  int full; /* out of memory: every op of a replay gets an arrow */
 } corr_set;
 
-/* 1 if c was not in the set (and now is). */
-static int corr_first(corr_set *s, uint64_t c) {
+/* The slot of c, added if absent; SIZE_MAX when out of memory. */
+static size_t corr_slot(corr_set *s, uint64_t c) {
   if ((s->n + 1) * 2 > s->cap) {
     size_t ncap = s->cap ? 2 * s->cap : 256;
     uint64_t *nv = calloc(ncap, sizeof *nv);
-    if (!nv)
-      return 1;
+    uint64_t *nf = malloc(ncap * sizeof *nf);
+    if (!nv || !nf) {
+      free(nv);
+      free(nf);
+      return SIZE_MAX;
+    }
     for (size_t i = 0; i < s->cap; i++)
       if (s->v[i]) {
         size_t j = (s->v[i] * 0x9E3779B97F4A7C15ull) & (ncap - 1);
         while (nv[j])
           j = (j + 1) & (ncap - 1);
         nv[j] = s->v[i];
+        nf[j] = s->first[i];
       }
     free(s->v);
+    free(s->first);
     s->v = nv;
+    s->first = nf;
     s->cap = ncap;
   }
   size_t j = (c * 0x9E3779B97F4A7C15ull) & (s->cap - 1);
   while (s->v[j] && s->v[j] != c)
     j = (j + 1) & (s->cap - 1);
-  if (s->v[j])
+  if (!s->v[j]) {
+    s->v[j] = c;
+    s->first[j] = UINT64_MAX;
+    s->n++;
+  }
+  return j;
+}
+
+/* First pass: an op of the replay of correlation c started at start. */
+static void corr_note(corr_set *s, uint64_t c, uint64_t start) {
+  if (s->full)
+    return;
+  size_t j = corr_slot(s, c);
+  if (j == SIZE_MAX)
+    s->full = 1;
+  else if (start < s->first[j])
+    s->first[j] = start;
+}
+
+/* 1 if the op of replay c started at start gets the replay's arrow (its
+ * first op, once). */
+static int corr_first(corr_set *s, uint64_t c, uint64_t start) {
+  if (s->full)
+    return 1;
+  if (!s->cap) /* the first pass noted every replay */
     return 0;
-  s->v[j] = c;
-  s->n++;
+  size_t j = (c * 0x9E3779B97F4A7C15ull) & (s->cap - 1);
+  while (s->v[j] && s->v[j] != c)
+    j = (j + 1) & (s->cap - 1);
+  if (s->v[j] != c || s->first[j] != start)
+    return 0;
+  s->first[j] = UINT64_MAX;
   return 1;
 }
 
@@ -642,7 +682,13 @@ static uint64_t write_trace(FILE *f, uint64_t t0) {
   /* Without the index, API calls can be neither paired with their ops nor
    * nested in their slices: they are left out, and counted. */
   int no_index = index_cpu(&ix) != 0;
-  corr_set graphs = {0}; /* graph launches already given an arrow */
+  corr_set graphs = {0}; /* graph replays: the first op of each */
+  for (chunk *c = T->chunks; c; c = c->next) {
+    unsigned n = atomic_load_explicit(&c->n, memory_order_acquire);
+    for (unsigned i = 0; i < n; i++)
+      if (c->r[i].kind <= WEFT__TR_MEMSET && c->r[i].graph && c->r[i].corr)
+        corr_note(&graphs, c->r[i].corr, c->r[i].start);
+  }
   /* Without the wait lanes, the waits of tasks have nowhere to go that
    * Perfetto draws: they are left out, and counted. */
   wait_lanes waits;
@@ -672,7 +718,7 @@ static uint64_t write_trace(FILE *f, uint64_t t0) {
       write_rec(f, r, api != NULL, t0, pid, tid);
       if (r->kind > WEFT__TR_MEMSET)
         continue;
-      if (api && (!r->graph || corr_first(&graphs, r->corr)))
+      if (api && (!r->graph || corr_first(&graphs, r->corr, r->start)))
         write_flow(f, api, r, t0, pid);
       uint64_t key = ((uint64_t)(uint16_t)r->dev << 32) | r->lane;
       size_t k = 0;
@@ -708,6 +754,7 @@ static uint64_t write_trace(FILE *f, uint64_t t0) {
   free(waits.task);
   free(waits.tid);
   free(graphs.v);
+  free(graphs.first);
   free(ix.apis);
   free(ix.tasks);
   fprintf(f,
@@ -731,8 +778,18 @@ int weft__trace_write(void) {
         t0 = c->r[i].start;
   }
   int rc = 0;
+  /* JSON numbers take a '.', whatever locale the program set: under an
+   * LC_NUMERIC such as de_DE's, "%.3f" writes "1,500" and the file is no
+   * longer JSON. The C locale's numbers, on this thread, while writing. */
+  locale_t c_numeric = newlocale(LC_NUMERIC_MASK, "C", (locale_t)0);
+  locale_t prev = c_numeric ? uselocale(c_numeric) : (locale_t)0;
   out_file out;
-  if (out_file_open(&out, T->path) != 0) {
+  if (!c_numeric && strcmp(localeconv()->decimal_point, ".") != 0) {
+    rc = weft__err(WEFT_EIO,
+                   "weft trace: cannot write %s: no memory for the C "
+                   "locale, and this one's numbers are not JSON's",
+                   T->path);
+  } else if (out_file_open(&out, T->path) != 0) {
     rc = weft__err(WEFT_EIO, "weft trace: cannot write %s: %s", T->path,
                    strerror(errno));
   } else {
@@ -746,6 +803,10 @@ int weft__trace_write(void) {
                      "memory; %s is valid but incomplete (its "
                      "\"dropped_records\" says how many)",
                      dropped, T->path);
+  }
+  if (c_numeric) {
+    uselocale(prev);
+    freelocale(c_numeric);
   }
   return rc;
 }

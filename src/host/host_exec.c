@@ -189,7 +189,7 @@ static void *executor(void *arg) {
   const host_executor *me = arg;
   weft__host_backend *hb = me->hb;
   int dev = me->dev;
-  weft__host_trace_executor();
+  weft__host_trace_executor(&hb->base);
   weft__guard_quiet = 1; /* its operations are checked as they are issued */
   pthread_mutex_lock(&hb->mu);
   for (;;) {

@@ -230,8 +230,9 @@ uint8_t weft__host_trace_copy_dir(weft__backend *b, void *dst, const void *src,
 /* The executor ran op of s, from t0 to now. */
 void weft__host_trace_ran(const weft__host_stream *s, const weft__host_op *op,
                           uint64_t t0);
-/* The calling thread is an executor: its lane's name. */
-void weft__host_trace_executor(void);
+/* The calling thread is an executor of b: its lane's name, if b's work
+ * is traced (another runtime's trace names none of b's threads). */
+void weft__host_trace_executor(weft__backend *b);
 
 /* Adds / removes hb among the process's pageable host backends. */
 void weft__host_pageable_join(weft__host_backend *hb);

@@ -104,6 +104,7 @@ void weft__host_trace_ran(const weft__host_stream *s, const weft__host_op *op,
   weft__trace_emit(&r);
 }
 
-void weft__host_trace_executor(void) {
-  weft__trace_thread_name("host executor");
+void weft__host_trace_executor(weft__backend *b) {
+  if (weft__trace_on_for(b))
+    weft__trace_thread_name("host executor");
 }

@@ -18,6 +18,7 @@
  * launcher's variables) each rank writes its own file, its rank in the
  * header. */
 #include <fcntl.h>
+#include <locale.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +29,7 @@
 #include "conformance/kernels.h"
 #include "expect.h"
 #include "trace.h"
+#include "trace_buffers.h"
 #include "traced_host.h"
 #include "weft.h"
 
@@ -386,14 +388,154 @@ static void ranks(void) {
   rmdir(dir);
 }
 
+/* A host-backend runtime tracing into path with opts' thread counts. */
+static weft_runtime *traced_threads(const char *path, int host_threads) {
+  weft_runtime_opts o;
+  weft_runtime_opts_init(&o);
+  o.backend = WEFT_BACKEND_HOST;
+  o.trace_path = path;
+  o.host_threads = host_threads;
+  o.host_devices = 1;
+  weft_runtime *rt;
+  EXPECT_OK(weft_init(&rt, &o));
+  return rt;
+}
+
+/* A graph replay's one arrow goes to its first op, even when the replay's
+ * ops lie in two of the executor's chunks (written the newest first): one
+ * executor, a chunk filled up to two records short, then a replay of
+ * four kernels. */
+static void replay_arrow_first(void) {
+  char path[] = "/tmp/weft-replay-arrow-XXXXXX";
+  traced_temp(path);
+  weft_runtime *rt = traced_threads(path, 1);
+  float *d;
+  int n = N;
+  float a = 1, b = 0;
+  void *args[] = {&d, &n, &a, &b};
+  EXPECT_OK(weft_device_alloc(N * sizeof(float), (void **)&d));
+  EXPECT_OK(weft_sync());
+  for (int i = 0; i < CHUNK_RECS - 2; i++)
+    EXPECT_OK(weft_launch(&tk.axpb, WEFT_DIM1(1), WEFT_DIM1(1), 0, args));
+  EXPECT_OK(weft_sync());
+  weft_graph *g;
+  EXPECT_OK(weft_graph_begin());
+  for (int i = 0; i < 4; i++)
+    EXPECT_OK(weft_launch(&tk.axpb, WEFT_DIM1(1), WEFT_DIM1(1), 0, args));
+  EXPECT_OK(weft_graph_end(&g));
+  EXPECT_OK(weft_graph_launch(g));
+  EXPECT_OK(weft_sync());
+  EXPECT_OK(weft_graph_destroy(g));
+  EXPECT_OK(weft_device_free(d));
+  EXPECT_OK(weft_shutdown(rt));
+
+  trace_model m;
+  trace_error err;
+  EXPECT_MSG(trace_model_load_file(&m, path, &err) == 0, "%s", err.message);
+  double first = -1;
+  int64_t corr = TRACE_NONE;
+  int ops = 0;
+  for (size_t i = 0; i < m.nops; i++) {
+    const trace_op *op = &m.ops[i];
+    if (!trace_op_is_gpu(op) || op->graph == TRACE_NONE)
+      continue;
+    ops++;
+    corr = op->correlation;
+    if (first < 0 || op->ts < first)
+      first = op->ts;
+  }
+  EXPECT_EQ_INT(ops, 4);
+  trace_model_free(&m);
+  char *text = slurp(path);
+  char want[64];
+  snprintf(want, sizeof want, "{\"ph\":\"f\",\"id\":%lld,", (long long)corr);
+  const char *f = strstr(text, want);
+  EXPECT_MSG(f != NULL, "the replay has no arrow");
+  EXPECT_MSG(strstr(f + 1, want) == NULL, "the replay has two arrows");
+  const char *ts = strstr(f, "\"ts\":");
+  EXPECT(ts != NULL);
+  double at = strtod(ts + 5, NULL);
+  EXPECT_MSG(at == first,
+             "the replay's arrow ends at %.3f us, its first op starts at %.3f",
+             at, first);
+  free(text);
+  unlink(path);
+}
+
+/* A program that set its user's locale (LC_NUMERIC with a decimal comma,
+ * as de_DE's) still gets a file of JSON numbers. Skipped where no such
+ * locale is installed. */
+static void numeric_locale(void) {
+  static const char *const names[] = {
+      "de_DE.UTF-8", "de_DE.utf8",  "de_DE", "fr_FR.UTF-8",
+      "fr_FR.utf8",  "ru_RU.UTF-8", NULL};
+  int found = 0;
+  for (int i = 0; names[i] && !found; i++)
+    found = setlocale(LC_NUMERIC, names[i]) &&
+            strcmp(localeconv()->decimal_point, ".") != 0;
+  if (!found) {
+    setlocale(LC_NUMERIC, "C");
+    puts("numeric locale: no locale with a decimal comma here, skipped");
+    return;
+  }
+  char path[] = "/tmp/weft-locale-XXXXXX";
+  traced_temp(path);
+  weft_runtime *rt = traced_host_open(path, 0);
+  float *d;
+  int n = N;
+  float a = 1, b = 0;
+  void *args[] = {&d, &n, &a, &b};
+  EXPECT_OK(weft_device_alloc(N * sizeof(float), (void **)&d));
+  EXPECT_OK(weft_launch(&tk.axpb, WEFT_DIM1(1), WEFT_DIM1(1), 0, args));
+  EXPECT_OK(weft_sync());
+  EXPECT_OK(weft_device_free(d));
+  EXPECT_OK(weft_shutdown(rt));
+  setlocale(LC_NUMERIC, "C");
+  trace_model m;
+  trace_error err;
+  EXPECT_MSG(trace_model_load_file(&m, path, &err) == 0,
+             "a decimal-comma locale's trace is not JSON: %s", err.message);
+  EXPECT_EQ_INT((int)m.count[TRACE_OP_KERNEL], 1);
+  trace_model_free(&m);
+  unlink(path);
+}
+
+/* Another runtime opened while one traces: none of its threads is named
+ * in the trace (its executors were). */
+static void other_executors(void) {
+  char path[] = "/tmp/weft-executors-XXXXXX";
+  traced_temp(path);
+  weft_runtime *rt = traced_threads(path, 1);
+  weft_runtime_opts oo;
+  weft_runtime_opts_init(&oo);
+  oo.backend = WEFT_BACKEND_HOST;
+  oo.trace_path = "";
+  oo.host_threads = 3;
+  oo.workers = 1;
+  weft_runtime *other;
+  EXPECT_OK(weft_init(&other, &oo));
+  EXPECT_OK(weft_shutdown(other));
+  EXPECT_OK(weft_shutdown(rt));
+  char *text = slurp(path);
+  /* The traced runtime's one executor may be named, the other's three
+   * never. */
+  size_t named = count_of(text, "\"host executor\"");
+  EXPECT_MSG(named <= 1, "%zu executors named in the trace, of 1", named);
+  free(text);
+  unlink(path);
+}
+
 int main(void) {
   clamped_calls();
   ranks();
   two_devices();
   checked_findings();
+  test_kernels_init(&tk);
+  replay_arrow_first();
+  numeric_locale();
+  other_executors();
   char path[] = "/tmp/weft-roundtrip-XXXXXX";
   traced_temp(path);
-  test_kernels_init(&tk);
   bad_name = tk.axpb;
   bad_name.name = "axpb-caf\xe9";
   weft_runtime_opts o;
