@@ -241,6 +241,24 @@ size_t weft__pinned_cache_size(weft__pinned_cache *c, const void *p) {
   return n;
 }
 
+int weft__pinned_cache_extent(weft__pinned_cache *c, const void *p, size_t n,
+                              const char *call, const char *what) {
+  pthread_mutex_lock(&c->lock);
+  weft__pin_block *b = block_of(c, p);
+  size_t off = b ? (size_t)((const char *)p - b->ptr) : 0;
+  int past = b && b->in_use && (off >= b->requested || n > b->requested - off);
+  const void *base = past ? b->ptr : NULL;
+  size_t asked = past ? b->requested : 0;
+  pthread_mutex_unlock(&c->lock);
+  if (!past)
+    return 0;
+  return weft__err(WEFT_EINVAL,
+                   "%s: %zu bytes at %s %p run past the end of its pinned "
+                   "allocation (%zu bytes at %p: %zu left from %s)",
+                   call, n, what, p, asked, base, off < asked ? asked - off : 0,
+                   what);
+}
+
 int weft__pinned_cache_free(weft__pinned_cache *c, void *p) {
   if (!p)
     return 0;

@@ -77,6 +77,11 @@ int weft__pinned_cache_alloc(weft__pinned_cache *c, size_t n, void **out);
 int weft__pinned_cache_free(weft__pinned_cache *c, void *p);
 /* The size of the live block p starts, or 0. */
 size_t weft__pinned_cache_size(weft__pinned_cache *c, const void *p);
+/* WEFT_EINVAL, reported as call's, if [p, p + n) starts in a block in use
+ * and runs past the bytes asked for it (the registry knows only the 2 MiB
+ * chunk that blocks share); else 0. what names p ("dst", "src"). */
+int weft__pinned_cache_extent(weft__pinned_cache *c, const void *p, size_t n,
+                              const char *call, const char *what);
 /* Notes that stream s reads or writes [p, p + n) if it lies in a cached
  * block; returns 1 if it does (the memory is pinned), else 0. */
 int weft__pinned_cache_use(weft__pinned_cache *c, const void *p, size_t n,

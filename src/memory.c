@@ -349,9 +349,13 @@ int weft_copy(void *dst, const void *src, size_t bytes) {
    * the start of the allocation, and the pinned cache below records the
    * stream's use of a block, which a refused call must not do. */
   rc = weft__check_extent(x->rt->h.bk, dst, src, bytes, "weft_copy");
+  weft__pinned_cache *pc = &x->rt->pinned;
+  if (!rc) /* within the block weft_pinned_alloc gave, not only its chunk */
+    rc = weft__pinned_cache_extent(pc, dst, bytes, "weft_copy", "dst");
+  if (!rc)
+    rc = weft__pinned_cache_extent(pc, src, bytes, "weft_copy", "src");
   if (rc)
     return rc;
-  weft__pinned_cache *pc = &x->rt->pinned;
   const struct weft__backend_ops *ops = x->rt->h.bk->ops;
   int src_kind = weft__pinned_cache_use(pc, src, bytes, s) ? WEFT__MEM_PINNED
                  : ops->ptr_kind ? ops->ptr_kind(x->rt->h.bk, src)
@@ -391,7 +395,11 @@ int weft_memset(void *dst, int value, size_t bytes) {
   int rc = weft__door("weft_memset", WEFT__DOOR_ISSUE, NULL, &c);
   if (rc)
     return rc;
-  rc = weft__memset(c.s, dst, value, bytes);
+  if (dst && bytes)
+    rc = weft__pinned_cache_extent(&c.x->rt->pinned, dst, bytes, "weft_memset",
+                                   "dst");
+  if (!rc)
+    rc = weft__memset(c.s, dst, value, bytes);
   return rc;
 }
 

@@ -71,8 +71,11 @@ WEFT_API int weft_device_free(void *ptr);
  * 64 KiB and are reused for requests they fit with at most 1/8 to spare. A
  * freed block that a weft_copy used is reused only once that copy (and all
  * work queued before it on the copying stream) completed, so freeing right
- * after queuing a copy is safe. Only weft_copy's use is tracked: a block
- * that a kernel or weft_memset uses must not be freed before weft_sync.
+ * after queuing a copy is safe. Only weft_copy's use by the block's own
+ * runtime is tracked: a block that a kernel or weft_memset uses, or that
+ * a task of another runtime copies, must not be freed before that work's
+ * weft_sync. A copy or memset past the bytes a block was asked for is
+ * refused (WEFT_EINVAL), though its chunk goes on.
  * On CUDA, pinning new memory (a cache miss) and unpinning it
  * (weft_mem_trim) wait for the whole device, as cudaHostAlloc and
  * cudaFreeHost do: allocate what a hot path needs once up front, and trim

@@ -250,6 +250,32 @@ static void bad_extents(void) {
   EXPECT_OK(weft_copy(h, d, 64));
   EXPECT_OK(weft_device_free(d));
   EXPECT_OK(weft_sync());
+
+  /* Past the end of a pinned allocation: blocks of a size class share a
+   * 2 MiB chunk, and a copy or memset past a block's end overwrote the
+   * next block (another allocation) unrefused. The first block of a new
+   * chunk is its lowest, the next ones come from its top down: b sits
+   * right below a. */
+  unsigned char *first, *a, *b;
+  EXPECT_OK(weft_pinned_alloc(100, (void **)&first));
+  EXPECT_OK(weft_pinned_alloc(100, (void **)&a));
+  EXPECT_OK(weft_pinned_alloc(100, (void **)&b));
+  memset(a, 0xAA, 100);
+  memset(b, 0xBB, 100);
+  memset(h, 0x11, 1024);
+  EXPECT_ERR(weft_copy(b, h, 1024), WEFT_EINVAL);
+  EXPECT(strstr(weft_last_error_message(), "100 bytes") != NULL);
+  EXPECT_ERR(weft_copy(h, b, 101), WEFT_EINVAL);
+  EXPECT_ERR(weft_copy(b + 50, h, 51), WEFT_EINVAL);
+  EXPECT_ERR(weft_memset(b, 0, 101), WEFT_EINVAL);
+  EXPECT_OK(weft_copy(b + 50, h, 50)); /* up to the end is fine */
+  EXPECT_OK(weft_memset(b, 0x22, 50));
+  EXPECT_OK(weft_sync());
+  mt_check_all(a, 0xAA, 100, "the pinned block next to one copied into");
+  mt_check_all(b + 50, 0x11, 50, "a pinned block's tail");
+  EXPECT_OK(weft_pinned_free(first));
+  EXPECT_OK(weft_pinned_free(a));
+  EXPECT_OK(weft_pinned_free(b));
   free(h);
 }
 
