@@ -35,12 +35,14 @@ static void map_task(void *arg) {
     rc = weft_device_alloc(j->out_chunk, &dout);
   else if (!rc)
     dout = din;
-  /* The message names the call the user made. */
-  if (rc)
+  /* The message names the call the user made; the other tasks stop. */
+  if (rc) {
+    atomic_store(j->stop, 1);
     weft__err(rc,
               "weft_map_chunks: a chunk's device buffers (%zu and %zu "
               "bytes): %s",
               j->in_chunk, j->out_chunk, weft_last_error_message());
+  }
   for (size_t i = (size_t)j->first; !rc && i < j->nchunks;
        i += (size_t)j->depth) {
     if (atomic_load(j->stop))
