@@ -255,8 +255,28 @@ static void peer_task(void *arg) {
   if (!e)
     e = weft_sync();
   j->ns = bench_now_ns() - t0;
-  if (e)
+  if (e) {
     bench_fail_weft(m->c, e, "weft_copy (device 0 to 1)");
+    return;
+  }
+  /* Untimed: every copy's bytes on device 1 equal its source's. */
+  unsigned char *x = malloc(m->bytes), *y = malloc(m->bytes);
+  if (!x || !y)
+    bench_fail(m->c, "out of memory");
+  for (int r = 0; r < PEER_COPIES && x && y; r++) {
+    if (bench_fetch(m->c, x, m->a[0][r], m->bytes) ||
+        bench_fetch(m->c, y, m->a[1][r], m->bytes))
+      break;
+    if (memcmp(x, y, m->bytes) != 0) {
+      bench_fail(m->c,
+                 "weft_copy (device 0 to 1): copy %d differs from "
+                 "its source",
+                 r);
+      break;
+    }
+  }
+  free(x);
+  free(y);
 }
 
 static int peer_run(mg *m, uint64_t *ns) {
