@@ -88,6 +88,34 @@ inline void check(int rc) {
     fail(rc);
 }
 
+/* A task's exception rethrown by join, or without exceptions (a callable
+ * built with them threw) printed and aborted on. */
+[[noreturn]] inline void rethrow(std::exception_ptr e) {
+#if defined(__cpp_exceptions)
+  std::rethrow_exception(e);
+#else
+  (void)e;
+  std::fprintf(stderr, "weft: a task's callable threw, and join cannot "
+                       "rethrow it without exceptions\n");
+  std::abort();
+#endif
+}
+
+/* try_join's message for a task's exception, rc WEFT_ESTATE. */
+inline int say_thrown(const std::exception_ptr &e) noexcept {
+#if defined(__cpp_exceptions)
+  try {
+    std::rethrow_exception(e);
+  } catch (const std::exception &x) {
+    return weft_error_set(WEFT_ESTATE, 0, "task threw: %s", x.what());
+  } catch (...) {
+  }
+#else
+  (void)e;
+#endif
+  return weft_error_set(WEFT_ESTATE, 0, "task threw");
+}
+
 /* weft_data_get typed: registered's and a block's get. */
 template <class T> int data_get(weft_data *d, unsigned mode, T **out) noexcept {
   void *q = nullptr;
@@ -151,9 +179,17 @@ WEFT__NOINLINE inline void block_put(void *p) noexcept {
 struct state_base {
   void (*destroy)(state_base *) noexcept;
   std::atomic<int> refs{2};
-#if defined(__cpp_exceptions)
-  std::exception_ptr thrown; /* what the callable threw, for join */
-#endif
+  /* Set by the task as it starts: a task that never starts (no stack
+   * could be had for it, weft_task_spawn's WEFT_ENOMEM at join) neither
+   * calls nor destroys the callable, nor releases its reference; the
+   * handle does both once the task is known to be gone. Read only after
+   * the join or the runtime's shutdown. */
+  bool started = false;
+  /* What the callable threw, for join. Present without exceptions too:
+   * the layout must not depend on -fno-exceptions, for a handle made in a
+   * translation unit built without them may be joined in one built with
+   * them (and one copy of each inline function is kept for both). */
+  std::exception_ptr thrown;
   void release() noexcept {
     /* The last one out skips the atomic write: after a join, the task's
      * release came first. */
@@ -194,6 +230,8 @@ template <class F, class R> struct state final : state_r<R> {
   }
   static void free_state(state_base *b) noexcept {
     state *s = static_cast<state *>(b);
+    if (!s->started) /* never called: the callable is still there */
+      s->fn.~F();
     s->~state();
     deallocate(s);
   }
@@ -222,6 +260,7 @@ template <class F, class R> struct state final : state_r<R> {
    * unwinds through the C runtime or across a fiber switch. */
   static void entry(void *arg) noexcept {
     state *s = static_cast<state *>(arg);
+    s->started = true;
 #if defined(__cpp_exceptions)
     try {
       s->call();
@@ -394,13 +433,11 @@ public:
     int rc = join_only();
     if (rc == WEFT_EDEADLK || rc == WEFT_EHANDLE || t_)
       detail::fail(rc); /* not joined: the handle stays */
-#if defined(__cpp_exceptions)
     if (s_->thrown) {
       std::exception_ptr e = std::move(s_->thrown);
       end();
-      std::rethrow_exception(e);
+      detail::rethrow(e);
     }
-#endif
     if (rc != 0) {
       end();
       detail::fail(rc);
@@ -422,18 +459,8 @@ public:
     int rc = join_only();
     if (rc == WEFT_EDEADLK || rc == WEFT_EHANDLE || t_)
       return rc; /* not joined: the handle stays */
-#if defined(__cpp_exceptions)
-    if (rc == 0 && s_->thrown) {
-      rc = WEFT_ESTATE;
-      try {
-        std::rethrow_exception(s_->thrown);
-      } catch (const std::exception &e) {
-        weft_error_set(rc, 0, "task threw: %s", e.what());
-      } catch (...) {
-        weft_error_set(rc, 0, "task threw");
-      }
-    }
-#endif
+    if (rc == 0 && s_->thrown)
+      rc = detail::say_thrown(s_->thrown);
     if constexpr (!std::is_void_v<R>) {
       if (rc == 0 && out)
         *out = std::move(*s_->result.value);
@@ -444,7 +471,9 @@ public:
     return rc;
   }
 
-  /* Lets the task run on and free itself; the handle is empty after. */
+  /* Lets the task run on and free itself; the handle is empty after. A
+   * detached task that never starts (no stack could be had for it) never
+   * destroys its callable, as a C task's arg is never freed then. */
   void detach() { detail::check(try_detach()); }
   int try_detach() noexcept {
     if (!t_)
@@ -480,6 +509,7 @@ private:
     /* Freed with its runtime, which waited for it. */
     if (runtime_gone()) {
       t_ = nullptr;
+      release_unstarted();
       return weft_error_set(WEFT_EHANDLE, 0,
                             "join: the task's runtime has shut down (it "
                             "waited for the task, which is gone)");
@@ -494,7 +524,19 @@ private:
     if (rc == WEFT_EDEADLK || (rc == WEFT_ESTATE && t_ == weft_task_self()))
       return WEFT_EDEADLK; /* refused, the handle still holds the task */
     t_ = nullptr;
+    if (rc == WEFT_ENOMEM)
+      release_unstarted();
     return rc;
+  }
+  /* The task is gone (joined, or waited for by its runtime's shutdown)
+   * without ever starting: its reference is released here, and the
+   * callable destroyed with the state. After a join only for WEFT_ENOMEM,
+   * the code of a task that could not start: a join refused as already
+   * done (WEFT_EHANDLE, native() joined or detached elsewhere) says
+   * nothing of whether the task still runs. */
+  void release_unstarted() noexcept {
+    if (s_ && !s_->started)
+      s_->release();
   }
   void end() noexcept {
     if (s_)
@@ -512,13 +554,20 @@ private:
     return weft_task_self() && weft_runtime_current() != rt_;
   }
   void drop() noexcept {
-    if (t_ && runtime_gone())
+    if (t_ && runtime_gone()) {
       t_ = nullptr;
+      release_unstarted();
+    }
     /* From a task of another runtime no join is allowed: detached. */
-    if (t_ && joined_from_other_runtime())
-      weft_task_detach(t_);
-    else if (t_ && t_ != weft_task_self() && weft_task_join(t_) == WEFT_EDEADLK)
-      weft_task_detach(t_); /* never leaked, even when it cannot be joined */
+    if (t_ && (joined_from_other_runtime() || t_ == weft_task_self())) {
+      weft_task_detach(t_); /* nor may a task join itself: detached too */
+    } else if (t_) {
+      int rc = weft_task_join(t_);
+      if (rc == WEFT_EDEADLK)
+        weft_task_detach(t_); /* never leaked, even when it cannot be joined */
+      else if (rc == WEFT_ENOMEM)
+        release_unstarted();
+    }
     t_ = nullptr;
     end();
   }
@@ -962,7 +1011,8 @@ template <class D, class S> int try_copy(D &&dst, S &&src, std::size_t n) {
   auto *d = detail::ptr_of(dst);
   const auto *s = detail::ptr_of(src);
   static_assert(sizeof(*d) == sizeof(*s), "copy between different types");
-  return weft_copy(d, s, n * sizeof(*d));
+  return weft_copy(d, s,
+                   detail::bytes_of<std::remove_reference_t<decltype(*d)>>(n));
 }
 template <class D, class S> void copy(D &&dst, S &&src, std::size_t n) {
   detail::check(try_copy(dst, src, n));
@@ -971,7 +1021,8 @@ template <class D, class S> void copy(D &&dst, S &&src, std::size_t n) {
  * Errors and context: weft_memset's. */
 template <class D> int try_memset(D &&dst, int value, std::size_t n) {
   auto *d = detail::ptr_of(dst);
-  return weft_memset(d, value, n * sizeof(*d));
+  return weft_memset(
+      d, value, detail::bytes_of<std::remove_reference_t<decltype(*d)>>(n));
 }
 template <class D> void memset(D &&dst, int value, std::size_t n) {
   detail::check(try_memset(dst, value, n));
@@ -1028,6 +1079,11 @@ inline constexpr weft_host_fn host_fn = &detail::host_thunk<F>::fn;
 template <class... Args> class kernel {
   static_assert(sizeof...(Args) <= WEFT_KERNEL_MAX_ARGS,
                 "more parameters than WEFT_KERNEL_MAX_ARGS");
+  /* weft_launch copies each argument's bytes and the kernel runs later:
+   * a std::string's copy would point at what try_launch's destroyed. */
+  static_assert((std::is_trivially_copyable_v<Args> && ...),
+                "a kernel's parameters are trivially copyable values (no "
+                "references): weft_launch copies their bytes, as CUDA does");
 
 public:
   using cuda_fn = void (*)(Args...);
@@ -1225,9 +1281,9 @@ public:
   int try_end(graph *out) noexcept {
     if (!open_)
       return weft_error_set(WEFT_ESTATE, 0, "%s", ended);
-    open_ = false;
     weft_graph *g = nullptr;
     int rc = weft_graph_end(&g);
+    open_ = rc == WEFT_ESTATE; /* below */
     *out = graph(g);
     return rc;
   }
@@ -1235,11 +1291,16 @@ public:
   int try_update(graph &g) noexcept {
     if (!open_)
       return weft_error_set(WEFT_ESTATE, 0, "%s", ended);
-    open_ = false;
-    return weft_graph_update(g.get());
+    int rc = weft_graph_update(g.get());
+    open_ = rc == WEFT_ESTATE; /* below */
+    return rc;
   }
 
 private:
+  /* The C calls end the capture whatever their result, but for
+   * WEFT_ESTATE from inside a data-flow step of it, which leaves it open
+   * (weft/graph.h): after WEFT_ESTATE the destructor ends it again (a
+   * capture that was in fact over refuses that, harmlessly). */
   static constexpr const char *ended =
       "weft::capture: already ended (end() or update(), or it never began)";
   bool open_ = true;

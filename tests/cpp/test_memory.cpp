@@ -227,6 +227,25 @@ void nothrow_events_graphs() {
   EXPECT_OK(first.try_end(&other));
 }
 
+/* A capture's end called from inside a data-flow step of it is refused
+ * and leaves the capture open (weft/graph.h): the object ends it still.
+ * It took itself for ended, and the caller stayed capturing after its
+ * scope (every later capture refused, the work recorded, not run). */
+void capture_ended_in_its_step() {
+  weft::device_buffer<float> d(16);
+  {
+    weft::capture c;
+    weft::graph g;
+    int inner = 0;
+    weft::spawn([&c, &g, &inner] { inner = c.try_end(&g); }, weft::rw(d))
+        .join();
+    EXPECT_EQ_INT(inner, WEFT_ESTATE);
+    EXPECT(!g);
+  }
+  weft::capture after(weft::nothrow);
+  EXPECT_MSG(after, "still capturing: %s", weft_last_error_message());
+}
+
 /* Registered data (weft::registered): two tasks declaring it in turn,
  * each adding to its instance; the host copy brought back by a
  * write-back started ahead (prefetch to the host), before sync. */
@@ -381,6 +400,7 @@ int main() {
   registered_blocks();
   ranges_events_graphs(rt);
   nothrow_events_graphs();
+  capture_ended_in_its_step();
   std::printf("ok\n");
   return 0;
 }

@@ -171,6 +171,27 @@ void handle_outlives_runtime() {
   EXPECT(threw);
 }
 
+/* A task that destroys its own handle: the handle cannot join it, and
+ * detaches it (it was neither joined nor detached, so never released:
+ * weft_task_detach of its native handle succeeded afterwards). */
+void own_handle_dropped(weft::runtime &rt) {
+  static weft::task<void> h;
+  std::atomic<bool> go{false}, done{false};
+  h = weft::spawn(rt, [&go, &done] {
+    while (!go)
+      weft::yield();
+    {
+      weft::task<void> mine = std::move(h);
+    } /* destroyed here, in the task it names */
+    done = true;
+  });
+  weft_task *native = h.native();
+  go = true;
+  while (!done)
+    std::this_thread::yield();
+  EXPECT_ERR(weft_task_detach(native), WEFT_EHANDLE);
+}
+
 /* From a task, another runtime's task cannot be joined: refused, the
  * handle kept (a plain thread joins it after). */
 void other_runtimes_task() {
@@ -203,6 +224,14 @@ void overflowing_sizes(weft::runtime &rt) {
   EXPECT(!d);
   weft::access a = weft::reads((const double *)&rt, SIZE_MAX / 8 + 3);
   EXPECT(a.bytes == SIZE_MAX);
+  /* copy and memset too: n * 8 wrapped to 8 bytes, copied, and 0. */
+  weft::pinned_buffer<double> src(2), dst(2);
+  src[0] = 1;
+  dst[0] = 0;
+  EXPECT(weft::try_copy(dst, src, SIZE_MAX / 8 + 2) != 0);
+  EXPECT(weft::try_memset(src, 0, SIZE_MAX / 8 + 2) != 0);
+  EXPECT_OK(weft_sync());
+  EXPECT(dst[0] == 0 && src[0] == 1);
 }
 
 } // namespace
@@ -214,6 +243,7 @@ int main() {
   handles(rt);
   nested(rt);
   nothrow_forms(rt);
+  own_handle_dropped(rt);
   overflowing_sizes(rt);
   rt.close();
   EXPECT(!rt);
