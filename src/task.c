@@ -32,7 +32,9 @@ weft_task *weft_task_self(void) {
 
 /* Whether h names t's current life: a task object, and h made for it. */
 static int names_task(const weft_task *h, const weft_task *t) {
-  return t->hdr.magic == MAGIC_TASK && weft__handle_live(h, &t->hdr);
+  /* Atomic: a stale handle's check may race the object's recycling. */
+  return __atomic_load_n(&t->hdr.magic, __ATOMIC_ACQUIRE) == MAGIC_TASK &&
+         weft__handle_live(h, &t->hdr);
 }
 
 const char *weft_task_name(const weft_task *task) {
@@ -159,7 +161,7 @@ static int task_new(weft_runtime *rt, int dev, int high, weft_task_fn fn,
     pthread_mutex_unlock(&rt->h.lock);
     return weft__err(WEFT_ENOMEM, "weft_task_spawn: out of memory");
   }
-  t->hdr.magic = MAGIC_TASK;
+  __atomic_store_n(&t->hdr.magic, MAGIC_TASK, __ATOMIC_RELAXED);
   all_link(rt, t);
   atomic_fetch_add(&rt->tasks.nlive, 1);
   pthread_mutex_unlock(&rt->h.lock);
