@@ -241,22 +241,36 @@ size_t weft__pinned_cache_size(weft__pinned_cache *c, const void *p) {
   return n;
 }
 
-int weft__pinned_cache_extent(weft__pinned_cache *c, const void *p, size_t n,
-                              const char *call, const char *what) {
-  pthread_mutex_lock(&c->lock);
-  weft__pin_block *b = block_of(c, p);
-  size_t off = b ? (size_t)((const char *)p - b->ptr) : 0;
-  int past = b && b->in_use && (off >= b->requested || n > b->requested - off);
-  const void *base = past ? b->ptr : NULL;
-  size_t asked = past ? b->requested : 0;
-  pthread_mutex_unlock(&c->lock);
-  if (!past)
+/* Under c->lock: whether [p, p + n) starts in b, a block in use, and runs
+ * past the bytes asked for it. */
+static int runs_past(const weft__pin_block *b, const void *p, size_t n) {
+  if (!b || !b->in_use)
     return 0;
+  size_t off = (size_t)((const char *)p - b->ptr);
+  return off >= b->requested || n > b->requested - off;
+}
+
+/* WEFT_EINVAL for [p, p + n), which runs past the end of the block of
+ * asked bytes at base (read under the lock by the caller). */
+static int past_error(const char *call, const char *what, const void *p,
+                      size_t n, const void *base, size_t asked) {
+  size_t off = (size_t)((const char *)p - (const char *)base);
   return weft__err(WEFT_EINVAL,
                    "%s: %zu bytes at %s %p run past the end of its pinned "
                    "allocation (%zu bytes at %p: %zu left from %s)",
                    call, n, what, p, asked, base, off < asked ? asked - off : 0,
                    what);
+}
+
+int weft__pinned_cache_extent(weft__pinned_cache *c, const void *p, size_t n,
+                              const char *call, const char *what) {
+  pthread_mutex_lock(&c->lock);
+  weft__pin_block *b = block_of(c, p);
+  int past = runs_past(b, p, n);
+  const void *base = past ? b->ptr : NULL;
+  size_t asked = past ? b->requested : 0;
+  pthread_mutex_unlock(&c->lock);
+  return past ? past_error(call, what, p, n, base, asked) : 0;
 }
 
 int weft__pinned_cache_free(weft__pinned_cache *c, void *p) {
@@ -325,18 +339,12 @@ const void *weft__pinned_cache_block(weft__pinned_cache *c, const void *p) {
   return start;
 }
 
-int weft__pinned_cache_use(weft__pinned_cache *c, const void *p, size_t n,
-                           weft__stream *s) {
-  pthread_mutex_lock(&c->lock);
-  weft__pin_block *b = block_of(c, p);
-  if (!b || !b->in_use) {
-    pthread_mutex_unlock(&c->lock);
-    return b != NULL;
-  }
-  int seen = 0;
-  for (int i = 0; i < b->nused && !seen; i++)
-    seen = b->used[i] == s;
-  if (!seen && b->nused == b->cap) {
+/* Under c->lock: notes that stream s uses b, a block in use. */
+static void note_use(weft__pin_block *b, weft__stream *s) {
+  for (int i = 0; i < b->nused; i++)
+    if (b->used[i] == s)
+      return;
+  if (b->nused == b->cap) {
     int cap = b->cap ? b->cap * 2 : 4;
     weft__stream **u = realloc(b->used, (size_t)cap * sizeof *u);
     weft__event **e = realloc(b->events, (size_t)cap * sizeof *e);
@@ -347,13 +355,44 @@ int weft__pinned_cache_use(weft__pinned_cache *c, const void *p, size_t n,
     if (u && e)
       b->cap = cap;
   }
-  if (!seen && b->nused < b->cap)
+  if (b->nused < b->cap)
     b->used[b->nused++] = s;
-  else if (!seen) /* out of memory: fall back to waiting for the stream */
+  else /* out of memory: fall back to waiting for the stream */
     weft__stream_sync(s);
+}
+
+int weft__pinned_cache_use(weft__pinned_cache *c, const void *p, size_t n,
+                           weft__stream *s) {
+  pthread_mutex_lock(&c->lock);
+  weft__pin_block *b = block_of(c, p);
+  if (b && b->in_use)
+    note_use(b, s);
   pthread_mutex_unlock(&c->lock);
   (void)n;
-  return 1;
+  return b != NULL;
+}
+
+int weft__pinned_cache_copy(weft__pinned_cache *c, void *dst, const void *src,
+                            size_t n, weft__stream *s, const char *call,
+                            int *dst_pinned, int *src_pinned) {
+  pthread_mutex_lock(&c->lock);
+  weft__pin_block *bd = block_of(c, dst), *bs = block_of(c, src);
+  int dst_past = runs_past(bd, dst, n);
+  if (dst_past || runs_past(bs, src, n)) {
+    const weft__pin_block *b = dst_past ? bd : bs;
+    const void *p = dst_past ? (const void *)dst : src, *base = b->ptr;
+    size_t asked = b->requested;
+    pthread_mutex_unlock(&c->lock);
+    return past_error(call, dst_past ? "dst" : "src", p, n, base, asked);
+  }
+  if (bs && bs->in_use)
+    note_use(bs, s);
+  if (bd && bd->in_use)
+    note_use(bd, s);
+  pthread_mutex_unlock(&c->lock);
+  *dst_pinned = bd != NULL;
+  *src_pinned = bs != NULL;
+  return 0;
 }
 
 static void trim_locked(weft__pinned_cache *c) {

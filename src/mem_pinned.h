@@ -86,6 +86,13 @@ int weft__pinned_cache_extent(weft__pinned_cache *c, const void *p, size_t n,
  * block; returns 1 if it does (the memory is pinned), else 0. */
 int weft__pinned_cache_use(weft__pinned_cache *c, const void *p, size_t n,
                            weft__stream *s);
+/* A copy's checks and notes under one hold of the lock: WEFT_EINVAL as
+ * weft__pinned_cache_extent's for dst, then src (nothing noted); else
+ * stream s's use of each block noted, *dst_pinned / *src_pinned set to
+ * whether each lies in a cached block, and 0. */
+int weft__pinned_cache_copy(weft__pinned_cache *c, void *dst, const void *src,
+                            size_t n, weft__stream *s, const char *call,
+                            int *dst_pinned, int *src_pinned);
 /* Returns cached chunks that hold no block in use to the backend. */
 void weft__pinned_cache_trim(weft__pinned_cache *c);
 void weft__pinned_cache_stats(weft__pinned_cache *c, weft__pinned_stats *out);

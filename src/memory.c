@@ -349,18 +349,19 @@ int weft_copy(void *dst, const void *src, size_t bytes) {
    * the start of the allocation, and the pinned cache below records the
    * stream's use of a block, which a refused call must not do. */
   rc = weft__check_extent(x->rt->h.bk, dst, src, bytes, "weft_copy");
-  weft__pinned_cache *pc = &x->rt->pinned;
-  if (!rc) /* within the block weft_pinned_alloc gave, not only its chunk */
-    rc = weft__pinned_cache_extent(pc, dst, bytes, "weft_copy", "dst");
+  /* Within the blocks weft_pinned_alloc gave, not only their chunks; the
+   * stream's use of them noted. */
+  int dst_pinned = 0, src_pinned = 0;
   if (!rc)
-    rc = weft__pinned_cache_extent(pc, src, bytes, "weft_copy", "src");
+    rc = weft__pinned_cache_copy(&x->rt->pinned, dst, src, bytes, s,
+                                 "weft_copy", &dst_pinned, &src_pinned);
   if (rc)
     return rc;
   const struct weft__backend_ops *ops = x->rt->h.bk->ops;
-  int src_kind = weft__pinned_cache_use(pc, src, bytes, s) ? WEFT__MEM_PINNED
+  int src_kind = src_pinned      ? WEFT__MEM_PINNED
                  : ops->ptr_kind ? ops->ptr_kind(x->rt->h.bk, src)
                                  : WEFT__MEM_PINNED;
-  int dst_kind = weft__pinned_cache_use(pc, dst, bytes, s) ? WEFT__MEM_PINNED
+  int dst_kind = dst_pinned      ? WEFT__MEM_PINNED
                  : ops->ptr_kind ? ops->ptr_kind(x->rt->h.bk, dst)
                                  : WEFT__MEM_PINNED;
   int pageable =

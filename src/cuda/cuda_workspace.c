@@ -146,12 +146,11 @@ int weft__cuda_workspace_for(weft__cuda_stream *s) {
    * cache (code on the thread that called cudaSetDevice itself): ask CUDA,
    * as for every call that would act silently on the wrong device
    * (cuda_device.h). */
-  int rc0 = weft__cuda_use_device(dev, NULL);
-  if (rc0)
-    return rc0;
+  int rc = weft__cuda_use_device(dev, NULL);
+  if (rc)
+    return rc;
   void *p = NULL;
   size_t got = 0;
-  int rc = 0;
   pthread_mutex_lock(&lock);
   owner *o = owner_of(s->base.hdr.bk);
   if (!o) {
